@@ -1,0 +1,28 @@
+"""The one seam between the UI and whatever drives it (the real controller or the demo sim)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+from heet_tui.core.intents import EditJob, Intent
+from heet_tui.core.plan import PredictedEffect
+from heet_tui.core.snapshot import Snapshot
+
+
+class Backend(Protocol):
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def snapshots(self) -> AsyncIterator[Snapshot]:
+        """Latest-first stream: a slow consumer skips stale snapshots, never blocks the producer."""
+        ...
+
+    async def post(self, intent: Intent) -> str:
+        """Carry out an intent; returns a short human result. Raises ``ValueError`` with a message."""
+        ...
+
+    async def preview(self, edit: EditJob) -> PredictedEffect:
+        """Re-evaluate the pending plan with one job tweaked, without applying anything."""
+        ...

@@ -1,0 +1,32 @@
+"""GPUs as the scheduler and the UI see them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class GpuType:
+    """A GPU model name as used across profiles, hosts and plans (e.g. ``"T4"``, ``"A100"``)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Gpu:
+    """One physical (or declared emulated) GPU on a host.
+
+    ``source`` records where the inventory came from (``nvml``, ``nvidia-smi`` or
+    ``emulated``) so the UI can never present an emulated GPU as a real one.
+    """
+
+    index: int
+    gpu_type: str
+    memory_mb: int = 0
+    uuid: str = ""
+    source: str = "emulated"
+    utilization: float | None = None
+    memory_used_mb: int | None = None

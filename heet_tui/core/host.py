@@ -1,0 +1,41 @@
+"""Hosts as the domain sees them (the hosts file's SSH details live in ``heet_tui.config``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from heet_tui.core.gpu import Gpu
+
+
+class HostState(str, Enum):
+    """Connection state of a host's supervisor; every state carries a human message."""
+
+    CONNECTING = "connecting"
+    READY = "ready"
+    UNREACHABLE = "unreachable"
+    AUTH_FAILED = "auth-failed"
+    HOST_KEY_UNKNOWN = "host-key-unknown"
+    AGENT_ERROR = "agent-error"
+
+
+@dataclass(frozen=True, slots=True)
+class Host:
+    """A host that can run jobs: its GPUs, network locality and whether the user drained it."""
+
+    name: str
+    gpus: tuple[Gpu, ...] = ()
+    rack: str = ""
+    tags: tuple[str, ...] = ()
+    drained: bool = False
+    emulated_speed: float | None = None
+    shared_fs: bool = True
+
+    @property
+    def gpu_type(self) -> str:
+        """The host's GPU type; hosts are homogeneous (mixed hosts are split in the hosts file)."""
+        return self.gpus[0].gpu_type if self.gpus else ""
+
+    @property
+    def gpu_indices(self) -> tuple[int, ...]:
+        return tuple(g.index for g in self.gpus)

@@ -1,0 +1,69 @@
+"""What the UI (or the CLI) asks the controller to do. Intents are data; the backend acts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from heet_tui.core.sched_input import Constraints
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovePlan:
+    plan_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class RejectPlan:
+    plan_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class EditJob:
+    """A tweak to one job in the pending plan: GPU type, count, hosts, pin, hold."""
+
+    plan_id: int
+    job_id: str
+    constraints: Constraints
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitJob:
+    spec_path: str
+
+
+@dataclass(frozen=True, slots=True)
+class CancelJob:
+    job_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class DrainHost:
+    host: str
+    drained: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectHost:
+    host: str
+
+
+@dataclass(frozen=True, slots=True)
+class TrustHostKey:
+    host: str
+    fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetPolicy:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetAutoApprove:
+    enabled: bool
+
+
+Intent = (
+    ApprovePlan | RejectPlan | EditJob | SubmitJob | CancelJob | DrainHost | ConnectHost
+    | TrustHostKey | SetPolicy | SetAutoApprove
+)

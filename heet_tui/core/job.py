@@ -1,0 +1,105 @@
+"""Job specifications and the job life-cycle state machine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+
+class TargetKind(str, Enum):
+    EPOCHS = "epochs"
+    STEPS = "steps"
+    SAMPLES = "samples"
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """When a job is done: after ``value`` epochs, steps or samples."""
+
+    kind: TargetKind
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """What the user asked for (from ``job.toml``), validated by ``heet_tui.config.job_spec``."""
+
+    name: str
+    command: tuple[str, ...]
+    model: str
+    batch_size: int
+    target: Target
+    workdir: str = ""
+    env: tuple[tuple[str, str], ...] = ()
+    min_gpus: int = 1
+    max_gpus: int = 1
+    gpu_types: tuple[str, ...] = ()  # empty = every type allowed
+    priority: int = 0
+    checkpoint_dir: str = ""
+    dataset_samples: int = 0  # samples per epoch, when the target is in epochs
+
+    def allows(self, gpu_type: str) -> bool:
+        return not self.gpu_types or gpu_type in self.gpu_types
+
+
+class JobState(str, Enum):
+    QUEUED = "queued"
+    PROFILING = "profiling"
+    RUNNING = "running"
+    RESIZING = "resizing"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
+
+
+_ALLOWED: dict[JobState, frozenset[JobState]] = {
+    JobState.QUEUED: frozenset({JobState.PROFILING, JobState.RUNNING, JobState.CANCELLED, JobState.FAILED}),
+    JobState.PROFILING: frozenset({JobState.QUEUED, JobState.RUNNING, JobState.CANCELLED, JobState.FAILED}),
+    JobState.RUNNING: frozenset(
+        {JobState.RESIZING, JobState.QUEUED, JobState.DONE, JobState.FAILED, JobState.CANCELLED}
+    ),
+    JobState.RESIZING: frozenset(
+        {JobState.RUNNING, JobState.QUEUED, JobState.DONE, JobState.FAILED, JobState.CANCELLED}
+    ),
+    JobState.DONE: frozenset(),
+    JobState.FAILED: frozenset(),
+    JobState.CANCELLED: frozenset(),
+}
+
+
+class InvalidTransition(ValueError):
+    """A state change the life cycle does not allow (e.g. ``done -> running``)."""
+
+
+def can_transition(old: JobState, new: JobState) -> bool:
+    return new in _ALLOWED[old]
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A submitted job and where it is in its life cycle.
+
+    ``running <-> resizing`` is the elastic loop; ``running -> queued`` is a preemption or a
+    lost host (the job resumes from its last checkpoint). Terminal states never change.
+    """
+
+    id: str
+    spec: JobSpec
+    state: JobState = JobState.QUEUED
+    submitted_at: float = 0.0
+    restarts: int = 0
+    samples_done: float = 0.0
+    steps_done: int = 0
+    attained_gpu_s: float = 0.0
+    message: str = ""
+    history: tuple[tuple[float, JobState], ...] = field(default=())
+
+    def transition(self, new: JobState, at: float, message: str = "") -> Job:
+        if not can_transition(self.state, new):
+            raise InvalidTransition(f"job {self.id!r}: cannot go from {self.state.value} to {new.value}")
+        restarts = self.restarts + (1 if new is JobState.RESIZING else 0)
+        return replace(self, state=new, restarts=restarts, message=message, history=(*self.history, (at, new)))

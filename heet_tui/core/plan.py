@@ -1,0 +1,116 @@
+"""Plans: the allocations a policy proposes, the diff against now, and the predicted effect."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from heet_tui.core.allocation import Allocation
+
+
+class ChangeKind(str, Enum):
+    START = "start"
+    STOP = "stop"
+    GROW = "grow"
+    SHRINK = "shrink"
+    MIGRATE = "migrate"
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One step of a plan. ``before``/``after`` are ``None`` for a start/stop."""
+
+    job_id: str
+    kind: ChangeKind
+    before: Allocation | None
+    after: Allocation | None
+
+    @property
+    def needs_restart(self) -> bool:
+        """Every change but a start of a queued job pauses a running job."""
+        return self.kind is not ChangeKind.START
+
+
+def classify(before: Allocation | None, after: Allocation | None) -> ChangeKind | None:
+    """How ``before`` becomes ``after``; ``None`` when nothing changes.
+
+    A change of type or of hosts with the same count is a migrate; a count change on a
+    subset/superset of the same hosts is grow/shrink; a count change that also moves to
+    other hosts is classified by count (grow/shrink), since the restart costs the same.
+    """
+    if before is None or before.num_gpus == 0:
+        return None if after is None or after.num_gpus == 0 else ChangeKind.START
+    if after is None or after.num_gpus == 0:
+        return ChangeKind.STOP
+    if before.gpu_type == after.gpu_type and before.hosts == after.hosts:
+        return None
+    if before.gpu_type != after.gpu_type or after.num_gpus == before.num_gpus:
+        return ChangeKind.MIGRATE
+    return ChangeKind.GROW if after.num_gpus > before.num_gpus else ChangeKind.SHRINK
+
+
+def diff(current: Mapping[str, Allocation], proposed: Mapping[str, Allocation]) -> tuple[Change, ...]:
+    """The changes that turn ``current`` into ``proposed``, ordered stops first.
+
+    Stops and shrinks come first so the GPUs they free exist before starts and grows claim
+    them; within a kind, by job id, so the order is deterministic.
+    """
+    order = {ChangeKind.STOP: 0, ChangeKind.SHRINK: 1, ChangeKind.MIGRATE: 2, ChangeKind.GROW: 3, ChangeKind.START: 4}
+    changes = []
+    for job_id in sorted(set(current) | set(proposed)):
+        before, after = current.get(job_id), proposed.get(job_id)
+        kind = classify(before, after)
+        if kind is not None:
+            changes.append(Change(job_id, kind, before, after))
+    return tuple(sorted(changes, key=lambda c: (order[c.kind], c.job_id)))
+
+
+@dataclass(frozen=True, slots=True)
+class JobPrediction:
+    """What a plan is predicted to do to one job."""
+
+    job_id: str
+    throughput_before: float
+    throughput_after: float
+    completion_s: float | None  # seconds from now until done; None when unknown/never
+    restart_pause_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class PredictedEffect:
+    jobs: tuple[JobPrediction, ...] = ()
+    avg_jct_s: float | None = None
+    avg_jct_before_s: float | None = None
+
+    def for_job(self, job_id: str) -> JobPrediction | None:
+        for p in self.jobs:
+            if p.job_id == job_id:
+                return p
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Proposed allocations for every job that should hold GPUs, with the diff to apply."""
+
+    allocations: Mapping[str, Allocation]
+    changes: tuple[Change, ...]
+    effect: PredictedEffect = field(default_factory=PredictedEffect)
+    policy: str = ""
+    created_at: float = 0.0
+
+    @staticmethod
+    def build(
+        current: Mapping[str, Allocation],
+        proposed: Mapping[str, Allocation],
+        policy: str = "",
+        now: float = 0.0,
+        effect: PredictedEffect | None = None,
+    ) -> Plan:
+        proposed = {j: a for j, a in proposed.items() if a.num_gpus > 0}
+        return Plan(dict(proposed), diff(current, proposed), effect or PredictedEffect(), policy, now)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.changes

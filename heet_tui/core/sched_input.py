@@ -1,0 +1,73 @@
+"""What every scheduling policy is given: a view of the cluster and of the jobs.
+
+These are plain dataclasses so the simulator, the controller and any outside harness can
+build them. A throughput function maps ``(gpu_type, placement)`` to samples/s, where a
+placement is GPUs per host, largest first (``(4, 2)``); it returns 0 for a configuration the
+job cannot run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from heet_tui.core.allocation import Allocation
+
+ThroughputFn = Callable[[str, tuple[int, ...]], float]
+
+
+@dataclass(frozen=True, slots=True)
+class HostView:
+    name: str
+    gpu_type: str
+    gpu_count: int
+    free: tuple[int, ...]  # GPU indices heet may use (busy-with-foreign-process GPUs excluded)
+    rack: str = ""
+    drained: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    hosts: tuple[HostView, ...]
+
+    def gpu_types(self) -> tuple[str, ...]:
+        return tuple(sorted({h.gpu_type for h in self.hosts}))
+
+    def host(self, name: str) -> HostView:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise KeyError(name)
+
+
+@dataclass(frozen=True, slots=True)
+class Constraints:
+    """What the user fixed by hand; a policy must respect every one."""
+
+    pinned_type: str | None = None
+    fixed_count: int | None = None
+    pinned_hosts: tuple[str, ...] = ()
+    held: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    id: str
+    min_gpus: int
+    max_gpus: int
+    throughput: ThroughputFn
+    gpu_types: tuple[str, ...] = ()  # empty = every type
+    current: Allocation | None = None
+    remaining_samples: float | None = None  # None: estimate from attained service
+    restart_cost_s: float = 30.0
+    age_s: float = 0.0
+    attained_gpu_s: float = 0.0
+    priority: int = 0
+    constraints: Constraints = field(default_factory=Constraints)
+    requested_gpus: int | None = None  # what the user asked for; rigid policies use it
+    submitted_at: float = 0.0
+
+    def allows(self, gpu_type: str) -> bool:
+        if self.constraints.pinned_type is not None:
+            return gpu_type == self.constraints.pinned_type
+        return not self.gpu_types or gpu_type in self.gpu_types

@@ -1,0 +1,81 @@
+"""Snapshots the controller (or the demo simulator) publishes and the UI renders.
+
+A snapshot is immutable and complete: the UI never has to merge deltas or ask follow-up
+questions, so a burst of updates can be coalesced into the latest one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.gpu import Gpu
+from heet_tui.core.host import HostState
+from heet_tui.core.job import JobState
+from heet_tui.core.plan import Plan
+
+
+@dataclass(frozen=True, slots=True)
+class HostStatus:
+    name: str
+    state: HostState
+    message: str = ""
+    gpus: tuple[Gpu, ...] = ()
+    rack: str = ""
+    gpu_source: str = ""
+    last_seen: float | None = None  # controller clock; the UI shows "stale since N s"
+    drained: bool = False
+    rtt_ms: float | None = None
+    gpu_jobs: tuple[tuple[int, str], ...] = ()  # (gpu index, job id) for GPUs in use
+
+    @property
+    def gpu_type(self) -> str:
+        return self.gpus[0].gpu_type if self.gpus else ""
+
+
+@dataclass(frozen=True, slots=True)
+class JobStatus:
+    id: str
+    name: str
+    state: JobState
+    model: str
+    allocation: Allocation | None = None
+    progress: float = 0.0  # 0..1
+    throughput: float = 0.0  # samples/s measured (or simulated)
+    eta_s: float | None = None
+    restarts: int = 0
+    submitted_at: float = 0.0
+    min_gpus: int = 1
+    max_gpus: int = 1
+    message: str = ""
+    log_tail: tuple[str, ...] = ()
+    events: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileCell:
+    gpu_type: str
+    config: str  # placement key, e.g. "4" or "22"
+    samples_per_s: float
+    measured: bool
+    uncertainty: float = 0.0  # relative (0.1 = +-10%)
+
+
+@dataclass(frozen=True, slots=True)
+class JobProfile:
+    job_id: str
+    cells: tuple[ProfileCell, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    now: float
+    hosts: tuple[HostStatus, ...] = ()
+    jobs: tuple[JobStatus, ...] = ()
+    plan: Plan | None = None
+    plan_id: int | None = None
+    profiles: tuple[JobProfile, ...] = ()
+    policy: str = "heet"
+    auto_approve: bool = False
+    mode: str = "controller"  # or "demo"
+    notices: tuple[str, ...] = field(default=())

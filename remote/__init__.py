@@ -1,0 +1,1 @@
+"""The heet agent: stdlib-only sources deployed to every host (see PROTOCOL.md)."""
