@@ -1,18 +1,72 @@
-"""The ``heet-tui`` command line: the TUI by default, subcommands for scripting."""
+"""The ``heet-tui`` command line: the TUI by default, subcommands for scripting.
+
+Subcommands are discovered: every module in ``heet_tui.cli.commands`` exposes
+``register(subparsers)`` and every module in ``heet_tui.bench`` exposes
+``register(bench_subparsers)``. Each parser sets ``func(args) -> int`` as its default.
+
+Exit codes: 0 ok, 2 usage or input error, 1 other failure.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import pkgutil
 import sys
 
 from heet_tui import __version__
+from heet_tui.cli.errors import CliError, UsageError
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+def _discover(package: str) -> list:
+    pkg = importlib.import_module(package)
+    return [importlib.import_module(f"{package}.{m.name}") for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name)]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="heet-tui",
+        description="Elastic training on heterogeneous GPU clusters. With no subcommand, opens the TUI.",
+    )
+    parser.add_argument("--version", action="version", version=f"heet-tui {__version__}")
+    parser.add_argument("--hosts", metavar="FILE", help="hosts file (default: $HEET_HOSTS, "
+                        "~/.config/heet-tui/hosts.toml, then the bundled configs/local.toml)")
+    parser.add_argument("--state", metavar="DIR", help="state directory (default: $XDG_STATE_HOME/heet-tui)")
+    parser.add_argument("--demo", action="store_true", help="run the app against the simulator, no hosts needed")
+    parser.add_argument("--read-only", action="store_true", help="hide every action that changes anything")
+    parser.set_defaults(func=None)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in _discover("heet_tui.cli.commands"):
+        if hasattr(module, "register"):
+            module.register(sub)
+    bench = sub.add_parser("bench", help="benchmarks that print JSON")
+    bench_sub = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
+    for module in _discover("heet_tui.bench"):
+        if hasattr(module, "register"):
+            module.register(bench_sub)
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="heet-tui")
-    parser.add_argument("--version", action="version", version=f"heet-tui {__version__}")
-    parser.parse_args(argv)
-    return 0
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = args.func
+    if func is None:
+        from heet_tui.cli.tui import run_tui
+
+        func = run_tui
+    try:
+        return int(func(args) or 0)
+    except UsageError as exc:
+        print(f"heet-tui: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except CliError as exc:
+        print(f"heet-tui: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

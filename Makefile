@@ -1,0 +1,32 @@
+# The two commands a newcomer needs; README.md and .ci/run use exactly these.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test lint
+
+run: $(VENV)/.installed
+	$(BIN)/heet-tui --hosts configs/local.toml
+
+test: $(VENV)/.installed-dev
+	$(BIN)/ruff check heet_tui tests examples
+	@status=0; $(BIN)/python -m pytest $(PYTEST_ARGS) || status=$$?; \
+	if [ $$status -eq 5 ]; then echo "pytest collected no tests: the suite is missing" >&2; exit 1; fi; \
+	exit $$status
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check heet_tui tests examples
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# torch comes from its own pinned spec first: an unpinned resolve would fetch a multi-GB CUDA build.
+$(VENV)/.installed: $(BIN)/python pyproject.toml setup.py
+	$(BIN)/python -m pip install --quiet -e .
+	@touch $@
+
+$(VENV)/.installed-dev: $(BIN)/python pyproject.toml setup.py
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@ $(VENV)/.installed

@@ -1,0 +1,149 @@
+"""``heet-tui hosts list|check|add|remove|trust``: the host list from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from heet_tui.cli.errors import UsageError
+from heet_tui.config.errors import ConfigError
+from heet_tui.config.hosts_edit import HostsDocument
+from heet_tui.config.hosts_file import HostEntry, HostsFile, load_hosts, resolve_hosts_path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    hosts = sub.add_parser("hosts", help="list, check, add or remove hosts")
+    verbs = hosts.add_subparsers(dest="hosts_verb", metavar="VERB", required=True)
+
+    def with_file(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--hosts", dest="hosts_file", metavar="FILE", help="hosts file (overrides the global --hosts)")
+        return p
+
+    p = with_file(verbs.add_parser("list", help="show the hosts file as a table"))
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_list)
+
+    p = with_file(verbs.add_parser("check", help="connect to every host, deploy the agent, read the GPUs"))
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_check)
+
+    p = with_file(verbs.add_parser("add", help="add a host (edits the file in place, comments kept)"))
+    p.add_argument("name")
+    p.add_argument("--address", required=True)
+    p.add_argument("--port", type=int)
+    p.add_argument("--user")
+    p.add_argument("--gpu-type")
+    p.add_argument("--rack")
+    p.add_argument("--transport", choices=["ssh", "local"])
+    p.add_argument("--emulate", metavar="TYPE:COUNT:SPEED", help="declared GPUs, e.g. T4:4:0.25")
+    p.set_defaults(func=cmd_add)
+
+    p = with_file(verbs.add_parser("remove", help="remove a host (edits the file in place)"))
+    p.add_argument("name")
+    p.set_defaults(func=cmd_remove)
+
+    p = with_file(verbs.add_parser("trust", help="approve a host's SSH key after checking its fingerprint"))
+    p.add_argument("name")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.set_defaults(func=cmd_trust)
+
+
+def _path(args: argparse.Namespace):
+    return resolve_hosts_path(getattr(args, "hosts_file", None) or getattr(args, "hosts", None))
+
+
+def _load(args: argparse.Namespace) -> HostsFile:
+    try:
+        return load_hosts(_path(args))
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _entry_json(h: HostEntry) -> dict[str, Any]:
+    return {
+        "name": h.name, "address": h.address, "port": h.port, "user": h.user, "transport": h.transport,
+        "gpu_type": h.gpu_type, "gpus": list(h.gpus) if h.gpus is not None else None, "tags": list(h.tags),
+        "rack": h.rack, "jump": h.jump, "shared_fs": h.shared_fs,
+        "emulate": None if h.emulate is None else
+        {"gpu_type": h.emulate.gpu_type, "count": h.emulate.count, "speed": h.emulate.speed},
+    }
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    hosts = _load(args)
+    if args.json:
+        print(json.dumps([_entry_json(h) for h in hosts.hosts], indent=2))
+        return 0
+    rows = [("NAME", "TRANSPORT", "ADDRESS", "USER", "RACK", "GPUS")]
+    for h in hosts.hosts:
+        gpus = f"emulated {h.emulate}" if h.emulate else (h.gpu_type or "from NVML")
+        if h.gpus is not None:
+            gpus += f" idx {','.join(map(str, h.gpus))}"
+        address = "-" if h.transport == "local" else f"{h.address}:{h.port}"
+        rows.append((h.name, h.transport, address, h.user or "-", h.rack or "-", gpus))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    print(f"# {hosts.path}")
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    return 0
+
+
+def _parse_emulate(value: str) -> dict[str, Any]:
+    parts = value.split(":")
+    if len(parts) != 3:
+        raise UsageError(f'--emulate "{value}": expected TYPE:COUNT:SPEED, e.g. T4:4:0.25')
+    gpu_type, count, speed = parts
+    try:
+        return {"gpu_type": gpu_type, "count": int(count), "speed": float(speed)}
+    except ValueError:
+        raise UsageError(f'--emulate "{value}": COUNT must be an integer and SPEED a number') from None
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    fields: dict[str, Any] = {"name": args.name, "address": args.address}
+    for key, value in (("port", args.port), ("user", args.user), ("gpu_type", args.gpu_type),
+                       ("rack", args.rack), ("transport", args.transport)):
+        if value is not None:
+            fields[key] = value
+    if args.emulate:
+        fields["emulate"] = _parse_emulate(args.emulate)
+    path = _path(args)
+    try:
+        doc = HostsDocument.load(path)
+        doc.add_host(fields)
+        doc.save()
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    print(f'added host "{args.name}" to {path}')
+    return 0
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    path = _path(args)
+    try:
+        doc = HostsDocument.load(path)
+        doc.remove_host(args.name)
+        doc.save()
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    print(f'removed host "{args.name}" from {path}')
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from heet_tui.cluster.check_cli import run_check
+
+    return run_check(_load(args), bool(args.json))
+
+
+def cmd_trust(args: argparse.Namespace) -> int:
+    from heet_tui.cluster.check_cli import run_trust
+
+    hosts = _load(args)
+    if args.name not in hosts.names():
+        raise UsageError(f'{hosts.path.name}: no host named "{args.name}"')
+    if not args.yes and not sys.stdin.isatty():
+        raise UsageError("refusing to trust a host key without a terminal to confirm on; pass --yes")
+    return run_trust(hosts, args.name, bool(args.yes))

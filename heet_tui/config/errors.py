@@ -1,0 +1,67 @@
+"""Config errors that name the file, the line (where known), the host and the key."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+
+
+class ConfigError(ValueError):
+    """A problem in a user's TOML file; ``str()`` is the one-line message to show them.
+
+    Format: ``hosts.toml:14: host "gpu3": unknown key "gpu" (did you mean "gpus"?)``.
+    """
+
+    def __init__(self, path: Path | str, message: str, line: int | None = None, subject: str = "") -> None:
+        self.path = Path(path)
+        self.line = line
+        self.subject = subject
+        self.detail = message
+        where = f"{self.path.name}:{line}" if line else self.path.name
+        super().__init__(f"{where}: {subject + ': ' if subject else ''}{message}")
+
+
+class ConcurrentModification(ConfigError):
+    """The file changed on disk after it was loaded; saving would lose someone's edit."""
+
+
+def did_you_mean(word: str, choices: list[str] | tuple[str, ...] | set[str]) -> str:
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return f' (did you mean "{close[0]}"?)' if close else ""
+
+
+_TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+def toml_syntax_error(path: Path, exc: Exception) -> ConfigError:
+    """tomllib puts the position at the end of its message; move it to the front."""
+    text = str(exc)
+    match = _TOML_POS.search(text)
+    line = int(match.group(1)) if match else None
+    message = _TOML_POS.sub("", text).strip()
+    if match:
+        message = f"{message} (column {match.group(2)})"
+    return ConfigError(path, f"TOML syntax error: {message}", line)
+
+
+def decode_utf8(path: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            path, f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); save it as UTF-8", line
+        ) from None
+
+
+def read_config_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(path, "file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(path, "is a directory, expected a TOML file") from None
+    except PermissionError:
+        raise ConfigError(path, "permission denied") from None
+    return decode_utf8(path, data)

@@ -1,0 +1,185 @@
+"""Edit the host list in place with tomlkit, keeping the user's comments and layout.
+
+Untouched parts stay byte-identical. Every save re-parses and validates the result with the
+same checks as loading, refuses when the file changed on disk since it was loaded (someone's
+edit would be lost), keeps a ``.bak`` and replaces the file atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from tomlkit.exceptions import TOMLKitError
+from tomlkit.items import AoT, Comment, Table, Whitespace
+
+from heet_tui.config.errors import ConcurrentModification, ConfigError, read_config_text
+from heet_tui.config.hosts_file import HOST_KEYS, HostsFile, parse_hosts_text
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class HostsDocument:
+    """A loaded hosts file that can be changed and saved back safely."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self._loaded_digest = _digest(text)
+        self.validated: HostsFile = parse_hosts_text(text, path)
+        try:
+            self._doc = tomlkit.parse(text)
+        except TOMLKitError as exc:  # tomllib accepted it, so this is unlikely; still never a traceback
+            raise ConfigError(path, f"cannot edit this file: {exc}") from None
+
+    @classmethod
+    def load(cls, path: Path | str) -> HostsDocument:
+        path = Path(path)
+        return cls(path, read_config_text(path))
+
+    def text(self) -> str:
+        return tomlkit.dumps(self._doc)
+
+    def _hosts(self) -> AoT:
+        hosts = self._doc.get("hosts")
+        if hosts is None:
+            hosts = tomlkit.aot()
+            self._doc.append("hosts", hosts)
+        if not isinstance(hosts, AoT):
+            raise ConfigError(self.path, 'cannot edit "hosts" written as an inline array; use [[hosts]] tables')
+        return hosts
+
+    def _find(self, name: str) -> tuple[int, Table]:
+        for i, table in enumerate(self._hosts()):
+            if table.get("name") == name:
+                return i, table
+        raise ConfigError(self.path, f'no host named "{name}"')
+
+    def _check(self) -> HostsFile:
+        """Validate the edited document as a whole; on failure the edit is undone by the caller."""
+        return parse_hosts_text(self.text(), self.path)
+
+    def add_host(self, fields: Mapping[str, Any]) -> HostsFile:
+        name = fields.get("name")
+        if any(t.get("name") == name for t in self._hosts()):
+            raise ConfigError(self.path, f'a host named "{name}" already exists', subject=f'host "{name}"')
+        _reject_unknown(self.path, fields)
+        table = tomlkit.table()
+        for key, value in fields.items():
+            if value is not None:
+                table.add(key, _toml_value(value))
+        hosts = self._hosts()
+        if len(hosts) and not self.text().endswith("\n\n"):
+            hosts[len(hosts) - 1].add(tomlkit.nl())  # a blank line between tables, as people write them
+        hosts.append(table)
+        try:
+            self.validated = self._check()
+        except ConfigError:
+            del hosts[len(hosts) - 1]
+            raise
+        return self.validated
+
+    def update_host(self, name: str, fields: Mapping[str, Any]) -> HostsFile:
+        """Set keys of one host; a value of ``None`` removes that key."""
+        _reject_unknown(self.path, fields)
+        _, table = self._find(name)
+        before = {k: table[k] for k in fields if k in table}
+        for key, value in fields.items():
+            if value is None:
+                if key in table:
+                    del table[key]
+            else:
+                table[key] = _toml_value(value)
+        try:
+            self.validated = self._check()
+        except ConfigError:
+            for key in fields:
+                if key in before:
+                    table[key] = before[key]
+                elif key in table:
+                    del table[key]
+            raise
+        return self.validated
+
+    def remove_host(self, name: str) -> HostsFile:
+        i, table = self._find(name)
+        hosts = self._hosts()
+        before = self.text()
+        # tomlkit files the comments that introduce the *next* table under this one; hand them
+        # to the previous table so removing a host never removes a comment about the others.
+        trailing = _trailing_trivia(table)
+        if i > 0 and any(isinstance(item, Comment) for item in trailing):
+            for item in trailing:
+                hosts[i - 1].value.append(None, item)
+        del hosts[i]
+        try:
+            self.validated = self._check()
+        except ConfigError:
+            self._doc = tomlkit.parse(before)
+            raise
+        return self.validated
+
+    def save(self) -> HostsFile:
+        """Write atomically (temp file + ``os.replace``), keeping the previous file as ``.bak``."""
+        try:
+            on_disk = read_config_text(self.path)
+        except ConfigError:
+            on_disk = None
+        if on_disk is None or _digest(on_disk) != self._loaded_digest:
+            raise ConcurrentModification(
+                self.path, "changed on disk since it was loaded; nothing was saved (reload, then edit again)"
+            )
+        text = self.text()
+        validated = parse_hosts_text(text, self.path)
+        mode = self.path.stat().st_mode & 0o777
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+                out.write(text)
+                out.flush()
+                os.fsync(out.fileno())
+            os.chmod(tmp, mode)
+            backup = self.path.with_name(self.path.name + ".bak")
+            backup.write_text(on_disk, encoding="utf-8")
+            os.chmod(backup, mode)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        self._loaded_digest = _digest(text)
+        self.validated = validated
+        return validated
+
+
+def _trailing_trivia(table: Table) -> list[Any]:
+    body = table.value.body
+    end = len(body)
+    while end > 0 and body[end - 1][0] is None and isinstance(body[end - 1][1], Comment | Whitespace):
+        end -= 1
+    return [item for _, item in body[end:]]
+
+
+def _reject_unknown(path: Path, fields: Mapping[str, Any]) -> None:
+    from heet_tui.config.errors import did_you_mean
+
+    for key in fields:
+        if key not in HOST_KEYS:
+            raise ConfigError(path, f'unknown key "{key}"{did_you_mean(key, HOST_KEYS)}',
+                              subject=f'host "{fields.get("name", "?")}"')
+
+
+def _toml_value(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        inline = tomlkit.inline_table()
+        for k, v in value.items():
+            inline.append(k, v)
+        return inline
+    if isinstance(value, tuple):
+        return list(value)
+    return value

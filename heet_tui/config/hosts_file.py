@@ -1,0 +1,232 @@
+"""The host list (``hosts.toml``): schema, validation into dataclasses, and where to find it.
+
+Schema::
+
+    [defaults]            # every key optional; applies to each host that does not set it
+    user = "alice"        port = 22          python = "python3"
+    workdir = "~/.heet"   ssh_config = "~/.ssh/config"   jump = "login.example.org"
+    shared_fs = true
+
+    [[hosts]]
+    name = "a100-1"               # required, unique; letters, digits, . _ -
+    address = "10.0.0.11"         # or an ~/.ssh/config alias; default: the name
+    port = 22
+    user = "alice"
+    transport = "ssh"             # or "local" for this machine
+    gpu_type = "A100"             # override what NVML reports
+    gpus = [0, 1, 2, 3]           # indices heet may use; default all
+    tags = ["nvlink"]
+    rack = "r1"                   # network locality
+    emulate = { gpu_type = "T4", count = 4, speed = 0.25 }   # declared GPUs, real training on CPU
+    shared_fs = true              # sees the shared checkpoint filesystem
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from heet_tui.config.errors import ConfigError, read_config_text, toml_syntax_error
+from heet_tui.config.fields import SAFE_ADDRESS, SAFE_NAME, SAFE_USER, Fields
+from heet_tui.config.locate import LineIndex
+
+TRANSPORTS = ("ssh", "local")
+HOST_KEYS = frozenset(
+    {"name", "address", "port", "user", "transport", "gpu_type", "gpus", "tags", "rack", "emulate",
+     "python", "workdir", "jump", "shared_fs"}
+)
+DEFAULT_KEYS = frozenset({"user", "port", "python", "workdir", "ssh_config", "jump", "shared_fs"})
+EMULATE_KEYS = frozenset({"gpu_type", "count", "speed"})
+TOP_KEYS = frozenset({"defaults", "hosts"})
+
+
+@dataclass(frozen=True, slots=True)
+class EmulateSpec:
+    """GPUs a host declares instead of reading them: real training on CPU, time scaled by ``speed``."""
+
+    gpu_type: str
+    count: int
+    speed: float
+
+    def __str__(self) -> str:
+        return f"{self.gpu_type}:{self.count}:{self.speed:g}"
+
+
+@dataclass(frozen=True, slots=True)
+class Defaults:
+    user: str | None = None
+    port: int = 22
+    python: str = "python3"
+    workdir: str = "~/.heet"
+    ssh_config: Path | None = None
+    jump: str | None = None
+    shared_fs: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class HostEntry:
+    """One host with the defaults merged in; ``line`` is where its ``[[hosts]]`` table starts."""
+
+    name: str
+    address: str
+    port: int = 22
+    user: str | None = None
+    transport: str = "ssh"
+    gpu_type: str | None = None
+    gpus: tuple[int, ...] | None = None
+    tags: tuple[str, ...] = ()
+    rack: str = ""
+    emulate: EmulateSpec | None = None
+    python: str = "python3"
+    workdir: str = "~/.heet"
+    jump: str | None = None
+    shared_fs: bool = True
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HostsFile:
+    path: Path
+    hosts: tuple[HostEntry, ...]
+    defaults: Defaults
+    ssh_config: Path | None = None
+
+    def host(self, name: str) -> HostEntry:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise KeyError(name)
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(h.name for h in self.hosts)
+
+
+def load_hosts(path: Path | str) -> HostsFile:
+    path = Path(path)
+    return parse_hosts_text(read_config_text(path), path)
+
+
+def parse_hosts_text(text: str, path: Path | str) -> HostsFile:
+    """Validate a host list given as text (the editor re-checks its output with this before saving)."""
+    path = Path(path)
+    if not text.strip():
+        raise ConfigError(path, "the file is empty; add at least one [[hosts]] table")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise toml_syntax_error(path, exc) from None
+    index = LineIndex(text)
+    top = Fields(path, data, "", lambda key: None)
+    top.reject_unknown(TOP_KEYS)
+    defaults = _defaults(path, data.get("defaults", {}), index)
+    raw_hosts = data.get("hosts", [])
+    if not isinstance(raw_hosts, list) or not all(isinstance(h, dict) for h in raw_hosts):
+        raise ConfigError(path, '"hosts" must be an array of tables: write each host as [[hosts]]')
+    if not raw_hosts:
+        raise ConfigError(path, "no hosts defined; add at least one [[hosts]] table")
+    hosts: list[HostEntry] = []
+    seen: dict[str, int | None] = {}
+    for i, raw in enumerate(raw_hosts):
+        entry = _host(path, raw, i, index, defaults)
+        if entry.name in seen:
+            first = f" (first defined at line {seen[entry.name]})" if seen[entry.name] else ""
+            raise ConfigError(path, f'duplicate host name "{entry.name}"{first}', entry.line)
+        seen[entry.name] = entry.line
+        hosts.append(entry)
+    return HostsFile(path, tuple(hosts), defaults, defaults.ssh_config)
+
+
+def _defaults(path: Path, raw: Any, index: LineIndex) -> Defaults:
+    if not isinstance(raw, dict):
+        raise ConfigError(path, '"defaults" must be a table: write it as [defaults]')
+    f = Fields(path, raw, "[defaults]", lambda key: index.key_line("defaults", 0, key) if key else
+               index.table_line("defaults"))
+    f.reject_unknown(DEFAULT_KEYS)
+    ssh_config = f.string("ssh_config")
+    ssh_path = None
+    if ssh_config:
+        ssh_path = Path(os.path.expanduser(ssh_config))
+        if not ssh_path.is_absolute():
+            ssh_path = (path.parent / ssh_path).resolve()
+    return Defaults(
+        user=f.string("user", pattern=SAFE_USER, what="a valid user name"),
+        port=f.integer("port", 22, 1, 65535) or 22,
+        python=f.string("python", "python3") or "python3",
+        workdir=f.string("workdir", "~/.heet") or "~/.heet",
+        ssh_config=ssh_path,
+        jump=f.string("jump", pattern=SAFE_ADDRESS, what="a valid jump host ([user@]host[:port])"),
+        shared_fs=f.boolean("shared_fs", True),
+    )
+
+
+def _host(path: Path, raw: Mapping[str, Any], i: int, index: LineIndex, d: Defaults) -> HostEntry:
+    line = index.table_line("hosts", i)
+    name = raw.get("name")
+    subject = f'host "{name}"' if isinstance(name, str) and name else f"host #{i + 1}"
+    f = Fields(path, raw, subject, lambda key: index.key_line("hosts", i, key) if key else line)
+    f.reject_unknown(HOST_KEYS)
+    name = f.required_string("name", SAFE_NAME, "a valid host name (letters, digits, . _ -)")
+    transport = f.string("transport", "ssh") or "ssh"
+    if transport not in TRANSPORTS:
+        raise f.error("transport", f'key "transport": unknown transport "{transport}" (expected "ssh" or "local")')
+    address = f.string("address", name, SAFE_ADDRESS, "a valid address or ssh-config alias") or name
+    if address.startswith("-"):
+        raise f.error("address", f'key "address": "{address}" must not start with "-"')
+    return HostEntry(
+        name=name,
+        address=address,
+        port=f.integer("port", d.port, 1, 65535) or d.port,
+        user=f.string("user", d.user, SAFE_USER, "a valid user name"),
+        transport=transport,
+        gpu_type=f.string("gpu_type", pattern=SAFE_NAME, what="a valid GPU type name"),
+        gpus=f.index_list("gpus"),
+        tags=f.string_list("tags", SAFE_NAME),
+        rack=f.string("rack", "", pattern=None) or "",
+        emulate=_emulate(path, f, subject, index, i),
+        python=f.string("python", d.python) or d.python,
+        workdir=f.string("workdir", d.workdir) or d.workdir,
+        # jump = "" turns off a default jump for one host (e.g. a machine on the login node's LAN)
+        jump=None if raw.get("jump") == "" else f.string("jump", d.jump, SAFE_ADDRESS, "a valid jump host"),
+        shared_fs=f.boolean("shared_fs", d.shared_fs),
+        line=line,
+    )
+
+
+def _emulate(path: Path, host: Fields, subject: str, index: LineIndex, i: int) -> EmulateSpec | None:
+    raw = host.table_of("emulate")
+    if raw is None:
+        return None
+    line = host.line_of("emulate")
+    f = Fields(path, raw, f"{subject}: emulate", lambda key: line)
+    f.reject_unknown(EMULATE_KEYS)
+    gpu_type = f.required_string("gpu_type", SAFE_NAME, "a valid GPU type name")
+    if "count" not in raw:
+        raise f.error(None, 'missing required key "count"')
+    count = f.integer("count", None, low=0)
+    assert count is not None
+    speed = f.number("speed", 1.0, positive=True)
+    assert speed is not None
+    return EmulateSpec(gpu_type, count, speed)
+
+
+def bundled_config(name: str) -> Path:
+    """A config shipped inside the package (``configs/`` in the repository)."""
+    return Path(str(resources.files("heet_tui.bundled_configs").joinpath(name)))
+
+
+def resolve_hosts_path(cli_value: str | None) -> Path:
+    """``--hosts``, then ``$HEET_HOSTS``, then ``~/.config/heet-tui/hosts.toml``, then the bundled local one."""
+    if cli_value:
+        return Path(cli_value).expanduser()
+    env = os.environ.get("HEET_HOSTS")
+    if env:
+        return Path(env).expanduser()
+    user = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "heet-tui" / "hosts.toml"
+    if user.exists():
+        return user
+    return bundled_config("local.toml")

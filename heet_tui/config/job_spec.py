@@ -1,0 +1,150 @@
+"""Job specs (``job.toml``): what to run, how big it may grow, and when it is done.
+
+Schema::
+
+    name = "resnet-small"                 # required; letters, digits, . _ -
+    command = ["python3", "train.py"]     # argv list ... or script + args:
+    script = "examples/training.py"
+    args = ["--lr", "0.1"]
+    workdir = "."                         # relative to this file
+    env = { OMP_NUM_THREADS = "1" }
+    model = "cifar10"                     # profile class key
+    batch_size = 128                      # global batch size
+    target = { steps = 200 }              # exactly one of epochs, steps, samples
+    min_gpus = 1
+    max_gpus = 4
+    gpu_types = ["A100", "T4"]            # allowed; default all
+    priority = 0
+    checkpoint_dir = "/shared/ckpt/resnet-small"
+    dataset_samples = 50000               # samples per epoch, needed when target is in epochs
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from heet_tui.config.errors import ConfigError, read_config_text, toml_syntax_error
+from heet_tui.config.fields import SAFE_NAME, Fields
+from heet_tui.config.locate import LineIndex
+from heet_tui.core.job import JobSpec, Target, TargetKind
+
+JOB_KEYS = frozenset(
+    {"name", "command", "script", "args", "workdir", "env", "model", "batch_size", "target", "min_gpus",
+     "max_gpus", "gpu_types", "priority", "checkpoint_dir", "dataset_samples"}
+)
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+RESERVED_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                "CUDA_VISIBLE_DEVICES")
+
+
+def load_job_spec(path: Path | str) -> JobSpec:
+    path = Path(path)
+    return parse_job_text(read_config_text(path), path)
+
+
+def parse_job_text(text: str, path: Path | str) -> JobSpec:
+    path = Path(path)
+    if not text.strip():
+        raise ConfigError(path, "the file is empty; a job needs at least name, command, model, batch_size, target")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise toml_syntax_error(path, exc) from None
+    index = LineIndex(text)
+    name = data.get("name")
+    subject = f'job "{name}"' if isinstance(name, str) and name else "job"
+
+    def line_of(key: str) -> int | None:
+        if not key:
+            return None
+        for number, line in enumerate(text.splitlines(), start=1):
+            if re.match(rf"^\s*{re.escape(key)}\s*=", line) or line.strip() == f"[{key}]":
+                return number
+        return index.table_line(key)
+
+    f = Fields(path, data, subject, line_of)
+    f.reject_unknown(JOB_KEYS)
+    name = f.required_string("name", SAFE_NAME, "a valid job name (letters, digits, . _ -)")
+    command = _command(f)
+    workdir = f.string("workdir", "") or ""
+    if workdir and not Path(workdir).expanduser().is_absolute():
+        workdir = str((path.parent / workdir).resolve())
+    min_gpus = f.integer("min_gpus", 1, low=1) or 1
+    max_gpus = f.integer("max_gpus", min_gpus, low=1) or min_gpus
+    if max_gpus < min_gpus:
+        raise f.error("max_gpus", f'key "max_gpus": {max_gpus} is less than min_gpus ({min_gpus})')
+    target = _target(f)
+    dataset_samples = f.integer("dataset_samples", 0, low=0) or 0
+    if target.kind is TargetKind.EPOCHS and dataset_samples == 0:
+        raise f.error("target", 'a target in epochs needs "dataset_samples" (samples per epoch)')
+    return JobSpec(
+        name=name,
+        command=command,
+        model=f.required_string("model", SAFE_NAME, "a valid model key"),
+        batch_size=_required_int(f, "batch_size"),
+        target=target,
+        workdir=workdir,
+        env=_env(f),
+        min_gpus=min_gpus,
+        max_gpus=max_gpus,
+        gpu_types=f.string_list("gpu_types", SAFE_NAME),
+        priority=f.integer("priority", 0) or 0,
+        checkpoint_dir=f.string("checkpoint_dir", "") or "",
+        dataset_samples=dataset_samples,
+    )
+
+
+def _required_int(f: Fields, key: str) -> int:
+    if key not in f.table:
+        raise f.error(None, f'missing required key "{key}"')
+    value = f.integer(key, None, low=1)
+    assert value is not None
+    return value
+
+
+def _command(f: Fields) -> tuple[str, ...]:
+    has_command, has_script = "command" in f.table, "script" in f.table
+    if has_command and has_script:
+        raise f.error("script", 'give either "command" or "script" (+ "args"), not both')
+    if not has_command and not has_script:
+        raise f.error(None, 'missing required key "command" (an argv list) or "script"')
+    if has_command:
+        if "args" in f.table:
+            raise f.error("args", '"args" goes with "script"; put arguments in the "command" list')
+        argv = f.string_list("command")
+        if not argv:
+            raise f.error("command", 'key "command": must not be empty')
+        return argv
+    script = f.required_string("script")
+    return ("python3", script, *f.string_list("args"))
+
+
+def _target(f: Fields) -> Target:
+    raw = f.table_of("target")
+    if raw is None:
+        raise f.error(None, 'missing required key "target" (e.g. target = { steps = 1000 })')
+    kinds = [k.value for k in TargetKind]
+    t = Fields(f.path, raw, f"{f.subject}: target", lambda key: f.line_of("target"))
+    t.reject_unknown(frozenset(kinds))
+    if len(raw) != 1:
+        raise t.error(None, f"give exactly one of {', '.join(kinds)}, got {len(raw)}")
+    (kind, _), = raw.items()
+    value = t.number(kind, None, positive=True)
+    assert value is not None
+    return Target(TargetKind(kind), value)
+
+
+def _env(f: Fields) -> tuple[tuple[str, str], ...]:
+    raw = f.table_of("env") or {}
+    pairs = []
+    for key, value in raw.items():
+        if not ENV_NAME.match(key):
+            raise f.error("env", f'key "env": "{key}" is not a valid environment variable name')
+        if key in RESERVED_ENV or key.startswith("HEET_"):
+            raise f.error("env", f'key "env": "{key}" is set by heet-tui for each launch and cannot be overridden')
+        if not isinstance(value, str):
+            raise f.error("env", f'key "env": value of "{key}" must be a string')
+        pairs.append((key, value))
+    return tuple(sorted(pairs))

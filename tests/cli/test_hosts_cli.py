@@ -1,0 +1,85 @@
+"""``heet-tui hosts list/add/remove`` through the real console entry point, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def heet(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "heet_tui.cli.main", *args],
+        capture_output=True, text=True, timeout=60, env={**os.environ, **(env or {})},
+    )
+
+
+@pytest.fixture
+def hosts(repo: Path, tmp_path: Path) -> Path:
+    path = tmp_path / "hosts.toml"
+    shutil.copy(repo / "configs" / "hosts.example.toml", path)
+    return path
+
+
+def test_list_json_reports_every_host(hosts: Path) -> None:
+    out = heet("hosts", "list", "--hosts", str(hosts), "--json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert [r["name"] for r in rows] == ["a100-1", "v100-1", "v100-2", "t4-1", "t4-2", "dev-box"]
+    assert rows[1]["gpus"] == [0, 1, 2]
+    assert rows[5]["emulate"] == {"gpu_type": "T4", "count": 2, "speed": 0.25}
+
+
+def test_list_table_uses_heet_hosts_env(hosts: Path) -> None:
+    out = heet("hosts", "list", env={"HEET_HOSTS": str(hosts)})
+    assert out.returncode == 0, out.stderr
+    assert "dev-box" in out.stdout and "emulated T4:2:0.25" in out.stdout
+
+
+def test_add_then_remove_edits_the_file_in_place(hosts: Path) -> None:
+    original = hosts.read_text()
+    out = heet("--hosts", str(hosts), "hosts", "add", "gpu9", "--address", "10.9.0.9", "--port", "2200",
+               "--rack", "r9", "--emulate", "V100:2:0.5")
+    assert out.returncode == 0, out.stderr
+    listed = json.loads(heet("hosts", "list", "--hosts", str(hosts), "--json").stdout)
+    gpu9 = next(r for r in listed if r["name"] == "gpu9")
+    assert gpu9["port"] == 2200 and gpu9["emulate"]["gpu_type"] == "V100"
+    assert hosts.read_text().startswith(original)  # everything the user wrote is untouched
+    out = heet("hosts", "remove", "gpu9", "--hosts", str(hosts))
+    assert out.returncode == 0, out.stderr
+    assert "gpu9" not in hosts.read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["hosts", "add", "t4-1", "--address", "x"], 'a host named "t4-1" already exists'),
+        (["hosts", "add", "z", "--address", "x", "--port", "0"], 'key "port": 0 is out of range'),
+        (["hosts", "add", "z", "--address", "x", "--emulate", "T4:four:1"], "COUNT must be an integer"),
+        (["hosts", "remove", "ghost"], 'no host named "ghost"'),
+    ],
+)
+def test_bad_edits_exit_2_with_a_message_and_leave_the_file(hosts: Path, args: list[str], message: str) -> None:
+    before = hosts.read_bytes()
+    out = heet(*args, "--hosts", str(hosts))
+    assert out.returncode == 2
+    assert message in out.stderr and "Traceback" not in out.stderr
+    assert hosts.read_bytes() == before
+
+
+def test_broken_hosts_file_exits_2_naming_the_line(tmp_path: Path) -> None:
+    bad = tmp_path / "hosts.toml"
+    bad.write_text('[[hosts]]\nname = "gpu3"\ngpu = [0]\n')
+    out = heet("hosts", "list", "--hosts", str(bad))
+    assert out.returncode == 2
+    assert out.stderr.strip() == 'heet-tui: hosts.toml:3: host "gpu3": unknown key "gpu" (did you mean "gpus"?)'
+
+
+def test_version() -> None:
+    out = heet("--version")
+    assert out.returncode == 0 and out.stdout.startswith("heet-tui ")

@@ -1,0 +1,86 @@
+"""Editing the host list keeps the user's file: comments, layout and untouched bytes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from heet_tui.config.errors import ConcurrentModification, ConfigError
+from heet_tui.config.hosts_edit import HostsDocument
+from heet_tui.config.hosts_file import load_hosts
+
+
+@pytest.fixture
+def example(repo: Path, tmp_path: Path) -> Path:
+    path = tmp_path / "hosts.toml"
+    shutil.copy(repo / "configs" / "hosts.example.toml", path)
+    return path
+
+
+def test_untouched_document_round_trips_byte_identical(example: Path) -> None:
+    original = example.read_bytes()
+    doc = HostsDocument.load(example)
+    assert doc.text().encode() == original
+    doc.save()
+    assert example.read_bytes() == original
+
+
+def test_add_update_remove_keep_comments_and_untouched_hosts(example: Path) -> None:
+    original = example.read_text()
+    doc = HostsDocument.load(example)
+    doc.add_host({"name": "new-1", "address": "10.3.0.1", "rack": "r3",
+                  "emulate": {"gpu_type": "A100", "count": 2, "speed": 1.0}})
+    doc.update_host("t4-1", {"rack": "r9"})
+    doc.remove_host("v100-2")
+    doc.save()
+    text = example.read_text()
+    # every comment line of the original survives
+    for line in original.splitlines():
+        if line.strip().startswith("#"):
+            assert line in text
+    # the untouched a100-1 block is byte-identical
+    block = original[original.index('[[hosts]]\nname = "a100-1"'):original.index('[[hosts]]\nname = "v100-1"')]
+    assert block in text
+    assert 'gpu_type = "T4"                # NVML says "Tesla T4"; name it as the profiles do' in text
+    hosts = load_hosts(example)
+    assert "v100-2" not in hosts.names()
+    assert hosts.host("t4-1").rack == "r9"
+    new = hosts.host("new-1")
+    assert new.emulate is not None and new.emulate.count == 2 and new.rack == "r3"
+    assert (example.with_name("hosts.toml.bak")).read_text() == original
+
+
+def test_invalid_edit_is_refused_and_leaves_the_document_unchanged(example: Path) -> None:
+    doc = HostsDocument.load(example)
+    before = doc.text()
+    with pytest.raises(ConfigError, match='key "port": 0 is out of range'):
+        doc.update_host("t4-1", {"port": 0})
+    with pytest.raises(ConfigError, match='a host named "t4-1" already exists'):
+        doc.add_host({"name": "t4-1", "address": "x"})
+    with pytest.raises(ConfigError, match='unknown key "gpu" \\(did you mean "gpus"\\?\\)'):
+        doc.add_host({"name": "z", "gpu": [0]})
+    with pytest.raises(ConfigError, match='no host named "ghost"'):
+        doc.remove_host("ghost")
+    assert doc.text() == before
+
+
+def test_save_refuses_when_the_file_changed_on_disk(example: Path) -> None:
+    doc = HostsDocument.load(example)
+    doc.update_host("t4-1", {"rack": "r7"})
+    someone_else = example.read_text() + "\n# edited by hand meanwhile\n"
+    example.write_text(someone_else)
+    with pytest.raises(ConcurrentModification, match="changed on disk since it was loaded"):
+        doc.save()
+    assert example.read_text() == someone_else  # their edit is not lost
+
+
+def test_save_is_atomic_and_keeps_permissions(example: Path) -> None:
+    os.chmod(example, 0o600)
+    doc = HostsDocument.load(example)
+    doc.update_host("t4-1", {"rack": "r5"})
+    doc.save()
+    assert example.stat().st_mode & 0o777 == 0o600
+    assert not [p for p in example.parent.iterdir() if p.name.endswith(".tmp")]

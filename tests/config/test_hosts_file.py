@@ -1,0 +1,89 @@
+"""The host list: valid files load into dataclasses, every bad one gets one precise message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from heet_tui.config.errors import ConfigError
+from heet_tui.config.hosts_file import bundled_config, load_hosts, parse_hosts_text, resolve_hosts_path
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "config"
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("unknown_key.toml", 'unknown_key.toml:12: host "gpu3": unknown key "gpu" (did you mean "gpus"?)'),
+        ("duplicate_name.toml", 'duplicate_name.toml:4: duplicate host name "gpu1" (first defined at line 1)'),
+        ("bad_port.toml", 'bad_port.toml:3: host "gpu1": key "port": 70000 is out of range (expected from 1 to 65535)'),
+        ("bad_transport.toml", 'bad_transport.toml:3: host "gpu1": key "transport": unknown transport "telnet"'),
+        ("negative_count.toml", 'negative_count.toml:3: host "gpu1": emulate: key "count": -2 is out of range'),
+        ("bad_speed.toml", 'bad_speed.toml:3: host "gpu1": emulate: key "speed": must be > 0, got 0'),
+        ("unknown_emulate_key.toml", 'host "gpu1": emulate: unknown key "sped" (did you mean "speed"?)'),
+        ("empty.toml", "empty.toml: the file is empty; add at least one [[hosts]] table"),
+        ("no_hosts.toml", "no_hosts.toml: no hosts defined"),
+        ("unknown_top.toml", 'unknown_top.toml: unknown key "host" (did you mean "hosts"?)'),
+        ("syntax.toml", "syntax.toml:1: TOML syntax error"),
+        ("latin1.toml", "latin1.toml:2: not valid UTF-8 (byte 0xe9"),
+        ("bad_address.toml", 'bad_address.toml:3: host "gpu1": key "address": "-oProxyCommand=evil" is not'),
+        ("bad_gpus.toml", 'bad_gpus.toml:3: host "gpu1": key "gpus": duplicate GPU index in [0, 0, 1]'),
+    ],
+)
+def test_bad_file_names_file_line_host_and_key(name: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_hosts(DATA / name)
+    assert str(info.value).startswith(expected) or expected in str(info.value), str(info.value)
+
+
+def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="nope.toml: file not found"):
+        load_hosts(tmp_path / "nope.toml")
+
+
+def test_defaults_merge_into_every_host(tmp_path: Path) -> None:
+    text = """
+[defaults]
+user = "alice"
+port = 2222
+jump = "login.example.org"
+ssh_config = "ssh_config"
+shared_fs = false
+
+[[hosts]]
+name = "a"
+
+[[hosts]]
+name = "b"
+port = 22
+user = "bob"
+shared_fs = true
+"""
+    hosts = parse_hosts_text(text, tmp_path / "hosts.toml")
+    a, b = hosts.hosts
+    assert (a.user, a.port, a.jump, a.address, a.shared_fs) == ("alice", 2222, "login.example.org", "a", False)
+    assert (b.user, b.port, b.shared_fs) == ("bob", 22, True)
+    assert hosts.ssh_config == (tmp_path / "ssh_config").resolve()
+    assert a.line == 9 and b.line == 12
+
+
+def test_bundled_configs_are_valid_and_heterogeneous(repo: Path) -> None:
+    local = load_hosts(bundled_config("local.toml"))
+    assert all(h.transport == "local" for h in local.hosts)
+    assert len({h.emulate.gpu_type for h in local.hosts if h.emulate}) >= 2
+    example = load_hosts(repo / "configs" / "hosts.example.toml")
+    assert len({h.rack for h in example.hosts}) >= 2
+    assert any(h.jump for h in example.hosts)
+
+
+def test_hosts_path_resolution_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert resolve_hosts_path(None) == bundled_config("local.toml")
+    user = tmp_path / "config" / "heet-tui" / "hosts.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('[[hosts]]\nname = "u"\n')
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    assert resolve_hosts_path(None) == user
+    monkeypatch.setenv("HEET_HOSTS", str(tmp_path / "env.toml"))
+    assert resolve_hosts_path(None) == tmp_path / "env.toml"
+    assert resolve_hosts_path(str(tmp_path / "cli.toml")) == tmp_path / "cli.toml"

@@ -1,0 +1,65 @@
+"""Job specs: the bundled examples load; mistakes are reported with file, line and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from heet_tui.config.errors import ConfigError
+from heet_tui.config.job_spec import load_job_spec, parse_job_text
+from heet_tui.core.job import TargetKind
+
+
+def test_bundled_example_jobs_load(repo: Path) -> None:
+    specs = [load_job_spec(p) for p in sorted((repo / "examples" / "jobs").glob("*.toml"))]
+    assert len(specs) == 3
+    for spec in specs:
+        assert spec.min_gpus <= spec.max_gpus
+        script = Path(spec.workdir) / spec.command[1]
+        assert script.resolve() == (repo / "examples" / "training.py").resolve()
+
+
+BASE = 'name = "j"\nscript = "train.py"\nmodel = "cifar10"\nbatch_size = 64\ntarget = { steps = 10 }\n'
+
+
+def test_script_and_args_become_argv(tmp_path: Path) -> None:
+    spec = parse_job_text(BASE + 'args = ["--lr", "0.1"]\nworkdir = "sub"\n', tmp_path / "job.toml")
+    assert spec.command == ("python3", "train.py", "--lr", "0.1")
+    assert spec.workdir == str((tmp_path / "sub").resolve())
+    assert spec.target.kind is TargetKind.STEPS and spec.target.value == 10
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ("max_gpus = 0\n", 'job.toml:6: job "j": key "max_gpus": 0 is out of range'),
+        ("min_gpus = 4\nmax_gpus = 2\n", 'job.toml:7: job "j": key "max_gpus": 2 is less than min_gpus (4)'),
+        ("batchsize = 3\n", 'job.toml:6: job "j": unknown key "batchsize" (did you mean "batch_size"?)'),
+        ('command = ["x"]\n', 'give either "command" or "script"'),
+        ('env = { RANK = "3" }\n', '"RANK" is set by heet-tui for each launch'),
+        ("priority = 1.5\n", 'key "priority": expected an integer, got 1.5'),
+        ('gpu_types = "T4"\n', 'key "gpu_types": expected a list of strings'),
+    ],
+)
+def test_bad_job_specs(tmp_path: Path, extra: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_job_text(BASE + extra, tmp_path / "job.toml")
+    assert expected in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", "the file is empty"),
+        ('name = "j"\nscript = "t.py"\nmodel = "m"\nbatch_size = 8\n', 'missing required key "target"'),
+        (BASE.replace("{ steps = 10 }", "{ steps = 10, epochs = 2 }"), "give exactly one of epochs, steps, samples"),
+        (BASE.replace("{ steps = 10 }", "{ epochs = 2 }"), 'needs "dataset_samples"'),
+        (BASE.replace("batch_size = 64", 'batch_size = "64"'), 'key "batch_size": expected an integer, got "64"'),
+        (BASE.replace('name = "j"', 'name = "a b"'), 'key "name": "a b" is not a valid job name'),
+    ],
+)
+def test_incomplete_job_specs(tmp_path: Path, text: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_job_text(text, tmp_path / "job.toml")
+    assert expected in str(info.value), str(info.value)
