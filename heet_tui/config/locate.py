@@ -48,7 +48,7 @@ class LineIndex:
         if key in keys:
             return keys[key]
         # A nested table such as ``[hosts.emulate]`` belongs to the enclosing [[hosts]] entry.
-        for header, sub_line, sub_keys in self._tables:
+        for header, sub_line, _ in self._tables:
             if header == f"{name}.{key}" and sub_line > line:
                 return sub_line
         return line

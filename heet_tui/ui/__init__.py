@@ -1,1 +1,1 @@
-"""ui"""
+"""The Textual app: the only package that imports textual. It renders snapshots and posts intents."""
