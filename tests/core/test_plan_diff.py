@@ -1,0 +1,41 @@
+"""Plan diffs: every change kind, stops before starts, placement keys."""
+
+from __future__ import annotations
+
+from heet_tui.core.allocation import Allocation, placement_key
+from heet_tui.core.plan import ChangeKind, Plan, classify, diff
+
+
+def alloc(job: str, gpu_type: str, **hosts: list[int]) -> Allocation:
+    return Allocation.of(job, gpu_type, hosts)
+
+
+def test_change_kinds() -> None:
+    a = alloc("j", "T4", h1=[0, 1])
+    assert classify(None, a) is ChangeKind.START
+    assert classify(a, None) is ChangeKind.STOP
+    assert classify(a, alloc("j", "T4", h1=[1, 0])) is None
+    assert classify(a, alloc("j", "T4", h1=[0, 1, 2])) is ChangeKind.GROW
+    assert classify(a, alloc("j", "T4", h1=[0])) is ChangeKind.SHRINK
+    assert classify(a, alloc("j", "T4", h2=[0, 1])) is ChangeKind.MIGRATE
+    assert classify(a, alloc("j", "A100", h1=[0, 1])) is ChangeKind.MIGRATE
+    assert classify(a, alloc("j", "A100", h3=[0, 1, 2, 3])) is ChangeKind.MIGRATE
+
+
+def test_diff_orders_releases_before_claims() -> None:
+    current = {"a": alloc("a", "T4", h1=[0, 1]), "b": alloc("b", "T4", h1=[2, 3]), "c": alloc("c", "A100", h2=[0])}
+    proposed = {"a": alloc("a", "T4", h1=[0]), "c": alloc("c", "A100", h2=[0, 1]), "d": alloc("d", "T4", h1=[1, 2, 3])}
+    kinds = [(c.job_id, c.kind) for c in diff(current, proposed)]
+    assert kinds == [("b", ChangeKind.STOP), ("a", ChangeKind.SHRINK), ("c", ChangeKind.GROW), ("d", ChangeKind.START)]
+
+
+def test_plan_build_drops_empty_allocations() -> None:
+    plan = Plan.build({}, {"a": Allocation.of("a", "T4", {}), "b": alloc("b", "T4", h1=[0])})
+    assert set(plan.allocations) == {"b"} and len(plan.changes) == 1 and not plan.is_empty
+
+
+def test_allocation_placement_and_keys() -> None:
+    a = alloc("j", "T4", h2=[3], h1=[1, 0])
+    assert a.placement == (2, 1) and a.num_gpus == 3 and a.host_names == ("h1", "h2")
+    assert a.gpus_on("h1") == (0, 1) and a.describe() == "3xT4 on h1[0,1],h2[3]"
+    assert placement_key((2, 4)) == "42" and placement_key((12, 4)) == "12-4"
