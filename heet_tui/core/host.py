@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from heet_tui.core.gpu import Gpu
 
 
-class HostState(str, Enum):
+class HostState(StrEnum):
     """Connection state of a host's supervisor; every state carries a human message."""
 
     CONNECTING = "connecting"

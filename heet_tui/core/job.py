@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from enum import Enum
+from enum import StrEnum
 
 
-class TargetKind(str, Enum):
+class TargetKind(StrEnum):
     EPOCHS = "epochs"
     STEPS = "steps"
     SAMPLES = "samples"
@@ -42,7 +42,7 @@ class JobSpec:
         return not self.gpu_types or gpu_type in self.gpu_types
 
 
-class JobState(str, Enum):
+class JobState(StrEnum):
     QUEUED = "queued"
     PROFILING = "profiling"
     RUNNING = "running"

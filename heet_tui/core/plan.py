@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from heet_tui.core.allocation import Allocation
 
 
-class ChangeKind(str, Enum):
+class ChangeKind(StrEnum):
     START = "start"
     STOP = "stop"
     GROW = "grow"
