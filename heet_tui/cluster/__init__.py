@@ -6,29 +6,38 @@ Public API (stable; the controller builds on exactly this)::
 
     cluster = Cluster(hosts_file, ClusterOptions())    # hosts_file: heet_tui.config.hosts_file.HostsFile
     await cluster.start()                              # one HostSupervisor task per host; returns at once
-    async for event in cluster.events():               # ONE stream of ClusterEvent (each call = a subscriber
-        ...                                            #   that sees every event from the moment it subscribed)
+    events = cluster.events()                          # ONE stream of ClusterEvent; each call is a subscriber
+    async for event in events: ...                     #   that sees every event from the call on (close() ends it)
     await cluster.wait_settled(timeout=30)             # until no host is "connecting" (optional)
+    await cluster.wait_for_state(name, HostState.READY, timeout=10)
     cluster.status()                                   # tuple[HostStatus, ...] in hosts-file order
     cluster.host_status(name)                          # one HostStatus
     cluster.jobs(name)                                 # tuple[RemoteJob, ...]: the agent's last job list
+    cluster.agent_version(name); cluster.fingerprint(name)   # fingerprint: when host-key-unknown
     job = await cluster.launch(host, job_id, generation, argv, env={}, workdir=None, gpus=(), log=None)
     job = await cluster.stop_job(host, job_id, generation=None, grace_s=10.0, wait=True)
     lines = await cluster.log_tail(host, job_id, lines=50)
     fenced = await cluster.fence(host, job_id, min_generation, grace_s=10.0)
     await cluster.reconnect(host)                      # retry now instead of waiting out the backoff
+    await cluster.trust(host, fingerprint)             # record an approved host key, then reconnect
+    await cluster.add_host(entry); await cluster.remove_host(name)   # the hosts file changed while running
     await cluster.stop()                               # closes connections; jobs keep running on hosts
+                                                       #   (subscriptions stay open: cancel their readers)
 
 Events (``heet_tui.cluster.events``): ``HostChanged(host, status)`` on every state change and
 heartbeat; ``JobsReported(host, jobs)`` after every (re)connect, including jobs a restarted agent
 re-adopted and jobs that ended meanwhile; ``JobProgress(host, job_id, generation, progress)``
-for each progress line; ``JobExited(host, job)`` when a job process ends.
+with the job's latest ``@heet-progress`` line (at most one per job every 0.25 s: the agent
+forwards the newest); ``JobExited(host, job)`` when a job process ends.
 
 Requests raise ``HostNotReady`` (host not ready), ``UnknownHost``, or ``AgentRequestError`` (the
 agent refused: bad arguments, job already running, generation fenced). Launch semantics: the
 job gets ``HEET_JOB_ID``, ``HEET_GENERATION``, ``CUDA_VISIBLE_DEVICES`` (from ``gpus``) and, on
 emulated hosts, ``HEET_EMULATED_SPEED``; everything else (``RANK``, ``MASTER_ADDR``,
-``HEET_CHECKPOINT_DIR``...) comes in ``env``. ``fence(host, job, g)`` stops every process of the
+``HEET_CHECKPOINT_DIR``...) comes in ``env``. ``workdir=None`` runs the job in the agent's
+state directory on the host; ``log=None`` writes ``<state>/logs/<job>-g<generation>.log``.
+``stop_job(wait=True)`` returns the exited job (exit code or signal) or raises ``ClusterError``
+when it outlives grace + SIGKILL, ``HostNotReady`` when the link drops meanwhile. ``fence(host, job, g)`` stops every process of the
 job with a generation below ``g`` and makes the agent refuse to launch one later.
 
 Host states (``heet_tui.core.host.HostState``) with a human message each: connecting, ready,
@@ -37,7 +46,7 @@ unreachable, auth-failed, host-key-unknown (message carries the SHA256 fingerpri
 delays the others; connection attempts run concurrently up to ``ClusterOptions.max_connects``.
 """
 
-from heet_tui.cluster.cluster import Cluster
+from heet_tui.cluster.cluster import Cluster, EventSubscription
 from heet_tui.cluster.errors import (
     AgentRequestError,
     ClusterError,
@@ -55,6 +64,7 @@ __all__ = [
     "ClusterError",
     "ClusterEvent",
     "ClusterOptions",
+    "EventSubscription",
     "HostChanged",
     "HostKeyUnknown",
     "HostNotReady",

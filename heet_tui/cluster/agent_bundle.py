@@ -1,0 +1,69 @@
+"""The agent as one file: a zipapp built in memory from the ``heet_agent`` package sources.
+
+Named by content hash so deployment is idempotent (same sources, same name: nothing to
+upload) and two controller versions never overwrite each other's agent on a host.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import zipfile
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+# The zipapp's entry point. Python cannot cache bytecode for modules imported from a zip, so
+# every start would compile the agent again; instead the first start unpacks the sources next
+# to the .pyz (same content-hash name, so never stale) and later starts import from there with
+# their __pycache__. Any failure to unpack just means importing from the zip.
+_ENTRY = b"""import os, sys
+pyz = os.path.abspath(sys.argv[0])
+unpacked = pyz[:-4] + ".d" if pyz.endswith(".pyz") else ""
+if unpacked and not os.path.isdir(os.path.join(unpacked, "heet_agent")):
+    try:
+        import zipfile
+        tmp = "%s.tmp.%d" % (unpacked, os.getpid())
+        zipfile.ZipFile(pyz).extractall(tmp)
+        os.rename(tmp, unpacked)
+    except OSError:
+        pass
+if unpacked and os.path.isdir(os.path.join(unpacked, "heet_agent")):
+    sys.path.insert(0, unpacked)
+from heet_agent.main import main
+sys.exit(main())
+"""
+_FIXED_TIME = (2020, 1, 1, 0, 0, 0)  # zip entries carry mtimes; fix them so the hash is the content's
+
+
+@dataclass(frozen=True, slots=True)
+class AgentBundle:
+    data: bytes
+    digest: str
+
+    @property
+    def file_name(self) -> str:
+        return f"heet-agent-{self.digest[:16]}.pyz"
+
+
+def _sources() -> list[tuple[str, bytes]]:
+    root = resources.files("heet_agent")
+    files = [(entry.name, entry.read_bytes()) for entry in root.iterdir()
+             if entry.is_file() and (entry.name.endswith(".py") or entry.name.endswith(".md"))]
+    if not any(name == "main.py" for name, _ in files):
+        raise RuntimeError("the heet_agent package has no main.py; is the package installed?")
+    return sorted(files)
+
+
+@lru_cache(maxsize=1)
+def agent_bundle() -> AgentBundle:
+    """Build (once per process) the zipapp bytes and their SHA-256."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(zipfile.ZipInfo("__main__.py", _FIXED_TIME), _ENTRY)
+        for name, data in _sources():
+            info = zipfile.ZipInfo(f"heet_agent/{name}", _FIXED_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data)
+    data = buffer.getvalue()
+    return AgentBundle(data, hashlib.sha256(data).hexdigest())

@@ -1,0 +1,54 @@
+"""The byte pipe to a running agent, the same for SSH and local transports."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+
+class LineReader(Protocol):
+    async def readline(self) -> bytes: ...
+
+    async def read(self, n: int = -1) -> bytes: ...
+
+
+class AgentChannel:
+    """stdin/stdout of one agent process plus a tail of its stderr (for error messages)."""
+
+    def __init__(self, stdout: LineReader, stdin: Any, stderr: LineReader | None,
+                 closer: Callable[[], Awaitable[None]], description: str) -> None:
+        self._stdout, self._stdin = stdout, stdin
+        self._closer = closer
+        self.description = description
+        self._stderr_lines: deque[str] = deque(maxlen=20)
+        self._stderr_task = asyncio.ensure_future(self._pump_stderr(stderr)) if stderr is not None else None
+
+    async def _pump_stderr(self, stderr: LineReader) -> None:
+        with contextlib.suppress(Exception):
+            while True:
+                line = await stderr.readline()
+                if not line:
+                    return
+                self._stderr_lines.append(line.decode("utf-8", "replace").rstrip())
+
+    def stderr_tail(self) -> str:
+        return " | ".join(line for line in self._stderr_lines if line)
+
+    async def readline(self) -> bytes:
+        """One line, ``b""`` at EOF."""
+        return await self._stdout.readline()
+
+    async def send(self, data: bytes) -> None:
+        self._stdin.write(data)
+        await self._stdin.drain()
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._stdin.write_eof()
+        with contextlib.suppress(Exception):
+            await self._closer()
+        if self._stderr_task is not None:
+            self._stderr_task.cancel()

@@ -1,0 +1,116 @@
+"""``heet-tui hosts check`` and ``heet-tui hosts trust``: the functions the CLI commands call.
+
+``run_check`` connects to every host at once (deploying the agent), then prints one row per
+host, or with ``as_json`` a list of objects with keys name, state, message, gpu_source, gpus
+(index, type, memory_mb), agent_version and rtt_ms. Exit code 0 when every host is ready.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from dataclasses import replace
+from typing import Any
+
+from heet_tui.cli.errors import CliError, UsageError
+from heet_tui.cluster.cluster import Cluster
+from heet_tui.cluster.errors import ClusterError, HostKeyUnknown
+from heet_tui.cluster.hostkeys import fetch_host_key_fingerprint, is_trusted, trust_host
+from heet_tui.cluster.options import ClusterOptions
+from heet_tui.config.hosts_file import HostsFile
+from heet_tui.core.host import HostState
+
+# One pass, no retries: a check reports how each host is now.
+CHECK_OPTIONS = ClusterOptions(backoff_initial_s=3600.0, backoff_max_s=3600.0)
+
+
+async def check_hosts(hosts_file: HostsFile, options: ClusterOptions = CHECK_OPTIONS) -> list[dict[str, Any]]:
+    cluster = Cluster(hosts_file, options)
+    await cluster.start()
+    try:
+        await cluster.wait_settled(timeout=options.connect_timeout_s * 2 + 5)
+        rows = []
+        for status in cluster.status():
+            rows.append({
+                "name": status.name,
+                "state": status.state.value,
+                "message": status.message,
+                "gpu_source": status.gpu_source or None,
+                "gpus": [{"index": g.index, "type": g.gpu_type, "memory_mb": g.memory_mb} for g in status.gpus],
+                "agent_version": cluster.agent_version(status.name) or None,
+                "rtt_ms": status.rtt_ms if status.state is HostState.READY else None,
+            })
+        return rows
+    finally:
+        await cluster.stop()
+
+
+def _gpu_summary(gpus: list[dict[str, Any]]) -> str:
+    if not gpus:
+        return "-"
+    counts: dict[str, int] = {}
+    for gpu in gpus:
+        counts[gpu["type"]] = counts.get(gpu["type"], 0) + 1
+    return ",".join(f"{n}x{t}" for t, n in counts.items())
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    header = ("HOST", "STATE", "SOURCE", "GPUS", "AGENT", "RTT", "MESSAGE")
+    table = [header] + [(
+        r["name"], r["state"], r["gpu_source"] or "-", _gpu_summary(r["gpus"]), r["agent_version"] or "-",
+        f"{r['rtt_ms']:.1f}ms" if r["rtt_ms"] is not None else "-",
+        "" if r["state"] == "ready" else r["message"],
+    ) for r in rows]
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(header) - 1)]
+    lines = ["  ".join(str(v).ljust(w) for v, w in zip(row[:-1], widths, strict=True)) + "  " + str(row[-1])
+             for row in table]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def run_check(hosts_file: HostsFile, as_json: bool) -> int:
+    rows = asyncio.run(check_hosts(hosts_file))
+    if as_json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(format_table(rows))
+        unknown = [r["name"] for r in rows if r["state"] == HostState.HOST_KEY_UNKNOWN.value]
+        for name in unknown:
+            print(f"\n{name}: check the fingerprint with the host's admin, then run: heet-tui hosts trust {name}")
+    return 0 if rows and all(r["state"] == "ready" for r in rows) else 1
+
+
+def run_trust(hosts_file: HostsFile, name: str, assume_yes: bool) -> int:
+    """Show the host's key fingerprint, ask y/N (unless ``assume_yes``), record it in known_hosts."""
+    try:
+        entry = hosts_file.host(name)
+    except KeyError:
+        known = ", ".join(hosts_file.names())
+        raise UsageError(f'{hosts_file.path.name}: no host named "{name}" (hosts: {known})') from None
+    if entry.transport == "local":
+        raise UsageError(f'host "{name}" uses the local transport: there is no host key to trust')
+    ssh_config = hosts_file.ssh_config
+    try:
+        fingerprint, key_type, path = asyncio.run(fetch_host_key_fingerprint(entry, ssh_config))
+        if asyncio.run(is_trusted(entry, ssh_config)):
+            print(f"{name}: its key {fingerprint} is already trusted ({path})")
+            return 0
+    except ClusterError as exc:
+        raise CliError(str(exc)) from None
+    where = f"{entry.address}:{entry.port}" + (f" via {entry.jump}" if entry.jump else "")
+    print(f"Host {name} ({where}) presents a {key_type} key with fingerprint\n    {fingerprint}")
+    if not assume_yes:
+        if not sys.stdin.isatty():
+            raise UsageError("not a terminal: pass --yes to trust without asking")
+        answer = input(f"Trust it and record it in {path}? [y/N] ").strip().lower()
+        if answer not in ("y", "yes"):
+            print("Not trusted.")
+            return 1
+    try:
+        written = asyncio.run(trust_host(replace(entry), fingerprint, ssh_config))
+    except HostKeyUnknown as exc:
+        raise CliError(str(exc)) from None
+    except ClusterError as exc:
+        raise CliError(str(exc)) from None
+    print(f"Recorded in {written}.")
+    return 0

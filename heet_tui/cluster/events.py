@@ -1,0 +1,100 @@
+"""What the cluster layer reports: typed events on one stream, and the agent's view of a job."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from heet_tui.core.snapshot import HostStatus
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteJob:
+    """A job process as the host's agent sees it.
+
+    ``state`` is ``running``, ``stopping`` (SIGTERM sent, waiting out the grace period) or
+    ``exited``. For an exited job ``exit_code`` is the process's code, or ``None`` when it died
+    of ``signal``; ``reason`` says why it stopped (``stopped``, ``fenced``, ``failed to start:
+    ...``, ``lost ...``) when the agent knows. ``adopted`` is true when a restarted agent found
+    the job still running from before. ``progress`` is the latest parsed progress line.
+    """
+
+    host: str
+    job_id: str
+    generation: int
+    state: str
+    pid: int = 0
+    gpus: tuple[int, ...] = ()
+    log: str = ""
+    exit_code: int | None = None
+    signal: int | None = None
+    reason: str | None = None
+    adopted: bool = False
+    progress: dict[str, Any] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.state != "exited"
+
+    @property
+    def succeeded(self) -> bool:
+        return self.state == "exited" and self.exit_code == 0
+
+    @staticmethod
+    def from_wire(host: str, data: dict[str, Any]) -> RemoteJob:
+        progress = data.get("progress")
+        return RemoteJob(
+            host=host,
+            job_id=str(data.get("job_id", "")),
+            generation=int(data.get("generation", 0)),
+            state=str(data.get("state", "exited")),
+            pid=int(data.get("pid") or 0),
+            gpus=tuple(int(g) for g in data.get("gpus") or ()),
+            log=str(data.get("log") or ""),
+            exit_code=data.get("exit_code") if isinstance(data.get("exit_code"), int) else None,
+            signal=data.get("signal") if isinstance(data.get("signal"), int) else None,
+            reason=data.get("reason") if isinstance(data.get("reason"), str) else None,
+            adopted=bool(data.get("adopted")),
+            progress=progress if isinstance(progress, dict) else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class HostChanged:
+    """A host's state, message, GPUs or round-trip time changed (or a heartbeat refreshed them)."""
+
+    host: str
+    status: HostStatus
+
+
+@dataclass(frozen=True, slots=True)
+class JobsReported:
+    """The full job list of a host's agent, sent on every (re)connect.
+
+    After a reconnect this is how the controller learns which jobs survived (``adopted``) and
+    which ended while it was away (``state == "exited"`` with their exit status).
+    """
+
+    host: str
+    jobs: tuple[RemoteJob, ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class JobProgress:
+    """A new ``@heet-progress`` line from a job (already parsed by ``heet_agent.progress``)."""
+
+    host: str
+    job_id: str
+    generation: int
+    progress: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class JobExited:
+    """A job process ended (on its own, stopped, fenced, or found ended after a reconnect)."""
+
+    host: str
+    job: RemoteJob
+
+
+ClusterEvent = HostChanged | JobsReported | JobProgress | JobExited

@@ -1,0 +1,25 @@
+"""Short GPU type names from the marketing names NVML and nvidia-smi report.
+
+Profiles, plans and hosts files speak of ``T4``, ``A100``, ``RTX2080Ti``; drivers say
+``Tesla T4`` or ``NVIDIA A100-SXM4-40GB``. A hosts-file ``gpu_type`` always wins over this.
+"""
+
+from __future__ import annotations
+
+import re
+
+_PREFIXES = ("nvidia ", "tesla ", "geforce ", "quadro ")
+
+
+def short_gpu_type(name: str) -> str:
+    text = name.strip()
+    lowered = text.lower()
+    changed = True
+    while changed:
+        changed = False
+        for prefix in _PREFIXES:
+            if lowered.startswith(prefix):
+                text, lowered = text[len(prefix):], lowered[len(prefix):]
+                changed = True
+    text = re.split(r"[-_ ](?:sxm|pcie|\d+gb)", text, maxsplit=1, flags=re.IGNORECASE)[0]
+    return re.sub(r"\s+", "", text) or name

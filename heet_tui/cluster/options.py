@@ -1,0 +1,31 @@
+"""Tunables of the cluster layer, with defaults that suit a few hundred hosts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def default_known_hosts() -> Path:
+    """Where ``trust_host`` records keys when the SSH config names no known_hosts file."""
+    import os
+
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "heet-tui" / "known_hosts"
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterOptions:
+    max_connects: int = 64  # connection attempts (connect + deploy + handshake) in flight at once
+    connect_timeout_s: float = 15.0
+    request_timeout_s: float = 30.0
+    heartbeat_s: float = 2.0  # asked of the agent
+    heartbeat_timeout_s: float = 10.0  # no message for this long: the link is dead
+    backoff_initial_s: float = 0.5
+    backoff_max_s: float = 30.0
+    keepalive_s: float = 5.0
+    probes: tuple[str, ...] = ("nvml", "nvidia-smi")  # GPU sources the agent tries before emulation
+    fallback_known_hosts: Path | None = None  # default: default_known_hosts()
+
+    def known_hosts_fallback(self) -> Path:
+        return self.fallback_known_hosts or default_known_hosts()

@@ -1,0 +1,134 @@
+"""How to reach one host over SSH: the asyncssh options derived from a HostEntry and SSH config.
+
+The hosts file's ``[defaults] ssh_config`` (else ``~/.ssh/config``) supplies identities,
+known_hosts, ProxyJump and keepalives exactly as OpenSSH would read them; the hosts file's own
+``address``, ``port``, ``user`` and ``jump`` win over it. Host keys are always verified: when
+the config names no known_hosts file we use ``~/.ssh/known_hosts`` plus heet's own file.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from asyncssh.config import SSHClientConfig
+
+from heet_tui.cluster.errors import ClusterError
+from heet_tui.config.hosts_file import HostEntry
+
+_JUMP = re.compile(r"^(?:(?P<user>[A-Za-z0-9_.\-]+)@)?(?P<host>[A-Za-z0-9_.\-%]+|\[[0-9A-Fa-f:.%]+\])(?::(?P<port>\d+))?$")
+
+
+@dataclass(frozen=True, slots=True)
+class SshTarget:
+    """What asyncssh connects to, after the SSH config is applied (for known_hosts and messages)."""
+
+    alias: str  # what the user wrote (address or jump spec host)
+    hostname: str  # after the config's Hostname
+    port: int
+    user: str | None
+    config_paths: tuple[Path, ...]
+    known_hosts: tuple[Path, ...]
+    trust_file: Path  # where an approved key is recorded
+    proxy_jump: str | None  # from the config, when the hosts file names no jump
+    keepalive_s: float
+
+    @property
+    def known_hosts_pattern(self) -> str:
+        return self.hostname if self.port == 22 else f"[{self.hostname}]:{self.port}"
+
+    def describe(self) -> str:
+        who = f"{self.user}@" if self.user else ""
+        return f"{who}{self.hostname}:{self.port}"
+
+
+def config_paths(ssh_config: Path | None) -> tuple[Path, ...]:
+    if ssh_config is not None:
+        return (ssh_config,)
+    default = Path("~/.ssh/config").expanduser()
+    return (default,) if os.access(default, os.R_OK) else ()
+
+
+def _lookup(paths: tuple[Path, ...], host: str, user: str | None, port: int | None) -> SSHClientConfig:
+    # Reuses asyncssh's own OpenSSH-config reader so Host/Match/Include behave as asyncssh will.
+    try:
+        return SSHClientConfig.load(None, list(paths), False, False, False, getpass.getuser(),
+                                    user if user else (), host, port if port else ())
+    except OSError as exc:
+        raise SshConfigError(f"ssh_config {exc.filename or paths[0]}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # asyncssh's ConfigParseError names the file and line
+        raise SshConfigError(f"ssh_config: {exc}") from None
+
+
+class SshConfigError(ClusterError, ValueError):
+    """The SSH config file is missing or invalid; the message names the file (and line)."""
+
+
+def resolve_target(alias: str, port: int | None, user: str | None, ssh_config: Path | None,
+                   fallback_known_hosts: Path, keepalive_s: float = 5.0) -> SshTarget:
+    paths = config_paths(ssh_config)
+    config = _lookup(paths, alias, user, port)
+    hostname = str(config.get("Hostname", alias))
+    resolved_port = int(port or config.get("Port", 22) or 22)
+    resolved_user = user or (str(config.get("User")) if config.get("User") else None)
+    listed = config.get("UserKnownHostsFile", ())
+    files = [Path(os.path.expanduser(str(p))) for p in listed or () if str(p).lower() != "none"]
+    if ssh_config is not None:
+        files = [p if p.is_absolute() else (ssh_config.parent / p) for p in files]
+    if files:
+        known, trust_file = tuple(files), files[0]
+    else:
+        known = (Path("~/.ssh/known_hosts").expanduser(), fallback_known_hosts)
+        trust_file = fallback_known_hosts
+    jump = config.get("ProxyJump")
+    interval = config.get("ServerAliveInterval")
+    return SshTarget(alias, hostname, resolved_port, resolved_user, paths, known, trust_file,
+                     str(jump) if jump and str(jump).lower() != "none" else None,
+                     float(interval) if interval else keepalive_s)
+
+
+def target_for(entry: HostEntry, ssh_config: Path | None, fallback_known_hosts: Path,
+               keepalive_s: float = 5.0) -> SshTarget:
+    # The hosts file always has a port (default 22), but 22 there usually means "not set":
+    # let the SSH config's Port win in that case, as ssh(1) would for `ssh alias`.
+    port = entry.port if entry.port != 22 else None
+    return resolve_target(entry.address, port, entry.user, ssh_config, fallback_known_hosts, keepalive_s)
+
+
+def parse_jump(spec: str) -> tuple[str | None, str, int | None]:
+    """``[user@]host[:port]`` -> (user, host, port); raises ValueError naming the spec."""
+    match = _JUMP.match(spec.strip())
+    if not match:
+        raise ValueError(f'jump host "{spec}" is not of the form [user@]host[:port]')
+    port = int(match.group("port")) if match.group("port") else None
+    if port is not None and not 0 < port < 65536:
+        raise ValueError(f'jump host "{spec}": port {port} is out of range')
+    return match.group("user"), match.group("host").strip("[]"), port
+
+
+def known_hosts_arg(target: SshTarget) -> Any:
+    """The ``known_hosts`` value for asyncssh: the files that exist, or an empty set (never None)."""
+    import asyncssh
+
+    existing = [str(p) for p in target.known_hosts if p.is_file()]
+    return asyncssh.read_known_hosts(existing) if existing else asyncssh.import_known_hosts("")
+
+
+def connect_kwargs(target: SshTarget, connect_timeout_s: float) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {
+        "host": target.alias,
+        "port": target.port,
+        "config": [str(p) for p in target.config_paths],
+        "known_hosts": known_hosts_arg(target),
+        "keepalive_interval": target.keepalive_s,
+        "keepalive_count_max": 3,
+        "connect_timeout": connect_timeout_s,
+        "login_timeout": connect_timeout_s,
+    }
+    if target.user:
+        kwargs["username"] = target.user
+    return kwargs

@@ -1,0 +1,196 @@
+"""The SSH transport: connect with asyncssh (config, jumps, keepalives, verified host keys),
+deploy the agent over SFTP (or ``cat >`` without SFTP) under its content-hash name, start it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import secrets
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+
+from heet_tui.cluster.agent_bundle import AgentBundle
+from heet_tui.cluster.channel import AgentChannel
+from heet_tui.cluster.errors import AgentFailure, AuthFailed, ConnectFailure, HostKeyUnknown, Unreachable
+from heet_tui.cluster.remote_command import (
+    check_python,
+    check_workdir,
+    sftp_path,
+    start_agent,
+    upload_with_cat,
+)
+from heet_tui.cluster.ssh_settings import SshTarget, connect_kwargs, parse_jump, resolve_target, target_for
+from heet_tui.cluster.transport import PushbackReader, is_need_agent
+from heet_tui.config.hosts_file import HostEntry
+
+
+def failure_reason(exc: BaseException) -> str:
+    """A short human reason for a connection-level exception."""
+    if isinstance(exc, asyncssh.Error):
+        return exc.reason or type(exc).__name__
+    if isinstance(exc, asyncio.TimeoutError):
+        return "timed out"
+    if isinstance(exc, OSError):
+        known = {errno.ECONNREFUSED: "connection refused (is sshd listening on that port?)",
+                 errno.EHOSTUNREACH: "no route to host", errno.ENETUNREACH: "network unreachable",
+                 errno.ETIMEDOUT: "timed out"}
+        return known.get(exc.errno or 0) or exc.strerror or str(exc) or type(exc).__name__
+    return str(exc) or type(exc).__name__
+
+
+async def _fingerprint(target: SshTarget, tunnel: Any, timeout_s: float) -> tuple[str, bool]:
+    """The server's host key fingerprint, and whether known_hosts had a different key for it."""
+    key = await asyncio.wait_for(
+        asyncssh.get_server_host_key(target.alias, target.port, tunnel=tunnel,
+                                     config=[str(p) for p in target.config_paths]), timeout_s)
+    fingerprint = key.get_fingerprint("sha256") if key is not None else ""
+    changed = False
+    with contextlib.suppress(Exception):
+        known = connect_kwargs(target, timeout_s)["known_hosts"]
+        changed = bool(known.match(target.hostname, "", target.port)[0])
+    return fingerprint, changed
+
+
+async def open_connection(target: SshTarget, tunnel: Any, timeout_s: float, label: str,
+                          name: str = "") -> asyncssh.SSHClientConnection:
+    """asyncssh.connect with every failure mapped to the host state it means."""
+    try:
+        return await asyncio.wait_for(asyncssh.connect(tunnel=tunnel, **connect_kwargs(target, timeout_s)),
+                                      timeout_s)
+    except asyncssh.HostKeyNotVerifiable:
+        try:
+            fingerprint, changed = await _fingerprint(target, tunnel, timeout_s)
+        except (TimeoutError, OSError, asyncssh.Error) as exc:
+            raise HostKeyUnknown(f"{label}host key of {target.describe()} not verifiable and could not be read "
+                                 f"({failure_reason(exc)})") from None
+        if changed:
+            message = (f"{label}HOST KEY CHANGED for {target.known_hosts_pattern}: it now presents {fingerprint}, "
+                       f"which differs from {target.trust_file}; check with the host's admin before trusting it")
+        else:
+            message = (f"{label}unknown host key {fingerprint} for {target.known_hosts_pattern}; "
+                       f"verify it, then trust it (heet-tui hosts trust {name or '<host>'})")
+        raise HostKeyUnknown(message, fingerprint, changed) from None
+    except asyncssh.PermissionDenied as exc:
+        who = target.user or "(default user)"
+        raise AuthFailed(f"{label}{who}@{target.hostname}:{target.port}: permission denied ({failure_reason(exc)}); "
+                         "check IdentityFile, ssh-agent and authorized_keys") from None
+    except (TimeoutError, OSError, asyncssh.Error) as exc:
+        raise Unreachable(f"{label}cannot connect to {target.describe()}: {failure_reason(exc)}") from None
+
+
+class SshTransport:
+    def __init__(self, entry: HostEntry, ssh_config: Path | None, fallback_known_hosts: Path,
+                 connect_timeout_s: float = 15.0, keepalive_s: float = 5.0) -> None:
+        self.entry = entry
+        self.python = check_python(entry.name, entry.python)
+        self.workdir = check_workdir(entry.name, entry.workdir)
+        self.ssh_config = ssh_config
+        self.fallback = fallback_known_hosts
+        self.timeout = connect_timeout_s
+        self.keepalive = keepalive_s
+        self.target = target_for(entry, ssh_config, fallback_known_hosts, keepalive_s)
+        self._conns: list[asyncssh.SSHClientConnection] = []  # jump hops first, the host last
+
+    def jump_targets(self) -> list[SshTarget]:
+        spec = self.entry.jump or self.target.proxy_jump
+        if not spec:
+            return []
+        hops = []
+        for hop in spec.split(","):
+            try:
+                user, host, port = parse_jump(hop)
+            except ValueError as exc:
+                raise Unreachable(f'host "{self.entry.name}": {exc}') from None
+            hops.append(resolve_target(host, port, user, self.ssh_config, self.fallback, self.keepalive))
+        return hops
+
+    async def open_tunnel(self) -> asyncssh.SSHClientConnection | None:
+        """Connect through the jump hops (hosts-file ``jump``, else the config's ProxyJump), if any."""
+        tunnel: asyncssh.SSHClientConnection | None = None
+        for hop in self.jump_targets():
+            tunnel = await open_connection(hop, tunnel, self.timeout, f"via jump {hop.alias}: ")
+            self._conns.append(tunnel)
+        return tunnel
+
+    async def connect(self) -> asyncssh.SSHClientConnection:
+        await self.close()
+        tunnel = await self.open_tunnel()
+        conn = await open_connection(self.target, tunnel, self.timeout, "", self.entry.name)
+        self._conns.append(conn)
+        return conn
+
+    async def open(self, bundle: AgentBundle) -> AgentChannel:
+        conn = await self.connect()
+        try:
+            return await self._start(conn, bundle)
+        except ConnectFailure:
+            await self.close()
+            raise
+        except (TimeoutError, OSError, asyncssh.Error) as exc:
+            await self.close()
+            raise Unreachable(f"{self.target.describe()}: connection failed while starting the agent: "
+                              f"{failure_reason(exc)}") from None
+
+    async def _start(self, conn: asyncssh.SSHClientConnection, bundle: AgentBundle) -> AgentChannel:
+        command = start_agent(self.python, self.workdir, bundle.file_name, self.entry.name)
+        proc = await conn.create_process(command, encoding=None)
+        first = await asyncio.wait_for(proc.stdout.readline(), self.timeout)
+        for use_sftp in (True, False):
+            if not is_need_agent(first):
+                break
+            # Not deployed yet. If SFTP put it somewhere the shell does not look (an SFTP root
+            # that differs from the shell's $HOME), the second round uploads through the shell.
+            await proc.wait()
+            await self._deploy(conn, bundle, use_sftp)
+            proc = await conn.create_process(command, encoding=None)
+            first = await asyncio.wait_for(proc.stdout.readline(), self.timeout)
+        if is_need_agent(first):
+            raise AgentFailure(f"the agent was uploaded but is not found in {self.workdir}")
+
+        async def closer() -> None:
+            proc.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(proc.wait_closed(), 5.0)
+
+        return AgentChannel(PushbackReader(first, proc.stdout), proc.stdin, proc.stderr, closer,
+                            f"agent on {self.target.describe()}")
+
+    async def _deploy(self, conn: asyncssh.SSHClientConnection, bundle: AgentBundle, use_sftp: bool) -> None:
+        """Upload under a temporary name, then rename: concurrent deploys never see half a file."""
+        path = f"{sftp_path(self.workdir).rstrip('/')}/{bundle.file_name}"
+        tmp = f"{path}.tmp.{secrets.token_hex(4)}"
+        if use_sftp:
+            try:
+                async with conn.start_sftp_client() as sftp:
+                    async with sftp.open(tmp, "wb") as fh:
+                        await fh.write(bundle.data)
+                    try:
+                        await sftp.posix_rename(tmp, path)
+                    except asyncssh.SFTPError:
+                        await sftp.rename(tmp, path)
+                return
+            except (asyncssh.Error, OSError):
+                pass  # no SFTP subsystem (or it failed): fall back to a plain shell upload
+        result = await conn.run(upload_with_cat(self.workdir, bundle.file_name), input=bundle.data,
+                                encoding=None, timeout=self.timeout)
+        if result.exit_status != 0:
+            err = (result.stderr or b"").decode("utf-8", "replace").strip()
+            raise AgentFailure(f"cannot deploy the agent to {self.workdir} (SFTP and cat both failed): "
+                               f"{err or 'exit status ' + str(result.exit_status)}")
+
+    def connected(self) -> bool:
+        if not self._conns:
+            return False
+        transport = self._conns[-1]._transport  # asyncssh has no public "is open" query
+        return transport is not None and not transport.is_closing()
+
+    async def close(self) -> None:
+        conns, self._conns = self._conns, []
+        for conn in reversed(conns):
+            conn.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.wait_closed(), 2.0)

@@ -1,0 +1,236 @@
+"""One task per host: connect, deploy, handshake, serve, and on any failure back off and retry.
+
+A supervisor owns its host's state and message and is the only writer of them; it publishes
+every change as an event. Failures never propagate out of ``run()``: a dead host is a state,
+not an exception, so it cannot delay or break the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from heet_tui.cluster.agent_bundle import agent_bundle
+from heet_tui.cluster.agent_client import AgentClient
+from heet_tui.cluster.errors import AgentFailure, ConnectFailure, HostNotReady, Unreachable
+from heet_tui.cluster.events import ClusterEvent, HostChanged, JobExited, JobProgress, JobsReported, RemoteJob
+from heet_tui.cluster.gpu_names import short_gpu_type
+from heet_tui.cluster.options import ClusterOptions
+from heet_tui.cluster.transport import Transport
+from heet_tui.config.hosts_file import HostEntry
+from heet_tui.core.gpu import Gpu
+from heet_tui.core.host import HostState
+from heet_tui.core.snapshot import HostStatus
+
+PING_EVERY_S = 10.0
+
+
+class HostSupervisor:
+    def __init__(self, entry: HostEntry, transport: Transport, options: ClusterOptions,
+                 publish: Callable[[ClusterEvent], None], connect_slots: asyncio.Semaphore) -> None:
+        self.entry = entry
+        self.transport = transport
+        self.options = options
+        self.publish = publish
+        self.slots = connect_slots
+        self.client: AgentClient | None = None
+        self.state = HostState.CONNECTING
+        self.message = "waiting to connect"
+        self.fingerprint = ""
+        self.gpus: tuple[Gpu, ...] = ()
+        self.gpu_source = ""
+        self.agent_version = ""
+        self.rtt_ms: float | None = None
+        self.last_seen: float | None = None
+        self.jobs: dict[tuple[str, int], RemoteJob] = {}
+        self.ready_at: float | None = None  # monotonic time it first became ready (benchmarks)
+        self._wake = asyncio.Event()
+        self._exit_waiters: dict[tuple[str, int], list[asyncio.Future[RemoteJob]]] = {}
+        self._stopping = False
+
+    # ---- state
+    def status(self) -> HostStatus:
+        gpu_jobs = tuple(sorted((g, j.job_id) for j in self.jobs.values() if j.running for g in j.gpus))
+        return HostStatus(name=self.entry.name, state=self.state, message=self.message, gpus=self.gpus,
+                          rack=self.entry.rack, gpu_source=self.gpu_source, last_seen=self.last_seen,
+                          rtt_ms=self.rtt_ms, gpu_jobs=gpu_jobs)
+
+    def _set(self, state: HostState, message: str) -> None:
+        self.state, self.message = state, message
+        if state is HostState.READY and self.ready_at is None:
+            self.ready_at = time.monotonic()
+        self.publish(HostChanged(self.entry.name, self.status()))
+
+    # ---- loop
+    async def run(self) -> None:
+        """Connect, serve until the link fails, back off, repeat; returns only after ``stop()``."""
+        attempt = 0
+        while not self._stopping:
+            outcome = await self._attempt(attempt)
+            if isinstance(outcome, ConnectFailure):
+                attempt += 1
+                self.fingerprint = getattr(outcome, "fingerprint", "")
+                self._set(outcome.state, str(outcome))
+                await self._backoff(attempt)
+                continue
+            attempt, self.fingerprint = 0, ""
+            failure = await self._serve(outcome)
+            self.client = None
+            self._fail_waiters(failure)
+            if not self._stopping:
+                self._set(failure.state, str(failure))  # before closing, which may wait on a hung link
+            await outcome.close()
+            await self.transport.close()
+            if not self._stopping:
+                await self._backoff(1)
+
+    async def _attempt(self, attempt: int) -> AgentClient | ConnectFailure:
+        """One connection attempt, holding one of the cluster's connect slots."""
+        limit = self.options.connect_timeout_s * 2
+        try:
+            async with self.slots:
+                self._set(HostState.CONNECTING, f"connecting (attempt {attempt + 1})" if attempt else "connecting")
+                return await asyncio.wait_for(self._connect(), limit)
+        except ConnectFailure as exc:
+            failure: ConnectFailure = exc
+        except TimeoutError:
+            failure = Unreachable(f"connect, deploy and handshake took longer than {limit:g} s")
+        except Exception as exc:  # a bug or an unexpected library error must not kill the supervisor
+            failure = AgentFailure(f"unexpected error: {type(exc).__name__}: {exc}")
+        await self.transport.close()
+        return failure
+
+    async def _connect(self) -> AgentClient:
+        channel = await self.transport.open(agent_bundle())
+        client = AgentClient(channel, self.entry.name, self._on_event, self.transport.connected)
+        emulate = self.entry.emulate
+        hello: dict[str, Any] = {
+            "host": self.entry.name,
+            "heartbeat_s": self.options.heartbeat_s,
+            "probes": list(self.options.probes),
+            "emulate": None if emulate is None else
+            {"gpu_type": emulate.gpu_type, "count": emulate.count, "speed": emulate.speed},
+        }
+        try:
+            result = await client.handshake(hello, self.options.connect_timeout_s)
+            started = time.monotonic()
+            await client.request("ping", {}, self.options.connect_timeout_s)
+            self.rtt_ms = round((time.monotonic() - started) * 1000.0, 2)
+        except BaseException:
+            await client.close()
+            raise
+        self._apply_hello(result)
+        self.client = client
+        self.last_seen = time.time()
+        self._set(HostState.READY, f"ready: {len(self.gpus)} GPU(s) ({self.gpu_source}), agent {self.agent_version}")
+        self.publish(JobsReported(self.entry.name, tuple(self.jobs.values())))
+        return client
+
+    def _apply_hello(self, result: dict[str, Any]) -> None:
+        inventory = result.get("inventory") or {}
+        self.agent_version = str(result.get("agent_version", ""))
+        self.gpu_source = str(inventory.get("source", "none"))
+        gpus = []
+        allowed = set(self.entry.gpus) if self.entry.gpus is not None else None
+        for raw in inventory.get("gpus") or ():
+            index = int(raw.get("index", 0))
+            if allowed is not None and index not in allowed:
+                continue
+            name = str(raw.get("name") or "unknown")
+            gpu_type = self.entry.gpu_type or (name if self.gpu_source == "emulated" else short_gpu_type(name))
+            gpus.append(Gpu(index=index, gpu_type=gpu_type, memory_mb=int(raw.get("memory_mb") or 0),
+                            uuid=str(raw.get("uuid") or ""), source=self.gpu_source,
+                            utilization=raw.get("utilization"), memory_used_mb=raw.get("memory_used_mb")))
+        self.gpus = tuple(gpus)
+        self.jobs = {}
+        for raw in result.get("jobs") or ():
+            job = RemoteJob.from_wire(self.entry.name, raw)
+            self.jobs[(job.job_id, job.generation)] = job
+
+    async def _serve(self, client: AgentClient) -> ConnectFailure:
+        """Wait until the link fails or goes silent; return why."""
+        last_ping = time.monotonic()
+        while not self._stopping:
+            wait = min(1.0, self.options.heartbeat_timeout_s / 4)
+            with contextlib.suppress(asyncio.TimeoutError):
+                return await asyncio.wait_for(asyncio.shield(client.closed), wait)
+            silent = time.monotonic() - client.last_message
+            if silent > self.options.heartbeat_timeout_s:
+                return Unreachable(f"no heartbeat for {silent:.0f} s")
+            if time.monotonic() - last_ping > PING_EVERY_S:
+                last_ping = time.monotonic()
+                asyncio.ensure_future(self._ping(client))
+        return Unreachable("cluster stopped")
+
+    async def _ping(self, client: AgentClient) -> None:
+        started = time.monotonic()
+        with contextlib.suppress(HostNotReady, AgentFailure, Exception):
+            await client.request("ping", {}, self.options.heartbeat_timeout_s)
+            self.rtt_ms = round((time.monotonic() - started) * 1000.0, 2)
+
+    async def _backoff(self, attempt: int) -> None:
+        base = min(self.options.backoff_max_s, self.options.backoff_initial_s * 2 ** (attempt - 1))
+        delay = base * random.uniform(0.5, 1.0)  # jitter: hosts that failed together retry apart
+        self._wake.clear()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), delay)
+
+    def wake(self) -> None:
+        """Retry now instead of waiting out the backoff (after ``trust_host``, or a user's retry)."""
+        self._wake.set()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        if self.client is not None:
+            await self.client.close()
+
+    # ---- agent events
+    def _on_event(self, message: dict[str, Any]) -> None:
+        self.last_seen = time.time()
+        name = message.get("event")
+        if name == "heartbeat":
+            self._on_heartbeat(message)
+        elif name == "progress" and isinstance(message.get("progress"), dict):
+            key = (str(message.get("job_id")), int(message.get("generation") or 0))
+            job = self.jobs.get(key)
+            if job is not None:
+                self.jobs[key] = replace(job, progress=message["progress"])
+            self.publish(JobProgress(self.entry.name, key[0], key[1], message["progress"]))
+        elif name == "job_exit":
+            job = RemoteJob.from_wire(self.entry.name, message)
+            self.jobs[(job.job_id, job.generation)] = job
+            self.publish(JobExited(self.entry.name, job))
+            for future in self._exit_waiters.pop((job.job_id, job.generation), []):
+                if not future.done():
+                    future.set_result(job)
+
+    def _on_heartbeat(self, message: dict[str, Any]) -> None:
+        fresh = {int(g.get("index", -1)): g for g in message.get("gpus") or () if isinstance(g, dict)}
+        self.gpus = tuple(
+            replace(g, utilization=fresh[g.index].get("utilization"), memory_used_mb=fresh[g.index].get("memory_used_mb"))
+            if g.index in fresh else g for g in self.gpus
+        )
+        for raw in message.get("jobs") or ():
+            if isinstance(raw, dict):
+                job = RemoteJob.from_wire(self.entry.name, raw)
+                self.jobs[(job.job_id, job.generation)] = job
+        if self.state is HostState.READY:
+            self.publish(HostChanged(self.entry.name, self.status()))
+
+    def exit_waiter(self, job_id: str, generation: int) -> asyncio.Future[RemoteJob]:
+        future: asyncio.Future[RemoteJob] = asyncio.get_running_loop().create_future()
+        self._exit_waiters.setdefault((job_id, generation), []).append(future)
+        return future
+
+    def _fail_waiters(self, failure: ConnectFailure) -> None:
+        waiters, self._exit_waiters = self._exit_waiters, {}
+        for futures in waiters.values():
+            for future in futures:
+                if not future.done():
+                    future.set_exception(HostNotReady(f"host {self.entry.name}: {failure}"))

@@ -1,0 +1,108 @@
+"""Transports: how an agent process is started on a host, over SSH or as a local subprocess.
+
+Both give the supervisor the same thing: ``open() -> AgentChannel`` whose first line is the
+agent's ``agent_start`` banner, ``connected()`` to tell a lost link from a crashed agent, and
+``close()``. Failures are raised as ``ConnectFailure`` subclasses so each maps to a host state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from pathlib import Path
+from typing import Protocol
+
+from heet_tui.cluster.agent_bundle import AgentBundle
+from heet_tui.cluster.channel import AgentChannel
+from heet_tui.cluster.errors import AgentFailure
+from heet_tui.cluster.remote_command import NEED_AGENT, check_python, check_workdir
+
+STREAM_LIMIT = 8 << 20  # bytes per line the controller accepts from an agent
+
+
+class Transport(Protocol):
+    async def open(self, bundle: AgentBundle) -> AgentChannel: ...
+
+    def connected(self) -> bool: ...
+
+    async def close(self) -> None: ...
+
+
+class PushbackReader:
+    """A reader with one line put back in front (the banner the transport already read)."""
+
+    def __init__(self, first: bytes, reader) -> None:
+        self._first: bytes | None = first
+        self._reader = reader
+
+    async def readline(self) -> bytes:
+        if self._first is not None:
+            line, self._first = self._first, None
+            return line
+        return await self._reader.readline()
+
+    async def read(self, n: int = -1) -> bytes:
+        return await self._reader.read(n)
+
+
+class LocalTransport:
+    """The agent as a subprocess of this machine (``transport = "local"`` hosts, and tests)."""
+
+    def __init__(self, host: str, python: str, workdir: str) -> None:
+        self.host = host
+        self.python = check_python(host, python)
+        self.workdir = Path(os.path.expanduser(check_workdir(host, workdir)))
+        self._proc: asyncio.subprocess.Process | None = None
+
+    async def open(self, bundle: AgentBundle) -> AgentChannel:
+        try:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            target = self.workdir / bundle.file_name
+            if not target.is_file():
+                tmp = target.with_name(f"{target.name}.tmp.{os.getpid()}")
+                tmp.write_bytes(bundle.data)
+                os.replace(tmp, target)
+        except OSError as exc:
+            raise AgentFailure(f"cannot write the agent to {self.workdir}: {exc.strerror or exc}") from None
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                self.python, str(target), "--workdir", str(self.workdir), "--host", self.host,
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                cwd=str(self.workdir), limit=STREAM_LIMIT, start_new_session=True,
+            )
+        except OSError as exc:
+            raise AgentFailure(f'cannot run python "{self.python}": {exc.strerror or exc}') from None
+        self._proc = proc
+        assert proc.stdout is not None and proc.stdin is not None
+        first = await proc.stdout.readline()
+
+        async def closer() -> None:
+            # A healthy agent exits within a poll interval of EOF; one that does not is hung.
+            with contextlib.suppress(asyncio.TimeoutError, ProcessLookupError):
+                await asyncio.wait_for(proc.wait(), 2.0)
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+
+        return AgentChannel(PushbackReader(first, proc.stdout), proc.stdin, proc.stderr, closer,
+                            f"local agent in {self.workdir}")
+
+    def connected(self) -> bool:
+        return True  # no link to lose: an EOF means the agent itself ended
+
+    async def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(Exception):
+                assert proc.stdin is not None
+                proc.stdin.close()
+            with contextlib.suppress(asyncio.TimeoutError, ProcessLookupError):
+                await asyncio.wait_for(proc.wait(), 5.0)
+            if proc.returncode is None:  # hung: killing it cannot hurt jobs, they do not depend on it
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+
+
+def is_need_agent(line: bytes) -> bool:
+    return line.strip() == NEED_AGENT.encode()

@@ -1,0 +1,188 @@
+"""What a host has: GPUs (NVML, else nvidia-smi, else the declared emulation, else none), CPUs,
+memory, Python and torch versions.
+
+Every optional NVML query is wrapped: a GPU that cannot report utilization or processes
+("not supported" on many consumer cards) yields ``None`` for that value, never a crash.
+"""
+
+import os
+import sys
+
+# shutil, subprocess and platform are imported where used: agent start-up time is paid on
+# every host at every connect.
+
+SMI_FIELDS = ("index", "uuid", "name", "memory.total", "memory.used", "utilization.gpu")
+_SMI_MISSING = ("[n/a]", "[not supported]", "n/a", "not supported", "")
+
+
+def _optional(call, *args):
+    try:
+        return call(*args)
+    except Exception:
+        return None
+
+
+def _text(value):
+    return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def gpus_from_nvml(nvml):
+    """GPU dicts read through an ``pynvml``-like module; raises only if NVML itself is absent."""
+    nvml.nvmlInit()
+    try:
+        gpus = []
+        for index in range(nvml.nvmlDeviceGetCount()):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            memory = _optional(nvml.nvmlDeviceGetMemoryInfo, handle)
+            util = _optional(nvml.nvmlDeviceGetUtilizationRates, handle)
+            procs = _optional(nvml.nvmlDeviceGetComputeRunningProcesses, handle)
+            uuid = _optional(nvml.nvmlDeviceGetUUID, handle)
+            name = _optional(nvml.nvmlDeviceGetName, handle)
+            gpus.append({
+                "index": index,
+                "uuid": _text(uuid) if uuid is not None else "",
+                "name": _text(name) if name is not None else "unknown",
+                "memory_mb": int(memory.total // (1024 * 1024)) if memory is not None else 0,
+                "memory_used_mb": int(memory.used // (1024 * 1024)) if memory is not None else None,
+                "utilization": float(util.gpu) if util is not None else None,
+                "processes": [int(p.pid) for p in procs] if procs is not None else None,
+            })
+        return gpus
+    finally:
+        _optional(nvml.nvmlShutdown)
+
+
+def _smi_number(text, cast):
+    value = text.strip()
+    if value.lower() in _SMI_MISSING:
+        return None
+    try:
+        return cast(float(value))
+    except ValueError:
+        return None
+
+
+def parse_nvidia_smi_csv(text):
+    """GPU dicts from ``nvidia-smi --query-gpu=<SMI_FIELDS> --format=csv,noheader,nounits``.
+
+    Lines that do not have the expected number of fields are skipped (nvidia-smi prints
+    warnings on some drivers); ``[N/A]`` and ``[Not Supported]`` become ``None``.
+    """
+    gpus = []
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != len(SMI_FIELDS):
+            continue
+        index = _smi_number(parts[0], int)
+        if index is None:
+            continue
+        total = _smi_number(parts[3], int)
+        gpus.append({
+            "index": index,
+            "uuid": parts[1] if parts[1].lower() not in _SMI_MISSING else "",
+            "name": parts[2] or "unknown",
+            "memory_mb": total if total is not None else 0,
+            "memory_used_mb": _smi_number(parts[4], int),
+            "utilization": _smi_number(parts[5], float),
+            "processes": None,
+        })
+    return gpus
+
+
+def gpus_from_nvidia_smi(timeout=10.0):
+    import shutil
+    import subprocess
+
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        raise OSError("nvidia-smi not found")
+    out = subprocess.run(
+        [exe, "--query-gpu=" + ",".join(SMI_FIELDS), "--format=csv,noheader,nounits"],
+        capture_output=True, timeout=timeout, check=True,
+    )
+    return parse_nvidia_smi_csv(out.stdout.decode("utf-8", errors="replace"))
+
+
+def emulated_gpus(spec):
+    """The GPUs a host declares it emulates: ``{"gpu_type", "count", "speed"}``."""
+    return [
+        {"index": i, "uuid": "emulated-%d" % i, "name": str(spec["gpu_type"]), "memory_mb": 0,
+         "memory_used_mb": None, "utilization": None, "processes": None}
+        for i in range(int(spec["count"]))
+    ]
+
+
+def probe_gpus(emulate=None, probes=("nvml", "nvidia-smi")):
+    """``(source, gpus, notes)``: the first source that works, with why the others did not."""
+    notes = []
+    for probe in probes:
+        try:
+            if probe == "nvml":
+                import pynvml  # type: ignore  # optional: nvidia-ml-py
+
+                gpus = gpus_from_nvml(pynvml)
+            elif probe == "nvidia-smi":
+                gpus = gpus_from_nvidia_smi()
+            else:
+                continue
+        except Exception as exc:
+            notes.append(f"{probe}: {_text(exc) or type(exc).__name__}")
+            continue
+        if gpus:
+            return probe, gpus, notes
+        notes.append(f"{probe}: no GPUs")
+    if emulate:
+        return "emulated", emulated_gpus(emulate), notes
+    return "none", [], notes
+
+
+def _memory_mb():
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _torch_version():
+    """torch's version from its dist-info directory name: importing torch takes seconds and
+    importlib.metadata scans every installed distribution, which matters on 100s of hosts."""
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith("torch-") and name.endswith((".dist-info", ".egg-info")):
+                return name[len("torch-"):].rsplit(".", 1)[0]
+    return None
+
+
+def host_facts():
+    return {
+        "hostname": os.uname().nodename,
+        "cpus": os.cpu_count(),
+        "memory_mb": _memory_mb(),
+        "python": "%d.%d.%d" % sys.version_info[:3],
+        "torch": _torch_version(),
+    }
+
+
+def utilization(source, gpus_before):
+    """Fresh per-GPU utilization and memory for a heartbeat, from the same source as the inventory."""
+    try:
+        if source == "nvml":
+            import pynvml  # type: ignore
+
+            fresh = gpus_from_nvml(pynvml)
+        elif source == "nvidia-smi":
+            fresh = gpus_from_nvidia_smi(timeout=5.0)
+        else:
+            fresh = gpus_before
+    except Exception:
+        fresh = gpus_before
+    return [{"index": g["index"], "utilization": g.get("utilization"), "memory_used_mb": g.get("memory_used_mb")}
+            for g in fresh]

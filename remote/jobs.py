@@ -1,0 +1,338 @@
+"""The jobs an agent runs: launch, stop (SIGTERM the group, grace, SIGKILL), fence, log tails,
+progress forwarding, and re-adoption of jobs a previous agent started.
+
+Each job runs under ``jobwrap`` in its own session, with stdout and stderr in a log file; the
+agent reads progress lines from that file, so an agent that restarts simply continues reading.
+"""
+
+import json
+import os
+import re
+import signal
+import sys
+import time
+
+from heet_agent.jobstate import StateFile, pid_alive, proc_start_time
+from heet_agent.progress import parse_progress_line
+
+JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,127}$")
+MAX_TAIL_LINES = 500
+MAX_TAIL_BYTES = 64 * 1024
+READ_CHUNK = 256 * 1024
+
+
+class JobError(ValueError):
+    """A request about jobs that cannot be carried out; the message goes back to the controller."""
+
+
+def _key(job):
+    return "%s@%d" % (job["job_id"], job["generation"])
+
+
+def _check_int(args, name, low=0):
+    value = args.get(name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise JobError("%s must be an integer >= %d, got %r" % (name, low, value))
+    return value
+
+
+def _check_job_id(args):
+    job_id = args.get("job_id")
+    if not isinstance(job_id, str) or not JOB_ID.match(job_id):
+        raise JobError(f"job_id must be letters, digits, '.', '_' or '-', got {job_id!r}")
+    return job_id
+
+
+def read_tail(path, lines):
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - MAX_TAIL_BYTES))
+            data = fh.read()
+    except OSError:
+        return []
+    text = data.decode("utf-8", errors="replace").splitlines()
+    if size > MAX_TAIL_BYTES and text:
+        text = text[1:]  # the first line is probably cut
+    return text[-lines:] if lines else []
+
+
+class JobTable:
+    def __init__(self, workdir, self_argv, send_event):
+        self.workdir = workdir
+        self.self_argv = self_argv
+        self.send_event = send_event
+        self.state = StateFile(workdir)
+        self.jobs = []  # dicts, JSON-serialisable (persisted)
+        self.floors = {}  # job id -> lowest generation allowed to run (fence)
+        self.children = {}  # key -> Popen, only for jobs this agent started
+        self.emulated_speed = None
+        self.notes = []
+        os.makedirs(os.path.join(workdir, "logs"), exist_ok=True)
+        os.makedirs(os.path.join(workdir, "exits"), exist_ok=True)
+
+    # ---- persistence and adoption
+    def adopt(self):
+        jobs, floors, note = self.state.load()
+        if note:
+            self.notes.append(note)
+        self.floors = floors
+        for job in jobs:
+            job.setdefault("reported", True)
+            if job.get("state") != "exited":
+                job["adopted"] = True
+                size = self._log_size(job)
+                job["offset"] = size
+                last = self._last_progress(job)
+                if last is not None:
+                    job["progress"] = last
+            self.jobs.append(job)
+        self.poll()
+        self._save()
+        return [self.summary(j) for j in self.jobs]
+
+    def _save(self):
+        self.state.save(self.jobs, self.floors)
+
+    def _log_size(self, job):
+        try:
+            return os.path.getsize(job["log"])
+        except OSError:
+            return 0
+
+    def _last_progress(self, job):
+        for line in reversed(read_tail(job["log"], 200)):
+            parsed = parse_progress_line(line)
+            if parsed is not None:
+                return parsed
+        return None
+
+    # ---- requests
+    def launch(self, args):
+        job_id = _check_job_id(args)
+        generation = _check_int(args, "generation")
+        argv = args.get("argv")
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+            raise JobError("argv must be a non-empty list of strings")
+        env_extra = args.get("env") or {}
+        if not isinstance(env_extra, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in env_extra.items()
+        ):
+            raise JobError("env must be an object of strings")
+        gpus = args.get("gpus") or []
+        if not isinstance(gpus, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in gpus):
+            raise JobError("gpus must be a list of integers")
+        floor = self.floors.get(job_id, 0)
+        if generation < floor:
+            raise JobError("job %s generation %d is fenced (generations below %d may not run)"
+                           % (job_id, generation, floor))
+        for job in self.jobs:
+            if job["job_id"] == job_id and job["state"] != "exited":
+                raise JobError("job %s generation %d is still running here; fence or stop it first"
+                               % (job_id, job["generation"]))
+        workdir = args.get("workdir") or self.workdir
+        workdir = os.path.expanduser(str(workdir))
+        if not os.path.isdir(workdir):
+            raise JobError(f"workdir {workdir} does not exist")
+        env = dict(os.environ)
+        env.update(env_extra)
+        env["HEET_JOB_ID"] = job_id
+        env["HEET_GENERATION"] = str(generation)
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
+        # CUDA numbers GPUs fastest-first unless told otherwise; NVML and nvidia-smi (where our
+        # indices come from) number them by PCI bus. Make the two agree.
+        env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+        if self.emulated_speed is not None:
+            env["HEET_EMULATED_SPEED"] = repr(float(self.emulated_speed))
+        import shutil
+        import subprocess
+
+        exe = argv[0]
+        if os.sep not in exe and shutil.which(exe, path=env.get("PATH")) is None:
+            raise JobError(f"command not found: {exe}")
+        log = args.get("log") or os.path.join(self.workdir, "logs", "%s-g%d.log" % (job_id, generation))
+        log = os.path.expanduser(str(log))
+        if not os.path.isabs(log):
+            log = os.path.join(workdir, log)
+        exit_file = os.path.join(self.workdir, "exits", "%s-g%d.json" % (job_id, generation))
+        try:
+            os.remove(exit_file)
+        except OSError:
+            pass
+        try:
+            os.makedirs(os.path.dirname(log), exist_ok=True)
+            logfh = open(log, "ab")
+        except OSError as exc:
+            raise JobError(f"cannot open log file {log}: {exc}")
+        offset = logfh.tell()
+        with logfh:
+            try:
+                child = subprocess.Popen(
+                    [sys.executable] + self.self_argv + ["--wrap-job", exit_file, "--"] + argv,
+                    cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=logfh, stderr=subprocess.STDOUT,
+                    start_new_session=True, close_fds=True,
+                )
+            except OSError as exc:
+                raise JobError(f"cannot start job: {exc}")
+        job = {
+            "job_id": job_id, "generation": generation, "pid": child.pid, "pgid": child.pid,
+            "start_time": proc_start_time(child.pid), "argv": argv, "workdir": workdir, "gpus": gpus,
+            "log": log, "exit_file": exit_file, "offset": offset, "started_at": time.time(),
+            "state": "running", "exit_code": None, "signal": None, "reason": None, "kill_at": None,
+            "adopted": False, "reported": False, "progress": None,
+        }
+        self.jobs.append(job)
+        self.children[_key(job)] = child
+        self._save()
+        return self.summary(job)
+
+    def _find(self, job_id, generation=None):
+        found = [j for j in self.jobs if j["job_id"] == job_id
+                 and (generation is None or j["generation"] == generation)]
+        running = [j for j in found if j["state"] != "exited"]
+        return running[-1] if running else (found[-1] if found else None)
+
+    def _terminate(self, job, grace_s, reason):
+        if job["state"] != "running":
+            return
+        job["state"] = "stopping"
+        job["reason"] = reason
+        job["kill_at"] = time.time() + grace_s
+        try:
+            os.killpg(job["pgid"], signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        except PermissionError as exc:
+            raise JobError("cannot signal job {}: {}".format(job["job_id"], exc))
+
+    def stop(self, args):
+        job_id = _check_job_id(args)
+        grace = float(args.get("grace_s", 10.0))
+        generation = args.get("generation")
+        job = self._find(job_id, generation if isinstance(generation, int) else None)
+        if job is None:
+            raise JobError(f"no job {job_id} on this host")
+        self._terminate(job, max(0.0, grace), "stopped")
+        self._save()
+        return self.summary(job)
+
+    def fence(self, args):
+        job_id = _check_job_id(args)
+        floor = _check_int(args, "min_generation")
+        grace = float(args.get("grace_s", 10.0))
+        self.floors[job_id] = max(floor, self.floors.get(job_id, 0))
+        fenced = []
+        for job in self.jobs:
+            if job["job_id"] == job_id and job["generation"] < floor and job["state"] == "running":
+                self._terminate(job, max(0.0, grace), "fenced")
+                fenced.append(self.summary(job))
+        self._save()
+        return {"fenced": fenced, "min_generation": self.floors[job_id]}
+
+    def log_tail(self, args):
+        job_id = _check_job_id(args)
+        lines = args.get("lines", 50)
+        if isinstance(lines, bool) or not isinstance(lines, int) or lines < 0:
+            raise JobError("lines must be a non-negative integer")
+        generation = args.get("generation")
+        job = self._find(job_id, generation if isinstance(generation, int) else None)
+        if job is None:
+            raise JobError(f"no job {job_id} on this host")
+        return {"job_id": job_id, "generation": job["generation"], "log": job["log"],
+                "lines": read_tail(job["log"], min(lines, MAX_TAIL_LINES))}
+
+    # ---- periodic work
+    def poll(self):
+        """Reap exits, escalate overdue stops to SIGKILL, forward new progress lines."""
+        changed = False
+        now = time.time()
+        for job in self.jobs:
+            if job["state"] == "exited":
+                continue
+            self._forward_progress(job)
+            if self._check_exit(job):
+                changed = True
+                continue
+            if job["state"] == "stopping" and job["kill_at"] is not None and now >= job["kill_at"]:
+                try:
+                    os.killpg(job["pgid"], signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                job["kill_at"] = None
+                job["killed"] = True
+        for job in self.jobs:
+            if job["state"] == "exited" and not job.get("reported"):
+                job["reported"] = True
+                changed = True
+                self.send_event("job_exit", **self.summary(job))
+        if changed:
+            self._save()
+
+    def _check_exit(self, job):
+        child = self.children.get(_key(job))
+        if child is not None:
+            if child.poll() is None:
+                return False
+            del self.children[_key(job)]
+        elif pid_alive(job["pid"], job.get("start_time")):
+            return False
+        self._forward_progress(job)
+        status = None
+        try:
+            with open(job["exit_file"]) as fh:
+                status = json.load(fh)
+        except (OSError, ValueError):
+            pass
+        if isinstance(status, dict):
+            job["exit_code"] = status.get("exit_code")
+            job["signal"] = status.get("signal")
+            if status.get("error"):
+                job["reason"] = "failed to start: {}".format(status["error"])
+        elif job.get("killed"):
+            job["signal"] = int(signal.SIGKILL)
+        else:
+            job["reason"] = job.get("reason") or "lost (no exit status recorded)"
+        job["state"] = "exited"
+        job["ended_at"] = time.time()
+        return True
+
+    def _forward_progress(self, job):
+        try:
+            with open(job["log"], "rb") as fh:
+                fh.seek(job.get("offset", 0))
+                data = fh.read(READ_CHUNK)
+        except OSError:
+            return
+        end = data.rfind(b"\n")
+        if end < 0:
+            if len(data) >= READ_CHUNK:  # a huge line without newline: skip it
+                job["offset"] = job.get("offset", 0) + len(data)
+            return
+        job["offset"] = job.get("offset", 0) + end + 1
+        latest = None
+        for line in data[:end].split(b"\n"):
+            if b"@heet-progress" in line:
+                parsed = parse_progress_line(line)
+                if parsed is not None:
+                    latest = parsed
+        if latest is not None:
+            job["progress"] = latest
+            self.send_event("progress", job_id=job["job_id"], generation=job["generation"], progress=latest)
+
+    def summary(self, job):
+        return {
+            "job_id": job["job_id"], "generation": job["generation"], "state": job["state"],
+            "pid": job["pid"], "gpus": job.get("gpus", []), "log": job["log"],
+            "exit_code": job.get("exit_code"), "signal": job.get("signal"), "reason": job.get("reason"),
+            "adopted": bool(job.get("adopted")), "started_at": job.get("started_at"),
+            "progress": job.get("progress"),
+        }
+
+    def recent_summaries(self, window_s=30.0):
+        """Live jobs and those that ended in the last ``window_s``: what a heartbeat carries."""
+        cutoff = time.time() - window_s
+        return [self.summary(j) for j in self.jobs if j["state"] != "exited" or j.get("ended_at", 0) >= cutoff]
+
+    def summaries(self):
+        return [self.summary(j) for j in self.jobs]

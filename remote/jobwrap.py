@@ -1,0 +1,37 @@
+"""The tiny parent each job runs under, so its exit code survives the agent.
+
+The agent may exit (stdin EOF, a lost SSH link) while jobs keep running; a later agent is not
+their parent and cannot ``wait()`` for them. This wrapper is: it leads the job's own session
+and process group, ignores the group-wide SIGTERM the agent sends (the job itself still gets
+it, since handlers reset on exec), and writes the job's exit status to a file atomically.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+
+def _write_exit(path, status):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(status, fh)
+    os.replace(tmp, path)
+
+
+def run(exit_file, argv):
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: None)
+    try:
+        child = subprocess.Popen(argv)
+    except OSError as exc:
+        sys.stderr.write("heet-agent: cannot start {!r}: {}\n".format(argv[0] if argv else "", exc))
+        _write_exit(exit_file, {"exit_code": 127, "signal": None, "error": str(exc)})
+        return 127
+    code = child.wait()
+    if code < 0:
+        _write_exit(exit_file, {"exit_code": None, "signal": -code})
+        return 128 - code
+    _write_exit(exit_file, {"exit_code": code, "signal": None})
+    return code

@@ -1,0 +1,284 @@
+"""The agent's main loop: read requests on stdin, answer on stdout, heartbeat, watch jobs.
+
+Runs for as long as its controller's channel is open. On stdin EOF (the SSH link went away)
+it exits and leaves jobs running; the next agent re-adopts them from the state file. It
+never listens on a port and never writes anything but protocol lines to stdout.
+"""
+
+import fcntl
+import os
+import select
+import selectors
+import signal
+import sys
+import time
+
+from heet_agent import inventory
+from heet_agent.jobs import JobError, JobTable
+from heet_agent.protocol import (
+    AGENT_VERSION,
+    MAX_LINE_BYTES,
+    PROTOCOL_VERSION,
+    decode_line,
+    encode,
+    error_reply,
+    event,
+    message_kind,
+    reply,
+)
+
+POLL_S = 0.25
+LOCK_WAIT_S = 5.0
+KILL_OLD_AFTER_S = 1.5
+
+
+class Agent:
+    def __init__(self, workdir, self_argv):
+        self.workdir = workdir
+        self.out_fd = os.dup(1)
+        self.jobs = JobTable(workdir, self_argv, self.send_event)
+        self.heartbeat_s = 3.0
+        self.next_heartbeat = None
+        self.seq = 0
+        self.source, self.gpus = "none", []
+        self.running = True
+
+    def send(self, message):
+        data = memoryview(encode(message))
+        try:
+            while data:
+                try:
+                    written = os.write(self.out_fd, data)
+                except BlockingIOError:  # stdout shares a non-blocking file with stdin (a socket)
+                    select.select([], [self.out_fd], [], 1.0)
+                    continue
+                data = data[written:]
+        except OSError:  # broken pipe: the controller is gone
+            self.running = False
+
+    def send_event(self, name, **fields):
+        self.send(event(name, **fields))
+
+    # ---- requests
+    def handle(self, message):
+        request_id = message.get("id")
+        op = message.get("op")
+        if not isinstance(request_id, int) or isinstance(request_id, bool):
+            self.send_event("protocol_error", error=f"request without an integer id: op {op!r}")
+            return
+        handler = getattr(self, "op_" + str(op).replace("-", "_"), None)
+        if handler is None:
+            self.send(error_reply(request_id, f"unknown op {op!r}"))
+            return
+        try:
+            result = handler(message.get("args") or {})
+        except JobError as exc:
+            self.send(error_reply(request_id, exc))
+            return
+        except Exception as exc:  # report, keep serving: one bad request must not kill the agent
+            sys.stderr.write(f"heet-agent: op {op} failed: {exc!r}\n")
+            self.send(error_reply(request_id, f"internal error in {op}: {exc}"))
+            return
+        self.send(reply(request_id, result))
+
+    def op_hello(self, args):
+        version = args.get("protocol")
+        if version != PROTOCOL_VERSION:
+            raise JobError("protocol mismatch: controller speaks %r, agent speaks %d" % (version, PROTOCOL_VERSION))
+        emulate = args.get("emulate")
+        if emulate is not None:
+            if not isinstance(emulate, dict) or not isinstance(emulate.get("gpu_type"), str) \
+                    or not isinstance(emulate.get("count"), int) or not isinstance(emulate.get("speed"), (int, float)):
+                raise JobError("emulate must be {gpu_type: str, count: int, speed: number}")
+            self.jobs.emulated_speed = float(emulate["speed"])
+        self.emulate = emulate
+        heartbeat = args.get("heartbeat_s", 3.0)
+        if isinstance(heartbeat, (int, float)) and not isinstance(heartbeat, bool) and heartbeat > 0:
+            self.heartbeat_s = float(heartbeat)
+        probes = args.get("probes", ["nvml", "nvidia-smi"])
+        self.probes = tuple(p for p in probes if isinstance(p, str)) if isinstance(probes, list) else ()
+        inv = self.op_inventory({})
+        if inv["source"] != "emulated":
+            self.jobs.emulated_speed = None
+        jobs = self.jobs.adopt()
+        self.next_heartbeat = time.time() + self.heartbeat_s
+        return {"protocol": PROTOCOL_VERSION, "agent_version": AGENT_VERSION, "pid": os.getpid(),
+                "inventory": inv, "jobs": jobs, "notes": self.jobs.notes}
+
+    def op_inventory(self, args):
+        self.source, self.gpus, notes = inventory.probe_gpus(getattr(self, "emulate", None),
+                                                             getattr(self, "probes", ("nvml", "nvidia-smi")))
+        return {"source": self.source, "gpus": self.gpus, "notes": notes, "facts": inventory.host_facts()}
+
+    def op_ping(self, args):
+        return {"time": time.time()}
+
+    def op_launch(self, args):
+        return self.jobs.launch(args)
+
+    def op_stop(self, args):
+        return self.jobs.stop(args)
+
+    def op_fence(self, args):
+        return self.jobs.fence(args)
+
+    def op_log_tail(self, args):
+        return self.jobs.log_tail(args)
+
+    def op_jobs(self, args):
+        return {"jobs": self.jobs.summaries()}
+
+    def op_shutdown(self, args):
+        self.running = False
+        return {"jobs_left_running": len([j for j in self.jobs.jobs if j["state"] != "exited"])}
+
+    # ---- loop
+    def heartbeat(self):
+        self.seq += 1
+        self.send_event("heartbeat", seq=self.seq, time=time.time(),
+                        gpus=inventory.utilization(self.source, self.gpus), jobs=self.jobs.recent_summaries())
+
+    def serve(self):
+        self.send_event("agent_start", protocol=PROTOCOL_VERSION, agent_version=AGENT_VERSION, pid=os.getpid())
+        selector = selectors.SelectSelector()  # epoll refuses files and /dev/null as stdin; select() takes any fd
+        os.set_blocking(0, False)
+        selector.register(0, selectors.EVENT_READ)
+        buffer = b""
+        while self.running:
+            for _key, _mask in selector.select(POLL_S):
+                try:
+                    data = os.read(0, 65536)
+                except BlockingIOError:
+                    continue
+                if not data:
+                    self.running = False  # EOF: the controller went away; jobs keep running
+                    break
+                buffer += data
+                while b"\n" in buffer and self.running:
+                    line, buffer = buffer.split(b"\n", 1)
+                    self.dispatch(line)
+                if len(buffer) > MAX_LINE_BYTES:
+                    self.send_event("protocol_error", error="request line too long; dropped")
+                    buffer = b""
+            self.jobs.poll()
+            if self.next_heartbeat is not None and time.time() >= self.next_heartbeat:
+                self.heartbeat()
+                self.next_heartbeat = time.time() + self.heartbeat_s
+
+    def dispatch(self, line):
+        if not line.strip():
+            return
+        message, problem = decode_line(line)
+        if message is None or message_kind(message) != "request":
+            self.send_event("protocol_error", error=problem or "expected a request")
+            return
+        self.handle(message)
+
+
+def _is_agent(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as fh:
+            cmdline = fh.read()
+    except OSError:
+        return False
+    return b"heet-agent" in cmdline or b"heet_agent" in cmdline
+
+
+def _take_over(workdir):
+    """Become the only agent for this workdir: ask an older one to exit, then hold the lock.
+
+    An older agent may be hung (stopped, or stuck on a dead link): after a short grace it is
+    killed. That is safe because jobs never depend on the agent that started them.
+    """
+    pid_path = os.path.join(workdir, "agent.pid")
+    try:
+        with open(pid_path) as fh:
+            old = int(fh.read().strip() or 0)
+    except (OSError, ValueError):
+        old = 0
+    if not (old and old != os.getpid() and _is_agent(old)):
+        old = 0
+    if old:
+        try:
+            os.kill(old, signal.SIGTERM)
+        except OSError:
+            old = 0
+    lock = open(os.path.join(workdir, "agent.lock"), "w")
+    started = time.time()
+    killed = False
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError:
+            waited = time.time() - started
+            if old and not killed and waited > KILL_OLD_AFTER_S and _is_agent(old):
+                try:
+                    os.kill(old, signal.SIGKILL)
+                except OSError:
+                    pass
+                killed = True
+            if waited > LOCK_WAIT_S:
+                raise SystemExit("heet-agent: another agent holds %s/agent.lock" % workdir) from None
+            time.sleep(0.05)
+    with open(pid_path, "w") as fh:
+        fh.write(str(os.getpid()))
+    return lock
+
+
+def _valid_host_name(name):
+    allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+    return 0 < len(name) <= 128 and name[0] not in ".-" and set(name) <= allowed
+
+
+def _self_argv():
+    """How to start this agent again (for job wrappers): the .pyz path or ``-m heet_agent``."""
+    path = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if path.endswith(".pyz") and os.path.isfile(path):
+        return [path]
+    return ["-m", "heet_agent"]
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) >= 3 and argv[0] == "--wrap-job" and argv[2] == "--":
+        from heet_agent.jobwrap import run as run_wrapped
+
+        return run_wrapped(argv[1], argv[3:])
+    if len(argv) == 4 and argv[0] == "--workdir" and argv[2] == "--host":
+        workdir_arg, host = argv[1], argv[3]  # how the controller starts it, without argparse's import cost
+    else:
+        import argparse
+
+        parser = argparse.ArgumentParser(prog="heet-agent")
+        parser.add_argument("--workdir", default=".")
+        parser.add_argument("--host", default="", help="the hosts-file name this agent serves")
+        parser.add_argument("--version", action="version",
+                            version="heet-agent %s (protocol %d)" % (AGENT_VERSION, PROTOCOL_VERSION))
+        options = parser.parse_args(argv)
+        workdir_arg, host = options.workdir, options.host
+    workdir = os.path.abspath(os.path.expanduser(workdir_arg))
+    if host:
+        # One machine can be several hosts-file entries (a mixed box split by GPU type, or the
+        # bundled local config): each gets its own state, lock and logs under the shared workdir.
+        if not _valid_host_name(host):
+            sys.stderr.write("heet-agent: invalid host name %r\n" % host)
+            return 2
+        workdir = os.path.join(workdir, "hosts", host)
+    os.makedirs(workdir, exist_ok=True)
+    log = open(os.path.join(workdir, "agent.log"), "ab", buffering=0)
+    os.dup2(log.fileno(), 2)  # stderr never reaches the protocol stream
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    sys.stderr.write("heet-agent %s pid %d starting in %s\n" % (AGENT_VERSION, os.getpid(), workdir))
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # exit; jobs keep running
+    _lock = _take_over(workdir)
+    agent = Agent(workdir, _self_argv())
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)  # stray prints from libraries cannot corrupt the protocol (agent.out is a dup)
+    try:
+        agent.serve()
+    except SystemExit:
+        pass
+    sys.stderr.write("heet-agent pid %d exiting\n" % os.getpid())
+    return 0

@@ -1,0 +1,86 @@
+"""The agent on its own (as `python -m heet_agent`): handshake rules and bad requests."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+class AgentProcess:
+    def __init__(self, workdir):
+        self.proc = subprocess.Popen([sys.executable, "-m", "heet_agent", "--workdir", str(workdir), "--host", "h1"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.next_id = 0
+
+    def line(self):
+        raw = self.proc.stdout.readline()
+        assert raw, "agent closed stdout"
+        return json.loads(raw)
+
+    def send_raw(self, data: bytes):
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def request(self, op, **args):
+        self.next_id += 1
+        self.send_raw(json.dumps({"id": self.next_id, "op": op, "args": args}).encode() + b"\n")
+        while True:
+            message = self.line()
+            if message.get("id") == self.next_id:
+                return message
+
+    def events_until(self, name):
+        while True:
+            message = self.line()
+            if message.get("event") == name:
+                return message
+
+    def close(self):
+        self.proc.stdin.close()
+        return self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def agent(tmp_path):
+    process = AgentProcess(tmp_path)
+    yield process
+    if process.proc.poll() is None:
+        process.proc.kill()
+        process.proc.wait()
+
+
+def test_banner_then_version_check(agent):
+    banner = agent.line()
+    assert banner["event"] == "agent_start" and banner["protocol"] == 1
+    refused = agent.request("hello", protocol=2)
+    assert refused["ok"] is False and "protocol mismatch" in refused["error"]
+    accepted = agent.request("hello", protocol=1, probes=[], emulate={"gpu_type": "V100", "count": 1, "speed": 0.5})
+    assert accepted["ok"] and accepted["result"]["inventory"]["source"] == "emulated"
+
+
+def test_bad_lines_and_requests_get_answers_and_the_agent_keeps_serving(agent, tmp_path):
+    agent.line()
+    agent.request("hello", protocol=1, probes=[])
+    agent.send_raw(b"this is not json\n")
+    assert "not JSON" in agent.events_until("protocol_error")["error"]
+    agent.send_raw(b'{"op": "ping"}\n')
+    assert "without an integer id" in agent.events_until("protocol_error")["error"]
+    assert "unknown op" in agent.request("format_disk")["error"]
+    assert "argv" in agent.request("launch", job_id="j", generation=0, argv=[])["error"]
+    assert "job_id" in agent.request("launch", job_id="../etc", generation=0, argv=["true"])["error"]
+    assert "command not found" in agent.request("launch", job_id="j", generation=0, argv=["no-such-cmd-xyz"])["error"]
+    assert agent.request("ping")["ok"]
+
+
+def test_shutdown_leaves_jobs_running(agent, tmp_path):
+    agent.line()
+    agent.request("hello", protocol=1, probes=[])
+    launched = agent.request("launch", job_id="sleeper", generation=1, argv=["sleep", "30"])["result"]
+    assert agent.request("shutdown")["result"] == {"jobs_left_running": 1}
+    assert agent.proc.wait(timeout=10) == 0
+    os.kill(launched["pid"], 0)  # still there
+    os.killpg(launched["pid"], 9)

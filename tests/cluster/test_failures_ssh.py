@@ -1,0 +1,160 @@
+"""Each way a host can fail maps to its own state and message, and never disturbs the others."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+
+from helpers import make_cluster
+
+from heet_tui.cluster import HostKeyUnknown
+from heet_tui.core.host import HostState
+
+
+def _run(path, scenario):
+    async def main():
+        cluster = make_cluster(path)
+        await cluster.start()
+        try:
+            assert await cluster.wait_settled(timeout=30)
+            return await scenario(cluster)
+        finally:
+            await cluster.stop()
+
+    return asyncio.run(main())
+
+
+async def _snapshot(cluster):
+    return {s.name: s for s in cluster.status()}
+
+
+def test_wrong_user_key_is_auth_failed(lab):
+    a = lab.add_host("locked")
+    stranger = lab.root / "id_stranger"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
+    lab.write_ssh_config(stranger)
+    status = _run(lab.hosts_toml([lab.entry_for(a)]), _snapshot)["locked"]
+    assert status.state is HostState.AUTH_FAILED, status.message
+    assert "permission denied" in status.message
+
+
+def test_unknown_host_key_is_refused_with_fingerprint_then_trusted(lab):
+    known, unknown = lab.add_host("known"), lab.add_host("newcomer", trusted=False)
+    expected = subprocess.run(["ssh-keygen", "-l", "-E", "sha256", "-f", f"{unknown.host_key}.pub"],
+                              check=True, capture_output=True, text=True).stdout.split()[1]
+    path = lab.hosts_toml([lab.entry_for(known), lab.entry_for(unknown)])
+
+    async def scenario(cluster):
+        before = cluster.host_status("newcomer")
+        other = cluster.host_status("known").state
+        fingerprint = cluster.fingerprint("newcomer")
+        try:
+            await cluster.trust("newcomer", "SHA256:not-the-key")
+            wrong_accepted = True
+        except HostKeyUnknown:
+            wrong_accepted = False
+        written = await cluster.trust("newcomer", fingerprint)
+        ready = await cluster.wait_for_state("newcomer", HostState.READY, 15)
+        return before, other, fingerprint, wrong_accepted, written, ready
+
+    before, other, fingerprint, wrong_accepted, written, ready = _run(path, scenario)
+    assert before.state is HostState.HOST_KEY_UNKNOWN
+    assert expected in before.message and fingerprint == expected
+    assert other is HostState.READY
+    assert not wrong_accepted
+    assert written == lab.known_hosts  # the known_hosts file the SSH config names
+    assert unknown.known_hosts_line in lab.known_hosts.read_text()
+    assert ready
+
+
+def test_garbage_on_agent_stdout_is_agent_error_quoting_it(lab):
+    noisy, quiet = lab.add_host("noisy"), lab.add_host("quiet")
+    wrapper = lab.root / "noisy-python"
+    wrapper.write_text("#!/bin/sh\necho 'Welcome to the cluster! Quota: 3%'\nexec /usr/bin/python3 \"$@\"\n")
+    wrapper.chmod(0o755)
+    path = lab.hosts_toml([lab.entry_for(noisy, python=str(wrapper)), lab.entry_for(quiet)])
+    status = _run(path, _snapshot)
+    assert status["noisy"].state is HostState.AGENT_ERROR
+    assert "Welcome to the cluster! Quota: 3%" in status["noisy"].message
+    assert status["quiet"].state is HostState.READY
+
+
+def test_missing_python_is_agent_error_with_the_shells_message(lab):
+    a = lab.add_host("nopython")
+    path = lab.hosts_toml([lab.entry_for(a, python="/nonexistent/python3")])
+    status = _run(path, _snapshot)["nopython"]
+    assert status.state is HostState.AGENT_ERROR
+    assert "/nonexistent/python3" in status.message
+
+
+def test_without_sftp_the_agent_is_deployed_with_cat(lab):
+    a = lab.add_host("nosftp", sftp=False)
+    status = _run(lab.hosts_toml([lab.entry_for(a)]), _snapshot)["nosftp"]
+    assert status.state is HostState.READY, status.message
+    assert len(list(a.workdir.glob("heet-agent-*.pyz"))) == 1
+
+
+def test_jump_host_path(lab):
+    jump, target = lab.add_host("login"), lab.add_host("inner")
+    user = "root"
+    path = lab.hosts_toml([lab.entry_for(target, jump=f"{user}@{jump.address}:{jump.port}")])
+
+    async def scenario(cluster):
+        ready = cluster.host_status("inner")
+        jump.kill()  # the target's own sshd keeps running: only the path through the jump breaks
+        lost = await cluster.wait_for_state("inner", HostState.UNREACHABLE, 15)
+        return ready, lost, cluster.host_status("inner").message
+
+    ready, lost, message = _run(path, scenario)
+    assert ready.state is HostState.READY, ready.message
+    assert lost
+    assert "jump" in message or "lost" in message
+
+
+def test_ssh_config_alias_with_proxyjump(lab):
+    """The hosts file names only an alias; HostName, Port and ProxyJump come from the SSH config."""
+    jump, target = lab.add_host("bastion"), lab.add_host("behind")
+    lab.write_ssh_config(lab.user_key, extra=(
+        f"Host behind-alias\n  HostName {target.address}\n  Port {target.port}\n"
+        f"  ProxyJump {jump.address}:{jump.port}\n\n"))
+    path = lab.hosts_toml([{"name": "behind", "address": "behind-alias", "workdir": str(target.workdir)}])
+
+    async def scenario(cluster):
+        ready = cluster.host_status("behind")
+        jump.kill()
+        lost = await cluster.wait_for_state("behind", HostState.UNREACHABLE, 15)
+        return ready, lost
+
+    ready, lost = _run(path, scenario)
+    assert ready.state is HostState.READY, ready.message
+    assert lost  # the path really went through the bastion
+
+
+def test_missing_ssh_config_is_a_clear_host_error(lab, tmp_path):
+    a = lab.add_host("cfg")
+    path = lab.hosts_toml([lab.entry_for(a)])
+    path.write_text(path.read_text().replace(str(lab.ssh_config), str(tmp_path / "no-such-config")))
+    status = _run(path, _snapshot)["cfg"]
+    assert status.state is HostState.UNREACHABLE
+    assert "no-such-config" in status.message and "No such file" in status.message
+
+
+def test_changed_host_key_is_flagged_and_an_approved_key_replaces_the_old_one(lab):
+    other, host = lab.add_host("other"), lab.add_host("reinstalled", trusted=False)
+    impostor = other.host_public.split()  # known_hosts says "reinstalled" has other's key
+    with open(lab.known_hosts, "a") as fh:
+        fh.write(f"[{host.address}]:{host.port} {impostor[0]} {impostor[1]}\n")
+    path = lab.hosts_toml([lab.entry_for(host)])
+
+    async def scenario(cluster):
+        before = cluster.host_status("reinstalled")
+        await cluster.trust("reinstalled", cluster.fingerprint("reinstalled"))
+        return before, await cluster.wait_for_state("reinstalled", HostState.READY, 15)
+
+    before, ready = _run(path, scenario)
+    assert before.state is HostState.HOST_KEY_UNKNOWN and "HOST KEY CHANGED" in before.message
+    assert ready
+    lines = lab.known_hosts.read_text().splitlines()
+    assert host.known_hosts_line in lines
+    assert not any(line.startswith(f"[{host.address}]:{host.port} ") and impostor[1] in line for line in lines)
+    assert other.known_hosts_line in lines  # other hosts' entries untouched

@@ -1,0 +1,99 @@
+"""GPU inventory parsers on recorded outputs (nvidia-smi CSV, NVML answers), and type names.
+
+The CSV files follow the format nvidia-smi 535 prints for
+``--query-gpu=index,uuid,name,memory.total,memory.used,utilization.gpu --format=csv,noheader,nounits``
+(values as reported on an A100 DGX, and a mixed T4 / 2080 Ti box where some fields are unsupported).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from heet_agent.inventory import emulated_gpus, gpus_from_nvml, parse_nvidia_smi_csv, probe_gpus
+
+from heet_tui.cluster.gpu_names import short_gpu_type
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_nvidia_smi_csv_a100():
+    gpus = parse_nvidia_smi_csv((DATA / "nvidia-smi-a100.csv").read_text())
+    assert [g["index"] for g in gpus] == [0, 1]
+    assert gpus[1]["memory_mb"] == 40960 and gpus[1]["memory_used_mb"] == 31245
+    assert gpus[1]["utilization"] == 97.0
+    assert gpus[0]["uuid"].startswith("GPU-5e1d")
+
+
+def test_nvidia_smi_csv_unsupported_fields_and_warning_lines():
+    gpus = parse_nvidia_smi_csv((DATA / "nvidia-smi-mixed.csv").read_text())
+    assert [g["name"] for g in gpus] == ["Tesla T4", "NVIDIA GeForce RTX 2080 Ti"]
+    assert gpus[0]["memory_used_mb"] is None and gpus[0]["utilization"] is None
+    assert gpus[1]["utilization"] == 45.0
+
+
+class NVMLError(Exception):
+    pass
+
+
+def _recorded_nvml(devices):
+    """An object answering the pynvml calls the agent makes, from recorded values.
+
+    A value of ``NVMLError`` stands for the query raising NVML_ERROR_NOT_SUPPORTED.
+    """
+
+    def answer(field):
+        def call(handle):
+            value = devices[handle][field]
+            if value is NVMLError:
+                raise NVMLError("Not Supported")
+            return value
+
+        return call
+
+    calls = {"nvmlInit": lambda: None, "nvmlShutdown": lambda: None,
+             "nvmlDeviceGetCount": lambda: len(devices), "nvmlDeviceGetHandleByIndex": lambda i: i}
+    for name, field in (("nvmlDeviceGetMemoryInfo", "memory"), ("nvmlDeviceGetUtilizationRates", "util"),
+                        ("nvmlDeviceGetComputeRunningProcesses", "procs"), ("nvmlDeviceGetUUID", "uuid"),
+                        ("nvmlDeviceGetName", "name")):
+        calls[name] = answer(field)
+    return SimpleNamespace(**calls)
+
+
+def test_nvml_with_unsupported_queries_gives_none_not_a_crash():
+    mib = 1024 * 1024
+    nvml = _recorded_nvml([
+        {"memory": SimpleNamespace(total=16 * 1024 * mib, used=512 * mib), "util": SimpleNamespace(gpu=12),
+         "procs": [SimpleNamespace(pid=4242)], "uuid": b"GPU-aaaa", "name": b"Tesla V100-SXM2-16GB"},
+        {"memory": SimpleNamespace(total=11264 * mib, used=0), "util": NVMLError, "procs": NVMLError,
+         "uuid": "GPU-bbbb", "name": "NVIDIA GeForce RTX 2080 Ti"},
+    ])
+    gpus = gpus_from_nvml(nvml)
+    assert gpus[0] == {"index": 0, "uuid": "GPU-aaaa", "name": "Tesla V100-SXM2-16GB", "memory_mb": 16384,
+                       "memory_used_mb": 512, "utilization": 12.0, "processes": [4242]}
+    assert gpus[1]["utilization"] is None and gpus[1]["processes"] is None
+    assert gpus[1]["memory_mb"] == 11264
+
+
+def test_probe_falls_back_to_emulated_then_none():
+    source, gpus, notes = probe_gpus({"gpu_type": "T4", "count": 3, "speed": 0.5}, probes=("nvidia-smi-missing",))
+    assert source == "emulated" and [g["name"] for g in gpus] == ["T4"] * 3
+    assert probe_gpus(None, probes=())[:2] == ("none", [])
+    assert emulated_gpus({"gpu_type": "A100", "count": 0, "speed": 1.0}) == []
+
+
+def test_short_gpu_type_names():
+    assert short_gpu_type("Tesla T4") == "T4"
+    assert short_gpu_type("NVIDIA A100-SXM4-40GB") == "A100"
+    assert short_gpu_type("NVIDIA GeForce RTX 2080 Ti") == "RTX2080Ti"
+    assert short_gpu_type("Tesla V100-SXM2-16GB") == "V100"
+    assert short_gpu_type("NVIDIA H100 80GB HBM3") == "H100"
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has NVIDIA GPUs")
+def test_real_probes_on_a_machine_without_gpus_fall_back_to_emulation_with_reasons():
+    source, gpus, notes = probe_gpus({"gpu_type": "T4", "count": 1, "speed": 1.0})
+    assert source == "emulated" and len(gpus) == 1
+    assert [note.split(":")[0] for note in notes] == ["nvml", "nvidia-smi"]  # why each real source failed

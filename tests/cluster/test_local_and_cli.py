@@ -1,0 +1,186 @@
+"""The local transport, jobs that end while no agent runs, a hung agent, and the hosts check/trust CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from dataclasses import replace
+
+from helpers import FAST, make_cluster, wait_until
+
+from heet_tui.cluster import JobExited, JobsReported
+from heet_tui.cluster.check_cli import run_check, run_trust
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.core.host import HostState
+
+
+def _local_hosts(tmp_path, **extra):
+    workdir = tmp_path / "local-work"
+    text = (f'[[hosts]]\nname = "here"\ntransport = "local"\npython = "{sys.executable}"\n'
+            f'workdir = "{workdir}"\nemulate = {{ gpu_type = "T4", count = 2, speed = 0.5 }}\n')
+    path = tmp_path / "hosts.toml"
+    path.write_text(text)
+    return path, workdir
+
+
+def test_job_that_ends_while_no_agent_runs_is_reported_with_its_exit_code(tmp_path):
+    path, workdir = _local_hosts(tmp_path)
+
+    async def first_session():
+        cluster = make_cluster(path)
+        await cluster.start()
+        try:
+            assert await cluster.wait_settled(timeout=20)
+            assert cluster.host_status("here").gpu_source == "emulated"
+            return await cluster.launch("here", "short", 3, ["sh", "-c", "sleep 1; echo done; exit 5"])
+        finally:
+            await cluster.stop()  # the agent sees EOF and exits; the job keeps running
+
+    async def second_session():
+        cluster = make_cluster(path)
+        seen = []
+        events = cluster.events()  # subscribed before start: sees the very first report
+
+        async def collect():
+            async for event in events:
+                seen.append(event)
+
+        collector = asyncio.ensure_future(collect())
+        await cluster.start()
+        try:
+            assert await cluster.wait_settled(timeout=20)
+            await wait_until(lambda: any(isinstance(e, JobExited) for e in seen), timeout=5)
+            return seen
+        finally:
+            collector.cancel()
+            await cluster.stop()
+
+    job = asyncio.run(first_session())
+    assert _alive(job.pid)  # survived the agent's exit
+    assert asyncio.run(wait_for_exit(job.pid, 10))
+    seen = asyncio.run(second_session())
+    reported = next(e for e in seen if isinstance(e, JobsReported))
+    assert [(j.job_id, j.generation, j.state, j.exit_code) for j in reported.jobs] == [("short", 3, "exited", 5)]
+    exits = [e for e in seen if isinstance(e, JobExited)]
+    assert [e.job.exit_code for e in exits] == [5]
+    assert "done" in (workdir / "hosts" / "here" / "logs" / "short-g3.log").read_text()
+
+
+def test_hung_agent_is_detected_by_heartbeat_timeout_and_replaced(tmp_path):
+    path, workdir = _local_hosts(tmp_path)
+
+    async def scenario():
+        cluster = make_cluster(path, replace(FAST, heartbeat_s=0.25, heartbeat_timeout_s=1.5))
+        await cluster.start()
+        try:
+            assert await cluster.wait_settled(timeout=20)
+            old = int((workdir / "hosts" / "here" / "agent.pid").read_text())
+            os.kill(old, signal.SIGSTOP)
+            try:
+                lost = await cluster.wait_for_state("here", HostState.UNREACHABLE, 8)
+                message = cluster.host_status("here").message
+                back = await cluster.wait_for_state("here", HostState.READY, 20)
+            finally:
+                os.kill(old, signal.SIGCONT) if _alive(old) else None
+            new = int((workdir / "hosts" / "here" / "agent.pid").read_text())
+            return lost, message, back, old, new
+        finally:
+            await cluster.stop()
+
+    lost, message, back, old, new = asyncio.run(scenario())
+    assert lost and "no heartbeat" in message
+    assert back and new != old
+
+
+def test_hosts_check_json_and_trust(lab, capsys):
+    good, newcomer = lab.add_host("good"), lab.add_host("newcomer", trusted=False)
+    hosts = load_hosts(lab.hosts_toml([
+        lab.entry_for(good, emulate={"gpu_type": "A100", "count": 2, "speed": 1.0}),
+        lab.entry_for(newcomer, workdir="~/.heet"),  # the default: deployed under the host's $HOME
+    ]))
+    assert run_check(hosts, as_json=True) == 1
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert set(rows["good"]) == {"name", "state", "message", "gpu_source", "gpus", "agent_version", "rtt_ms"}
+    assert rows["good"]["state"] == "ready" and rows["good"]["gpu_source"] == "emulated"
+    assert rows["good"]["gpus"] == [{"index": 0, "type": "A100", "memory_mb": 0},
+                                    {"index": 1, "type": "A100", "memory_mb": 0}]
+    assert rows["good"]["agent_version"] and rows["good"]["rtt_ms"] > 0
+    assert rows["newcomer"]["state"] == "host-key-unknown" and "SHA256:" in rows["newcomer"]["message"]
+
+    assert run_trust(hosts, "newcomer", assume_yes=True) == 0
+    out = capsys.readouterr().out
+    assert "SHA256:" in out and str(lab.known_hosts) in out
+    assert run_trust(hosts, "newcomer", assume_yes=True) == 0
+    assert "already trusted" in capsys.readouterr().out
+
+    assert run_check(hosts, as_json=False) == 0
+    table = capsys.readouterr().out
+    assert "newcomer" in table and "2xA100" in table
+    assert list((newcomer.home / ".heet").glob("heet-agent-*.pyz"))
+
+
+async def wait_for_exit(pid: int, timeout: float) -> bool:
+    return await wait_until(lambda: not _alive(pid), timeout=timeout)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_two_entries_sharing_a_machine_and_workdir_do_not_fight(tmp_path):
+    """Like the bundled local config: two emulated hosts on one machine, one workdir."""
+    workdir = tmp_path / "shared-work"
+    path = tmp_path / "hosts.toml"
+    path.write_text(f'[defaults]\nworkdir = "{workdir}"\npython = "{sys.executable}"\n' + "".join(
+        f'[[hosts]]\nname = "{name}"\ntransport = "local"\nemulate = {{ gpu_type = "{kind}", count = 1, speed = 1.0 }}\n'
+        for name, kind in (("local-a100", "A100"), ("local-t4", "T4"))))
+
+    async def scenario():
+        cluster = make_cluster(path)
+        await cluster.start()
+        try:
+            assert await cluster.wait_settled(timeout=20)
+            await asyncio.sleep(1.0)  # a fight over one lock would show up as reconnects by now
+            return {s.name: (s.state, s.gpu_type) for s in cluster.status()}
+        finally:
+            await cluster.stop()
+
+    status = asyncio.run(scenario())
+    assert status == {"local-a100": (HostState.READY, "A100"), "local-t4": (HostState.READY, "T4")}
+    assert len(list(workdir.glob("heet-agent-*.pyz"))) == 1
+    pids = {(workdir / "hosts" / name / "agent.pid").read_text() for name in ("local-a100", "local-t4")}
+    assert len(pids) == 2
+    for name in ("local-a100", "local-t4"):  # one agent start each: nobody took the other's place
+        assert (workdir / "hosts" / name / "agent.log").read_text().count("starting") == 1
+
+
+def test_hosts_added_and_removed_while_running(tmp_path):
+    path, _workdir = _local_hosts(tmp_path)
+    extra = replace(load_hosts(path).hosts[0], name="late", emulate=None)
+
+    async def scenario():
+        cluster = make_cluster(path)
+        await cluster.start()
+        try:
+            await cluster.add_host(extra)
+            ready = await cluster.wait_for_state("late", HostState.READY, 20)
+            names_before = [s.name for s in cluster.status()]
+            await cluster.remove_host("here")
+            return ready, names_before, [s.name for s in cluster.status()], cluster.host_status("late").gpu_source
+        finally:
+            await cluster.stop()
+
+    ready, before, after, source = asyncio.run(scenario())
+    assert ready and before == ["here", "late"] and after == ["late"]
+    assert source == "none"  # no emulation declared (and the tests switch GPU probes off)

@@ -1,0 +1,59 @@
+"""The protocol and progress parsers are total: any input gives a value or a reason, never an exception."""
+
+from __future__ import annotations
+
+import json
+
+from heet_agent.progress import parse_progress_line
+from heet_agent.protocol import decode_line, encode, message_kind
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300))
+def test_decode_line_never_raises_on_bytes(raw):
+    message, problem = decode_line(raw)
+    assert (message is None) != (problem is None)
+
+
+@settings(max_examples=150, deadline=None)
+@given(json_values)
+def test_decode_line_on_any_json(value):
+    message, problem = decode_line(json.dumps(value).encode())
+    if message is not None:
+        assert isinstance(message, dict) and message_kind(message) in ("request", "event", "reply")
+    else:
+        assert problem
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.dictionaries(st.text(max_size=8), json_values, max_size=5), st.text(min_size=1, max_size=10))
+def test_encode_decode_round_trip(fields, op):
+    message = {"id": 1, "op": op, "args": fields}
+    decoded, problem = decode_line(encode(message))  # never raises, even with NaN/inf inside
+    assert problem is None and decoded["op"] == op
+    if "inf" not in repr(fields) and "nan" not in repr(fields):
+        assert decoded == message
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=200) | st.builds(lambda v: "@heet-progress " + json.dumps(v), json_values))
+def test_progress_parser_never_raises(line):
+    parsed = parse_progress_line(line)
+    assert parsed is None or {"step", "samples", "samples_per_s"} <= set(parsed)
+
+
+def test_progress_parser_examples():
+    line = '@heet-progress {"step": 120, "samples": 7680, "samples_per_s": 512.3, "loss": 1.93, "checkpoint": null}'
+    assert parse_progress_line(line) == {"step": 120, "samples": 7680, "samples_per_s": 512.3, "loss": 1.93,
+                                         "checkpoint": None}
+    assert parse_progress_line('@heet-progress {"step": 1, "samples": 2}') is None
+    assert parse_progress_line("step 1") is None
+    assert decode_line(b"Welcome!\n")[1] == "not JSON: 'Welcome!'"

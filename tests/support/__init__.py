@@ -1,0 +1,1 @@
+"""Reusable test fixtures (real OpenSSH servers on loopback)."""
