@@ -1,0 +1,234 @@
+"""The heet-tui application: five screens fed by one backend's snapshot stream.
+
+The app owns the backend. Snapshots arrive through a worker as replaceable messages, so a
+burst collapses into the newest; only the visible screen redraws, the others catch up when
+shown. Intents go to the backend in workers: nothing slow runs on the event loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+from pathlib import Path
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+
+from heet_tui.core.backend import Backend
+from heet_tui.core.host import HostState
+from heet_tui.core.intents import (
+    ConnectHost,
+    DrainHost,
+    EditJob,
+    Intent,
+    SetAutoApprove,
+    SetPolicy,
+    SubmitJob,
+    TrustHostKey,
+)
+from heet_tui.core.plan import PredictedEffect
+from heet_tui.core.snapshot import HostStatus, Snapshot
+from heet_tui.ui.commands import HeetCommands, example_job_specs
+from heet_tui.ui.dialogs.help import HelpDialog
+from heet_tui.ui.dialogs.host_key import HostKeyDialog, fingerprint_in
+from heet_tui.ui.dialogs.prompt import PromptDialog
+from heet_tui.ui.messages import BackendFailed, IntentDone, IntentRequested, SnapshotArrived
+from heet_tui.ui.screens.base import SnapshotScreen
+from heet_tui.ui.screens.cluster import ClusterScreen
+from heet_tui.ui.screens.hosts import HostsScreen
+from heet_tui.ui.screens.jobs import JobsScreen
+from heet_tui.ui.screens.plan import PlanScreen
+from heet_tui.ui.screens.profiles import ProfilesScreen
+
+
+def known_policies() -> list[str]:
+    try:
+        from heet_tui.scheduling.registry import POLICY_NAMES
+    except ImportError:  # the palette still works; the backend says whether a typed name exists
+        return ["heet"]
+    return list(POLICY_NAMES)
+
+
+class HeetApp(App[int]):
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere still find it
+    TITLE = "heet-tui"
+    MODES = {"cluster": ClusterScreen, "jobs": JobsScreen, "plan": PlanScreen, "profiles": ProfilesScreen,
+             "hosts": HostsScreen}
+    COMMANDS = App.COMMANDS | {HeetCommands}
+    BINDINGS = [
+        Binding("1", "switch_mode('cluster')", "Cluster"),
+        Binding("2", "switch_mode('jobs')", "Jobs"),
+        Binding("3", "switch_mode('plan')", "Plan"),
+        Binding("4", "switch_mode('profiles')", "Profiles"),
+        Binding("5", "switch_mode('hosts')", "Hosts"),
+        Binding("question_mark", "help", "Help"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, backend: Backend | None, hosts_path: Path | None = None, read_only: bool = False,
+                 notice: str = "", start_mode: str = "jobs") -> None:
+        super().__init__()
+        self.backend = backend
+        self.hosts_path = hosts_path
+        self.read_only = read_only
+        self.notice = notice
+        self.start_mode = start_mode
+        self.latest: Snapshot | None = None
+        self.snapshots_seen = 0
+        self._notices_seen: set[str] = set()
+        self._keys_asked: set[tuple[str, str]] = set()
+
+    def on_mount(self) -> None:
+        # Everything alive after start-up (modules, widgets, styles) lives as long as the app; keeping it
+        # out of the collector's scans keeps full collections, and so event-loop stalls, short.
+        gc.freeze()
+        self.switch_mode(self.start_mode)
+        if self.notice:
+            self.notify(self.notice, title="heet-tui", severity="warning", timeout=15)
+        if self.backend is not None:
+            self._pump_snapshots()
+
+    @work(exclusive=True, group="snapshots")
+    async def _pump_snapshots(self) -> None:
+        assert self.backend is not None
+        try:
+            await self.backend.start()
+            async for snap in self.backend.snapshots():
+                self.post_message(SnapshotArrived(snap))
+        except Exception as exc:  # the stream is the app's lifeline: say why it ended, keep the last view
+            self.post_message(BackendFailed(f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(BackendFailed("the backend stopped publishing"))
+
+    async def on_unmount(self) -> None:
+        if self.backend is not None:
+            try:
+                await self.backend.stop()
+            except Exception:  # shutting down: a failing stop must not hide the user's exit
+                pass
+
+    def on_snapshot_arrived(self, message: SnapshotArrived) -> None:
+        snap = message.snapshot
+        self.latest = snap
+        self.snapshots_seen += 1
+        base = self.screen_stack[0] if self.screen_stack else None
+        if isinstance(base, SnapshotScreen):
+            base.apply_snapshot(snap)
+        for notice in snap.notices:
+            if notice not in self._notices_seen:
+                self._notices_seen.add(notice)
+                self.notify(notice, timeout=6)
+        self._offer_new_host_keys(snap.hosts)
+
+    def on_backend_failed(self, message: BackendFailed) -> None:
+        self.notify(f"no more updates: {message.reason}", title="backend", severity="error", timeout=30)
+
+    # -- intents ---------------------------------------------------------------------------------
+
+    def on_intent_requested(self, message: IntentRequested) -> None:
+        if self.read_only:
+            self.notify("read-only mode: nothing can be changed", severity="warning")
+            return
+        if self.backend is None:
+            self.notify("controller not available: nothing can be changed yet", severity="error")
+            return
+        self._send(message.intent, message.describe)
+
+    @work(group="intents")
+    async def _send(self, intent: Intent, describe: str) -> None:
+        assert self.backend is not None
+        try:
+            result = await self.backend.post(intent)
+        except ValueError as exc:
+            self.post_message(IntentDone(intent, error=str(exc)))
+            self.notify(f"{describe or type(intent).__name__}: {exc}", title="refused", severity="error", timeout=8)
+            return
+        except Exception as exc:  # a backend bug must surface as a notice, not kill the app
+            self.post_message(IntentDone(intent, error=f"{type(exc).__name__}: {exc}"))
+            self.notify(f"{describe}: {type(exc).__name__}: {exc}", title="failed", severity="error", timeout=10)
+            return
+        self.post_message(IntentDone(intent, result=result))
+        self.notify(result or f"{describe}: done", timeout=4)
+
+    async def preview(self, edit: EditJob) -> PredictedEffect:
+        if self.backend is None:
+            raise ValueError("controller not available: no prediction")
+        return await self.backend.preview(edit)
+
+    def post_intent(self, intent: Intent, describe: str = "") -> None:
+        self.post_message(IntentRequested(intent, describe))
+
+    # -- host keys ---------------------------------------------------------------------------------
+
+    def _offer_new_host_keys(self, hosts: tuple[HostStatus, ...]) -> None:
+        """Ask once per host and fingerprint; declining leaves the host waiting, never trusted silently."""
+        if self.read_only:
+            return
+        for host in hosts:
+            if host.state is HostState.HOST_KEY_UNKNOWN:
+                fp = fingerprint_in(host.message) or ""
+                if (host.name, fp) not in self._keys_asked:
+                    self._keys_asked.add((host.name, fp))
+                    self.ask_host_key(host)
+                    return  # one dialog at a time; the next snapshot offers the next host
+
+    def ask_host_key(self, host: HostStatus) -> None:
+        fp = fingerprint_in(host.message)
+        if fp is None:
+            self.notify(f"{host.name}: unknown host key, but no fingerprint was reported: {host.message}",
+                        severity="error")
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.post_intent(TrustHostKey(host.name, fp), f"trust {host.name}")
+
+        self.push_screen(HostKeyDialog(host.name, fp, host.message), answered)
+
+    # -- palette and global actions -----------------------------------------------------------------
+
+    def action_help(self) -> None:
+        self.push_screen(HelpDialog())
+
+    def _host_names(self) -> list[str]:
+        return [h.name for h in self.latest.hosts] if self.latest else []
+
+    def _prompt(self, question: str, suggestions: list[str], make) -> None:
+        def answered(value: str | None) -> None:
+            if value:
+                intent, describe = make(value)
+                self.post_intent(intent, describe)
+
+        self.push_screen(PromptDialog(question, suggestions), answered)
+
+    def submit_job_file(self, path: str) -> None:
+        self.post_intent(SubmitJob(path), f"submit {Path(path).name}")
+
+    def action_submit_job(self) -> None:
+        self._prompt("Job spec (job.toml) to submit:", [str(p) for p in example_job_specs()],
+                     lambda v: (SubmitJob(str(Path(v).expanduser())), f"submit {Path(v).name}"))
+
+    def action_connect_host(self) -> None:
+        self._prompt("Host to (re)connect:", self._host_names(), lambda v: (ConnectHost(v), f"connect {v}"))
+
+    def action_drain_host(self) -> None:
+        self._prompt("Host to drain:", self._host_names(), lambda v: (DrainHost(v, True), f"drain {v}"))
+
+    def action_switch_policy(self) -> None:
+        self._prompt("Scheduling policy:", known_policies(), lambda v: (SetPolicy(v), f"policy {v}"))
+
+    def action_toggle_auto_approve(self) -> None:
+        enabled = not (self.latest.auto_approve if self.latest else False)
+        self.post_intent(SetAutoApprove(enabled), "auto-approve " + ("on" if enabled else "off"))
+
+
+def run_app(args: argparse.Namespace) -> int:
+    """Entry point of ``heet-tui`` without a subcommand: pick the backend, run until the user quits."""
+    from heet_tui.ui.backends import choose_backend
+
+    choice = choose_backend(args)
+    app = HeetApp(choice.backend, choice.hosts_path, read_only=bool(getattr(args, "read_only", False)),
+                  notice=choice.notice, start_mode=choice.start_mode)
+    app.run()
+    return 0

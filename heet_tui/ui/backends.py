@@ -1,0 +1,60 @@
+"""Which backend the app runs against: the simulator demo or the real controller on a hosts file.
+
+When the chosen backend cannot be built (no controller yet, a broken hosts file), the app still
+opens on the Hosts screen with the reason, instead of dying with a traceback before any UI.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from heet_tui.config.errors import ConfigError
+from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
+from heet_tui.core.backend import Backend
+
+
+@dataclass(frozen=True, slots=True)
+class BackendChoice:
+    backend: Backend | None
+    hosts_path: Path | None
+    notice: str = ""
+    start_mode: str = "jobs"
+
+
+def choose_backend(args: argparse.Namespace) -> BackendChoice:
+    hosts_path = resolve_hosts_path(getattr(args, "hosts", None))
+    if getattr(args, "demo", False):
+        try:
+            from heet_tui.control.demo_backend import DemoBackend
+
+            return BackendChoice(DemoBackend.reference(), hosts_path, start_mode="jobs")
+        except (ImportError, ConfigError, ValueError) as exc:
+            return BackendChoice(None, hosts_path, f"demo not available: {exc}", start_mode="hosts")
+    return _controller(args, hosts_path)
+
+
+def _controller(args: argparse.Namespace, hosts_path: Path) -> BackendChoice:
+    """The real controller on the hosts file; any reason it cannot start is shown, not raised."""
+    try:
+        from heet_tui.control.controller import Controller
+        from heet_tui.control.snapshots import controller_running
+        from heet_tui.control.store import Store
+    except ImportError as exc:
+        return BackendChoice(None, hosts_path, f"controller not available in this build ({exc}): showing the "
+                             "hosts file only (try heet-tui --demo)", start_mode="hosts")
+    try:
+        hosts = load_hosts(hosts_path)
+    except ConfigError as exc:
+        return BackendChoice(None, hosts_path, f"fix the hosts file to start the controller: {exc}",
+                             start_mode="hosts")
+    try:
+        store = Store(getattr(args, "state", None))
+        other = controller_running(store.dir)
+        if other is not None:
+            return BackendChoice(None, hosts_path, f"another controller (pid {other}) is running on {store.dir}; "
+                                 "stop it (or use its --state) to manage the cluster from here", start_mode="hosts")
+        return BackendChoice(Controller(hosts, store), hosts_path, start_mode="cluster")
+    except (OSError, RuntimeError, ValueError) as exc:
+        return BackendChoice(None, hosts_path, f"controller cannot start: {exc}", start_mode="hosts")

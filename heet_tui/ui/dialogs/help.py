@@ -1,0 +1,51 @@
+"""`?`: what every key does on every screen, and what the colours mean."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+HELP = """\
+# heet-tui keys
+
+| key | where | does |
+|---|---|---|
+| `1`..`5` | everywhere | Cluster, Jobs, Plan, Profiles, Hosts |
+| `ctrl+p` | everywhere | command palette: submit job, connect host, drain host, switch policy |
+| `?` | everywhere | this help |
+| `q` | everywhere | quit |
+| `g` | Cluster | group hosts by GPU type or by rack |
+| `d` / `c` / `k` | Cluster | drain or undrain, reconnect, trust a new host key |
+| `s` | Jobs | next sort order (cursor stays on its job) |
+| `/` | Jobs | filter by words; `escape` clears |
+| `x` | Jobs | cancel the selected job (asks first) |
+| `a` / `r` | Plan | approve / reject the pending plan |
+| `e` | Plan | tweak the selected job: type, count, hosts, pin, hold, with a live prediction |
+| `t` | Plan | auto-approve on/off |
+| `n` / `e` or `enter` / `x` | Hosts | add, edit, remove a host (saved at once, comments kept) |
+| `o` | Hosts | open the hosts file in `$EDITOR`; re-validated afterwards |
+
+Footer keys show only what can be done now; with `--read-only` nothing that changes anything is offered.
+
+**Colours.** Each job has one colour on every screen; GPU cells `■` are coloured by their job, `▢` is free,
+`✕` a drained host's free GPU. A host shown *stale* has not been heard from: its figures are the last known.
+On the Profiles screen `●` marks a measured throughput and `~` a predicted one with its uncertainty.
+"""
+
+
+class HelpDialog(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpDialog { align: center middle; }
+    HelpDialog > VerticalScroll { width: 100; height: 85%; border: thick $accent; background: $surface; }
+    """
+    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Markdown(HELP)
+
+    def action_close(self) -> None:
+        self.dismiss(None)

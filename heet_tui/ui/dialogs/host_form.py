@@ -1,0 +1,152 @@
+"""Add or edit one host of the hosts file, with the file's own validation shown inline.
+
+The form only turns text into values (``"0,1"`` -> ``[0, 1]``); whether the host is valid is
+decided by the hosts-file checks through ``apply``, so the form and ``heet-tui`` can never
+disagree about what a valid host is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Checkbox, Input, Label, Select, Static
+
+# (key, label, placeholder)
+TEXT_FIELDS = (
+    ("name", "Name", "required: letters, digits, . _ -"),
+    ("address", "Address", "default: the name (or an ~/.ssh/config alias)"),
+    ("port", "Port", "default from [defaults] or 22"),
+    ("user", "User", "default from [defaults]"),
+    ("gpu_type", "GPU type", "override what NVML reports"),
+    ("gpus", "GPUs", "indices heet may use, e.g. 0,1,2 (default all)"),
+    ("tags", "Tags", "comma-separated"),
+    ("rack", "Rack", "network locality"),
+    ("emulate", "Emulate", "TYPE:COUNT:SPEED, e.g. T4:4:0.25 (real training on CPU)"),
+)
+SHARED_FS = "shared_fs"
+
+
+def fields_from_form(values: Mapping[str, str], transport: str, shared_fs: bool | None) -> dict[str, Any]:
+    """Typed fields for the hosts editor; empty text means "not set". Raises ``ValueError`` on bad text."""
+    out: dict[str, Any] = {}
+    for key, raw in values.items():
+        text = raw.strip()
+        if not text:
+            out[key] = None
+        elif key == "port":
+            out[key] = _int(text, "port")
+        elif key == "gpus":
+            out[key] = [_int(part, "GPU index") for part in text.split(",") if part.strip()]
+        elif key == "tags":
+            out[key] = [part.strip() for part in text.split(",") if part.strip()]
+        elif key == "emulate":
+            parts = text.split(":")
+            if len(parts) != 3:
+                raise ValueError("emulate: write TYPE:COUNT:SPEED, e.g. T4:4:0.25")
+            try:
+                speed = float(parts[2])
+            except ValueError:
+                raise ValueError(f'emulate: speed "{parts[2]}" is not a number') from None
+            out[key] = {"gpu_type": parts[0].strip(), "count": _int(parts[1], "emulate count"), "speed": speed}
+        else:
+            out[key] = text
+    out["transport"] = None if transport == "ssh" else transport
+    out[SHARED_FS] = shared_fs
+    return out
+
+
+def form_from_fields(raw: Mapping[str, Any]) -> dict[str, str]:
+    """The inverse of ``fields_from_form`` for a host's raw table (not merged with defaults)."""
+    out = {}
+    for key, _, _ in TEXT_FIELDS:
+        value = raw.get(key)
+        if value is None:
+            out[key] = ""
+        elif key in ("gpus", "tags"):
+            out[key] = ",".join(str(v) for v in value)
+        elif key == "emulate" and isinstance(value, Mapping):
+            out[key] = f"{value.get('gpu_type', '')}:{value.get('count', '')}:{value.get('speed', 1.0)}"
+        else:
+            out[key] = str(value)
+    return out
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise ValueError(f'{what}: "{text.strip()}" is not a whole number') from None
+
+
+class HostFormDialog(ModalScreen[str | None]):
+    """Dismisses with the saved host's name; ``apply(fields)`` returns an error message or ``None``."""
+
+    DEFAULT_CSS = """
+    HostFormDialog { align: center middle; }
+    HostFormDialog > Vertical { width: 84; height: auto; max-height: 100%; border: thick $accent;
+                                background: $surface; padding: 0 1; }
+    HostFormDialog VerticalScroll { height: auto; max-height: 30; }
+    HostFormDialog Horizontal { height: auto; margin-bottom: 1; }
+    HostFormDialog .field { width: 12; }
+    HostFormDialog Input, HostFormDialog Select { width: 1fr; }
+    HostFormDialog #form-error { color: $error; height: auto; min-height: 1; }
+    HostFormDialog #buttons { align-horizontal: right; height: auto; }
+    HostFormDialog Button { margin-left: 2; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "save", "Save")]
+
+    def __init__(self, title: str, apply: Callable[[dict[str, Any]], str | None],
+                 initial: Mapping[str, Any] | None = None) -> None:
+        super().__init__()
+        self.title_text, self.apply = title, apply
+        self.initial = dict(initial or {})
+
+    def compose(self) -> ComposeResult:
+        values = form_from_fields(self.initial)
+        with Vertical():
+            yield Label(self.title_text, classes="title")
+            with VerticalScroll():
+                for key, label, placeholder in TEXT_FIELDS:
+                    with Horizontal():
+                        yield Label(label, classes="field")
+                        yield Input(values[key], placeholder=placeholder, id=f"f-{key}", compact=True)
+                with Horizontal():
+                    yield Label("Transport", classes="field")
+                    yield Select([("ssh", "ssh"), ("local (this machine)", "local")], allow_blank=False,
+                                 value=str(self.initial.get("transport", "ssh")), id="f-transport", compact=True)
+                yield Checkbox("sees the shared checkpoint filesystem", value=bool(self.initial.get(SHARED_FS, True)),
+                               id="f-shared_fs")
+            yield Static("", id="form-error")
+            with Horizontal(id="buttons"):
+                yield Button("Cancel", id="cancel")
+                yield Button("Save", id="save", variant="primary")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "save":
+            self.action_save()
+        else:
+            self.action_cancel()
+
+    def action_save(self) -> None:
+        error = self.query_one("#form-error", Static)
+        values = {key: self.query_one(f"#f-{key}", Input).value for key, _, _ in TEXT_FIELDS}
+        transport = str(self.query_one("#f-transport", Select).value)
+        shared = self.query_one("#f-shared_fs", Checkbox).value
+        try:
+            fields = fields_from_form(values, transport, None if shared else False)
+        except ValueError as exc:
+            error.update(str(exc))
+            return
+        problem = self.apply(fields)
+        if problem:
+            error.update(problem)
+            return
+        self.dismiss(fields.get("name"))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,56 @@
+"""First contact with a host: show its key fingerprint and ask whether to trust it."""
+
+from __future__ import annotations
+
+import re
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label, Static
+
+_FINGERPRINT = re.compile(r"\b(SHA256:[A-Za-z0-9+/=]{16,}|MD5:(?:[0-9a-f]{2}:){15}[0-9a-f]{2})")
+
+
+def fingerprint_in(message: str) -> str | None:
+    """The fingerprint a supervisor put in a host-key-unknown message (the snapshot has no field for it)."""
+    match = _FINGERPRINT.search(message)
+    return match.group(1) if match else None
+
+
+class HostKeyDialog(ModalScreen[bool]):
+    DEFAULT_CSS = """
+    HostKeyDialog { align: center middle; }
+    HostKeyDialog > Vertical { width: 80; height: auto; border: thick $warning; background: $surface; padding: 1 2; }
+    HostKeyDialog #changed { color: $error; text-style: bold; }
+    HostKeyDialog #fingerprint { text-style: bold; color: $warning; margin: 1 0; }
+    HostKeyDialog Horizontal { height: auto; align-horizontal: right; }
+    HostKeyDialog Button { margin-left: 2; }
+    """
+    BINDINGS = [Binding("escape", "answer(False)", "Not now")]
+
+    def __init__(self, host: str, fingerprint: str, detail: str = "") -> None:
+        super().__init__()
+        self.host, self.fingerprint, self.detail = host, fingerprint, detail
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            if "HOST KEY CHANGED" in self.detail:
+                # A changed key is what a man-in-the-middle looks like: never word it as routine.
+                yield Label(f"WARNING: the host key of {self.host} has CHANGED since it was trusted.", id="changed")
+            else:
+                yield Label(f"First contact with {self.host}: its host key is not known yet.")
+            yield Static(self.fingerprint, id="fingerprint")
+            yield Label("Compare it with the key on the host (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub).")
+            if self.detail:
+                yield Label(self.detail)
+            with Horizontal():
+                yield Button("Not now", id="no")
+                yield Button("Trust this key", id="yes", variant="warning")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)

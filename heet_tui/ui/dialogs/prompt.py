@@ -1,0 +1,39 @@
+"""Ask for one line of text (a job spec path, a host name, a policy), with suggestions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.suggester import SuggestFromList
+from textual.widgets import Input, Label
+
+
+class PromptDialog(ModalScreen[str | None]):
+    DEFAULT_CSS = """
+    PromptDialog { align: center middle; }
+    PromptDialog > Vertical { width: 80; height: auto; border: thick $accent; background: $surface; padding: 1 2; }
+    PromptDialog .hint { color: $text-muted; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, question: str, suggestions: Sequence[str] = (), value: str = "") -> None:
+        super().__init__()
+        self.question, self.suggestions, self.value = question, tuple(suggestions), value
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.question)
+            yield Input(self.value, suggester=SuggestFromList(self.suggestions, case_sensitive=False))
+            if self.suggestions:
+                shown = ", ".join(self.suggestions[:6]) + (" …" if len(self.suggestions) > 6 else "")
+                yield Label(f"→ completes: {shown}", classes="hint")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

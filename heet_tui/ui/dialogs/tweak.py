@@ -1,0 +1,176 @@
+"""Tweak one job of the pending plan (GPU type, count, hosts, pin, hold) with a live prediction.
+
+Every edit schedules a preview a moment later (edits in quick succession collapse into one);
+the preview runs in a worker through ``Backend.preview``, so the solver never blocks typing.
+Nothing is applied until the user presses Apply.
+"""
+
+from __future__ import annotations
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.timer import Timer
+from textual.widgets import Button, Checkbox, Input, Label, Select, Static
+
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.intents import EditJob
+from heet_tui.core.plan import PredictedEffect
+from heet_tui.core.sched_input import Constraints
+from heet_tui.core.snapshot import JobStatus
+from heet_tui.ui.format import duration, rate, signed_percent
+
+PREVIEW_DELAY_S = 0.15
+
+
+class TweakDialog(ModalScreen[EditJob | None]):
+    DEFAULT_CSS = """
+    TweakDialog { align: center middle; }
+    TweakDialog > Vertical { width: 80; height: auto; max-height: 100%; overflow-y: auto;
+                             border: thick $accent; background: $surface; padding: 0 2; }
+    TweakDialog Horizontal { height: auto; margin-bottom: 1; }
+    TweakDialog .field { width: 14; }
+    TweakDialog Input, TweakDialog Select { width: 1fr; }
+    TweakDialog #prediction { height: auto; min-height: 4; border: round $primary; padding: 0 1; margin-top: 1; }
+    TweakDialog #error { color: $error; height: auto; }
+    TweakDialog #buttons { align-horizontal: right; margin-top: 1; }
+    TweakDialog Button { margin-left: 2; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "apply", "Apply")]
+
+    def __init__(self, plan_id: int, job: JobStatus, gpu_types: tuple[str, ...], proposed: Allocation | None,
+                 baseline: PredictedEffect | None = None, current: Constraints | None = None) -> None:
+        super().__init__()
+        self.plan_id, self.job, self.gpu_types, self.proposed = plan_id, job, gpu_types, proposed
+        self.baseline = baseline or PredictedEffect()
+        self.initial = current or Constraints()
+        self._timer: Timer | None = None
+        self.last_effect: PredictedEffect | None = None
+        self.previews = 0
+
+    def compose(self) -> ComposeResult:
+        c = self.initial
+        with Vertical():
+            named = f"{self.job.name}, " if self.job.name != self.job.id else ""
+            yield Label(f"Tweak {self.job.id} ({named}{self.job.min_gpus}-{self.job.max_gpus} GPUs)", classes="title")
+            where = ", ".join(self.proposed.host_names) if self.proposed else ""
+            yield Label(f"proposed: {self.proposed.num_gpus}x{self.proposed.gpu_type} on {where}" if self.proposed
+                        else "proposed: no GPUs", classes="title")
+            with Horizontal():
+                yield Label("GPU type", classes="field")
+                yield Select([(t, t) for t in self.gpu_types], prompt="any type", id="type",
+                             value=c.pinned_type if c.pinned_type in self.gpu_types else Select.NULL, compact=True)
+            with Horizontal():
+                yield Label("GPU count", classes="field")
+                yield Input(str(c.fixed_count or ""), placeholder="policy decides", id="count", type="integer", compact=True)
+            with Horizontal():
+                yield Label("Hosts", classes="field")
+                yield Input(",".join(c.pinned_hosts), placeholder="any hosts (comma-separated names)", id="hosts", compact=True)
+            with Horizontal():
+                yield Checkbox("pin to the proposed placement", value=False, id="pin",
+                               disabled=self.proposed is None)
+                yield Checkbox("hold (no GPUs)", value=c.held, id="hold")
+            yield Static("prediction: …", id="prediction")
+            yield Static("", id="error")
+            with Horizontal(id="buttons"):
+                yield Button("Cancel", id="cancel")
+                yield Button("Apply", id="apply", variant="primary")
+
+    def on_mount(self) -> None:
+        self._schedule()
+
+    def constraints(self) -> Constraints:
+        """The form as constraints; raises ``ValueError`` with a message for a bad field."""
+        if self.query_one("#hold", Checkbox).value:
+            return Constraints(held=True)
+        chosen = self.query_one("#type", Select).value
+        pinned_type = chosen if isinstance(chosen, str) else None
+        raw = self.query_one("#count", Input).value.strip()
+        count = None
+        if raw:
+            count = int(raw)
+            if not self.job.min_gpus <= count <= self.job.max_gpus:
+                raise ValueError(f"GPU count must be from {self.job.min_gpus} to {self.job.max_gpus}")
+        hosts = tuple(h.strip() for h in self.query_one("#hosts", Input).value.split(",") if h.strip())
+        return Constraints(pinned_type=pinned_type, fixed_count=count, pinned_hosts=hosts)
+
+    def edit(self) -> EditJob:
+        return EditJob(self.plan_id, self.job.id, self.constraints())
+
+    def on_input_changed(self, _: Input.Changed) -> None:
+        self._schedule()
+
+    def on_select_changed(self, _: Select.Changed) -> None:
+        self._schedule()
+
+    def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
+        if event.checkbox.id == "pin" and event.value and self.proposed is not None:
+            # Pinning copies the proposal into the fields, so the user sees exactly what is fixed.
+            self.query_one("#type", Select).value = self.proposed.gpu_type
+            self.query_one("#count", Input).value = str(self.proposed.num_gpus)
+            self.query_one("#hosts", Input).value = ",".join(self.proposed.host_names)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(PREVIEW_DELAY_S, self._preview)
+
+    def _preview(self) -> None:
+        error = self.query_one("#error", Static)
+        try:
+            edit = self.edit()
+        except ValueError as exc:
+            error.update(str(exc))
+            return
+        error.update("")
+        self.query_one("#prediction", Static).update("prediction: re-evaluating the plan…")
+        self._run_preview(edit)
+
+    @work(exclusive=True, group="preview")
+    async def _run_preview(self, edit: EditJob) -> None:
+        try:
+            effect = await self.app.preview(edit)  # type: ignore[attr-defined]
+        except ValueError as exc:
+            self.query_one("#error", Static).update(str(exc))
+            self.query_one("#prediction", Static).update("prediction: not available")
+            return
+        self.previews += 1
+        self.last_effect = effect
+        self.query_one("#prediction", Static).update(describe_effect(effect, self.job.id, self.baseline))
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "apply":
+            self.action_apply()
+        else:
+            self.action_cancel()
+
+    def action_apply(self) -> None:
+        try:
+            self.dismiss(self.edit())
+        except ValueError as exc:
+            self.query_one("#error", Static).update(str(exc))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def describe_effect(effect: PredictedEffect, job_id: str, baseline: PredictedEffect) -> str:
+    """The tweaked plan next to the plan as proposed: what the user is choosing between."""
+    pred, before = effect.for_job(job_id), baseline.for_job(job_id)
+    lines = []
+    if pred is None:
+        lines.append(f"{job_id}: gets no GPUs in this plan")
+    else:
+        proposed = f"{rate(before.throughput_after)} as proposed, " if before is not None else ""
+        now = ("not running now" if pred.throughput_before <= 0
+               else f"{signed_percent(pred.throughput_before, pred.throughput_after)} vs now")
+        lines.append(f"{job_id}: {proposed}{rate(pred.throughput_after)} with this tweak ({now})")
+        lines.append(f"completes in {duration(pred.completion_s)}"
+                     + (f" (proposed: {duration(before.completion_s)})" if before is not None else "")
+                     + f", restart pause {duration(pred.restart_pause_s)}")
+    lines.append(f"plan average JCT {duration(baseline.avg_jct_s)} as proposed → {duration(effect.avg_jct_s)} "
+                 "with this tweak")
+    return "prediction:\n" + "\n".join(lines)

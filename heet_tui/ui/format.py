@@ -1,0 +1,66 @@
+"""Human-readable numbers for the tables: durations, rates, ages. Pure functions, no Textual."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+
+def duration(seconds: float | None) -> str:
+    """``None`` (unknown) is a dash; otherwise the two largest units, e.g. ``1h05m`` or ``42s``."""
+    if seconds is None or seconds != seconds or seconds < 0:
+        return "-"
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
+
+
+def clock(now: float, mode: str) -> str:
+    """The snapshot's time as a person reads it: simulated time since start in the demo, else wall clock."""
+    if mode == "demo":
+        return f"t={duration(now)}"
+    return time.strftime("%H:%M:%S", time.localtime(now))
+
+
+def rate(samples_per_s: float | None) -> str:
+    if samples_per_s is None or samples_per_s <= 0:
+        return "-"
+    if samples_per_s >= 10_000:
+        return f"{samples_per_s / 1000:.0f}k/s"
+    if samples_per_s >= 100:
+        return f"{samples_per_s:.0f}/s"
+    return f"{samples_per_s:.1f}/s"
+
+
+def signed_percent(before: float, after: float) -> str:
+    """Throughput change as a percentage; a start from zero is shown as ``new``."""
+    if before <= 0 and after <= 0:
+        return "-"
+    if before <= 0:
+        return "new"
+    change = (after - before) / before * 100
+    return f"{change:+.0f}%"
+
+
+def progress_bar(fraction: float, width: int = 10) -> str:
+    """A text bar (``█████░░░░░ 50%``): cheap to render in a table cell for thousands of rows."""
+    fraction = min(max(fraction, 0.0), 1.0)
+    filled = int(round(fraction * width))
+    return "█" * filled + "░" * (width - filled) + f" {fraction * 100:3.0f}%"
+
+
+_PALETTE = (
+    "#e06c75", "#98c379", "#e5c07b", "#61afef", "#c678dd", "#56b6c2", "#d19a66", "#be5046",
+    "#7ec699", "#f0a6ca", "#9aa5ce", "#ffd866", "#78dce8", "#ab9df2", "#fc9867", "#a9dc76",
+)
+
+
+def job_colour(job_id: str) -> str:
+    """A stable colour per job, so the same job looks the same on every screen and every run."""
+    digest = hashlib.blake2s(job_id.encode(), digest_size=2).digest()
+    return _PALETTE[int.from_bytes(digest, "big") % len(_PALETTE)]

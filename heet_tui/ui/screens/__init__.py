@@ -1,0 +1,1 @@
+"""One screen per room of the app: cluster, jobs, plan, profiles, hosts."""

@@ -1,0 +1,46 @@
+"""What every main screen shares: a status line, the latest snapshot, and intents sent upwards."""
+
+from __future__ import annotations
+
+from textual.screen import Screen
+
+from heet_tui.core.intents import Intent
+from heet_tui.core.snapshot import Snapshot
+from heet_tui.ui.messages import IntentRequested
+from heet_tui.ui.widgets.status_line import StatusLine
+
+
+class SnapshotScreen(Screen):
+    """A screen that renders snapshots; only the visible one is updated, the others on resume."""
+
+    _ready = False
+
+    @property
+    def read_only(self) -> bool:
+        return bool(getattr(self.app, "read_only", False))
+
+    @property
+    def latest(self) -> Snapshot | None:
+        return getattr(self.app, "latest", None)
+
+    def on_mount(self) -> None:
+        self._ready = True
+        if self.latest is not None:
+            self.apply_snapshot(self.latest)
+
+    def apply_snapshot(self, snap: Snapshot) -> None:
+        if not self._ready:
+            return  # not composed yet (a snapshot right after a screen switch); on_mount draws the latest
+        for line in self.query(StatusLine):
+            line.show(snap)
+        self.render_snapshot(snap)
+
+    def render_snapshot(self, snap: Snapshot) -> None:
+        """Subclasses draw their widgets here; called on the event loop, so keep it cheap."""
+
+    def on_screen_resume(self) -> None:
+        if self.latest is not None:
+            self.apply_snapshot(self.latest)
+
+    def request(self, intent: Intent, describe: str = "") -> None:
+        self.app.post_message(IntentRequested(intent, describe))

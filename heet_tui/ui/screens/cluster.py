@@ -1,0 +1,94 @@
+"""Cluster screen: every host, grouped by GPU type or rack, with a detail pane for the selected one."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer
+
+from heet_tui.core.host import HostState
+from heet_tui.core.intents import ConnectHost, DrainHost
+from heet_tui.core.snapshot import HostStatus, Snapshot
+from heet_tui.ui.screens.base import SnapshotScreen
+from heet_tui.ui.widgets.host_detail import HostDetail, HostHistory
+from heet_tui.ui.widgets.host_table import HostTable
+from heet_tui.ui.widgets.keyed_table import KeyedTable
+from heet_tui.ui.widgets.status_line import StatusLine
+
+CHANGING_ACTIONS = frozenset({"drain", "connect", "trust_key"})
+
+
+class ClusterScreen(SnapshotScreen):
+    BINDINGS = [
+        Binding("g", "toggle_group", "Group by rack/type"),
+        Binding("d", "drain", "Drain/undrain"),
+        Binding("c", "connect", "Reconnect"),
+        Binding("k", "trust_key", "Trust host key"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.history = HostHistory()
+        self._hosts: dict[str, HostStatus] = {}
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine("Cluster")
+        yield HostTable(id="hosts")
+        yield HostDetail()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(HostTable).regroup("type", None)
+
+    def render_snapshot(self, snap: Snapshot) -> None:
+        self.history.record(snap.hosts)
+        self._hosts = {h.name: h for h in snap.hosts}
+        self.query_one(HostTable).show(snap)
+        self._show_detail()
+
+    @property
+    def selected(self) -> HostStatus | None:
+        key = self.query_one(HostTable).selected_key
+        return self._hosts.get(key) if key else None
+
+    def _show_detail(self) -> None:
+        now = self.latest.now if self.latest else 0.0
+        self.query_one(HostDetail).show(self.selected, now, self.history)
+
+    def on_keyed_table_row_highlighted(self, _: KeyedTable.RowHighlighted) -> None:
+        self._show_detail()
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in CHANGING_ACTIONS:
+            if self.read_only:
+                return False
+            if self.latest is not None and self.latest.mode == "demo":
+                return False  # simulated hosts: nothing to drain, reconnect or trust
+            host = self.selected
+            if host is None:
+                return None
+            if action == "trust_key":
+                return True if host.state is HostState.HOST_KEY_UNKNOWN else False
+        return True
+
+    def action_toggle_group(self) -> None:
+        table = self.query_one(HostTable)
+        table.regroup("rack" if table.group_by == "type" else "type", self.latest)
+        self.notify(f"hosts grouped by {table.group_by}")
+
+    def action_drain(self) -> None:
+        host = self.selected
+        if host is not None:
+            verb = "undrain" if host.drained else "drain"
+            self.request(DrainHost(host.name, not host.drained), f"{verb} {host.name}")
+
+    def action_connect(self) -> None:
+        host = self.selected
+        if host is not None:
+            self.request(ConnectHost(host.name), f"reconnect {host.name}")
+
+    def action_trust_key(self) -> None:
+        host = self.selected
+        if host is not None:
+            self.app.ask_host_key(host)  # type: ignore[attr-defined]

@@ -1,0 +1,203 @@
+"""Hosts screen: the hosts TOML as a table; add/edit/remove through a validated form, comments kept.
+
+Every change is validated by the hosts-file checks and saved at once through the comment-
+preserving editor; "open in $EDITOR" suspends the app and re-validates the file afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer, Static
+
+from heet_tui.config.errors import ConfigError
+from heet_tui.config.hosts_edit import HostsDocument
+from heet_tui.config.hosts_file import HostEntry
+from heet_tui.ui.dialogs.confirm import ConfirmDialog
+from heet_tui.ui.dialogs.host_form import HostFormDialog
+from heet_tui.ui.screens.base import SnapshotScreen
+from heet_tui.ui.widgets.keyed_table import Cells, KeyedTable
+from heet_tui.ui.widgets.status_line import StatusLine
+
+COLUMNS = (("name", "Name"), ("address", "Address"), ("transport", "Transport"), ("user", "User"),
+           ("port", "Port"), ("gpus", "GPUs"), ("rack", "Rack"), ("tags", "Tags"), ("line", "Line"))
+CHANGING = frozenset({"add_host", "edit_host", "remove_host", "open_editor"})
+
+
+def entry_row(h: HostEntry) -> Cells:
+    if h.emulate is not None:
+        gpus = Text(f"{h.emulate.count}x{h.emulate.gpu_type} emulated @{h.emulate.speed:g}", style="italic")
+    else:
+        which = "all" if h.gpus is None else ",".join(map(str, h.gpus))
+        gpus = Text(f"{h.gpu_type or 'from NVML'} [{which}]")
+    return (h.name, h.address, h.transport, h.user or "-", str(h.port), gpus, h.rack or "-",
+            ",".join(h.tags) or "-", str(h.line or "-"))
+
+
+class HostsScreen(SnapshotScreen):
+    DEFAULT_CSS = """
+    HostsScreen #hosts-path { height: auto; padding: 0 1; }
+    HostsScreen #hosts-problem { height: auto; color: $error; padding: 0 1; }
+    """
+    BINDINGS = [
+        Binding("n", "add_host", "Add host"),
+        Binding("e", "edit_host", "Edit host"),
+        Binding("delete,x", "remove_host", "Remove host"),
+        Binding("o", "open_editor", "Open in $EDITOR"),
+        Binding("ctrl+r", "reload", "Reload file"),
+    ]
+
+    def __init__(self, path: Path | None = None) -> None:
+        super().__init__()
+        self.path = path
+        self.document: HostsDocument | None = None
+        self.problem = ""
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine("Hosts")
+        yield Static(id="hosts-path")
+        yield Static(id="hosts-problem")
+        yield KeyedTable(COLUMNS, id="host-entries")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if self.path is None:
+            self.path = getattr(self.app, "hosts_path", None)
+        self.action_reload()
+
+    @property
+    def table(self) -> KeyedTable:
+        return self.query_one("#host-entries", KeyedTable)
+
+    def action_reload(self) -> None:
+        """(Re)read the file; a broken file keeps the last good table and says what is wrong, where."""
+        if self.path is None:
+            self._show_problem("no hosts file given (use --hosts FILE)")
+            return
+        try:
+            self.document = HostsDocument.load(self.path)
+        except ConfigError as exc:
+            self.document = None
+            self._show_problem(str(exc))
+            return
+        self._show_problem("")
+        self._refresh_table()
+
+    def _show_problem(self, problem: str) -> None:
+        self.problem = problem
+        self.query_one("#hosts-path", Static).update(Text(f"hosts file: {self.path}", style="bold"))
+        self.query_one("#hosts-problem", Static).update(problem and f"✗ {problem}")
+        self.refresh_bindings()
+        if problem:
+            self.notify(problem, title="hosts file", severity="error", timeout=8)
+
+    def _refresh_table(self) -> None:
+        if self.document is not None:
+            self.table.sync({h.name: entry_row(h) for h in self.document.validated.hosts})
+        self.refresh_bindings()
+
+    def on_keyed_table_row_selected(self, _: KeyedTable.RowSelected) -> None:
+        if self.check_action("edit_host", ()):
+            self.action_edit_host()
+
+    def on_keyed_table_row_highlighted(self, _: KeyedTable.RowHighlighted) -> None:
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in CHANGING:
+            if self.read_only:
+                return False
+            if action == "open_editor":
+                return True
+            if self.document is None:
+                return None
+            if action in ("edit_host", "remove_host") and self.table.selected_key is None:
+                return None
+        return True
+
+    def raw_host(self, name: str) -> dict[str, Any]:
+        """The host's own keys as written (defaults not merged), to fill the form."""
+        assert self.document is not None
+        data = tomllib.loads(self.document.text())
+        return next((dict(h) for h in data.get("hosts", []) if h.get("name") == name), {})
+
+    def _apply(self, change) -> str | None:
+        """Run one edit and save; an invalid edit or a failed save returns the message for the form."""
+        assert self.document is not None
+        try:
+            change(self.document)
+            self.document.save()
+        except ConfigError as exc:
+            self.action_reload_quietly()
+            return str(exc)
+        except OSError as exc:
+            return f"cannot write {self.path}: {exc.strerror or exc}"
+        self._refresh_table()
+        return None
+
+    def action_reload_quietly(self) -> None:
+        """After a refused edit: start again from the file on disk so memory never drifts from it."""
+        if self.path is not None:
+            try:
+                self.document = HostsDocument.load(self.path)
+            except ConfigError:
+                pass
+
+    def action_add_host(self) -> None:
+        def done(name: str | None) -> None:
+            if name:
+                self.table.select_key(name)
+                self.notify(f"added host {name} to {self.path}")
+
+        self.app.push_screen(HostFormDialog("Add host", lambda f: self._apply(lambda d: d.add_host(
+            {k: v for k, v in f.items() if v is not None}))), done)
+
+    def action_edit_host(self) -> None:
+        name = self.table.selected_key
+        if name is None or self.document is None:
+            return
+
+        def done(saved: str | None) -> None:
+            if saved:
+                self.table.select_key(saved)
+                self.notify(f"saved host {saved}")
+
+        self.app.push_screen(HostFormDialog(f"Edit host {name}", lambda f: self._apply(
+            lambda d: d.update_host(name, f)), self.raw_host(name)), done)
+
+    def action_remove_host(self) -> None:
+        name = self.table.selected_key
+        if name is None:
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                problem = self._apply(lambda d: d.remove_host(name))
+                if problem:
+                    self.notify(problem, title="not removed", severity="error", timeout=8)
+                else:
+                    self.notify(f"removed host {name}")
+
+        self.app.push_screen(ConfirmDialog(f"Remove host {name} from {self.path}?", yes="Remove"), answered)
+
+    def action_open_editor(self) -> None:
+        if self.path is None:
+            return
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        try:
+            with self.app.suspend():
+                subprocess.call([*shlex.split(editor), str(self.path)])
+        except Exception as exc:  # no terminal to hand over (headless, some CI); say so instead of crashing
+            self.notify(f"cannot open an editor here: {exc}", severity="error")
+            return
+        self.action_reload()
+        if not self.problem:
+            self.notify(f"reloaded {self.path.name}: {len(self.document.validated.hosts) if self.document else 0} hosts")

@@ -1,0 +1,102 @@
+"""Jobs screen: queue and running jobs; sort, `/` filter, detail with log tail, cancel with confirmation."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer, Input
+
+from heet_tui.core.intents import CancelJob
+from heet_tui.core.snapshot import JobStatus, Snapshot
+from heet_tui.ui.dialogs.confirm import ConfirmDialog
+from heet_tui.ui.screens.base import SnapshotScreen
+from heet_tui.ui.widgets.job_detail import JobDetail
+from heet_tui.ui.widgets.job_table import SORTS, JobTable
+from heet_tui.ui.widgets.keyed_table import KeyedTable
+from heet_tui.ui.widgets.status_line import StatusLine
+
+SORT_CYCLE = tuple(SORTS)
+
+
+class JobsScreen(SnapshotScreen):
+    DEFAULT_CSS = "JobsScreen #filter { dock: bottom; display: none; } JobsScreen #filter.shown { display: block; }"
+    BINDINGS = [
+        Binding("s", "cycle_sort", "Sort"),
+        Binding("slash", "filter", "Filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("x", "cancel_job", "Cancel job"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._jobs: dict[str, JobStatus] = {}
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine("Jobs")
+        yield JobTable(id="jobs")
+        yield JobDetail()
+        yield Input(placeholder="filter: words matched against id, name, model, state, type, hosts", id="filter")
+        yield Footer()
+
+    def render_snapshot(self, snap: Snapshot) -> None:
+        self._jobs = {j.id: j for j in snap.jobs}
+        self.query_one(JobTable).show(snap)
+        self._show_detail()
+
+    @property
+    def selected(self) -> JobStatus | None:
+        key = self.query_one(JobTable).selected_key
+        return self._jobs.get(key) if key else None
+
+    def _show_detail(self) -> None:
+        self.query_one(JobDetail).show(self.selected)
+
+    def on_keyed_table_row_highlighted(self, _: KeyedTable.RowHighlighted) -> None:
+        self._show_detail()
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_job":
+            if self.read_only:
+                return False
+            job = self.selected
+            return None if job is None or job.state.terminal else True
+        return True
+
+    def action_cycle_sort(self) -> None:
+        table = self.query_one(JobTable)
+        name = SORT_CYCLE[(SORT_CYCLE.index(table.sort_name) + 1) % len(SORT_CYCLE)]
+        table.set_sort(name, self.latest)
+        self.notify(f"sorted by {name}", timeout=2)
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.add_class("shown")
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            self.query_one(JobTable).set_filter(event.value, self.latest)
+            self._show_detail()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "filter":
+            self.query_one(JobTable).focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.value = ""
+        box.remove_class("shown")
+        self.query_one(JobTable).focus()
+
+    def action_cancel_job(self) -> None:
+        job = self.selected
+        if job is None:
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.request(CancelJob(job.id), f"cancel {job.id}")
+
+        self.app.push_screen(ConfirmDialog(f"Cancel job {job.id} ({job.name})? Its progress since the last "
+                                           "checkpoint is lost.", yes="Cancel job"), answered)

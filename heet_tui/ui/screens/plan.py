@@ -1,0 +1,99 @@
+"""Plan screen: the pending plan beside the current allocation; approve, reject, tweak, auto-approve."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer, Static
+
+from heet_tui.core.intents import ApprovePlan, EditJob, RejectPlan, SetAutoApprove
+from heet_tui.core.snapshot import Snapshot
+from heet_tui.ui.dialogs.tweak import TweakDialog
+from heet_tui.ui.screens.base import SnapshotScreen
+from heet_tui.ui.widgets.keyed_table import KeyedTable
+from heet_tui.ui.widgets.plan_table import PlanTable, summary
+from heet_tui.ui.widgets.status_line import StatusLine
+
+NEEDS_PLAN = frozenset({"approve", "reject", "tweak"})
+
+
+class PlanScreen(SnapshotScreen):
+    DEFAULT_CSS = "PlanScreen #plan-summary { height: 3; padding: 0 1; border-bottom: solid $primary; }"
+    BINDINGS = [
+        Binding("a", "approve", "Approve plan"),
+        Binding("r", "reject", "Reject plan"),
+        Binding("e", "tweak", "Tweak job"),
+        Binding("t", "toggle_auto", "Auto-approve on/off"),
+    ]
+
+    _was_pending = False
+    _summary: Text | None = None
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine("Plan")
+        yield Static(id="plan-summary")
+        yield PlanTable(id="plan")
+        yield Footer()
+
+    def render_snapshot(self, snap: Snapshot) -> None:
+        text = summary(snap)
+        if text != self._summary:
+            self._summary = text
+            self.query_one("#plan-summary", Static).update(text, layout=False)
+        self.query_one(PlanTable).show(snap)
+        pending = self._pending()
+        if pending != self._was_pending:
+            # Footer bindings re-render the whole footer: only when what is possible changed.
+            self._was_pending = pending
+            self.refresh_bindings()
+
+    def _pending(self) -> bool:
+        snap = self.latest
+        return snap is not None and snap.plan is not None and snap.plan_id is not None and not snap.plan.is_empty
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in NEEDS_PLAN or action == "toggle_auto":
+            if self.read_only:
+                return False
+            if action in NEEDS_PLAN and not self._pending():
+                return None
+            if action == "tweak" and self.query_one(PlanTable).selected_key is None:
+                return None
+        return True
+
+    def on_keyed_table_row_highlighted(self, _: KeyedTable.RowHighlighted) -> None:
+        self.refresh_bindings()
+
+    def action_approve(self) -> None:
+        snap = self.latest
+        if snap is not None and snap.plan_id is not None:
+            self.request(ApprovePlan(snap.plan_id), f"approve plan #{snap.plan_id}")
+
+    def action_reject(self) -> None:
+        snap = self.latest
+        if snap is not None and snap.plan_id is not None:
+            self.request(RejectPlan(snap.plan_id), f"reject plan #{snap.plan_id}")
+
+    def action_toggle_auto(self) -> None:
+        snap = self.latest
+        enabled = not (snap.auto_approve if snap else False)
+        self.request(SetAutoApprove(enabled), "auto-approve " + ("on" if enabled else "off"))
+
+    def action_tweak(self) -> None:
+        snap = self.latest
+        job_id = self.query_one(PlanTable).selected_key
+        if snap is None or snap.plan is None or snap.plan_id is None or job_id is None:
+            return
+        job = next((j for j in snap.jobs if j.id == job_id), None)
+        if job is None:
+            self.notify(f"{job_id} is no longer in the queue", severity="warning")
+            return
+        types = tuple(sorted({h.gpu_type for h in snap.hosts if h.gpu_type}))
+        dialog = TweakDialog(snap.plan_id, job, types, snap.plan.allocations.get(job_id), snap.plan.effect)
+
+        def done(edit: EditJob | None) -> None:
+            if edit is not None:
+                self.request(edit, f"tweak {edit.job_id}")
+
+        self.app.push_screen(dialog, done)

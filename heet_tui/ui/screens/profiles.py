@@ -1,0 +1,60 @@
+"""Profiles screen: pick a job, see its throughput heat map and its scaling curve per GPU type."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Footer, Static
+
+from heet_tui.core.snapshot import JobProfile, Snapshot
+from heet_tui.ui.screens.base import SnapshotScreen
+from heet_tui.ui.widgets.keyed_table import KeyedTable
+from heet_tui.ui.widgets.profile_heatmap import heatmap, scaling_curves
+from heet_tui.ui.widgets.status_line import StatusLine
+
+
+class ProfilesScreen(SnapshotScreen):
+    DEFAULT_CSS = """
+    ProfilesScreen #profile-jobs { width: 34; }
+    ProfilesScreen #profile-view { width: 1fr; padding: 0 1; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._profiles: dict[str, JobProfile] = {}
+        self._shown: JobProfile | None = None
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine("Profiles")
+        with Horizontal():
+            yield KeyedTable((("job", "Job"), ("measured", "Measured"), ("predicted", "Predicted")),
+                             id="profile-jobs")
+            with VerticalScroll(id="profile-view"):
+                yield Static("No profiles yet: jobs are profiled when they are submitted.", id="heatmap")
+                yield Static(id="scaling")
+        yield Footer()
+
+    def render_snapshot(self, snap: Snapshot) -> None:
+        self._profiles = {p.job_id: p for p in snap.profiles}
+        rows = {}
+        for p in snap.profiles:
+            measured = sum(1 for c in p.cells if c.measured)
+            rows[p.job_id] = (p.job_id, str(measured), str(len(p.cells) - measured))
+        self.query_one("#profile-jobs", KeyedTable).sync(rows)
+        self._show()
+
+    def on_keyed_table_row_highlighted(self, _: KeyedTable.RowHighlighted) -> None:
+        self._show()
+
+    def _show(self) -> None:
+        key = self.query_one("#profile-jobs", KeyedTable).selected_key
+        profile = self._profiles.get(key) if key else None
+        if profile == self._shown:
+            return  # the heat map is the costliest thing here; redraw only when it changed
+        self._shown = profile
+        if profile is None:
+            self.query_one("#heatmap", Static).update("No profiles yet: jobs are profiled when they are submitted.")
+            self.query_one("#scaling", Static).update("")
+            return
+        self.query_one("#heatmap", Static).update(heatmap(profile))
+        self.query_one("#scaling", Static).update(scaling_curves(profile))

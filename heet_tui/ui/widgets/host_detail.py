@@ -1,0 +1,97 @@
+"""The selected host in full: state and why, each GPU with its job, utilisation/memory sparklines."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Label, Sparkline, Static
+
+from heet_tui.core.snapshot import HostStatus
+from heet_tui.ui.format import duration, job_colour
+from heet_tui.ui.widgets.host_table import mean_utilisation, memory_fraction, staleness
+
+HISTORY = 60
+
+
+class HostHistory:
+    """Bounded per-host utilisation and memory history, fed once per snapshot."""
+
+    def __init__(self, length: int = HISTORY) -> None:
+        self.length = length
+        self.util: dict[str, deque[float]] = {}
+        self.mem: dict[str, deque[float]] = {}
+
+    def record(self, hosts: tuple[HostStatus, ...]) -> None:
+        for host in hosts:
+            util, mem = mean_utilisation(host), memory_fraction(host)
+            if util is not None:
+                self.util.setdefault(host.name, deque(maxlen=self.length)).append(util)
+            if mem is not None:
+                self.mem.setdefault(host.name, deque(maxlen=self.length)).append(mem * 100)
+
+
+class HostDetail(Vertical):
+    DEFAULT_CSS = """
+    HostDetail { height: 45%; max-height: 17; border-top: solid $primary; padding: 0 1; }
+    HostDetail #host-info { height: 1fr; }
+    HostDetail Sparkline { height: 1; margin-bottom: 0; }
+    HostDetail Label { color: $text-muted; }
+    """
+
+    _shown: Text | None = None
+
+    def on_mount(self) -> None:
+        self._captions: dict[str, str] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="host-info")
+        yield Label("utilisation %", id="util-label")
+        yield Sparkline([], id="util-spark", summary_function=max)
+        yield Label("memory %", id="mem-label")
+        yield Sparkline([], id="mem-spark", summary_function=max)
+
+    def show(self, host: HostStatus | None, now: float, history: HostHistory) -> None:
+        info = self.query_one("#host-info", Static)
+        if host is None:
+            info.update("No host selected.", layout=False)
+            return
+        text = Text()
+        text.append(host.name, style="bold")
+        text.append(f"  {host.state.value}")
+        if host.message:
+            text.append(f" — {host.message}", style="italic")
+        stale = staleness(host, now)
+        if stale is not None:
+            text.append(f"\nstale since {duration(stale)}: figures below are the last known", style="bold red")
+        text.append(f"\nrack {host.rack or '-'}  GPUs from {host.gpu_source or '-'}")
+        if host.rtt_ms is not None:
+            text.append(f"  rtt {host.rtt_ms:.1f} ms")
+        if host.drained:
+            text.append("  drained: no new work is placed here", style="yellow")
+        owners = dict(host.gpu_jobs)
+        for gpu in host.gpus:
+            job = owners.get(gpu.index)
+            text.append(f"\n  gpu{gpu.index} {gpu.gpu_type:<10} ")
+            text.append(job or "free", style=job_colour(job) if job else "dim")
+            if gpu.utilization is not None:
+                text.append(f"  util {gpu.utilization:.0f}%")
+            if gpu.memory_used_mb is not None and gpu.memory_mb:
+                text.append(f"  mem {gpu.memory_used_mb}/{gpu.memory_mb} MB")
+            if gpu.source == "emulated":
+                text.append("  (emulated)", style="dim")
+        if text != self._shown:
+            self._shown = text
+            info.update(text, layout=False)
+        for what, series in (("util", history.util.get(host.name)), ("mem", history.mem.get(host.name))):
+            label = "utilisation %" if what == "util" else "memory %"
+            # No samples is not the same as 0 %: say it instead of drawing a flat line.
+            caption = f"{label}, last {HISTORY} snapshots" if series else f"{label}: not reported for this host"
+            if self._captions.get(what) != caption:
+                self._captions[what] = caption
+                self.query_one(f"#{what}-label", Label).update(caption)
+            spark = self.query_one(f"#{what}-spark", Sparkline)
+            spark.display = bool(series)
+            spark.data = list(series or ())

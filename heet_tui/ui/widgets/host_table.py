@@ -1,0 +1,90 @@
+"""Every host as one row: state (stale hosts kept, never dropped), GPU type, per-GPU cells by job."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from heet_tui.core.host import HostState
+from heet_tui.core.snapshot import HostStatus, Snapshot
+from heet_tui.ui.format import duration, job_colour
+from heet_tui.ui.widgets.keyed_table import Cells, KeyedTable
+
+STALE_AFTER_S = 15.0
+COLUMNS = (("host", "Host"), ("group", "Group"), ("state", "State"), ("type", "GPU type"),
+           ("gpus", "GPUs (by job)"), ("util", "Util"), ("mem", "Mem"), ("seen", "Seen"))
+
+_STATE_STYLE = {
+    HostState.READY: "green", HostState.CONNECTING: "yellow", HostState.UNREACHABLE: "bold red",
+    HostState.AUTH_FAILED: "bold red", HostState.HOST_KEY_UNKNOWN: "bold yellow", HostState.AGENT_ERROR: "red",
+}
+
+
+def staleness(host: HostStatus, now: float) -> float | None:
+    """Seconds since the host was last heard from, when that is long enough to distrust its figures."""
+    if host.last_seen is None:
+        return None
+    age = now - host.last_seen
+    return age if age >= STALE_AFTER_S or host.state is not HostState.READY else None
+
+
+def gpu_cells(host: HostStatus) -> Text:
+    """One block per GPU, coloured by the job holding it; free GPUs are dim, drained ones crossed."""
+    owners = dict(host.gpu_jobs)
+    text = Text()
+    for gpu in host.gpus:
+        job = owners.get(gpu.index)
+        if job is None:
+            text.append("▢" if not host.drained else "✕", style="dim")
+        else:
+            text.append("■", style=job_colour(job))
+    return text
+
+
+def mean_utilisation(host: HostStatus) -> float | None:
+    values = [g.utilization for g in host.gpus if g.utilization is not None]
+    return sum(values) / len(values) if values else None
+
+
+def memory_fraction(host: HostStatus) -> float | None:
+    used = [(g.memory_used_mb, g.memory_mb) for g in host.gpus if g.memory_used_mb is not None and g.memory_mb]
+    return sum(u for u, _ in used) / sum(t for _, t in used) if used else None
+
+
+def host_row(host: HostStatus, now: float, group_by: str) -> Cells:
+    stale = staleness(host, now)
+    state = Text(host.state.value + (" (drained)" if host.drained else ""), style=_STATE_STYLE[host.state])
+    if stale is not None:
+        state.append(f" stale {duration(stale)}", style="bold red")
+    util, mem = mean_utilisation(host), memory_fraction(host)
+    seen = "-" if host.last_seen is None else duration(max(0.0, now - host.last_seen)) + " ago"
+    group = host.gpu_type or "?" if group_by == "type" else host.rack or "-"
+    return (host.name, group, state, host.gpu_type or "-", gpu_cells(host),
+            "-" if util is None else f"{util:3.0f}%", "-" if mem is None else f"{mem * 100:3.0f}%", seen)
+
+
+class HostTable(KeyedTable):
+    """Hosts grouped by GPU type or rack; the group column leads so groups read as blocks."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(COLUMNS, **kwargs)
+        self.group_by = "type"
+        self._groups: dict[str, str] = {}
+
+    def cells_for(self, key: str, source: tuple[HostStatus, float, str]) -> Cells:
+        host, now, group_by = source
+        return host_row(host, now, group_by)
+
+    def show(self, snap: Snapshot) -> None:
+        rows = {}
+        # "seen N s ago" moves with the clock in whole seconds; finer changes need no redraw.
+        now = float(int(snap.now))
+        for host in snap.hosts:
+            rows[host.name] = (host, now, self.group_by)
+            self._groups[host.name] = (host.gpu_type if self.group_by == "type" else host.rack) or ""
+        self.sync(rows)
+
+    def regroup(self, group_by: str, snap: Snapshot | None) -> None:
+        self.group_by = group_by
+        if snap is not None:
+            self.show(snap)
+        self.order_by(lambda name: (self._groups.get(name, ""), name))

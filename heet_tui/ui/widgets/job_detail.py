@@ -1,0 +1,43 @@
+"""The selected job: allocation, figures, its bounded log tail and its events."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from heet_tui.core.snapshot import JobStatus
+from heet_tui.ui.format import duration, rate
+
+LOG_LINES = 200  # bounded: a chatty job cannot grow the UI's memory
+
+
+class JobDetail(Static):
+    DEFAULT_CSS = "JobDetail { height: 40%; max-height: 15; border-top: solid $primary; padding: 0 1; }"
+    _job: JobStatus | None = None
+    _drawn = False
+
+    def show(self, job: JobStatus | None) -> None:
+        # Fixed height, so an update never needs a relayout; unchanged jobs are not redrawn at all.
+        if self._drawn and job == self._job:
+            return
+        self._job, self._drawn = job, True
+        if job is None:
+            self.update("No job selected.", layout=False)
+            return
+        text = Text()
+        text.append(job.id if job.name == job.id else f"{job.id} {job.name}", style="bold")
+        text.append(f"  {job.state.value}  model {job.model}  wants {job.min_gpus}-{job.max_gpus} GPUs")
+        text.append(f"\nallocation {job.allocation.describe() if job.allocation else '-'}")
+        text.append(f"\nprogress {job.progress * 100:.1f}%  throughput {rate(job.throughput)}"
+                    f"  ETA {duration(job.eta_s)}  restarts {job.restarts}")
+        if job.message:
+            text.append(f"\n{job.message}", style="italic")
+        if job.events:
+            text.append("\nevents:", style="bold")
+            for event in job.events[-6:]:
+                text.append(f"\n  {event}")
+        if job.log_tail:
+            text.append("\nlog:", style="bold")
+            for line in job.log_tail[-LOG_LINES:][-8:]:
+                text.append(f"\n  {line}", style="dim")
+        self.update(text, layout=False)

@@ -1,0 +1,270 @@
+"""A virtual table kept in step with a keyed set of rows, with the cursor pinned to a row's key.
+
+Textual's DataTable re-renders every visible cell through Rich after any change and re-measures
+whole columns, which costs hundreds of milliseconds a snapshot at 2,000 jobs. This table draws
+only the rows on screen (Line API), caches each rendered row until its cells change, diffs rows
+by key in ``sync``, and keeps the cursor on the same key as rows are re-sorted, added or removed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+Cells = tuple[Any, ...]
+GAP = 2
+MAX_COLUMN = 48
+
+
+class KeyedTable(ScrollView, can_focus=True):
+    """Rows are addressed by string keys; the first column holds the key itself."""
+
+    DEFAULT_CSS = """
+    KeyedTable { height: 1fr; }
+    KeyedTable > .keyed-table--header { text-style: bold; background: $panel; }
+    KeyedTable > .keyed-table--cursor { background: $accent 40%; }
+    KeyedTable:focus > .keyed-table--cursor { background: $accent; color: $text; }
+    """
+    COMPONENT_CLASSES = {"keyed-table--header", "keyed-table--cursor"}
+    BINDINGS = [
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "jump(0)", "First", show=False),
+        Binding("end", "jump(-1)", "Last", show=False),
+        Binding("enter", "select", "Select", show=False),
+    ]
+
+    @dataclass
+    class RowHighlighted(Message):
+        table: KeyedTable
+        key: str | None
+
+        @property
+        def control(self) -> KeyedTable:
+            return self.table
+
+    @dataclass
+    class RowSelected(Message):
+        table: KeyedTable
+        key: str
+
+        @property
+        def control(self) -> KeyedTable:
+            return self.table
+
+    def __init__(self, columns: Sequence[tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._column_spec = tuple(columns)
+        self._base_labels = self._column_spec
+        self._widths = [len(label) for _, label in self._column_spec]
+        self._rows: dict[str, Cells] = {}
+        self._order: list[str] = []
+        self._index: dict[str, int] = {}
+        self._order_key: Callable[[str], Hashable] | None = None
+        self._reverse = False
+        self._cache: dict[str, Strip] = {}
+        self._header: Strip | None = None
+        self.cursor_row = 0
+        self._last_highlight: str | None = None
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    @property
+    def column_keys(self) -> tuple[str, ...]:
+        return tuple(k for k, _ in self._column_spec)
+
+    @property
+    def row_count(self) -> int:
+        return len(self._order)
+
+    @property
+    def selected_key(self) -> str | None:
+        """The key of the row under the cursor (``None`` for an empty table)."""
+        return self._order[self.cursor_row] if 0 <= self.cursor_row < len(self._order) else None
+
+    def cells_for(self, key: str, source: Any) -> Cells:
+        """The cells of one row; subclasses turn their row source (e.g. a JobStatus) into cells here.
+
+        Called only for rows that are drawn, so a 2,000-row table formats the ~50 rows on screen.
+        """
+        return source
+
+    def get_row(self, key: str) -> list[Any]:
+        return list(self.cells_for(key, self._rows[key]))
+
+    def get_row_at(self, index: int) -> list[Any]:
+        return self.get_row(self._order[index])
+
+    def get_row_index(self, key: str) -> int:
+        return self._index[key]
+
+    # -- changing ----------------------------------------------------------------------------------
+
+    def order_by(self, key: Callable[[str], Hashable] | None, reverse: bool = False) -> None:
+        """Sort rows by ``key(row_key)`` from now on (``None``: insertion order), keeping the cursor."""
+        selected = self.selected_key
+        self._order_key, self._reverse = key, reverse
+        self._reorder(selected)
+        self.refresh()
+
+    def mark_column(self, column: str | None, mark: str = " ▼") -> None:
+        """Append ``mark`` to one column's label (the sort column), removing it from the others."""
+        base = {k: label for k, label in self._base_labels}
+        self._column_spec = tuple((k, base[k] + (mark if k == column else "")) for k in base)
+        for i, (_, label) in enumerate(self._column_spec):
+            self._widths[i] = max(self._widths[i], len(label))
+        self._header = None
+        self._cache.clear()
+        self.refresh()
+
+    def select_key(self, key: str) -> bool:
+        if key not in self._index:
+            return False
+        self._move_to(self._index[key])
+        return True
+
+    def sync(self, rows: Mapping[str, Any]) -> None:
+        """Make the table show exactly ``rows`` (key -> row source), re-rendering only rows that changed."""
+        selected = self.selected_key
+        old = self._rows
+        membership = len(rows) != len(old) or any(k not in old for k in rows)
+        cache = self._cache
+        for key, source in rows.items():
+            before = old.get(key)
+            if before is not source and before != source:
+                cache.pop(key, None)
+        self._rows = dict(rows)
+        if membership or self._order_key is not None:
+            self._reorder(selected)
+        self.refresh()
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _note_widths(self, cells: Cells) -> bool:
+        widened = False
+        for i, cell in enumerate(cells):
+            width = min(MAX_COLUMN, _cell_text(cell).cell_len)
+            if width > self._widths[i]:
+                self._widths[i] = width
+                widened = True
+        return widened
+
+    def _reorder(self, selected: str | None) -> None:
+        if self._order_key is None:
+            order = [k for k in self._order if k in self._rows] if self._order else list(self._rows)
+            known = set(order)
+            order += [k for k in self._rows if k not in known]
+        else:
+            order_key = self._order_key
+            order = sorted(self._rows, key=order_key, reverse=self._reverse)
+        self._order = order
+        self._index = {k: i for i, k in enumerate(order)}
+        width = sum(self._widths) + GAP * len(self._widths)
+        self.virtual_size = Size(width, len(order) + 1)
+        if selected is not None and selected in self._index:
+            self.cursor_row = self._index[selected]
+        else:
+            self.cursor_row = min(self.cursor_row, max(0, len(order) - 1))
+        self._highlight_changed()
+
+    def _highlight_changed(self) -> None:
+        key = self.selected_key
+        if key != self._last_highlight:
+            self._last_highlight = key
+            self.post_message(self.RowHighlighted(self, key))
+
+    def _move_to(self, index: int, scroll: bool = True) -> None:
+        if not self._order:
+            return
+        self.cursor_row = max(0, min(index, len(self._order) - 1))
+        if scroll:
+            self._scroll_cursor_into_view()
+        self.refresh()
+        self._highlight_changed()
+
+    def _scroll_cursor_into_view(self) -> None:
+        visible = max(1, self.scrollable_content_region.height - 1)
+        top = int(self.scroll_offset.y)
+        if self.cursor_row < top:
+            self.scroll_to(y=self.cursor_row, animate=False)
+        elif self.cursor_row >= top + visible:
+            self.scroll_to(y=self.cursor_row - visible + 1, animate=False)
+
+    def _render_cells(self, cells: Sequence[Any], style: Style | None = None) -> Strip:
+        line = Text(no_wrap=True, overflow="ellipsis", end="")
+        for width, cell in zip(self._widths, cells, strict=False):
+            text = _cell_text(cell).copy()
+            text.truncate(width, overflow="ellipsis", pad=True)
+            line.append_text(text)
+            line.append(" " * GAP)
+        segments = list(line.render(self.app.console))
+        strip = Strip(segments, line.cell_len)
+        return strip.apply_style(style) if style is not None else strip
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        scroll_x, scroll_y = int(self.scroll_offset.x), int(self.scroll_offset.y)
+        if y == 0:
+            if self._header is None:
+                labels = [Text(label) for _, label in self._column_spec]
+                self._header = self._render_cells(labels, self.get_component_rich_style("keyed-table--header"))
+            header_style = self.get_component_rich_style("keyed-table--header")
+            return self._header.crop_extend(scroll_x, scroll_x + width, header_style)
+        index = scroll_y + y - 1
+        if index >= len(self._order):
+            return Strip.blank(width, self.rich_style)
+        key = self._order[index]
+        strip = self._cache.get(key)
+        if strip is None:
+            cells = self.cells_for(key, self._rows[key])
+            if self._note_widths(cells):
+                # A wider cell than any drawn so far: redraw everything at the new widths next frame.
+                self._cache.clear()
+                self._header = None
+                self.virtual_size = Size(sum(self._widths) + GAP * len(self._widths), len(self._order) + 1)
+                self.refresh()
+            strip = self._cache[key] = self._render_cells(cells)
+        if index == self.cursor_row:
+            cursor = self.get_component_rich_style("keyed-table--cursor")
+            return strip.crop_extend(scroll_x, scroll_x + width, None).apply_style(cursor)
+        return strip.crop_extend(scroll_x, scroll_x + width, None)
+
+    def on_resize(self, _: events.Resize) -> None:
+        self._cache.clear()
+        self._header = None
+
+    def on_click(self, event: events.Click) -> None:
+        if event.y >= 1:
+            self._move_to(int(self.scroll_offset.y) + event.y - 1, scroll=False)
+            if event.chain >= 2 and self.selected_key is not None:
+                self.post_message(self.RowSelected(self, self.selected_key))
+
+    def action_cursor(self, delta: int) -> None:
+        self._move_to(self.cursor_row + delta)
+
+    def action_page(self, direction: int) -> None:
+        self._move_to(self.cursor_row + direction * max(1, self.scrollable_content_region.height - 2))
+
+    def action_jump(self, where: int) -> None:
+        self._move_to(0 if where == 0 else len(self._order) - 1)
+
+    def action_select(self) -> None:
+        if self.selected_key is not None:
+            self.post_message(self.RowSelected(self, self.selected_key))
+
+
+def _cell_text(cell: Any) -> Text:
+    return cell if isinstance(cell, Text) else Text(str(cell))
+

@@ -1,0 +1,112 @@
+"""A pending plan as a diff per job: current vs proposed allocation and the predicted effect."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.plan import ChangeKind, JobPrediction, Plan
+from heet_tui.core.snapshot import Snapshot
+from heet_tui.ui.format import clock, duration, rate, signed_percent
+from heet_tui.ui.widgets.keyed_table import Cells, KeyedTable
+
+COLUMNS = (("job", "Job"), ("change", "Change"), ("current", "Current"), ("proposed", "Proposed"),
+           ("tput", "Throughput"), ("delta", "Δ"), ("done", "Completes in"), ("pause", "Restart pause"))
+
+_KIND_STYLE = {ChangeKind.START: "bold green", ChangeKind.STOP: "bold red", ChangeKind.GROW: "green",
+               ChangeKind.SHRINK: "yellow", ChangeKind.MIGRATE: "cyan"}
+_KIND_ORDER = {ChangeKind.START: 0, ChangeKind.GROW: 1, ChangeKind.MIGRATE: 2, ChangeKind.SHRINK: 3,
+               ChangeKind.STOP: 4, None: 5}
+
+
+def short_alloc(alloc: Allocation | None, limit: int = 2) -> str:
+    if alloc is None or alloc.num_gpus == 0:
+        return "-"
+    names = alloc.host_names
+    where = ",".join(names[:limit]) + (f" +{len(names) - limit}" if len(names) > limit else "")
+    return f"{alloc.num_gpus}x{alloc.gpu_type} @{where}"
+
+
+@dataclass(frozen=True, slots=True)
+class PlanRow:
+    """One job's line of the diff; compared by value so an unchanged line is never redrawn."""
+
+    job_id: str
+    kind: ChangeKind | None
+    before: Allocation | None
+    after: Allocation | None
+    prediction: JobPrediction | None
+
+
+def plan_rows(plan: Plan) -> dict[str, PlanRow]:
+    """Changed jobs first (by kind), then jobs the plan leaves as they are (before == after for those)."""
+    kinds = {c.job_id: c for c in plan.changes}
+    predictions = {p.job_id: p for p in plan.effect.jobs}
+    job_ids = sorted(set(kinds) | set(plan.allocations), key=lambda j: (_KIND_ORDER[kinds[j].kind if j in kinds
+                                                                                    else None], j))
+    rows = {}
+    for job_id in job_ids:
+        change = kinds.get(job_id)
+        after = change.after if change else plan.allocations.get(job_id)
+        before = change.before if change else after
+        rows[job_id] = PlanRow(job_id, change.kind if change else None, before, after, predictions.get(job_id))
+    return rows
+
+
+def plan_cells(row: PlanRow) -> Cells:
+    pred = row.prediction
+    if pred is None:
+        tput, delta, done, pause = "-", "-", "-", "-"
+    else:
+        tput = f"{rate(pred.throughput_before)} → {rate(pred.throughput_after)}"
+        delta = signed_percent(pred.throughput_before, pred.throughput_after)
+        done = duration(pred.completion_s)
+        pause = duration(pred.restart_pause_s) if pred.restart_pause_s else "-"
+    kind = row.kind
+    label = Text(kind.value if kind else "keep", style=_KIND_STYLE[kind] if kind else "dim")
+    return (row.job_id, label, short_alloc(row.before), short_alloc(row.after), tput, delta, done, pause)
+
+
+def summary(snap: Snapshot) -> Text:
+    text = Text()
+    plan = snap.plan
+    if plan is None or snap.plan_id is None:
+        text.append("No plan pending: the current allocation stands.", style="dim")
+        return text
+    text.append(f"Plan #{snap.plan_id}", style="bold")
+    text.append(f" by {plan.policy or snap.policy}, proposed at {clock(plan.created_at, snap.mode)}")
+    counts: dict[str, int] = {}
+    for change in plan.changes:
+        counts[change.kind.value] = counts.get(change.kind.value, 0) + 1
+    text.append("  " + (", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no changes"))
+    effect = plan.effect
+    if effect.avg_jct_s is not None:
+        text.append(f"\npredicted average JCT {duration(effect.avg_jct_before_s)} → ", style="bold")
+        text.append(duration(effect.avg_jct_s), style="bold green" if (effect.avg_jct_before_s or 1e18)
+                    >= effect.avg_jct_s else "bold red")
+    restarts = sum(1 for c in plan.changes if c.needs_restart)
+    text.append(f"  restarts {restarts}")
+    text.append("   auto-approve " + ("ON: plans apply without asking" if snap.auto_approve else "off"))
+    return text
+
+
+class PlanTable(KeyedTable):
+    def __init__(self, **kwargs) -> None:
+        super().__init__(COLUMNS, **kwargs)
+        self._rank: dict[str, int] = {}
+
+    def on_mount(self) -> None:
+        self.order_by(lambda job_id: self._rank.get(job_id, 1 << 30))
+
+    def show(self, snap: Snapshot) -> None:
+        if snap.plan is None:
+            self.sync({})
+            return
+        rows = plan_rows(snap.plan)
+        self._rank = {job_id: i for i, job_id in enumerate(rows)}
+        self.sync(rows)
+
+    def cells_for(self, key: str, source: PlanRow) -> Cells:
+        return plan_cells(source)

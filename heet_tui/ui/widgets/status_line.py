@@ -1,0 +1,60 @@
+"""The one-line summary at the top of every screen: mode, clock, policy, plan, auto-approve."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.text import Text
+from textual.widgets import Static
+
+from heet_tui.core.host import HostState
+from heet_tui.core.job import JobState
+from heet_tui.core.snapshot import Snapshot
+from heet_tui.ui.format import clock
+
+
+class StatusLine(Static):
+    """Renders a snapshot's headline figures; knows nothing of the screen it sits on."""
+
+    DEFAULT_CSS = "StatusLine { height: 1; background: $panel; color: $text; padding: 0 1; }"
+
+    def __init__(self, title: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._title = title
+        self._read_only = False
+        self._shown: Text | None = None
+
+    def on_mount(self) -> None:
+        self._read_only = bool(getattr(self.app, "read_only", False))
+        self.show(getattr(self.app, "latest", None))
+
+    def show(self, snap: Snapshot | None) -> None:
+        text = Text()
+        text.append(f" {self._title} ", style="bold reverse")
+        if snap is None:
+            if getattr(self.app, "backend", None) is None:
+                text.append("  controller not available: the hosts file is all there is to see", style="yellow")
+            else:
+                text.append("  waiting for the first snapshot…", style="dim")
+        else:
+            ready = sum(1 for h in snap.hosts if h.state is HostState.READY)
+            gpus = sum(len(h.gpus) for h in snap.hosts)
+            busy = sum(len(h.gpu_jobs) for h in snap.hosts)
+            states = Counter(j.state for j in snap.jobs)
+            running = states[JobState.RUNNING] + states[JobState.RESIZING]
+            queued = states[JobState.QUEUED] + states[JobState.PROFILING]
+            done = states[JobState.DONE] + states[JobState.FAILED] + states[JobState.CANCELLED]
+            text.append(f"  {snap.mode}", style="bold magenta" if snap.mode == "demo" else "bold")
+            text.append(f"  {clock(snap.now, snap.mode)}")
+            text.append(f"  hosts {ready}/{len(snap.hosts)} ready  GPUs {busy}/{gpus} busy")
+            text.append(f"  jobs {running} run · {queued} wait · {done} done")
+            text.append(f"  policy {snap.policy}")
+            if snap.plan is not None and snap.plan_id is not None and not snap.plan.is_empty:
+                text.append(f"  plan #{snap.plan_id} pending ({len(snap.plan.changes)})", style="bold yellow")
+            text.append("  auto " + ("on" if snap.auto_approve else "off"),
+                        style="green" if snap.auto_approve else "dim")
+        if self._read_only:
+            text.append("  READ-ONLY", style="bold red")
+        if text != self._shown:
+            self._shown = text
+            self.update(text, layout=False)  # one fixed line: never worth a relayout

@@ -1,0 +1,98 @@
+"""The demo backend on the real simulator and scheduler: plans, approval, tweaks, submit, refusals."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from conftest import run
+from ui_fakes import profile_dir
+
+from heet_tui.control.demo_backend import DemoBackend, demo_workload
+from heet_tui.core.intents import ApprovePlan, DrainHost, EditJob, RejectPlan, SetAutoApprove, SubmitJob
+from heet_tui.core.job import JobState
+from heet_tui.core.sched_input import Constraints
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "jobs"
+
+
+async def next_with_plan(backend: DemoBackend, stream, tries: int = 50):
+    for _ in range(tries):
+        snap = await asyncio.wait_for(anext(stream), 30)
+        if snap.plan_id is not None:
+            return snap
+    raise AssertionError("no plan was proposed")
+
+
+def test_demo_plans_waits_for_approval_and_applies_it(tmp_path):
+    async def scenario():
+        backend = DemoBackend(profiles=profile_dir(tmp_path), jobs=4, round_wall_s=0.01)
+        await backend.start()
+        stream = backend.snapshots()
+        try:
+            snap = await next_with_plan(backend, stream)
+            assert snap.mode == "demo" and len(snap.hosts) == 11 and sum(len(h.gpus) for h in snap.hosts) == 64
+            assert not snap.auto_approve and snap.plan.changes
+            assert all(j.allocation is None for j in snap.jobs)  # nothing runs before the user says so
+            with pytest.raises(ValueError, match="no longer pending"):
+                await backend.post(ApprovePlan(snap.plan_id + 99))
+            # A tweak is previewed without being applied: the job is pinned to one T4.
+            job = snap.plan.changes[0].job_id
+            effect = await backend.preview(EditJob(snap.plan_id, job, Constraints(pinned_type="T4", fixed_count=1)))
+            pred = effect.for_job(job)
+            assert pred is not None and pred.throughput_after > 0
+            assert backend.sim.jobs[job].constraints == Constraints()
+            # Applying the tweak re-plans with it: the job now gets exactly one T4.
+            await backend.post(EditJob(snap.plan_id, job, Constraints(pinned_type="T4", fixed_count=1)))
+            snap = await next_with_plan(backend, stream)
+            tweaked = snap.plan.allocations[job]
+            assert (tweaked.gpu_type, tweaked.num_gpus) == ("T4", 1)
+            message = await backend.post(ApprovePlan(snap.plan_id))
+            assert f"plan #{snap.plan_id} applied" in message
+            for _ in range(20):
+                after = await asyncio.wait_for(anext(stream), 30)
+                if any(j.state is JobState.RUNNING for j in after.jobs):
+                    break
+            running = [j for j in after.jobs if j.allocation is not None]
+            assert running
+            assert sum(len(h.gpu_jobs) for h in after.hosts) == sum(j.allocation.num_gpus for j in running)
+            assert after.profiles and any(c.measured for p in after.profiles for c in p.cells)
+            assert any(not c.measured and c.uncertainty >= 0 for p in after.profiles for c in p.cells)
+        finally:
+            await backend.stop()
+
+    run(scenario())
+
+
+def test_reject_submit_and_refusals(tmp_path):
+    async def scenario():
+        backend = DemoBackend(profiles=profile_dir(tmp_path), jobs=2, round_wall_s=0.01)
+        await backend.start()
+        stream = backend.snapshots()
+        try:
+            snap = await next_with_plan(backend, stream)
+            await backend.post(RejectPlan(snap.plan_id))
+            assert backend.sim.pending_plan is None
+            result = await backend.post(SubmitJob(str(EXAMPLES / "small-cnn.toml")))
+            assert "submitted small-cnn" in result and "small-cnn" in backend.sim.jobs
+            with pytest.raises(ValueError, match="simulated"):
+                await backend.post(DrainHost("aws-0"))
+            bad = tmp_path / "bad.toml"
+            bad.write_text('name = "x"\n')
+            with pytest.raises(ValueError, match="bad.toml"):
+                await backend.post(SubmitJob(str(bad)))
+            await backend.post(SetAutoApprove(True))
+            assert not backend.sim.manual_approval and backend.sim.pending_plan is None
+        finally:
+            await backend.stop()
+
+    run(scenario())
+
+
+def test_demo_workload_uses_the_shared_configurations():
+    jobs = demo_workload(("cifar10", "imagenet"), 5)
+    assert [j.application for j in jobs] == ["cifar10"] * 4 + ["imagenet"]
+    assert jobs[0].num_replicas == 4 and jobs[0].batch_size == 2048 and jobs[1].time > jobs[0].time
+    with pytest.raises(ValueError):
+        demo_workload((), 3)

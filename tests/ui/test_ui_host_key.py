@@ -1,0 +1,61 @@
+"""First contact: a host with an unknown key opens a dialog with its fingerprint; trust posts the intent."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from conftest import SIZE, run, wait_for
+from textual.widgets import Static
+from ui_fakes import FINGERPRINT, host, small_snapshot
+
+from heet_tui.core.host import HostState
+from heet_tui.core.intents import TrustHostKey
+from heet_tui.ui.dialogs.host_key import HostKeyDialog, fingerprint_in
+
+
+def with_new_host(snap):
+    newcomer = host("gpu-new", "A100", 8, {}, state=HostState.HOST_KEY_UNKNOWN,
+                    message=f"host key not known: ssh-ed25519 {FINGERPRINT}")
+    return replace(snap, hosts=(*snap.hosts, newcomer))
+
+
+def test_unknown_key_asks_once_and_trust_posts_the_fingerprint(make_app, backend):
+    backend.current = with_new_host(small_snapshot())
+
+    async def scenario():
+        app = make_app("cluster")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, HostKeyDialog))
+            assert FINGERPRINT in str(app.screen.query_one("#fingerprint", Static).render())
+            await pilot.click("#no")
+            await wait_for(pilot, lambda: not isinstance(app.screen, HostKeyDialog))
+            backend.push(with_new_host(small_snapshot(1)))  # same key again: not asked twice
+            await pilot.pause(0.1)
+            assert not isinstance(app.screen, HostKeyDialog) and backend.posted == []
+            table = app.screen.query_one("#hosts")
+            table.select_key("gpu-new")
+            await pilot.press("k")  # but the user can come back to it
+            await wait_for(pilot, lambda: isinstance(app.screen, HostKeyDialog))
+            await pilot.click("#yes")
+            await wait_for(pilot, lambda: backend.posted)
+            assert backend.posted == [TrustHostKey("gpu-new", FINGERPRINT)]
+
+    run(scenario())
+
+
+def test_read_only_never_offers_to_trust(make_app, backend):
+    backend.current = with_new_host(small_snapshot())
+
+    async def scenario():
+        app = make_app("cluster", read_only=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None)
+            await pilot.pause(0.1)
+            assert not isinstance(app.screen, HostKeyDialog)
+
+    run(scenario())
+
+
+def test_fingerprint_parsing():
+    assert fingerprint_in(f"unknown key {FINGERPRINT} (ed25519)") == FINGERPRINT
+    assert fingerprint_in("connection refused") is None

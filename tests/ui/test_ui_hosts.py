@@ -1,0 +1,143 @@
+"""Hosts screen: add, edit, remove through the form; the TOML keeps its comments; bad input explained."""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+from pathlib import Path
+
+from conftest import SIZE, run, wait_for
+from textual.widgets import Input, Static
+
+from heet_tui.ui.dialogs.confirm import ConfirmDialog
+from heet_tui.ui.dialogs.host_form import HostFormDialog
+from heet_tui.ui.screens.hosts import HostsScreen
+
+DATA = Path(__file__).parent / "data"
+COMMENTS = ("# Lab cluster: keep this comment.", "# everyone logs in as alice", "# The A100 box in rack 1.",
+            "# The old T4 node.")
+
+
+def hosts_copy(tmp_path: Path) -> Path:
+    path = tmp_path / "hosts.toml"
+    shutil.copy(DATA / "hosts_with_comments.toml", path)
+    return path
+
+
+async def fill(pilot, dialog: HostFormDialog, **values: str) -> None:
+    for key, value in values.items():
+        dialog.query_one(f"#f-{key}", Input).value = value
+    await pilot.pause()
+
+
+def test_add_edit_remove_round_trip_keeps_comments(make_app, tmp_path):
+    path = hosts_copy(tmp_path)
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, HostsScreen)
+            await wait_for(pilot, lambda: screen.table.row_count == 2)
+            await pilot.press("n")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
+            await fill(pilot, app.screen, name="rtx-1", address="10.0.0.13", gpus="0,1", rack="r3",
+                       emulate="RTX2080Ti:2:0.5")
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen) and screen.table.row_count == 3)
+            data = tomllib.loads(path.read_text())
+            assert data["hosts"][2] == {"name": "rtx-1", "address": "10.0.0.13", "gpus": [0, 1], "rack": "r3",
+                                        "emulate": {"gpu_type": "RTX2080Ti", "count": 2, "speed": 0.5}}
+            assert screen.table.selected_key == "rtx-1"
+
+            screen.table.select_key("t4-1")
+            await pilot.press("e")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
+            form = app.screen
+            assert form.query_one("#f-gpu_type", Input).value == "T4"  # the host's own keys fill the form
+            await fill(pilot, form, rack="r9", gpu_type="")
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen))
+            t4 = tomllib.loads(path.read_text())["hosts"][1]
+            assert t4 == {"name": "t4-1", "address": "10.0.0.12", "rack": "r9"}
+
+            screen.table.select_key("rtx-1")
+            await pilot.press("x")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+            await pilot.press("y")
+            await wait_for(pilot, lambda: screen.table.row_count == 2)
+            text = path.read_text()
+            assert [h["name"] for h in tomllib.loads(text)["hosts"]] == ["a100-1", "t4-1"]
+            for comment in COMMENTS:
+                assert comment in text, comment
+            assert (tmp_path / "hosts.toml.bak").exists()
+
+    run(scenario())
+
+
+def test_invalid_host_is_explained_in_the_form_and_nothing_is_saved(make_app, tmp_path):
+    path = hosts_copy(tmp_path)
+    before = path.read_text()
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.screen.table.row_count == 2)
+            await pilot.press("n")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
+            form = app.screen
+            await fill(pilot, form, name="a100-1")
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: "already exists" in str(form.query_one("#form-error", Static).render()))
+            await fill(pilot, form, name="new-1", port="22x")
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: '"22x" is not a whole number' in str(form.query_one("#form-error",
+                                                                                                Static).render()))
+            await fill(pilot, form, port="70000")
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: "out of range" in str(form.query_one("#form-error", Static).render()))
+            assert isinstance(app.screen, HostFormDialog)
+            await pilot.press("escape")
+            assert path.read_text() == before
+
+    run(scenario())
+
+
+def test_broken_file_is_reported_with_its_line(make_app, tmp_path):
+    path = tmp_path / "hosts.toml"
+    path.write_text('[[hosts]]\nname = "a"\ngpus = "zero"\n')
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            problem = str(app.screen.query_one("#hosts-problem", Static).render())
+            assert "hosts.toml:3" in problem and "gpus" in problem
+            assert app.screen.check_action("add_host", ()) is None
+
+    run(scenario())
+
+
+def test_open_in_editor_reloads_and_revalidates(make_app, tmp_path, monkeypatch):
+    """The editor is a real subprocess; only the terminal hand-over (suspend) is skipped headless."""
+    import contextlib
+
+    path = hosts_copy(tmp_path)
+    monkeypatch.setenv("EDITOR", "sed -i s/t4-1/t4-2/")
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        monkeypatch.setattr(app, "suspend", contextlib.nullcontext)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            await wait_for(pilot, lambda: screen.table.row_count == 2)
+            await pilot.press("o")
+            await wait_for(pilot, lambda: "t4-2" in [screen.table.get_row_at(i)[0] for i in range(2)])
+            assert screen.problem == ""
+            monkeypatch.setenv("EDITOR", "sed -i s/^rack/rak/")  # the user saves a typo
+            await pilot.press("o")
+            await wait_for(pilot, lambda: screen.problem != "")
+            assert 'unknown key "rak"' in screen.problem and "hosts.toml:9" in screen.problem
+            assert screen.table.row_count == 2  # the last good table stays on screen
+
+    run(scenario())

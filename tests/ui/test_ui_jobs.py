@@ -1,0 +1,95 @@
+"""Jobs screen: sort and filter with the cursor kept on its job while rows update; cancel confirms."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from conftest import SIZE, run, wait_for
+from ui_fakes import small_snapshot
+
+from heet_tui.core.intents import CancelJob
+from heet_tui.core.job import JobState
+from heet_tui.ui.dialogs.confirm import ConfirmDialog
+from heet_tui.ui.widgets.job_detail import JobDetail
+from heet_tui.ui.widgets.job_table import JobTable
+
+
+def order(table: JobTable) -> list[str]:
+    return [table.get_row_at(i)[0] for i in range(table.row_count)]
+
+
+def test_sort_keeps_cursor_on_the_selected_job_while_rows_update(make_app, backend):
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.screen.query_one(JobTable)
+            await wait_for(pilot, lambda: table.row_count == 4)
+            assert order(table) == ["j1", "j2", "j3", "j4"]  # by state: running, queued, done
+            table.select_key("j2")
+            await pilot.press("s")  # next sort: progress, highest first
+            await wait_for(pilot, lambda: order(table)[0] == "j4")
+            assert table.selected_key == "j2"
+            # j3 overtakes everybody while the user is looking at j2; the cursor stays on j2.
+            snap = small_snapshot(1)
+            jobs = tuple(replace(j, progress=0.99) if j.id == "j3" else j for j in snap.jobs)
+            backend.push(replace(snap, jobs=jobs))
+            await wait_for(pilot, lambda: order(table)[:2] == ["j4", "j3"])
+            assert table.selected_key == "j2"
+            assert order(table).index("j2") == table.cursor_row
+            assert "bert" in str(app.screen.query_one(JobDetail).render())
+
+    run(scenario())
+
+
+def test_filter_narrows_rows_and_escape_restores_them(make_app):
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.screen.query_one(JobTable)
+            await wait_for(pilot, lambda: table.row_count == 4)
+            await pilot.press("slash", *"a100")
+            await wait_for(pilot, lambda: order(table) == ["j1"])
+            await pilot.press("enter", "escape")
+            await wait_for(pilot, lambda: table.row_count == 4)
+
+    run(scenario())
+
+
+def test_cancel_asks_first_and_posts_only_on_yes(make_app, backend):
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.screen.query_one(JobTable)
+            await wait_for(pilot, lambda: table.row_count == 4)
+            table.select_key("j2")
+            await pilot.press("x")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+            await pilot.press("n")
+            await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmDialog))
+            assert backend.posted == []
+            await pilot.press("x")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+            await pilot.press("y")
+            await wait_for(pilot, lambda: backend.posted)
+            assert backend.posted == [CancelJob("j2")]
+            # A finished job cannot be cancelled: the binding is not offered.
+            table.select_key("j4")
+            await pilot.pause()
+            assert app.screen.check_action("cancel_job", ()) is None
+
+    run(scenario())
+
+
+def test_stale_host_stays_listed_with_its_age(make_app):
+    async def scenario():
+        from heet_tui.ui.widgets.host_table import HostTable
+
+        app = make_app("cluster")
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.screen.query_one(HostTable)
+            await wait_for(pilot, lambda: table.row_count == 3)
+            state = table.get_row("a100-2")[2].plain
+            assert "unreachable" in state and "stale 1m00s" in state
+            assert [j.state for j in app.latest.jobs][:1] == [JobState.RUNNING]
+
+    run(scenario())

@@ -1,0 +1,98 @@
+"""Plan screen: approve, reject, tweak with a live prediction, auto-approve."""
+
+from __future__ import annotations
+
+from conftest import SIZE, run, wait_for
+from textual.widgets import Input, Static
+
+from heet_tui.core.intents import ApprovePlan, EditJob, RejectPlan, SetAutoApprove
+from heet_tui.ui.dialogs.tweak import TweakDialog
+from heet_tui.ui.widgets.plan_table import PlanTable
+
+
+def test_plan_rows_show_diff_and_prediction(make_app):
+    async def scenario():
+        app = make_app("plan")
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.screen.query_one(PlanTable)
+            await wait_for(pilot, lambda: table.row_count == 3)
+            assert [table.get_row_at(i)[0] for i in range(3)] == ["j3", "j1", "j2"]  # start, grow, then keep
+            j1 = table.get_row("j1")
+            assert j1[1].plain == "grow" and j1[2] == "2xA100 @a100-1" and j1[3] == "4xA100 @a100-1"
+            assert j1[5] == "+93%" and j1[7] == "50s"
+            assert "50m00s" in str(app.screen.query_one("#plan-summary", Static).render())
+
+    run(scenario())
+
+
+def test_approve_posts_the_pending_plan_and_clears_it(make_app, backend):
+    async def scenario():
+        app = make_app("plan")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None)
+            await pilot.press("a")
+            await wait_for(pilot, lambda: backend.posted)
+            assert backend.posted == [ApprovePlan(7)]
+            table = app.screen.query_one(PlanTable)
+            await wait_for(pilot, lambda: table.row_count == 0)
+            # With nothing pending, approving again is not offered.
+            assert app.screen.check_action("approve", ()) is None
+            await pilot.press("a")
+            await pilot.pause()
+            assert backend.posted == [ApprovePlan(7)]
+
+    run(scenario())
+
+
+def test_reject_posts_reject(make_app, backend):
+    async def scenario():
+        app = make_app("plan")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None)
+            await pilot.press("r")
+            await wait_for(pilot, lambda: backend.posted)
+            assert backend.posted == [RejectPlan(7)]
+
+    run(scenario())
+
+
+def test_tweak_re_predicts_while_editing_and_applies_the_edit(make_app, backend):
+    async def scenario():
+        app = make_app("plan")
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.screen.query_one(PlanTable)
+            await wait_for(pilot, lambda: table.row_count == 3)
+            table.select_key("j1")
+            await pilot.press("e")
+            await wait_for(pilot, lambda: isinstance(app.screen, TweakDialog))
+            dialog = app.screen
+            await wait_for(pilot, lambda: dialog.previews >= 1)
+            count = dialog.query_one("#count", Input)
+            count.focus()
+            await pilot.press("3")
+            await wait_for(pilot, lambda: dialog.previews >= 2 and backend.previews[-1].constraints.fixed_count == 3)
+            text = str(dialog.query_one("#prediction", Static).render())
+            assert "790/s as proposed, 600/s with this tweak" in text and "+46%" in text  # fake: 200 x 3, vs 410 now
+            # A count outside the job's range is refused in the form, before any prediction.
+            await pilot.press("backspace", "9")
+            await wait_for(pilot, lambda: "from 1 to 4" in str(dialog.query_one("#error", Static).render()))
+            assert backend.previews[-1].constraints.fixed_count == 3
+            await pilot.press("backspace", "4")
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: any(isinstance(i, EditJob) for i in backend.posted))
+            edit = backend.posted[-1]
+            assert edit.job_id == "j1" and edit.plan_id == 7 and edit.constraints.fixed_count == 4
+
+    run(scenario())
+
+
+def test_auto_approve_toggle(make_app, backend):
+    async def scenario():
+        app = make_app("plan")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None)
+            await pilot.press("t")
+            await wait_for(pilot, lambda: backend.posted)
+            assert backend.posted == [SetAutoApprove(True)]
+
+    run(scenario())

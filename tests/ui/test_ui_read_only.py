@@ -1,0 +1,62 @@
+"""--read-only: nothing that changes anything is offered, bound, or sent."""
+
+from __future__ import annotations
+
+from conftest import SIZE, run, wait_for
+from textual.widgets import Footer
+
+from heet_tui.core.intents import SubmitJob
+from heet_tui.ui.commands import HeetCommands
+
+
+def test_read_only_hides_every_changing_action(make_app, backend, tmp_path):
+    async def scenario():
+        app = make_app("plan", read_only=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None)
+            shown = {b.action for b in (x.binding for x in app.screen.active_bindings.values()) if b.show}
+            enabled = {x.binding.action for x in app.screen.active_bindings.values() if x.enabled}
+            assert not {"approve", "reject", "tweak", "toggle_auto"} & enabled
+            assert "switch_mode('jobs')" in shown
+            await pilot.press("a", "r", "t", "e")
+            for mode, keys in (("jobs", ("x",)), ("cluster", ("d", "c")), ("hosts", ("n", "x", "o"))):
+                app.switch_mode(mode)
+                await pilot.pause()
+                await pilot.press(*keys)
+                await pilot.pause()
+                assert not any(x.enabled for x in app.screen.active_bindings.values()
+                               if x.binding.action in {"cancel_job", "drain", "connect", "add_host",
+                                                       "remove_host", "open_editor", "edit_host"})
+            assert app.screen.query_one(Footer) is not None
+            names = [name for name, _, _ in HeetCommands(app.screen)._commands()]
+            assert names and all(name.startswith("go to") for name in names)
+            assert backend.posted == []
+
+    run(scenario())
+
+
+def test_palette_offers_the_four_commands_when_writable(make_app):
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            names = [name for name, _, _ in HeetCommands(app.screen)._commands()]
+            for wanted in ("submit job…", "connect host…", "drain host…", "switch policy…"):
+                assert wanted in names
+            assert any(n.startswith("submit job ") and n.endswith(".toml") for n in names)
+
+    run(scenario())
+
+
+def test_palette_submit_posts_the_example_spec(make_app, backend):
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            commands = {name: callback for name, callback, _ in HeetCommands(app.screen)._commands()}
+            commands["submit job small-cnn.toml"]()
+            await wait_for(pilot, lambda: backend.posted)
+            (intent,) = backend.posted
+            assert isinstance(intent, SubmitJob) and intent.spec_path.endswith("examples/jobs/small-cnn.toml")
+
+    run(scenario())

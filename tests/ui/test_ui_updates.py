@@ -1,0 +1,49 @@
+"""Snapshot bursts collapse into the newest one; a big cluster stays listed in full."""
+
+from __future__ import annotations
+
+from conftest import SIZE, run, wait_for
+from ui_fakes import small_snapshot
+
+from heet_tui.bench.synthetic_snapshot import SyntheticCluster
+from heet_tui.ui.messages import SnapshotArrived
+from heet_tui.ui.widgets.host_table import HostTable
+from heet_tui.ui.widgets.job_table import JobTable
+
+
+def test_a_burst_of_snapshots_is_coalesced_into_the_latest(make_app):
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None)
+            seen = app.snapshots_seen
+            burst = [small_snapshot(step) for step in range(1, 31)]
+            for snap in burst:
+                app.post_message(SnapshotArrived(snap))
+            await wait_for(pilot, lambda: app.latest is burst[-1])
+            assert app.snapshots_seen - seen < len(burst)
+            table = app.screen.query_one(JobTable)
+            assert "55%" in table.get_row("j1")[5]  # progress of the last snapshot: 0.25 + 30 x 0.01
+
+    run(scenario())
+
+
+def test_large_cluster_lists_every_host_and_job(make_app):
+    big = SyntheticCluster(256, 2000).snapshot(3)
+
+    async def scenario():
+        app = make_app("cluster")
+        async with app.run_test(size=SIZE) as pilot:
+            app.post_message(SnapshotArrived(big))
+            table = app.screen.query_one(HostTable)
+            await wait_for(pilot, lambda: table.row_count == 256)
+            unreachable = [h.name for h in big.hosts if h.state.value == "unreachable"]
+            assert unreachable and all("stale" in table.get_row(n)[2].plain for n in unreachable)
+            app.switch_mode("jobs")
+            await pilot.pause()
+            jobs = app.screen.query_one(JobTable)
+            await wait_for(pilot, lambda: jobs.row_count == 2000)
+            await pilot.press("end")
+            assert jobs.cursor_row == 1999
+
+    run(scenario())
