@@ -1,0 +1,38 @@
+"""``heet-tui bench profiling`` end to end on the tiny shipped subset, and its clean failures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from heet_tui.cli.main import main
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "profiles"
+
+
+def test_bench_prints_the_issue_json_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "profiling", "--profiles", str(DATA), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for case in ("leave_one_job_out", "leave_one_model_out", "cold_type"):
+        summary = out[case]
+        assert {"median_ape", "p90_ape", "baseline_median_ape", "cells_predicted"} <= set(summary)
+        assert summary["cells_predicted"] > 0
+        assert 0 <= summary["median_ape"] <= summary["p90_ape"]
+    assert out["meta"]["gpu_types"] == ["A100", "RTX2080Ti", "T4"]
+    # with other batch sizes of the model known, a few runs predict the rest well
+    assert out["leave_one_job_out"]["median_ape"] < out["leave_one_job_out"]["baseline_median_ape"]
+
+
+def test_bench_reports_bad_input_cleanly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "profiling", "--profiles", str(tmp_path / "missing")]) == 2
+    assert "profile directory not found" in capsys.readouterr().err
+    bad = tmp_path / "m"
+    bad.mkdir()
+    (bad / "placements-aws.csv").write_text("placement,local_bsz,step_time,sync_time\n1,8,oops,0\n")
+    assert main(["bench", "profiling", "--profiles", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert 'm/placements-aws.csv:2: column "step_time": not a number: "oops"' in err
+    assert "Traceback" not in err
+    assert main(["bench", "profiling", "--profiles", str(DATA), "--cases", "nope"]) == 2

@@ -1,0 +1,101 @@
+"""The profiling service on the tiny real subset: fold-in, online refinement, adapter, sampler."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from heet_tui.profiling.ground_truth import build_ground_truth
+from heet_tui.profiling.predictor import ThroughputPredictor
+from heet_tui.profiling.sia_format import read_profiles
+from heet_tui.profiling.tensor import JobKey, Source, ThroughputTensor
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "profiles"
+
+
+@pytest.fixture(scope="module")
+def truth():
+    return build_ground_truth(read_profiles(DATA), DATA)
+
+
+def _predictor_without(truth, held: JobKey, whole_model: bool = False) -> ThroughputPredictor:
+    values = truth.values.copy()
+    hidden = [i for i, j in enumerate(truth.jobs) if j == held or (whole_model and j.model == held.model)]
+    values[hidden] = np.nan
+    tensor = ThroughputTensor.from_dense(truth.jobs, truth.gpu_types, truth.configs, values)
+    return ThroughputPredictor(tensor)
+
+
+def test_tensor_keeps_history_and_refuses_bad_values() -> None:
+    tensor = ThroughputTensor()
+    job = JobKey("cifar10", 512)
+    tensor.add(job, "T4", (2, 2), 100.0, Source.PROFILING, time=1.0)
+    tensor.add(job, "T4", "22", 400.0, Source.RUNNING, time=2.0)
+    obs = tensor.observations(job, "T4", (2, 2))
+    assert [o.source for o in obs] == [Source.PROFILING, Source.RUNNING]
+    # running reports weigh twice a profiling run, averaged in log space
+    assert tensor.value(0, 0, 0) == pytest.approx(math.exp((math.log(100) + 2 * math.log(400)) / 3))
+    with pytest.raises(ValueError, match="must be positive"):
+        tensor.add(job, "T4", (1,), 0.0)
+    with pytest.raises(ValueError, match="must be positive"):
+        tensor.add(job, "T4", (1,), float("nan"))
+
+
+def test_new_model_prediction_improves_with_measurements_and_running_reports(truth) -> None:
+    held = JobKey("imagenet", 320)
+    h = truth.jobs.index(held)
+    predictor = _predictor_without(truth, held, whole_model=True)  # imagenet never seen
+    cells = [(truth.gpu_types[t], truth.configs[c]) for t, c in np.argwhere(truth.observed[h])]
+
+    def error() -> float:
+        errs = [abs(predictor.predict(held, t, p).samples_per_s / truth.values[h, truth.gpu_types.index(t),
+                                                                             truth.configs.index(p)] - 1)
+                for t, p in cells]
+        return float(np.median(errs))
+
+    blind = error()
+    picks = predictor.next_to_profile(held, cells, budget=3, seed=0)
+    assert len(picks) == 3 and len(set(picks)) == 3
+    for gpu_type, key in picks:
+        p = next(pl for t, pl in cells if t == gpu_type and "".join(map(str, pl)) == key)
+        predictor.observe(held, gpu_type, p, truth.values[h, truth.gpu_types.index(gpu_type), truth.configs.index(p)],
+                          Source.PROFILING)
+    profiled = error()
+    assert profiled < blind
+    # measured cells come back as measured, never re-proposed
+    again = predictor.next_to_profile(held, cells, budget=3, seed=0)
+    assert not set(again) & set(picks)
+    t0, key0 = picks[0]
+    p0 = next(pl for t, pl in cells if t == t0 and "".join(map(str, pl)) == key0)
+    assert predictor.predict(held, t0, p0).measured
+    # online refinement: the running job reports on more configurations
+    for gpu_type, p in cells[::4]:
+        predictor.observe(held, gpu_type, p, truth.values[h, truth.gpu_types.index(gpu_type), truth.configs.index(p)])
+    assert error() < profiled
+
+
+def test_predictions_rise_with_gpus_and_pay_for_crossing_hosts(truth) -> None:
+    held = JobKey("cifar10", 512)
+    h = truth.jobs.index(held)
+    predictor = _predictor_without(truth, held)
+    t4 = truth.gpu_types.index("T4")
+    predictor.observe(held, "T4", (1,), truth.values[h, t4, truth.configs.index((1,))], Source.PROFILING)
+    tput = predictor.throughput_function(held)
+    one, two, four = tput("T4", (1,)), tput("T4", (2,)), tput("T4", (4,))
+    assert one < two < four < 4 * one  # more GPUs help, sub-linearly
+    assert tput("T4", (2, 2)) < four  # the same 4 GPUs over two hosts pay for the network
+    low = predictor.predict(held, "A100", (4,))
+    assert low.low < low.samples_per_s < low.high
+
+
+def test_throughput_function_zero_for_unknown_type_and_infeasible_split(truth) -> None:
+    held = JobKey("cifar10", 512)
+    predictor = _predictor_without(truth, held)
+    tput = predictor.throughput_function(held, local_bsz_limits={"T4": (32, 256)})
+    assert tput("H100", (1,)) == 0.0
+    assert tput("T4", (1,)) == 0.0  # 512 samples on one T4: above the 256 limit
+    assert tput("T4", (2, 2)) > 0.0
+    assert tput("T4", ()) == 0.0
