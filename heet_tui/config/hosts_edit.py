@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
-from tomlkit.items import AoT, Comment, Table, Whitespace
+from tomlkit.items import AoT, Table
 
 from heet_tui.config.errors import ConcurrentModification, ConfigError, read_config_text
 from heet_tui.config.hosts_file import HOST_KEYS, HostsFile, parse_hosts_text
@@ -108,21 +109,22 @@ class HostsDocument:
         return self.validated
 
     def remove_host(self, name: str) -> HostsFile:
-        i, table = self._find(name)
-        hosts = self._hosts()
-        before = self.text()
-        # tomlkit files the comments that introduce the *next* table under this one; hand them
-        # to the previous table so removing a host never removes a comment about the others.
-        trailing = _trailing_trivia(table)
-        if i > 0 and any(isinstance(item, Comment) for item in trailing):
-            for item in trailing:
-                hosts[i - 1].value.append(None, item)
-        del hosts[i]
+        """Cut the host's lines out of the text rather than the tomlkit tree.
+
+        tomlkit files the comments that introduce the *next* table under the previous one, so
+        deleting a table from the tree would delete a comment about another host. Cutting from
+        the ``[[hosts]]`` header to the last key line of the entry keeps every other byte.
+        """
+        i, _ = self._find(name)
+        text = self.text()
+        lines = text.splitlines(keepends=True)
+        start, end = _entry_span(lines, i)
         try:
-            self.validated = self._check()
-        except ConfigError:
-            self._doc = tomlkit.parse(before)
-            raise
+            edited = tomlkit.parse("".join(lines[:start] + lines[end:]))
+            self.validated = parse_hosts_text(tomlkit.dumps(edited), self.path)
+        except TOMLKitError as exc:
+            raise ConfigError(self.path, f'cannot remove host "{name}": {exc}') from None
+        self._doc = edited
         return self.validated
 
     def save(self) -> HostsFile:
@@ -157,12 +159,25 @@ class HostsDocument:
         return validated
 
 
-def _trailing_trivia(table: Table) -> list[Any]:
-    body = table.value.body
-    end = len(body)
-    while end > 0 and body[end - 1][0] is None and isinstance(body[end - 1][1], Comment | Whitespace):
+_HOSTS_HEADER = re.compile(r"^\s*\[\[\s*hosts\s*\]\]")
+_SUBTABLE = re.compile(r"^\s*\[\s*hosts\.")
+_ANY_HEADER = re.compile(r"^\s*\[")
+
+
+def _entry_span(lines: list[str], index: int) -> tuple[int, int]:
+    """Line range of the ``index``-th ``[[hosts]]`` entry: its header through its last non-comment line."""
+    headers = [n for n, line in enumerate(lines) if _HOSTS_HEADER.match(line)]
+    start = headers[index]
+    end = start + 1
+    while end < len(lines) and not (_ANY_HEADER.match(lines[end]) and not _SUBTABLE.match(lines[end])):
+        end += 1
+    # comments and blank lines just above the next table belong to that table
+    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
         end -= 1
-    return [item for _, item in body[end:]]
+    # keep one blank line between the tables that are left
+    if end < len(lines) and not lines[end].strip() and start > 0 and not lines[start - 1].strip():
+        end += 1
+    return start, end
 
 
 def _reject_unknown(path: Path, fields: Mapping[str, Any]) -> None:

@@ -3,7 +3,8 @@
 Schema::
 
     [defaults]            # every key optional; applies to each host that does not set it
-    user = "alice"        port = 22          python = "python3"
+    user = "alice"        port = 22          python = "python3"   # default: this interpreter for
+                                                                # local hosts, python3 on remote ones
     workdir = "~/.heet"   ssh_config = "~/.ssh/config"   jump = "login.example.org"
     shared_fs = true
 
@@ -24,6 +25,7 @@ Schema::
 from __future__ import annotations
 
 import os
+import sys
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -61,7 +63,7 @@ class EmulateSpec:
 class Defaults:
     user: str | None = None
     port: int = 22
-    python: str = "python3"
+    python: str | None = None
     workdir: str = "~/.heet"
     ssh_config: Path | None = None
     jump: str | None = None
@@ -156,7 +158,7 @@ def _defaults(path: Path, raw: Any, index: LineIndex) -> Defaults:
     return Defaults(
         user=f.string("user", pattern=SAFE_USER, what="a valid user name"),
         port=f.integer("port", 22, 1, 65535) or 22,
-        python=f.string("python", "python3") or "python3",
+        python=f.string("python"),
         workdir=f.string("workdir", "~/.heet") or "~/.heet",
         ssh_config=ssh_path,
         jump=f.string("jump", pattern=SAFE_ADDRESS, what="a valid jump host ([user@]host[:port])"),
@@ -188,7 +190,7 @@ def _host(path: Path, raw: Mapping[str, Any], i: int, index: LineIndex, d: Defau
         tags=f.string_list("tags", SAFE_NAME),
         rack=f.string("rack", "", pattern=None) or "",
         emulate=_emulate(path, f, subject, index, i),
-        python=f.string("python", d.python) or d.python,
+        python=f.string("python", d.python) or _default_python(transport),
         workdir=f.string("workdir", d.workdir) or d.workdir,
         # jump = "" turns off a default jump for one host (e.g. a machine on the login node's LAN)
         jump=None if raw.get("jump") == "" else f.string("jump", d.jump, SAFE_ADDRESS, "a valid jump host"),
@@ -212,6 +214,12 @@ def _emulate(path: Path, host: Fields, subject: str, index: LineIndex, i: int) -
     speed = f.number("speed", 1.0, positive=True)
     assert speed is not None
     return EmulateSpec(gpu_type, count, speed)
+
+
+def _default_python(transport: str) -> str:
+    """A local host runs the agent and its jobs with this very interpreter (it has torch when
+    heet-tui was installed with it); a remote host with whatever ``python3`` is on its PATH."""
+    return sys.executable if transport == "local" and sys.executable else "python3"
 
 
 def bundled_config(name: str) -> Path:

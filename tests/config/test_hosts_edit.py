@@ -84,3 +84,19 @@ def test_save_is_atomic_and_keeps_permissions(example: Path) -> None:
     doc.save()
     assert example.stat().st_mode & 0o777 == 0o600
     assert not [p for p in example.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("name", ["a100-1", "v100-2", "dev-box"])
+def test_removing_any_host_keeps_every_comment_about_the_others(example: Path, name: str) -> None:
+    original = example.read_text()
+    doc = HostsDocument.load(example)
+    doc.remove_host(name)
+    doc.save()
+    text = example.read_text()
+    own_block = original[original.index(f'name = "{name}"'):]
+    own_comments = {ln for ln in own_block.split("[[hosts]]")[0].splitlines() if "#" in ln}
+    for line in original.splitlines():
+        if line.strip().startswith("#") and line not in own_comments:
+            assert line in text, line
+    assert name not in load_hosts(example).names()
+    assert len(load_hosts(example).hosts) == 5
