@@ -1,0 +1,68 @@
+"""``heet-tui jobs [--json]``: every job in the state store, with or without a running controller."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from heet_tui.cli.errors import CliError
+from heet_tui.control.snapshots import controller_running
+from heet_tui.control.store import Store, StoreError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("jobs", help="list jobs and their state (reads the state store)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_jobs)
+
+
+def open_store(args: argparse.Namespace) -> Store:
+    """The store named by the global ``--state DIR`` (default ``$XDG_STATE_HOME/heet-tui``)."""
+    try:
+        return Store(getattr(args, "state", None))
+    except StoreError as exc:
+        raise CliError(str(exc)) from None
+
+
+def job_rows(store: Store) -> list[dict]:
+    allocations = store.current_allocations()
+    rows = []
+    for rec in store.jobs():
+        job, spec = rec.job, rec.job.spec
+        alloc = allocations.get(job.id)
+        rows.append({
+            "id": job.id, "name": spec.name, "state": job.state.value, "steps": job.steps_done,
+            "samples": job.samples_done, "target": {"kind": spec.target.kind.value, "value": spec.target.value},
+            "gpus": f"{spec.min_gpus}-{spec.max_gpus}", "allocation": alloc[0].describe() if alloc else None,
+            "generation": rec.generation, "restarts": job.restarts, "checkpoint": rec.checkpoint,
+            "submitted_at": job.submitted_at, "message": job.message, "cancel_requested": rec.cancel_requested,
+        })
+    return rows
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    rows = job_rows(store)
+    pid = controller_running(store.dir)
+    if args.json:
+        print(json.dumps({"controller_pid": pid, "jobs": rows}, indent=2))
+        return 0
+    if not rows:
+        print(f"no jobs in {store.dir}")
+        return 0
+    head = ("ID", "STATE", "STEPS", "TARGET", "GPUS", "ALLOCATION", "AGE", "MESSAGE")
+    now = time.time()
+    table = [head] + [
+        (r["id"], r["state"], str(r["steps"]), f"{r['target']['value']:g} {r['target']['kind']}", r["gpus"],
+         r["allocation"] or "-", _age(now - r["submitted_at"]), r["message"][:60]) for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(head) - 1)]
+    for row in table:
+        print("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1])
+    print(f"controller: {f'running (pid {pid})' if pid else 'not running'}")
+    return 0
+
+
+def _age(seconds: float) -> str:
+    s = max(0, int(seconds))
+    return f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h"

@@ -1,0 +1,86 @@
+"""``heet-tui run``: the controller without the TUI, for scripts, servers and tests.
+
+Prints one line per event the controller records. Stops on SIGINT/SIGTERM (job processes
+keep running on their hosts; the next ``heet-tui run`` re-adopts them) or, with
+``--until-idle``, once no job is left to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import time
+
+from heet_tui.cli.commands.jobs import open_store
+from heet_tui.cli.errors import CliError, UsageError
+from heet_tui.config.errors import ConfigError
+from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
+from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.planning import make_named_policy
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run the controller headless (no TUI)")
+    p.add_argument("--auto-approve", action="store_true", help="apply plans whose predicted gain is above "
+                   "--gain-threshold without asking")
+    p.add_argument("--until-idle", action="store_true", help="exit when every job is done, failed or cancelled")
+    p.add_argument("--interval", type=float, default=2.0, metavar="S", help="seconds between rounds (default 2)")
+    p.add_argument("--policy", default=None, help="scheduling policy (default: the last one used, else heet)")
+    p.add_argument("--gain-threshold", type=float, default=0.05, help="auto mode: minimum predicted gain")
+    p.add_argument("--no-profile", action="store_true", help="do not run profiling runs for new jobs")
+    p.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.interval <= 0:
+        raise UsageError(f"--interval must be > 0, got {args.interval:g}")
+    try:
+        hosts = load_hosts(resolve_hosts_path(args.hosts))
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    store = open_store(args)
+    options = ControllerOptions(interval_s=args.interval, policy=args.policy or "heet",
+                                auto_approve=args.auto_approve,
+                                gain_threshold=args.gain_threshold, profile=not args.no_profile)
+    try:
+        if args.policy:  # an explicit choice replaces the one remembered in the store
+            try:
+                make_named_policy(args.policy)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+            store.set_setting("policy", args.policy)
+        return asyncio.run(_run(hosts, store, options, args.until_idle))
+    except (RuntimeError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+
+
+async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> int:
+    controller = Controller(hosts, store, options)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await controller.start()
+    print(f"controller running: {len(hosts.hosts)} host(s) from {hosts.path}, state in {store.dir}", flush=True)
+    last_event = max((e.id for e in store.events(limit=1)), default=0)
+    try:
+        while not stop.is_set():
+            for e in store.events(limit=200):
+                if e.id > last_event:
+                    stamp = time.strftime("%H:%M:%S", time.localtime(e.at))
+                    print(f"{stamp} {e.kind:<10} {e.message.splitlines()[0] if e.message else ''}", flush=True)
+                    last_event = e.id
+            if until_idle and controller.all_done():
+                break
+            try:
+                await asyncio.wait_for(stop.wait(), 0.5)
+            except TimeoutError:
+                pass
+    finally:
+        await controller.stop()
+    jobs = store.jobs()
+    failed = [r.job.id for r in jobs if r.job.state.value == "failed"]
+    print(f"controller stopped: {sum(r.job.state.value == 'done' for r in jobs)} done, {len(failed)} failed, "
+          f"{sum(not r.job.state.terminal for r in jobs)} still active", flush=True)
+    return 1 if until_idle and failed else 0

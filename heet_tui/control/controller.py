@@ -1,0 +1,348 @@
+"""The controller: cluster events in, plans out, and the Backend the TUI drives.
+
+Two asyncio tasks: one consumes cluster events as they come (progress, exits, hosts coming
+and going) so that a plan being applied sees exits at once; the other runs rounds every
+``interval_s``: pick up jobs and cancels written to the store by other processes, profile
+new jobs, ask the policy for a plan, approve it (auto mode) or wait for the user, publish a
+snapshot. Every decision is recorded in the store first, so a restarted controller carries on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+from heet_tui.cluster import Cluster, ClusterOptions, HostChanged, JobExited, JobProgress, JobsReported
+from heet_tui.config.hosts_file import HostsFile
+from heet_tui.control import planning
+from heet_tui.control.codec import constraints_from_obj, constraints_to_obj
+from heet_tui.control.execution import ExecOptions, Executor
+from heet_tui.control.intents import IntentHandler
+from heet_tui.control.plan_apply import apply_plan
+from heet_tui.control.recovery import rebuild_runs, reconcile_host
+from heet_tui.control.snapshot_build import build_snapshot
+from heet_tui.control.snapshots import ControllerLock, SnapshotHub
+from heet_tui.control.store import Store
+from heet_tui.control.throughput import ThroughputBook
+from heet_tui.core.host import HostState
+from heet_tui.core.intents import EditJob, Intent
+from heet_tui.core.job import JobState, TargetKind
+from heet_tui.core.plan import Plan, PredictedEffect
+from heet_tui.core.sched_input import Constraints
+from heet_tui.core.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+LOST_STATES = (HostState.UNREACHABLE, HostState.AUTH_FAILED, HostState.HOST_KEY_UNKNOWN, HostState.AGENT_ERROR)
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerOptions:
+    interval_s: float = 2.0
+    policy: str = "heet"
+    auto_approve: bool | None = None  # None: what the store remembers (default manual)
+    gain_threshold: float = 0.05
+    profile: bool = True
+    profile_types: int = 2  # GPU types each new job is profiled on
+    settle_timeout_s: float = 30.0
+    execution: ExecOptions = ExecOptions()
+    cluster: ClusterOptions | None = None
+
+
+class Controller:
+    """Implements ``heet_tui.core.backend.Backend``."""
+
+    def __init__(self, hosts: HostsFile, store: Store, options: ControllerOptions | None = None,
+                 cluster: Cluster | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.hosts, self.store, self.opt = hosts, store, options or ControllerOptions()
+        self.cluster = cluster or Cluster(hosts, self.opt.cluster)
+        self.clock = clock
+        self.book = ThroughputBook(predictor=_profiling_model())
+        self.hub = SnapshotHub()
+        self.executor = Executor(self.cluster, hosts, store, self.book, self.opt.execution, clock, self._poke)
+        self.intents = IntentHandler(self)
+        self.policy_name = store.setting("policy") or self.opt.policy
+        self.policy = planning.make_named_policy(self.policy_name)
+        if self.opt.auto_approve is not None:
+            store.set_setting("auto_approve", json.dumps(self.opt.auto_approve))
+        self.auto_approve = json.loads(store.setting("auto_approve") or "false")
+        self.pending_plan_id: int | None = None
+        self.rejected: set[str] = set()
+        self.applying: asyncio.Task | None = None
+        self.notices: list[str] = []
+        self._lock = ControllerLock(store.dir)
+        self._tasks: list[asyncio.Task] = []
+        self._wake = asyncio.Event()
+        self._started_at = 0.0
+        self._was_ready: set[str] = set()
+
+    # -- life cycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        self._lock.acquire()
+        now = self._started_at = self.clock()
+        for rec in self.store.jobs():
+            self.book.register(rec.job.id, rec.job.spec.model, rec.job.spec.batch_size)
+        self.book.load(self.store.observations())
+        self.notices += rebuild_runs(self.store, self.executor, now)
+        for rec in self.store.plans_with_status("proposed"):
+            self.store.set_plan_status(rec.id, "superseded", now)
+        events = self.cluster.events()
+        self._tasks.append(asyncio.get_running_loop().create_task(self._consume(events)))
+        await self.cluster.start()
+        self._tasks.append(asyncio.get_running_loop().create_task(self._rounds()))
+        self.store.add_event(now, "controller", "controller started")
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        if self.applying is not None:
+            self.applying.cancel()
+        for task in [*self._tasks, *([self.applying] if self.applying else [])]:
+            with contextlib.suppress(BaseException):
+                await task
+        await self.executor.close()
+        await self.cluster.stop()
+        await self.hub.close()
+        self._lock.release()
+
+    def _poke(self) -> None:
+        self._wake.set()
+
+    # -- Backend ----------------------------------------------------------------------------
+    def snapshots(self) -> AsyncIterator[Snapshot]:
+        return self.hub.stream()
+
+    async def post(self, intent: Intent) -> str:
+        result = await self.intents.handle(intent)
+        await self.publish()
+        return result
+
+    async def preview(self, edit: EditJob) -> PredictedEffect:
+        plan = self.replan({edit.job_id: edit.constraints})
+        if plan is None:
+            raise ValueError(f"job {edit.job_id} cannot be planned now")
+        return plan.effect
+
+    # -- the two loops ----------------------------------------------------------------------
+    async def _consume(self, events) -> None:
+        async for event in events:
+            try:
+                await self._on_event(event)
+            except Exception:  # one bad event must not stop the controller
+                log.exception("handling %r", event)
+            self._poke()
+
+    async def _on_event(self, event) -> None:
+        if isinstance(event, JobProgress):
+            self.executor.on_progress(event.host, event.job_id, event.generation, event.progress)
+        elif isinstance(event, JobExited):
+            if not self.executor.on_exit(event.job):
+                log.debug("exit of an unknown process %s on %s", event.job.job_id, event.host)
+        elif isinstance(event, JobsReported):
+            self.notices += await reconcile_host(self.executor, self.store, self.cluster, event.host, event.jobs,
+                                                 self.clock())
+        elif isinstance(event, HostChanged):
+            state = event.status.state
+            if state is HostState.READY:
+                self._was_ready.add(event.host)
+            elif state in LOST_STATES or event.host in self._was_ready:
+                self._was_ready.discard(event.host)
+                self.executor.lose_host(event.host, f"{state.value}: {event.status.message}")
+
+    async def _rounds(self) -> None:
+        while True:
+            try:
+                await self.round()
+            except Exception:
+                log.exception("controller round failed")
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.opt.interval_s)
+            await asyncio.sleep(min(0.2, self.opt.interval_s))  # coalesce bursts of events
+
+    async def round(self) -> None:
+        now = self.clock()
+        if now - self._started_at > self.opt.settle_timeout_s:
+            for status in self.cluster.status():
+                if status.state is HostState.CONNECTING:
+                    self.executor.lose_host(status.name, "still connecting")
+        for rec in self.store.jobs(include_terminal=False):  # jobs other processes submitted
+            self.book.register(rec.job.id, rec.job.spec.model, rec.job.spec.batch_size)
+        await self._handle_cancels()
+        settling = any(s.state is HostState.CONNECTING for s in self.cluster.status())
+        if settling and now - self._started_at <= self.opt.settle_timeout_s:
+            await self.publish()  # plans wait until every host has connected or given up
+            return
+        if self.applying is None or self.applying.done():
+            self.applying = None
+            await self._resume_applying()
+        if self.applying is None:
+            await self._profile_new_jobs()
+            self._propose()
+        await self.publish()
+
+    async def _handle_cancels(self) -> None:
+        for rec in self.store.jobs(include_terminal=False):
+            if rec.cancel_requested:
+                await self.intents.cancel(rec.job.id)
+
+    async def _resume_applying(self) -> None:
+        for rec in self.store.plans_with_status("approved", "applying"):
+            self.start_apply(rec.id)
+            return
+
+    def start_apply(self, plan_id: int) -> None:
+        self.applying = asyncio.get_running_loop().create_task(self._apply(plan_id))
+
+    async def _apply(self, plan_id: int) -> None:
+        try:
+            self.notices.append(await apply_plan(self.executor, self.store, plan_id, self.clock))
+        except Exception as exc:
+            log.exception("applying plan %d", plan_id)
+            self.store.set_plan_status(plan_id, "failed", self.clock())
+            self.notices.append(f"plan #{plan_id} failed: {exc}")
+        finally:
+            self.pending_plan_id = None
+            self._poke()
+
+    # -- profiling ----------------------------------------------------------------------------
+    async def _profile_new_jobs(self) -> None:
+        """Profile each new job on up to ``profile_types`` GPU types, one GPU each, all at once.
+
+        Types go to the jobs that have the fewest measurements on them so far, so that across
+        jobs every pair of types gets compared and the estimate for a type a job was not
+        profiled on can borrow the ratio seen on other jobs.
+        """
+        if not self.opt.profile:
+            return
+        busy = self.executor.busy_gpus()
+        drained = self.drained()
+        coverage: dict[str, int] = {}
+        for job_id in {o[0] for o in self.store.observations()} | set(self.executor.profiles):
+            types = self.book.measured_types(job_id) | {r.alloc.gpu_type for r in self.executor.profiles.get(job_id, [])}
+            for t in types:
+                coverage[t] = coverage.get(t, 0) + 1
+        for rec in self.store.jobs(include_terminal=False):
+            job = rec.job
+            if (job.state is not JobState.QUEUED or job.id in self.executor.profiles or job.id in self.executor.runs
+                    or self.book.measured(job.id) or self.executor.backoff_until.get(job.id, 0) > self.clock()):
+                continue
+            options: dict[str, tuple[str, int]] = {}
+            for status in self.cluster.status():
+                if status.state is not HostState.READY or status.name in drained or not status.gpus:
+                    continue
+                if status.gpu_type in options or not job.spec.allows(status.gpu_type):
+                    continue
+                free = [g.index for g in status.gpus if g.index not in busy.get(status.name, set())]
+                if free:
+                    options[status.gpu_type] = (status.name, free[0])
+            chosen = sorted(options, key=lambda t: coverage.get(t, 0))[: self.opt.profile_types]
+            for t in chosen:
+                host, gpu = options[t]
+                busy.setdefault(host, set()).add(gpu)
+                coverage[t] = coverage.get(t, 0) + 1
+            if chosen:
+                await self.executor.start_profiling(job.id, [options[t] for t in chosen])
+
+    # -- planning -----------------------------------------------------------------------------
+    def drained(self) -> set[str]:
+        return set(json.loads(self.store.setting("drained") or "[]"))
+
+    def constraints(self) -> dict[str, Constraints]:
+        raw = json.loads(self.store.setting("constraints") or "{}")
+        return {job: constraints_from_obj(c) for job, c in raw.items()}
+
+    def set_constraints(self, job_id: str, c: Constraints) -> None:
+        raw = json.loads(self.store.setting("constraints") or "{}")
+        raw[job_id] = constraints_to_obj(c)
+        self.store.set_setting("constraints", json.dumps(raw))
+
+    def job_inputs(self, overrides: dict[str, Constraints] | None = None) -> list[planning.JobInput]:
+        constraints = self.constraints() | (overrides or {})
+        out, now = [], self.clock()
+        for rec in self.store.jobs(include_terminal=False):
+            job, run = rec.job, self.executor.runs.get(rec.job.id)
+            if job.state not in planning.SCHEDULABLE or job.id in self.executor.profiles:
+                continue
+            if run is None and (self.executor.backoff_until.get(job.id, 0) > now or not self.book.measured(job.id)):
+                continue
+            if run is not None and run.any_exited:
+                continue  # ending: judged once its last rank is reported
+            spec = job.spec
+            total = spec.target.value * (spec.batch_size if spec.target.kind is TargetKind.STEPS
+                                         else spec.dataset_samples if spec.target.kind is TargetKind.EPOCHS else 1)
+            out.append(planning.JobInput(
+                job.id, job.state, spec.min_gpus, spec.max_gpus, spec.gpu_types, spec.priority, job.submitted_at,
+                job.attained_gpu_s, max(0.0, total - job.samples_done), run.alloc if run else None,
+                constraints.get(job.id, Constraints())))
+        return out
+
+    def replan(self, overrides: dict[str, Constraints] | None = None) -> Plan | None:
+        inputs = self.job_inputs(overrides)
+        if not inputs:
+            return None
+        usable = {h.name: h.gpus for h in self.hosts.hosts}
+        cluster = planning.cluster_view(self.cluster.status(), usable, self.drained())
+        views = planning.job_views(inputs, self.book, self.clock())
+        plan = planning.run_policy(self.policy, self.policy_name, cluster, views, self.book, self.clock())
+        problems = planning.check_constraints(plan, views)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return plan
+
+    def _propose(self) -> None:
+        try:
+            plan = self.replan()
+        except ValueError as exc:
+            self.notices.append(f"planning: {exc}")
+            return
+        if plan is None or plan.is_empty:
+            if self.pending_plan_id is not None:
+                self.store.set_plan_status(self.pending_plan_id, "superseded", self.clock())
+                self.pending_plan_id = None
+            return
+        sig = signature(plan)
+        pending = self.store.plan(self.pending_plan_id) if self.pending_plan_id else None
+        if pending is not None and pending.status == "proposed" and signature(pending.plan) == sig:
+            plan_id = pending.id
+        elif sig in self.rejected:
+            return
+        else:
+            plan_id = self.pending_plan_id = self.store.add_plan(plan)
+        if self.auto_approve and planning.gain(plan, self.book) >= self.opt.gain_threshold:
+            self.store.set_plan_status(plan_id, "approved", self.clock())
+            self.store.add_event(self.clock(), "plan", f"plan #{plan_id} auto-approved")
+            self.start_apply(plan_id)
+
+    async def publish(self) -> None:
+        await self.hub.publish(build_snapshot(self))
+
+    def all_done(self) -> bool:
+        return (not self.store.jobs(include_terminal=False) and not self.executor.all_runs()
+                and (self.applying is None or self.applying.done()))
+
+    async def run_until_idle(self, poll_s: float = 0.5, timeout_s: float | None = None) -> bool:
+        """Until every job is done, failed or cancelled (``heet-tui run --until-idle``)."""
+        deadline = None if timeout_s is None else self.clock() + timeout_s
+        while not self.all_done():
+            if deadline is not None and self.clock() > deadline:
+                return False
+            await asyncio.sleep(poll_s)
+        return True
+
+
+def signature(plan: Plan) -> str:
+    return json.dumps(sorted((j, a.gpu_type, a.hosts) for j, a in plan.allocations.items()))
+
+
+def _profiling_model():
+    """Helper A's throughput predictor (collaborative filtering), or None when it is unavailable."""
+    try:
+        from heet_tui.profiling.predictor import ThroughputPredictor
+    except ImportError:
+        return None
+    return ThroughputPredictor()

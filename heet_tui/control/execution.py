@@ -1,0 +1,343 @@
+"""Launching, stopping and judging job processes through the cluster layer.
+
+The store is written *before* anything is sent to a host (a fresh generation and the
+allocation), so a controller killed half-way through a launch finds, on restart, exactly which
+generation may be running and fences every other one. Exits arrive as cluster events; when
+the last rank of a run has ended the run is judged once (done, stopped, interrupted, crashed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from heet_tui.cluster import AgentRequestError, ClusterError, HostNotReady, RemoteJob
+from heet_tui.config.hosts_file import HostEntry, HostsFile
+from heet_tui.control.checkpoint_copy import CopyFailed, copy_checkpoint, needs_copy
+from heet_tui.control.launch import (
+    LaunchSpec,
+    checkpoint_dir,
+    choose_master_port,
+    plan_launch,
+    plan_profile_launch,
+)
+from heet_tui.control.runtime import Outcome, RankProc, Run, backoff_s, judge
+from heet_tui.control.store import Store
+from heet_tui.control.throughput import ThroughputBook
+from heet_tui.core.allocation import Allocation, placement_key
+from heet_tui.core.job import JobState
+
+log = logging.getLogger(__name__)
+OBSERVE_EVERY_S = 10.0  # a running job's throughput is recorded this often, not on every progress line
+
+
+@dataclass(frozen=True, slots=True)
+class ExecOptions:
+    stop_grace_s: float = 30.0
+    max_retries: int = 2
+    retry_backoff_s: float = 2.0
+    profile_reports: int = 2
+
+
+class StepFailed(RuntimeError):
+    """A plan step that cannot be carried out now (host gone, GPUs taken); the job is requeued."""
+
+
+class Executor:
+    def __init__(self, cluster, hosts: HostsFile, store: Store, book: ThroughputBook, options: ExecOptions,
+                 clock: Callable[[], float] = time.time, notify: Callable[[], None] = lambda: None) -> None:
+        self.cluster, self.hosts, self.store, self.book, self.opt = cluster, hosts, store, book, options
+        self.clock, self.notify = clock, notify
+        self.runs: dict[str, Run] = {}  # job id -> its training run (at most one)
+        self.profiles: dict[str, list[Run]] = {}  # job id -> its profiling runs
+        self.backoff_until: dict[str, float] = {}
+        self.log_tails: dict[str, tuple[str, ...]] = {}
+        self._tasks: set[asyncio.Task] = set()
+
+    # -- bookkeeping ------------------------------------------------------------------------
+    def all_runs(self) -> list[Run]:
+        return [*self.runs.values(), *(r for rs in self.profiles.values() for r in rs)]
+
+    def busy_gpus(self) -> dict[str, set[int]]:
+        busy: dict[str, set[int]] = {}
+        for run in self.all_runs():
+            for r in run.ranks.values():
+                if not r.exited:
+                    busy.setdefault(r.host, set()).update(r.gpus)
+        return busy
+
+    def find(self, host: str, agent_id: str, generation: int) -> tuple[Run, RankProc] | None:
+        for run in self.all_runs():
+            if run.generation == generation:
+                rank = run.rank_for(host, agent_id)
+                if rank is not None:
+                    return run, rank
+        return None
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- launching --------------------------------------------------------------------------
+    async def launch(self, job_id: str, alloc: Allocation) -> Run:
+        rec = self.store.job(job_id)
+        if rec is None:
+            raise StepFailed(f"job {job_id} no longer exists")
+        entries = {h.name: h for h in self.hosts.hosts}
+        busy = self.busy_gpus()
+        for host, gpus in alloc.hosts:
+            if host not in entries:
+                raise StepFailed(f"host {host} is not in the hosts file")
+            if self.cluster.host_status(host).state.value != "ready":
+                raise StepFailed(f"host {host} is not ready")
+            if busy.get(host, set()) & set(gpus):
+                raise StepFailed(f"GPUs {sorted(busy[host] & set(gpus))} of {host} are still in use")
+        await self._bring_checkpoint(job_id, rec.job.spec, entries, entries[alloc.hosts[0][0]])
+        generation = self.store.next_generation(job_id)
+        port = choose_master_port(job_id, generation, entries[alloc.hosts[0][0]])
+        specs = plan_launch(job_id, rec.job.spec, alloc, generation, entries, port)
+        now = self.clock()
+        self.store.record_allocation(alloc, generation, now)
+        run = Run(job_id, alloc, generation, {s.rank: RankProc(s.host, s.agent_id, s.rank, s.gpus, "launching")
+                                              for s in specs}, now)
+        self.runs[job_id] = run
+        await self._send_launches(run, specs)
+        if not run.any_exited:
+            self.store.try_set_state(job_id, JobState.RUNNING, self.clock(), f"running on {alloc.describe()}")
+        self.store.add_event(self.clock(), "launch", f"{job_id} generation {generation}: {alloc.describe()}", job_id)
+        self._after_exit(run)
+        return run
+
+    def _checkpoint_hosts(self) -> dict[str, str]:
+        return json.loads(self.store.setting("checkpoint_hosts") or "{}")
+
+    def _remember_checkpoint_host(self, run: Run) -> None:
+        """Rank 0 writes the checkpoint, so its host holds the latest one."""
+        rank0 = run.ranks.get(0)
+        rec = self.store.job(run.job_id)
+        if rank0 is None or rec is None or rec.checkpoint is None:
+            return
+        hosts = self._checkpoint_hosts()
+        hosts[run.job_id] = rank0.host
+        self.store.set_setting("checkpoint_hosts", json.dumps(hosts))
+
+    async def _bring_checkpoint(self, job_id: str, spec, entries: dict, dst: HostEntry) -> None:
+        src_name = self._checkpoint_hosts().get(job_id)
+        src = entries.get(src_name) if src_name else None
+        if src is None:
+            return
+        src_dir, dst_dir = checkpoint_dir(job_id, spec, src), checkpoint_dir(job_id, spec, dst)
+        if not needs_copy(src, dst, src_dir, dst_dir):
+            return
+        try:
+            n = await copy_checkpoint(src, src_dir, dst, dst_dir, getattr(self.hosts, "ssh_config", None),
+                                      getattr(self.cluster, "options", None))
+            self.store.add_event(self.clock(), "checkpoint", f"{job_id}: copied {n} file(s) {src.name} -> {dst.name}",
+                                 job_id)
+        except CopyFailed as exc:
+            # The old host may be gone for good; starting from what the new host has beats never starting.
+            self.store.add_event(self.clock(), "checkpoint", f"{job_id}: {exc}; resuming from what {dst.name} has",
+                                 job_id)
+
+    async def _send_launches(self, run: Run, specs: list[LaunchSpec]) -> None:
+        for s in specs:
+            rank = run.ranks[s.rank]
+            try:
+                await self.cluster.launch(s.host, s.agent_id, run.generation, list(s.argv), env=dict(s.env),
+                                          workdir=s.workdir, gpus=s.gpus)
+                if rank.state == "launching":
+                    rank.state = "running"
+            except HostNotReady as exc:
+                self._rank_exited(rank, None, None, f"lost: {exc}")
+            except (AgentRequestError, ClusterError) as exc:
+                self._rank_exited(rank, 127, None, f"launch refused: {exc}")
+            if rank.exited:  # no point starting more ranks of a run that cannot form
+                for rest in specs[s.rank + 1:]:
+                    self._rank_exited(run.ranks[rest.rank], None, None, "lost: not launched")
+                self._spawn(self.stop_run(run, None))
+                return
+
+    async def start_profiling(self, job_id: str, candidates: list[tuple[str, int]]) -> int:
+        """One single-GPU run per (host, gpu) candidate (one per GPU type, chosen by the controller)."""
+        rec = self.store.job(job_id)
+        if rec is None or not candidates:
+            return 0
+        entries = {h.name: h for h in self.hosts.hosts}
+        self.store.try_set_state(job_id, JobState.PROFILING, self.clock(), "profiling")
+        runs = self.profiles.setdefault(job_id, [])
+        for host, gpu in candidates:
+            generation = self.store.next_generation(job_id)
+            spec = plan_profile_launch(job_id, rec.job.spec, entries[host], gpu, generation)
+            gpu_type = self.cluster.host_status(host).gpu_type
+            run = Run(job_id, Allocation.of(job_id, gpu_type, {host: [gpu]}), generation,
+                      {0: RankProc(host, spec.agent_id, 0, (gpu,), "launching")}, self.clock(), profiling=True)
+            runs.append(run)
+            await self._send_launches(run, [spec])
+        self.store.add_event(self.clock(), "profile", f"{job_id}: profiling on {len(candidates)} GPU type(s)", job_id)
+        for run in list(runs):
+            self._after_exit(run)
+        return len(candidates)
+
+    # -- stopping ---------------------------------------------------------------------------
+    async def stop_run(self, run: Run, reason: str | None, wait: bool = True) -> None:
+        """SIGTERM every live rank (the script checkpoints and exits), then wait for the run to end.
+
+        ``reason`` None means a cleanup after a failed rank: the run keeps its own verdict.
+        """
+        if reason is not None and run.stop_reason is None:
+            run.stop_reason = reason
+        for rank in run.ranks.values():
+            if rank.exited:
+                continue
+            try:
+                await self.cluster.stop_job(rank.host, rank.agent_id, generation=run.generation,
+                                            grace_s=self.opt.stop_grace_s, wait=False)
+            except HostNotReady as exc:
+                self._rank_exited(rank, None, None, f"lost: {exc}")
+            except ClusterError as exc:
+                if "no job" in str(exc):
+                    self._rank_exited(rank, None, None, "lost: the agent has no such job")
+                else:
+                    log.warning("stop %s on %s: %s", rank.agent_id, rank.host, exc)
+        self._after_exit(run)
+        if wait and not run.ended.is_set():
+            try:
+                await asyncio.wait_for(run.ended.wait(), self.opt.stop_grace_s + 15.0)
+            except TimeoutError:
+                for rank in run.ranks.values():
+                    if not rank.exited:
+                        self._rank_exited(rank, None, None, "lost: no exit reported after stop")
+                self._after_exit(run)
+
+    def lose_host(self, host: str, why: str) -> None:
+        """A host went away: its ranks count as exited; the rest of each run is stopped."""
+        for run in self.all_runs():
+            ranks = [r for r in run.on_host(host) if not r.exited]
+            if not ranks:
+                continue
+            for r in ranks:
+                self._rank_exited(r, None, None, f"lost: {why}")
+            if run.stop_reason is None:
+                run.stop_reason = f"host {host} lost ({why})"
+                self.store.add_event(self.clock(), "host-lost", f"{run.job_id}: host {host} lost: {why}",
+                                     run.job_id, host)
+            if not run.all_exited:
+                self._spawn(self.stop_run(run, None))
+            self._after_exit(run)
+
+    # -- events -----------------------------------------------------------------------------
+    def on_exit(self, job: RemoteJob) -> bool:
+        found = self.find(job.host, job.job_id, job.generation)
+        if found is None:
+            return False
+        run, rank = found
+        self._rank_exited(rank, job.exit_code, job.signal, job.reason)
+        if not run.all_exited and run.stop_reason is None and rank.exit_code != 0:
+            self._spawn(self.stop_run(run, None))  # peers of a failed rank would hang in a collective
+        self._after_exit(run)
+        return True
+
+    def on_progress(self, host: str, agent_id: str, generation: int, progress: dict) -> bool:
+        found = self.find(host, agent_id, generation)
+        if found is None:
+            return False
+        run, _rank = found
+        now = self.clock()
+        held = now - run.progress_at if run.progress_at is not None else 0.0
+        run.progress, run.progress_at, run.reports = progress, now, run.reports + 1
+        due = run.profiling or run.observed_at is None or now - run.observed_at >= OBSERVE_EVERY_S
+        if run.reports > 1 and due:  # the first report includes start-up and warm-up
+            run.observed_at = now
+            source = "profiling" if run.profiling else "running"
+            self.book.add(run.job_id, run.alloc.gpu_type, run.alloc.placement, float(progress["samples_per_s"]),
+                          source, now)
+            self.store.add_observation(run.job_id, run.alloc.gpu_type, placement_key(run.alloc.placement),
+                                       float(progress["samples_per_s"]), now, source)
+        if run.profiling:
+            if run.reports >= self.opt.profile_reports and run.stop_reason is None:
+                self._spawn(self.stop_run(run, "profiled", wait=False))
+            return True
+        self.store.update_progress(run.job_id, int(progress["step"]), float(progress["samples"]),
+                                   progress.get("checkpoint"), held * run.alloc.num_gpus)
+        if run.reports > 1:
+            self.store.count_crash(run.job_id, reset=True)
+        return True
+
+    def _rank_exited(self, rank: RankProc, code: int | None, sig: int | None, reason: str | None) -> None:
+        if rank.exited:
+            return
+        rank.state, rank.exit_code, rank.signal, rank.reason = "exited", code, sig, reason
+
+    def _after_exit(self, run: Run) -> None:
+        if run.all_exited and not run.ended.is_set():
+            run.ended.set()
+            self._finish(run)
+            self.notify()
+
+    def _finish(self, run: Run) -> None:
+        outcome, why = judge(run)
+        now, job_id = self.clock(), run.job_id
+        if run.profiling:
+            runs = self.profiles.get(job_id, [])
+            if run in runs:
+                runs.remove(run)
+            if not runs:
+                self.profiles.pop(job_id, None)
+            if outcome is Outcome.CRASHED:
+                self._crashed(run, why)
+            elif not runs:
+                self.store.try_set_state(job_id, JobState.QUEUED, now, "profiled; waiting for a plan")
+            return
+        if self.runs.get(job_id) is run:
+            del self.runs[job_id]
+        self._remember_checkpoint_host(run)
+        self.store.release_allocation(job_id, now)
+        self.store.add_event(now, outcome.value, f"{job_id} generation {run.generation}: {why}", job_id)
+        if outcome is Outcome.DONE:
+            self.store.try_set_state(job_id, JobState.DONE, now, why)
+        elif outcome is Outcome.STOPPED and run.stop_reason == "cancel":
+            self.store.try_set_state(job_id, JobState.CANCELLED, now, "cancelled")
+        elif outcome is Outcome.STOPPED and run.stop_reason == "resize":
+            pass  # the plan step relaunches it at once
+        elif outcome in (Outcome.STOPPED, Outcome.INTERRUPTED):
+            rec = self.store.job(job_id)
+            step = rec.job.steps_done if rec else 0
+            self.store.try_set_state(job_id, JobState.QUEUED, now, f"{why}; resumes from its checkpoint (step {step})")
+        else:
+            self._crashed(run, why)
+
+    def _crashed(self, run: Run, why: str) -> None:
+        job_id, now = run.job_id, self.clock()
+        crashes = self.store.count_crash(job_id)
+        if crashes > self.opt.max_retries:
+            self._spawn(self._fail_with_tail(run, why, crashes))
+            return
+        wait = backoff_s(crashes, self.opt.retry_backoff_s)
+        self.backoff_until[job_id] = now + wait
+        self.store.try_set_state(job_id, JobState.QUEUED, now,
+                                 f"{why}; retry {crashes}/{self.opt.max_retries} in {wait:.0f} s")
+
+    async def _fail_with_tail(self, run: Run, why: str, crashes: int) -> None:
+        rank = next((r for r in sorted(run.ranks.values(), key=lambda r: r.rank)
+                     if r.exit_code not in (0, 143)), run.ranks[min(run.ranks)])
+        tail: list[str] = []
+        try:
+            tail = list(await self.cluster.log_tail(rank.host, rank.agent_id, lines=20))
+        except ClusterError as exc:
+            tail = [f"(log tail unavailable: {exc})"]
+        self.log_tails[run.job_id] = tuple(tail)
+        last = next((line for line in reversed(tail) if line.strip()), "")
+        self.store.try_set_state(run.job_id, JobState.FAILED, self.clock(),
+                                 f"{why} ({crashes} attempts); last log line: {last}"[:500])
+        self.store.add_event(self.clock(), "failed", "\n".join([why, *tail])[-4000:], run.job_id, rank.host)
+        self.notify()
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -1,0 +1,158 @@
+"""What each UI/CLI intent does to the controller; every refusal is a ``ValueError`` with a message."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from heet_tui.cluster import ClusterError
+from heet_tui.config.errors import ConfigError
+from heet_tui.config.job_spec import load_job_spec
+from heet_tui.control import planning
+from heet_tui.control.codec import constraints_to_obj
+from heet_tui.core.intents import (
+    ApprovePlan,
+    CancelJob,
+    ConnectHost,
+    DrainHost,
+    EditJob,
+    Intent,
+    RejectPlan,
+    SetAutoApprove,
+    SetPolicy,
+    SubmitJob,
+    TrustHostKey,
+)
+from heet_tui.core.job import JobState
+
+if TYPE_CHECKING:
+    from heet_tui.control.controller import Controller
+
+
+class IntentHandler:
+    def __init__(self, ctl: Controller) -> None:
+        self.ctl = ctl
+
+    async def handle(self, intent: Intent) -> str:
+        method = getattr(self, "_" + type(intent).__name__, None)
+        if method is None:
+            raise ValueError(f"unsupported intent {type(intent).__name__}")
+        return await method(intent)
+
+    def _pending(self, plan_id: int):
+        ctl = self.ctl
+        rec = ctl.store.plan(plan_id)
+        if rec is None:
+            raise ValueError(f"no plan #{plan_id}")
+        if rec.status != "proposed":
+            raise ValueError(f"plan #{plan_id} is {rec.status}, not pending")
+        if plan_id != ctl.pending_plan_id:
+            raise ValueError(f"plan #{plan_id} was superseded by plan #{ctl.pending_plan_id}")
+        return rec
+
+    async def _ApprovePlan(self, intent: ApprovePlan) -> str:
+        ctl = self.ctl
+        rec = self._pending(intent.plan_id)
+        if ctl.applying is not None and not ctl.applying.done():
+            raise ValueError("another plan is being applied; wait for it to finish")
+        current = {j: r.alloc for j, r in ctl.executor.runs.items()}
+        stale = [c.job_id for c in rec.plan.changes if current.get(c.job_id) != c.before]
+        if stale:
+            ctl.store.set_plan_status(rec.id, "superseded", ctl.clock())
+            ctl.pending_plan_id = None
+            raise ValueError(f"plan #{rec.id} is out of date (jobs {', '.join(stale)} changed); a new plan follows")
+        ctl.store.set_plan_status(rec.id, "approved", ctl.clock())
+        ctl.store.add_event(ctl.clock(), "plan", f"plan #{rec.id} approved")
+        ctl.start_apply(rec.id)
+        return f"plan #{rec.id} approved: applying {len(rec.plan.changes)} change(s)"
+
+    async def _RejectPlan(self, intent: RejectPlan) -> str:
+        from heet_tui.control.controller import signature
+
+        ctl = self.ctl
+        rec = self._pending(intent.plan_id)
+        ctl.store.set_plan_status(rec.id, "rejected", ctl.clock())
+        ctl.rejected.add(signature(rec.plan))
+        ctl.pending_plan_id = None
+        return f"plan #{rec.id} rejected; it will not be proposed again"
+
+    async def _EditJob(self, intent: EditJob) -> str:
+        ctl = self.ctl
+        self._pending(intent.plan_id)
+        if ctl.store.job(intent.job_id) is None:
+            raise ValueError(f"no job {intent.job_id!r}")
+        plan = ctl.replan({intent.job_id: intent.constraints})  # raises ValueError when infeasible
+        if plan is None:
+            raise ValueError(f"job {intent.job_id} cannot be planned now")
+        ctl.set_constraints(intent.job_id, intent.constraints)
+        new_id = ctl.pending_plan_id = ctl.store.add_plan(plan)
+        ctl.store.set_plan_status(new_id, "proposed", ctl.clock(),
+                                  edits={intent.job_id: constraints_to_obj(intent.constraints)})
+        return f"plan #{new_id} re-evaluated with the edit to {intent.job_id}; approve it to apply"
+
+    async def _SubmitJob(self, intent: SubmitJob) -> str:
+        try:
+            spec = load_job_spec(intent.spec_path)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        job = self.ctl.store.add_job(spec, self.ctl.clock())
+        self.ctl.store.add_event(self.ctl.clock(), "submit", f"submitted {job.id}", job.id)
+        return f"submitted {job.id}"
+
+    async def _CancelJob(self, intent: CancelJob) -> str:
+        return await self.cancel(intent.job_id)
+
+    async def cancel(self, job_id: str) -> str:
+        ctl = self.ctl
+        rec = ctl.store.find_job(job_id)
+        if rec is None:
+            raise ValueError(f"no job {job_id!r}")
+        if rec.job.state.terminal:
+            return f"{rec.job.id} is already {rec.job.state.value}"
+        ctl.store.request_cancel(rec.job.id)
+        for run in list(ctl.executor.profiles.get(rec.job.id, [])):
+            if run.stop_reason != "cancel":
+                await ctl.executor.stop_run(run, "cancel", wait=False)
+        run = ctl.executor.runs.get(rec.job.id)
+        if run is not None and run.stop_reason == "cancel":
+            return f"{rec.job.id} is being cancelled"
+        if run is not None:
+            await ctl.executor.stop_run(run, "cancel", wait=False)
+            return f"cancelling {rec.job.id}: stopping its processes"
+        ctl.store.try_set_state(rec.job.id, JobState.CANCELLED, ctl.clock(), "cancelled")
+        return f"cancelled {rec.job.id}"
+
+    async def _DrainHost(self, intent: DrainHost) -> str:
+        ctl = self.ctl
+        if intent.host not in ctl.hosts.names():
+            raise ValueError(f"no host {intent.host!r} in {ctl.hosts.path}")
+        drained = ctl.drained()
+        drained = drained | {intent.host} if intent.drained else drained - {intent.host}
+        ctl.store.set_setting("drained", json.dumps(sorted(drained)))
+        return f"{intent.host} {'drained: its jobs move at the next plan' if intent.drained else 'back in service'}"
+
+    async def _ConnectHost(self, intent: ConnectHost) -> str:
+        try:
+            await self.ctl.cluster.reconnect(intent.host)
+        except ClusterError as exc:
+            raise ValueError(str(exc)) from None
+        return f"reconnecting {intent.host}"
+
+    async def _TrustHostKey(self, intent: TrustHostKey) -> str:
+        try:
+            path = await self.ctl.cluster.trust(intent.host, intent.fingerprint)
+        except ClusterError as exc:
+            raise ValueError(str(exc)) from None
+        return f"trusted the key of {intent.host} (saved in {path}); reconnecting"
+
+    async def _SetPolicy(self, intent: SetPolicy) -> str:
+        ctl = self.ctl
+        ctl.policy = planning.make_named_policy(intent.name)
+        ctl.policy_name = intent.name
+        ctl.store.set_setting("policy", intent.name)
+        return f"policy set to {intent.name}"
+
+    async def _SetAutoApprove(self, intent: SetAutoApprove) -> str:
+        self.ctl.auto_approve = intent.enabled
+        self.ctl.store.set_setting("auto_approve", json.dumps(intent.enabled))
+        return "auto-approve on" if intent.enabled else "auto-approve off: plans wait for approval"

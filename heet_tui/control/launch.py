@@ -1,0 +1,110 @@
+"""Turn (job, allocation, generation) into one process launch per GPU, with the torch.distributed env.
+
+Pure: the controller sends the result through the cluster layer. Ranks are numbered host by
+host in allocation order, so rank 0 (the one that writes checkpoints and reports progress)
+lives on the first host, which is also ``MASTER_ADDR``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from heet_tui.config.hosts_file import HostEntry
+from heet_tui.control.runtime import profile_agent_id, rank_agent_id
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.job import JobSpec, TargetKind
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+PORT_RANGE = (29500, 49500)
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchSpec:
+    host: str
+    agent_id: str
+    rank: int
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    gpus: tuple[int, ...]
+    workdir: str | None
+
+
+def checkpoint_dir(job_id: str, spec: JobSpec, host: HostEntry) -> str:
+    """Where the job's checkpoints live: the spec's ``checkpoint_dir``, else under the host's workdir."""
+    return spec.checkpoint_dir or f"{host.workdir.rstrip('/')}/checkpoints/{job_id}"
+
+
+def host_argv(command: tuple[str, ...], host: HostEntry) -> tuple[str, ...]:
+    """A spec's ``python3 script.py`` runs with the interpreter the hosts file names for that host."""
+    if command and command[0] in ("python", "python3"):
+        return (host.python, *command[1:])
+    return command
+
+
+def master_address(host: HostEntry) -> str:
+    return "127.0.0.1" if host.transport == "local" else host.address
+
+
+def choose_master_port(job_id: str, generation: int, first: HostEntry) -> int:
+    """A free port on the first host.
+
+    For this machine (local transport or a loopback address) the OS picks one. For a remote
+    host the agent offers no port probe, so the port is derived from (job, generation) inside
+    a range kept clear of the ephemeral ports; a clash makes rank 0 fail to bind, which is a
+    crash, and the retry comes with a new generation and therefore a new port.
+    """
+    if first.transport == "local" or first.address in LOOPBACK:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return int(s.getsockname()[1])
+    digest = int(hashlib.sha256(f"{job_id}/{generation}".encode()).hexdigest()[:8], 16)
+    return PORT_RANGE[0] + digest % (PORT_RANGE[1] - PORT_RANGE[0])
+
+
+def target_env(spec: JobSpec) -> dict[str, str]:
+    """The job's target and global batch, for scripts (like examples/training.py) that read them."""
+    env = {"HEET_BATCH_SIZE": str(spec.batch_size)}
+    value = spec.target.value
+    shown = str(int(value)) if float(value).is_integer() else repr(value)
+    env[{TargetKind.STEPS: "HEET_TARGET_STEPS", TargetKind.SAMPLES: "HEET_TARGET_SAMPLES",
+         TargetKind.EPOCHS: "HEET_TARGET_EPOCHS"}[spec.target.kind]] = shown
+    if spec.dataset_samples:
+        env["HEET_DATASET_SAMPLES"] = str(spec.dataset_samples)
+    return env
+
+
+def plan_launch(job_id: str, spec: JobSpec, alloc: Allocation, generation: int,
+                hosts: Mapping[str, HostEntry], master_port: int) -> list[LaunchSpec]:
+    if not alloc.hosts:
+        raise ValueError(f"job {job_id}: empty allocation")
+    missing = [h for h in alloc.host_names if h not in hosts]
+    if missing:
+        raise ValueError(f"job {job_id}: allocation names unknown host(s) {', '.join(missing)}")
+    first = hosts[alloc.hosts[0][0]]
+    world = alloc.num_gpus
+    common = dict(spec.env) | target_env(spec) | {
+        "WORLD_SIZE": str(world), "MASTER_ADDR": master_address(first), "MASTER_PORT": str(master_port),
+        "HEET_CHECKPOINT_DIR": checkpoint_dir(job_id, spec, first),
+    }
+    out, rank = [], 0
+    for host_name, gpus in alloc.hosts:
+        host = hosts[host_name]
+        for local_rank, gpu in enumerate(gpus):
+            env = common | {"RANK": str(rank), "LOCAL_RANK": str(local_rank), "LOCAL_WORLD_SIZE": str(len(gpus))}
+            out.append(LaunchSpec(host_name, rank_agent_id(job_id, rank), rank, host_argv(spec.command, host),
+                                  tuple(sorted(env.items())), (gpu,), spec.workdir or None))
+            rank += 1
+    return out
+
+
+def plan_profile_launch(job_id: str, spec: JobSpec, host: HostEntry, gpu: int, n: int) -> LaunchSpec:
+    """A single-GPU run of the job's own command in a scratch checkpoint dir, stopped after a few reports."""
+    env = dict(spec.env) | target_env(spec) | {
+        "WORLD_SIZE": "1", "RANK": "0", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
+        "HEET_CHECKPOINT_DIR": f"{host.workdir.rstrip('/')}/profiling/{job_id}", "HEET_PROFILING": "1",
+    }
+    return LaunchSpec(host.name, profile_agent_id(job_id, n), 0, host_argv(spec.command, host),
+                      tuple(sorted(env.items())), (gpu,), spec.workdir or None)

@@ -1,0 +1,136 @@
+"""One planning round: the policy's inputs from live state, the policy call, and the plan's gain.
+
+Kept apart from the controller loop so preview (re-evaluate with one job tweaked) and the real
+round build their inputs the same way. ``gain`` is what auto mode compares with its threshold:
+the rise in the jobs' summed normalised throughput (each job's samples/s divided by its best
+single-GPU rate, so a small model does not outweigh a big one), per job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from heet_tui.control.throughput import ThroughputBook
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.job import JobState
+from heet_tui.core.plan import JobPrediction, Plan, PredictedEffect
+from heet_tui.core.sched_input import ClusterView, Constraints, HostView, JobView
+from heet_tui.core.snapshot import HostStatus
+
+SCHEDULABLE = (JobState.QUEUED, JobState.RUNNING, JobState.RESIZING)
+
+
+@dataclass(frozen=True, slots=True)
+class JobInput:
+    """What planning needs about one job, gathered by the controller."""
+
+    id: str
+    state: JobState
+    min_gpus: int
+    max_gpus: int
+    gpu_types: tuple[str, ...]
+    priority: int
+    submitted_at: float
+    attained_gpu_s: float
+    remaining_samples: float | None
+    current: Allocation | None
+    constraints: Constraints
+
+
+def cluster_view(statuses: tuple[HostStatus, ...], usable: Mapping[str, tuple[int, ...] | None],
+                 drained: set[str]) -> ClusterView:
+    """Ready hosts only: a host that is down or connecting has nothing to give this round."""
+    views = []
+    for s in statuses:
+        if s.state.value != "ready" or not s.gpus:
+            continue
+        allowed = usable.get(s.name)
+        free = tuple(g.index for g in s.gpus if allowed is None or g.index in allowed)
+        if not free:
+            continue
+        views.append(HostView(s.name, s.gpu_type, len(free), free, s.rack, s.name in drained))
+    return ClusterView(tuple(views))
+
+
+def job_views(jobs: list[JobInput], book: ThroughputBook, now: float) -> list[JobView]:
+    out = []
+    for j in jobs:
+        out.append(JobView(
+            id=j.id, min_gpus=j.min_gpus, max_gpus=j.max_gpus, throughput=book.function(j.id),
+            gpu_types=j.gpu_types, current=j.current, remaining_samples=j.remaining_samples,
+            age_s=max(0.0, now - j.submitted_at), attained_gpu_s=j.attained_gpu_s, priority=j.priority,
+            constraints=j.constraints, requested_gpus=j.max_gpus, submitted_at=j.submitted_at,
+        ))
+    return out
+
+
+def make_named_policy(name: str):
+    """The scheduling policy by name, with a message (not a traceback) when it does not exist."""
+    try:
+        from heet_tui.scheduling import make_policy
+    except ImportError as exc:
+        raise ValueError(f"the scheduling package offers no make_policy ({exc})") from None
+    try:
+        return make_policy(name)
+    except (KeyError, ValueError) as exc:
+        raise ValueError(str(exc)) from None
+
+
+def run_policy(policy, policy_name: str, cluster: ClusterView, views: list[JobView], book: ThroughputBook,
+               now: float) -> Plan:
+    plan = policy.plan(cluster, views, now)
+    current = {v.id: v.current for v in views if v.current is not None}
+    plan = Plan.build(current, dict(plan.allocations), policy_name or plan.policy, now,
+                      plan.effect if plan.effect.jobs else None)
+    if not plan.effect.jobs:
+        plan = replace(plan, effect=predict(views, plan, book))
+    return plan
+
+
+def check_constraints(plan: Plan, views: list[JobView]) -> list[str]:
+    """Constraint violations in a plan (a policy must respect every edit; we verify, not trust)."""
+    problems = []
+    for v in views:
+        a, c = plan.allocations.get(v.id), v.constraints
+        if c.held and a is not None and a != v.current:
+            problems.append(f"job {v.id} is held but the plan changes it")
+        if a is None:
+            continue
+        if c.pinned_type and a.gpu_type != c.pinned_type:
+            problems.append(f"job {v.id} is pinned to {c.pinned_type} but got {a.gpu_type}")
+        if c.fixed_count is not None and a.num_gpus != c.fixed_count:
+            problems.append(f"job {v.id} is fixed at {c.fixed_count} GPUs but got {a.num_gpus}")
+        if c.pinned_hosts and not set(a.host_names) <= set(c.pinned_hosts):
+            problems.append(f"job {v.id} is pinned to {', '.join(c.pinned_hosts)} but got {', '.join(a.host_names)}")
+    return problems
+
+
+def _rate(book: ThroughputBook, job_id: str, a: Allocation | None) -> float:
+    return book.estimate(job_id, a.gpu_type, a.placement) if a is not None and a.num_gpus else 0.0
+
+
+def predict(views: list[JobView], plan: Plan, book: ThroughputBook, restart_s: float = 30.0) -> PredictedEffect:
+    preds = []
+    for v in views:
+        before, after = _rate(book, v.id, v.current), _rate(book, v.id, plan.allocations.get(v.id))
+        eta = v.remaining_samples / after if after > 0 and v.remaining_samples is not None else None
+        changed = any(c.job_id == v.id and c.needs_restart for c in plan.changes)
+        preds.append(JobPrediction(v.id, before, after, eta, restart_s if changed else 0.0))
+    etas = [p.completion_s for p in preds if p.completion_s is not None]
+    before_etas = [v.remaining_samples / b for v in views
+                   if v.remaining_samples is not None and (b := _rate(book, v.id, v.current)) > 0]
+    return PredictedEffect(tuple(preds), sum(etas) / len(etas) if etas else None,
+                           sum(before_etas) / len(before_etas) if before_etas else None)
+
+
+def gain(plan: Plan, book: ThroughputBook) -> float:
+    """Summed normalised throughput after minus before, per job in the plan's effect."""
+    if not plan.effect.jobs:
+        return 0.0
+    total = 0.0
+    for p in plan.effect.jobs:
+        ref = max((v for (_t, k), v in book.measured(p.job_id).items() if k == "1"), default=0.0)
+        ref = ref or max(p.throughput_before, p.throughput_after, 1e-9)
+        total += (p.throughput_after - p.throughput_before) / ref
+    return total / len(plan.effect.jobs)

@@ -1,0 +1,106 @@
+"""Rebuilding live state after a controller restart, and fencing what should no longer run.
+
+The store says which generation of each job is meant to run where; each agent reports, on
+every (re)connect, the processes it has (including ones it re-adopted and ones that ended
+while nobody listened). Matching the two gives, per process: adopt it (it is the current
+generation: no relaunch, so never a duplicate), record its exit, or fence it (a stale
+generation left behind on a host that was lost and came back, or a profiling run that
+nobody waits for any more).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from heet_tui.cluster import RemoteJob
+from heet_tui.control.execution import Executor
+from heet_tui.control.runtime import RankProc, Run, parse_agent_id, rank_agent_id
+from heet_tui.control.store import Store
+from heet_tui.core.job import JobState
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    remote: RemoteJob
+    action: str  # adopt | exited | fence | ignore
+
+
+def rebuild_runs(store: Store, executor: Executor, now: float) -> list[str]:
+    """Runs for every job the store says is running, with ranks not yet confirmed by any agent."""
+    notes = []
+    allocations = store.current_allocations()
+    for rec in store.jobs(include_terminal=False):
+        job = rec.job
+        if job.state is JobState.PROFILING:
+            store.try_set_state(job.id, JobState.QUEUED, now, "controller restarted during profiling")
+            continue
+        if job.state not in (JobState.RUNNING, JobState.RESIZING):
+            continue
+        current = allocations.get(job.id)
+        if current is None:
+            store.try_set_state(job.id, JobState.QUEUED, now, "controller restarted; no allocation on record")
+            continue
+        alloc, generation = current
+        ranks, rank = {}, 0
+        for host, gpus in alloc.hosts:
+            for gpu in gpus:
+                ranks[rank] = RankProc(host, rank_agent_id(job.id, rank), rank, (gpu,), "unknown")
+                rank += 1
+        executor.runs[job.id] = Run(job.id, alloc, generation, ranks, now)
+        notes.append(f"{job.id}: expecting generation {generation} on {alloc.describe()}")
+    return notes
+
+
+def judge_reported(executor: Executor, store: Store, host: str, jobs: tuple[RemoteJob, ...]) -> list[Verdict]:
+    """What to do with each process an agent reported (pure apart from reading state)."""
+    out = []
+    for remote in jobs:
+        parsed = parse_agent_id(remote.job_id)
+        if parsed is None:
+            out.append(Verdict(remote, "ignore"))
+            continue
+        found = executor.find(host, remote.job_id, remote.generation)
+        if found is not None:
+            out.append(Verdict(remote, "adopt" if remote.running else "exited"))
+        elif remote.running:
+            out.append(Verdict(remote, "fence"))
+        else:
+            out.append(Verdict(remote, "ignore"))
+    return out
+
+
+async def reconcile_host(executor: Executor, store: Store, cluster, host: str, jobs: tuple[RemoteJob, ...],
+                         now: float) -> list[str]:
+    """Apply the verdicts for one host's report; ranks expected there but missing count as lost."""
+    notes = []
+    for v in judge_reported(executor, store, host, jobs):
+        r = v.remote
+        if v.action == "adopt":
+            found = executor.find(host, r.job_id, r.generation)
+            if found is not None and found[1].state in ("unknown", "launching"):
+                found[1].state = "running"
+                if r.progress:
+                    found[0].progress = r.progress
+        elif v.action == "exited":
+            executor.on_exit(r)
+        elif v.action == "fence":
+            parsed = parse_agent_id(r.job_id)
+            assert parsed is not None
+            try:
+                await cluster.fence(host, r.job_id, r.generation + 1)
+                notes.append(f"fenced stale {r.job_id} generation {r.generation} on {host}")
+                store.add_event(now, "fence", f"stopped stale {r.job_id} generation {r.generation}", parsed[0], host)
+            except Exception as exc:  # noqa: BLE001 - a failed fence is retried on the next report
+                log.warning("fence %s on %s failed: %s", r.job_id, host, exc)
+    reported = {(r.job_id, r.generation) for r in jobs}
+    for run in executor.all_runs():
+        for rank in run.on_host(host):
+            if rank.state == "unknown" and (rank.agent_id, run.generation) not in reported:
+                rank.state, rank.reason = "exited", "lost: the agent does not know this process"
+                notes.append(f"{run.job_id} rank {rank.rank} is gone from {host}")
+        if run.all_exited:
+            executor._after_exit(run)
+    return notes

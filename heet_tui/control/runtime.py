@@ -1,0 +1,115 @@
+"""What the controller knows about a job's live processes, and how their exits are judged.
+
+One ``Run`` is one launch of a job at one allocation generation: a process per GPU (rank),
+each an agent job named ``<job>.r<rank>`` (the agent runs one process per name and host, and a
+job may have several ranks on a host). Profiling runs use ``<job>.p<n>``. Everything here is
+pure so the exit rules can be tested without processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from heet_tui.core.allocation import Allocation
+
+EXIT_DONE, EXIT_FENCED, EXIT_STOPPED = 0, 3, 143  # examples/training.py's exit codes
+_AGENT_ID = re.compile(r"^(?P<job>.+)\.(?P<kind>[rp])(?P<n>\d+)$")
+
+
+def rank_agent_id(job_id: str, rank: int) -> str:
+    return f"{job_id}.r{rank}"
+
+
+def profile_agent_id(job_id: str, n: int) -> str:
+    return f"{job_id}.p{n}"
+
+
+def parse_agent_id(agent_id: str) -> tuple[str, str, int] | None:
+    """``"cnn.r1" -> ("cnn", "r", 1)``; ``None`` for a process heet-tui did not name."""
+    m = _AGENT_ID.match(agent_id)
+    return (m["job"], m["kind"], int(m["n"])) if m else None
+
+
+class Outcome(StrEnum):
+    DONE = "done"  # the target was reached
+    STOPPED = "stopped"  # the controller asked it to stop (resize, preempt, cancel, profiled)
+    INTERRUPTED = "interrupted"  # lost host or a SIGTERM from elsewhere: resume from checkpoint
+    CRASHED = "crashed"  # retry with backoff, then fail
+
+
+@dataclass
+class RankProc:
+    host: str
+    agent_id: str
+    rank: int
+    gpus: tuple[int, ...]
+    state: str = "unknown"  # unknown (not yet reported after a restart) | running | exited
+    exit_code: int | None = None
+    signal: int | None = None
+    reason: str | None = None
+
+    @property
+    def exited(self) -> bool:
+        return self.state == "exited"
+
+
+@dataclass
+class Run:
+    job_id: str
+    alloc: Allocation
+    generation: int
+    ranks: dict[int, RankProc]
+    started_at: float
+    profiling: bool = False
+    stop_reason: str | None = None  # set when the controller (or a lost host) ends the run
+    progress: dict[str, Any] | None = None
+    progress_at: float | None = None
+    reports: int = 0
+    observed_at: float | None = None  # when its throughput was last recorded as an observation
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def rank_for(self, host: str, agent_id: str) -> RankProc | None:
+        for r in self.ranks.values():
+            if r.host == host and r.agent_id == agent_id:
+                return r
+        return None
+
+    def on_host(self, host: str) -> list[RankProc]:
+        return [r for r in self.ranks.values() if r.host == host]
+
+    @property
+    def all_exited(self) -> bool:
+        return all(r.exited for r in self.ranks.values())
+
+    @property
+    def any_exited(self) -> bool:
+        return any(r.exited for r in self.ranks.values())
+
+
+def judge(run: Run) -> tuple[Outcome, str]:
+    """Why a run ended, from its ranks' exits and whether the controller stopped it."""
+    rank0 = run.ranks.get(0)
+    if rank0 is not None and rank0.exited and rank0.exit_code == EXIT_DONE:
+        return (Outcome.STOPPED, "profiling run finished") if run.profiling else (Outcome.DONE, "target reached")
+    if run.stop_reason is not None:
+        if run.stop_reason.startswith("host"):
+            return Outcome.INTERRUPTED, run.stop_reason
+        return Outcome.STOPPED, run.stop_reason
+    failed = [r for r in run.ranks.values() if r.exited and r.exit_code not in (EXIT_DONE, EXIT_STOPPED)]
+    if failed:
+        r = min(failed, key=lambda p: p.rank)
+        how = f"exit code {r.exit_code}" if r.exit_code is not None else f"signal {r.signal}"
+        if r.reason and r.reason.startswith("lost"):
+            return Outcome.INTERRUPTED, f"rank {r.rank} on {r.host}: {r.reason}"
+        return Outcome.CRASHED, f"rank {r.rank} on {r.host} ended with {how}"
+    if any(r.exit_code == EXIT_STOPPED for r in run.ranks.values()):
+        return Outcome.INTERRUPTED, "stopped by SIGTERM from outside heet-tui"
+    return Outcome.CRASHED, "exited before reaching its target"
+
+
+def backoff_s(crashes: int, base: float, cap: float = 300.0) -> float:
+    return min(cap, base * 2 ** max(0, crashes - 1))

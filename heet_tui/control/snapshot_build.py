@@ -1,0 +1,84 @@
+"""The Snapshot the UI renders, assembled from the store, the executor and the cluster's view."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from heet_tui.control.throughput import parse_placement
+from heet_tui.core.allocation import placement_key
+from heet_tui.core.job import JobState, TargetKind
+from heet_tui.core.snapshot import JobProfile, JobStatus, ProfileCell, Snapshot
+
+if TYPE_CHECKING:
+    from heet_tui.control.controller import Controller
+
+PROFILE_COUNTS = (1, 2, 4)
+
+
+def _progress(spec, steps: int, samples: float) -> float:
+    t = spec.target
+    if t.kind is TargetKind.STEPS:
+        return min(1.0, steps / t.value) if t.value else 0.0
+    if t.kind is TargetKind.SAMPLES:
+        return min(1.0, samples / t.value) if t.value else 0.0
+    total = t.value * spec.dataset_samples
+    return min(1.0, samples / total) if total else 0.0
+
+
+def build_snapshot(ctl: Controller) -> Snapshot:
+    now, ex = ctl.clock(), ctl.executor
+    runs = ex.runs
+    drained = ctl.drained()
+    gpu_jobs: dict[str, list[tuple[int, str]]] = {}
+    for run in ex.all_runs():
+        for r in run.ranks.values():
+            if not r.exited:
+                gpu_jobs.setdefault(r.host, []).extend((g, run.job_id) for g in r.gpus)
+    hosts = tuple(replace(s, drained=s.name in drained, gpu_jobs=tuple(sorted(gpu_jobs.get(s.name, ()))))
+                  for s in ctl.cluster.status())
+    events_by_job: dict[str, list[str]] = {}
+    for e in ctl.store.events(limit=200):
+        if e.job_id:
+            events_by_job.setdefault(e.job_id, []).append(f"{e.kind}: {e.message.splitlines()[0] if e.message else ''}")
+    jobs, profiles = [], []
+    for rec in ctl.store.jobs():
+        job, run = rec.job, runs.get(rec.job.id)
+        rate = float(run.progress.get("samples_per_s", 0.0)) if run and run.progress else 0.0
+        progress = _progress(job.spec, job.steps_done, job.samples_done)
+        remaining = None
+        if rate > 0 and job.state is JobState.RUNNING:
+            total = job.samples_done / progress if progress > 0 else None
+            remaining = (total - job.samples_done) / rate if total else None
+        jobs.append(JobStatus(
+            id=job.id, name=job.spec.name, state=job.state, model=job.spec.model,
+            allocation=run.alloc if run else None, progress=progress, throughput=rate, eta_s=remaining,
+            restarts=job.restarts, submitted_at=job.submitted_at, min_gpus=job.spec.min_gpus,
+            max_gpus=job.spec.max_gpus, message=job.message, log_tail=ex.log_tails.get(job.id, ()),
+            events=tuple(events_by_job.get(job.id, [])[-10:]),
+        ))
+        if not job.state.terminal:
+            profiles.append(_profile(ctl, job.id, job.spec, hosts))
+    pending = ctl.store.plan(ctl.pending_plan_id) if ctl.pending_plan_id else None
+    return Snapshot(
+        now=now, hosts=hosts, jobs=tuple(jobs),
+        plan=pending.plan if pending and pending.status == "proposed" else None,
+        plan_id=pending.id if pending and pending.status == "proposed" else None,
+        profiles=tuple(profiles), policy=ctl.policy_name, auto_approve=ctl.auto_approve, mode="controller",
+        notices=tuple(ctl.notices[-20:]),
+    )
+
+
+def _profile(ctl: Controller, job_id: str, spec, hosts) -> JobProfile:
+    measured = ctl.book.measured(job_id)
+    cells = [ProfileCell(t, k, v, True) for (t, k), v in sorted(measured.items())]
+    types = sorted({h.gpu_type for h in hosts if h.gpu_type and spec.allows(h.gpu_type)})
+    for t in types:
+        for n in PROFILE_COUNTS:
+            key = placement_key((n,))
+            if (t, key) in measured or n > spec.max_gpus:
+                continue
+            value = ctl.book.estimate(job_id, t, parse_placement(key))
+            if value > 0:
+                cells.append(ProfileCell(t, key, value, False, 0.3))
+    return JobProfile(job_id, tuple(cells))

@@ -1,0 +1,349 @@
+"""The controller's durable state: one SQLite file shared by the controller and the CLI.
+
+Why SQLite in WAL mode: ``heet-tui submit`` and ``heet-tui cancel`` write while a running
+controller reads, and a controller that is killed must find every job, plan step and launch
+generation again on restart. Every write is one short ``BEGIN IMMEDIATE`` transaction and the
+connection waits (busy timeout) instead of failing when another process holds the lock.
+The file is private to the user (dir 0700, file 0600): it holds commands and paths.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from heet_tui.control.codec import (
+    alloc_from_obj,
+    alloc_to_obj,
+    change_from_json,
+    change_to_json,
+    plan_from_json,
+    plan_to_json,
+    spec_from_json,
+    spec_to_json,
+)
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.job import InvalidTransition, Job, JobSpec, JobState
+from heet_tui.core.plan import Change, Plan
+
+DB_NAME = "state.sqlite3"
+BUSY_TIMEOUT_S = 15.0
+
+# Each entry upgrades the schema by one version; never edit a released entry, append a new one.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE jobs (
+        id TEXT PRIMARY KEY, name TEXT NOT NULL, spec TEXT NOT NULL, state TEXT NOT NULL,
+        submitted_at REAL NOT NULL, restarts INTEGER NOT NULL DEFAULT 0, steps_done INTEGER NOT NULL DEFAULT 0,
+        samples_done REAL NOT NULL DEFAULT 0, attained_gpu_s REAL NOT NULL DEFAULT 0,
+        message TEXT NOT NULL DEFAULT '', checkpoint TEXT, generation INTEGER NOT NULL DEFAULT 0,
+        cancel_requested INTEGER NOT NULL DEFAULT 0, crashes INTEGER NOT NULL DEFAULT 0);
+    CREATE TABLE job_states (job_id TEXT NOT NULL, at REAL NOT NULL, state TEXT NOT NULL, message TEXT);
+    CREATE TABLE observations (job_id TEXT NOT NULL, gpu_type TEXT NOT NULL, placement TEXT NOT NULL,
+        samples_per_s REAL NOT NULL, at REAL NOT NULL, source TEXT NOT NULL);
+    CREATE TABLE plans (id INTEGER PRIMARY KEY AUTOINCREMENT, created_at REAL NOT NULL, policy TEXT NOT NULL,
+        status TEXT NOT NULL, plan TEXT NOT NULL, edits TEXT NOT NULL DEFAULT '{}', decided_at REAL);
+    CREATE TABLE plan_steps (plan_id INTEGER NOT NULL, idx INTEGER NOT NULL, job_id TEXT NOT NULL,
+        change TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'pending', started_at REAL, finished_at REAL,
+        message TEXT NOT NULL DEFAULT '', PRIMARY KEY (plan_id, idx));
+    CREATE TABLE allocations (job_id TEXT NOT NULL, generation INTEGER NOT NULL, allocation TEXT NOT NULL,
+        started_at REAL NOT NULL, released_at REAL, PRIMARY KEY (job_id, generation));
+    CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, kind TEXT NOT NULL,
+        job_id TEXT, host TEXT, message TEXT NOT NULL);
+    CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE INDEX job_states_job ON job_states(job_id);
+    CREATE INDEX observations_job ON observations(job_id);
+    CREATE INDEX events_job ON events(job_id);
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+PLAN_STATUSES = ("proposed", "approved", "rejected", "applying", "applied", "superseded", "failed")
+
+
+class StoreError(RuntimeError):
+    """The state file cannot be used (newer schema, unreadable, locked for too long)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """A job as stored: the domain ``Job`` plus what only the controller needs."""
+
+    job: Job
+    checkpoint: str | None
+    generation: int
+    cancel_requested: bool
+    crashes: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlanRecord:
+    id: int
+    plan: Plan
+    status: str
+    edits: dict
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    plan_id: int
+    idx: int
+    change: Change
+    status: str  # pending | running | done | failed
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    id: int
+    at: float
+    kind: str
+    job_id: str | None
+    host: str | None
+    message: str
+
+
+def default_state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "heet-tui"
+
+
+class Store:
+    def __init__(self, state_dir: Path | str | None = None) -> None:
+        self.dir = Path(state_dir).expanduser() if state_dir else default_state_dir()
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.chmod(self.dir, 0o700)
+            self.path = self.dir / DB_NAME
+            fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600)
+            os.close(fd)
+            os.chmod(self.path, 0o600)
+            self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._migrate()
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"state store {self.dir}: {exc}") from None
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._tx() as db:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"{self.path} has schema version {version}, newer than this heet-tui "
+                                 f"({SCHEMA_VERSION}); upgrade heet-tui")
+            for script in MIGRATIONS[version:]:
+                for statement in filter(str.strip, script.split(";")):
+                    db.execute(statement)
+            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    # -- jobs -------------------------------------------------------------------------------
+    def add_job(self, spec: JobSpec, now: float) -> Job:
+        """Insert a queued job; its id is the spec name, suffixed when that name was used before."""
+        with self._tx() as db:
+            taken = {r[0] for r in db.execute("SELECT id FROM jobs WHERE name = ?", (spec.name,))}
+            job_id, n = spec.name, 1
+            while job_id in taken:
+                n += 1
+                job_id = f"{spec.name}-{n}"
+            db.execute("INSERT INTO jobs (id, name, spec, state, submitted_at) VALUES (?, ?, ?, ?, ?)",
+                       (job_id, spec.name, spec_to_json(spec), JobState.QUEUED.value, now))
+            db.execute("INSERT INTO job_states VALUES (?, ?, ?, ?)", (job_id, now, JobState.QUEUED.value, "submitted"))
+        return Job(job_id, spec, JobState.QUEUED, now, history=((now, JobState.QUEUED),))
+
+    def jobs(self, include_terminal: bool = True) -> list[JobRecord]:
+        rows = self._db.execute("SELECT * FROM jobs ORDER BY submitted_at, id").fetchall()
+        cols = [c[0] for c in self._db.execute("SELECT * FROM jobs LIMIT 0").description]
+        out = [self._job_record(dict(zip(cols, r, strict=True))) for r in rows]
+        return [r for r in out if include_terminal or not r.job.state.terminal]
+
+    def job(self, job_id: str) -> JobRecord | None:
+        cur = self._db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,))
+        row = cur.fetchone()
+        return self._job_record(dict(zip([c[0] for c in cur.description], row, strict=True))) if row else None
+
+    def find_job(self, name: str) -> JobRecord | None:
+        """By id, else the newest job with that name (what ``heet-tui cancel NAME`` means)."""
+        found = self.job(name)
+        if found is not None:
+            return found
+        same = [r for r in self.jobs() if r.job.spec.name == name]
+        return same[-1] if same else None
+
+    def _job_record(self, r: dict) -> JobRecord:
+        history = tuple((at, JobState(s)) for at, s in self._db.execute(
+            "SELECT at, state FROM job_states WHERE job_id = ? ORDER BY rowid", (r["id"],)))
+        job = Job(r["id"], spec_from_json(r["spec"]), JobState(r["state"]), r["submitted_at"], r["restarts"],
+                  r["samples_done"], r["steps_done"], r["attained_gpu_s"], r["message"], history)
+        return JobRecord(job, r["checkpoint"], r["generation"], bool(r["cancel_requested"]), r["crashes"])
+
+    def set_state(self, job_id: str, new: JobState, at: float, message: str = "") -> Job:
+        """Move a job along its life cycle; refuses transitions the life cycle forbids."""
+        with self._tx():
+            rec = self.job(job_id)
+            if rec is None:
+                raise KeyError(job_id)
+            if rec.job.state is new:
+                self._db.execute("UPDATE jobs SET message = ? WHERE id = ?", (message, job_id))
+                return replace(rec.job, message=message)
+            job = rec.job.transition(new, at, message)
+            self._db.execute("UPDATE jobs SET state = ?, restarts = ?, message = ? WHERE id = ?",
+                             (new.value, job.restarts, message, job_id))
+            self._db.execute("INSERT INTO job_states VALUES (?, ?, ?, ?)", (job_id, at, new.value, message))
+        return job
+
+    def try_set_state(self, job_id: str, new: JobState, at: float, message: str = "") -> bool:
+        try:
+            self.set_state(job_id, new, at, message)
+            return True
+        except InvalidTransition:
+            return False
+
+    def update_progress(self, job_id: str, steps: int, samples: float, checkpoint: str | None,
+                        gpu_seconds: float = 0.0) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE jobs SET steps_done = MAX(steps_done, ?), samples_done = MAX(samples_done, ?), "
+                       "checkpoint = COALESCE(?, checkpoint), attained_gpu_s = attained_gpu_s + ? WHERE id = ?",
+                       (steps, samples, checkpoint, gpu_seconds, job_id))
+
+    def request_cancel(self, job_id: str) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE jobs SET cancel_requested = 1 WHERE id = ?", (job_id,))
+
+    def next_generation(self, job_id: str) -> int:
+        """A fresh, never reused launch generation for the job (the fence for stale copies)."""
+        with self._tx() as db:
+            db.execute("UPDATE jobs SET generation = generation + 1 WHERE id = ?", (job_id,))
+            return int(db.execute("SELECT generation FROM jobs WHERE id = ?", (job_id,)).fetchone()[0])
+
+    def count_crash(self, job_id: str, reset: bool = False) -> int:
+        with self._tx() as db:
+            db.execute("UPDATE jobs SET crashes = CASE WHEN ? THEN 0 ELSE crashes + 1 END WHERE id = ?",
+                       (reset, job_id))
+            return int(db.execute("SELECT crashes FROM jobs WHERE id = ?", (job_id,)).fetchone()[0])
+
+    # -- allocations ------------------------------------------------------------------------
+    def record_allocation(self, alloc: Allocation, generation: int, at: float) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE allocations SET released_at = ? WHERE job_id = ? AND released_at IS NULL",
+                       (at, alloc.job_id))
+            db.execute("INSERT INTO allocations VALUES (?, ?, ?, ?, NULL)",
+                       (alloc.job_id, generation, json.dumps(alloc_to_obj(alloc)), at))
+
+    def release_allocation(self, job_id: str, at: float) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE allocations SET released_at = ? WHERE job_id = ? AND released_at IS NULL",
+                       (at, job_id))
+
+    def current_allocations(self) -> dict[str, tuple[Allocation, int]]:
+        rows = self._db.execute("SELECT job_id, allocation, generation FROM allocations WHERE released_at IS NULL")
+        out: dict[str, tuple[Allocation, int]] = {}
+        for job_id, text, gen in rows:
+            alloc = alloc_from_obj(json.loads(text))
+            if alloc is not None:
+                out[job_id] = (alloc, gen)
+        return out
+
+    # -- observations -----------------------------------------------------------------------
+    def add_observation(self, job_id: str, gpu_type: str, placement: str, samples_per_s: float, at: float,
+                        source: str = "run") -> None:
+        with self._tx() as db:
+            db.execute("INSERT INTO observations VALUES (?, ?, ?, ?, ?, ?)",
+                       (job_id, gpu_type, placement, samples_per_s, at, source))
+
+    def observations(self, job_id: str | None = None) -> list[tuple[str, str, str, float, float, str]]:
+        sql = "SELECT job_id, gpu_type, placement, samples_per_s, at, source FROM observations"
+        rows = self._db.execute(sql + (" WHERE job_id = ?" if job_id else "") + " ORDER BY rowid",
+                                (job_id,) if job_id else ())
+        return [tuple(r) for r in rows]
+
+    # -- plans ------------------------------------------------------------------------------
+    def add_plan(self, plan: Plan, status: str = "proposed") -> int:
+        with self._tx() as db:
+            db.execute("UPDATE plans SET status = 'superseded' WHERE status = 'proposed'")
+            cur = db.execute("INSERT INTO plans (created_at, policy, status, plan) VALUES (?, ?, ?, ?)",
+                             (plan.created_at, plan.policy, status, plan_to_json(plan)))
+            return int(cur.lastrowid or 0)
+
+    def plan(self, plan_id: int) -> PlanRecord | None:
+        row = self._db.execute("SELECT id, plan, status, edits, created_at FROM plans WHERE id = ?",
+                               (plan_id,)).fetchone()
+        return PlanRecord(row[0], plan_from_json(row[1]), row[2], json.loads(row[3]), row[4]) if row else None
+
+    def plans_with_status(self, *statuses: str) -> list[PlanRecord]:
+        marks = ",".join("?" * len(statuses))
+        ids = self._db.execute(f"SELECT id FROM plans WHERE status IN ({marks}) ORDER BY id", statuses)
+        return [p for (i,) in ids.fetchall() if (p := self.plan(i)) is not None]
+
+    def set_plan_status(self, plan_id: int, status: str, at: float, plan: Plan | None = None,
+                        edits: dict | None = None) -> None:
+        if status not in PLAN_STATUSES:
+            raise ValueError(f"unknown plan status {status!r}")
+        with self._tx() as db:
+            db.execute("UPDATE plans SET status = ?, decided_at = ? WHERE id = ?", (status, at, plan_id))
+            if plan is not None:
+                db.execute("UPDATE plans SET plan = ? WHERE id = ?", (plan_to_json(plan), plan_id))
+            if edits is not None:
+                db.execute("UPDATE plans SET edits = ? WHERE id = ?", (json.dumps(edits), plan_id))
+
+    def start_applying(self, plan_id: int, changes: tuple[Change, ...], at: float) -> None:
+        """Record every step before any runs, in one transaction: a crash leaves all or none."""
+        with self._tx() as db:
+            db.execute("UPDATE plans SET status = 'applying', decided_at = ? WHERE id = ?", (at, plan_id))
+            for i, c in enumerate(changes):
+                db.execute("INSERT OR IGNORE INTO plan_steps (plan_id, idx, job_id, change) VALUES (?, ?, ?, ?)",
+                           (plan_id, i, c.job_id, change_to_json(c)))
+
+    def steps(self, plan_id: int) -> list[StepRecord]:
+        rows = self._db.execute("SELECT plan_id, idx, change, status, message FROM plan_steps WHERE plan_id = ? "
+                                "ORDER BY idx", (plan_id,))
+        return [StepRecord(p, i, change_from_json(c), s, m) for p, i, c, s, m in rows]
+
+    def mark_step(self, plan_id: int, idx: int, status: str, at: float, message: str = "") -> None:
+        column = "started_at" if status == "running" else "finished_at"
+        with self._tx() as db:
+            db.execute(f"UPDATE plan_steps SET status = ?, {column} = ?, message = ? WHERE plan_id = ? AND idx = ?",
+                       (status, at, message, plan_id, idx))
+
+    # -- events and settings ----------------------------------------------------------------
+    def add_event(self, at: float, kind: str, message: str, job_id: str | None = None,
+                  host: str | None = None) -> None:
+        with self._tx() as db:
+            db.execute("INSERT INTO events (at, kind, job_id, host, message) VALUES (?, ?, ?, ?, ?)",
+                       (at, kind, job_id, host, message))
+
+    def events(self, job_id: str | None = None, limit: int = 50) -> list[EventRecord]:
+        where = " WHERE job_id = ?" if job_id else ""
+        rows = self._db.execute(f"SELECT id, at, kind, job_id, host, message FROM events{where} "
+                                "ORDER BY id DESC LIMIT ?", ((job_id,) if job_id else ()) + (limit,))
+        return [EventRecord(*r) for r in reversed(rows.fetchall())]
+
+    def setting(self, key: str, default: str | None = None) -> str | None:
+        row = self._db.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def set_setting(self, key: str, value: str) -> None:
+        with self._tx() as db:
+            db.execute("INSERT INTO settings VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                       (key, value))

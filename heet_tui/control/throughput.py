@@ -1,0 +1,144 @@
+"""Throughput estimates the controller hands the policy, built from what jobs really measured.
+
+Each job's measured cells (GPU type x placement, samples/s from profiling runs and from the
+running job's own progress reports) are used as they are. For a placement nobody measured the
+estimate starts from the nearest measured count on that type and scales it sub-linearly
+(``SCALING_EXPONENT``), with a penalty for spanning hosts, because data-parallel speed-up is
+never linear and crossing hosts costs bandwidth. A type with no measurement for the job gets
+the job's best measured type scaled by how the two types compare on jobs that ran on both;
+with nothing to compare, the type is left out (throughput 0) until it is profiled.
+
+Every measurement also goes to the profiling model (``heet_tui.profiling.predictor``, 3-D
+collaborative filtering over job x GPU type x placement). Once that model has at least one
+well-observed job to learn the shared factors from (for instance imported profiles, or jobs
+that have run in many configurations), its predictions replace the scaling rule for the cells
+nobody measured; until then a fit on a handful of cells would be guesswork, so the rule stays.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from heet_tui.core.allocation import placement_key
+from heet_tui.core.sched_input import ThroughputFn
+
+SCALING_EXPONENT = 0.85
+MULTI_HOST_FACTOR = 0.85
+RECENT = 5  # a cell's value is the mean of its last few observations: jobs warm up, hosts get busy
+
+
+def parse_placement(key: str) -> tuple[int, ...]:
+    parts = key.split("-") if "-" in key else list(key)
+    return tuple(sorted((int(p) for p in parts), reverse=True))
+
+
+@dataclass
+class ThroughputBook:
+    """Every measurement, by job, GPU type and placement key (and the profiling model fed with them)."""
+
+    cells: dict[str, dict[tuple[str, str], list[float]]] = field(default_factory=lambda: defaultdict(dict))
+    predictor: object | None = None  # heet_tui.profiling.predictor.ThroughputPredictor
+    keys: dict[str, object] = field(default_factory=dict)  # job id -> the predictor's JobKey
+    model_ready: bool = False  # the profiling model has a well-observed job to learn from
+
+    def register(self, job_id: str, model: str, global_batch: int) -> None:
+        """Tell the profiling model which (model, global batch) a job is; jobs that share one share a row."""
+        if self.predictor is not None and job_id not in self.keys:
+            from heet_tui.profiling.tensor import JobKey
+
+            self.keys[job_id] = JobKey(model, global_batch)
+
+    def add(self, job_id: str, gpu_type: str, placement: tuple[int, ...] | str, samples_per_s: float,
+            source: str = "running", at: float = 0.0) -> None:
+        if not (samples_per_s > 0 and math.isfinite(samples_per_s)):
+            return
+        key = placement if isinstance(placement, str) else placement_key(placement)
+        self.cells[job_id].setdefault((gpu_type, key), []).append(samples_per_s)
+        if self.predictor is not None and job_id in self.keys:
+            try:
+                self.predictor.observe(self.keys[job_id], gpu_type, key, samples_per_s, source, at)
+            except ValueError:
+                return  # the model refuses what it cannot use; the book keeps it
+            self.model_ready = self.model_ready or self._well_observed()
+
+    def load(self, rows: Iterable[tuple[str, str, str, float, float, str]]) -> None:
+        for job_id, gpu_type, key, sps, at, source in rows:
+            self.add(job_id, gpu_type, key, sps, source, at)
+
+    def _well_observed(self) -> bool:
+        from heet_tui.profiling.predictor import WELL_OBSERVED
+
+        counts: dict[int, int] = {}
+        for j, _t, _c in self.predictor.tensor.observed_cells():
+            counts[j] = counts.get(j, 0) + 1
+        return any(n >= WELL_OBSERVED for n in counts.values())
+
+    def _predicted(self, job_id: str, gpu_type: str, placement: tuple[int, ...]) -> float | None:
+        if job_id not in self.keys or not self.model_ready:
+            return None
+        if gpu_type not in self.predictor.tensor.gpu_types:
+            return None
+        try:
+            return float(self.predictor.predict(self.keys[job_id], gpu_type, placement).samples_per_s)
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError):
+            return None
+
+    def measured(self, job_id: str) -> dict[tuple[str, str], float]:
+        return {k: sum(v[-RECENT:]) / len(v[-RECENT:]) for k, v in self.cells.get(job_id, {}).items()}
+
+    def measured_types(self, job_id: str) -> set[str]:
+        return {t for t, _ in self.cells.get(job_id, {})}
+
+    def type_ratio(self, a: str, b: str) -> float | None:
+        """Geometric-mean speed of type ``a`` relative to ``b`` over jobs measured on both at one GPU."""
+        logs = []
+        for job_id in self.cells:
+            m = self.measured(job_id)
+            if (a, "1") in m and (b, "1") in m:
+                logs.append(math.log(m[(a, "1")] / m[(b, "1")]))
+        return math.exp(sum(logs) / len(logs)) if logs else None
+
+    def estimate(self, job_id: str, gpu_type: str, placement: tuple[int, ...]) -> float:
+        if not placement or sum(placement) <= 0:
+            return 0.0
+        m = self.measured(job_id)
+        key = placement_key(placement)
+        if (gpu_type, key) in m:
+            return m[(gpu_type, key)]
+        predicted = self._predicted(job_id, gpu_type, placement)
+        if predicted is not None and predicted > 0 and math.isfinite(predicted):
+            return predicted
+        own = {parse_placement(k): v for (t, k), v in m.items() if t == gpu_type}
+        if own:
+            return _scaled(own, placement)
+        best = None
+        for other in self.measured_types(job_id):
+            ratio = self.type_ratio(gpu_type, other)
+            if ratio is None:
+                continue
+            base = {parse_placement(k): v for (t, k), v in m.items() if t == other}
+            value = _scaled(base, placement) * ratio
+            best = value if best is None else max(best, value)
+        return best or 0.0
+
+    def function(self, job_id: str) -> ThroughputFn:
+        def throughput(gpu_type: str, placement: tuple[int, ...]) -> float:
+            return self.estimate(job_id, gpu_type, tuple(placement))
+
+        return throughput
+
+
+def _scaled(measured: dict[tuple[int, ...], float], placement: tuple[int, ...]) -> float:
+    count = sum(placement)
+    ref = min(measured, key=lambda p: (abs(math.log(sum(p) / count)), len(p)))
+    value = measured[ref] * (count / sum(ref)) ** SCALING_EXPONENT
+    if len(placement) > 1 and len(ref) == 1:
+        value *= MULTI_HOST_FACTOR
+    elif len(placement) == 1 and len(ref) > 1:
+        value /= MULTI_HOST_FACTOR
+    return value

@@ -1,0 +1,55 @@
+"""Helpers for controller tests: local-transport hosts with emulated GPUs, jobs, and waiting on snapshots."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from heet_tui.core.snapshot import Snapshot
+
+REPO = Path(__file__).resolve().parents[2]
+TRAINING = REPO / "examples" / "training.py"
+
+
+def write_local_hosts(root: Path, hosts: list[tuple[str, str, int, float]]) -> Path:
+    """``hosts``: (name, gpu type, count, speed); each gets its own agent workdir under ``root``."""
+    lines = ["[defaults]", f'python = "{sys.executable}"', ""]
+    for name, gpu_type, count, speed in hosts:
+        lines += ["[[hosts]]", f'name = "{name}"', 'transport = "local"', f'workdir = "{root / ("w-" + name)}"',
+                  f'emulate = {{ gpu_type = "{gpu_type}", count = {count}, speed = {speed} }}', ""]
+    path = root / "hosts.toml"
+    path.write_text("\n".join(lines))
+    return path
+
+
+def write_job(root: Path, name: str, steps: int, max_gpus: int = 2, batch: int = 32, every: int = 20,
+              command: list[str] | None = None, extra: str = "") -> Path:
+    argv = command or ["python3", str(TRAINING), "--checkpoint-every", str(every), "--report-every", "5"]
+    quoted = ", ".join(f'"{a}"' for a in argv)
+    path = root / f"{name}.toml"
+    path.write_text(
+        f'name = "{name}"\ncommand = [{quoted}]\nenv = {{ OMP_NUM_THREADS = "1" }}\nmodel = "cifar10"\n'
+        f"batch_size = {batch}\ntarget = {{ steps = {steps} }}\nmin_gpus = 1\nmax_gpus = {max_gpus}\n"
+        f'checkpoint_dir = "{root / "ckpt" / name}"\n{extra}')
+    return path
+
+
+async def wait_for(ctl, predicate: Callable[[Snapshot], bool], timeout: float, what: str) -> Snapshot:
+    """Poll published snapshots until ``predicate`` holds; fail with the last snapshot's jobs."""
+    deadline = time.monotonic() + timeout
+    snap = None
+    while time.monotonic() < deadline:
+        await ctl.publish()
+        snap = ctl.hub.latest
+        if snap is not None and predicate(snap):
+            return snap
+        await asyncio.sleep(0.3)
+    jobs = [(j.id, j.state.value, j.message) for j in snap.jobs] if snap else None
+    raise AssertionError(f"timed out waiting for {what}; jobs: {jobs}; notices: {snap.notices if snap else None}")
+
+
+def job(snap: Snapshot, job_id: str):
+    return next(j for j in snap.jobs if j.id == job_id)

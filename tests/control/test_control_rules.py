@@ -1,0 +1,109 @@
+"""The controller's pure rules: launch env per rank, exit verdicts, throughput estimates, plan gain."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from heet_tui.config.hosts_file import HostEntry
+from heet_tui.control.launch import choose_master_port, plan_launch, target_env
+from heet_tui.control.runtime import Outcome, RankProc, Run, backoff_s, judge, parse_agent_id, rank_agent_id
+from heet_tui.control.throughput import ThroughputBook
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.job import JobSpec, Target, TargetKind
+
+
+def _spec(**kw) -> JobSpec:
+    return JobSpec("cnn", ("python3", "train.py", "--x"), "m", 64, Target(TargetKind.STEPS, 300),
+                   env=(("OMP_NUM_THREADS", "1"),), **kw)
+
+
+def test_one_process_per_gpu_with_distributed_env() -> None:
+    hosts = {"b": HostEntry("b", "10.0.0.2", python="/opt/py/bin/python", workdir="/w"),
+             "a": HostEntry("a", "10.0.0.1", python="/usr/bin/python3", workdir="/w")}
+    alloc = Allocation.of("cnn", "T4", {"b": [3, 1], "a": [0]})
+    launches = plan_launch("cnn", _spec(), alloc, 7, hosts, 29600)
+    assert [(s.host, s.rank, s.gpus, s.agent_id) for s in launches] == [
+        ("a", 0, (0,), "cnn.r0"), ("b", 1, (1,), "cnn.r1"), ("b", 2, (3,), "cnn.r2")]
+    env = [dict(s.env) for s in launches]
+    assert {e["MASTER_ADDR"] for e in env} == {"10.0.0.1"} and {e["WORLD_SIZE"] for e in env} == {"3"}
+    assert [(e["RANK"], e["LOCAL_RANK"], e["LOCAL_WORLD_SIZE"]) for e in env] == [("0", "0", "1"), ("1", "0", "2"),
+                                                                                  ("2", "1", "2")]
+    assert all(e["HEET_CHECKPOINT_DIR"] == "/w/checkpoints/cnn" and e["HEET_TARGET_STEPS"] == "300" for e in env)
+    assert launches[1].argv == ("/opt/py/bin/python", "train.py", "--x"), "each host's own interpreter"
+    with pytest.raises(ValueError, match="unknown host"):
+        plan_launch("cnn", _spec(), Allocation.of("cnn", "T4", {"zz": [0]}), 1, hosts, 1)
+
+
+def test_master_port_is_free_locally_and_varies_by_generation_remotely() -> None:
+    local = HostEntry("l", "localhost", transport="local")
+    port = choose_master_port("cnn", 1, local)
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))  # it really is free
+    remote = HostEntry("r", "gpu7.example.org")
+    assert choose_master_port("cnn", 1, remote) != choose_master_port("cnn", 2, remote)
+    assert target_env(JobSpec("e", ("x",), "m", 8, Target(TargetKind.EPOCHS, 1.5), dataset_samples=100)) == {
+        "HEET_BATCH_SIZE": "8", "HEET_TARGET_EPOCHS": "1.5", "HEET_DATASET_SAMPLES": "100"}
+
+
+def _run(*exits: tuple[int | None, str | None], stop: str | None = None, profiling: bool = False) -> Run:
+    ranks = {i: RankProc("h", rank_agent_id("j", i), i, (i,), "exited", code, None, reason)
+             for i, (code, reason) in enumerate(exits)}
+    return Run("j", Allocation.of("j", "T4", {"h": list(range(len(exits)))}), 1, ranks, 0.0, profiling, stop)
+
+
+def test_exit_verdicts() -> None:
+    assert judge(_run((0, None), (0, None)))[0] is Outcome.DONE
+    assert judge(_run((143, None), stop="resize"))[0] is Outcome.STOPPED
+    assert judge(_run((None, "lost: x"), stop="host h lost"))[0] is Outcome.INTERRUPTED
+    assert judge(_run((143, None)))[0] is Outcome.INTERRUPTED, "a SIGTERM from elsewhere is not a crash"
+    outcome, why = judge(_run((143, None), (5, None)))
+    assert outcome is Outcome.CRASHED and "rank 1" in why and "exit code 5" in why
+    assert judge(_run((0, None), profiling=True))[0] is Outcome.STOPPED
+    assert parse_agent_id("my.job.r12") == ("my.job", "r", 12) and parse_agent_id("other") is None
+    assert [backoff_s(n, 2.0) for n in (1, 2, 3)] == [2.0, 4.0, 8.0] and backoff_s(20, 2.0) == 300.0
+
+
+def test_throughput_estimates_use_measurements_then_scale_and_borrow_type_ratios() -> None:
+    book = ThroughputBook()
+    book.add("a", "A100", (1,), 100.0)
+    book.add("a", "T4", (1,), 25.0)
+    book.add("b", "A100", (1,), 40.0)
+    book.add("b", "A100", (2,), 70.0)
+    book.add("b", "T4", (1,), float("nan"))  # ignored
+    assert book.estimate("b", "A100", (2,)) == 70.0
+    assert 70.0 < book.estimate("b", "A100", (4,)) < 140.0, "sub-linear beyond what was measured"
+    assert book.estimate("b", "A100", (1, 1)) < book.estimate("b", "A100", (2,)) * 1.01
+    assert book.estimate("b", "T4", (1,)) == pytest.approx(10.0), "A100:T4 = 4:1 as seen on job a"
+    assert book.estimate("b", "V100", (1,)) == 0.0, "never measured anywhere: not offered"
+
+
+def test_store_codec_round_trip(tmp_path: Path) -> None:
+    from heet_tui.control.codec import plan_from_json, plan_to_json
+    from heet_tui.core.plan import JobPrediction, Plan, PredictedEffect
+
+    a = Allocation.of("j", "T4", {"h": [0, 1]})
+    plan = Plan.build({"j": Allocation.of("j", "A100", {"g": [0]})}, {"j": a}, "heet", 5.0,
+                      PredictedEffect((JobPrediction("j", 1.0, 2.0, None, 30.0),), 10.0, None))
+    assert plan_from_json(plan_to_json(plan)) == plan
+
+
+def test_profiling_model_fills_unmeasured_cells_once_it_has_a_well_observed_job() -> None:
+    from heet_tui.profiling.predictor import ThroughputPredictor
+
+    book = ThroughputBook(predictor=ThroughputPredictor())
+    book.register("a", "resnet", 32)
+    book.register("b", "vgg", 32)
+    book.add("b", "A100", (1,), 50.0)
+    book.add("a", "T4", (1,), 30.0)
+    assert not book.model_ready and book.estimate("b", "T4", (1,)) == pytest.approx(0.0), "too little to learn"
+    for gpu_type, speed in (("A100", 1.0), ("T4", 0.3)):
+        for placement in ((1,), (2,), (4,), (2, 2), (8,), (4, 4)):
+            book.add("a", gpu_type, placement, 100 * speed * sum(placement) ** 0.9)
+    assert book.model_ready
+    assert book.estimate("b", "A100", (1,)) == 50.0, "a measured cell is used as measured"
+    t4 = book.estimate("b", "T4", (1,))
+    assert 0.15 * 50 < t4 < 0.6 * 50, f"T4 is about 0.3x A100 as on job a, got {t4}"

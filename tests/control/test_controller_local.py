@@ -1,0 +1,144 @@
+"""The controller on real local-transport agents running examples/training.py (no SSH needed).
+
+Manual approval through the Backend API, a drain that moves a running job (checkpoint-restart,
+steps and loss carry on), a controller restart that re-adopts the running job without a second
+launch, and a crashing job that is retried with backoff and then failed with its log tail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from control_lab import job, wait_for, write_job, write_local_hosts
+from support.sshd import kill_jobs_under
+
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.execution import ExecOptions
+from heet_tui.control.store import Store
+from heet_tui.core.intents import ApprovePlan, DrainHost, SubmitJob
+from heet_tui.core.job import JobState
+from heet_tui.core.plan import ChangeKind
+
+PREFIX = "@heet-progress "
+
+
+def _progress(log: Path) -> list[dict]:
+    return [json.loads(line[len(PREFIX):]) for line in log.read_text().splitlines() if line.startswith(PREFIX)]
+
+
+@pytest.fixture(autouse=True)
+def _kill_leftovers(tmp_path: Path):
+    yield
+    for workdir in tmp_path.glob("w-*"):
+        kill_jobs_under(workdir)
+
+
+def test_approve_drain_move_and_restart_readopts(tmp_path: Path) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 2, 1.0), ("slow", "T4", 2, 0.7)]))
+    store = Store(tmp_path / "state")
+    options = ControllerOptions(interval_s=0.5, execution=ExecOptions(stop_grace_s=20))
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, options)
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=200))))
+            snap = await wait_for(ctl, lambda s: s.plan_id is not None, 90, "a proposed plan")
+            assert job(snap, "a").state is JobState.QUEUED, "manual mode: nothing runs before approval"
+            assert {o[1] for o in store.observations("a")} == {"A100", "T4"}, "profiled on both types"
+            await ctl.post(ApprovePlan(snap.plan_id))
+            snap = await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING
+                                  and store.job("a").job.steps_done >= 70, 90, "a past step 70")
+            first_host = job(snap, "a").allocation.host_names[0]
+            gen_before = store.job("a").generation
+
+            await ctl.post(DrainHost(first_host))
+            snap = await wait_for(ctl, lambda s: s.plan is not None and any(
+                c.job_id == "a" and c.kind is not ChangeKind.START for c in s.plan.changes), 30, "a plan moving a")
+            await ctl.post(ApprovePlan(snap.plan_id))
+            snap = await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING and job(s, "a").allocation
+                                  is not None and first_host not in job(s, "a").allocation.host_names
+                                  and job(s, "a").throughput > 0, 90, "a running elsewhere")
+        finally:
+            await ctl.stop()  # jobs keep running on their hosts
+        moved = store.job("a")
+        assert moved.generation > gen_before
+        assert JobState.RESIZING in [s for _, s in moved.job.history]
+        second_host = job(snap, "a").allocation.host_names[0]
+
+        again = Controller(hosts, store, options)
+        await again.start()
+        try:
+            await wait_for(again, lambda s: job(s, "a").state is JobState.DONE, 150, "a done after restart")
+        finally:
+            await again.stop()
+        assert store.job("a").generation == moved.generation, "re-adopted, not launched again"
+        launches = [e for e in store.events(job_id="a", limit=500) if e.kind == "launch"]
+        assert len(launches) == 2, [e.message for e in launches]
+
+        before = _progress(next((tmp_path / f"w-{first_host}").glob(f"**/logs/a.r0-g{gen_before}.log")))
+        after = _progress(next((tmp_path / f"w-{second_host}").glob(f"**/logs/a.r0-g{moved.generation}.log")))
+        assert after[0]["step"] >= 60 and after[0]["step"] <= before[-1]["step"] + 5
+        assert after[0]["loss"] < before[0]["loss"] * 0.8, "the loss carries on from the checkpoint"
+        assert after[-1]["step"] == 200
+
+    asyncio.run(scenario())
+
+
+def test_crashing_job_is_retried_then_failed_with_its_log_tail(tmp_path: Path) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    crash = [sys.executable, "-c", "import sys; print('loading data: bad shard 7', flush=True); sys.exit(5)"]
+    options = ControllerOptions(interval_s=0.3, execution=ExecOptions(max_retries=2, retry_backoff_s=0.2))
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, options)
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "bad", steps=10, max_gpus=1, command=crash))))
+            snap = await wait_for(ctl, lambda s: job(s, "bad").state is JobState.FAILED, 60, "bad to fail")
+        finally:
+            await ctl.stop()
+        bad = job(snap, "bad")
+        assert "exit code 5" in bad.message and "bad shard 7" in bad.message
+        assert any("bad shard 7" in line for line in bad.log_tail)
+        assert store.job("bad").crashes == 3, "first try + 2 retries"
+
+    asyncio.run(scenario())
+
+
+def test_restart_mid_plan_runs_only_the_steps_not_done(tmp_path: Path) -> None:
+    """A controller killed after step 0 of a plan: the next one resumes at step 1, never redoes step 0."""
+    from heet_tui.config.job_spec import load_job_spec
+    from heet_tui.core.allocation import Allocation
+    from heet_tui.core.plan import Plan
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 2, 1.0)]))
+    store = Store(tmp_path / "state")
+    for name in ("x", "y"):
+        store.add_job(load_job_spec(write_job(tmp_path, name, steps=15, max_gpus=1)), 0.0)
+    plan = Plan.build({}, {"x": Allocation.of("x", "A100", {"only": [0]}),
+                           "y": Allocation.of("y", "A100", {"only": [1]})}, "heet", 0.0)
+    plan_id = store.add_plan(plan)
+    store.set_plan_status(plan_id, "approved", 1.0)
+    store.start_applying(plan_id, plan.changes, 1.0)
+    store.mark_step(plan_id, 0, "running", 1.0)
+    store.mark_step(plan_id, 0, "done", 2.0, "pretend: launched before the crash")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, profile=False))
+        await ctl.start()
+        try:
+            await wait_for(ctl, lambda s: job(s, "y").state is JobState.DONE, 60, "y done")
+        finally:
+            await ctl.stop()
+
+    asyncio.run(scenario())
+    assert [s.status for s in store.steps(plan_id)] == ["done", "done"]
+    assert store.plan(plan_id).status == "applied"
+    assert [e.job_id for e in store.events(limit=100) if e.kind == "launch"] == ["y"], "step 0 was not redone"

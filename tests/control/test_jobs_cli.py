@@ -1,0 +1,46 @@
+"""``heet-tui submit / jobs / cancel`` against the state store, with no controller running."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from heet_tui.cli.main import main
+from heet_tui.control.store import Store
+from heet_tui.core.job import JobState
+
+JOB = 'name = "cnn"\ncommand = ["python3", "train.py"]\nmodel = "m"\nbatch_size = 32\ntarget = { steps = 10 }\n'
+
+
+def test_submit_list_cancel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "job.toml"
+    spec.write_text(JOB)
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "submit", str(spec)]) == 0
+    assert main([*state, "submit", str(spec), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1]) == {"id": "cnn-2", "state": "queued"}
+    assert main([*state, "jobs", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert listing["controller_pid"] is None and [j["id"] for j in listing["jobs"]] == ["cnn", "cnn-2"]
+    assert main([*state, "cancel", "cnn"]) == 0
+    assert "cancelled cnn" in capsys.readouterr().out
+    store = Store(tmp_path / "state")
+    assert store.job("cnn").job.state is JobState.CANCELLED and store.job("cnn-2").job.state is JobState.QUEUED
+    assert main([*state, "jobs"]) == 0
+    table = capsys.readouterr().out
+    assert "cnn-2" in table and "queued" in table and "controller: not running" in table
+
+
+def test_bad_input_is_a_located_message_not_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "job.toml"
+    spec.write_text(JOB.replace("batch_size = 32", "batch_size = 0"))
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "submit", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert "job.toml:4" in err and "batch_size" in err
+    assert main([*state, "cancel", "nope"]) == 2
+    assert 'no job "nope"' in capsys.readouterr().err
+    assert main([*state, "--hosts", str(tmp_path / "missing.toml"), "run", "--until-idle"]) == 2
+    assert "missing.toml: file not found" in capsys.readouterr().err

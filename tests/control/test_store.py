@@ -1,0 +1,102 @@
+"""The SQLite state store: life cycle, plans and steps, allocations, privacy, concurrent writers."""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from heet_tui.control.store import SCHEMA_VERSION, Store, StoreError
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.job import InvalidTransition, JobSpec, JobState, Target, TargetKind
+from heet_tui.core.plan import Plan
+
+
+def _spec(name: str = "cnn") -> JobSpec:
+    return JobSpec(name, ("python3", "train.py"), "cifar10", 64, Target(TargetKind.STEPS, 100), max_gpus=4,
+                   env=(("A", "b"),), gpu_types=("T4",))
+
+
+def test_files_are_private_and_schema_is_versioned(tmp_path: Path) -> None:
+    store = Store(tmp_path / "state")
+    assert stat.S_IMODE((tmp_path / "state").stat().st_mode) == 0o700
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+    assert store.schema_version == SCHEMA_VERSION
+    store.close()
+    db = sqlite3.connect(tmp_path / "state" / "state.sqlite3")
+    db.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    db.close()
+    with pytest.raises(StoreError, match="newer than this heet-tui"):
+        Store(tmp_path / "state")
+
+
+def test_job_life_cycle_and_unique_ids(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    a = store.add_job(_spec(), 1.0)
+    b = store.add_job(_spec(), 2.0)
+    assert (a.id, b.id) == ("cnn", "cnn-2")
+    assert store.job("cnn").job.spec == _spec(), "the spec round-trips exactly"
+    store.set_state("cnn", JobState.RUNNING, 3.0, "launched")
+    store.set_state("cnn", JobState.RESIZING, 4.0)
+    store.set_state("cnn", JobState.RUNNING, 5.0)
+    store.set_state("cnn", JobState.DONE, 6.0)
+    with pytest.raises(InvalidTransition):
+        store.set_state("cnn", JobState.RUNNING, 7.0)
+    rec = store.job("cnn")
+    assert rec.job.restarts == 1
+    assert [s for _, s in rec.job.history] == [JobState.QUEUED, JobState.RUNNING, JobState.RESIZING,
+                                               JobState.RUNNING, JobState.DONE]
+    assert [r.job.id for r in store.jobs(include_terminal=False)] == ["cnn-2"]
+    assert store.find_job("cnn").job.id == "cnn"
+    store.update_progress("cnn-2", 50, 3200, "/ck/x.pt")
+    store.update_progress("cnn-2", 40, 2560, None)  # a late, older report never moves progress back
+    rec = store.job("cnn-2")
+    assert (rec.job.steps_done, rec.job.samples_done, rec.checkpoint) == (50, 3200, "/ck/x.pt")
+    assert [store.next_generation("cnn-2") for _ in range(3)] == [1, 2, 3]
+
+
+def test_plans_steps_and_allocations_survive_reopen(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.add_job(_spec(), 0.0)
+    alloc = Allocation.of("cnn", "T4", {"h2": [1, 0], "h1": [3]})
+    plan = Plan.build({}, {"cnn": alloc}, "heet", 10.0)
+    pid = store.add_plan(plan)
+    second = store.add_plan(plan)
+    assert store.plan(pid).status == "superseded" and store.plan(second).status == "proposed"
+    store.start_applying(second, plan.changes, 11.0)
+    store.mark_step(second, 0, "running", 12.0)
+    store.record_allocation(alloc, 1, 12.0)
+    store.close()
+
+    again = Store(tmp_path)
+    rec = again.plan(second)
+    assert rec.status == "applying" and rec.plan.allocations == {"cnn": alloc}
+    assert [(s.idx, s.status, s.change.after) for s in again.steps(second)] == [(0, "running", alloc)]
+    assert again.current_allocations() == {"cnn": (alloc, 1)}
+    again.release_allocation("cnn", 13.0)
+    assert again.current_allocations() == {}
+
+
+def test_second_process_writes_while_first_reads(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.add_job(_spec("first"), 0.0)
+    code = (
+        "import sys; from heet_tui.control.store import Store\n"
+        "from heet_tui.core.job import JobSpec, Target, TargetKind\n"
+        "s = Store(sys.argv[1])\n"
+        "for i in range(20):\n"
+        "    s.add_job(JobSpec(f'j{i}', ('true',), 'm', 8, Target(TargetKind.STEPS, 1)), float(i))\n"
+        "    s.add_event(float(i), 'submit', f'j{i}')\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)])
+    seen = 0
+    while proc.poll() is None:
+        seen = max(seen, len(store.jobs()))
+        store.add_event(0.0, "tick", "controller round")
+    assert proc.wait() == 0
+    assert len(store.jobs()) == 21 and seen <= 21
+    assert sum(e.kind == "submit" for e in store.events(limit=1000)) == 20
