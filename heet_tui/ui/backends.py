@@ -49,12 +49,19 @@ def _controller(args: argparse.Namespace, hosts_path: Path) -> BackendChoice:
     except ConfigError as exc:
         return BackendChoice(None, hosts_path, f"fix the hosts file to start the controller: {exc}",
                              start_mode="hosts")
+    from heet_tui.control.threaded import ThreadedBackend
+
+    state = getattr(args, "state", None)
     try:
-        store = Store(getattr(args, "state", None))
-        other = controller_running(store.dir)
+        probe = Store(state)  # opened here only to say early, and clearly, why it cannot start
+        other = controller_running(probe.dir)
+        probe.close()
         if other is not None:
-            return BackendChoice(None, hosts_path, f"another controller (pid {other}) is running on {store.dir}; "
+            return BackendChoice(None, hosts_path, f"another controller (pid {other}) is running on {probe.dir}; "
                                  "stop it (or use its --state) to manage the cluster from here", start_mode="hosts")
-        return BackendChoice(Controller(hosts, store), hosts_path, start_mode="cluster")
+        # The controller lives on its own thread and loop: SSH, SQLite and the solver never
+        # share the UI's event loop.
+        backend = ThreadedBackend(lambda: Controller(hosts, Store(state)))
+        return BackendChoice(backend, hosts_path, start_mode="cluster")
     except (OSError, RuntimeError, ValueError) as exc:
         return BackendChoice(None, hosts_path, f"controller cannot start: {exc}", start_mode="hosts")
