@@ -1,0 +1,184 @@
+"""``heet-tui sim``: compare policies on a simulated cluster; ``sim generate``; ``sim validate``."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from heet_tui.cli.errors import CliError, UsageError
+
+DEFAULT_POLICIES = "heet,fifo,gavel,srtf,goodput-mip"
+
+
+def _bundled_cluster() -> str:
+    return str(files("heet_tui.bundled_configs.sim").joinpath("sia-64gpu.toml"))
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sim", help="simulate policies on a cluster and workload from measured profiles",
+                       description="Run each policy over a workload (a CSV or a directory of CSVs) on a "
+                                   "simulated cluster and print avg/p50/p99 JCT, makespan, GPU-hours, restarts, "
+                                   "utilisation and scheduler time per round.")
+    p.add_argument("--workload", metavar="FILE|DIR", help="workload CSV, or a directory of them")
+    p.add_argument("--cluster", metavar="FILE", help="cluster TOML (default: bundled sia-64gpu.toml)")
+    p.add_argument("--profiles", metavar="DIR", help="Sia-format profile directory (one folder per model)")
+    p.add_argument("--cluster-scale", type=int, default=1, metavar="N",
+                   help="multiply every node count of the cluster by N (e.g. 32: the 64-GPU mix at 2,048 GPUs)")
+    p.add_argument("--policy", default=DEFAULT_POLICIES, help=f"comma-separated policies (default: {DEFAULT_POLICIES})")
+    p.add_argument("--interval", type=float, default=60.0, metavar="S", help="round length in seconds (default 60)")
+    p.add_argument("--oracle", action="store_true", help="policies see true throughput instead of predictions")
+    p.add_argument("--predictor", choices=("model", "simple"), default="model",
+                   help="without --oracle: the profiling model (default) or a simple power-law predictor")
+    p.add_argument("--seed", type=int, default=0, help="seed for profiling noise (runs are deterministic per seed)")
+    p.add_argument("--json", metavar="FILE", help="write the metrics as JSON")
+    p.add_argument("--events", metavar="FILE", help="write per-job events as JSON lines")
+    p.add_argument("--plot", metavar="FILE.png", help="JCT CDF and GPUs-in-use plot (needs the `plot` extra)")
+    p.add_argument("--reference-compat", action="store_true",
+                   help="reproduce shared/data/reference: one GPU per job, Sia's calibration slowdowns")
+    p.set_defaults(func=cmd_sim)
+    verbs = p.add_subparsers(dest="sim_verb", metavar="VERB")
+
+    g = verbs.add_parser("generate", help="write a workload sampled from the Philly trace")
+    g.add_argument("--trace", required=True, metavar="CSV")
+    g.add_argument("--jobs", type=int, required=True)
+    g.add_argument("--hours", type=float, required=True)
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--out", metavar="FILE", help="output CSV (default: stdout)")
+    g.set_defaults(func=cmd_generate)
+
+    v = verbs.add_parser("validate", help="rigid-fifo against shared/data/reference (prints JSON)")
+    v.add_argument("--data", required=True, metavar="DIR", help="the shared data directory (has reference/, profiles/)")
+    v.add_argument("--cluster", dest="validate_cluster", metavar="FILE", help="cluster TOML (default: bundled)")
+    v.set_defaults(func=cmd_validate)
+
+
+def _load_inputs(cluster_path: str | None, profiles: str | None, one_gpu_accumulates: bool = False,
+                 models: set[str] | None = None):
+    from heet_tui.sim.cluster_spec import load_cluster
+    from heet_tui.sim.errors import SimInputError
+    from heet_tui.sim.physics import load_physics
+
+    if not profiles:
+        raise UsageError("sim: --profiles DIR is required (a Sia-format profile directory)")
+    try:
+        cluster = load_cluster(cluster_path or _bundled_cluster())
+        physics = load_physics(profiles, cluster.profile_map(), models=models,
+                               one_gpu_accumulates=one_gpu_accumulates)
+    except SimInputError as exc:
+        raise UsageError(str(exc)) from None
+    return cluster, physics
+
+
+def _hours(value: Any) -> str:
+    return "-" if value is None else f"{value / 3600:.2f}"
+
+
+def _print_table(summary: dict[str, Any], title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in ("policy", "avg JCT h", "p50 h", "p99 h", "makespan h", "GPU-h/job", "restarts/job", "util",
+                "sched ms p50/p95", "done/unsched"):
+        table.add_column(col, justify="left" if col == "policy" else "right")
+    for name, m in summary.items():
+        std = m.get("std", {})
+        avg = _hours(m["avg_jct_s"])
+        if len(m.get("files", {})) > 1 and std.get("avg_jct_s") is not None:
+            avg += f" ±{std['avg_jct_s'] / 3600:.2f}"
+        fmt = lambda v, f="{:.2f}": "-" if v is None else f.format(v)  # noqa: E731
+        table.add_row(name, avg, _hours(m["p50_jct_s"]), _hours(m["p99_jct_s"]), _hours(m["makespan_s"]),
+                      fmt(m["gpu_hours_per_job"]), fmt(m["restarts_per_job"]), fmt(m["utilization"], "{:.0%}"),
+                      f"{fmt(m['sched_ms_p50'], '{:.1f}')}/{fmt(m['sched_ms_p95'], '{:.1f}')}",
+                      f"{fmt(m['jobs_done'], '{:.0f}')}/{fmt(m['jobs_unschedulable'], '{:.0f}')}")
+    # Piped output gets a fixed wide layout so the columns are not squeezed to 80 characters.
+    Console(file=sys.stdout, width=None if sys.stdout.isatty() else 160).print(table)
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    from heet_tui.sim.errors import PolicyError, SimInputError
+    from heet_tui.sim.runner import RunSettings, compare
+    from heet_tui.sim.workload import load_workload, workload_files
+
+    if not args.workload:
+        raise UsageError("sim: --workload FILE|DIR is required")
+    policies = [p.strip() for p in args.policy.split(",") if p.strip()]
+    if not policies:
+        raise UsageError("sim: --policy lists no policy")
+    from heet_tui.scheduling.registry import make_policy
+
+    for name in policies:
+        try:
+            make_policy(name)
+        except ValueError as exc:
+            raise UsageError(f"sim: {exc}") from None
+    if args.interval <= 0:
+        raise UsageError("sim: --interval must be positive")
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise UsageError("sim: --plot needs matplotlib, which is not installed: "
+                             "pip install 'heet-tui[plot]' (the `plot` extra)") from None
+    try:
+        paths = workload_files(args.workload)
+        models = {j.application for path in paths for j in load_workload(path)}
+    except SimInputError as exc:
+        raise UsageError(str(exc)) from None
+    if args.cluster_scale < 1:
+        raise UsageError("sim: --cluster-scale must be a positive integer")
+    cluster, physics = _load_inputs(args.cluster, args.profiles, args.reference_compat, models)
+    cluster = cluster.scaled(args.cluster_scale)
+    settings = RunSettings(args.interval, args.oracle, args.seed, args.predictor, args.reference_compat)
+    try:
+        with contextlib.ExitStack() as stack:
+            events = stack.enter_context(open(args.events, "w", encoding="utf-8")) if args.events else None
+            summary, results = compare(cluster, physics, paths, policies, settings, events=events)
+    except SimInputError as exc:
+        raise UsageError(str(exc)) from None
+    except PolicyError as exc:
+        raise CliError(str(exc)) from None
+    except OSError as exc:
+        raise CliError(f"sim: {exc}") from None
+    mode = "oracle" if args.oracle else f"predicted throughput ({args.predictor})"
+    _print_table(summary, f"{cluster.name} ({cluster.total_gpus} GPUs), {len(paths)} workload file(s), {mode}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    if args.plot:
+        from heet_tui.sim.plot import write_plot
+
+        write_plot(results, args.plot, cluster.total_gpus)
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from heet_tui.sim.errors import SimInputError
+    from heet_tui.sim.generate import generate, read_trace, write_workload
+
+    try:
+        jobs = generate(read_trace(args.trace), args.jobs, args.hours, args.seed)
+        text = write_workload(jobs, args.out)
+    except SimInputError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise CliError(f"sim generate: {exc}") from None
+    if not args.out:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from heet_tui.sim.errors import SimInputError
+    from heet_tui.sim.validate import validate_against_reference
+
+    try:
+        report = validate_against_reference(Path(args.data), args.validate_cluster or _bundled_cluster())
+    except SimInputError as exc:
+        raise UsageError(str(exc)) from None
+    print(json.dumps(report, indent=2))
+    return 0

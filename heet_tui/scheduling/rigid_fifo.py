@@ -1,0 +1,92 @@
+"""``rigid-fifo``: the rigid reference policy of ``shared/data/reference``, exactly as described.
+
+It exists to validate the simulator against the published reference results, not to schedule
+real clusters well: every round, running jobs keep their GPUs (never preempted or resized);
+waiting jobs, in submission order, each get exactly their requested GPU count, capped by the
+largest count the job can run at on a type, on the GPU type where the job's one-GPU throughput
+is highest among types that still have that many free GPUs, packed onto the hosts with the most
+free GPUs first. A job that fits nowhere waits without blocking later jobs.
+
+The policy only sees what every policy sees (``JobView.throughput``): a count the job cannot run
+at on a type has throughput 0, which is how the cap "largest GPU count profiled for that model on
+that type" reaches it. User constraints (held, pinned type/hosts, fixed count) are respected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.plan import Plan
+from heet_tui.core.sched_input import ClusterView, HostView, JobView
+
+
+def _packed(count: int, host_size: int) -> tuple[int, ...]:
+    full, rest = divmod(count, max(host_size, 1))
+    return (host_size,) * full + ((rest,) if rest else ())
+
+
+class RigidFifoPolicy:
+    name = "rigid-fifo"
+
+    def __init__(self, predict: bool = True) -> None:
+        self.predict = predict  # accepted like every policy's; rigid-fifo never predicts anything
+
+    def plan(self, cluster: ClusterView, jobs: Sequence[JobView], now: float) -> Plan:
+        hosts = [h for h in cluster.hosts if not h.drained]
+        free: dict[str, set[int]] = {h.name: set(h.free) for h in hosts}
+        current: dict[str, Allocation] = {}
+        proposed: dict[str, Allocation] = {}
+        for job in jobs:
+            if job.current is not None and job.current.num_gpus > 0:
+                current[job.id] = job.current
+                proposed[job.id] = job.current
+                for host, gpus in job.current.hosts:
+                    if host in free:
+                        free[host] -= set(gpus)
+        host_size: dict[str, int] = {}
+        for h in hosts:
+            host_size[h.gpu_type] = max(host_size.get(h.gpu_type, 0), h.gpu_count)
+        waiting = sorted((j for j in jobs if j.id not in proposed and not j.constraints.held),
+                         key=lambda j: (j.submitted_at, j.id))
+        for job in waiting:
+            alloc = self._place(job, hosts, free, host_size)
+            if alloc is not None:
+                proposed[job.id] = alloc
+                for host, gpus in alloc.hosts:
+                    free[host] -= set(gpus)
+        return Plan.build(current, proposed, policy=self.name, now=now)
+
+    def _count_on(self, job: JobView, gpu_type: str, host_size: int) -> int:
+        """The requested count, capped at the largest count the job can run at on this type."""
+        want = job.constraints.fixed_count or job.requested_gpus or job.min_gpus
+        for k in range(want, 0, -1):
+            if job.throughput(gpu_type, _packed(k, host_size)) > 0:
+                return k
+        return 0
+
+    def _place(self, job: JobView, hosts: list[HostView], free: dict[str, set[int]],
+               host_size: dict[str, int]) -> Allocation | None:
+        allowed_hosts = set(job.constraints.pinned_hosts)
+        types = [t for t in sorted(host_size) if job.allows(t)]
+        speed = {t: job.throughput(t, (1,)) for t in types}
+        for t in sorted(types, key=lambda t: (-speed[t], t)):
+            if speed[t] <= 0:
+                continue
+            k = self._count_on(job, t, host_size[t])
+            if k <= 0:
+                continue
+            candidates = [h for h in hosts if h.gpu_type == t and (not allowed_hosts or h.name in allowed_hosts)]
+            if sum(len(free[h.name]) for h in candidates) < k:
+                continue
+            chosen: dict[str, list[int]] = {}
+            left = k
+            for h in sorted(candidates, key=lambda h: (-len(free[h.name]), h.name)):
+                if left == 0:
+                    break
+                take = sorted(free[h.name])[:left]
+                if take:
+                    chosen[h.name] = take
+                    left -= len(take)
+            return Allocation.of(job.id, t, chosen)
+        return None

@@ -1,0 +1,154 @@
+"""What the policy is told about a job's speed: the truth (``--oracle``) or a prediction.
+
+A real deployment never knows a job's throughput on configurations it has not run. The
+simulator therefore hides the physics behind a :class:`ThroughputSource`. The oracle passes
+the physics through; :class:`PredictedThroughput` starts each job from the few short runs a
+real profiler makes (one GPU on every type, plus the requested count on one host of the
+fastest type), predicts the rest from them, and learns the exact value of every configuration
+the job actually runs on. Statistical efficiency is not predicted: like Pollux and AdaptDL, a
+running job measures its own gradient noise scale, so the true efficiency is used in both modes.
+
+Both return *goodput* in samples/s at the model's reference batch (see ``physics``), the unit
+``JobView.throughput`` and ``remaining_samples`` share.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Protocol
+
+from heet_tui.core.sched_input import ThroughputFn
+from heet_tui.sim.state import SimJob
+
+Placement = tuple[int, ...]
+
+# Relative error of one short profiling run (a few dozen steps): throughput measured over
+# seconds on a shared host varies by a few percent.
+PROFILING_NOISE = 0.05
+# Prior scaling when a job has no multi-GPU observation: throughput ~ k**0.9, and each extra
+# host costs 10 % (an all-reduce over the network instead of NVLink/PCIe).
+DEFAULT_EXPONENT = 0.9
+HOST_PENALTY = 0.9
+
+
+class ThroughputSource(Protocol):
+    def admit(self, job: SimJob) -> None: ...
+
+    def view(self, job: SimJob) -> ThroughputFn: ...
+
+    def observe(self, job: SimJob, gpu_type: str, placement: Placement) -> None: ...
+
+
+def _efficiency(job: SimJob, gpu_type: str, placement: Placement) -> float:
+    """Goodput / raw throughput at this configuration in the job's current epoch."""
+    return job.physics.efficiency(gpu_type, placement, job.spec.batch_size, job.epoch)
+
+
+def _raw(job: SimJob, gpu_type: str, placement: Placement) -> float:
+    return job.physics.throughput(gpu_type, placement, job.spec.batch_size) / job.slowdown
+
+
+class OracleThroughput:
+    """The physics itself: what a perfectly profiled cluster would know."""
+
+    def admit(self, job: SimJob) -> None:
+        return None
+
+    def view(self, job: SimJob) -> ThroughputFn:
+        def goodput(gpu_type: str, placement: Placement) -> float:
+            p = tuple(sorted((c for c in placement if c > 0), reverse=True))
+            if not p:
+                return 0.0
+            return job.progress_rate(gpu_type, p) * job.physics.init_batch_size
+
+        return goodput
+
+    def observe(self, job: SimJob, gpu_type: str, placement: Placement) -> None:
+        return None
+
+
+class PredictedThroughput:
+    """Raw throughput from a few measurements plus a scaling model, refined as jobs run."""
+
+    def __init__(self, seed: int = 0, noise: float = PROFILING_NOISE,
+                 host_sizes: dict[str, int] | None = None) -> None:
+        self._seed = seed
+        self._noise = noise
+        self._host_sizes = dict(host_sizes or {})
+        self._obs: dict[str, dict[tuple[str, Placement], float]] = {}
+        self._memo: dict[str, dict[tuple[str, Placement], float]] = {}
+
+    def _measure(self, job: SimJob, gpu_type: str, placement: Placement, noisy: bool) -> None:
+        value = _raw(job, gpu_type, placement)
+        if value <= 0:
+            return
+        if noisy and self._noise > 0:
+            rng = random.Random(f"{self._seed}/{job.id}/{gpu_type}/{placement}")
+            value *= math.exp(rng.gauss(0.0, self._noise))
+        self._obs.setdefault(job.id, {})[(gpu_type, placement)] = value
+        self._memo.pop(job.id, None)
+
+    def admit(self, job: SimJob) -> None:
+        """The short runs a real profiler makes when the job is submitted."""
+        types = job.physics.gpu_types()
+        for t in types:
+            self._measure(job, t, (1,), noisy=True)
+        singles = {t: v for (t, p), v in self._obs.get(job.id, {}).items() if p == (1,)}
+        if singles:
+            fastest = max(sorted(singles), key=lambda t: singles[t])
+            host = self._host_sizes.get(fastest, 8)
+            k = max(1, min(job.spec.num_replicas, host, job.physics.max_gpus(fastest)))
+            if k > 1:
+                self._measure(job, fastest, (k,), noisy=True)
+
+    def observe(self, job: SimJob, gpu_type: str, placement: Placement) -> None:
+        """A running job reports its measured throughput (averaged over a round: exact)."""
+        known = self._obs.get(job.id, {}).get((gpu_type, placement))
+        if known is None or known != _raw(job, gpu_type, placement):
+            self._measure(job, gpu_type, placement, noisy=False)
+
+    def predict_raw(self, job: SimJob, gpu_type: str, placement: Placement) -> float:
+        memo = self._memo.setdefault(job.id, {})
+        key = (gpu_type, placement)
+        value = memo.get(key)
+        if value is None:
+            value = memo[key] = self._predict_raw(job, gpu_type, placement)
+        return value
+
+    def _predict_raw(self, job: SimJob, gpu_type: str, placement: Placement) -> float:
+        obs = self._obs.get(job.id, {})
+        exact = obs.get((gpu_type, placement))
+        if exact is not None:
+            return exact
+        k, hosts = sum(placement), len(placement)
+        if sum(placement) > job.physics.max_gpus(gpu_type):
+            return 0.0
+        base = obs.get((gpu_type, (1,)))
+        if base is None:
+            return 0.0
+        # The job's own scaling, from its multi-GPU observation nearest in GPU count (any type).
+        multi = [(abs(math.log(sum(p) / k)), t, p, v) for (t, p), v in obs.items() if sum(p) > 1]
+        exponent = DEFAULT_EXPONENT
+        penalty = HOST_PENALTY
+        if multi:
+            _, t, p, v = min(multi)
+            one = obs.get((t, (1,)))
+            if one:
+                per_host = penalty ** (len(p) - 1)
+                exponent = min(max(math.log(max(v / (one * per_host), 1e-9)) / math.log(sum(p)), 0.0), 1.0)
+        return base * k ** exponent * penalty ** (hosts - 1)
+
+    def view(self, job: SimJob) -> ThroughputFn:
+        def goodput(gpu_type: str, placement: Placement) -> float:
+            p = tuple(sorted((c for c in placement if c > 0), reverse=True))
+            if not p:
+                return 0.0
+            raw = self.predict_raw(job, gpu_type, p)
+            return raw * _efficiency(job, gpu_type, p) if raw > 0 else 0.0
+
+        return goodput
+
+    def forget(self, job_id: str) -> None:
+        self._obs.pop(job_id, None)
+        self._memo.pop(job_id, None)

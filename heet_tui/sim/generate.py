@@ -1,0 +1,126 @@
+"""Generate workloads from the Philly trace: real arrival patterns, models matched by GPU time.
+
+The shared workloads hold 160 jobs each; users want to ask about bigger clusters, busier days
+or other windows. This samples ``jobs`` jobs from a random ``hours``-long window of the trace
+(the window with the most jobs among seeded candidates, so a quiet holiday window is unlikely),
+keeps their relative arrival times, and gives each a model by its GPU time quantile in the
+sample (small: cifar10; larger: deepspeech2 or bert; larger: yolov3; largest: imagenet), and a
+GPU count and batch size from the configurations the shared Sia workloads use for that model
+(they scale reasonably on the reference cluster), picked nearest to the trace job's GPU count.
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import math
+import random
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from heet_tui.sim.errors import SimInputError
+from heet_tui.sim.workload import WorkloadJob
+
+# (GPU-time quantile upper bound, models) — by the issue's size classes.
+SIZE_CLASSES: tuple[tuple[float, tuple[str, ...]], ...] = (
+    (0.70, ("cifar10",)),
+    (0.85, ("deepspeech2", "bert")),
+    (0.95, ("yolov3",)),
+    (1.00, ("imagenet",)),
+)
+# (num_replicas, batch_size) per model, as used by the shared Saturn/Philly workloads.
+CONFIGS: dict[str, tuple[tuple[int, int], ...]] = {
+    "cifar10": ((4, 2048), (6, 2048), (8, 2048), (8, 4096), (10, 4096), (12, 4096), (16, 4096)),
+    "deepspeech2": ((6, 320), (8, 320), (12, 640)),
+    "bert": ((6, 384), (8, 384), (12, 384), (16, 384)),
+    "yolov3": ((4, 64),),
+    "imagenet": ((10, 1600), (12, 3200), (14, 3200)),
+}
+CANDIDATE_WINDOWS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class TraceJob:
+    t: float
+    num_gpus: int
+    gpu_time: float
+
+
+def read_trace(path: Path | str) -> list[TraceJob]:
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SimInputError(f"{path}: cannot read trace: {exc}") from None
+    if not lines:
+        raise SimInputError(f"{path}:1: empty trace")
+    reader = csv.reader(lines)
+    header = [h.strip() for h in next(reader)]
+    need = ("timestamp", "num_gpus", "gpu_time")
+    missing = [c for c in need if c not in header]
+    if missing:
+        raise SimInputError(f"{path}:1: missing column(s) {', '.join(missing)} (header has: {', '.join(header)})")
+    ix = {c: header.index(c) for c in need}
+    out = []
+    for lineno, cells in enumerate(reader, start=2):
+        if not cells or all(not c.strip() for c in cells):
+            continue
+        if len(cells) < len(header):
+            raise SimInputError(f"{path}:{lineno}: {len(cells)} fields, header has {len(header)}")
+        try:
+            t = datetime.fromisoformat(cells[ix["timestamp"]].strip()).replace(tzinfo=UTC).timestamp()
+            gpus = int(float(cells[ix["num_gpus"]]))
+            gpu_time = float(cells[ix["gpu_time"]])
+        except ValueError as exc:
+            raise SimInputError(f"{path}:{lineno}: {exc}") from None
+        if gpus > 0 and math.isfinite(gpu_time) and gpu_time > 0:
+            out.append(TraceJob(t, gpus, gpu_time))
+    if not out:
+        raise SimInputError(f"{path}: no usable jobs (need num_gpus > 0 and gpu_time > 0)")
+    out.sort(key=lambda j: j.t)
+    return out
+
+
+def _window(trace: list[TraceJob], hours: float, rng: random.Random) -> list[TraceJob]:
+    span = hours * 3600.0
+    times = [j.t for j in trace]
+    lo, hi = times[0], max(times[-1] - span, times[0])
+    best: list[TraceJob] = []
+    for _ in range(CANDIDATE_WINDOWS):
+        start = rng.uniform(lo, hi)
+        a, b = bisect.bisect_left(times, start), bisect.bisect_right(times, start + span)
+        if b - a > len(best):
+            best = trace[a:b]
+    return best
+
+
+def generate(trace: list[TraceJob], jobs: int, hours: float, seed: int) -> list[WorkloadJob]:
+    if jobs <= 0 or hours <= 0:
+        raise SimInputError("generate: --jobs and --hours must be positive")
+    rng = random.Random(seed)
+    window = _window(trace, hours, rng)
+    if len(window) < jobs:
+        raise SimInputError(f"generate: the busiest {hours:g} h window found holds {len(window)} jobs, "
+                            f"fewer than --jobs {jobs}; ask for more hours or fewer jobs")
+    picked = sorted(rng.sample(range(len(window)), jobs))
+    sample = [window[i] for i in picked]
+    order = sorted(range(jobs), key=lambda i: (sample[i].gpu_time, i))
+    quantile = {i: (rank + 1) / jobs for rank, i in enumerate(order)}
+    t0 = sample[0].t
+    out = []
+    for i, tj in enumerate(sample):
+        models = next(m for bound, m in SIZE_CLASSES if quantile[i] <= bound + 1e-12)
+        model = models[rng.randrange(len(models))]
+        replicas, bsz = min(CONFIGS[model], key=lambda c: (abs(math.log(c[0] / tj.num_gpus)), c))
+        out.append(WorkloadJob(f"{model}-{i}", round(tj.t - t0, 1), model, replicas, bsz))
+    return out
+
+
+def write_workload(jobs: list[WorkloadJob], path: Path | str | None) -> str:
+    rows = ["name,time,application,num_replicas,batch_size"]
+    rows += [f"{j.name},{j.time},{j.application},{j.num_replicas},{j.batch_size}" for j in jobs]
+    text = "\n".join(rows) + "\n"
+    if path is not None:
+        Path(path).write_text(text, encoding="utf-8")
+    return text

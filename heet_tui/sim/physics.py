@@ -1,0 +1,192 @@
+"""Job physics: how fast a job progresses on a given GPU type, placement and batch size.
+
+A job's progress is counted the way the Pollux/Sia simulators count it, in *iterations at the
+model's smallest validated batch size* ``B0``. One iteration at global batch ``B`` is worth
+``gain(B, epoch)`` of those (the gradient-noise-scale gain), and takes
+``step + accum * (step - sync)`` seconds, where ``step``/``sync`` come from the measured
+profiles at the per-GPU (atomic) batch and ``accum`` counts extra gradient-accumulation
+micro-steps needed when the local batch exceeds what was measured (the memory limit).
+A job is done when its progress reaches the progress of its target epoch.
+
+``goodput`` expresses the same rate in samples/s at ``B0``'s statistical efficiency, which is
+what policies see: it equals raw throughput times efficiency (``gain / (B / B0)`` <= 1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from heet_tui.profiling.sia_format import ProfileFormatError, read_model, read_profiles
+from heet_tui.sim.errors import SimInputError
+from heet_tui.sim.model_table import constants_for
+from heet_tui.sim.step_table import Placement, StepTable
+from heet_tui.sim.validation_data import ValidationTable, read_validation
+
+
+@dataclass(frozen=True, slots=True)
+class BatchConfig:
+    """How a global batch is split: ``atomic`` samples per GPU per micro-step, ``accum`` extra
+    micro-steps per iteration."""
+
+    atomic: int
+    accum: int
+
+    def global_batch(self, gpus: int) -> int:
+        return gpus * self.atomic * (self.accum + 1)
+
+
+class ModelPhysics:
+    """Everything the simulator knows about one model (application)."""
+
+    def __init__(self, model: str, tables: Mapping[str, StepTable], validation: ValidationTable,
+                 target_epochs: int, restart_s: float, one_gpu_accumulates: bool = False) -> None:
+        self.model = model
+        # Sia's simulator makes a 1-GPU job whose batch exceeds B0 accumulate over >= 2
+        # micro-steps; only the reference-compatibility mode turns this on.
+        self.one_gpu_accumulates = one_gpu_accumulates
+        self.tables = dict(tables)
+        self.validation = validation
+        self.target_epochs = target_epochs
+        self.restart_s = restart_s
+        self.target_progress = validation.progress_at(target_epochs)
+        self.rate = lru_cache(maxsize=262144)(self._rate)
+        self.batch_config = lru_cache(maxsize=65536)(self._batch_config)
+        self.efficiency = lru_cache(maxsize=262144)(self._efficiency)
+
+    @property
+    def init_batch_size(self) -> int:
+        return self.validation.init_batch_size
+
+    def gpu_types(self) -> tuple[str, ...]:
+        return tuple(sorted(self.tables))
+
+    def max_gpus(self, gpu_type: str) -> int:
+        """Largest GPU count measured for this model on this type (0 if never measured)."""
+        table = self.tables.get(gpu_type)
+        return table.max_gpus if table else 0
+
+    def epoch_of(self, progress: float) -> int:
+        """The epoch a job with this much progress is in (0-based)."""
+        v = self.validation
+        e = 0
+        while e < self.target_epochs - 1 and progress >= v.progress_at(e + 1):
+            e += 1
+        return e
+
+    def _batch_config(self, gpu_type: str, placement: Placement, batch_size: int) -> BatchConfig | None:
+        table = self.tables.get(gpu_type)
+        gpus = sum(placement)
+        if table is None or gpus <= 0:
+            return None
+        max_local = table.max_local_bsz(placement)
+        if max_local <= 0:
+            return None
+        local = math.ceil(batch_size / gpus - 1e-8)
+        accum = max(math.ceil(local / max_local - 1e-8) - 1, 0)
+        if self.one_gpu_accumulates and gpus == 1 and batch_size > self.init_batch_size:
+            accum = max(accum, 1)
+        atomic = math.ceil(local / (accum + 1) - 1e-8)
+        # Never train with a larger batch than any validated run: efficiency there is unknown.
+        atomic = min(atomic, int(self.validation.max_batch_size // (gpus * (accum + 1))))
+        if atomic <= 0:
+            return None
+        return BatchConfig(atomic, accum)
+
+    def iteration_s(self, gpu_type: str, placement: Placement, cfg: BatchConfig) -> float | None:
+        step_sync = self.tables[gpu_type].lookup(placement, float(cfg.atomic))
+        if step_sync is None:
+            return None
+        step, sync = step_sync
+        total = step + cfg.accum * max(step - sync, 0.0)
+        return total if total > 0 else None
+
+    def _rate(self, gpu_type: str, placement: Placement, batch_size: int, epoch: int) -> float:
+        """Progress units per second; 0 when the configuration cannot run."""
+        cfg = self.batch_config(gpu_type, placement, batch_size)
+        if cfg is None:
+            return 0.0
+        seconds = self.iteration_s(gpu_type, placement, cfg)
+        if seconds is None:
+            return 0.0
+        return self.validation.gain(cfg.global_batch(sum(placement)), epoch) / seconds
+
+    def _efficiency(self, gpu_type: str, placement: Placement, batch_size: int, epoch: int) -> float:
+        """Goodput / raw throughput (``gain / (B / B0)``) at the batch this configuration trains with."""
+        cfg = self.batch_config(gpu_type, placement, batch_size)
+        if cfg is None:
+            return 0.0
+        batch = cfg.global_batch(sum(placement))
+        return self.validation.gain(batch, epoch) / (batch / self.init_batch_size)
+
+    def goodput(self, gpu_type: str, placement: Placement, batch_size: int, epoch: int) -> float:
+        """Useful samples/s (raw throughput x statistical efficiency)."""
+        return self.rate(gpu_type, placement, batch_size, epoch) * self.init_batch_size
+
+    def throughput(self, gpu_type: str, placement: Placement, batch_size: int) -> float:
+        """Raw samples/s, what a training script would report."""
+        cfg = self.batch_config(gpu_type, placement, batch_size)
+        if cfg is None:
+            return 0.0
+        seconds = self.iteration_s(gpu_type, placement, cfg)
+        return cfg.global_batch(sum(placement)) / seconds if seconds else 0.0
+
+
+@dataclass(frozen=True)
+class Physics:
+    """All models of a profile directory, restricted to the cluster's GPU types."""
+
+    models: Mapping[str, ModelPhysics]
+    root: str = ""
+    available: tuple[str, ...] = ()  # every model folder under root, loaded or not
+
+    def get(self, model: str) -> ModelPhysics:
+        try:
+            return self.models[model]
+        except KeyError:
+            raise KeyError(model) from None
+
+
+def load_physics(root: Path | str, profile_map: Mapping[str, str],
+                 models: Iterable[str] | None = None, one_gpu_accumulates: bool = False) -> Physics:
+    """Read profiles for the node types in ``profile_map`` (suffix -> GPU type).
+
+    Raises :class:`SimInputError` when a node type has no profile for any model (a typo in the
+    cluster file, or the wrong directory) or when a model has no validation data.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise SimInputError(f"{root}: not a directory of profiles")
+    available = tuple(sorted(p.name for p in root.iterdir() if p.is_dir() and any(p.glob("placements-*.csv"))))
+    wanted = sorted(set(models)) if models is not None else None
+    try:
+        if wanted is not None and available:
+            # Only the workload's models: parsing every profile of a big directory is most of the start-up.
+            profiles = {n: read_model(root / n, dict(profile_map), label_prefix=f"{n}/") for n in wanted
+                        if n in available}
+            profiles = {n: m for n, m in profiles.items() if m.by_type}
+        else:
+            profiles = read_profiles(root, dict(profile_map))
+    except ProfileFormatError as exc:
+        raise SimInputError(str(exc)) from None
+    out: dict[str, ModelPhysics] = {}
+    for name, model in sorted(profiles.items()):
+        folder = root / name if (root / name).is_dir() else root
+        validation = read_validation(folder, label_prefix=f"{root}/{name}/")
+        if validation is None:
+            raise SimInputError(f"{folder}: model {name!r} has no validation-<batch>.csv files "
+                                f"(statistical efficiency and the target are read from them)")
+        consts = constants_for(name)
+        target = min(consts.target_epochs or validation.epochs, validation.epochs)
+        tables = {gpu: StepTable(node) for gpu, node in model.by_type.items()}
+        out[name] = ModelPhysics(name, tables, validation, target, consts.restart_s, one_gpu_accumulates)
+    seen_types = {gpu for m in profiles.values() for gpu in m.by_type}
+    for suffix, gpu in profile_map.items():
+        if profiles and gpu not in seen_types:
+            which = f"the workload's models ({', '.join(wanted)})" if wanted is not None else "any model"
+            raise SimInputError(f"{root}: no placements-{suffix}.csv or scalability-{suffix}.csv for {which} "
+                                f"(profile for GPU type {gpu!r} missing)")
+    return Physics(out, str(root), available or tuple(sorted(out)))

@@ -1,0 +1,130 @@
+"""Run several policies over one workload file or a directory of them, with a progress bar.
+
+This is the batch face of the simulator (``heet-tui sim``); the steppable face is
+:class:`heet_tui.sim.engine.Simulation`. A progress bar (rich) is drawn only on a terminal, so
+piped output and CI logs stay clean.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from heet_tui.sim.cluster_spec import SimCluster
+from heet_tui.sim.engine import JobRecord, RoundStats, Simulation
+from heet_tui.sim.metrics import aggregate, summarize
+from heet_tui.sim.model_table import SIA_SLOWDOWNS
+from heet_tui.sim.physics import Physics
+from heet_tui.sim.workload import WorkloadJob, load_workload
+
+PolicyFactory = Callable[[str], object]
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    interval: float = 60.0
+    oracle: bool = False
+    seed: int = 0
+    predictor: str = "model"  # "model": heet_tui.profiling's completion model; "simple": power law
+    # Reproduce data/reference: one GPU per job, Sia's calibration slowdowns and its 1-GPU
+    # accumulation rule (the physics must be loaded with one_gpu_accumulates as well).
+    reference_compat: bool = False
+
+
+@dataclass
+class RunResult:
+    policy: str
+    workload: str
+    summary: dict[str, float | int | None]
+    records: list[JobRecord]
+    stats: RoundStats
+
+
+def default_factory(name: str) -> object:
+    from heet_tui.scheduling.registry import make_policy
+
+    return make_policy(name)
+
+
+def prepare_jobs(jobs: Sequence[WorkloadJob], settings: RunSettings) -> tuple[WorkloadJob, ...]:
+    if not settings.reference_compat:
+        return tuple(jobs)
+    return tuple(dataclasses.replace(j, num_replicas=1, min_gpus=1, max_gpus=1) for j in jobs)
+
+
+def simulate(cluster: SimCluster, physics: Physics, jobs: Sequence[WorkloadJob], policy: object,
+             settings: RunSettings, *, label: str = "", events: IO[str] | None = None,
+             on_round: Callable[[Simulation], None] | None = None, policy_name: str = "") -> RunResult:
+    def sink(event: dict) -> None:
+        if events is not None:
+            events.write(json.dumps({"policy": policy_name, "workload": label, **event}) + "\n")
+
+    sim = Simulation(cluster, prepare_jobs(jobs, settings), physics, policy, interval=settings.interval,
+                     oracle=settings.oracle, seed=settings.seed, events=sink if events is not None else None,
+                     slowdowns=SIA_SLOWDOWNS if settings.reference_compat else None, source_label=label,
+                     predictor=settings.predictor)
+    records = sim.run(on_round)
+    return RunResult(policy_name, label, summarize(records, sim.stats, cluster.total_gpus), records, sim.stats)
+
+
+class _Progress:
+    """A rich progress bar on a TTY, nothing otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._bar = None
+        if enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), transient=True)
+
+    def __enter__(self) -> _Progress:
+        if self._bar is not None:
+            self._bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+    def task(self, description: str, total: int) -> Callable[[Simulation], None] | None:
+        bar = self._bar
+        if bar is None:
+            return None
+        task_id = bar.add_task(description, total=total)
+
+        def update(sim: Simulation) -> None:
+            bar.update(task_id, completed=sim.jobs_ended)
+
+        return update
+
+
+def compare(cluster: SimCluster, physics: Physics, files: Sequence[Path], policies: Sequence[str],
+            settings: RunSettings, *, events: IO[str] | None = None, progress: bool | None = None,
+            factory: PolicyFactory = default_factory) -> tuple[dict[str, object], list[RunResult]]:
+    """Every policy on every file; returns the JSON-ready summary and the raw results."""
+    show = sys.stderr.isatty() if progress is None else progress
+    workloads = {str(f): load_workload(f) for f in files}
+    results: list[RunResult] = []
+    summary: dict[str, object] = {}
+    with _Progress(show) as bar:
+        for name in policies:
+            per_file: dict[str, dict[str, float | int | None]] = {}
+            for path, jobs in workloads.items():
+                on_round = bar.task(f"{name} {Path(path).name}", len(jobs))
+                result = simulate(cluster, physics, jobs, factory(name), settings, label=path, events=events,
+                                  on_round=on_round, policy_name=name)
+                results.append(result)
+                per_file[Path(path).name] = result.summary
+            entry = aggregate(per_file)
+            entry["run"] = {"cluster": cluster.source or cluster.name, "interval_s": settings.interval,
+                            "oracle": settings.oracle, "seed": settings.seed,
+                            "predictor": None if settings.oracle else settings.predictor,
+                            "reference_compat": settings.reference_compat}
+            summary[name] = entry
+    return summary, results

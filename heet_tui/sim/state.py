@@ -1,0 +1,98 @@
+"""The simulator's mutable per-job state and the physics of advancing it through time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.job import JobState
+from heet_tui.core.sched_input import Constraints
+from heet_tui.sim.physics import ModelPhysics
+from heet_tui.sim.workload import WorkloadJob
+
+
+@dataclass(eq=False)
+class SimJob:
+    """One job inside a simulation. ``progress`` is in the physics' units (iterations at the
+    model's smallest validated batch); ``restart_left`` is the checkpoint-restore pause still
+    to sit out before the current allocation trains."""
+
+    spec: WorkloadJob
+    physics: ModelPhysics
+    min_gpus: int
+    max_gpus: int
+    slowdown: float = 1.0  # >1: real runs slower than the profiles (calibration), 1: profiles as measured
+    state: JobState = JobState.QUEUED
+    progress: float = 0.0
+    epoch: int = 0
+    allocation: Allocation | None = None
+    restart_left: float = 0.0
+    starts: int = 0
+    gpu_seconds: float = 0.0
+    started_at: float | None = None
+    finished_at: float | None = None
+    outcome: str = ""  # "", "done", "unschedulable", "cancelled"
+    message: str = ""
+    rate: float = 0.0  # progress/s in the last advance (0 while paused)
+    constraints: Constraints = field(default_factory=Constraints)
+    events: list[str] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.spec.name
+
+    @property
+    def restarts(self) -> int:
+        """Allocation changes after the first start (each one cost a checkpoint-restore)."""
+        return max(self.starts - 1, 0)
+
+    @property
+    def fraction_done(self) -> float:
+        return min(self.progress / self.physics.target_progress, 1.0) if self.physics.target_progress else 1.0
+
+    @property
+    def active(self) -> bool:
+        return not self.state.terminal
+
+    def progress_rate(self, gpu_type: str, placement: tuple[int, ...], epoch: int | None = None) -> float:
+        """True progress/s at a configuration (what the job would really achieve)."""
+        e = self.epoch if epoch is None else epoch
+        return self.physics.rate(gpu_type, placement, self.spec.batch_size, e) / self.slowdown
+
+    def advance(self, seconds: float, start: float) -> float | None:
+        """Train for ``seconds`` from wall time ``start``; returns the completion time if the
+        job reaches its target inside the interval. Restart pauses come first and make no
+        progress; GPU time is charged for the whole interval the allocation is held."""
+        alloc = self.allocation
+        if alloc is None or alloc.num_gpus == 0 or self.state.terminal:
+            self.rate = 0.0
+            return None
+        used = 0.0
+        if self.restart_left > 0:
+            pause = min(self.restart_left, seconds)
+            self.restart_left -= pause
+            used = pause
+        placement = alloc.placement
+        target_epochs = self.physics.target_epochs
+        finished: float | None = None
+        self.rate = 0.0
+        while used < seconds and finished is None:
+            rate = self.progress_rate(alloc.gpu_type, placement)
+            if rate <= 0:
+                self.message = f"cannot run on {alloc.num_gpus}x{alloc.gpu_type} {placement}: no profile"
+                break
+            self.rate = rate
+            boundary = self.physics.validation.progress_at(self.epoch + 1)
+            need = max(boundary - self.progress, 0.0) / rate
+            if used + need <= seconds:
+                used += need
+                self.progress = boundary
+                self.epoch += 1
+                if self.epoch >= target_epochs:
+                    finished = start + used
+            else:
+                self.progress += rate * (seconds - used)
+                used = seconds
+        held = (finished - start) if finished is not None else seconds
+        self.gpu_seconds += held * alloc.num_gpus
+        return finished

@@ -1,0 +1,121 @@
+"""``heet-tui sim``, ``sim generate`` and ``sim validate`` end to end through the real CLI."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from conftest import WORKLOADS
+
+from heet_tui.cli.main import main
+from heet_tui.sim.metrics import METRICS
+from heet_tui.sim.workload import load_workload
+
+CLUSTER = """
+name = "tiny"
+[[node_types]]
+name = "aws"
+gpu_type = "T4"
+gpus_per_node = 4
+count = 3
+[[node_types]]
+name = "dgx-ext"
+gpu_type = "A100"
+gpus_per_node = 8
+count = 2
+"""
+
+
+@pytest.fixture
+def cluster_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.toml"
+    path.write_text(CLUSTER)
+    return path
+
+
+def test_sim_prints_a_table_and_writes_json_and_events(tmp_path: Path, cluster_file: Path, profile_dir: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    out, events = tmp_path / "m.json", tmp_path / "e.jsonl"
+    code = main(["sim", "--workload", str(WORKLOADS / "saturn-head.csv"), "--cluster", str(cluster_file),
+                 "--profiles", str(profile_dir), "--policy", "rigid-fifo,fifo", "--oracle",
+                 "--json", str(out), "--events", str(events)])
+    assert code == 0
+    table = capsys.readouterr().out
+    assert "rigid-fifo" in table and "avg JCT h" in table
+    data = json.loads(out.read_text())
+    assert set(data) == {"rigid-fifo", "fifo"}
+    for name in data:
+        assert set(METRICS) <= set(data[name])
+        assert data[name]["jobs_done"] == 9 and data[name]["avg_jct_s"] > 0
+    lines = [json.loads(line) for line in events.read_text().splitlines()]
+    done = [e for e in lines if e["event"] == "done" and e["policy"] == "fifo"]
+    assert len(done) == 9 and all(e["jct_s"] > 0 for e in done)
+
+
+def test_sim_on_a_directory_reports_mean_and_std(tmp_path: Path, cluster_file: Path, profile_dir: Path) -> None:
+    rows = (WORKLOADS / "saturn-head.csv").read_text().splitlines()
+    d = tmp_path / "wl"
+    d.mkdir()
+    (d / "a.csv").write_text("\n".join(rows[:4]) + "\n")
+    (d / "b.csv").write_text("\n".join([rows[0], *rows[4:8]]) + "\n")
+    out = tmp_path / "m.json"
+    assert main(["sim", "--workload", str(d), "--cluster", str(cluster_file), "--profiles", str(profile_dir),
+                 "--policy", "rigid-fifo", "--json", str(out)]) == 0
+    entry = json.loads(out.read_text())["rigid-fifo"]
+    files = entry["files"]
+    assert set(files) == {"a.csv", "b.csv"}
+    mean = (files["a.csv"]["avg_jct_s"] + files["b.csv"]["avg_jct_s"]) / 2
+    assert entry["avg_jct_s"] == pytest.approx(mean)
+    assert entry["std"]["avg_jct_s"] == pytest.approx(abs(files["a.csv"]["avg_jct_s"] - mean))
+
+
+def test_bad_inputs_exit_2_with_the_location(tmp_path: Path, cluster_file: Path, profile_dir: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("name,time,application,num_replicas,batch_size\na,0,cifar10,2,128\nb,1,gpt9,2,128\n")
+    code = main(["sim", "--workload", str(bad), "--cluster", str(cluster_file), "--profiles", str(profile_dir),
+                 "--policy", "fifo"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{bad}:3: job 'b': unknown application 'gpt9'" in err and "Traceback" not in err
+    assert main(["sim", "--workload", str(bad), "--profiles", str(profile_dir), "--policy", "nope"]) == 2
+    assert "unknown policy 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is not None, reason="matplotlib is installed")
+def test_plot_without_matplotlib_names_the_extra(tmp_path: Path, profile_dir: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["sim", "--workload", str(WORKLOADS / "saturn-head.csv"), "--profiles", str(profile_dir),
+                 "--policy", "fifo", "--plot", str(tmp_path / "p.png")])
+    assert code == 2 and "`plot` extra" in capsys.readouterr().err
+
+
+def test_generate_is_deterministic_and_loadable(tmp_path: Path) -> None:
+    trace = WORKLOADS / "philly-trace-excerpt.csv"
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    for out in (a, b):
+        assert main(["sim", "generate", "--trace", str(trace), "--jobs", "40", "--hours", "1000", "--seed", "7",
+                     "--out", str(out)]) == 0
+    assert a.read_text() == b.read_text()
+    jobs = load_workload(a)
+    assert len(jobs) == 40 and jobs[0].time == 0.0
+    apps = {j.application for j in jobs}
+    assert "cifar10" in apps and apps <= {"cifar10", "deepspeech2", "bert", "yolov3", "imagenet"}
+
+
+def test_generate_asks_for_a_bigger_window(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["sim", "generate", "--trace", str(WORKLOADS / "philly-trace-excerpt.csv"), "--jobs", "5000",
+                 "--hours", "1"])
+    assert code == 2 and "fewer than --jobs 5000" in capsys.readouterr().err
+
+
+def test_reference_compat_reproduces_the_reference(shared: Path, repo: Path) -> None:
+    # One workload in one mode keeps this inside the test budget; `heet-tui sim validate` runs all.
+    from heet_tui.sim.validate import validate_against_reference
+
+    report = validate_against_reference(shared / "data", str(repo / "configs" / "sim" / "sia-64gpu.toml"),
+                                        only="saturn", modes=("reference_compat",))
+    (entry,) = report.values()
+    compat = entry["reference_compat"]
+    assert compat["within_10pct"] and compat["per_job_within_10pct"] == compat["jobs_compared"] == 160

@@ -1,0 +1,105 @@
+"""The steppable API the demo uses: manual approval, determinism, snapshots; and rigid-fifo."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import WORKLOADS, cluster_of
+
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.sched_input import ClusterView, HostView, JobView
+from heet_tui.scheduling.rigid_fifo import RigidFifoPolicy
+from heet_tui.sim.engine import Simulation
+from heet_tui.sim.views import snapshot
+from heet_tui.sim.workload import WorkloadJob, load_workload
+
+
+def test_manual_approval_holds_the_plan_until_approved(physics) -> None:
+    sim = Simulation(cluster_of(("aws", 2)), [WorkloadJob("j", 0.0, "cifar10", 4, 512)], physics,
+                     RigidFifoPolicy(), manual_approval=True)
+    sim.step()
+    job = sim.jobs["j"]
+    assert sim.pending_plan is not None and [c.job_id for c in sim.pending_plan.changes] == ["j"]
+    assert job.allocation is None
+    sim.step()  # still waiting: time passes, nothing runs, a fresh plan replaces the old one
+    assert job.allocation is None and job.progress == 0.0 and sim.pending_plan is not None
+    sim.approve()
+    assert job.allocation is not None and job.allocation.num_gpus == 4
+    assert job.restart_left == job.physics.restart_s
+    assert sim.pending_plan is None
+    with pytest.raises(ValueError, match="no plan is waiting"):
+        sim.approve()
+
+
+def test_reject_drops_the_plan(physics) -> None:
+    sim = Simulation(cluster_of(("aws", 1)), [WorkloadJob("j", 0.0, "cifar10", 2, 128)], physics,
+                     RigidFifoPolicy(), manual_approval=True)
+    sim.step()
+    sim.reject()
+    assert sim.pending_plan is None and sim.jobs["j"].allocation is None
+
+
+def test_predicted_runs_are_deterministic_for_a_seed(physics) -> None:
+    jobs = [j for j in load_workload(WORKLOADS / "saturn-head.csv") if j.application == "cifar10"]
+
+    def run(seed: int) -> list[tuple[str, float | None, int]]:
+        from heet_tui.scheduling.registry import make_policy
+
+        sim = Simulation(cluster_of(("aws", 2), ("dgx-ext", 1)), jobs, physics, make_policy("srtf"),
+                         oracle=False, seed=seed)
+        return [(r.name, r.finished_at, r.restarts) for r in sim.run()]
+
+    assert run(3) == run(3)
+
+
+def test_snapshot_shows_jobs_hosts_and_the_plan(physics) -> None:
+    sim = Simulation(cluster_of(("aws", 2)), [WorkloadJob("j", 0.0, "cifar10", 6, 512),
+                                              WorkloadJob("k", 0.0, "cifar10", 4, 512)], physics, RigidFifoPolicy())
+    for _ in range(3):
+        sim.step()
+    snap = snapshot(sim)
+    jobs = {j.id: j for j in snap.jobs}
+    assert jobs["j"].allocation is not None and jobs["j"].allocation.num_gpus == 6
+    assert jobs["k"].allocation is None and jobs["k"].state.value == "queued"
+    assert 0 < jobs["j"].progress < 1 and jobs["j"].throughput > 0 and jobs["j"].eta_s is not None
+    in_use = sum(len(h.gpu_jobs) for h in snap.hosts)
+    assert in_use == 6 and snap.mode == "demo" and snap.plan is sim.last_plan
+
+
+def _view(job_id: str, requested: int, when: float, max_count: int = 64) -> JobView:
+    def throughput(gpu_type: str, placement: tuple[int, ...]) -> float:
+        speed = {"T4": 1.0, "A100": 3.0}[gpu_type]
+        return speed * sum(placement) if sum(placement) <= max_count else 0.0
+
+    return JobView(job_id, 1, requested, throughput, requested_gpus=requested, submitted_at=when)
+
+
+def test_rigid_fifo_packs_most_free_hosts_first_and_skips_what_does_not_fit() -> None:
+    cluster = ClusterView(tuple(HostView(f"t{i}", "T4", 4, (0, 1, 2, 3)) for i in range(3)))
+    jobs = [_view("a", 3, 0), _view("b", 4, 1), _view("c", 6, 2), _view("d", 1, 3)]
+    plan = RigidFifoPolicy().plan(cluster, jobs, 10.0)
+    got = {j: a.hosts for j, a in plan.allocations.items()}
+    assert got["a"] == (("t0", (0, 1, 2)),)
+    assert got["b"] == (("t1", (0, 1, 2, 3)),)
+    assert "c" not in got  # 5 GPUs left, wants 6: waits without blocking d
+    assert got["d"] == (("t2", (0,)),)
+
+
+def test_rigid_fifo_prefers_the_fastest_type_and_caps_at_the_profiled_count() -> None:
+    hosts = (HostView("t0", "T4", 4, (0, 1, 2, 3)), HostView("a0", "A100", 8, tuple(range(8))),
+             HostView("a1", "A100", 8, tuple(range(8))))
+    running = Allocation.of("r", "A100", {"a0": [0, 1, 2, 3]})
+    r = JobView("r", 1, 4, lambda t, p: 1.0, current=running, requested_gpus=4)
+    plan = RigidFifoPolicy().plan(ClusterView(hosts), [r, _view("x", 12, 0, max_count=10)], 0.0)
+    assert plan.allocations["r"] == running  # never moved
+    x = plan.allocations["x"]
+    assert x.gpu_type == "A100" and x.num_gpus == 10 and x.placement == (8, 2)
+
+
+def test_approving_after_a_cancel_applies_the_rest_of_the_plan(physics) -> None:
+    jobs = [WorkloadJob("a", 0.0, "cifar10", 2, 128), WorkloadJob("b", 0.0, "cifar10", 2, 128)]
+    sim = Simulation(cluster_of(("aws", 1)), jobs, physics, RigidFifoPolicy(), manual_approval=True)
+    sim.step()
+    sim.cancel("a")
+    sim.approve()
+    assert sim.jobs["a"].allocation is None and sim.jobs["a"].state.value == "cancelled"
+    assert sim.jobs["b"].allocation is not None and sim.eta_s(sim.jobs["b"]) is not None

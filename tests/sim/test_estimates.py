@@ -1,0 +1,77 @@
+"""What policies are told: the oracle is the physics; predictions start from profiling runs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from conftest import cluster_of
+
+from heet_tui.scheduling.rigid_fifo import RigidFifoPolicy
+from heet_tui.sim.engine import Simulation
+from heet_tui.sim.estimates import OracleThroughput, PredictedThroughput
+from heet_tui.sim.workload import WorkloadJob
+
+
+def _job(physics, replicas: int = 4, batch: int = 512):
+    sim = Simulation(cluster_of(("aws", 2), ("dgx-ext", 1)), [WorkloadJob("j", 0.0, "cifar10", replicas, batch)],
+                     physics, RigidFifoPolicy(), manual_approval=True)
+    sim.step()
+    return sim.jobs["j"]
+
+
+def test_oracle_reports_true_goodput(physics) -> None:
+    job = _job(physics)
+    view = OracleThroughput().view(job)
+    for gpu_type, placement in (("T4", (4,)), ("A100", (2,)), ("T4", (2, 2))):
+        truth = job.progress_rate(gpu_type, placement) * job.physics.init_batch_size
+        assert view(gpu_type, placement) == pytest.approx(truth)
+    assert view("T4", (4,) * 30) == 0.0
+
+
+def test_predictions_start_from_noisy_profiling_runs_and_learn_what_runs(physics) -> None:
+    job = _job(physics)
+    source = PredictedThroughput(seed=1, host_sizes={"T4": 4, "A100": 8})
+    source.admit(job)
+    view = OracleThroughput().view(job)
+    guess = source.view(job)
+    for gpu_type in ("T4", "A100"):  # measured at submission: within the 5 % noise (4 sigma)
+        assert abs(math.log(guess(gpu_type, (1,)) / view(gpu_type, (1,)))) < 0.2
+    unmeasured = guess("T4", (4, 4))
+    assert unmeasured > 0 and abs(math.log(unmeasured / view("T4", (4, 4)))) < math.log(2)
+    source.observe(job, "T4", (4, 4))  # the job ran there: now known exactly
+    assert source.view(job)("T4", (4, 4)) == pytest.approx(view("T4", (4, 4)))
+    assert guess("T4", (4,) * 30) == 0.0
+
+
+def test_predictions_depend_on_the_seed_only(physics) -> None:
+    job = _job(physics)
+    a, b, c = PredictedThroughput(seed=1), PredictedThroughput(seed=1), PredictedThroughput(seed=2)
+    for s in (a, b, c):
+        s.admit(job)
+    assert a.view(job)("T4", (1,)) == b.view(job)("T4", (1,)) != c.view(job)("T4", (1,))
+
+
+def test_unmeasured_placements_interpolate_between_measured_ones(physics) -> None:
+    table = physics.get("cifar10").tables["RTX2080Ti"]
+    two_by_two, two_by_four = table.lookup((2, 2), 64.0), table.lookup((4, 4), 64.0)
+    three_three = table.lookup((3, 3), 64.0)  # not measured: between two hosts of 2 and of 4 GPUs
+    assert three_three is not None and two_by_two is not None and two_by_four is not None
+    assert min(two_by_two[0], two_by_four[0]) < three_three[0] < max(two_by_two[0], two_by_four[0])
+
+
+def test_the_profiling_model_profiles_a_few_runs_then_learns_from_running(physics) -> None:
+    from heet_tui.sim.profiled import PROFILING_BUDGET, ProfiledThroughput
+
+    job = _job(physics)
+    source = ProfiledThroughput(seed=0, host_sizes={"T4": 4, "A100": 8})
+    source.admit(job)
+    assert 0 < source.profiling_runs <= PROFILING_BUDGET
+    truth = OracleThroughput().view(job)
+    assert source.view(job)("T4", (4, 4)) > 0
+    source.observe(job, "T4", (4, 4))
+    assert source.view(job)("T4", (4, 4)) == pytest.approx(truth("T4", (4, 4)), rel=1e-6)
+    assert source.view(job)("T4", (4,) * 30) == 0.0
+    twin = _job(physics)  # same model and batch: nothing new to profile
+    source.admit(twin)
+    assert source.profiling_runs <= PROFILING_BUDGET

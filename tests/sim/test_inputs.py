@@ -1,0 +1,119 @@
+"""Bad inputs end in a clear error naming the file and line, or a per-job outcome; never a hang."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import cluster_of
+from scripted import ScriptedPolicy
+
+from heet_tui.core.allocation import Allocation
+from heet_tui.scheduling.rigid_fifo import RigidFifoPolicy
+from heet_tui.sim import engine
+from heet_tui.sim.cluster_spec import load_cluster
+from heet_tui.sim.engine import Simulation
+from heet_tui.sim.errors import PolicyError, SimInputError
+from heet_tui.sim.physics import load_physics
+from heet_tui.sim.workload import WorkloadJob, load_workload
+
+HEADER = "name,time,application,num_replicas,batch_size\n"
+
+
+def _write(tmp_path: Path, text: str, name: str = "w.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(("body", "needle"), [
+    ("a,10,cifar10,2,128\nb,5,cifar10,2,128\n", ":3: job 'b' submitted at 5 s, before the previous row"),
+    ("a,10,cifar10,2\n", ":2: 4 fields, header has 5"),
+    ("a,10,cifar10,two,128\n", ':2: column "num_replicas": not a number: "two"'),
+    ("a,10,cifar10,-2,128\n", ':2: column "num_replicas": must be positive'),
+    ("a,10,cifar10,2,128\na,11,cifar10,2,128\n", ":3: job name 'a' already used on line 2"),
+    ("", ":2: no jobs after the header"),
+])
+def test_malformed_workloads_name_the_line(tmp_path: Path, body: str, needle: str) -> None:
+    path = _write(tmp_path, HEADER + body)
+    with pytest.raises(SimInputError) as err:
+        load_workload(path)
+    assert str(err.value).startswith(str(path))
+    assert needle in str(err.value)
+
+
+def test_missing_column_and_empty_file(tmp_path: Path) -> None:
+    with pytest.raises(SimInputError, match=r":1: missing column\(s\) batch_size"):
+        load_workload(_write(tmp_path, "name,time,application,num_replicas\na,1,cifar10,2\n"))
+    with pytest.raises(SimInputError, match=":1: empty workload"):
+        load_workload(_write(tmp_path, "\n", "empty.csv"))
+
+
+def test_unknown_application_names_the_row(tmp_path: Path, physics) -> None:
+    path = _write(tmp_path, HEADER + "a,0,cifar10,2,128\nb,1,resnet9000,2,128\n")
+    with pytest.raises(SimInputError) as err:
+        Simulation(cluster_of(("aws", 1)), load_workload(path), physics, RigidFifoPolicy(), source_label=str(path))
+    assert f"{path}:3: job 'b': unknown application 'resnet9000'" in str(err.value)
+    assert "cifar10" in str(err.value)
+
+
+def test_missing_profile_for_a_gpu_type(profile_dir: Path) -> None:
+    with pytest.raises(SimInputError, match=r"placements-quad\.csv .*for any model .*'Quadro'"):
+        load_physics(profile_dir, {"aws": "T4", "quad": "Quadro"})
+
+
+def test_missing_validation_files(tmp_path: Path, profile_dir: Path) -> None:
+    import shutil
+
+    shutil.copytree(profile_dir / "cifar10", tmp_path / "cifar10",
+                    ignore=shutil.ignore_patterns("validation-*"))
+    with pytest.raises(SimInputError, match="no validation-<batch>.csv"):
+        load_physics(tmp_path, {"aws": "T4"})
+
+
+def test_a_job_that_fits_nowhere_is_unschedulable_and_the_run_ends(physics) -> None:
+    jobs = [WorkloadJob("big", 0.0, "cifar10", 100, 4096, min_gpus=100),
+            WorkloadJob("ok", 0.0, "cifar10", 2, 128)]
+    sim = Simulation(cluster_of(("aws", 1)), jobs, physics, RigidFifoPolicy())
+    records = {r.name: r for r in sim.run()}
+    assert records["big"].outcome == "unschedulable"
+    assert "needs at least 100 GPUs" in records["big"].message
+    assert records["ok"].outcome == "done"
+
+
+def test_a_policy_that_never_allocates_cannot_hang_the_run(physics) -> None:
+    sim = Simulation(cluster_of(("aws", 1)), [WorkloadJob("j", 0.0, "cifar10", 2, 128)], physics,
+                     ScriptedPolicy(lambda now, jobs: {}))
+    (record,) = sim.run()
+    assert record.outcome == "unschedulable"
+    assert sim.rounds <= engine.MAX_IDLE_ROUNDS + 1
+
+
+def test_a_double_booking_policy_is_reported(physics) -> None:
+    def both_on_gpu0(now: float, jobs) -> dict[str, Allocation]:
+        return {j.id: Allocation.of(j.id, "T4", {"aws-0": [0]}) for j in jobs}
+
+    jobs = [WorkloadJob("a", 0.0, "cifar10", 1, 128), WorkloadJob("b", 0.0, "cifar10", 1, 128)]
+    sim = Simulation(cluster_of(("aws", 1)), jobs, physics, ScriptedPolicy(both_on_gpu0))
+    with pytest.raises(PolicyError, match=r"GPU aws-0\[0\] given to both 'a' and 'b'"):
+        sim.step()
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ('[[node_types]]\nname = "aws"\ngpu_type = "T4"\ncount = 2\n', ':1: node type \'aws\': "gpus_per_node" must be'),
+    ('[[node_types]]\nname = "aws"\ngpu_type = "T4"\ngpus_per_node = 4\ncount = 0\n', '"count" must be a positive'),
+    ('name = "x"\n', ":1: no [[node_types]] tables"),
+    ('[[node_types]\n', "Expected"),
+])
+def test_bad_cluster_files(tmp_path: Path, text: str, needle: str) -> None:
+    path = _write(tmp_path, text, "c.toml")
+    with pytest.raises(SimInputError) as err:
+        load_cluster(path)
+    assert str(err.value).startswith(str(path))
+    assert needle in str(err.value)
+
+
+def test_the_bundled_reference_cluster(repo: Path) -> None:
+    cluster = load_cluster(repo / "configs" / "sim" / "sia-64gpu.toml")
+    assert cluster.total_gpus == 64
+    assert {t: cluster.gpus_of_type(t) for t in cluster.gpu_types()} == {"A100": 16, "RTX2080Ti": 24, "T4": 24}
