@@ -1,0 +1,96 @@
+"""Predict what a plan does: per-job throughput before/after, completion, restart pause, avg JCT.
+
+Works for any plan, including one the user edited by hand, because it only reads the plan's
+allocations and the jobs' own throughput functions at the real placements (GPUs per host),
+not anything a policy computed on the way.
+
+Model (deliberately simple and stated): a job holding GPUs runs at its throughput for the
+placement it gets, after a pause of its restart cost when the plan changes its allocation
+(start, grow, shrink, migrate). A job left without GPUs is assumed to start, on its smallest
+count, on the allowed type where the earliest-finishing holder frees GPUs first. JCT is age
+plus predicted time to completion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.plan import JobPrediction, Plan, PredictedEffect, classify
+from heet_tui.core.sched_input import ClusterView, JobView
+from heet_tui.scheduling.problem import Problem
+
+
+def evaluate(plan: Plan | Mapping[str, Allocation], cluster: ClusterView, jobs: Sequence[JobView],
+             now: float = 0.0) -> PredictedEffect:
+    """The predicted effect of ``plan`` (a Plan or a plain job -> Allocation mapping)."""
+    del now  # predictions are relative to now; kept for a uniform signature
+    allocations = plan.allocations if isinstance(plan, Plan) else plan
+    return evaluate_problem(Problem(cluster, jobs), allocations)
+
+
+def evaluate_problem(problem: Problem, allocations: Mapping[str, Allocation]) -> PredictedEffect:
+    """``evaluate`` on an already-built Problem (policies reuse its throughput memo)."""
+    _check_allocations(allocations, problem)
+    after = _predict(problem, allocations, count_restarts=True)
+    before = _predict(problem, problem.current, count_restarts=False)
+    preds = []
+    for info in problem.infos:
+        thr_after, pause, done_after = after[info.id]
+        preds.append(JobPrediction(info.id, before[info.id][0], thr_after, done_after, pause))
+    return PredictedEffect(tuple(preds), _avg_jct(problem, after), _avg_jct(problem, before))
+
+
+def _predict(problem: Problem, allocations: Mapping[str, Allocation],
+             count_restarts: bool) -> dict[str, tuple[float, float, float | None]]:
+    """job id -> (throughput, restart pause, seconds to completion or None)."""
+    out: dict[str, tuple[float, float, float | None]] = {}
+    finish_by_type: dict[str, list[float]] = {}
+    waiting = []
+    for info in problem.infos:
+        alloc = allocations.get(info.id)
+        if alloc is None or alloc.num_gpus == 0:
+            waiting.append(info)
+            continue
+        thr = problem.throughput_at(info.view, alloc.gpu_type, alloc.placement)
+        kind = classify(info.view.current, alloc) if count_restarts else None
+        pause = info.view.restart_cost_s if kind is not None else 0.0
+        done = pause + problem.remaining_samples(info) / thr if thr > 0 else None
+        out[info.id] = (thr, pause, done)
+        if done is not None:
+            finish_by_type.setdefault(alloc.gpu_type, []).append(done)
+    first_free = {t: min(v) for t, v in finish_by_type.items()}
+    for info in waiting:
+        best: float | None = None
+        for gpu_type in info.caps:
+            thr = problem.throughput(info, gpu_type, info.min_gpus)
+            if thr <= 0:
+                continue
+            start = first_free.get(gpu_type, 0.0)
+            done = start + info.view.restart_cost_s + problem.remaining_samples(info) / thr
+            best = done if best is None else min(best, done)
+        out[info.id] = (0.0, 0.0, best)
+    return out
+
+
+def _avg_jct(problem: Problem, pred: Mapping[str, tuple[float, float, float | None]]) -> float | None:
+    jcts = [info.view.age_s + pred[info.id][2] for info in problem.infos if pred[info.id][2] is not None]
+    return sum(jcts) / len(jcts) if jcts else None
+
+
+def _check_allocations(allocations: Mapping[str, Allocation], problem: Problem) -> None:
+    """Refuse a plan that names unknown jobs/hosts, mixes types or gives a GPU twice."""
+    used: set[tuple[str, int]] = set()
+    for job_id, alloc in allocations.items():
+        if job_id not in problem.by_id:
+            raise ValueError(f"plan: allocation for unknown job {job_id!r}")
+        for host, gpus in alloc.hosts:
+            if host not in problem.usable:
+                raise ValueError(f"plan: job {job_id!r} is placed on unknown host {host!r}")
+            host_type = problem.host_type(host)
+            if host_type != alloc.gpu_type:
+                raise ValueError(f"plan: job {job_id!r} wants {alloc.gpu_type} GPUs but host {host!r} has {host_type}")
+            for g in gpus:
+                if (host, g) in used:
+                    raise ValueError(f"plan: GPU {g} of host {host!r} is given to two jobs")
+                used.add((host, g))

@@ -1,0 +1,52 @@
+"""The Heet policy: price function, min-weight full bipartite matching, trading, placement.
+
+One round:
+1. ``Problem`` checks the input and works out what each job may use (constraints applied:
+   held jobs get nothing, pinned type/hosts restrict, a fixed count sets min = max).
+2. ``Valuation`` scores every (job, type, count) by value = weight x throughput, weight =
+   age/priority boost / remaining work, with the restart discount for changes.
+3. ``match`` sizes slots from cluster pressure and solves a min-weight full bipartite
+   matching of jobs to typed slots (value minus price), which fixes each admitted job's type.
+4. ``trade`` moves single GPUs on each type from the lowest ask to the highest bid (free GPUs
+   included) until the prices cross, which sizes each job.
+5. ``place`` maps type and count to hosts and GPU indices (stay put, fewest hosts, one rack,
+   best fit), and ``evaluate`` predicts the effect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from heet_tui.core.plan import Plan
+from heet_tui.core.sched_input import ClusterView, JobView
+from heet_tui.scheduling.evaluate import evaluate_problem
+from heet_tui.scheduling.matching import match
+from heet_tui.scheduling.placement import place
+from heet_tui.scheduling.problem import Problem
+from heet_tui.scheduling.trading import trade
+from heet_tui.scheduling.valuation import HeetParams, Valuation
+
+
+class HeetPolicy:
+    """Elastic, heterogeneity-aware, SRPT-leaning scheduler (see module docstring)."""
+
+    name = "heet"
+
+    def __init__(self, predict: bool = True, **params: float) -> None:
+        self.params = HeetParams(**params)
+        self.predict = predict
+
+    def targets(self, problem: Problem) -> tuple[dict[str, tuple[str, int]], list[str]]:
+        """(job id -> (type, count), job ids by decreasing weight) for one round."""
+        valuation = Valuation(problem, self.params)
+        active = [info for info in problem.infos if info.caps]
+        final = trade(problem, valuation, active, match(problem, valuation, active, self.params.max_matching_columns))
+        order = sorted((info.id for info in active), key=lambda j: (-valuation.weight[j], j))
+        return final, order
+
+    def plan(self, cluster: ClusterView, jobs: Sequence[JobView], now: float) -> Plan:
+        problem = Problem(cluster, jobs)
+        targets, order = self.targets(problem)
+        allocations = place(problem, targets, order)
+        effect = evaluate_problem(problem, allocations) if self.predict else None
+        return Plan.build(problem.current, allocations, self.name, now, effect)

@@ -1,0 +1,225 @@
+"""One validated, pre-digested scheduling round shared by every policy.
+
+Policies all need the same facts: which GPUs each host may give (free ones plus those the
+jobs already hold, none on a drained host), how many GPUs of each type a job may use under
+its constraints, and the job's throughput for a count of GPUs packed on as few hosts as the
+cluster allows. Computing them once, with the input checks in one place, keeps each policy
+about its decision and makes bad input fail the same way everywhere (``ValueError``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.sched_input import ClusterView, JobView
+
+# A job whose remaining work is unknown is assumed to need at least this much one-GPU time:
+# the attained service is then the estimate (heavy-tailed job sizes: the longer a job has
+# run, the longer it is likely to run), as in least-attained-service schedulers.
+MIN_UNKNOWN_WORK_S = 600.0
+
+
+def packed_placement(count: int, host_size: int) -> tuple[int, ...]:
+    """GPUs per host for ``count`` GPUs on hosts of ``host_size`` GPUs, filled one by one."""
+    if count <= 0:
+        return ()
+    size = max(1, host_size)
+    full, rest = divmod(count, size)
+    return (size,) * full + ((rest,) if rest else ())
+
+
+@dataclass(slots=True)
+class JobInfo:
+    """A job with its constraints resolved: what it may get, and its throughput memo."""
+
+    view: JobView
+    id: str
+    index: int
+    min_gpus: int
+    max_gpus: int
+    caps: dict[str, int]  # gpu type -> GPUs this job could use (after pinned hosts), >= min_gpus
+    hosts_allowed: frozenset[str] | None  # None: any host
+    current_config: tuple[str, int] | None  # (type, count) when its current allocation may be kept
+    _memo: dict[tuple[str, int], float] = field(default_factory=dict)
+    _remaining: float | None = None
+
+
+class Problem:
+    """The cluster and jobs of one round, checked and indexed for fast lookups."""
+
+    def __init__(self, cluster: ClusterView, jobs: Sequence[JobView]) -> None:
+        _check_cluster(cluster)
+        self.cluster = cluster
+        self.jobs: tuple[JobView, ...] = tuple(jobs)
+        self.current: dict[str, Allocation] = {}
+        seen: set[str] = set()
+        for job in self.jobs:
+            if job.id in seen:
+                raise ValueError(f"job {job.id!r}: duplicate job id")
+            seen.add(job.id)
+            if job.current is not None and job.current.num_gpus > 0:
+                self.current[job.id] = job.current
+        self.usable: dict[str, tuple[int, ...]] = _usable_gpus(cluster, self.current)
+        self.types: tuple[str, ...] = cluster.gpu_types()
+        self._host_names = frozenset(h.name for h in cluster.hosts)
+        self._host_types = {h.name: h.gpu_type for h in cluster.hosts}
+        self.capacity: dict[str, int] = {t: 0 for t in self.types}
+        self.host_size: dict[str, int] = {t: 1 for t in self.types}
+        for host in cluster.hosts:
+            n = len(self.usable[host.name])
+            self.capacity[host.gpu_type] += n
+            self.host_size[host.gpu_type] = max(self.host_size[host.gpu_type], n)
+        self._packed: dict[tuple[str, int], tuple[int, ...]] = {}
+        self.infos: list[JobInfo] = [self._resolve(i, job) for i, job in enumerate(self.jobs)]
+        self.by_id: dict[str, JobInfo] = {info.id: info for info in self.infos}
+
+    @property
+    def total_capacity(self) -> int:
+        return sum(self.capacity.values())
+
+    def throughput(self, info: JobInfo, gpu_type: str, count: int) -> float:
+        """Samples/s for ``count`` GPUs of ``gpu_type`` packed on few hosts (memoised, checked)."""
+        if count <= 0:
+            return 0.0
+        key = (gpu_type, count)
+        value = info._memo.get(key)
+        if value is None:
+            placement = self._packed.get(key)
+            if placement is None:
+                placement = self._packed[key] = packed_placement(count, self.host_size[gpu_type])
+            value = self.throughput_at(info.view, gpu_type, placement)
+            info._memo[key] = value
+        return value
+
+    @staticmethod
+    def throughput_at(job: JobView, gpu_type: str, placement: tuple[int, ...]) -> float:
+        """The job's own throughput function, with NaN/negative/non-numeric results refused."""
+        if not placement:
+            return 0.0
+        try:
+            value = float(job.throughput(gpu_type, placement))
+        except Exception as exc:  # a caller's function failing is bad input to the policy, named as such
+            raise ValueError(f"job {job.id!r}: throughput({gpu_type!r}, {placement}) failed or is not a number: "
+                             f"{type(exc).__name__}: {exc}") from exc
+        if math.isnan(value) or math.isinf(value) or value < 0:
+            raise ValueError(f"job {job.id!r}: throughput({gpu_type!r}, {placement}) = {value} "
+                             "(must be a finite number >= 0)")
+        return value
+
+    def best_single(self, info: JobInfo) -> float:
+        """The best one-GPU throughput over the job's allowed types (0 if it can run nowhere)."""
+        return max((self.throughput(info, t, 1) for t in info.caps), default=0.0)
+
+    def remaining_samples(self, info: JobInfo) -> float:
+        """Remaining work; unknown work is estimated from attained service (see module note)."""
+        if info._remaining is None:
+            job = info.view
+            if job.remaining_samples is not None:
+                info._remaining = max(float(job.remaining_samples), 1.0)
+            else:
+                per_gpu = max(self.best_single(info), 1e-9)
+                info._remaining = max(job.attained_gpu_s, MIN_UNKNOWN_WORK_S) * per_gpu
+        return info._remaining
+
+    def _resolve(self, index: int, job: JobView) -> JobInfo:
+        _check_job(job, self.types, self._host_names)
+        c = job.constraints
+        lo, hi = job.min_gpus, job.max_gpus
+        if c.fixed_count is not None:
+            lo = hi = c.fixed_count
+        hosts_allowed = frozenset(c.pinned_hosts) if c.pinned_hosts else None
+        caps: dict[str, int] = {}
+        if not c.held:
+            for t in self.types:
+                if not job.allows(t):
+                    continue
+                if hosts_allowed is None:
+                    cap = self.capacity[t]
+                else:
+                    cap = sum(len(self.usable[h.name]) for h in self.cluster.hosts
+                              if h.gpu_type == t and h.name in hosts_allowed)
+                cap = min(cap, hi)
+                if cap >= lo:
+                    caps[t] = cap
+        current = self._keepable(job, lo, hi, hosts_allowed)
+        return JobInfo(job, job.id, index, lo, hi, caps, hosts_allowed, current)
+
+    def _keepable(self, job: JobView, lo: int, hi: int, hosts_allowed: frozenset[str] | None) -> tuple[str, int] | None:
+        """``(type, count)`` of the current allocation if the job could keep it unchanged."""
+        cur = job.current
+        if cur is None or cur.num_gpus == 0 or job.constraints.held:
+            return None
+        if not (lo <= cur.num_gpus <= hi) or not job.allows(cur.gpu_type):
+            return None
+        for host, gpus in cur.hosts:
+            if hosts_allowed is not None and host not in hosts_allowed:
+                return None
+            usable = self.usable.get(host)
+            if usable is None or not set(gpus) <= set(usable) or self.host_type(host) != cur.gpu_type:
+                return None
+        return cur.gpu_type, cur.num_gpus
+
+    def host_type(self, name: str) -> str:
+        return self._host_types[name]
+
+
+def _usable_gpus(cluster: ClusterView, current: dict[str, Allocation]) -> dict[str, tuple[int, ...]]:
+    """Per host, the GPUs a plan may hand out: free ones plus those heet jobs hold now.
+
+    Callers differ in whether ``free`` already includes the GPUs heet jobs hold; taking the
+    union makes both readings give the same answer. Drained hosts give nothing.
+    """
+    held: dict[str, set[int]] = {}
+    for alloc in current.values():
+        for host, gpus in alloc.hosts:
+            held.setdefault(host, set()).update(gpus)
+    usable: dict[str, tuple[int, ...]] = {}
+    for host in cluster.hosts:
+        if host.drained:
+            usable[host.name] = ()
+        else:
+            gpus = set(host.free) | held.get(host.name, set())
+            usable[host.name] = tuple(sorted(g for g in gpus if 0 <= g < host.gpu_count))
+    return usable
+
+
+def _check_cluster(cluster: ClusterView) -> None:
+    names: set[str] = set()
+    for host in cluster.hosts:
+        if host.name in names:
+            raise ValueError(f"host {host.name!r}: duplicate host name")
+        names.add(host.name)
+        if not host.gpu_type:
+            raise ValueError(f"host {host.name!r}: empty GPU type")
+        if host.gpu_count < 0:
+            raise ValueError(f"host {host.name!r}: negative GPU count {host.gpu_count}")
+        bad = [g for g in host.free if g < 0 or g >= host.gpu_count]
+        if bad:
+            raise ValueError(f"host {host.name!r}: free GPU indices {bad} outside 0..{host.gpu_count - 1}")
+        if len(set(host.free)) != len(host.free):
+            raise ValueError(f"host {host.name!r}: duplicate free GPU indices {list(host.free)}")
+
+
+def _check_job(job: JobView, types: tuple[str, ...], hosts: frozenset[str]) -> None:
+    c = job.constraints
+    if job.min_gpus < 1:
+        raise ValueError(f"job {job.id!r}: min_gpus must be >= 1, got {job.min_gpus}")
+    if job.max_gpus < job.min_gpus:
+        raise ValueError(f"job {job.id!r}: max_gpus {job.max_gpus} < min_gpus {job.min_gpus}")
+    if job.requested_gpus is not None and job.requested_gpus < 1:
+        raise ValueError(f"job {job.id!r}: requested_gpus must be >= 1, got {job.requested_gpus}")
+    for name, value in (("remaining_samples", job.remaining_samples), ("restart_cost_s", job.restart_cost_s),
+                        ("age_s", job.age_s), ("attained_gpu_s", job.attained_gpu_s)):
+        if value is not None and (math.isnan(value) or value < 0):
+            raise ValueError(f"job {job.id!r}: {name} must be >= 0, got {value}")
+    if c.fixed_count is not None and c.fixed_count < 1:
+        raise ValueError(f"job {job.id!r}: fixed GPU count must be >= 1, got {c.fixed_count}")
+    if c.pinned_type is not None and c.pinned_type not in types:
+        raise ValueError(f"job {job.id!r}: pinned GPU type {c.pinned_type!r} is not in the cluster "
+                         f"(types: {', '.join(types) or 'none'})")
+    missing = [h for h in c.pinned_hosts if h not in hosts]
+    if missing:
+        raise ValueError(f"job {job.id!r}: pinned hosts {missing} are not in the cluster")

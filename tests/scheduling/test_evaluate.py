@@ -1,0 +1,54 @@
+"""evaluate(): predictions for any plan, including one edited by hand."""
+
+from __future__ import annotations
+
+import pytest
+from sched_cases import alloc, curve, host, job
+
+from heet_tui.core.plan import Plan
+from heet_tui.core.sched_input import ClusterView
+from heet_tui.scheduling import evaluate, make_policy
+
+CLUSTER = ClusterView((host("a", "T4", 4), host("b", "T4", 4)))
+FN = curve(serial=0.0, cross_host=0.5, T4=10.0)  # 10 samples/s per GPU, half speed across hosts
+
+
+def test_prediction_of_a_hand_made_plan() -> None:
+    running = job("r", hi=4, work=1000.0, fn=FN, restart_cost_s=30.0, current=alloc("r", "T4", a=(0, 1)), age_s=100.0)
+    queued = job("q", hi=4, work=400.0, fn=FN, restart_cost_s=5.0, age_s=50.0)
+    proposed = {"r": alloc("r", "T4", a=(0, 1, 2, 3)), "q": alloc("q", "T4", b=(0, 1))}
+    effect = evaluate(Plan.build({"r": running.current}, proposed), CLUSTER, [running, queued])
+    r, q = effect.for_job("r"), effect.for_job("q")
+    assert (r.throughput_before, r.throughput_after, r.restart_pause_s) == (20.0, 40.0, 30.0)
+    assert r.completion_s == pytest.approx(30.0 + 1000.0 / 40.0)
+    # A start is a change too: the launch pause is counted.
+    assert (q.throughput_before, q.throughput_after, q.completion_s) == (0.0, 20.0, pytest.approx(5 + 20.0))
+    assert effect.avg_jct_s == pytest.approx(((100 + 55) + (50 + 25)) / 2)
+    # Before: r at 20/s finishes in 50 s; q waits for it, then runs on its minimum (1 GPU, 10/s).
+    assert effect.avg_jct_before_s == pytest.approx(((100 + 50) + (50 + 50 + 5 + 40)) / 2)
+
+
+def test_spreading_costs_what_the_throughput_function_says() -> None:
+    j = job("j", hi=4, work=1000.0, fn=FN)
+    packed = evaluate({"j": alloc("j", "T4", a=(0, 1))}, CLUSTER, [j]).for_job("j")
+    spread = evaluate({"j": alloc("j", "T4", a=(0,), b=(0,))}, CLUSTER, [j]).for_job("j")
+    assert packed.throughput_after == 2 * spread.throughput_after
+
+
+def test_a_policy_plan_carries_its_prediction() -> None:
+    jobs = [job("x", hi=8, work=1e4, fn=FN), job("y", hi=8, work=1e5, fn=FN)]
+    p = make_policy("heet").plan(CLUSTER, jobs, 0.0)
+    assert p.effect == evaluate(p, CLUSTER, jobs)
+    assert all(pred.throughput_after > 0 for pred in p.effect.jobs)
+
+
+@pytest.mark.parametrize(("proposed", "message"), [
+    ({"ghost": alloc("ghost", "T4", a=(0,))}, "unknown job 'ghost'"),
+    ({"j": alloc("j", "T4", z=(0,))}, "unknown host 'z'"),
+    ({"j": alloc("j", "A100", a=(0,))}, "wants A100 GPUs but host 'a' has T4"),
+    ({"j": alloc("j", "T4", a=(0,)), "k": alloc("k", "T4", a=(0,))}, "GPU 0 of host 'a' is given to two jobs"),
+])
+def test_inconsistent_edited_plans_are_refused(proposed, message) -> None:
+    jobs = [job("j", fn=FN), job("k", fn=FN)]
+    with pytest.raises(ValueError, match=message):
+        evaluate(proposed, CLUSTER, jobs)
