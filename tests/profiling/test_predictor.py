@@ -13,7 +13,7 @@ from heet_tui.profiling.predictor import ThroughputPredictor
 from heet_tui.profiling.sia_format import read_profiles
 from heet_tui.profiling.tensor import JobKey, Source, ThroughputTensor
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "profiles"
+DATA = Path(__file__).resolve().parents[2] / "heet_tui" / "data" / "profiles"  # shipped subset
 
 
 @pytest.fixture(scope="module")

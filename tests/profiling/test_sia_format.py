@@ -13,7 +13,7 @@ from heet_tui.profiling.sia_format import (
     read_profiles,
 )
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "profiles"
+DATA = Path(__file__).resolve().parents[2] / "heet_tui" / "data" / "profiles"  # shipped subset
 
 
 def test_reads_every_model_and_type_with_default_mapping() -> None:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import WORKLOADS
+from sim_support import WORKLOADS
 
 from heet_tui.cli.main import main
 from heet_tui.sim.metrics import METRICS

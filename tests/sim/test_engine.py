@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import WORKLOADS, cluster_of
+from sim_support import WORKLOADS, cluster_of
 
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.sched_input import ClusterView, HostView, JobView

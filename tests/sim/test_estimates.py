@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import cluster_of
+from sim_support import cluster_of
 
 from heet_tui.scheduling.rigid_fifo import RigidFifoPolicy
 from heet_tui.sim.engine import Simulation

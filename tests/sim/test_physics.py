@@ -6,8 +6,8 @@ import csv
 from pathlib import Path
 
 import pytest
-from conftest import NODE_TYPES, cluster_of
 from scripted import ScriptedPolicy
+from sim_support import NODE_TYPES, cluster_of
 
 from heet_tui.core.allocation import Allocation
 from heet_tui.scheduling.rigid_fifo import RigidFifoPolicy

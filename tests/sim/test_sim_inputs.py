@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import cluster_of
 from scripted import ScriptedPolicy
+from sim_support import cluster_of
 
 from heet_tui.core.allocation import Allocation
 from heet_tui.scheduling.rigid_fifo import RigidFifoPolicy

@@ -6,8 +6,8 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from conftest import run
 from ui_fakes import profile_dir
+from ui_support import run
 
 from heet_tui.control.demo_backend import DemoBackend, demo_workload
 from heet_tui.core.intents import ApprovePlan, DrainHost, EditJob, RejectPlan, SetAutoApprove, SubmitJob

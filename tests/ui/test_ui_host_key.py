@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from conftest import SIZE, run, wait_for
 from textual.widgets import Static
 from ui_fakes import FINGERPRINT, host, small_snapshot
+from ui_support import SIZE, run, wait_for
 
 from heet_tui.core.host import HostState
 from heet_tui.core.intents import TrustHostKey

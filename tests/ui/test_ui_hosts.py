@@ -6,8 +6,8 @@ import shutil
 import tomllib
 from pathlib import Path
 
-from conftest import SIZE, run, wait_for
 from textual.widgets import Input, Static
+from ui_support import SIZE, run, wait_for
 
 from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.dialogs.host_form import HostFormDialog

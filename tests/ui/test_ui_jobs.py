@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from conftest import SIZE, run, wait_for
 from ui_fakes import small_snapshot
+from ui_support import SIZE, run, wait_for
 
 from heet_tui.core.intents import CancelJob
 from heet_tui.core.job import JobState

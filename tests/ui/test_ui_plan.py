@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conftest import SIZE, run, wait_for
 from textual.widgets import Input, Static
+from ui_support import SIZE, run, wait_for
 
 from heet_tui.core.intents import ApprovePlan, EditJob, RejectPlan, SetAutoApprove
 from heet_tui.ui.dialogs.tweak import TweakDialog

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conftest import SIZE, run, wait_for
 from textual.widgets import Footer
+from ui_support import SIZE, run, wait_for
 
 from heet_tui.core.intents import SubmitJob
 from heet_tui.ui.commands import HeetCommands

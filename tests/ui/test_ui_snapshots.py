@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run, wait_for
+from ui_support import run, wait_for
 
 from heet_tui.ui.dialogs.tweak import TweakDialog
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conftest import SIZE, run, wait_for
 from ui_fakes import small_snapshot
+from ui_support import SIZE, run, wait_for
 
 from heet_tui.bench.synthetic_snapshot import SyntheticCluster
 from heet_tui.ui.messages import SnapshotArrived

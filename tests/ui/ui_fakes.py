@@ -24,13 +24,11 @@ TESTS = Path(__file__).resolve().parent.parent
 
 
 def profile_dir(root: Path) -> Path:
-    """A Sia-format profile directory for the demo: placements from tests/data/profiles plus validation
-    runs from tests/sim/data/validation (both derived from the Sia artifact, cited in their READMEs)."""
+    """A Sia-format profile directory for the demo: a copy of the subset shipped in
+    heet_tui/data/profiles (derived from the Sia artifact, cited in its README)."""
     out = root / "profiles"
     for model in ("cifar10", "imagenet"):
-        shutil.copytree(TESTS / "data" / "profiles" / model, out / model)
-        for f in (TESTS / "sim" / "data" / "validation" / model).glob("validation-*.csv"):
-            shutil.copy(f, out / model / f.name)
+        shutil.copytree(TESTS.parent / "heet_tui" / "data" / "profiles" / model, out / model)
     return out
 
 
