@@ -45,7 +45,7 @@ def test_tensor_keeps_history_and_refuses_bad_values() -> None:
 
 
 def test_new_model_prediction_improves_with_measurements_and_running_reports(truth) -> None:
-    held = JobKey("imagenet", 320)
+    held = JobKey("imagenet", 1600)  # a batch size with validation runs in the shipped subset
     h = truth.jobs.index(held)
     predictor = _predictor_without(truth, held, whole_model=True)  # imagenet never seen
     cells = [(truth.gpu_types[t], truth.configs[c]) for t, c in np.argwhere(truth.observed[h])]

@@ -55,7 +55,7 @@ def test_demo_shows_a_plan_approves_it_jobs_run_and_a_job_is_submitted(tmp_path)
     try:
         session.wait_for("demo  t=")  # the Jobs screen with the first simulated snapshot
         session.keys("3")
-        screen = session.wait_for("pending")
+        screen = session.wait_for("Plan #1 by heet")  # not "No plan pending", shown before the first round
         assert "Approve plan" in screen and "start" in screen
         session.keys("a")
         session.keys("2")

@@ -113,7 +113,7 @@ def test_broken_file_is_reported_with_its_line(make_app, tmp_path):
             await pilot.pause()
             problem = str(app.screen.query_one("#hosts-problem", Static).render())
             assert "hosts.toml:3" in problem and "gpus" in problem
-            assert app.screen.check_action("add_host", ()) is None
+            assert app.screen.check_action("add_host", ()) is False  # hidden, not merely dimmed
 
     run(scenario())
 

@@ -75,7 +75,7 @@ def test_cancel_asks_first_and_posts_only_on_yes(make_app, backend):
             # A finished job cannot be cancelled: the binding is not offered.
             table.select_key("j4")
             await pilot.pause()
-            assert app.screen.check_action("cancel_job", ()) is None
+            assert app.screen.check_action("cancel_job", ()) is False  # hidden, not merely dimmed
 
     run(scenario())
 

@@ -36,7 +36,7 @@ def test_approve_posts_the_pending_plan_and_clears_it(make_app, backend):
             table = app.screen.query_one(PlanTable)
             await wait_for(pilot, lambda: table.row_count == 0)
             # With nothing pending, approving again is not offered.
-            assert app.screen.check_action("approve", ()) is None
+            assert app.screen.check_action("approve", ()) is False  # hidden, not merely dimmed
             await pilot.press("a")
             await pilot.pause()
             assert backend.posted == [ApprovePlan(7)]

@@ -67,7 +67,7 @@ class ClusterScreen(SnapshotScreen):
                 return False  # simulated hosts: nothing to drain, reconnect or trust
             host = self.selected
             if host is None:
-                return None
+                return False
             if action == "trust_key":
                 return True if host.state is HostState.HOST_KEY_UNKNOWN else False
         return True

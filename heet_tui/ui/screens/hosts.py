@@ -118,9 +118,9 @@ class HostsScreen(SnapshotScreen):
             if action == "open_editor":
                 return True
             if self.document is None:
-                return None
+                return False
             if action in ("edit_host", "remove_host") and self.table.selected_key is None:
-                return None
+                return False
         return True
 
     def raw_host(self, name: str) -> dict[str, Any]:

@@ -60,7 +60,7 @@ class JobsScreen(SnapshotScreen):
             if self.read_only:
                 return False
             job = self.selected
-            return None if job is None or job.state.terminal else True
+            return job is not None and not job.state.terminal
         return True
 
     def action_cycle_sort(self) -> None:

@@ -56,10 +56,11 @@ class PlanScreen(SnapshotScreen):
         if action in NEEDS_PLAN or action == "toggle_auto":
             if self.read_only:
                 return False
+            # the footer shows only what is possible now: no pending plan, no approve key
             if action in NEEDS_PLAN and not self._pending():
-                return None
+                return False
             if action == "tweak" and self.query_one(PlanTable).selected_key is None:
-                return None
+                return False
         return True
 
     def on_keyed_table_row_highlighted(self, _: KeyedTable.RowHighlighted) -> None:
