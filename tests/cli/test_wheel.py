@@ -33,11 +33,15 @@ def test_wheel_in_a_fresh_venv_locates_agent_files(repo: Path, tmp_path: Path) -
         "print(heet_agent.__file__); print(','.join(files))\n"
         "print(h.bundled_config('local.toml').read_text().count('[[hosts]]'))\n"
         "print(h.bundled_config('sim/sia-64gpu.toml').exists())\n"
+        "demo = r.files('heet_tui').joinpath('data', 'profiles', 'cifar10')\n"
+        "print(sorted(p.name.split('-')[0] for p in demo.iterdir() if p.name.endswith('.csv')) and 'csv')\n"
+        "print(len([p for p in demo.iterdir() if p.name.startswith('validation-')]))\n"
     )
     out = subprocess.run([str(py), "-c", probe], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    agent_file, files, local_hosts, sim_config = out.stdout.split("\n")[:4]
+    agent_file, files, local_hosts, sim_config, demo_csv, validation = out.stdout.split("\n")[:6]
     assert str(env_dir) in agent_file and str(repo) not in agent_file  # really the installed copy
     assert "progress.py" in files.split(",")
     assert int(local_hosts) >= 1
     assert sim_config == "True"
+    assert demo_csv == "csv" and int(validation) >= 1  # the demo's profile subset ships too
