@@ -9,8 +9,12 @@ One round:
    matching of jobs to typed slots (value minus price), which fixes each admitted job's type.
 4. ``trade`` moves single GPUs on each type from the lowest ask to the highest bid (free GPUs
    included) until the prices cross, which sizes each job.
-5. ``place`` maps type and count to hosts and GPU indices (stay put, fewest hosts, one rack,
-   best fit), and ``evaluate`` predicts the effect.
+   A grow that takes a GPU from a running job must also save more seconds than it costs
+   (the JCT guard: completion-rate values make long jobs' pauses look free).
+5. ``switch_types`` lets a job buy GPUs of another type from the holders that lose least
+   (cross-type trading: the matching's type choice is not final), then trading runs again.
+6. ``place`` maps type and count to hosts and GPU indices (stay put, fewest hosts, one rack,
+   best fit; a grow re-packs when that spans fewer hosts), and ``evaluate`` predicts the effect.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from heet_tui.scheduling.evaluate import evaluate_problem
 from heet_tui.scheduling.matching import match
 from heet_tui.scheduling.placement import place
 from heet_tui.scheduling.problem import Problem
+from heet_tui.scheduling.switching import switch_types
 from heet_tui.scheduling.trading import trade
 from heet_tui.scheduling.valuation import HeetParams, Valuation
 
@@ -41,6 +46,8 @@ class HeetPolicy:
         valuation = Valuation(problem, self.params)
         active = [info for info in problem.infos if info.caps]
         final = trade(problem, valuation, active, match(problem, valuation, active, self.params.max_matching_columns))
+        if self.params.switch_types and switch_types(problem, valuation, active, final):
+            final = trade(problem, valuation, active, final)  # hand out the GPUs the switches freed
         order = sorted((info.id for info in active), key=lambda j: (-valuation.weight[j], j))
         return final, order
 

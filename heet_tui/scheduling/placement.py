@@ -5,6 +5,8 @@ rules, in order of importance:
 
 1. Stay put. A job keeps the GPUs it holds on its type (a shrink gives back GPUs from the
    hosts where it has the fewest, so it stays packed); moving a running job costs a restart.
+   Except when it grows: a grow restarts it anyway, so if placing it afresh spans fewer hosts
+   than growing around its GPUs, it moves.
 2. Fewest hosts. Spreading a data-parallel job over hosts puts its all-reduce on the network,
    which the throughput functions show costs a lot; one host is best, then as few as possible.
 3. One rack when possible; the job's current rack first.
@@ -34,6 +36,12 @@ class _Free:
         for h in problem.cluster.hosts:
             if problem.usable[h.name]:
                 self.by_type.setdefault(h.gpu_type, []).append(h.name)
+
+    def copy(self) -> _Free:
+        other = object.__new__(_Free)
+        other.gpus = {h: list(g) for h, g in self.gpus.items()}
+        other.rack, other.by_type = self.rack, self.by_type
+        return other
 
     def take(self, host: str, n: int) -> list[int]:
         pool = self.gpus[host]
@@ -71,6 +79,11 @@ def place(problem: Problem, targets: Mapping[str, tuple[str, int]], order: Seque
         gpu_type, count = targets[job_id]
         hosts = held[job_id]
         need = count - sum(len(g) for g in hosts.values())
+        if need > 0 and hosts and _repack_is_tighter(info, gpu_type, need, hosts, free):
+            for host, gpus in hosts.items():
+                free.gpus[host] = sorted(free.gpus[host] + gpus)
+            hosts = held[job_id] = {}
+            need = count
         if need > 0:
             _fill(info, gpu_type, need, hosts, free)
         total = sum(len(g) for g in hosts.values())
@@ -140,6 +153,24 @@ def _fill(info: JobInfo, gpu_type: str, need: int, hosts: dict[str, list[int]], 
         hosts[host] = hosts.get(host, []) + got
         need -= len(got)
         pool = [h for h in pool if h != host]
+
+
+def _repack_is_tighter(info: JobInfo, gpu_type: str, need: int, hosts: dict[str, list[int]], free: _Free) -> bool:
+    """Whether a growing job would span fewer hosts placed afresh than grown around its GPUs.
+
+    A grow restarts the job whatever GPUs it keeps, so staying put buys nothing then; but
+    growing in place can spread it (1 GPU here + 3 there), and the all-reduce over the network
+    costs far more than the move (a yolov3 grown from 1 to 4 T4s ran on 2 + 2 for hours).
+    """
+    kept_trial, kept_hosts = free.copy(), {h: list(g) for h, g in hosts.items()}
+    _fill(info, gpu_type, need, kept_hosts, kept_trial)
+    fresh_trial, fresh_hosts = free.copy(), {}
+    for host, gpus in hosts.items():
+        fresh_trial.gpus[host] = sorted(fresh_trial.gpus[host] + gpus)
+    total = need + sum(len(g) for g in hosts.values())
+    _fill(info, gpu_type, total, fresh_hosts, fresh_trial)
+    got = sum(len(g) for g in fresh_hosts.values())
+    return got >= sum(len(g) for g in kept_hosts.values()) and len(fresh_hosts) < len(kept_hosts)
 
 
 def _hosts_needed(candidates: list[str], free: _Free, rack: str, need: int) -> int:

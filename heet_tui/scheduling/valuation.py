@@ -41,6 +41,8 @@ class HeetParams:
     restart_weight: float = 3.0  # restarts counted this many times (a new configuration may not last)
     srpt_exponent: float = 1.0  # weight = boost / (one-GPU remaining time) ** this; 0 = size-blind
     scaling_exponent: float = 1.0  # value grows as (speedup over one best GPU) ** this
+    jct_guard: bool = True  # a grow must save more seconds than it costs the job it takes from
+    switch_types: bool = True  # cross-type trading (switching.py); False: the matching's types stand
 
     def __post_init__(self) -> None:
         for name in ("horizon_s", "age_scale_s"):

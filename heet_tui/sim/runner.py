@@ -104,23 +104,43 @@ class _Progress:
         return update
 
 
+def workload_labels(files: Sequence[Path | str]) -> dict[str, str]:
+    """A unique, short label per workload file: its name, or as many parent folders as it takes.
+
+    Results are keyed by these labels, so ``saturn/workload-1.csv`` and ``philly/workload-1.csv``
+    must not both become ``workload-1.csv`` (one would silently overwrite the other).
+    """
+    paths = [str(f) for f in files]
+    parts = {p: Path(p).parts for p in paths}
+    depth = {p: 1 for p in paths}
+    while True:
+        labels = {p: "/".join(parts[p][-depth[p]:]) for p in paths}
+        clash = [p for p in paths if sum(1 for q in paths if labels[q] == labels[p]) > 1
+                 and depth[p] < len(parts[p])]
+        if not clash:
+            return labels
+        for p in clash:
+            depth[p] += 1
+
+
 def compare(cluster: SimCluster, physics: Physics, files: Sequence[Path], policies: Sequence[str],
             settings: RunSettings, *, events: IO[str] | None = None, progress: bool | None = None,
             factory: PolicyFactory = default_factory) -> tuple[dict[str, object], list[RunResult]]:
     """Every policy on every file; returns the JSON-ready summary and the raw results."""
     show = sys.stderr.isatty() if progress is None else progress
     workloads = {str(f): load_workload(f) for f in files}
+    labels = workload_labels(list(workloads))
     results: list[RunResult] = []
     summary: dict[str, object] = {}
     with _Progress(show) as bar:
         for name in policies:
             per_file: dict[str, dict[str, float | int | None]] = {}
             for path, jobs in workloads.items():
-                on_round = bar.task(f"{name} {Path(path).name}", len(jobs))
+                on_round = bar.task(f"{name} {labels[path]}", len(jobs))
                 result = simulate(cluster, physics, jobs, factory(name), settings, label=path, events=events,
                                   on_round=on_round, policy_name=name)
                 results.append(result)
-                per_file[Path(path).name] = result.summary
+                per_file[labels[path]] = result.summary
             entry = aggregate(per_file)
             entry["run"] = {"cluster": cluster.source or cluster.name, "interval_s": settings.interval,
                             "oracle": settings.oracle, "seed": settings.seed,

@@ -1,0 +1,61 @@
+"""Heet's grow-in-place repacking, cross-type switching and the JCT guard on trades."""
+
+from __future__ import annotations
+
+from sched_cases import alloc, curve, host, job
+
+from heet_tui.core.sched_input import ClusterView
+from heet_tui.scheduling.heet import HeetPolicy
+from heet_tui.scheduling.placement import place
+from heet_tui.scheduling.problem import Problem
+
+
+def test_a_grow_that_would_span_hosts_moves_to_one_host() -> None:
+    # j holds a:0; only a:1 is also usable there, so growing in place to 4 needs two hosts.
+    cluster = ClusterView((host("a", "T4", 4, free=(1,)), host("b", "T4", 4)))
+    running = job("j", current=alloc("j", "T4", a=(0,)))
+    allocs = place(Problem(cluster, [running]), {"j": ("T4", 4)})
+    assert allocs["j"].host_names == ("b",)
+
+
+def test_a_grow_that_fits_around_its_gpus_stays() -> None:
+    cluster = ClusterView((host("a", "T4", 4), host("b", "T4", 4)))
+    running = job("j", current=alloc("j", "T4", a=(0,)))
+    allocs = place(Problem(cluster, [running]), {"j": ("T4", 3)})
+    assert allocs["j"].host_names == ("a",) and 0 in dict(allocs["j"].hosts)["a"]
+
+
+def _long_job_on_the_fast_gpus() -> tuple[ClusterView, list]:
+    cluster = ClusterView((host("fast", "A100", 4), host("slow", "T4", 4)))
+    long_job = job("long", lo=1, hi=4, work=1e7, fn=curve(serial=0.0), restart_cost_s=10.0,
+                   current=alloc("long", "A100", fast=(0, 1, 2, 3)), age_s=600.0)
+    # A short job that is 100x faster on A100 than on T4 arrives: a T4 would delay it by
+    # ~10^6 s, far more than one GPU fewer (and a restart) delays the long job.
+    short = job("short", lo=1, hi=1, work=1e5, fn=curve(A100=10.0, RTX=0.1, T4=0.1))
+    return cluster, [long_job, short]
+
+
+def test_a_short_job_buys_the_fast_type_from_a_long_one() -> None:
+    cluster, jobs = _long_job_on_the_fast_gpus()
+    plan = HeetPolicy(predict=False).plan(cluster, jobs, 0.0)
+    assert plan.allocations["short"].gpu_type == "A100"
+    assert plan.allocations["long"].num_gpus == 3
+
+
+def test_without_switching_the_short_job_takes_the_slow_type() -> None:
+    cluster, jobs = _long_job_on_the_fast_gpus()
+    plan = HeetPolicy(predict=False, switch_types=False).plan(cluster, jobs, 0.0)
+    assert plan.allocations["short"].gpu_type == "T4"
+
+
+def test_a_running_job_does_not_grow_by_pausing_a_long_job_for_little() -> None:
+    # "big" would gain a 5th GPU's worth; "long" would lose a GPU and a 2,000 s restart.
+    cluster = ClusterView((host("h", "A100", 8),))
+    big = job("big", lo=1, hi=8, work=3e4, fn=curve(serial=0.0), current=alloc("big", "A100", h=(0, 1, 2, 3)),
+              restart_cost_s=10.0, age_s=60.0)
+    long_job = job("long", lo=1, hi=8, work=1e9, fn=curve(serial=0.0), current=alloc("long", "A100", h=(4, 5, 6, 7)),
+                   restart_cost_s=2000.0, age_s=60.0)
+    guarded = HeetPolicy(predict=False).plan(cluster, [big, long_job], 0.0)
+    assert guarded.allocations["long"].num_gpus == 4
+    unguarded = HeetPolicy(predict=False, jct_guard=False).plan(cluster, [big, long_job], 0.0)
+    assert "long" not in unguarded.allocations or unguarded.allocations["long"].num_gpus < 4
