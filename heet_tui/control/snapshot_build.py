@@ -42,7 +42,11 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         if e.job_id:
             events_by_job.setdefault(e.job_id, []).append(f"{e.kind}: {e.message.splitlines()[0] if e.message else ''}")
     jobs, profiles = [], []
-    for rec in ctl.store.jobs():
+    records = ctl.store.jobs()
+    # finished jobs keep their heat map too (what was measured is worth seeing), but only the
+    # most recent few: predicting every cell of every old job on each snapshot would not scale
+    recent_done = {r.job.id for r in [r for r in records if r.job.state.terminal][-RECENT_DONE_PROFILES:]}
+    for rec in records:
         job, run = rec.job, runs.get(rec.job.id)
         rate = float(run.progress.get("samples_per_s", 0.0)) if run and run.progress else 0.0
         progress = _progress(job.spec, job.steps_done, job.samples_done)
@@ -57,7 +61,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
             max_gpus=job.spec.max_gpus, message=job.message, log_tail=ex.log_tails.get(job.id, ()),
             events=tuple(events_by_job.get(job.id, [])[-10:]),
         ))
-        if not job.state.terminal:
+        if not job.state.terminal or job.id in recent_done:
             profiles.append(_profile(ctl, job.id, job.spec, hosts))
     pending = ctl.store.plan(ctl.pending_plan_id) if ctl.pending_plan_id else None
     return Snapshot(
@@ -67,6 +71,9 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         profiles=tuple(profiles), policy=ctl.policy_name, auto_approve=ctl.auto_approve, mode="controller",
         notices=tuple(ctl.notices[-20:]),
     )
+
+
+RECENT_DONE_PROFILES = 10
 
 
 def _profile(ctl: Controller, job_id: str, spec, hosts) -> JobProfile:
