@@ -60,7 +60,8 @@ class ControllerLock:
         self._fh = None
 
     def acquire(self) -> None:
-        fh = open(self.path, "a+")  # noqa: SIM115 - held for the controller's lifetime
+        # private like the rest of the state directory; held for the controller's lifetime
+        fh = os.fdopen(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600), "a+")
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
