@@ -89,13 +89,21 @@ def parse_nvidia_smi_csv(text):
     return gpus
 
 
-def gpus_from_nvidia_smi(timeout=10.0):
-    import shutil
-    import subprocess
+def _find_on_path(name):
+    """``shutil.which`` without importing shutil: most hosts probed for nvidia-smi lack it."""
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(folder or ".", name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
 
-    exe = shutil.which("nvidia-smi")
+
+def gpus_from_nvidia_smi(timeout=10.0):
+    exe = _find_on_path("nvidia-smi")
     if exe is None:
         raise OSError("nvidia-smi not found")
+    import subprocess  # only when there is something to run
+
     out = subprocess.run(
         [exe, "--query-gpu=" + ",".join(SMI_FIELDS), "--format=csv,noheader,nounits"],
         capture_output=True, timeout=timeout, check=True,

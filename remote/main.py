@@ -8,7 +8,6 @@ never listens on a port and never writes anything but protocol lines to stdout.
 import fcntl
 import os
 import select
-import selectors
 import signal
 import sys
 import time
@@ -140,12 +139,12 @@ class Agent:
 
     def serve(self):
         self.send_event("agent_start", protocol=PROTOCOL_VERSION, agent_version=AGENT_VERSION, pid=os.getpid())
-        selector = selectors.SelectSelector()  # epoll refuses files and /dev/null as stdin; select() takes any fd
+        # select(), not epoll: epoll refuses files and /dev/null as stdin. Plain select.select
+        # (not the selectors module) keeps an import off every agent start.
         os.set_blocking(0, False)
-        selector.register(0, selectors.EVENT_READ)
         buffer = b""
         while self.running:
-            for _key, _mask in selector.select(POLL_S):
+            for _fd in select.select([0], [], [], POLL_S)[0]:
                 try:
                     data = os.read(0, 65536)
                 except BlockingIOError:
@@ -232,9 +231,11 @@ def _valid_host_name(name):
 
 
 def _self_argv():
-    """How to start this agent again (for job wrappers): the .pyz path or ``-m heet_agent``."""
+    """How to start this agent again (for job wrappers): the .pyz path, the unpacked agent's
+    entry next to it, or ``-m heet_agent``."""
     path = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
-    if path.endswith(".pyz") and os.path.isfile(path):
+    unpacked = path.endswith(".d" + os.sep + "__main__.py") and os.path.basename(os.path.dirname(path))
+    if (path.endswith(".pyz") or (unpacked and unpacked.startswith("heet-agent-"))) and os.path.isfile(path):
         return [path]
     return ["-m", "heet_agent"]
 
@@ -265,7 +266,14 @@ def main(argv=None):
             sys.stderr.write("heet-agent: invalid host name %r\n" % host)
             return 2
         workdir = os.path.join(workdir, "hosts", host)
-    os.makedirs(workdir, exist_ok=True)
+    os.makedirs(workdir, mode=0o700, exist_ok=True)
+    # state, logs and the lock are the user's alone: the work dirs are private, whatever the
+    # umask (the jobs' own files keep the user's umask; the agent does not change it)
+    for private in {workdir, os.path.abspath(os.path.expanduser(workdir_arg))}:
+        try:
+            os.chmod(private, 0o700)
+        except OSError as exc:
+            sys.stderr.write("heet-agent: cannot make %s private: %s\n" % (private, exc))
     log = open(os.path.join(workdir, "agent.log"), "ab", buffering=0)
     os.dup2(log.fileno(), 2)  # stderr never reaches the protocol stream
     sys.stderr = open(2, "w", buffering=1, closefd=False)

@@ -15,21 +15,27 @@ from importlib import resources
 
 # The zipapp's entry point. Python cannot cache bytecode for modules imported from a zip, so
 # every start would compile the agent again; instead the first start unpacks the sources next
-# to the .pyz (same content-hash name, so never stale) and later starts import from there with
-# their __pycache__. Any failure to unpack just means importing from the zip.
+# to the .pyz (same content-hash name, so never stale) and later starts run ``<name>.d/__main__.py``
+# (this same entry) directly, importing from there with their __pycache__: no zip, no runpy.
+# Unpacking reads through the zip importer that is already loaded (importing ``zipfile`` costs
+# about as much as the agent's own imports). Any failure to unpack just means importing from the zip.
 _ENTRY = b"""import os, sys
-pyz = os.path.abspath(sys.argv[0])
-unpacked = pyz[:-4] + ".d" if pyz.endswith(".pyz") else ""
-if unpacked and not os.path.isdir(os.path.join(unpacked, "heet_agent")):
-    try:
-        import zipfile
-        tmp = "%s.tmp.%d" % (unpacked, os.getpid())
-        zipfile.ZipFile(pyz).extractall(tmp)
-        os.rename(tmp, unpacked)
-    except OSError:
-        pass
-if unpacked and os.path.isdir(os.path.join(unpacked, "heet_agent")):
-    sys.path.insert(0, unpacked)
+here = os.path.abspath(sys.argv[0])
+if here.endswith(".pyz"):
+    unpacked = here[:-4] + ".d"
+    if not os.path.isfile(os.path.join(unpacked, "__main__.py")):
+        try:
+            tmp = "%%s.tmp.%%d" %% (unpacked, os.getpid())
+            os.makedirs(os.path.join(tmp, "heet_agent"))
+            for name in %(names)s:
+                with open(os.path.join(tmp, name), "wb") as fh:
+                    fh.write(__loader__.get_data(name))
+            os.rename(tmp, unpacked)
+        except Exception:  # e.g. another agent unpacked first: use its copy, drop ours
+            import shutil
+            shutil.rmtree(tmp, ignore_errors=True)
+    if os.path.isfile(os.path.join(unpacked, "__main__.py")):
+        sys.path.insert(0, unpacked)
 from heet_agent.main import main
 sys.exit(main())
 """
@@ -45,6 +51,11 @@ class AgentBundle:
     def file_name(self) -> str:
         return f"heet-agent-{self.digest[:16]}.pyz"
 
+    @property
+    def unpacked_entry(self) -> str:
+        """Where the first start leaves the unpacked agent's entry, relative to the work dir."""
+        return f"{self.file_name[:-4]}.d/__main__.py"
+
 
 def _sources() -> list[tuple[str, bytes]]:
     root = resources.files("heet_agent")
@@ -58,10 +69,13 @@ def _sources() -> list[tuple[str, bytes]]:
 @lru_cache(maxsize=1)
 def agent_bundle() -> AgentBundle:
     """Build (once per process) the zipapp bytes and their SHA-256."""
+    sources = _sources()
+    names = ["__main__.py"] + [f"heet_agent/{name}" for name, _ in sources]
+    entry = _ENTRY % {b"names": repr(tuple(names)).encode()}
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr(zipfile.ZipInfo("__main__.py", _FIXED_TIME), _ENTRY)
-        for name, data in _sources():
+        zf.writestr(zipfile.ZipInfo("__main__.py", _FIXED_TIME), entry)
+        for name, data in sources:
             info = zipfile.ZipInfo(f"heet_agent/{name}", _FIXED_TIME)
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, data)

@@ -58,17 +58,30 @@ def agent_state_dir(workdir: str, host: str) -> str:
     return f"{workdir.rstrip('/')}/hosts/{host}"
 
 
-def start_agent(python: str, workdir: str, file_name: str, host: str) -> str:
-    """Run the agent if its file is there; otherwise print the ``need_agent`` line and exit.
+def enter_workdir(workdir: str) -> str:
+    """``cd`` into the work dir, creating it only when it is missing (no ``mkdir`` process per start)."""
+    wd = shell_path(workdir)
+    return f"{{ cd {wd} 2>/dev/null || {{ (umask 077 && mkdir -p {wd}) && cd {wd}; }}; }}"
 
-    One round trip in the common case (agent already deployed) instead of a stat then a run.
+
+def start_agent(python: str, workdir: str, file_name: str, host: str) -> str:
+    """Run the agent if it is there; otherwise print the ``need_agent`` line and wait.
+
+    One exec channel does everything: the unpacked agent (what a previous start left next to
+    the .pyz) or the .pyz is started at once; when neither is there the shell prints
+    ``need_agent``, and each line the controller then sends (after it deployed the file over
+    SFTP or ``cat``) makes it look again, so a first deploy costs no second session and shell.
+    EOF on stdin ends the wait.
     """
-    wd, name, py = shell_path(workdir), shlex.quote(_check_file(file_name)), shlex.quote(python)
-    return (f"mkdir -p {wd} && cd {wd} && if [ -f {name} ]; then exec {py} {name} --workdir . "
-            f"--host {shlex.quote(host)}; else echo {shlex.quote(NEED_AGENT)}; fi")
+    name, py = shlex.quote(_check_file(file_name)), shlex.quote(python)
+    unpacked = shlex.quote(f"{file_name[:-4]}.d/__main__.py")
+    args = f"--workdir . --host {shlex.quote(host)}"
+    run = (f"if [ -f {unpacked} ]; then exec {py} {unpacked} {args}; fi; "
+           f"if [ -f {name} ]; then exec {py} {name} {args}; fi; echo {shlex.quote(NEED_AGENT)}")
+    return f"{enter_workdir(workdir)} && {{ {run}; while read -r _; do {run}; done; }}"
 
 
 def upload_with_cat(workdir: str, file_name: str) -> str:
     """Write stdin to the agent file atomically (for hosts whose sshd has no SFTP subsystem)."""
     wd, name = shell_path(workdir), shlex.quote(_check_file(file_name))
-    return f"mkdir -p {wd} && cd {wd} && cat > {name}.tmp.$$ && mv -f {name}.tmp.$$ {name}"
+    return f"(umask 077 && mkdir -p {wd}) && cd {wd} && cat > {name}.tmp.$$ && mv -f {name}.tmp.$$ {name}"

@@ -142,13 +142,14 @@ class SshTransport:
         for use_sftp in (True, False):
             if not is_need_agent(first):
                 break
-            # Not deployed yet. If SFTP put it somewhere the shell does not look (an SFTP root
-            # that differs from the shell's $HOME), the second round uploads through the shell.
-            await proc.wait()
+            # Not deployed yet: the shell waits on this same channel. If SFTP put the file
+            # somewhere the shell does not look (an SFTP root that differs from the shell's
+            # $HOME), the second round uploads through a shell.
             await self._deploy(conn, bundle, use_sftp)
-            proc = await conn.create_process(command, encoding=None)
+            proc.stdin.write(b"\n")  # "look again"
             first = await asyncio.wait_for(proc.stdout.readline(), self.timeout)
         if is_need_agent(first):
+            proc.close()
             raise AgentFailure(f"the agent was uploaded but is not found in {self.workdir}")
 
         async def closer() -> None:

@@ -65,6 +65,9 @@ class LocalTransport:
                 os.replace(tmp, target)
         except OSError as exc:
             raise AgentFailure(f"cannot write the agent to {self.workdir}: {exc.strerror or exc}") from None
+        unpacked = self.workdir / bundle.unpacked_entry  # left by an earlier start: no zip to open
+        if unpacked.is_file():
+            target = unpacked
         try:
             proc = await asyncio.create_subprocess_exec(
                 self.python, str(target), "--workdir", str(self.workdir), "--host", self.host,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import pytest
 
@@ -21,10 +22,35 @@ NAME = "heet-agent-0123456789abcdef.pyz"
 def test_hostile_workdir_stays_literal(tmp_path):
     workdir = str(tmp_path / "it's $(touch PWNED) `touch PWNED2`; dir")
     out = subprocess.run(["sh", "-c", start_agent("python3", workdir, NAME, "h1")], cwd=tmp_path,
-                         capture_output=True, text=True, check=True).stdout
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True, check=True).stdout
     assert out.strip() == NEED_AGENT
     assert (tmp_path / "it's $(touch PWNED) `touch PWNED2`; dir").is_dir()
     assert not list(tmp_path.rglob("PWNED*"))
+
+
+def test_waiting_shell_looks_again_for_each_line_then_runs_the_agent(tmp_path):
+    """The first start prints need_agent and waits on the same channel; after the deploy one line
+    makes it look again, and the rest of stdin belongs to the agent it execs."""
+    workdir = tmp_path / "w"
+    proc = subprocess.Popen(["sh", "-c", start_agent(sys.executable, str(workdir), NAME, "h1")],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == NEED_AGENT
+    proc.stdin.write("\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline().strip() == NEED_AGENT  # still missing: it says so again
+    (workdir / NAME).write_text("import sys\nprint('agent', sys.argv[1:], sys.stdin.read().strip())\n")
+    out, _ = proc.communicate("\nrest of stdin\n", timeout=30)
+    assert out.strip() == "agent ['--workdir', '.', '--host', 'h1'] rest of stdin"
+
+
+def test_unpacked_agent_is_preferred_to_the_zip(tmp_path):
+    (tmp_path / NAME).write_text("print('zip')\n")
+    unpacked = tmp_path / NAME.replace(".pyz", ".d")
+    unpacked.mkdir()
+    (unpacked / "__main__.py").write_text("print('unpacked')\n")
+    out = subprocess.run(["sh", "-c", start_agent(sys.executable, str(tmp_path), NAME, "h1")],
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "unpacked"
 
 
 def test_tilde_workdir_expands_to_home_and_upload_is_atomic(tmp_path):

@@ -1,0 +1,38 @@
+"""The zipapp unpacks itself once, and later starts run the unpacked copy with cached bytecode."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+
+from heet_tui.cluster.agent_bundle import agent_bundle
+
+HELLO = b'{"id": 1, "op": "hello", "args": {"protocol": 1, "probes": []}}\n'
+
+
+def _hello(workdir, script):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as over SSH
+    out = subprocess.run([sys.executable, script, "--workdir", ".", "--host", "h1"], cwd=workdir, input=HELLO,
+                         env=env, capture_output=True, timeout=60, check=True).stdout
+    replies = [json.loads(line) for line in out.splitlines()]
+    return next(r for r in replies if r.get("id") == 1)
+
+
+def test_first_start_unpacks_and_the_unpacked_entry_serves(tmp_path):
+    bundle = agent_bundle()
+    (tmp_path / bundle.file_name).write_bytes(bundle.data)
+    assert _hello(tmp_path, bundle.file_name)["ok"]
+    unpacked = tmp_path / bundle.unpacked_entry
+    assert unpacked.is_file()
+    with zipfile.ZipFile(tmp_path / bundle.file_name) as zf:
+        packed = sorted(zf.namelist())
+    assert sorted(str(p.relative_to(unpacked.parent)) for p in unpacked.parent.rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts) == packed
+    assert (unpacked.parent / "heet_agent" / "main.py").is_file()
+    assert not list(tmp_path.glob("*.tmp.*"))
+    (tmp_path / bundle.file_name).unlink()  # the second start must not need the zip
+    assert _hello(tmp_path, bundle.unpacked_entry)["ok"]
+    assert list((unpacked.parent / "heet_agent" / "__pycache__").glob("main.*.pyc"))
