@@ -22,8 +22,10 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # torch comes from its own pinned spec first: an unpinned resolve would fetch a multi-GB CUDA build.
+# `make run` needs it too: the local hosts train the example jobs with this venv's python.
 $(VENV)/.installed: $(BIN)/python pyproject.toml setup.py
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[train]'
 	@touch $@
 
 $(VENV)/.installed-dev: $(BIN)/python pyproject.toml setup.py
