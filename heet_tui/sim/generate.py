@@ -12,13 +12,13 @@ GPU count and batch size from the configurations the shared Sia workloads use fo
 from __future__ import annotations
 
 import bisect
-import csv
 import math
 import random
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from heet_tui.sim.csv_rows import read_rows
 from heet_tui.sim.errors import SimInputError
 from heet_tui.sim.workload import WorkloadJob
 
@@ -49,29 +49,12 @@ class TraceJob:
 
 def read_trace(path: Path | str) -> list[TraceJob]:
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SimInputError(f"{path}: cannot read trace: {exc}") from None
-    if not lines:
-        raise SimInputError(f"{path}:1: empty trace")
-    reader = csv.reader(lines)
-    header = [h.strip() for h in next(reader)]
-    need = ("timestamp", "num_gpus", "gpu_time")
-    missing = [c for c in need if c not in header]
-    if missing:
-        raise SimInputError(f"{path}:1: missing column(s) {', '.join(missing)} (header has: {', '.join(header)})")
-    ix = {c: header.index(c) for c in need}
     out = []
-    for lineno, cells in enumerate(reader, start=2):
-        if not cells or all(not c.strip() for c in cells):
-            continue
-        if len(cells) < len(header):
-            raise SimInputError(f"{path}:{lineno}: {len(cells)} fields, header has {len(header)}")
+    for lineno, row in read_rows(path, str(path), ("timestamp", "num_gpus", "gpu_time"), what="trace"):
         try:
-            t = datetime.fromisoformat(cells[ix["timestamp"]].strip()).replace(tzinfo=UTC).timestamp()
-            gpus = int(float(cells[ix["num_gpus"]]))
-            gpu_time = float(cells[ix["gpu_time"]])
+            t = datetime.fromisoformat(row["timestamp"]).replace(tzinfo=UTC).timestamp()
+            gpus = int(float(row["num_gpus"]))
+            gpu_time = float(row["gpu_time"])
         except ValueError as exc:
             raise SimInputError(f"{path}:{lineno}: {exc}") from None
         if gpus > 0 and math.isfinite(gpu_time) and gpu_time > 0:

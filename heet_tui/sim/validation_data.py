@@ -9,15 +9,14 @@ that the Pollux (OSDI 2021) gradient-noise-scale model turns into a batch-size e
 from __future__ import annotations
 
 import bisect
-import csv
 import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from heet_tui.sim.csv_rows import read_rows
 from heet_tui.sim.errors import SimInputError
 
-COLUMNS = ("progress", "iteration", "metric", "grad_sqr", "grad_var")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,29 +96,14 @@ class ValidationTable:
 
 
 def _read_run(path: Path, label: str, batch_size: int) -> ValidationRun:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SimInputError(f"{label}: cannot read: {exc}") from None
-    if not lines:
-        raise SimInputError(f"{label}:1: empty file (expected header {', '.join(COLUMNS)})")
-    reader = csv.reader(lines)
-    header = [h.strip() for h in next(reader)]
-    missing = [c for c in ("progress", "grad_sqr", "grad_var") if c not in header]
-    if missing:
-        raise SimInputError(f"{label}:1: missing column(s) {', '.join(missing)} (header has: {', '.join(header)})")
-    ix = {c: header.index(c) for c in ("progress", "grad_sqr", "grad_var")}
-    cols: dict[str, list[float]] = {c: [] for c in ix}
-    for lineno, cells in enumerate(reader, start=2):
-        if not cells or all(not c.strip() for c in cells):
-            continue
-        if len(cells) < len(header):
-            raise SimInputError(f"{label}:{lineno}: {len(cells)} fields, header has {len(header)}")
-        for c, i in ix.items():
+    columns = ("progress", "grad_sqr", "grad_var")
+    cols: dict[str, list[float]] = {c: [] for c in columns}
+    for lineno, row in read_rows(path, label, columns):
+        for c in columns:
             try:
-                value = float(cells[i])
+                value = float(row[c])
             except ValueError:
-                raise SimInputError(f'{label}:{lineno}: column "{c}": not a number: "{cells[i]}"') from None
+                raise SimInputError(f'{label}:{lineno}: column "{c}": not a number: "{row[c]}"') from None
             if not math.isfinite(value) or value < 0:
                 raise SimInputError(f'{label}:{lineno}: column "{c}": must be a non-negative number')
             cols[c].append(value)

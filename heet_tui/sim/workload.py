@@ -8,11 +8,11 @@ silently sorting it would hide that.
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from heet_tui.sim.csv_rows import read_rows
 from heet_tui.sim.errors import SimInputError
 
 REQUIRED = ("name", "time", "application", "num_replicas", "batch_size")
@@ -47,29 +47,11 @@ def _positive(where: str, column: str, raw: str, *, integer: bool, allow_zero: b
 
 def load_workload(path: Path | str) -> tuple[WorkloadJob, ...]:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SimInputError(f"{path}: cannot read workload: {exc}") from None
-    lines = text.splitlines()
-    if not any(line.strip() for line in lines):
-        raise SimInputError(f"{path}:1: empty workload (expected a header: {', '.join(REQUIRED)})")
-    reader = csv.reader(lines)
-    header = [h.strip() for h in next(reader)]
-    missing = [c for c in REQUIRED if c not in header]
-    if missing:
-        raise SimInputError(f"{path}:1: missing column(s) {', '.join(missing)} (header has: {', '.join(header)})")
-    index = {c: header.index(c) for c in (*REQUIRED, *OPTIONAL) if c in header}
     jobs: list[WorkloadJob] = []
     names: dict[str, int] = {}
     last_time = -math.inf
-    for lineno, cells in enumerate(reader, start=2):
-        if not cells or all(not c.strip() for c in cells):
-            continue
+    for lineno, row in read_rows(path, str(path), REQUIRED, OPTIONAL, what="workload", exact_width=True):
         where = f"{path}:{lineno}"
-        if len(cells) != len(header):
-            raise SimInputError(f"{where}: {len(cells)} fields, header has {len(header)}")
-        row = {c: cells[i].strip() for c, i in index.items()}
         name = row["name"]
         if not name:
             raise SimInputError(f'{where}: column "name" is empty')

@@ -1,0 +1,40 @@
+"""The one way the simulator reads its CSV inputs (workloads, traces, validation runs).
+
+Columns are found by header name (their order differs between files) and every problem names
+the file and line, so a user pointing the simulator at a broken file sees what to fix.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from pathlib import Path
+
+from heet_tui.sim.errors import SimInputError
+
+
+def read_rows(path: Path, label: str, required: tuple[str, ...], optional: tuple[str, ...] = (), *,
+              what: str = "file", exact_width: bool = False) -> Iterator[tuple[int, dict[str, str]]]:
+    """Yield ``(line number, {column: stripped cell})`` for each non-blank data row.
+
+    ``exact_width`` refuses rows with extra fields too (a workload row with a stray comma is a
+    mistake; the measured files sometimes carry trailing columns we do not use).
+    """
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SimInputError(f"{label}: cannot read {what}: {exc}") from None
+    if not any(line.strip() for line in lines):
+        raise SimInputError(f"{label}:1: empty {what} (expected a header: {', '.join(required)})")
+    reader = csv.reader(lines)
+    header = [h.strip() for h in next(reader)]
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise SimInputError(f"{label}:1: missing column(s) {', '.join(missing)} (header has: {', '.join(header)})")
+    index = {c: header.index(c) for c in (*required, *optional) if c in header}
+    for lineno, cells in enumerate(reader, start=2):
+        if not cells or all(not c.strip() for c in cells):
+            continue
+        if len(cells) < len(header) or (exact_width and len(cells) != len(header)):
+            raise SimInputError(f"{label}:{lineno}: {len(cells)} fields, header has {len(header)}")
+        yield lineno, {c: cells[i].strip() for c, i in index.items()}
