@@ -18,7 +18,6 @@ from heet_tui.sim.csv_rows import read_rows
 from heet_tui.sim.errors import SimInputError
 
 
-
 @dataclass(frozen=True, slots=True)
 class ValidationRun:
     batch_size: int
