@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import tomllib
 from pathlib import Path
 
 
@@ -43,6 +44,16 @@ def toml_syntax_error(path: Path, exc: Exception) -> ConfigError:
     if match:
         message = f"{message} (column {match.group(2)})"
     return ConfigError(path, f"TOML syntax error: {message}", line)
+
+
+def parse_toml(text: str, path: Path, empty_hint: str) -> dict:
+    """Parse a user's TOML file; an empty file or a syntax error is a located ConfigError."""
+    if not text.strip():
+        raise ConfigError(path, f"the file is empty; {empty_hint}")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise toml_syntax_error(path, exc) from None
 
 
 def decode_utf8(path: Path, data: bytes) -> str:

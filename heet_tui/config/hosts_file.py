@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import os
 import sys
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from heet_tui.config.errors import ConfigError, read_config_text, toml_syntax_error
+from heet_tui.config.errors import ConfigError, parse_toml, read_config_text
 from heet_tui.config.fields import SAFE_ADDRESS, SAFE_NAME, SAFE_USER, Fields
 from heet_tui.config.locate import LineIndex
 
@@ -116,12 +115,7 @@ def load_hosts(path: Path | str) -> HostsFile:
 def parse_hosts_text(text: str, path: Path | str) -> HostsFile:
     """Validate a host list given as text (the editor re-checks its output with this before saving)."""
     path = Path(path)
-    if not text.strip():
-        raise ConfigError(path, "the file is empty; add at least one [[hosts]] table")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise toml_syntax_error(path, exc) from None
+    data = parse_toml(text, path, "add at least one [[hosts]] table")
     index = LineIndex(text)
     top = Fields(path, data, "", lambda key: None)
     top.reject_unknown(TOP_KEYS)

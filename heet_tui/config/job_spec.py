@@ -22,10 +22,9 @@ Schema::
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
-from heet_tui.config.errors import ConfigError, read_config_text, toml_syntax_error
+from heet_tui.config.errors import parse_toml, read_config_text
 from heet_tui.config.fields import SAFE_NAME, Fields
 from heet_tui.config.locate import LineIndex
 from heet_tui.core.job import JobSpec, Target, TargetKind
@@ -46,12 +45,7 @@ def load_job_spec(path: Path | str) -> JobSpec:
 
 def parse_job_text(text: str, path: Path | str) -> JobSpec:
     path = Path(path)
-    if not text.strip():
-        raise ConfigError(path, "the file is empty; a job needs at least name, command, model, batch_size, target")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise toml_syntax_error(path, exc) from None
+    data = parse_toml(text, path, "a job needs at least name, command, model, batch_size, target")
     index = LineIndex(text)
     name = data.get("name")
     subject = f'job "{name}"' if isinstance(name, str) and name else "job"
