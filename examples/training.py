@@ -14,7 +14,9 @@ with another ``WORLD_SIZE``. Why each piece is here:
   half a file) and everyone exits with 143. Exit 0 means the target was reached.
 * The checkpoint records the allocation generation (``HEET_GENERATION``); a process whose
   generation is older than the one on disk refuses to write (exit 3), so a stale copy on a host
-  that came back after a move can never clobber the newer run's checkpoint.
+  that came back after a move can never clobber the newer run's checkpoint. A new generation
+  claims the directory before it loads (under a lock file), so a stale copy still running on an
+  unreachable host is fenced from that moment, even if the new run has nothing left to train.
 * ``HEET_EMULATED_SPEED`` makes a CPU host stand in for a slower GPU: each step sleeps so it takes
   ``t / speed``, and the reported samples/s is what was really achieved.
 
@@ -25,6 +27,8 @@ CUDA is usable and the host is not emulated, gloo otherwise; no flag to change.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import math
 import os
@@ -41,6 +45,7 @@ from torch import nn
 
 CHECKPOINT_NAME = "checkpoint.pt"
 META_NAME = "checkpoint.json"
+LOCK_NAME = ".checkpoint.lock"
 EXIT_DONE, EXIT_FENCED, EXIT_STOPPED = 0, 3, 143
 NUM_CLASSES = 10
 
@@ -197,17 +202,46 @@ def atomic_write(path: Path, write) -> None:
     os.replace(tmp, path)
 
 
+@contextlib.contextmanager
+def directory_lock(ckpt_dir: Path):
+    """Serialises check-then-write between copies of the job (the fence must not race a save)."""
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    with open(ckpt_dir / LOCK_NAME, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+def _owned_by_newer(ckpt_dir: Path, generation: int) -> dict | None | bool:
+    meta = read_meta(ckpt_dir)
+    if meta is not None and int(meta.get("generation", -1)) > generation:
+        return True
+    return meta
+
+
+def claim(ckpt_dir: Path, generation: int) -> bool:
+    """Rank 0, before loading: record this generation as the directory's owner.
+
+    Returns False when a newer generation already owns it (this copy is stale).
+    """
+    with directory_lock(ckpt_dir):
+        meta = _owned_by_newer(ckpt_dir, generation)
+        if meta is True:
+            return False
+        info = {"step": 0, "samples": 0, "loss": None} | (meta or {}) | {"generation": generation}
+        atomic_write(ckpt_dir / META_NAME, lambda fh: fh.write(json.dumps(info).encode()))
+    return True
+
+
 def save_checkpoint(ckpt_dir: Path, model: nn.Module, opt: torch.optim.Optimizer, state: dict,
                     generation: int) -> bool:
     """Rank 0 only. Returns False (and writes nothing) when a newer generation owns the directory."""
-    meta = read_meta(ckpt_dir)
-    if meta is not None and int(meta.get("generation", -1)) > generation:
-        return False
-    ckpt_dir.mkdir(parents=True, exist_ok=True)
-    payload = {"model": model.state_dict(), "optimizer": opt.state_dict(), **state, "generation": generation}
-    atomic_write(ckpt_dir / CHECKPOINT_NAME, lambda fh: torch.save(payload, fh))
-    info = {k: state[k] for k in ("step", "samples", "loss")} | {"generation": generation}
-    atomic_write(ckpt_dir / META_NAME, lambda fh: fh.write(json.dumps(info).encode()))
+    with directory_lock(ckpt_dir):
+        if _owned_by_newer(ckpt_dir, generation) is True:
+            return False
+        payload = {"model": model.state_dict(), "optimizer": opt.state_dict(), **state, "generation": generation}
+        atomic_write(ckpt_dir / CHECKPOINT_NAME, lambda fh: torch.save(payload, fh))
+        info = {k: state[k] for k in ("step", "samples", "loss")} | {"generation": generation}
+        atomic_write(ckpt_dir / META_NAME, lambda fh: fh.write(json.dumps(info).encode()))
     return True
 
 
@@ -255,6 +289,11 @@ def train(args: argparse.Namespace) -> int:
     generation = int(os.environ.get("HEET_GENERATION", "0") or 0)
     state = {"step": 0, "samples": 0, "loss": None}
     if ckpt_dir is not None:
+        if any_rank(d.is_main and not claim(ckpt_dir, generation), d):
+            if d.is_main:
+                print(f"training.py: {ckpt_dir} belongs to a newer generation; this copy is stale, exiting",
+                      file=sys.stderr, flush=True)
+            return leave(EXIT_FENCED, d)
         loaded = load_checkpoint(ckpt_dir, model, opt)
         if loaded is not None:
             state = {k: loaded[k] for k in state}
@@ -291,10 +330,7 @@ def train(args: argparse.Namespace) -> int:
                     print(f"training.py: {ckpt_dir} belongs to a newer generation; this copy is stale, exiting",
                           file=sys.stderr, flush=True)
                     code = EXIT_FENCED
-            if d.world > 1:
-                fenced = torch.tensor([1.0 if code == EXIT_FENCED else 0.0], device=d.device)
-                dist.all_reduce(fenced, op=dist.ReduceOp.MAX)
-                code = EXIT_FENCED if fenced.item() > 0 else code
+            code = EXIT_FENCED if any_rank(code == EXIT_FENCED, d) else code
             if code == EXIT_FENCED:
                 break
         if d.is_main and (stopping or done or state["step"] % args.report_every == 0):
@@ -307,7 +343,23 @@ def train(args: argparse.Namespace) -> int:
         if stopping and not done:
             code = EXIT_STOPPED
             break
+    return leave(code, d)
+
+
+def any_rank(flag: bool, d: Dist) -> bool:
+    """True on every rank when ``flag`` is true on any."""
+    if d.world == 1:
+        return flag
+    t = torch.tensor([1.0 if flag else 0.0], device=d.device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item() > 0)
+
+
+def leave(code: int, d: Dist) -> int:
     if d.world > 1:
+        # Every rank leaves the group together: a rank that tears down its gloo pairs while a
+        # peer is still writing the checkpoint can make that peer abort on the way out.
+        dist.barrier()
         dist.destroy_process_group()
     return code
 
@@ -317,4 +369,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    # Skip interpreter finalisation: gloo's worker threads can still abort the process there
+    # ("terminate called without an active exception", SIGABRT), which would turn a finished
+    # run into a crash. Everything that matters is flushed or written atomically by now.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

@@ -8,13 +8,13 @@ is not protocol (a shell banner, a library printing to stdout) ends the session 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
 
 from heet_agent.protocol import PROTOCOL_VERSION, decode_line, encode, message_kind
 
+from heet_tui.cluster.aio import cancel_and_wait
 from heet_tui.cluster.channel import AgentChannel
 from heet_tui.cluster.errors import AgentFailure, AgentRequestError, ConnectFailure, HostNotReady, Unreachable
 
@@ -126,10 +126,7 @@ class AgentClient:
         return result if isinstance(result, dict) else {}
 
     async def close(self) -> None:
-        if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(BaseException):
-                await self._reader
+        await cancel_and_wait([self._reader], 5.0, f"agent reader of {self.host}")
         self._fail(Unreachable("connection closed"))
         await self.channel.close()
 

@@ -6,12 +6,12 @@ See the package docstring (``heet_tui.cluster``) for the API contract.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from heet_tui.cluster.agent_bundle import AgentBundle
 from heet_tui.cluster.agent_client import AgentClient
+from heet_tui.cluster.aio import cancel_and_wait
 from heet_tui.cluster.channel import AgentChannel
 from heet_tui.cluster.errors import (
     AgentFailure,
@@ -32,6 +32,8 @@ from heet_tui.cluster.transport import LocalTransport, Transport
 from heet_tui.config.hosts_file import HostEntry, HostsFile
 from heet_tui.core.host import HostState
 from heet_tui.core.snapshot import HostStatus
+
+STOP_TIMEOUT_S = 15.0  # a supervisor closing a hung link waits at most ~7 s for it
 
 TransportFactory = Callable[[HostEntry], Transport]
 
@@ -139,22 +141,14 @@ class Cluster:
         """Stop supervising a host (its connection closes; its jobs keep running there)."""
         sup = self._sup(name)
         await sup.stop()
-        task = self._tasks.pop(name, None)
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+        await cancel_and_wait([self._tasks.pop(name, None)], STOP_TIMEOUT_S, f"supervisor of {name}")
         await sup.transport.close()
         del self._supervisors[name]
 
     async def stop(self) -> None:
         """Close every connection; agents exit on EOF and leave their jobs running."""
         await asyncio.gather(*(sup.stop() for sup in self._supervisors.values()), return_exceptions=True)
-        for task in self._tasks.values():
-            task.cancel()
-        for task in self._tasks.values():
-            with contextlib.suppress(BaseException):
-                await task
+        await cancel_and_wait(self._tasks.values(), STOP_TIMEOUT_S, "host supervisor")
         await asyncio.gather(*(sup.transport.close() for sup in self._supervisors.values()), return_exceptions=True)
         self._tasks.clear()
 

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from heet_tui.cluster import Cluster, ClusterOptions, HostChanged, JobExited, JobProgress, JobsReported
+from heet_tui.cluster.aio import cancel_and_wait
 from heet_tui.config.hosts_file import HostsFile
 from heet_tui.control import planning
 from heet_tui.control.codec import constraints_from_obj, constraints_to_obj
@@ -37,6 +38,7 @@ from heet_tui.core.sched_input import Constraints
 from heet_tui.core.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
+STOP_TIMEOUT_S = 30.0  # a plan step may be waiting out a job's stop grace period
 LOST_STATES = (HostState.UNREACHABLE, HostState.AUTH_FAILED, HostState.HOST_KEY_UNKNOWN, HostState.AGENT_ERROR)
 
 
@@ -76,6 +78,7 @@ class Controller:
         self.notices: list[str] = []
         self._lock = ControllerLock(store.dir)
         self._tasks: list[asyncio.Task] = []
+        self._stopping = False
         self._wake = asyncio.Event()
         self._started_at = 0.0
         self._was_ready: set[str] = set()
@@ -97,13 +100,11 @@ class Controller:
         self.store.add_event(now, "controller", "controller started")
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        if self.applying is not None:
-            self.applying.cancel()
-        for task in [*self._tasks, *([self.applying] if self.applying else [])]:
-            with contextlib.suppress(BaseException):
-                await task
+        # The flag, not only the cancel, ends the loops: on Python 3.11 a cancel that races a
+        # completing ``wait_for`` is swallowed, and a loop that never sees it would never end.
+        self._stopping = True
+        self._wake.set()
+        await cancel_and_wait([*self._tasks, self.applying], STOP_TIMEOUT_S, "controller task")
         await self.executor.close()
         await self.cluster.stop()
         await self.hub.close()
@@ -130,6 +131,8 @@ class Controller:
     # -- the two loops ----------------------------------------------------------------------
     async def _consume(self, events) -> None:
         async for event in events:
+            if self._stopping:
+                return
             try:
                 await self._on_event(event)
             except Exception:  # one bad event must not stop the controller
@@ -154,15 +157,17 @@ class Controller:
                 self.executor.lose_host(event.host, f"{state.value}: {event.status.message}")
 
     async def _rounds(self) -> None:
-        while True:
+        while not self._stopping:
             try:
                 await self.round()
             except Exception:
                 log.exception("controller round failed")
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.opt.interval_s)
-            await asyncio.sleep(min(0.2, self.opt.interval_s))  # coalesce bursts of events
+                async with asyncio.timeout(self.opt.interval_s):
+                    await self._wake.wait()
+            if not self._stopping:
+                await asyncio.sleep(min(0.2, self.opt.interval_s))  # coalesce bursts of events
 
     async def round(self) -> None:
         now = self.clock()

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from heet_tui.cluster import AgentRequestError, ClusterError, HostNotReady, RemoteJob
+from heet_tui.cluster.aio import cancel_and_wait
 from heet_tui.config.hosts_file import HostEntry, HostsFile
 from heet_tui.control.checkpoint_copy import CopyFailed, copy_checkpoint, needs_copy
 from heet_tui.control.launch import (
@@ -280,7 +281,8 @@ class Executor:
             self.notify()
 
     def _finish(self, run: Run) -> None:
-        outcome, why = judge(run)
+        rec = None if run.profiling else self.store.job(run.job_id)
+        outcome, why = judge(run, rec.job.spec if rec is not None else None)
         now, job_id = self.clock(), run.job_id
         if run.profiling:
             runs = self.profiles.get(job_id, [])
@@ -338,6 +340,4 @@ class Executor:
         self.notify()
 
     async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_and_wait(list(self._tasks), 10.0, "executor task")

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from heet_tui.core.allocation import Allocation
+from heet_tui.core.job import JobSpec, TargetKind
 
 EXIT_DONE, EXIT_FENCED, EXIT_STOPPED = 0, 3, 143  # examples/training.py's exit codes
 _AGENT_ID = re.compile(r"^(?P<job>.+)\.(?P<kind>[rp])(?P<n>\d+)$")
@@ -90,11 +91,35 @@ class Run:
         return any(r.exited for r in self.ranks.values())
 
 
-def judge(run: Run) -> tuple[Outcome, str]:
-    """Why a run ended, from its ranks' exits and whether the controller stopped it."""
+def reached_target(spec: JobSpec, progress: dict[str, Any] | None) -> bool:
+    """True when a progress report (``step``, ``samples``) says the job's target was met."""
+    if not progress:
+        return False
+    try:
+        step, samples = float(progress.get("step", 0)), float(progress.get("samples", 0))
+    except (TypeError, ValueError):
+        return False
+    target = spec.target
+    if target.kind is TargetKind.STEPS:
+        return step >= target.value
+    if target.kind is TargetKind.SAMPLES:
+        return samples >= target.value
+    return spec.dataset_samples > 0 and samples >= target.value * spec.dataset_samples
+
+
+def judge(run: Run, spec: JobSpec | None = None) -> tuple[Outcome, str]:
+    """Why a run ended, from its ranks' exits and whether the controller stopped it.
+
+    A run that reported reaching its target (``spec`` given) is done even when a rank then
+    died on the way out (a collective library aborting at teardown): retrying it would launch
+    a generation with nothing left to do.
+    """
     rank0 = run.ranks.get(0)
     if rank0 is not None and rank0.exited and rank0.exit_code == EXIT_DONE:
         return (Outcome.STOPPED, "profiling run finished") if run.profiling else (Outcome.DONE, "target reached")
+    fenced = any(r.exit_code == EXIT_FENCED for r in run.ranks.values())
+    if not run.profiling and not fenced and spec is not None and reached_target(spec, run.progress):
+        return Outcome.DONE, "target reached (a rank failed while exiting)"
     if run.stop_reason is not None:
         if run.stop_reason.startswith("host"):
             return Outcome.INTERRUPTED, run.stop_reason

@@ -8,7 +8,16 @@ import pytest
 
 from heet_tui.config.hosts_file import HostEntry
 from heet_tui.control.launch import choose_master_port, plan_launch, target_env
-from heet_tui.control.runtime import Outcome, RankProc, Run, backoff_s, judge, parse_agent_id, rank_agent_id
+from heet_tui.control.runtime import (
+    Outcome,
+    RankProc,
+    Run,
+    backoff_s,
+    judge,
+    parse_agent_id,
+    rank_agent_id,
+    reached_target,
+)
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import JobSpec, Target, TargetKind
@@ -65,6 +74,27 @@ def test_exit_verdicts() -> None:
     assert judge(_run((0, None), profiling=True))[0] is Outcome.STOPPED
     assert parse_agent_id("my.job.r12") == ("my.job", "r", 12) and parse_agent_id("other") is None
     assert [backoff_s(n, 2.0) for n in (1, 2, 3)] == [2.0, 4.0, 8.0] and backoff_s(20, 2.0) == 300.0
+
+
+def test_a_rank_dying_after_the_target_was_reported_is_done_not_a_crash() -> None:
+    """gloo can abort a process (signal 6) on the way out after the last step was reported."""
+    spec = _spec()  # target: 300 steps
+    aborted = _run((0, None), (None, None))
+    aborted.ranks[1].signal = 6
+    aborted.progress = {"step": 300, "samples": 300 * 64}
+    assert judge(aborted, spec)[0] is Outcome.DONE
+    assert judge(aborted)[0] is Outcome.DONE, "rank 0 exited 0 anyway"
+    aborted.ranks[0].exit_code, aborted.ranks[0].signal = None, 6
+    assert judge(aborted, spec)[0] is Outcome.DONE
+    assert judge(aborted)[0] is Outcome.CRASHED, "without the spec nothing says the target was met"
+    aborted.progress = {"step": 299, "samples": 299 * 64}
+    assert judge(aborted, spec)[0] is Outcome.CRASHED, "one step short is a crash"
+    fenced = _run((3, None))
+    fenced.progress = {"step": 300, "samples": 300 * 64}
+    assert judge(fenced, spec)[0] is not Outcome.DONE, "a fenced stale copy never finishes the job"
+    epochs = JobSpec("e", ("x",), "m", 10, Target(TargetKind.EPOCHS, 2), dataset_samples=100)
+    assert reached_target(epochs, {"step": 20, "samples": 200}) and not reached_target(epochs, {"samples": 190})
+    assert not reached_target(epochs, None) and not reached_target(epochs, {"samples": "x"})
 
 
 def test_throughput_estimates_use_measurements_then_scale_and_borrow_type_ratios() -> None:

@@ -1,5 +1,5 @@
 """examples/training.py for real: SIGTERM at world 1, resume at world 2, steps and loss continue;
-a stale generation is refused. (The emulated speed is checked end to end: tests/e2e.)"""
+a stale generation is refused, and a new one claims the directory before it trains. (The emulated speed is checked end to end: tests/e2e.)"""
 
 from __future__ import annotations
 
@@ -82,3 +82,14 @@ def test_sigterm_checkpoint_then_resume_at_world_two(tmp_path: Path) -> None:
                            env=_env(HEET_GENERATION="0"), capture_output=True, text=True, timeout=60)
     assert stale.returncode == 3 and "newer generation" in stale.stderr
     assert json.loads((ckpt / "checkpoint.json").read_text())["step"] == goal
+
+    # A new generation with nothing left to train still claims the directory: the copy it replaced
+    # (generation 1, maybe still running on a host the controller cannot reach) is fenced from now on.
+    done = subprocess.run([sys.executable, str(SCRIPT), "--steps", str(goal), "--checkpoint-dir", str(ckpt)],
+                          env=_env(HEET_GENERATION="2"), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads((ckpt / "checkpoint.json").read_text()) | {"loss": 0} == {
+        "step": goal, "samples": goal * 64, "loss": 0, "generation": 2}
+    older = subprocess.run([sys.executable, str(SCRIPT), "--steps", str(goal + 2), "--checkpoint-dir", str(ckpt)],
+                           env=_env(HEET_GENERATION="1"), capture_output=True, text=True, timeout=60)
+    assert older.returncode == 3 and "newer generation" in older.stderr

@@ -36,7 +36,8 @@ TRAINING = REPO / "examples" / "training.py"
 PREFIX = "@heet-progress "
 FAST = ClusterOptions(heartbeat_s=0.5, heartbeat_timeout_s=4.0, backoff_initial_s=0.2, backoff_max_s=1.0,
                       connect_timeout_s=10.0, keepalive_s=1.0, probes=())
-TARGETS = {"j1": 1200, "j2": 800, "j3": 2000}
+# j3 is long enough to outlive phase one and the first `heet-tui run` on a fast, idle machine.
+TARGETS = {"j1": 1200, "j2": 800, "j3": 6000}
 MAX_GPUS = {"j1": 2, "j2": 1, "j3": 1}
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sshd_available(), reason="OpenSSH sshd not installed")]
@@ -104,6 +105,13 @@ def _dump(store: Store) -> None:
     t0 = events[0].at if events else 0.0
     for e in events:
         print(f"{e.at - t0:7.1f} {e.kind:<11} {e.job_id or '-':<4} {e.message[:160]!r}")
+
+
+def _wait_store(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
 
 
 def _log(server, job_id: str, generation: int) -> Path:
@@ -188,7 +196,10 @@ def test_three_hosts_profile_plan_resize_lose_host_and_kill_controller(lab: SshL
     cli = [sys.executable, "-m", "heet_tui.cli.main", "--hosts", str(hosts_path), "--state", str(state), "run",
            "--auto-approve", "--interval", "0.5"]
     first = subprocess.Popen(cli, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    time.sleep(8)
+    starts = sum(e.kind == "controller" for e in store.events(limit=1000))
+    _wait_store(lambda: sum(e.kind == "controller" for e in Store(state).events(limit=1000)) > starts, 60,
+                "the first `heet-tui run` to take over")
+    time.sleep(2)  # mid-round
     first.send_signal(signal.SIGKILL)  # no clean shutdown: the store and the agents must suffice
     first.wait(timeout=10)
     alive = [r.job.id for r in Store(state).jobs(include_terminal=False)]
