@@ -171,6 +171,18 @@ def describe_effect(effect: PredictedEffect, job_id: str, baseline: PredictedEff
         lines.append(f"completes in {duration(pred.completion_s)}"
                      + (f" (proposed: {duration(before.completion_s)})" if before is not None else "")
                      + f", restart pause {duration(pred.restart_pause_s)}")
-    lines.append(f"plan average JCT {duration(baseline.avg_jct_s)} as proposed → {duration(effect.avg_jct_s)} "
-                 "with this tweak")
+    lines.append(f"plan average JCT {duration(baseline.avg_jct_s)} as proposed → "
+                 f"{duration(same_clock_avg_jct(effect, baseline))} with this tweak")
     return "prediction:\n" + "\n".join(lines)
+
+
+def same_clock_avg_jct(effect: PredictedEffect, baseline: PredictedEffect) -> float | None:
+    """The tweak's average JCT on the proposed plan's clock.
+
+    A JCT counts each job's age, so a preview computed a minute after the plan was proposed
+    reads a minute longer with no change at all. Both predictions carry the average JCT of
+    the current state at their own time; shifting by the difference compares like with like.
+    """
+    if effect.avg_jct_s is None or effect.avg_jct_before_s is None or baseline.avg_jct_before_s is None:
+        return effect.avg_jct_s
+    return effect.avg_jct_s - (effect.avg_jct_before_s - baseline.avg_jct_before_s)
