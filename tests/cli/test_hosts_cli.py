@@ -83,3 +83,16 @@ def test_broken_hosts_file_exits_2_naming_the_line(tmp_path: Path) -> None:
 def test_version() -> None:
     out = heet("--version")
     assert out.returncode == 0 and out.stdout.startswith("heet-tui ")
+
+
+def test_a_reader_that_goes_away_gets_no_traceback(hosts: Path) -> None:
+    """``heet-tui hosts list --json | head -c 1``: the pipe closes before the output is written."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "heet_tui.cli.main", "hosts", "list", "--hosts", str(hosts),
+                               "--json"], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1
