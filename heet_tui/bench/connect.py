@@ -120,6 +120,10 @@ def measure(hosts: int) -> dict[str, object]:
         # concurrent time cannot drop below (controller + hosts CPU) / cores.
         "controller_cpu_s": round(own_cpu, 3),
         "hosts_cpu_s": round(host_cpu, 3),
+        "cpu_floor_s": round((own_cpu + host_cpu) / (os.cpu_count() or 1), 3),
+        # the best speedup these cores allow: one-by-one time over the CPU-bound floor
+        "speedup_ceiling": round(seq_total / ((own_cpu + host_cpu) / (os.cpu_count() or 1)), 2)
+        if own_cpu + host_cpu > 0 else None,
         "load_average_1m": round(os.getloadavg()[0], 2),
     }
 

@@ -141,3 +141,21 @@ def test_open_in_editor_reloads_and_revalidates(make_app, tmp_path, monkeypatch)
             assert screen.table.row_count == 2  # the last good table stays on screen
 
     run(scenario())
+
+
+def test_the_demo_says_its_cluster_is_not_the_hosts_file(make_app, backend, tmp_path):
+    from dataclasses import replace
+
+    path = hosts_copy(tmp_path)
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            line = app.screen.query_one("#hosts-path", Static)
+            await wait_for(pilot, lambda: app.latest is not None)
+            assert "simulated" not in str(line.render()), "a real controller runs on this very file"
+            backend.push(replace(backend.current, mode="demo"))
+            await wait_for(pilot, lambda: "simulated cluster" in str(line.render()))
+            assert str(path) in str(line.render())
+
+    run(scenario())

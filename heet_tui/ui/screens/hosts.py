@@ -21,6 +21,7 @@ from textual.widgets import Footer, Static
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_edit import HostsDocument
 from heet_tui.config.hosts_file import HostEntry
+from heet_tui.core.snapshot import Snapshot
 from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.dialogs.host_form import HostFormDialog
 from heet_tui.ui.screens.base import SnapshotScreen
@@ -91,9 +92,19 @@ class HostsScreen(SnapshotScreen):
         self._show_problem("")
         self._refresh_table()
 
+    def render_snapshot(self, snap: Snapshot) -> None:
+        self._show_path()
+
+    def _show_path(self) -> None:
+        line = Text(f"hosts file: {self.path}", style="bold")
+        if self.latest is not None and self.latest.mode == "demo":
+            line.append("  (the demo runs on a simulated cluster; `heet-tui` without --demo uses this file)",
+                        style="dim")
+        self.query_one("#hosts-path", Static).update(line)
+
     def _show_problem(self, problem: str) -> None:
         self.problem = problem
-        self.query_one("#hosts-path", Static).update(Text(f"hosts file: {self.path}", style="bold"))
+        self._show_path()
         self.query_one("#hosts-problem", Static).update(problem and f"✗ {problem}")
         self.refresh_bindings()
         if problem:
