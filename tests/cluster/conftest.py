@@ -9,13 +9,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # make `support` importable
 
-from support.sshd import SshLab, kill_jobs_under, sshd_available  # noqa: E402
+from support.sshd import SshLab, kill_jobs_under  # noqa: E402
 
 
 @pytest.fixture
 def lab(tmp_path, monkeypatch):
-    if not sshd_available():
-        pytest.skip("OpenSSH sshd/ssh-keygen not installed")
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)  # only the lab's key may be offered
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     lab = SshLab(tmp_path / "lab")

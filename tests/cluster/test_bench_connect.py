@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from heet_tui.cli.main import main
-from heet_tui.cluster.loopback_sshd import sshd_available
 
 
-@pytest.mark.skipif(not sshd_available(), reason="OpenSSH sshd not installed")
 def test_bench_connect_two_hosts(capsys, monkeypatch):
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
     assert main(["bench", "connect", "--hosts", "2", "--json"]) == 0

@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from support.sshd import SshLab, sshd_available
+from support.sshd import SshLab
 
 from heet_tui.cluster import ClusterOptions
 from heet_tui.config.hosts_file import HostEntry, load_hosts
@@ -23,7 +23,6 @@ def test_needs_copy_only_across_filesystems() -> None:
     assert not needs_copy(a, a, "/x", "/y")
 
 
-@pytest.mark.skipif(not sshd_available(), reason="OpenSSH sshd not installed")
 def test_copy_over_sftp_between_two_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
     lab = SshLab(tmp_path / "lab")

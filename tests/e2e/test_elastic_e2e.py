@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.sshd import SshLab, kill_jobs_under, sshd_available
+from support.sshd import SshLab, kill_jobs_under
 
 from heet_tui.cluster import ClusterOptions
 from heet_tui.config.hosts_file import load_hosts
@@ -40,7 +40,7 @@ FAST = ClusterOptions(heartbeat_s=0.5, heartbeat_timeout_s=4.0, backoff_initial_
 TARGETS = {"j1": 1200, "j2": 800, "j3": 6000}
 MAX_GPUS = {"j1": 2, "j2": 1, "j3": 1}
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sshd_available(), reason="OpenSSH sshd not installed")]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture

@@ -8,7 +8,9 @@ import pytest
 
 from heet_tui.profiling.sia_format import (
     EXTRAPOLATION_MARGIN,
+    PlacementRow,
     ProfileFormatError,
+    ScalabilityRow,
     even_placement,
     read_profiles,
 )
@@ -116,10 +118,14 @@ def test_missing_directory_is_a_clear_error(tmp_path: Path) -> None:
         read_profiles(tmp_path / "nope")
 
 
-def test_full_shared_data_reads_when_present(shared: Path) -> None:
-    profiles = read_profiles(shared / "data" / "profiles")
-    assert {"cifar10", "imagenet", "bert", "ncf"} <= set(profiles)
-    assert profiles["gpt_pmp"].gpu_types() == ("A100", "RTX2080Ti")
+def test_columns_are_read_by_header_name_whatever_their_order() -> None:
+    """The shipped files keep the artifact's headers: ``placement`` first for aws, last for dgx-ext."""
+    a100 = read_profiles(DATA)["cifar10"].by_type["A100"]
+    assert a100.placement_rows[0] == PlacementRow((1,), 32, 0.035044655203819275, 0.0007174400016665458)
+    assert a100.scalability_rows[0] == ScalabilityRow(2, 4, 32, 0.030363887548446655, 0.0018928639963269234)
+    t4 = read_profiles(DATA)["cifar10"].by_type["T4"]
+    first = (DATA / "cifar10" / "placements-aws.csv").read_text().splitlines()[1].split(",")
+    assert t4.placement_rows[0].local_bsz == int(first[1]) and t4.placement_rows[0].step_time == float(first[2])
 
 
 def test_model_throughput_function_is_a_scheduler_oracle() -> None:

@@ -7,5 +7,4 @@ from heet_tui.cluster.loopback_sshd import (  # noqa: F401
     SshLab,
     free_port,
     kill_jobs_under,
-    sshd_available,
 )

@@ -7,7 +7,6 @@ subset shipped under tests/data (so this passes without ../shared).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 from ui_fakes import profile_dir
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")]
+pytestmark = pytest.mark.slow
 
 
 class Tmux:
