@@ -211,11 +211,13 @@ def directory_lock(ckpt_dir: Path):
         yield
 
 
-def _owned_by_newer(ckpt_dir: Path, generation: int) -> dict | None | bool:
-    meta = read_meta(ckpt_dir)
-    if meta is not None and int(meta.get("generation", -1)) > generation:
-        return True
-    return meta
+def owned_by_newer(meta: dict | None, generation: int) -> bool:
+    return meta is not None and int(meta.get("generation", -1)) > generation
+
+
+def say_stale(ckpt_dir: Path) -> None:
+    print(f"training.py: {ckpt_dir} belongs to a newer generation; this copy is stale, exiting",
+          file=sys.stderr, flush=True)
 
 
 def claim(ckpt_dir: Path, generation: int) -> bool:
@@ -224,8 +226,8 @@ def claim(ckpt_dir: Path, generation: int) -> bool:
     Returns False when a newer generation already owns it (this copy is stale).
     """
     with directory_lock(ckpt_dir):
-        meta = _owned_by_newer(ckpt_dir, generation)
-        if meta is True:
+        meta = read_meta(ckpt_dir)
+        if owned_by_newer(meta, generation):
             return False
         info = {"step": 0, "samples": 0, "loss": None} | (meta or {}) | {"generation": generation}
         atomic_write(ckpt_dir / META_NAME, lambda fh: fh.write(json.dumps(info).encode()))
@@ -236,7 +238,7 @@ def save_checkpoint(ckpt_dir: Path, model: nn.Module, opt: torch.optim.Optimizer
                     generation: int) -> bool:
     """Rank 0 only. Returns False (and writes nothing) when a newer generation owns the directory."""
     with directory_lock(ckpt_dir):
-        if _owned_by_newer(ckpt_dir, generation) is True:
+        if owned_by_newer(read_meta(ckpt_dir), generation):
             return False
         payload = {"model": model.state_dict(), "optimizer": opt.state_dict(), **state, "generation": generation}
         atomic_write(ckpt_dir / CHECKPOINT_NAME, lambda fh: torch.save(payload, fh))
@@ -291,8 +293,7 @@ def train(args: argparse.Namespace) -> int:
     if ckpt_dir is not None:
         if any_rank(d.is_main and not claim(ckpt_dir, generation), d):
             if d.is_main:
-                print(f"training.py: {ckpt_dir} belongs to a newer generation; this copy is stale, exiting",
-                      file=sys.stderr, flush=True)
+                say_stale(ckpt_dir)
             return leave(EXIT_FENCED, d)
         loaded = load_checkpoint(ckpt_dir, model, opt)
         if loaded is not None:
@@ -327,8 +328,7 @@ def train(args: argparse.Namespace) -> int:
                 if save_checkpoint(ckpt_dir, model, opt, state, generation):
                     last_ckpt = str(ckpt_dir / CHECKPOINT_NAME)
                 else:
-                    print(f"training.py: {ckpt_dir} belongs to a newer generation; this copy is stale, exiting",
-                          file=sys.stderr, flush=True)
+                    say_stale(ckpt_dir)
                     code = EXIT_FENCED
             code = EXIT_FENCED if any_rank(code == EXIT_FENCED, d) else code
             if code == EXIT_FENCED:

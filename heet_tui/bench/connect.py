@@ -101,6 +101,7 @@ def measure(hosts: int) -> dict[str, object]:
     if saved is not None:
         os.environ["SSH_AUTH_SOCK"] = saved
     speedup = seq_total / conc_total if conc_total > 0 else None
+    floor = (own_cpu + host_cpu) / (os.cpu_count() or 1)  # concurrency cannot beat this here
     return {
         "bench": "connect",
         "hosts": hosts,
@@ -120,10 +121,9 @@ def measure(hosts: int) -> dict[str, object]:
         # concurrent time cannot drop below (controller + hosts CPU) / cores.
         "controller_cpu_s": round(own_cpu, 3),
         "hosts_cpu_s": round(host_cpu, 3),
-        "cpu_floor_s": round((own_cpu + host_cpu) / (os.cpu_count() or 1), 3),
+        "cpu_floor_s": round(floor, 3),
         # the best speedup these cores allow: one-by-one time over the CPU-bound floor
-        "speedup_ceiling": round(seq_total / ((own_cpu + host_cpu) / (os.cpu_count() or 1)), 2)
-        if own_cpu + host_cpu > 0 else None,
+        "speedup_ceiling": round(seq_total / floor, 2) if floor > 0 else None,
         "load_average_1m": round(os.getloadavg()[0], 2),
     }
 

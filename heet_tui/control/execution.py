@@ -27,7 +27,7 @@ from heet_tui.control.launch import (
     plan_profile_launch,
 )
 from heet_tui.control.runtime import Outcome, RankProc, Run, backoff_s, judge
-from heet_tui.control.store import Store
+from heet_tui.control.store import JobRecord, Store
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.core.allocation import Allocation, placement_key
 from heet_tui.core.job import JobState
@@ -117,10 +117,9 @@ class Executor:
     def _checkpoint_hosts(self) -> dict[str, str]:
         return json.loads(self.store.setting("checkpoint_hosts") or "{}")
 
-    def _remember_checkpoint_host(self, run: Run) -> None:
+    def _remember_checkpoint_host(self, run: Run, rec: JobRecord | None) -> None:
         """Rank 0 writes the checkpoint, so its host holds the latest one."""
         rank0 = run.ranks.get(0)
-        rec = self.store.job(run.job_id)
         if rank0 is None or rec is None or rec.checkpoint is None:
             return
         hosts = self._checkpoint_hosts()
@@ -297,7 +296,7 @@ class Executor:
             return
         if self.runs.get(job_id) is run:
             del self.runs[job_id]
-        self._remember_checkpoint_host(run)
+        self._remember_checkpoint_host(run, rec)
         self.store.release_allocation(job_id, now)
         self.store.add_event(now, outcome.value, f"{job_id} generation {run.generation}: {why}", job_id)
         if outcome is Outcome.DONE:
@@ -307,7 +306,6 @@ class Executor:
         elif outcome is Outcome.STOPPED and run.stop_reason == "resize":
             pass  # the plan step relaunches it at once
         elif outcome in (Outcome.STOPPED, Outcome.INTERRUPTED):
-            rec = self.store.job(job_id)
             step = rec.job.steps_done if rec else 0
             self.store.try_set_state(job_id, JobState.QUEUED, now, f"{why}; resumes from its checkpoint (step {step})")
         else:

@@ -61,6 +61,7 @@ class HostsScreen(SnapshotScreen):
         self.path = path
         self.document: HostsDocument | None = None
         self.problem = ""
+        self._mode_shown: str | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusLine("Hosts")
@@ -93,11 +94,13 @@ class HostsScreen(SnapshotScreen):
         self._refresh_table()
 
     def render_snapshot(self, snap: Snapshot) -> None:
-        self._show_path()
+        if snap.mode != self._mode_shown:  # only a change of backend changes the line
+            self._show_path()
 
     def _show_path(self) -> None:
+        self._mode_shown = self.latest.mode if self.latest is not None else None
         line = Text(f"hosts file: {self.path}", style="bold")
-        if self.latest is not None and self.latest.mode == "demo":
+        if self._mode_shown == "demo":
             line.append("  (the demo runs on a simulated cluster; `heet-tui` without --demo uses this file)",
                         style="dim")
         self.query_one("#hosts-path", Static).update(line)
