@@ -7,8 +7,8 @@ samples/s into the throughput tensor. It must be cheap and honest:
   that are not timed (first steps pay for allocation and kernel selection);
 * runs data-parallel with torch.distributed when started with ``WORLD_SIZE`` > 1 (nccl on GPUs,
   gloo on CPU), on the GPUs in ``CUDA_VISIBLE_DEVICES``, or on the CPU when there are none;
-* on emulated hosts (``HEET_EMULATED_SPEED``) each step is stretched to ``t / speed`` wall time,
-  so a slower emulated GPU really measures slower;
+* on emulated hosts (``HEET_EMULATED_SPEED``) a step is timed as its CPU time / speed and paced
+  to that, so a slower emulated GPU really measures slower, whatever else shares the cores;
 * prints ``@heet-progress {json}`` lines (rank 0) in the format the agent forwards, each with the
   throughput over the timed steps so far; the last line has ``"final": true``.
 """
@@ -90,6 +90,7 @@ def report(step: int, samples: int, rate: float, loss: float, final: bool = Fals
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     speed = emulated_speed()
+    emulate = bool(os.environ.get("HEET_EMULATED_SPEED"))
     import torch
     import torch.distributed as dist
     from torch import nn
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     y = torch.randint(0, 10, (local,), device=device)
     timed_steps, timed_s, loss_value = 0, 0.0, 0.0
     for step in range(1, args.warmup + args.steps + 1):
-        start = time.perf_counter()
+        start, cpu0 = time.perf_counter(), time.process_time()
         opt.zero_grad(set_to_none=True)
         loss = nn.functional.cross_entropy(model(x), y)
         loss.backward()
@@ -115,9 +116,9 @@ def main(argv: list[str] | None = None) -> int:
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         took = time.perf_counter() - start
-        if speed != 1.0:
-            time.sleep(max(took / speed - took, 0.0))
-            took = time.perf_counter() - start
+        if emulate:
+            took = (time.process_time() - cpu0) / speed
+            time.sleep(max(took - (time.perf_counter() - start), 0.0))
         loss_value = float(loss.detach())
         if step <= args.warmup:
             continue

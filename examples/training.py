@@ -17,8 +17,11 @@ with another ``WORLD_SIZE``. Why each piece is here:
   that came back after a move can never clobber the newer run's checkpoint. A new generation
   claims the directory before it loads (under a lock file), so a stale copy still running on an
   unreachable host is fenced from that moment, even if the new run has nothing left to train.
-* ``HEET_EMULATED_SPEED`` makes a CPU host stand in for a slower GPU: each step sleeps so it takes
-  ``t / speed``, and the reported samples/s is what was really achieved.
+* ``HEET_EMULATED_SPEED`` makes a CPU host stand in for a GPU of that relative speed: a step is
+  taken to need its CPU time / speed on the declared GPU; the step is paced to that (it sleeps)
+  and the reported samples/s are computed from it. CPU time, not wall time: other processes
+  competing for the same cores (other emulated GPUs on one machine) must not change what an
+  emulated GPU measures.
 
 Progress goes to stdout as ``@heet-progress {json}`` lines (rank 0 only). Backend: nccl when
 CUDA is usable and the host is not emulated, gloo otherwise; no flag to change.
@@ -305,20 +308,23 @@ def train(args: argparse.Namespace) -> int:
     data = SyntheticCifar(args.seed, args.dataset_samples)
     local = args.batch_size // d.world
     speed, goal = emulated_speed(), target_steps(args)
-    window_start, window_samples = time.perf_counter(), 0
+    emulate = bool(os.environ.get("HEET_EMULATED_SPEED"))
+    window_start, window_samples, window_gpu_s = time.perf_counter(), 0, 0.0
     last_ckpt: str | None = None
     code = EXIT_DONE
     while state["step"] < goal:
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         ids = data.global_batch_indices(state["samples"], args.batch_size)[d.rank * local:(d.rank + 1) * local]
         x, y = data.batch(ids)
         loss = F.cross_entropy(net(x.to(d.device)), y.to(d.device))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        loss_value, stopping, compute = agree(float(loss.detach()), stop["requested"], time.perf_counter() - t0, d)
-        if speed != 1.0:
-            time.sleep(max(0.0, compute / speed - compute))
+        loss_value, stopping, cpu_s = agree(float(loss.detach()), stop["requested"], time.process_time() - cpu0, d)
+        if emulate:
+            gpu_s = cpu_s / speed
+            time.sleep(max(0.0, gpu_s - (time.perf_counter() - t0)))
+            window_gpu_s += gpu_s
         state = {"step": state["step"] + 1, "samples": state["samples"] + args.batch_size, "loss": loss_value}
         window_samples += args.batch_size
         done = state["step"] >= goal
@@ -334,12 +340,12 @@ def train(args: argparse.Namespace) -> int:
             if code == EXIT_FENCED:
                 break
         if d.is_main and (stopping or done or state["step"] % args.report_every == 0):
-            elapsed = time.perf_counter() - window_start
+            elapsed = window_gpu_s if emulate else time.perf_counter() - window_start
             progress({"step": state["step"], "samples": state["samples"],
                       "samples_per_s": round(window_samples / elapsed, 3) if elapsed > 0 else 0.0,
                       "loss": round(loss_value, 5), "checkpoint": last_ckpt,
                       "epoch": round(state["samples"] / args.dataset_samples, 4), "world_size": d.world})
-            window_start, window_samples = time.perf_counter(), 0
+            window_start, window_samples, window_gpu_s = time.perf_counter(), 0, 0.0
         if stopping and not done:
             code = EXIT_STOPPED
             break

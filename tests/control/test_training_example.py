@@ -93,3 +93,26 @@ def test_sigterm_checkpoint_then_resume_at_world_two(tmp_path: Path) -> None:
     older = subprocess.run([sys.executable, str(SCRIPT), "--steps", str(goal + 2), "--checkpoint-dir", str(ckpt)],
                            env=_env(HEET_GENERATION="1"), capture_output=True, text=True, timeout=60)
     assert older.returncode == 3 and "newer generation" in older.stderr
+
+
+def _rate(speed: str, hogs: int) -> float:
+    """Mean reported samples/s over a short run at an emulated speed, with ``hogs`` busy processes alongside."""
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(hogs)]
+    try:
+        done = subprocess.run([sys.executable, str(SCRIPT), "--steps", "60", "--report-every", "10"],
+                              env=_env(HEET_EMULATED_SPEED=speed), capture_output=True, text=True, timeout=120)
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    assert done.returncode == 0, done.stderr[-2000:]
+    rates = [p["samples_per_s"] for p in _progress(done.stdout)][1:]  # the first window includes warm-up
+    return sum(rates) / len(rates)
+
+
+def test_emulated_speed_is_measured_whatever_else_uses_the_cores() -> None:
+    """Emulated GPUs share this machine's cores: a fast one crowded by other processes must still
+    measure about twice a half-speed one running alone (wall-clock timing would invert them)."""
+    crowded_fast = _rate("1.0", hogs=3)
+    alone_half = _rate("0.5", hogs=0)
+    assert 1.4 < crowded_fast / alone_half < 3.2, (crowded_fast, alone_half)
