@@ -68,12 +68,7 @@ def run(args: argparse.Namespace) -> int:
     for case in cases:
         pooled = CaseErrors()
         for seed in range(args.seeds):
-            got = getattr(evaluator, case)(seed)
-            pooled.model += got.model
-            pooled.scaling += got.scaling
-            pooled.nearest += got.nearest
-            pooled.within_1sd += got.within_1sd
-            pooled.run_gpus += got.run_gpus
+            pooled.merge(getattr(evaluator, case)(seed))
         result[case] = pooled.summary()
     elapsed = time.perf_counter() - started
     result["meta"] = {
@@ -133,5 +128,8 @@ def print_table(result: dict, cases: list[str]) -> None:
         flag = "-" if met is None else ("met" if met else "MISSED")
         print(f"{case:<22}{s['median_ape']:>9.3f}{s['p90_ape']:>9.3f}{s['baseline_scaling_curve_median_ape']:>10.3f}"
               f"{s['baseline_nearest_job_median_ape']:>10.3f}{s['cells_predicted']:>8}  {flag}")
+    by_type = result.get("cold_type", {}).get("median_ape_by_unit")
+    if by_type:
+        print("cold_type median by new type: " + ", ".join(f"{t} {e:.3f}" for t, e in by_type.items()))
     print(f"({meta['seconds']} s; errors are median/p90 absolute percentage errors as fractions; one fit of a "
           f"fully observed 200 x 5 x 20 tensor: {meta['fit_seconds_200x5x20']} s)")

@@ -47,6 +47,17 @@ class CaseErrors:
     nearest: list[float] = field(default_factory=list)
     within_1sd: list[bool] = field(default_factory=list)
     run_gpus: list[float] = field(default_factory=list)  # GPUs used by each chosen profiling run
+    by_unit: dict[str, list[float]] = field(default_factory=dict)  # model errors per held-out unit
+
+    def merge(self, other: CaseErrors) -> None:
+        """Pool another seed's errors into these."""
+        self.model += other.model
+        self.scaling += other.scaling
+        self.nearest += other.nearest
+        self.within_1sd += other.within_1sd
+        self.run_gpus += other.run_gpus
+        for unit, errs in other.by_unit.items():
+            self.by_unit.setdefault(unit, []).extend(errs)
 
     def extend(self, truth: np.ndarray, pred: np.ndarray, base_a: np.ndarray, base_b: np.ndarray,
                var: np.ndarray | None = None) -> None:
@@ -75,6 +86,8 @@ class CaseErrors:
             "within_1sd": round(float(np.mean(self.within_1sd)), 3) if self.within_1sd else None,
             # what the chosen runs cost: GPUs per profiling run (GPU-seconds = this x run length)
             "mean_gpus_per_profiling_run": round(float(np.mean(self.run_gpus)), 2) if self.run_gpus else None,
+            # where the error is: the median per held-out unit (the GPU type, in the cold-type case)
+            **({"median_ape_by_unit": {u: q(e, 0.5) for u, e in sorted(self.by_unit.items())}} if self.by_unit else {}),
         }
 
 
@@ -183,7 +196,9 @@ class Evaluator:
             probe_a = self._smallest_probes(t, cells, seed)
             base_a = baselines.type_transfer(self.logv, self.known, t, probe_a, targets)
             base_b = baselines.type_transfer(self.logv, self.known, t, probe_b, targets)
+            before = len(errors.model)
             errors.extend(self.logv[j[rest], t, c[rest]], pred, base_a, base_b, var)
+            errors.by_unit.setdefault(self.truth.gpu_types[t], []).extend(errors.model[before:])
             errors.run_gpus.extend(self.gpus[c[picks]])
         return errors
 

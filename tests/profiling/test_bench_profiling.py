@@ -21,6 +21,10 @@ def test_bench_prints_the_issue_json_keys(capsys: pytest.CaptureFixture[str]) ->
         assert summary["cells_predicted"] > 0
         assert 0 <= summary["median_ape"] <= summary["p90_ape"]
     assert out["meta"]["gpu_types"] == ["A100", "RTX2080Ti", "T4"]
+    # the cold-type error is also given per new GPU type, and the pooled median lies among them
+    by_type = out["cold_type"]["median_ape_by_unit"]
+    assert set(by_type) == {"A100", "RTX2080Ti", "T4"}
+    assert min(by_type.values()) <= out["cold_type"]["median_ape"] <= max(by_type.values())
     # with other batch sizes of the model known, a few runs predict the rest well
     assert out["leave_one_job_out"]["median_ape"] < out["leave_one_job_out"]["baseline_median_ape"]
 
