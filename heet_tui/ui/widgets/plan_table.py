@@ -81,14 +81,20 @@ def summary(snap: Snapshot) -> Text:
     for change in plan.changes:
         counts[change.kind.value] = counts.get(change.kind.value, 0) + 1
     text.append("  " + (", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no changes"))
-    effect = plan.effect
-    if effect.avg_jct_s is not None:
-        text.append(f"\npredicted average JCT {duration(effect.avg_jct_before_s)} → ", style="bold")
-        text.append(duration(effect.avg_jct_s), style="bold green" if (effect.avg_jct_before_s or 1e18)
-                    >= effect.avg_jct_s else "bold red")
     restarts = sum(1 for c in plan.changes if c.needs_restart)
     text.append(f"  restarts {restarts}")
     text.append("   auto-approve " + ("ON: plans apply without asking" if snap.auto_approve else "off"))
+    effect = plan.effect
+    if effect.avg_jct_s is not None:
+        # "Without it" is the current allocation run on, waiting jobs starting on their fewest
+        # GPUs as others free up (scheduling.evaluate): say so, or a first plan reads as a miracle.
+        text.append("\npredicted average JCT ", style="bold")
+        text.append(duration(effect.avg_jct_s), style="bold green" if (effect.avg_jct_before_s or 1e18)
+                    >= effect.avg_jct_s else "bold red")
+        if effect.avg_jct_before_s is not None:
+            text.append(f" with this plan, {duration(effect.avg_jct_before_s)} without it")
+            if any(p.throughput_before == 0 for p in effect.jobs):
+                text.append(" (waiting jobs then start on their fewest GPUs)", style="dim")
     return text
 
 
