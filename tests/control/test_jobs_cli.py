@@ -33,6 +33,20 @@ def test_submit_list_cancel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert "cnn-2" in table and "queued" in table and "controller: not running" in table
 
 
+def test_a_failed_jobs_whole_message_is_shown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "job.toml"
+    spec.write_text(JOB)
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "submit", str(spec)]) == 0
+    why = "rank 0 on gpu1 ended with exit code 2 (4 attempts); last log line: can't open file 'train.py'"
+    Store(tmp_path / "state").set_state("cnn", JobState.FAILED, at=1.0, message=why)
+    capsys.readouterr()
+    assert main([*state, "jobs"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[:2] == ["cnn", "failed"] and lines[1].endswith("…")  # cut in the table
+    assert f"cnn: {why}" in lines  # and whole below it
+
+
 def test_bad_input_is_a_located_message_not_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = tmp_path / "job.toml"
     spec.write_text(JOB.replace("batch_size = 32", "batch_size = 0"))

@@ -10,6 +10,8 @@ from heet_tui.cli.errors import CliError
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store, StoreError
 
+MESSAGE_WIDTH = 60
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("jobs", help="list jobs and their state (reads the state store)")
@@ -55,12 +57,20 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     now = time.time()
     table = [head] + [
         (r["id"], r["state"], str(r["steps"]), f"{r['target']['value']:g} {r['target']['kind']}", r["gpus"],
-         r["allocation"] or "-", _age(now - r["submitted_at"]), r["message"][:60]) for r in rows]
+         r["allocation"] or "-", _age(now - r["submitted_at"]), _cut(r["message"])) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(head) - 1)]
     for row in table:
         print("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1])
+    # Why a job failed is usually at the end of its message (the last log line): show it whole.
+    for r in rows:
+        if r["state"] == "failed" and r["message"] != _cut(r["message"]):
+            print(f"{r['id']}: {r['message']}")
     print(f"controller: {f'running (pid {pid})' if pid else 'not running'}")
     return 0
+
+
+def _cut(message: str, width: int = MESSAGE_WIDTH) -> str:
+    return message if len(message) <= width else message[:width - 1] + "…"
 
 
 def _age(seconds: float) -> str:
