@@ -12,6 +12,7 @@ from heet_tui.core.job import JobState
 from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.widgets.job_detail import JobDetail
 from heet_tui.ui.widgets.job_table import JobTable
+from heet_tui.ui.widgets.status_line import StatusLine
 
 
 def order(table: JobTable) -> list[str]:
@@ -91,5 +92,21 @@ def test_stale_host_stays_listed_with_its_age(make_app):
             state = table.get_row("a100-2")[2].plain
             assert "unreachable" in state and "stale 1m00s" in state
             assert [j.state for j in app.latest.jobs][:1] == [JobState.RUNNING]
+
+    run(scenario())
+
+
+def test_status_line_counts_a_failed_job_as_failed_not_done(make_app, backend):
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            line = app.screen.query_one(StatusLine)
+            await wait_for(pilot, lambda: "1 done" in line.render().plain)
+            assert "failed" not in line.render().plain
+            snap = small_snapshot(1)
+            jobs = tuple(replace(j, state=JobState.FAILED) if j.id == "j3" else j for j in snap.jobs)
+            backend.push(replace(snap, jobs=jobs))
+            await wait_for(pilot, lambda: "1 failed" in line.render().plain)
+            assert "0 wait · 1 done · 1 failed" in line.render().plain
 
     run(scenario())

@@ -43,11 +43,14 @@ class StatusLine(Static):
             states = Counter(j.state for j in snap.jobs)
             running = states[JobState.RUNNING] + states[JobState.RESIZING]
             queued = states[JobState.QUEUED] + states[JobState.PROFILING]
-            done = states[JobState.DONE] + states[JobState.FAILED] + states[JobState.CANCELLED]
+            done = states[JobState.DONE] + states[JobState.CANCELLED]
             text.append(f"  {snap.mode}", style="bold magenta" if snap.mode == "demo" else "bold")
             text.append(f"  {clock(snap.now, snap.mode)}")
             text.append(f"  hosts {ready}/{len(snap.hosts)} ready  GPUs {busy}/{gpus} busy")
             text.append(f"  jobs {running} run · {queued} wait · {done} done")
+            if states[JobState.FAILED]:  # a failure is not "done": it needs the user
+                text.append(" · ")
+                text.append(f"{states[JobState.FAILED]} failed", style="bold red")
             text.append(f"  policy {snap.policy}")
             if snap.plan is not None and snap.plan_id is not None and not snap.plan.is_empty:
                 text.append(f"  plan #{snap.plan_id} pending ({len(snap.plan.changes)})", style="bold yellow")
