@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -11,7 +10,6 @@ import pytest
 from heet_tui.cluster.loopback_sshd import sshd_available
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("HEET_SHARED", REPO.parent / "shared"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -37,16 +35,3 @@ def _private_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
 @pytest.fixture
 def repo() -> Path:
     return REPO
-
-
-@pytest.fixture
-def shared() -> Path:
-    """The read-only ../shared data, for the one test that needs all of it.
-
-    Reproducing the reference simulator's per-job JCTs needs every profiled model's raw
-    measurements and the reference results, which the project may not redistribute; the
-    project's own tests must pass without them, so that test alone runs only where the data is.
-    """
-    if not (SHARED / "data" / "reference").is_dir():
-        pytest.skip(f"the reference comparison needs the shared data at {SHARED} (absent here)")
-    return SHARED

@@ -31,8 +31,9 @@ def test_exact_rows_match_file_values_and_interpolate_linearly() -> None:
     t4 = read_profiles(DATA)["cifar10"].by_type["T4"]
     rows = {r.local_bsz: r.step_time for r in t4.placement_rows if r.placement == (1,)}
     assert t4.step_time((1,), 64) == pytest.approx(rows[64])
-    mid = t4.step_time((1,), 96.5)
-    assert mid == pytest.approx((rows[64] + rows[129]) / 2, rel=0.02)
+    above = min(b for b in rows if b > 64)  # the next profiled local batch
+    mid = t4.step_time((1,), (64 + above) / 2)
+    assert mid == pytest.approx((rows[64] + rows[above]) / 2, rel=0.02)
     # throughput = total GPUs * local batch / step time
     assert t4.throughput((2, 2), 4 * 64) == pytest.approx(4 * 64 / t4.step_time((2, 2), 64))
 

@@ -110,12 +110,17 @@ def test_generate_asks_for_a_bigger_window(capsys: pytest.CaptureFixture[str]) -
     assert code == 2 and "fewer than --jobs 5000" in capsys.readouterr().err
 
 
-def test_reference_compat_reproduces_the_reference(shared: Path, repo: Path) -> None:
-    # One workload in one mode keeps this inside the test budget; `heet-tui sim validate` runs all.
+def test_reference_compat_reproduces_the_reference(repo: Path) -> None:
+    # The first seven jobs of the reference run on Saturn workload-1 all start on arrival, so
+    # their JCTs do not depend on the rest of the workload (checked against a full run): shipped
+    # as a derived table in tests/data/reference. `heet-tui sim validate --data ../shared/data`
+    # compares all 320 jobs of both reference files.
     from heet_tui.sim.validate import validate_against_reference
 
-    report = validate_against_reference(shared / "data", str(repo / "configs" / "sim" / "sia-64gpu.toml"),
-                                        only="saturn", modes=("reference_compat",))
+    report = validate_against_reference(WORKLOADS.parent, str(repo / "configs" / "sim" / "sia-64gpu.toml"),
+                                        only="saturn", modes=("reference_compat",),
+                                        profiles=repo / "heet_tui" / "data" / "profiles")
     (entry,) = report.values()
     compat = entry["reference_compat"]
-    assert compat["within_10pct"] and compat["per_job_within_10pct"] == compat["jobs_compared"] == 160
+    assert compat["within_10pct"] and compat["per_job_within_10pct"] == compat["jobs_compared"] == 7
+    assert compat["per_job_rel_error_max"] < 0.01
