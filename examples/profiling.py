@@ -52,10 +52,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def emulated_speed() -> float:
+def emulated_speed() -> float | None:
+    """The declared speed of the emulated GPU, or None on a real (or CPU-only) host."""
     raw = os.environ.get("HEET_EMULATED_SPEED", "")
     if not raw:
-        return 1.0
+        return None
     try:
         speed = float(raw)
     except ValueError:
@@ -72,7 +73,7 @@ def setup():  # -> (rank, world, torch.device)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    use_cuda = torch.cuda.is_available() and "HEET_EMULATED_SPEED" not in os.environ
+    use_cuda = torch.cuda.is_available() and emulated_speed() is None
     device = torch.device(f"cuda:{local_rank % torch.cuda.device_count()}") if use_cuda else torch.device("cpu")
     if world > 1:
         dist.init_process_group("nccl" if use_cuda else "gloo", rank=rank, world_size=world)
@@ -90,7 +91,6 @@ def report(step: int, samples: int, rate: float, loss: float, final: bool = Fals
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     speed = emulated_speed()
-    emulate = bool(os.environ.get("HEET_EMULATED_SPEED"))
     import torch
     import torch.distributed as dist
     from torch import nn
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         took = time.perf_counter() - start
-        if emulate:
+        if speed is not None:
             took = (time.process_time() - cpu0) / speed
             time.sleep(max(took - (time.perf_counter() - start), 0.0))
         loss_value = float(loss.detach())

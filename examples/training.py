@@ -166,8 +166,7 @@ def setup_distributed() -> Dist:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    emulated = bool(os.environ.get("HEET_EMULATED_SPEED"))
-    use_cuda = torch.cuda.is_available() and not emulated
+    use_cuda = torch.cuda.is_available() and emulated_speed() is None
     if use_cuda:
         device = torch.device("cuda", local_rank if local_rank < torch.cuda.device_count() else 0)
         torch.cuda.set_device(device)
@@ -178,10 +177,13 @@ def setup_distributed() -> Dist:
     return Dist(rank, world, local_rank, device)
 
 
-def emulated_speed() -> float:
+def emulated_speed() -> float | None:
+    """The declared speed of the emulated GPU, or None on a real (or CPU-only) host."""
     raw = os.environ.get("HEET_EMULATED_SPEED", "")
+    if not raw:
+        return None
     try:
-        speed = float(raw) if raw else 1.0
+        speed = float(raw)
     except ValueError:
         sys.exit(f"training.py: HEET_EMULATED_SPEED={raw!r} is not a number")
     if not 0 < speed <= 1e6:
@@ -308,7 +310,6 @@ def train(args: argparse.Namespace) -> int:
     data = SyntheticCifar(args.seed, args.dataset_samples)
     local = args.batch_size // d.world
     speed, goal = emulated_speed(), target_steps(args)
-    emulate = bool(os.environ.get("HEET_EMULATED_SPEED"))
     window_start, window_samples, window_gpu_s = time.perf_counter(), 0, 0.0
     last_ckpt: str | None = None
     code = EXIT_DONE
@@ -321,7 +322,7 @@ def train(args: argparse.Namespace) -> int:
         loss.backward()
         opt.step()
         loss_value, stopping, cpu_s = agree(float(loss.detach()), stop["requested"], time.process_time() - cpu0, d)
-        if emulate:
+        if speed is not None:
             gpu_s = cpu_s / speed
             time.sleep(max(0.0, gpu_s - (time.perf_counter() - t0)))
             window_gpu_s += gpu_s
@@ -340,7 +341,7 @@ def train(args: argparse.Namespace) -> int:
             if code == EXIT_FENCED:
                 break
         if d.is_main and (stopping or done or state["step"] % args.report_every == 0):
-            elapsed = window_gpu_s if emulate else time.perf_counter() - window_start
+            elapsed = window_gpu_s if speed is not None else time.perf_counter() - window_start
             progress({"step": state["step"], "samples": state["samples"],
                       "samples_per_s": round(window_samples / elapsed, 3) if elapsed > 0 else 0.0,
                       "loss": round(loss_value, 5), "checkpoint": last_ckpt,

@@ -60,11 +60,14 @@ class CaseErrors:
             self.by_unit.setdefault(unit, []).extend(errs)
 
     def extend(self, truth: np.ndarray, pred: np.ndarray, base_a: np.ndarray, base_b: np.ndarray,
-               var: np.ndarray | None = None) -> None:
+               var: np.ndarray | None = None, unit: str | None = None) -> None:
         t = np.exp(truth)
         if var is not None:
             self.within_1sd.extend(np.abs(pred - truth) <= np.sqrt(var))
-        self.model.extend(np.abs(np.exp(pred) - t) / t)
+        errors = np.abs(np.exp(pred) - t) / t
+        self.model.extend(errors)
+        if unit is not None:
+            self.by_unit.setdefault(unit, []).extend(errors)
         self.scaling.extend(np.abs(np.exp(base_a) - t) / t)
         self.nearest.extend(np.abs(np.exp(base_b) - t) / t)
 
@@ -196,9 +199,7 @@ class Evaluator:
             probe_a = self._smallest_probes(t, cells, seed)
             base_a = baselines.type_transfer(self.logv, self.known, t, probe_a, targets)
             base_b = baselines.type_transfer(self.logv, self.known, t, probe_b, targets)
-            before = len(errors.model)
-            errors.extend(self.logv[j[rest], t, c[rest]], pred, base_a, base_b, var)
-            errors.by_unit.setdefault(self.truth.gpu_types[t], []).extend(errors.model[before:])
+            errors.extend(self.logv[j[rest], t, c[rest]], pred, base_a, base_b, var, unit=self.truth.gpu_types[t])
             errors.run_gpus.extend(self.gpus[c[picks]])
         return errors
 

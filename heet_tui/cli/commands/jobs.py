@@ -63,7 +63,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         print("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1])
     # Why a job failed is usually at the end of its message (the last log line): show it whole.
     for r in rows:
-        if r["state"] == "failed" and r["message"] != _cut(r["message"]):
+        if r["state"] == "failed" and len(r["message"]) > MESSAGE_WIDTH:
             print(f"{r['id']}: {r['message']}")
     print(f"controller: {f'running (pid {pid})' if pid else 'not running'}")
     return 0
