@@ -27,6 +27,7 @@ _REGISTRY: dict[str, str] = {
     "gavel": "heet_tui.scheduling.baselines:GavelPolicy",
     "srtf": "heet_tui.scheduling.baselines:SrtfPolicy",
     "goodput-mip": "heet_tui.scheduling.goodput_mip:GoodputMipPolicy",
+    "heet-lookahead": "heet_tui.scheduling.lookahead_policy:LookaheadPolicy",
     "rigid-fifo": "heet_tui.scheduling.rigid_fifo:RigidFifoPolicy",
 }
 

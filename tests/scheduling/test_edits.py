@@ -12,7 +12,7 @@ CLUSTER = ClusterView((host("a", "A100", 8, rack="r1"), host("t1", "T4", 4), hos
 JOBS = [job("x", hi=8, work=1e6, current=alloc("x", "A100", a=tuple(range(8)))), job("y", hi=4, work=2e6)]
 
 
-@pytest.mark.parametrize("name", ["heet", "goodput-mip", "srtf"])
+@pytest.mark.parametrize("name", ["heet", "heet-lookahead", "goodput-mip", "srtf"])
 def test_each_edit_is_respected(name) -> None:
     policy = make_policy(name)
     p = replan_with_edit(policy, CLUSTER, JOBS, 0.0, "x", Constraints(pinned_type="T4"))

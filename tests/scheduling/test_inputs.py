@@ -13,7 +13,7 @@ from heet_tui.scheduling import make_policy
 CLUSTER = ClusterView((host("a", "T4", 4), host("b", "A100", 8)))
 
 
-@pytest.mark.parametrize("name", ["heet", "fifo", "srtf", "gavel", "goodput-mip"])
+@pytest.mark.parametrize("name", ["heet", "heet-lookahead", "fifo", "srtf", "gavel", "goodput-mip"])
 @pytest.mark.parametrize(("bad", "message"), [
     (job("x", lo=-1), "min_gpus must be >= 1"),
     (job("x", lo=4, hi=2), "max_gpus 2 < min_gpus 4"),
@@ -65,7 +65,7 @@ def test_rigid_fifo_is_lazy() -> None:
 
 
 def test_empty_inputs_give_an_empty_plan() -> None:
-    for name in ["heet", "fifo", "srtf", "gavel", "goodput-mip"]:
+    for name in ["heet", "heet-lookahead", "fifo", "srtf", "gavel", "goodput-mip"]:
         assert make_policy(name).plan(ClusterView(()), [], 0.0).is_empty
         p = make_policy(name).plan(CLUSTER, [job("x", current=alloc("x", "T4", a=(0,)),
                                                  constraints=Constraints(held=True))], 0.0)

@@ -9,7 +9,7 @@ from sched_cases import rounds
 from heet_tui.core.plan import diff
 from heet_tui.scheduling import make_policy
 
-POLICIES = ["heet", "fifo", "srtf", "gavel", "goodput-mip"]
+POLICIES = ["heet", "heet-lookahead", "fifo", "srtf", "gavel", "goodput-mip"]
 
 
 def check_invariants(cluster, jobs, plan) -> None:
