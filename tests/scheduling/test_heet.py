@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from sched_cases import alloc, curve, host, job
 
 from heet_tui.core.plan import ChangeKind
@@ -12,60 +13,71 @@ from heet_tui.scheduling import make_policy
 from heet_tui.scheduling.synthetic import advance
 
 
-def plan(cluster, jobs, **params):
-    return make_policy("heet", **params).plan(cluster, jobs, 0.0)
+def plan(cluster, jobs, name="heet", **params):
+    return make_policy(name, **params).plan(cluster, jobs, 0.0)
 
 
-def test_short_job_first_on_a_single_gpu() -> None:
+# Behaviour both Heet variants share (the look-ahead one has its own tests in test_lookahead.py).
+both_variants = pytest.mark.parametrize("name", ["heet", "heet-lookahead"])
+
+
+@both_variants
+def test_short_job_first_on_a_single_gpu(name) -> None:
     cluster = ClusterView((host("a", "T4", 1),))
     jobs = [job("long", hi=1, work=1e7), job("short", hi=1, work=1e4)]
-    assert set(plan(cluster, jobs).allocations) == {"short"}
+    assert set(plan(cluster, jobs, name).allocations) == {"short"}
 
 
-def test_jobs_go_where_their_comparative_advantage_is() -> None:
+@both_variants
+def test_jobs_go_where_their_comparative_advantage_is(name) -> None:
     # "fast" gains 10x on A100, "flat" only 1.2x: the A100 host should go to "fast".
     cluster = ClusterView((host("a", "A100", 1), host("t", "T4", 1)))
     jobs = [job("flat", hi=1, work=1e5, fn=curve(A100=1.2, T4=1.0)),
             job("fast", hi=1, work=1e5, fn=curve(A100=10.0, T4=1.0))]
-    allocs = plan(cluster, jobs).allocations
+    allocs = plan(cluster, jobs, name).allocations
     assert allocs["fast"].gpu_type == "A100" and allocs["flat"].gpu_type == "T4"
 
 
-def test_a_lone_elastic_job_grows_onto_one_host() -> None:
+@both_variants
+def test_a_lone_elastic_job_grows_onto_one_host(name) -> None:
     cluster = ClusterView((host("a", "A100", 8), host("b", "A100", 8)))
-    allocs = plan(cluster, [job("j", hi=8, work=1e7, fn=curve(serial=0.01))]).allocations
+    allocs = plan(cluster, [job("j", hi=8, work=1e7, fn=curve(serial=0.01))], name).allocations
     assert allocs["j"].num_gpus == 8 and allocs["j"].placement == (8,)
 
 
-def test_two_jobs_share_capacity_and_no_gpu_idles() -> None:
+@both_variants
+def test_two_jobs_share_capacity_and_no_gpu_idles(name) -> None:
     cluster = ClusterView((host("a", "RTX", 8),))
     jobs = [job("x", hi=8, work=1e6), job("y", hi=8, work=1.1e6)]
-    allocs = plan(cluster, jobs).allocations
+    allocs = plan(cluster, jobs, name).allocations
     assert sum(a.num_gpus for a in allocs.values()) == 8 and set(allocs) == {"x", "y"}
 
 
-def test_small_gain_does_not_pay_for_a_restart() -> None:
+@both_variants
+def test_small_gain_does_not_pay_for_a_restart(name) -> None:
     # Running on 4 of 8 GPUs with a costly restart: going to 5 gains little, so it stays.
     cluster = ClusterView((host("a", "RTX", 8, free=(0, 1, 2, 3, 4)),))
     running = job("r", hi=5, work=1e6, fn=curve(serial=0.3), restart_cost_s=600.0,
                   current=alloc("r", "RTX", a=(0, 1, 2, 3)))
-    p = plan(cluster, [running])
+    p = plan(cluster, [running], name)
     assert p.allocations["r"] == running.current and p.is_empty
 
 
-def test_a_large_gain_is_worth_the_restart() -> None:
+@both_variants
+def test_a_large_gain_is_worth_the_restart(name) -> None:
     cluster = ClusterView((host("a", "RTX", 8),))
     running = job("r", hi=8, work=1e8, fn=curve(serial=0.0), restart_cost_s=10.0,
                   current=alloc("r", "RTX", a=(0,)))
-    p = plan(cluster, [running])
+    p = plan(cluster, [running], name)
     assert p.allocations["r"].num_gpus == 8
     assert [c.kind for c in p.changes] == [ChangeKind.GROW]
 
 
-def test_running_job_keeps_its_gpus_when_nothing_changes() -> None:
+@both_variants
+def test_running_job_keeps_its_gpus_when_nothing_changes(name) -> None:
     cluster = ClusterView((host("a", "T4", 4), host("b", "T4", 4)))
     jobs = [job("x", hi=4, work=1e6, current=alloc("x", "T4", b=(0, 1, 2, 3)))]
-    p = plan(cluster, jobs)
+    p = plan(cluster, jobs, name)
     assert p.allocations["x"].hosts == (("b", (0, 1, 2, 3)),) and p.is_empty
 
 
