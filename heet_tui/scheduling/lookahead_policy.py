@@ -23,9 +23,8 @@ from collections.abc import Sequence
 
 from heet_tui.core.plan import Plan
 from heet_tui.core.sched_input import ClusterView, JobView
-from heet_tui.scheduling.evaluate import evaluate_problem
+from heet_tui.scheduling.baselines import _finish
 from heet_tui.scheduling.lookahead import FirstSlot, LookaheadParams, solve_first_slot
-from heet_tui.scheduling.placement import place
 from heet_tui.scheduling.problem import JobInfo, Problem
 
 
@@ -111,11 +110,10 @@ class LookaheadPolicy:
             first = solve_first_slot(problem, infos, capacity, self.params)
             if first is None:
                 return None
-            group_left = {t: min(capacity[t], left[t]) for t in capacity}
-            before = dict(group_left)
-            targets.update(round_first_slot(problem, first, group_left, self.params))
-            for t in left:
-                left[t] -= before[t] - group_left[t]
+            chosen = round_first_slot(problem, first, {t: min(capacity[t], left[t]) for t in capacity}, self.params)
+            for t, k in chosen.values():
+                left[t] -= k
+            targets.update(chosen)
         fill_leftovers(problem, active, targets, left)
         return targets
 
@@ -128,6 +126,4 @@ class LookaheadPolicy:
 
             return HeetPolicy(predict=self.predict).plan(cluster, jobs, now)
         order = sorted(targets, key=lambda j: (-targets[j][1], j))
-        allocations = place(problem, targets, order)
-        effect = evaluate_problem(problem, allocations) if self.predict else None
-        return Plan.build(problem.current, allocations, self.name, now, effect)
+        return _finish(self.name, problem, targets, order, cluster, jobs, now, self.predict)
