@@ -14,7 +14,7 @@ from heet_tui.sim.cluster_spec import SimCluster
 from heet_tui.sim.errors import PolicyError, SimInputError
 from heet_tui.sim.estimates import OracleThroughput, PredictedThroughput, ThroughputSource
 from heet_tui.sim.physics import Physics
-from heet_tui.sim.state import SimJob
+from heet_tui.sim.state import SimJob, gpu_range
 from heet_tui.sim.workload import WorkloadJob
 
 # With the cluster idle, jobs queued, nothing left to arrive and the policy still allocating
@@ -111,9 +111,7 @@ class Simulation:
             where = f"{label}:{w.line}: " if label else ""
             raise SimInputError(f"{where}job {w.name!r}: unknown application {w.application!r} "
                                 f"(profiles in {self.physics.root or 'the profile directory'}: {known})") from None
-        most = max((phys.max_gpus(t) for t in self._type_capacity), default=0)
-        lo = w.min_gpus if w.min_gpus is not None else 1
-        hi = w.max_gpus if w.max_gpus is not None else max(most, w.num_replicas, lo)
+        lo, hi = gpu_range(w, phys, self._type_capacity)
         return SimJob(w, phys, lo, hi, slowdown=self._slowdowns.get(w.application, 1.0))
 
     def submit(self, w: WorkloadJob) -> None:

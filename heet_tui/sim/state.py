@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from heet_tui.core.allocation import Allocation
@@ -9,6 +10,15 @@ from heet_tui.core.job import JobState
 from heet_tui.core.sched_input import Constraints
 from heet_tui.sim.physics import ModelPhysics
 from heet_tui.sim.workload import WorkloadJob
+
+
+def gpu_range(spec: WorkloadJob, physics: ModelPhysics, gpu_types: Iterable[str]) -> tuple[int, int]:
+    """The GPU counts a job may use: the workload's range, else 1 up to the most GPUs its model
+    was profiled on (any of ``gpu_types``) or requested. The engine and the lower bound must agree."""
+    most = max((physics.max_gpus(t) for t in gpu_types), default=0)
+    lo = spec.min_gpus if spec.min_gpus is not None else 1
+    hi = spec.max_gpus if spec.max_gpus is not None else max(most, spec.num_replicas, lo)
+    return lo, hi
 
 
 @dataclass(eq=False)

@@ -83,6 +83,11 @@ class StepTable:
         self.lookup = lru_cache(maxsize=65536)(self._lookup)
         self.max_local_bsz = lru_cache(maxsize=4096)(self._max_local_bsz)
 
+    @property
+    def measured_placements(self) -> tuple[Placement, ...]:
+        """Placements with rows of their own; any other placement is read off the (nodes, GPUs) grid."""
+        return tuple(self._exact)
+
     def _at_nodes(self, n: int, replicas: int, b: float) -> StepSync | None:
         rs = self._by_nodes[n]
         i = bisect.bisect_left(rs, replicas)

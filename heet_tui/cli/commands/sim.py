@@ -1,4 +1,5 @@
-"""``heet-tui sim``: compare policies on a simulated cluster; ``sim generate``; ``sim validate``."""
+"""``heet-tui sim``: compare policies on a simulated cluster; ``sim generate``; ``sim validate``;
+``sim bound`` (in ``sim_bound``)."""
 
 from __future__ import annotations
 
@@ -56,8 +57,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--cluster", dest="validate_cluster", metavar="FILE", help="cluster TOML (default: bundled)")
     v.set_defaults(func=cmd_validate)
 
+    from heet_tui.cli.commands import sim_bound
 
-def _load_inputs(cluster_path: str | None, profiles: str | None, one_gpu_accumulates: bool = False,
+    sim_bound.register(verbs)
+
+
+def load_inputs(cluster_path: str | None, profiles: str | None, one_gpu_accumulates: bool = False,
                  models: set[str] | None = None):
     from heet_tui.sim.cluster_spec import load_cluster
     from heet_tui.sim.errors import SimInputError
@@ -132,7 +137,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     if args.cluster_scale < 1:
         raise UsageError("sim: --cluster-scale must be a positive integer")
-    cluster, physics = _load_inputs(args.cluster, args.profiles, args.reference_compat, models)
+    cluster, physics = load_inputs(args.cluster, args.profiles, args.reference_compat, models)
     cluster = cluster.scaled(args.cluster_scale)
     settings = RunSettings(args.interval, args.oracle, args.seed, args.predictor, args.reference_compat)
     try:

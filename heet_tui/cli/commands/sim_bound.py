@@ -1,0 +1,118 @@
+"""``heet-tui sim bound``: the lowest average JCT any policy could reach, per workload file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from heet_tui.cli.errors import CliError, UsageError
+
+
+def register(verbs: argparse._SubParsersAction) -> None:
+    b = verbs.add_parser(
+        "bound", help="a lower bound on the average JCT any policy can reach (LP relaxation)",
+        description="Solve the relaxation of each workload's whole run (sim/bound.py): free, instant "
+                    "reconfiguration and time-sharing, known arrivals and sizes, only per-type GPU counts "
+                    "as limits. No policy's average JCT in `heet-tui sim` can be lower. Minutes per "
+                    "160-job workload.")
+    b.add_argument("--workload", required=True, metavar="FILE|DIR", help="workload CSV, or a directory of them")
+    b.add_argument("--cluster", dest="bound_cluster", metavar="FILE", help="cluster TOML (default: bundled)")
+    b.add_argument("--profiles", dest="bound_profiles", required=True, metavar="DIR",
+                   help="Sia-format profile directory")
+    b.add_argument("--cluster-scale", dest="bound_scale", type=int, default=1, metavar="N",
+                   help="multiply every node count by N")
+    b.add_argument("--placements", choices=("any", "packed"), default="any",
+                   help="any placement the hosts allow (a bound for every policy, the default) or the "
+                        "packed ones the project's policies evaluate")
+    b.add_argument("--interval", dest="bound_interval", type=float, default=60.0, metavar="S",
+                   help="the simulator's round length (default 60)")
+    b.add_argument("--against", metavar="SIM.json",
+                   help="a `heet-tui sim --json` result for the same files: print each policy's ratio to the bound")
+    b.add_argument("--json", dest="bound_json", metavar="FILE", help="write the bounds as JSON")
+    b.set_defaults(func=cmd_bound)
+
+
+def _against(path: str) -> dict[str, dict[str, float]]:
+    """Policy -> workload label -> avg JCT from a sim JSON file."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"sim bound: --against {path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"sim bound: --against {path}:{exc.lineno}: not JSON: {exc.msg}") from None
+    out: dict[str, dict[str, float]] = {}
+    for policy, entry in (data.items() if isinstance(data, dict) else ()):
+        files = entry.get("files") if isinstance(entry, dict) else None
+        if isinstance(files, dict):
+            out[policy] = {label: m["avg_jct_s"] for label, m in files.items()
+                           if isinstance(m, dict) and isinstance(m.get("avg_jct_s"), int | float)}
+    if not out:
+        raise UsageError(f"sim bound: --against {path}: no per-file results (write it with `heet-tui sim --json`)")
+    return out
+
+
+def cmd_bound(args: argparse.Namespace) -> int:
+    from heet_tui.cli.commands.sim import load_inputs
+    from heet_tui.sim.bound import BoundSettings, lower_bound
+    from heet_tui.sim.errors import SimInputError
+    from heet_tui.sim.runner import workload_labels
+    from heet_tui.sim.workload import load_workload, workload_files
+
+    if args.bound_interval <= 0 or args.bound_scale < 1:
+        raise UsageError("sim bound: --interval must be positive and --cluster-scale at least 1")
+    against = _against(args.against) if args.against else {}
+    try:
+        paths = workload_files(args.workload)
+        workloads = {str(p): load_workload(p) for p in paths}
+    except SimInputError as exc:
+        raise UsageError(str(exc)) from None
+    models = {j.application for jobs in workloads.values() for j in jobs}
+    cluster, physics = load_inputs(args.bound_cluster, args.bound_profiles, models=models)
+    cluster = cluster.scaled(args.bound_scale)
+    settings = BoundSettings(interval_s=args.bound_interval, placements=args.placements)
+    labels = workload_labels(list(workloads))
+    report: dict[str, Any] = {"placements": args.placements, "cluster": cluster.name, "files": {}}
+    for path, jobs in workloads.items():
+        if sys.stderr.isatty():
+            print(f"solving {labels[path]} ({len(jobs)} jobs) ...", file=sys.stderr, flush=True)
+        try:
+            result = lower_bound(cluster, physics, jobs, settings)
+        except ValueError as exc:
+            raise CliError(f"sim bound: {labels[path]}: {exc}") from None
+        entry: dict[str, Any] = {
+            "bound_avg_jct_s": round(result.avg_jct_s, 1), "alone_avg_jct_s": round(result.alone_avg_jct_s, 1),
+            "jobs": result.jobs, "unschedulable": list(result.unschedulable),
+            "lp_variables": result.variables, "solve_s": round(result.solve_s, 1),
+        }
+        ratios = {p: round(v[labels[path]] / result.avg_jct_s, 3) for p, v in against.items() if labels[path] in v}
+        if ratios:
+            entry["policy_over_bound"] = ratios
+        report["files"][labels[path]] = entry
+    bounds = [e["bound_avg_jct_s"] for e in report["files"].values()]
+    report["mean_bound_avg_jct_s"] = round(sum(bounds) / len(bounds), 1)
+    _print(report)
+    if args.bound_json:
+        try:
+            Path(args.bound_json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"sim bound: {args.bound_json}: {exc.strerror or exc}") from None
+    return 0
+
+
+def _print(report: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    policies = sorted({p for e in report["files"].values() for p in e.get("policy_over_bound", {})})
+    table = Table(title=f"lower bound on average JCT, {report['cluster']}, placements: {report['placements']}")
+    for col in ("workload", "jobs", "bound h", "alone h", "LP vars", "solve s", *(f"{p} / bound" for p in policies)):
+        table.add_column(col, justify="left" if col == "workload" else "right")
+    for label, e in report["files"].items():
+        ratios = e.get("policy_over_bound", {})
+        table.add_row(label, str(e["jobs"]), f"{e['bound_avg_jct_s'] / 3600:.3f}", f"{e['alone_avg_jct_s'] / 3600:.3f}",
+                      f"{e['lp_variables']:,}", f"{e['solve_s']:.0f}",
+                      *(f"{ratios[p]:.2f}" if p in ratios else "-" for p in policies))
+    Console(file=sys.stdout, width=None if sys.stdout.isatty() else 160).print(table)
