@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from heet_tui.scheduling.lookahead import upper_hull
 from heet_tui.sim.cluster_spec import SimCluster
 from heet_tui.sim.physics import ModelPhysics
 from heet_tui.sim.state import gpu_range
@@ -34,22 +35,6 @@ class Option:
     gpu_type: str
     count: int
     rate: float
-
-
-def upper_hull(points: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
-    """Points of the upper concave hull of (count, speed) with the origin, origin left out."""
-    hull: list[tuple[int, float]] = [(0, 0.0)]
-    for p in sorted(set(points)):
-        if p[1] <= hull[-1][1]:
-            continue  # more GPUs and no more speed: dominated
-        while len(hull) >= 2:
-            (x1, y1), (x2, y2) = hull[-2], hull[-1]
-            if (y2 - y1) * (p[0] - x1) <= (p[1] - y1) * (x2 - x1):
-                hull.pop()
-            else:
-                break
-        hull.append(p)
-    return hull[1:]
 
 
 def _partitions(total: int, parts: int, caps: Sequence[int], most: int) -> Iterator[Placement]:
@@ -99,15 +84,8 @@ def work_iterations(physics: ModelPhysics, batch: int) -> float:
 
 def _speed(physics: ModelPhysics, gpu_type: str, placement: Placement, batch: int) -> float:
     """Most iterations-at-``batch`` per second this configuration reaches in any epoch."""
-    cfg = physics.batch_config(gpu_type, placement, batch)
-    if cfg is None:
-        return 0.0
-    seconds = physics.iteration_s(gpu_type, placement, cfg)
-    if seconds is None:
-        return 0.0
-    trained = cfg.global_batch(sum(placement))
     v = physics.validation
-    return max(v.gain(trained, e) / v.gain(batch, e) for e in range(physics.target_epochs)) / seconds
+    return max(physics.rate(gpu_type, placement, batch, e) / v.gain(batch, e) for e in range(physics.target_epochs))
 
 
 def job_options(spec: WorkloadJob, physics: ModelPhysics, cluster: SimCluster, mode: str) -> list[Option]:
