@@ -6,7 +6,8 @@ schedule, however clairvoyant, gets a lower average JCT. It is the relaxation of
 as a linear program (HiGHS through scipy), in which
 
 * a job cannot train before the first round at or after its submission plus its first
-  restart pause (``round up + restart``), and needs its fixed work (``bound_options``);
+  restart pause (``round up + restart``), and needs a fixed amount of work (``bound_options``;
+  with ``batch="adaptive"`` the bound is for a simulator in which policies also choose batches);
 * it may switch between configurations at any moment, for free, and time-share them;
 * only the GPU count of each type is a limit (no host fragmentation).
 
@@ -50,6 +51,7 @@ FINE_FLOOR_S = 1800.0
 class BoundSettings:
     interval_s: float = 60.0  # the simulator's round: admissions and the finest intervals
     placements: str = "any"  # "any": every placement the hosts allow; "packed": as the policies place
+    batch: str = "fixed"  # "fixed": the workload's batch (the simulator); "adaptive": any validated batch
     fine_factor: float = 3.0  # finest intervals for this many times the job's alone time
     tangents: int = 12  # cuts per term of Phi
     max_variables: int = 3_000_000  # refuse larger LPs (memory and hours of solving)
@@ -64,6 +66,7 @@ class BoundResult:
     variables: int
     solve_s: float
     placements: str
+    batch: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +140,7 @@ def lower_bound(cluster: SimCluster, physics: Physics, workload: Sequence[Worklo
     unschedulable: list[str] = []
     for spec in workload:
         phys = physics.get(spec.application)
-        options = job_options(spec, phys, cluster, s.placements)
+        options = job_options(spec, phys, cluster, s.placements, s.batch)
         if not options:
             unschedulable.append(spec.name)
             continue
@@ -175,7 +178,7 @@ def lower_bound(cluster: SimCluster, physics: Physics, workload: Sequence[Worklo
         raise ValueError(f"the bound's LP was not solved: {res.message}")
     total = float(res.fun) - sum(j.spec.time for j in jobs)
     return BoundResult(total / len(jobs), alone, len(jobs), tuple(unschedulable), lp.n_cols,
-                       time.perf_counter() - started, s.placements)
+                       time.perf_counter() - started, s.placements, s.batch)
 
 
 def _add_job(lp: _Builder, job: _Job, plan: list[tuple[int, float, float]], horizon: float, s: BoundSettings,

@@ -3,12 +3,14 @@
 The bound (``bound``) must never exceed what some policy could reach, so every number here
 is an upper limit on the simulator's physics, never an estimate:
 
-* a job's work is counted in iterations at its own global batch ``B`` (fixed for the whole
-  run): ``W = sum_e progress_e / gain(B, e)`` over its epochs, which no schedule changes;
-* on ``k`` GPUs of a type a job does at most ``max_e gain(B_c, e) / gain(B, e) / step_c``
-  such iterations per second, maximised over every placement of ``k`` GPUs the cluster has
-  (``any``) or over the packed one only (``packed``, what the project's policies consider),
-  where ``B_c`` is the batch the configuration really trains with (``ceil(B / k) * k``, capped);
+* a job's work is a fixed sum over its epochs, ``sum_e progress_e / n_e``, with each epoch's
+  progress normalised by ``n_e``: the statistical gain of the workload's batch (``fixed``: then
+  the work is the iterations at that batch, which no schedule changes), or the best progress
+  rate any configuration reaches in that epoch (``adaptive``: a policy that may also choose the
+  batch, from the validated range, as Pollux and Sia do; the simulator itself keeps batches fixed);
+* on ``k`` GPUs of a type a job goes at most ``max_e rate_e / n_e``, maximised over every
+  placement of ``k`` GPUs the cluster has (``any``) or over the packed one only (``packed``,
+  what the project's policies consider), and over the batches it may train with;
 * per GPU type only the upper concave hull of (count, speed) matters: time-sharing two hull
   points gives as much speed per GPU-second as anything under the hull.
 """
@@ -18,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from heet_tui.scheduling.lookahead import upper_hull
 from heet_tui.sim.cluster_spec import SimCluster
 from heet_tui.sim.physics import ModelPhysics
@@ -26,6 +30,8 @@ from heet_tui.sim.workload import WorkloadJob
 
 Placement = tuple[int, ...]
 PLACEMENT_MODES = ("any", "packed")
+BATCH_MODES = ("fixed", "adaptive")
+ADAPTIVE_LADDER = 9  # geometric steps between the smallest and largest validated batch
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,32 +88,63 @@ def work_iterations(physics: ModelPhysics, batch: int) -> float:
     return sum((v.progress_at(e + 1) - v.progress_at(e)) / v.gain(batch, e) for e in range(physics.target_epochs))
 
 
-def _speed(physics: ModelPhysics, gpu_type: str, placement: Placement, batch: int) -> float:
-    """Most iterations-at-``batch`` per second this configuration reaches in any epoch."""
-    v = physics.validation
-    return max(physics.rate(gpu_type, placement, batch, e) / v.gain(batch, e) for e in range(physics.target_epochs))
+def batch_choices(physics: ModelPhysics, batch: int, mode: str) -> list[int]:
+    """The workload's batch, or (``adaptive``) every batch a policy choosing it could train with:
+    the validated ones and a geometric ladder between the smallest and the largest."""
+    if mode == "fixed":
+        return [batch]
+    sizes = physics.validation.batch_sizes
+    ladder = np.geomspace(sizes[0], sizes[-1], ADAPTIVE_LADDER).round().astype(int)
+    return sorted({batch, *sizes, *(int(b) for b in ladder)})
 
 
-def job_options(spec: WorkloadJob, physics: ModelPhysics, cluster: SimCluster, mode: str) -> list[Option]:
-    """The job's hull options on every GPU type, fastest first (empty: it can run nowhere)."""
-    if mode not in PLACEMENT_MODES:
-        raise ValueError(f"placements must be one of {', '.join(PLACEMENT_MODES)}, got {mode!r}")
+def _epoch_rates(physics: ModelPhysics, gpu_type: str, placements: list[Placement], batches: list[int]) -> np.ndarray:
+    """Best progress per second in each epoch over these placements and batches."""
+    epochs = range(physics.target_epochs)
+    best = np.zeros(physics.target_epochs)
+    for p in placements:
+        for b in batches:
+            best = np.maximum(best, [physics.rate(gpu_type, p, b, e) for e in epochs])
+    return best
+
+
+def job_options(spec: WorkloadJob, physics: ModelPhysics, cluster: SimCluster, mode: str,
+                batch: str = "fixed") -> list[Option]:
+    """The job's hull options on every GPU type, fastest first (empty: it can run nowhere).
+
+    Speeds are normalised per epoch by ``n_e`` (any positive choice gives a valid bound: the
+    work is ``sum_e progress_e / n_e``, a configuration's speed its most ``rate_e / n_e``); the
+    bound is tightest where ``rate_e / n_e`` hardly moves, so ``n_e`` is the gain of the fixed
+    batch, or with ``adaptive`` batches the best rate any configuration reaches in that epoch.
+    """
+    if mode not in PLACEMENT_MODES or batch not in BATCH_MODES:
+        raise ValueError(f"placements must be one of {', '.join(PLACEMENT_MODES)} and batch one of "
+                         f"{', '.join(BATCH_MODES)}, got {mode!r} and {batch!r}")
     types = cluster.gpu_types()
     lo, hi = gpu_range(spec, physics, types)
-    work = work_iterations(physics, spec.batch_size)
-    if work <= 0:
-        return []
-    out: list[Option] = []
+    batches = batch_choices(physics, spec.batch_size, batch)
+    rates: dict[tuple[str, int], np.ndarray] = {}
     for t in types:
         table = physics.tables.get(t)
         if table is None:
             continue
         sizes = [n.gpus_per_node for n in cluster.node_types for _ in range(n.count) if n.gpu_type == t]
-        points = []
         for k in range(max(lo, 1), min(hi, sum(sizes), physics.max_gpus(t)) + 1):
-            best = max((_speed(physics, t, p, spec.batch_size)
-                        for p in placements_for(k, sizes, table.measured_placements, mode)), default=0.0)
-            if best > 0:
-                points.append((k, best / work))
+            r = _epoch_rates(physics, t, placements_for(k, sizes, table.measured_placements, mode), batches)
+            if r.max() > 0:
+                rates[(t, k)] = r
+    if not rates:
+        return []
+    v = physics.validation
+    if batch == "fixed":
+        norm = np.array([v.gain(spec.batch_size, e) for e in range(physics.target_epochs)])
+    else:
+        norm = np.max(np.stack(list(rates.values())), axis=0)
+    if (norm <= 0).any():
+        return []
+    work = float(sum((v.progress_at(e + 1) - v.progress_at(e)) / norm[e] for e in range(physics.target_epochs)))
+    out: list[Option] = []
+    for t in types:
+        points = [(k, float(np.max(r / norm)) / work) for (tt, k), r in rates.items() if tt == t]
         out.extend(Option(t, k, r) for k, r in upper_hull(points))
     return sorted(out, key=lambda o: (-o.rate, o.count, o.gpu_type))

@@ -76,6 +76,20 @@ def test_the_bound_sees_contention_and_more_placements_only_lower_it(physics) ->
     assert anywhere.jobs == 10 and not anywhere.unschedulable
 
 
+def test_choosing_batches_only_lowers_the_bound_and_a_lone_job_gains_exactly_its_best_epochs(physics) -> None:
+    cluster = cluster_of(("aws", 1), ("dgx-ext", 1))
+    fixed = lower_bound(cluster, physics, _crowd())
+    adaptive = lower_bound(cluster, physics, _crowd(), BoundSettings(batch="adaptive"))
+    assert adaptive.avg_jct_s <= fixed.avg_jct_s * (1 + 1e-6)
+    assert adaptive.alone_avg_jct_s < fixed.alone_avg_jct_s
+    # Alone, choosing the batch per epoch is at least as fast as keeping any one validated batch.
+    phys = physics.get("cifar10")
+    (best, *_) = job_options(WorkloadJob("j", 0.0, "cifar10", 4, 2048), phys, cluster, "any", "adaptive")
+    for b in phys.validation.batch_sizes:
+        (fixed_best, *_) = job_options(WorkloadJob("j", 0.0, "cifar10", 4, b), phys, cluster, "any", "fixed")
+        assert 1.0 / best.rate <= (1.0 / fixed_best.rate) * (1 + 1e-9)
+
+
 def test_a_job_that_fits_nowhere_is_left_out_and_named(physics) -> None:
     jobs = [WorkloadJob("ok", 0.0, "cifar10", 2, 128), WorkloadJob("huge", 0.0, "cifar10", 64, 4096, 64, 64)]
     result = lower_bound(cluster_of(("aws", 1)), physics, jobs)

@@ -27,6 +27,9 @@ def register(verbs: argparse._SubParsersAction) -> None:
     b.add_argument("--placements", choices=("any", "packed"), default="any",
                    help="any placement the hosts allow (a bound for every policy, the default) or the "
                         "packed ones the project's policies evaluate")
+    b.add_argument("--batch", choices=("fixed", "adaptive"), default="fixed",
+                   help="the workload's batch sizes, as the simulator runs them (default), or any validated "
+                        "batch per configuration and epoch: what batch-size adaptation could at most give")
     b.add_argument("--interval", dest="bound_interval", type=float, default=60.0, metavar="S",
                    help="the simulator's round length (default 60)")
     b.add_argument("--against", metavar="SIM.json",
@@ -72,9 +75,10 @@ def cmd_bound(args: argparse.Namespace) -> int:
     models = {j.application for jobs in workloads.values() for j in jobs}
     cluster, physics = load_inputs(args.bound_cluster, args.bound_profiles, models=models)
     cluster = cluster.scaled(args.bound_scale)
-    settings = BoundSettings(interval_s=args.bound_interval, placements=args.placements)
+    settings = BoundSettings(interval_s=args.bound_interval, placements=args.placements, batch=args.batch)
     labels = workload_labels(list(workloads))
-    report: dict[str, Any] = {"placements": args.placements, "cluster": cluster.name, "files": {}}
+    report: dict[str, Any] = {"placements": args.placements, "batch": args.batch, "cluster": cluster.name,
+                              "files": {}}
     for path, jobs in workloads.items():
         if sys.stderr.isatty():
             print(f"solving {labels[path]} ({len(jobs)} jobs) ...", file=sys.stderr, flush=True)
@@ -107,7 +111,8 @@ def _print(report: dict[str, Any]) -> None:
     from rich.table import Table
 
     policies = sorted({p for e in report["files"].values() for p in e.get("policy_over_bound", {})})
-    table = Table(title=f"lower bound on average JCT, {report['cluster']}, placements: {report['placements']}")
+    table = Table(title=f"lower bound on average JCT, {report['cluster']}, placements: {report['placements']}, "
+                        f"batch: {report['batch']}")
     for col in ("workload", "jobs", "bound h", "alone h", "LP vars", "solve s", *(f"{p} / bound" for p in policies)):
         table.add_column(col, justify="left" if col == "workload" else "right")
     for label, e in report["files"].items():
