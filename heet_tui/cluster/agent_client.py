@@ -40,7 +40,7 @@ class AgentClient:
         except TimeoutError:
             raise AgentFailure(f"{self.channel.description}: no banner within {timeout_s:g} s") from None
         if not line:
-            raise self._eof_failure("the agent exited before its banner")
+            raise await self._eof_failure("the agent exited before its banner")
         message, problem = decode_line(line)
         if message is None or message.get("event") != "agent_start":
             raise AgentFailure(f"{self.channel.description} printed {_quote(line)} before the agent banner: "
@@ -57,9 +57,10 @@ class AgentClient:
             failure = self.closed.result() if self.closed.done() else None
             raise failure or AgentFailure(str(exc)) from None
 
-    def _eof_failure(self, what: str) -> ConnectFailure:
+    async def _eof_failure(self, what: str) -> ConnectFailure:
         if not self.link_alive():
             return Unreachable(f"connection to {self.host} lost")
+        await self.channel.stderr_settled()
         tail = self.channel.stderr_tail()
         return AgentFailure(f"{what}{': ' + tail if tail else ''}")
 
@@ -69,7 +70,7 @@ class AgentClient:
             while True:
                 line = await self.channel.readline()
                 if not line:
-                    failure = self._eof_failure("the agent exited")
+                    failure = await self._eof_failure("the agent exited")
                     break
                 self.last_message = time.monotonic()
                 message, problem = decode_line(line)

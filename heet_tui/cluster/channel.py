@@ -34,6 +34,14 @@ class AgentChannel:
                     return
                 self._stderr_lines.append(line.decode("utf-8", "replace").rstrip())
 
+    async def stderr_settled(self, timeout_s: float = 1.0) -> None:
+        """Wait, bounded, for stderr's end. A process that dies writes why to stderr, and over SSH
+        (or on a busy machine) that can arrive after stdout's EOF: reading the tail at once would
+        report a failure without its reason."""
+        if self._stderr_task is not None and not self._stderr_task.done():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._stderr_task), timeout_s)
+
     def stderr_tail(self) -> str:
         return " | ".join(line for line in self._stderr_lines if line)
 

@@ -1,0 +1,43 @@
+"""An agent that dies before its banner: the failure must carry the reason it wrote to stderr,
+even when that reason arrives after stdout has already closed (as over SSH on a busy host)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from heet_tui.cluster.agent_client import AgentClient
+from heet_tui.cluster.channel import AgentChannel
+from heet_tui.cluster.errors import AgentFailure
+
+
+async def _handshake_with(script: str) -> str:
+    proc = await asyncio.create_subprocess_exec("sh", "-c", script, stdin=asyncio.subprocess.PIPE,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+
+    async def closer() -> None:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+
+    channel = AgentChannel(proc.stdout, proc.stdin, proc.stderr, closer, "sh on h1")
+    client = AgentClient(channel, "h1", on_event=lambda _: None, link_alive=lambda: True)
+    try:
+        with pytest.raises(AgentFailure) as failure:
+            await client.handshake({}, timeout_s=10)
+    finally:
+        await channel.close()
+    return str(failure.value)
+
+
+def test_the_reason_written_after_stdout_closed_is_in_the_failure() -> None:
+    # stdout closes at once; the reason follows 0.2 s later on stderr (the order a lost race gives).
+    message = asyncio.run(_handshake_with('exec 1>&-; sleep 0.2; echo "python3: not found" >&2'))
+    assert message == "the agent exited before its banner: python3: not found"
+
+
+def test_a_process_that_keeps_stderr_open_does_not_hold_the_failure_back() -> None:
+    # stdout closed, stderr still open long after: the failure comes without a reason, not never.
+    message = asyncio.run(asyncio.wait_for(_handshake_with("exec 1>&-; exec sleep 30"), 20))
+    assert message == "the agent exited before its banner"
