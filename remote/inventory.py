@@ -1,4 +1,4 @@
-"""What a host has: GPUs (NVML, else nvidia-smi, else the declared emulation, else none), CPUs,
+"""What a host has: GPUs (the declared emulation, else NVML, else nvidia-smi, else none), CPUs,
 memory, Python and torch versions.
 
 Every optional NVML query is wrapped: a GPU that cannot report utilization or processes
@@ -121,7 +121,12 @@ def emulated_gpus(spec):
 
 
 def probe_gpus(emulate=None, probes=("nvml", "nvidia-smi")):
-    """``(source, gpus, notes)``: the first source that works, with why the others did not."""
+    """``(source, gpus, notes)``: the first source that works, with why the others did not.
+
+    A declared ``emulate`` always wins: the user asked for that mode (to stand in for GPUs this
+    host lacks, or to keep its real GPUs out of the cluster). Real GPUs found beside it are
+    named in a note, so a leftover ``emulate`` line on a GPU host does not go unnoticed.
+    """
     notes = []
     for probe in probes:
         try:
@@ -136,9 +141,14 @@ def probe_gpus(emulate=None, probes=("nvml", "nvidia-smi")):
         except Exception as exc:
             notes.append(f"{probe}: {_text(exc) or type(exc).__name__}")
             continue
-        if gpus:
+        if not gpus:
+            notes.append(f"{probe}: no GPUs")
+            continue
+        if not emulate:
             return probe, gpus, notes
-        notes.append(f"{probe}: no GPUs")
+        names = sorted({g["name"] for g in gpus})
+        notes.append(f"{probe}: {len(gpus)} real GPU(s) ({', '.join(names)}) not used: this host declares emulated GPUs")
+        break
     if emulate:
         return "emulated", emulated_gpus(emulate), notes
     return "none", [], notes

@@ -145,6 +145,9 @@ class JobTable:
         env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
         if self.emulated_speed is not None:
             env["HEET_EMULATED_SPEED"] = repr(float(self.emulated_speed))
+            # The indices name emulated GPUs: real ones (if the host has any) stay out of the job.
+            env["HEET_EMULATED_GPUS"] = env["CUDA_VISIBLE_DEVICES"]
+            env["CUDA_VISIBLE_DEVICES"] = ""
         import shutil
         import subprocess
 

@@ -97,3 +97,32 @@ def test_real_probes_on_a_machine_without_gpus_fall_back_to_emulation_with_reaso
     source, gpus, notes = probe_gpus({"gpu_type": "T4", "count": 1, "speed": 1.0})
     assert source == "emulated" and len(gpus) == 1
     assert [note.split(":")[0] for note in notes] == ["nvml", "nvidia-smi"]  # why each real source failed
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is None, reason="no NVIDIA GPU on this machine")
+def test_real_probe_reads_every_gpu_through_nvml_as_nvidia_smi_lists_them():
+    import subprocess
+
+    listed = subprocess.run(["nvidia-smi", "--query-gpu=uuid,name", "--format=csv,noheader"],
+                            capture_output=True, text=True, check=True).stdout
+    expected = [tuple(part.strip() for part in line.split(",", 1)) for line in listed.splitlines() if line.strip()]
+    source, gpus, notes = probe_gpus(None)
+    assert source == "nvml", notes
+    assert [(g["uuid"], g["name"]) for g in gpus] == expected
+    assert all(g["memory_mb"] > 0 and g["memory_used_mb"] is not None for g in gpus)
+
+
+def _recorded_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recording: str) -> None:
+    """An ``nvidia-smi`` on PATH that prints a recorded answer (two A100s)."""
+    exe = tmp_path / "nvidia-smi"
+    exe.write_text(f"#!/bin/sh\ncat {DATA / recording}\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+
+
+def test_declared_emulation_wins_over_real_gpus_and_says_which_it_left_unused(tmp_path, monkeypatch):
+    _recorded_nvidia_smi(tmp_path, monkeypatch, "nvidia-smi-a100.csv")
+    assert probe_gpus(None, probes=("nvidia-smi",))[0] == "nvidia-smi"  # the fake really answers
+    source, gpus, notes = probe_gpus({"gpu_type": "T4", "count": 3, "speed": 0.5}, probes=("nvidia-smi",))
+    assert source == "emulated" and [g["name"] for g in gpus] == ["T4"] * 3
+    assert notes == ["nvidia-smi: 2 real GPU(s) (NVIDIA A100-SXM4-40GB) not used: this host declares emulated GPUs"]

@@ -19,7 +19,8 @@ def term(*_):
     sys.exit(3)
 signal.signal(signal.SIGTERM, term)
 step = 0
-print("speed", os.environ.get("HEET_EMULATED_SPEED"), "gpus", os.environ.get("CUDA_VISIBLE_DEVICES"),
+print("speed", os.environ.get("HEET_EMULATED_SPEED"), "gpus", os.environ.get("HEET_EMULATED_GPUS"),
+      "cuda", repr(os.environ.get("CUDA_VISIBLE_DEVICES")),
       "gen", os.environ.get("HEET_GENERATION"), "rank", os.environ.get("RANK"), flush=True)
 while True:
     step += 1
@@ -77,7 +78,8 @@ def test_launch_progress_log_tail_stop_and_fence(lab):
     progress, tail, gpu_jobs, refused, fenced, exited, stale_refused, job2, stopped = asyncio.run(scenario())
     assert [p["step"] for p in progress][-1] >= 3
     assert all(p["samples_per_s"] == 64.0 for p in progress)
-    assert "speed 0.25 gpus 1 gen 1 rank 0" in tail  # env reached the job: emulation, GPUs, generation
+    # env reached the job: emulation, its GPUs (real ones hidden), generation
+    assert "speed 0.25 gpus 1 cuda '' gen 1 rank 0" in tail
     assert any(line.startswith("@heet-progress") for line in tail)
     assert gpu_jobs
     assert refused and stale_refused
