@@ -45,6 +45,7 @@ from heet_tui.sim.workload import WorkloadJob
 
 LEVELS = (1, 10, 60)  # interval lengths in rounds, finest first
 FINE_FLOOR_S = 1800.0
+UNIT_S = 3600.0  # the LP's time unit: in seconds, S^2 terms reach 1e10 and interior point stalls
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +154,8 @@ def lower_bound(cluster: SimCluster, physics: Physics, workload: Sequence[Worklo
     load = sum(min(o.count / o.rate for o in j.options) for j in jobs) / max(1, sum(capacity.values()))
     longest = max(1.0 / j.options[0].rate for j in jobs)
     horizon = math.ceil((max(j.release for j in jobs) + 2 * (load + longest)) / top) * top
-    plans = [_intervals(j.release, max(FINE_FLOOR_S, s.fine_factor / j.options[0].rate), horizon, s.interval_s)
+    plans = [[(level, a / UNIT_S, b / UNIT_S) for level, a, b in
+              _intervals(j.release, max(FINE_FLOOR_S, s.fine_factor / j.options[0].rate), horizon, s.interval_s)]
              for j in jobs]
     size = sum(len(p) * len(j.options) for p, j in zip(plans, jobs, strict=True))
     if size > s.max_variables:
@@ -163,11 +165,11 @@ def lower_bound(cluster: SimCluster, physics: Physics, workload: Sequence[Worklo
     cap_keys: dict[tuple[int, str, int], int] = {}
     cap_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for job, plan in zip(jobs, plans, strict=True):
-        _add_job(lp, job, plan, horizon, s, cap_keys, cap_parts)
+        _add_job(lp, job, plan, horizon / UNIT_S, s, cap_keys, cap_parts)
     row_key = np.concatenate([p[0] for p in cap_parts])
     cols = np.concatenate([p[1] for p in cap_parts])
     vals = np.concatenate([p[2] for p in cap_parts])
-    rhs = [capacity[t] * LEVELS[level] * s.interval_s for (level, t, _), _ in sorted(cap_keys.items(), key=lambda kv: kv[1])]
+    rhs = [capacity[t] * LEVELS[level] * s.interval_s / UNIT_S for (level, t, _), _ in sorted(cap_keys.items(), key=lambda kv: kv[1])]
     lp.rows("ub", row_key, cols, vals, rhs)
     a_ub, b_ub = lp.matrix("ub")
     a_eq, b_eq = lp.matrix("eq")
@@ -176,7 +178,7 @@ def lower_bound(cluster: SimCluster, physics: Physics, workload: Sequence[Worklo
                   method="highs-ipm")
     if res.status != 0 or res.fun is None:
         raise ValueError(f"the bound's LP was not solved: {res.message}")
-    total = float(res.fun) - sum(j.spec.time for j in jobs)
+    total = float(res.fun) * UNIT_S - sum(j.spec.time for j in jobs)
     return BoundResult(total / len(jobs), alone, len(jobs), tuple(unschedulable), lp.n_cols,
                        time.perf_counter() - started, s.placements, s.batch)
 
@@ -185,7 +187,7 @@ def _add_job(lp: _Builder, job: _Job, plan: list[tuple[int, float, float]], hori
              cap_keys: dict[tuple[int, str, int], int], cap_parts: list) -> None:
     opts = job.options
     n_o, n_i = len(opts), len(plan)
-    rate = np.array([o.rate for o in opts])
+    rate = np.array([o.rate for o in opts]) * UNIT_S  # work per hour: every time below is in hours
     count = np.array([float(o.count) for o in opts])
     starts = np.array([a for _, a, _ in plan])
     y = lp.columns(n_i * n_o).reshape(n_i, n_o)
@@ -200,7 +202,7 @@ def _add_job(lp: _Builder, job: _Job, plan: list[tuple[int, float, float]], hori
             np.concatenate([y.ravel(), total]), np.concatenate([np.ones(n_i * n_o), -np.ones(n_o)]), [0.0] * n_o)
     # Busy after release, work past the horizon included (it takes at least tail / fastest rate).
     lp.rows("ub", np.zeros(n_o + 2), np.concatenate([total, [tail, done]]),
-            np.concatenate([np.ones(n_o), [1.0 / rate[0], -1.0]]), [-job.release])
+            np.concatenate([np.ones(n_o), [1.0 / rate[0], -1.0]]), [-job.release / UNIT_S])
     # Phi's terms: u_l >= S_l^2 through tangents at a: 2 a S_l - u_l <= a^2.
     rates = np.append(rate, 0.0)
     terms: list[tuple[int, float]] = []
@@ -222,6 +224,6 @@ def _add_job(lp: _Builder, job: _Job, plan: list[tuple[int, float, float]], hori
     # GPU capacity: each y counts in its own interval and every coarser window holding it.
     for i, (level, a, _) in enumerate(plan):
         for lvl in range(level, len(LEVELS)):
-            window = int(math.floor(a / (LEVELS[lvl] * s.interval_s) + 1e-9))
+            window = int(math.floor(a * UNIT_S / (LEVELS[lvl] * s.interval_s) + 1e-9))
             keys = [cap_keys.setdefault((lvl, o.gpu_type, window), len(cap_keys)) for o in opts]
             cap_parts.append((np.array(keys), y[i], count))
