@@ -146,3 +146,19 @@ def test_cli_bound_rejects_a_bad_comparison_file(tmp_path: Path, profile_dir: Pa
                  str(profile_dir), "--against", str(bad)])
     assert code == 2
     assert f"{bad}:1: not JSON" in capsys.readouterr().err
+
+
+def test_cli_bound_keeps_the_other_files_when_one_cannot_be_bounded(tmp_path: Path, profile_dir: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    workloads, out = tmp_path / "workloads", tmp_path / "bound.json"
+    workloads.mkdir()
+    (workloads / "a-good.csv").write_text((WORKLOADS / "saturn-first7.csv").read_text())
+    (workloads / "b-huge.csv").write_text("name,time,application,num_replicas,batch_size,min_gpus,max_gpus\n"
+                                          "huge,0,cifar10,100,4096,100,100\n")
+    assert main(["sim", "bound", "--workload", str(workloads), "--profiles", str(profile_dir),
+                 "--json", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "b-huge.csv: no job of the workload can run on this cluster" in captured.err
+    files = json.loads(out.read_text())["files"]
+    assert files["a-good.csv"]["jobs"] == 7 and files["a-good.csv"]["bound_avg_jct_s"] > 0
+    assert files["b-huge.csv"] == {"error": "no job of the workload can run on this cluster", "jobs": 1}
