@@ -24,7 +24,7 @@ class ClusterOptions:
     backoff_initial_s: float = 0.5
     backoff_max_s: float = 30.0
     keepalive_s: float = 5.0
-    probes: tuple[str, ...] = ("nvml", "nvidia-smi")  # GPU sources the agent tries before emulation
+    probes: tuple[str, ...] = ("nvml", "nvidia-smi")  # GPU sources the agent tries (declared emulation wins)
     fallback_known_hosts: Path | None = None  # default: default_known_hosts()
 
     def known_hosts_fallback(self) -> Path:
