@@ -12,6 +12,7 @@ import sys
 # every host at every connect.
 
 SMI_FIELDS = ("index", "uuid", "name", "memory.total", "memory.used", "utilization.gpu")
+SHADOWED = "not used: this host declares emulated GPUs"  # ends the note a user must see
 _SMI_MISSING = ("[n/a]", "[not supported]", "n/a", "not supported", "")
 
 
@@ -147,7 +148,7 @@ def probe_gpus(emulate=None, probes=("nvml", "nvidia-smi")):
         if not emulate:
             return probe, gpus, notes
         names = sorted({g["name"] for g in gpus})
-        notes.append(f"{probe}: {len(gpus)} real GPU(s) ({', '.join(names)}) not used: this host declares emulated GPUs")
+        notes.append(f"{probe}: {len(gpus)} real GPU(s) ({', '.join(names)}) {SHADOWED}")
         break
     if emulate:
         return "emulated", emulated_gpus(emulate), notes

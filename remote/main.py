@@ -107,7 +107,9 @@ class Agent:
     def op_inventory(self, args):
         self.source, self.gpus, notes = inventory.probe_gpus(getattr(self, "emulate", None),
                                                              getattr(self, "probes", ("nvml", "nvidia-smi")))
-        return {"source": self.source, "gpus": self.gpus, "notes": notes, "facts": inventory.host_facts()}
+        warnings = [n for n in notes if n.endswith(inventory.SHADOWED)]
+        return {"source": self.source, "gpus": self.gpus, "notes": notes, "warnings": warnings,
+                "facts": inventory.host_facts()}
 
     def op_ping(self, args):
         return {"time": time.time()}

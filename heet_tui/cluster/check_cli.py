@@ -2,7 +2,8 @@
 
 ``run_check`` connects to every host at once (deploying the agent), then prints one row per
 host, or with ``as_json`` a list of objects with keys name, state, message, gpu_source, gpus
-(index, type, memory_mb), agent_version and rtt_ms. Exit code 0 when every host is ready.
+(index, type, memory_mb), agent_version, rtt_ms and warnings (what a ready host asks the user to see).
+Exit code 0 when every host is ready.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ async def check_hosts(hosts_file: HostsFile, options: ClusterOptions = CHECK_OPT
                 "gpus": [{"index": g.index, "type": g.gpu_type, "memory_mb": g.memory_mb} for g in status.gpus],
                 "agent_version": cluster.agent_version(status.name) or None,
                 "rtt_ms": status.rtt_ms if status.state is HostState.READY else None,
+                "warnings": cluster.warnings(status.name),
             })
         return rows
     finally:
@@ -60,7 +62,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     table = [header] + [(
         r["name"], r["state"], r["gpu_source"] or "-", _gpu_summary(r["gpus"]), r["agent_version"] or "-",
         f"{r['rtt_ms']:.1f}ms" if r["rtt_ms"] is not None else "-",
-        "" if r["state"] == "ready" else r["message"],
+        "; ".join(r["warnings"]) if r["state"] == "ready" else r["message"],
     ) for r in rows]
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header) - 1)]
     lines = ["  ".join(str(v).ljust(w) for v, w in zip(row[:-1], widths, strict=True)) + "  " + str(row[-1])

@@ -189,6 +189,11 @@ class Cluster:
         """The version the host's agent reported at its last handshake (``""`` before one)."""
         return self._sup(host).agent_version
 
+    def warnings(self, host: str) -> list[str]:
+        """What the host's agent said at its last handshake that a user must see (real GPUs it
+        leaves unused because the host declares emulated ones)."""
+        return list(self._sup(host).warnings)
+
     def fingerprint(self, host: str) -> str:
         """The unknown host key's fingerprint when ``host`` is ``host-key-unknown``, else ``""``."""
         return self._sup(host).fingerprint

@@ -44,6 +44,7 @@ class HostSupervisor:
         self.fingerprint = ""
         self.gpus: tuple[Gpu, ...] = ()
         self.gpu_source = ""
+        self.warnings: list[str] = []  # what the agent says a user must see (real GPUs left unused)
         self.agent_version = ""
         self.rtt_ms: float | None = None
         self.last_seen: float | None = None
@@ -127,7 +128,8 @@ class HostSupervisor:
         self._apply_hello(result)
         self.client = client
         self.last_seen = time.time()
-        self._set(HostState.READY, f"ready: {len(self.gpus)} GPU(s) ({self.gpu_source}), agent {self.agent_version}")
+        warnings = "".join(f"; {w}" for w in self.warnings)
+        self._set(HostState.READY, f"ready: {len(self.gpus)} GPU(s) ({self.gpu_source}), agent {self.agent_version}{warnings}")
         self.publish(JobsReported(self.entry.name, tuple(self.jobs.values())))
         return client
 
@@ -135,6 +137,7 @@ class HostSupervisor:
         inventory = result.get("inventory") or {}
         self.agent_version = str(result.get("agent_version", ""))
         self.gpu_source = str(inventory.get("source", "none"))
+        self.warnings = [str(w) for w in inventory.get("warnings") or () if isinstance(w, str)]
         gpus = []
         allowed = set(self.entry.gpus) if self.entry.gpus is not None else None
         for raw in inventory.get("gpus") or ():

@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 from helpers import FAST, make_cluster, wait_until
 
@@ -15,6 +16,8 @@ from heet_tui.cluster import JobExited, JobsReported
 from heet_tui.cluster.check_cli import run_check, run_trust
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.core.host import HostState
+
+DATA = Path(__file__).parent / "data"
 
 
 def _local_hosts(tmp_path, **extra):
@@ -103,7 +106,9 @@ def test_hosts_check_json_and_trust(lab, capsys):
     ]))
     assert run_check(hosts, as_json=True) == 1
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
-    assert set(rows["good"]) == {"name", "state", "message", "gpu_source", "gpus", "agent_version", "rtt_ms"}
+    assert set(rows["good"]) == {"name", "state", "message", "gpu_source", "gpus", "agent_version", "rtt_ms",
+                                 "warnings"}
+    assert rows["good"]["warnings"] == []
     assert rows["good"]["state"] == "ready" and rows["good"]["gpu_source"] == "emulated"
     assert rows["good"]["gpus"] == [{"index": 0, "type": "A100", "memory_mb": 0},
                                     {"index": 1, "type": "A100", "memory_mb": 0}]
@@ -120,6 +125,23 @@ def test_hosts_check_json_and_trust(lab, capsys):
     table = capsys.readouterr().out
     assert "newcomer" in table and "2xA100" in table
     assert list((newcomer.home / ".heet").glob("heet-agent-*.pyz"))
+
+
+def test_hosts_check_warns_when_declared_emulation_leaves_real_gpus_unused(tmp_path, monkeypatch, capsys):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "nvidia-smi").write_text(f"#!/bin/sh\ncat {DATA / 'nvidia-smi-a100.csv'}\n")  # two A100s answer
+    (fake / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    path, _workdir = _local_hosts(tmp_path)
+    assert run_check(load_hosts(path), as_json=True) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["gpu_source"] == "emulated" and [g["type"] for g in row["gpus"]] == ["T4", "T4"]
+    (warning,) = row["warnings"]
+    assert "real GPU(s)" in warning and warning.endswith("not used: this host declares emulated GPUs")
+    assert warning in row["message"]
+    assert run_check(load_hosts(path), as_json=False) == 0
+    assert "not used: this host declares emulated GPUs" in capsys.readouterr().out
 
 
 async def wait_for_exit(pid: int, timeout: float) -> bool:
