@@ -3,7 +3,8 @@
 One round:
 1. ``Problem`` checks the input and works out what each job may use (constraints applied:
    held jobs get nothing, pinned type/hosts restrict, a fixed count sets min = max).
-2. ``Valuation`` scores every (job, type, count) by value = weight x throughput, weight =
+2. ``Valuation`` scores every (job, type, count) by value = weight x throughput (on the fastest
+   of the packed and a few spread placements: ``Problem(shapes=True)``), weight =
    age/priority boost / remaining work, with the restart discount for changes.
 3. ``match`` sizes slots from cluster pressure and solves a min-weight full bipartite
    matching of jobs to typed slots (value minus price), which fixes each admitted job's type.
@@ -13,8 +14,9 @@ One round:
    (the JCT guard: completion-rate values make long jobs' pauses look free).
 5. ``switch_types`` lets a job buy GPUs of another type from the holders that lose least
    (cross-type trading: the matching's type choice is not final), then trading runs again.
-6. ``place`` maps type and count to hosts and GPU indices (stay put, fewest hosts, one rack,
-   best fit; a grow re-packs when that spans fewer hosts), and ``evaluate`` predicts the effect.
+6. ``place`` maps type and count to hosts and GPU indices (stay put, the priced placement,
+   one rack, best fit; a grow re-packs when that spans fewer hosts), and ``evaluate`` predicts
+   the effect.
 """
 
 from __future__ import annotations
@@ -37,9 +39,11 @@ class HeetPolicy:
 
     name = "heet"
 
-    def __init__(self, predict: bool = True, **params: float) -> None:
+    def __init__(self, predict: bool = True, shapes: bool = True, **params: float) -> None:
+        """``shapes=False`` prices and places packed placements only (ablation)."""
         self.params = HeetParams(**params)
         self.predict = predict
+        self.shapes = shapes
 
     def targets(self, problem: Problem) -> tuple[dict[str, tuple[str, int]], list[str]]:
         """(job id -> (type, count), job ids by decreasing weight) for one round."""
@@ -52,7 +56,7 @@ class HeetPolicy:
         return final, order
 
     def plan(self, cluster: ClusterView, jobs: Sequence[JobView], now: float) -> Plan:
-        problem = Problem(cluster, jobs)
+        problem = Problem(cluster, jobs, shapes=self.shapes)
         targets, order = self.targets(problem)
         allocations = place(problem, targets, order)
         effect = evaluate_problem(problem, allocations) if self.predict else None

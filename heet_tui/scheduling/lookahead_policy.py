@@ -97,9 +97,10 @@ class LookaheadPolicy:
 
     name = "heet-lookahead"
 
-    def __init__(self, predict: bool = True, **params: float) -> None:
+    def __init__(self, predict: bool = True, shapes: bool = True, **params: float) -> None:
         self.params = LookaheadParams(**params)  # type: ignore[arg-type]
         self.predict = predict
+        self.shapes = shapes  # price and place spread placements too (see placement.py); False: packed only
         self.fallbacks = 0  # rounds the LP failed and plain Heet decided (for tests and benchmarks)
 
     def targets(self, problem: Problem) -> dict[str, tuple[str, int]] | None:
@@ -118,12 +119,12 @@ class LookaheadPolicy:
         return targets
 
     def plan(self, cluster: ClusterView, jobs: Sequence[JobView], now: float) -> Plan:
-        problem = Problem(cluster, jobs)
+        problem = Problem(cluster, jobs, shapes=self.shapes)
         targets = self.targets(problem)
         if targets is None:
             self.fallbacks += 1
             from heet_tui.scheduling.heet import HeetPolicy
 
-            return HeetPolicy(predict=self.predict).plan(cluster, jobs, now)
+            return HeetPolicy(predict=self.predict, shapes=self.shapes).plan(cluster, jobs, now)
         order = sorted(targets, key=lambda j: (-targets[j][1], j))
         return _finish(self.name, problem, targets, order, cluster, jobs, now, self.predict)
