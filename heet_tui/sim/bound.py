@@ -51,7 +51,7 @@ UNIT_S = 3600.0  # the LP's time unit: in seconds, S^2 terms reach 1e10 and inte
 @dataclass(frozen=True, slots=True)
 class BoundSettings:
     interval_s: float = 60.0  # the simulator's round: admissions and the finest intervals
-    placements: str = "any"  # "any": every placement the hosts allow; "packed": as the policies place
+    placements: str = "any"  # "any": every placement the hosts allow; "packed": as goodput-mip and the baselines place
     batch: str = "fixed"  # "fixed": the workload's batch (the simulator); "adaptive": any validated batch
     fine_factor: float = 3.0  # finest intervals for this many times the job's alone time
     tangents: int = 12  # cuts per term of Phi

@@ -10,7 +10,7 @@ is an upper limit on the simulator's physics, never an estimate:
   batch, from the validated range, as Pollux and Sia do; the simulator itself keeps batches fixed);
 * on ``k`` GPUs of a type a job goes at most ``max_e rate_e / n_e``, maximised over every
   placement of ``k`` GPUs the cluster has (``any``) or over the packed one only (``packed``,
-  what the project's policies consider), and over the batches it may train with;
+  what goodput-mip and the baselines consider), and over the batches it may train with;
 * per GPU type only the upper concave hull of (count, speed) matters: time-sharing two hull
   points gives as much speed per GPU-second as anything under the hull.
 """

@@ -26,7 +26,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
                    help="multiply every node count by N")
     b.add_argument("--placements", choices=("any", "packed"), default="any",
                    help="any placement the hosts allow (a bound for every policy, the default) or the "
-                        "packed ones the project's policies evaluate")
+                        "packed ones goodput-mip and the baselines evaluate (heet also prices spread ones)")
     b.add_argument("--batch", choices=("fixed", "adaptive"), default="fixed",
                    help="the workload's batch sizes, as the simulator runs them (default), or any validated "
                         "batch per configuration and epoch: what batch-size adaptation could at most give")
