@@ -93,7 +93,7 @@ def place(problem: Problem, targets: Mapping[str, tuple[str, int]], order: Seque
             if spread is not None:
                 result[job_id] = Allocation.of(job_id, gpu_type, spread)
                 continue
-            hosts = held[job_id] = {h: free.claim(h, g) for h, g in hosts.items()}
+            hosts = held[job_id] = {h: got for h, g in hosts.items() if (got := free.claim(h, g))}
         need = count - sum(len(g) for g in hosts.values())
         if need > 0 and hosts and _repack_is_tighter(info, gpu_type, need, hosts, free):
             for host, gpus in hosts.items():

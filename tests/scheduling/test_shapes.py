@@ -86,3 +86,10 @@ def test_policies_run_a_job_on_the_spread_placement_it_is_fastest_on(policy: str
     assert plan.allocations["y"].placement == (1, 1)
     packed = make_policy(policy, shapes=False).plan(_two_hosts(), jobs, now=0.0)
     assert packed.allocations["y"].placement == (2,)
+
+
+def test_a_growing_job_whose_shape_cannot_be_formed_keeps_its_gpus_and_grows_in_place() -> None:
+    cluster = ClusterView((host("a", "A100", 8), host("b", "A100", 8, free=())))
+    running = job("y", fn=yolo_like, current=alloc("y", "A100", a=(3,)))
+    allocs = place(Problem(cluster, [running], shapes=True), {"y": ("A100", 2)})
+    assert allocs["y"].host_names == ("a",) and 3 in dict(allocs["y"].hosts)["a"] and allocs["y"].num_gpus == 2
