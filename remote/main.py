@@ -89,7 +89,7 @@ class Agent:
             if not isinstance(emulate, dict) or not isinstance(emulate.get("gpu_type"), str) \
                     or not isinstance(emulate.get("count"), int) or not isinstance(emulate.get("speed"), (int, float)):
                 raise JobError("emulate must be {gpu_type: str, count: int, speed: number}")
-            self.jobs.emulated_speed = float(emulate["speed"])
+        self.jobs.emulated_speed = float(emulate["speed"]) if emulate is not None else None
         self.emulate = emulate
         heartbeat = args.get("heartbeat_s", 3.0)
         if isinstance(heartbeat, (int, float)) and not isinstance(heartbeat, bool) and heartbeat > 0:
@@ -97,8 +97,6 @@ class Agent:
         probes = args.get("probes", ["nvml", "nvidia-smi"])
         self.probes = tuple(p for p in probes if isinstance(p, str)) if isinstance(probes, list) else ()
         inv = self.op_inventory({})
-        if inv["source"] != "emulated":
-            self.jobs.emulated_speed = None
         jobs = self.jobs.adopt()
         self.next_heartbeat = time.time() + self.heartbeat_s
         return {"protocol": PROTOCOL_VERSION, "agent_version": AGENT_VERSION, "pid": os.getpid(),

@@ -53,6 +53,10 @@ class _Free:
         got, self.gpus[host] = pool[:n], pool[n:]
         return got
 
+    def give_back(self, hosts: Mapping[str, Sequence[int]]) -> None:
+        for host, gpus in hosts.items():
+            self.gpus[host] = sorted([*self.gpus[host], *gpus])
+
     def claim(self, host: str, gpus: Sequence[int]) -> list[int]:
         pool = self.gpus.get(host)
         if pool is None:
@@ -87,8 +91,7 @@ def place(problem: Problem, targets: Mapping[str, tuple[str, int]], order: Seque
         gpu_type, count = targets[job_id]
         hosts = held[job_id]
         if job_id in shaped:
-            for host, gpus in hosts.items():
-                free.gpus[host] = sorted(free.gpus[host] + gpus)
+            free.give_back(hosts)
             spread = _fill_shape(gpu_type, shaped[job_id], free)
             if spread is not None:
                 result[job_id] = Allocation.of(job_id, gpu_type, spread)
@@ -96,8 +99,7 @@ def place(problem: Problem, targets: Mapping[str, tuple[str, int]], order: Seque
             hosts = held[job_id] = {h: got for h, g in hosts.items() if (got := free.claim(h, g))}
         need = count - sum(len(g) for g in hosts.values())
         if need > 0 and hosts and _repack_is_tighter(info, gpu_type, need, hosts, free):
-            for host, gpus in hosts.items():
-                free.gpus[host] = sorted(free.gpus[host] + gpus)
+            free.give_back(hosts)
             hosts = held[job_id] = {}
             need = count
         if need > 0:
@@ -106,8 +108,7 @@ def place(problem: Problem, targets: Mapping[str, tuple[str, int]], order: Seque
         if total >= info.min_gpus and total > 0:
             result[job_id] = Allocation.of(job_id, gpu_type, hosts)
         else:
-            for host, gpus in hosts.items():
-                free.gpus[host] = sorted(free.gpus[host] + gpus)
+            free.give_back(hosts)
     return result
 
 
@@ -130,7 +131,7 @@ def _wanted_shape(problem: Problem, job_id: str, target: tuple[str, int]) -> tup
     if info.current_config != target:
         return shape if shape != problem.packed(gpu_type, count) else ()
     current = info.view.current.placement if info.view.current is not None else ()
-    if not shape or current == shape:
+    if current == shape:
         return ()
     now, best = problem.throughput_at(info.view, gpu_type, current), problem.throughput(info, gpu_type, count)
     if now <= 0 or best <= now:
@@ -179,7 +180,7 @@ def _keep_current(info: JobInfo, gpu_type: str, count: int, free: _Free) -> dict
             break
         drop = min(excess, len(kept[host]))
         back, kept[host] = kept[host][len(kept[host]) - drop:], kept[host][:len(kept[host]) - drop]
-        free.gpus[host] = sorted(free.gpus[host] + back)
+        free.give_back({host: back})
         excess -= drop
         if not kept[host]:
             del kept[host]
@@ -229,8 +230,7 @@ def _repack_is_tighter(info: JobInfo, gpu_type: str, need: int, hosts: dict[str,
     kept_trial, kept_hosts = free.copy(), {h: list(g) for h, g in hosts.items()}
     _fill(info, gpu_type, need, kept_hosts, kept_trial)
     fresh_trial, fresh_hosts = free.copy(), {}
-    for host, gpus in hosts.items():
-        fresh_trial.gpus[host] = sorted(fresh_trial.gpus[host] + gpus)
+    fresh_trial.give_back(hosts)
     total = need + sum(len(g) for g in hosts.values())
     _fill(info, gpu_type, total, fresh_hosts, fresh_trial)
     got = sum(len(g) for g in fresh_hosts.values())

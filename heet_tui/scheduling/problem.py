@@ -3,8 +3,9 @@
 Policies all need the same facts: which GPUs each host may give (free ones plus those the
 jobs already hold, none on a drained host), how many GPUs of each type a job may use under
 its constraints, and the job's throughput for a count of GPUs packed on as few hosts as the
-cluster allows (or, with ``shapes``, on the fastest of that and a few spread placements). Computing them once, with the input checks in one place, keeps each policy
-about its decision and makes bad input fail the same way everywhere (``ValueError``).
+cluster allows (or, with ``shapes``, on the fastest of that and a few spread placements).
+Computing them once, with the input checks in one place, keeps each policy about its decision
+and makes bad input fail the same way everywhere (``ValueError``).
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ class Problem:
             self.host_size[host.gpu_type] = max(self.host_size[host.gpu_type], n)
             self.host_count[host.gpu_type] += n > 0
         self._packed: dict[tuple[str, int], tuple[int, ...]] = {}
+        self._spread: dict[tuple[str, int], list[tuple[int, ...]]] = {}  # the same for every job
         self.infos: list[JobInfo] = [self._resolve(i, job) for i, job in enumerate(self.jobs)]
         self.by_id: dict[str, JobInfo] = {info.id: info for info in self.infos}
 
@@ -116,7 +118,11 @@ class Problem:
             packed = self.packed(gpu_type, count)
             value, best = self.throughput_at(info.view, gpu_type, packed), packed
             if self.shapes:
-                for shape in spread_placements(count, self.host_size[gpu_type], self.host_count[gpu_type]):
+                spread = self._spread.get(key)
+                if spread is None:
+                    spread = self._spread[key] = spread_placements(count, self.host_size[gpu_type],
+                                                                   self.host_count[gpu_type])
+                for shape in spread:
                     other = self.throughput_at(info.view, gpu_type, shape)
                     if other > value:
                         value, best = other, shape
@@ -133,8 +139,10 @@ class Problem:
 
     def shape(self, info: JobInfo, gpu_type: str, count: int) -> tuple[int, ...]:
         """The placement ``throughput`` priced for this count: what placement should realise."""
+        if count <= 0:
+            return ()
         self.throughput(info, gpu_type, count)
-        return info._shape.get((gpu_type, count), ())
+        return info._shape[(gpu_type, count)]
 
     @staticmethod
     def throughput_at(job: JobView, gpu_type: str, placement: tuple[int, ...]) -> float:
