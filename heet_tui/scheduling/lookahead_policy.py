@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from heet_tui.core.plan import Plan
 from heet_tui.core.sched_input import ClusterView, JobView
 from heet_tui.scheduling.baselines import _finish
-from heet_tui.scheduling.lookahead import FirstSlot, LookaheadParams, solve_first_slot
+from heet_tui.scheduling.lookahead import FIRST_SLOTS_S, FirstSlot, LookaheadParams, solve_first_slot
 from heet_tui.scheduling.problem import JobInfo, Problem
 
 
@@ -36,9 +36,19 @@ def round_first_slot(problem: Problem, first: FirstSlot, left: dict[str, int], p
         total = sum(shares.values())
         if total < params.min_share:
             continue
+        info = problem.by_id[job_id]
+        cur = info.current_config
         options = sorted(shares, key=lambda c: (-shares[c], c))
-        cur = problem.by_id[job_id].current_config
-        stays = cur is not None and shares.get(cur, 0.0) >= params.keep * total
+        finish = {c: _finish_s(problem, info, c) for c in [*options, *([cur] if cur else [])]}
+        if min(finish.values()) <= FIRST_SLOTS_S[0]:
+            options = list(finish)
+            # The LP is indifferent to which configuration does a job's last work inside one
+            # slot (every share there costs the slot's midpoint), so its split says nothing:
+            # the configuration that finishes first, restart counted, does.
+            options.sort(key=lambda c: (finish[c], c))
+            stays = options[0] == cur
+        else:
+            stays = cur is not None and shares.get(cur, 0.0) >= params.keep * total
         if stays:
             options.remove(cur)  # type: ignore[arg-type]
             options.insert(0, cur)  # type: ignore[arg-type]
@@ -51,6 +61,15 @@ def round_first_slot(problem: Problem, first: FirstSlot, left: dict[str, int], p
                 left[t] -= k
                 break
     return targets
+
+
+def _finish_s(problem: Problem, info: JobInfo, config: tuple[str, int]) -> float:
+    """Seconds until the job would finish on ``config`` from now, its restart included."""
+    thr = problem.throughput(info, *config)
+    if thr <= 0:
+        return math.inf
+    pause = 0.0 if config == info.current_config else info.view.restart_cost_s
+    return pause + problem.remaining_samples(info) / thr
 
 
 def fill_leftovers(problem: Problem, infos: Sequence[JobInfo], targets: dict[str, tuple[str, int]],

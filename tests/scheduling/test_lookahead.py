@@ -8,7 +8,7 @@ from sched_cases import alloc, curve, host, job
 from heet_tui.core.sched_input import ClusterView
 from heet_tui.scheduling import lookahead, make_policy
 from heet_tui.scheduling.lookahead import LookaheadParams, slot_edges, solve_first_slot, thin, upper_hull
-from heet_tui.scheduling.lookahead_policy import pop_groups
+from heet_tui.scheduling.lookahead_policy import pop_groups, round_first_slot
 from heet_tui.scheduling.problem import Problem
 
 
@@ -46,6 +46,27 @@ def test_a_job_about_to_finish_is_not_preempted_for_a_newcomer() -> None:
     ending = job("ending", hi=4, work=200.0, current=alloc("ending", "A100", a=(0, 1, 2, 3)))
     p = plan(cluster, [ending, job("new", hi=4, work=1e6)])
     assert p.allocations == {"ending": ending.current}
+
+
+def test_a_job_that_finishes_this_minute_stays_where_it_finishes_first() -> None:
+    # Every share inside one slot costs the slot's midpoint, so the LP may split a finishing
+    # job's last seconds over its fast current GPUs and idle slow ones in any proportion.
+    # Rounding must not read the larger share as "move": 2 T4s would take minutes plus a restart.
+    cluster = ClusterView((host("a", "A100", 4), host("t", "T4", 4)))
+    # curve(): one A100 does 3 samples/s; 4 A100s do ~10: 100 samples is ~10 s of work.
+    ending = job("ending", hi=4, work=100.0, restart_cost_s=50.0, current=alloc("ending", "A100", a=(0, 1, 2, 3)))
+    problem = Problem(cluster, [ending])
+    degenerate = {"ending": {("T4", 2): 0.69, ("A100", 4): 0.31}}
+    params = LookaheadParams()
+    assert round_first_slot(problem, degenerate, dict(problem.capacity), params) == {"ending": ("A100", 4)}
+    # Even when the LP left its current configuration out entirely.
+    assert round_first_slot(problem, {"ending": {("T4", 2): 1.0}}, dict(problem.capacity), params) == {
+        "ending": ("A100", 4)}
+    # A job with hours left follows the LP's split: there the shares are a real trade-off.
+    long = job("long", hi=4, work=1e6, restart_cost_s=50.0, current=alloc("long", "A100", a=(0, 1, 2, 3)))
+    problem = Problem(cluster, [long])
+    assert round_first_slot(problem, {"long": {("T4", 2): 0.69, ("A100", 4): 0.31}}, dict(problem.capacity),
+                            params) == {"long": ("T4", 2)}
 
 
 def test_first_slot_shares_respect_capacity() -> None:
