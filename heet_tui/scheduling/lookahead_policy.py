@@ -6,6 +6,8 @@ configuration. A cluster needs one configuration per job, so the first slot is r
 1. A job the LP runs for less than ``min_share`` of the slot waits (or keeps its GPUs, step 3).
 2. A running job whose current configuration has at least ``keep`` of its share stays put, and
    such jobs are served first: a restart costs real time, a fractional difference does not.
+   A job that can finish within the slot ranks its configurations by when they finish it
+   (restart counted) instead: the LP's split of its last seconds is arbitrary.
 3. The others, by decreasing share, take their largest-share configuration that still fits,
    else their next; GPUs left idle then go to unassigned jobs (running ones keep theirs if they
    fit, then the rest by submission, each on its fastest fitting configuration).
