@@ -103,3 +103,20 @@ def test_approving_after_a_cancel_applies_the_rest_of_the_plan(physics) -> None:
     sim.approve()
     assert sim.jobs["a"].allocation is None and sim.jobs["a"].state.value == "cancelled"
     assert sim.jobs["b"].allocation is not None and sim.eta_s(sim.jobs["b"]) is not None
+
+
+def test_eta_is_when_the_job_finishes_if_it_keeps_its_gpus(physics) -> None:
+    # rigid-fifo never moves a running job, so the ETA shown after its first round must be
+    # when it really finishes, although its efficiency (and so its rate) changes every epoch.
+    sim = Simulation(cluster_of(("aws", 2)), [WorkloadJob("j", 0.0, "cifar10", 4, 2048)], physics,
+                     RigidFifoPolicy())
+    sim.step()
+    sim.step()
+    job = sim.jobs["j"]
+    rates = {job.progress_rate(job.allocation.gpu_type, job.allocation.placement, e)
+             for e in range(job.epoch, job.physics.target_epochs)}
+    assert len(rates) > 1  # the case the ETA must get right: the rate is not constant
+    expected = sim.now + sim.eta_s(job)
+    while job.active:
+        sim.step()
+    assert job.finished_at == pytest.approx(expected, rel=1e-9)
