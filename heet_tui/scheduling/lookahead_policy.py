@@ -43,11 +43,10 @@ def round_first_slot(problem: Problem, first: FirstSlot, left: dict[str, int], p
         options = sorted(shares, key=lambda c: (-shares[c], c))
         finish = {c: _finish_s(problem, info, c) for c in [*options, *([cur] if cur else [])]}
         if min(finish.values()) <= FIRST_SLOTS_S[0]:
-            options = list(finish)
             # The LP is indifferent to which configuration does a job's last work inside one
             # slot (every share there costs the slot's midpoint), so its split says nothing:
             # the configuration that finishes first, restart counted, does.
-            options.sort(key=lambda c: (finish[c], c))
+            options = sorted(finish, key=lambda c: (finish[c], c))
             stays = options[0] == cur
         else:
             stays = cur is not None and shares.get(cur, 0.0) >= params.keep * total

@@ -156,22 +156,12 @@ class Simulation:
         return out
 
     def eta_s(self, job: SimJob) -> float | None:
-        """Seconds to completion if the job keeps its allocation (restart pause included).
-
-        Summed epoch by epoch: a job's statistical efficiency rises as training goes on, so the
-        current epoch's rate alone overstated a fresh cifar10 job's remaining time ~10x."""
+        """Seconds to completion if the job keeps its allocation (restart pause included)."""
         alloc = job.allocation
         if not job.active or alloc is None:
             return None
-        seconds, progress = job.restart_left, job.progress
-        for epoch in range(job.epoch, job.physics.target_epochs):
-            rate = job.progress_rate(alloc.gpu_type, alloc.placement, epoch)
-            if rate <= 0:
-                return None
-            boundary = job.physics.validation.progress_at(epoch + 1)
-            seconds += max(boundary - progress, 0.0) / rate
-            progress = max(progress, boundary)
-        return seconds
+        left = job.seconds_to_finish(alloc.gpu_type, alloc.placement)
+        return None if left is None else job.restart_left + left
 
     # -- the round ----------------------------------------------------------------------
     def step(self) -> None:
