@@ -66,6 +66,15 @@ class JobView:
     constraints: Constraints = field(default_factory=Constraints)
     requested_gpus: int | None = None  # what the user asked for; rigid policies use it
     submitted_at: float = 0.0
+    # Seconds to finish = finish_time_scale x remaining_samples / throughput. A real job's remaining
+    # steps are exact (1); a simulated job gains statistical efficiency as it trains, so it finishes
+    # sooner than its current rate says. Only predictions (``evaluate``) read it: the policies rank
+    # work at the current rate, and a corrected size made them worse (docs/SCHEDULING.md).
+    finish_time_scale: float = 1.0
+    # Useful samples per sample processed now. The simulator's throughput functions count useful
+    # samples (goodput, as Pollux and Sia schedule); people read raw samples/s, which is
+    # throughput / this. Real jobs report raw samples/s (1). Only what predictions show reads it.
+    statistical_efficiency: float = 1.0
 
     def allows(self, gpu_type: str) -> bool:
         if self.constraints.pinned_type is not None:

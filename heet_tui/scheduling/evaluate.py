@@ -8,7 +8,9 @@ Model (deliberately simple and stated): a job holding GPUs runs at its throughpu
 placement it gets, after a pause of its restart cost when the plan changes its allocation
 (start, grow, shrink, migrate). A job left without GPUs is assumed to start, on its smallest
 count, on the allowed type where the earliest-finishing holder frees GPUs first. JCT is age
-plus predicted time to completion.
+plus predicted time to completion; a job's ``finish_time_scale`` corrects its training time
+for statistical efficiency that will change, and throughput is reported in raw samples/s
+(``statistical_efficiency``): both matter for the simulator's jobs only, 1 for real ones.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.plan import JobPrediction, Plan, PredictedEffect, classify
 from heet_tui.core.sched_input import ClusterView, JobView
-from heet_tui.scheduling.problem import Problem
+from heet_tui.scheduling.problem import JobInfo, Problem
 
 
 def evaluate(plan: Plan | Mapping[str, Allocation], cluster: ClusterView, jobs: Sequence[JobView],
@@ -37,7 +39,8 @@ def evaluate_problem(problem: Problem, allocations: Mapping[str, Allocation]) ->
     preds = []
     for info in problem.infos:
         thr_after, pause, done_after = after[info.id]
-        preds.append(JobPrediction(info.id, before[info.id][0], thr_after, done_after, pause))
+        raw = 1.0 / info.view.statistical_efficiency  # shown as the samples/s a job reports
+        preds.append(JobPrediction(info.id, before[info.id][0] * raw, thr_after * raw, done_after, pause))
     return PredictedEffect(tuple(preds), _avg_jct(problem, after), _avg_jct(problem, before))
 
 
@@ -55,7 +58,7 @@ def _predict(problem: Problem, allocations: Mapping[str, Allocation],
         thr = problem.throughput_at(info.view, alloc.gpu_type, alloc.placement)
         kind = classify(info.view.current, alloc) if count_restarts else None
         pause = info.view.restart_cost_s if kind is not None else 0.0
-        done = pause + problem.remaining_samples(info) / thr if thr > 0 else None
+        done = pause + _work_s(problem, info, thr) if thr > 0 else None
         out[info.id] = (thr, pause, done)
         if done is not None:
             finish_by_type.setdefault(alloc.gpu_type, []).append(done)
@@ -67,10 +70,15 @@ def _predict(problem: Problem, allocations: Mapping[str, Allocation],
             if thr <= 0:
                 continue
             start = first_free.get(gpu_type, 0.0)
-            done = start + info.view.restart_cost_s + problem.remaining_samples(info) / thr
+            done = start + info.view.restart_cost_s + _work_s(problem, info, thr)
             best = done if best is None else min(best, done)
         out[info.id] = (0.0, 0.0, best)
     return out
+
+
+def _work_s(problem: Problem, info: JobInfo, throughput: float) -> float:
+    """Training seconds left at ``throughput`` (the job's own correction for changing efficiency)."""
+    return info.view.finish_time_scale * problem.remaining_samples(info) / throughput
 
 
 def _avg_jct(problem: Problem, pred: Mapping[str, tuple[float, float, float | None]]) -> float | None:

@@ -265,6 +265,10 @@ def _check_job(job: JobView, types: tuple[str, ...], hosts: frozenset[str]) -> N
                         ("age_s", job.age_s), ("attained_gpu_s", job.attained_gpu_s)):
         if value is not None and (math.isnan(value) or value < 0):
             raise ValueError(f"job {job.id!r}: {name} must be >= 0, got {value}")
+    for name, value in (("finish_time_scale", job.finish_time_scale),
+                        ("statistical_efficiency", job.statistical_efficiency)):
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"job {job.id!r}: {name} must be finite and > 0, got {value}")
     if c.fixed_count is not None and c.fixed_count < 1:
         raise ValueError(f"job {job.id!r}: fixed GPU count must be >= 1, got {c.fixed_count}")
     if c.pinned_type is not None and c.pinned_type not in types:

@@ -301,6 +301,8 @@ class Simulation:
                 current=job.allocation, remaining_samples=remaining, restart_cost_s=job.physics.restart_s,
                 age_s=self.now - job.spec.time, attained_gpu_s=job.gpu_seconds, constraints=job.constraints,
                 requested_gpus=job.spec.num_replicas, submitted_at=job.spec.time,
+                finish_time_scale=job.finish_time_scale(),
+                statistical_efficiency=job.statistical_efficiency(),
             ))
         return views
 

@@ -56,6 +56,7 @@ class ModelPhysics:
         self.rate = lru_cache(maxsize=262144)(self._rate)
         self.batch_config = lru_cache(maxsize=65536)(self._batch_config)
         self.efficiency = lru_cache(maxsize=262144)(self._efficiency)
+        self._gain_weighted_suffix = lru_cache(maxsize=256)(self._gain_weighted_suffix_uncached)
 
     @property
     def init_batch_size(self) -> int:
@@ -76,6 +77,22 @@ class ModelPhysics:
         while e < self.target_epochs - 1 and progress >= v.progress_at(e + 1):
             e += 1
         return e
+
+    def gain_weighted_work_from(self, batch_size: int, epoch: int) -> float:
+        """Progress of the whole epochs ``epoch``..target over their statistical gain: training
+        time at unit speed. O(1) per call (a cached suffix sum per batch size)."""
+        suffix = self._gain_weighted_suffix(batch_size)
+        return suffix[epoch] if 0 <= epoch < len(suffix) else 0.0
+
+    def _gain_weighted_suffix_uncached(self, batch_size: int) -> tuple[float, ...]:
+        v, total = self.validation, 0.0
+        out = [0.0] * self.target_epochs
+        for epoch in range(self.target_epochs - 1, -1, -1):
+            gain = v.gain(batch_size, epoch)
+            work = v.progress_at(epoch + 1) - v.progress_at(epoch)
+            total += work / gain if gain > 0 else math.inf
+            out[epoch] = total
+        return tuple(out)
 
     def _batch_config(self, gpu_type: str, placement: Placement, batch_size: int) -> BatchConfig | None:
         table = self.tables.get(gpu_type)

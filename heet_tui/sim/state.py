@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -83,6 +84,31 @@ class SimJob:
             seconds += max(boundary - progress, 0.0) / rate
             progress = max(progress, boundary)
         return seconds
+
+    def finish_time_scale(self) -> float:
+        """Time to finish over (progress left / the current epoch's rate), at the workload's batch.
+
+        What a scheduler's view needs to turn "remaining samples / throughput", which is read at
+        the current efficiency, into the time the job will really train. A configuration's rate
+        differs between epochs only by the statistical gain at the batch it trains with, which is
+        the workload's batch up to rounding to whole per-GPU batches, so one factor serves all."""
+        left = self.physics.target_progress - self.progress
+        if left <= 0 or self.epoch >= self.physics.target_epochs:
+            return 1.0
+        physics, batch = self.physics, self.spec.batch_size
+        now = physics.validation.gain(batch, self.epoch)
+        this_epoch = max(physics.validation.progress_at(self.epoch + 1) - self.progress, 0.0)
+        if now <= 0:
+            return 1.0  # no statistics to correct by: keep the plain estimate
+        at_unit_speed = this_epoch / now + physics.gain_weighted_work_from(batch, self.epoch + 1)
+        scale = now * at_unit_speed / left
+        return scale if 0 < scale < math.inf else 1.0
+
+    def statistical_efficiency(self) -> float:
+        """Useful samples per sample now, at the workload's batch: goodput / raw throughput."""
+        batch, base = self.spec.batch_size, self.physics.init_batch_size
+        efficiency = self.physics.validation.gain(batch, self.epoch) / (batch / base) if batch > 0 else 0.0
+        return efficiency if efficiency > 0 else 1.0  # no statistics: show throughput as it is
 
     def advance(self, seconds: float, start: float) -> float | None:
         """Train for ``seconds`` from wall time ``start``; returns the completion time if the

@@ -28,6 +28,33 @@ def test_prediction_of_a_hand_made_plan() -> None:
     assert effect.avg_jct_before_s == pytest.approx(((100 + 50) + (50 + 50 + 5 + 40)) / 2)
 
 
+def test_a_jobs_finish_time_scale_corrects_its_training_time_not_its_pause() -> None:
+    # A job whose efficiency will rise (the simulator's jobs) trains for less than remaining /
+    # throughput says; the restart pause and the throughput shown are not scaled.
+    plain = job("j", hi=4, work=1000.0, fn=FN, restart_cost_s=30.0)
+    faster = job("j", hi=4, work=1000.0, fn=FN, restart_cost_s=30.0, finish_time_scale=0.25)
+    plan = {"j": alloc("j", "T4", a=(0, 1))}
+    p, f = evaluate(plan, CLUSTER, [plain]).for_job("j"), evaluate(plan, CLUSTER, [faster]).for_job("j")
+    assert p.completion_s == pytest.approx(30.0 + 1000.0 / 20.0)
+    assert f.completion_s == pytest.approx(30.0 + 0.25 * 1000.0 / 20.0)
+    assert (f.throughput_after, f.restart_pause_s) == (p.throughput_after, p.restart_pause_s)
+    # Left waiting, it is predicted on its minimum count with the same correction.
+    waiting = evaluate({}, CLUSTER, [faster]).for_job("j")
+    assert waiting.completion_s == pytest.approx(30.0 + 0.25 * 1000.0 / 10.0)
+
+
+def test_goodput_is_shown_as_the_raw_samples_per_second_a_job_reports() -> None:
+    # The simulator's throughput functions count useful samples; at efficiency 0.2 the job
+    # processes five times as many. Only the shown rate changes, not when the job finishes.
+    plain = job("j", hi=4, work=1000.0, fn=FN, current=alloc("j", "T4", a=(0,)))
+    goodput = job("j", hi=4, work=1000.0, fn=FN, current=alloc("j", "T4", a=(0,)), statistical_efficiency=0.2)
+    plan = {"j": alloc("j", "T4", a=(0, 1))}
+    p, g = evaluate(plan, CLUSTER, [plain]).for_job("j"), evaluate(plan, CLUSTER, [goodput]).for_job("j")
+    assert (g.throughput_before, g.throughput_after) == (pytest.approx(50.0), pytest.approx(100.0))
+    assert (p.throughput_before, p.throughput_after) == (10.0, 20.0)
+    assert g.completion_s == p.completion_s
+
+
 def test_spreading_costs_what_the_throughput_function_says() -> None:
     j = job("j", hi=4, work=1000.0, fn=FN)
     packed = evaluate({"j": alloc("j", "T4", a=(0, 1))}, CLUSTER, [j]).for_job("j")

@@ -23,6 +23,9 @@ CLUSTER = ClusterView((host("a", "T4", 4), host("b", "A100", 8)))
     (job("x", fn=lambda t, p: math.nan), "throughput"),
     (job("x", fn=lambda t, p: -1.0), "must be a finite number >= 0"),
     (job("x", work=-5.0), "remaining_samples must be >= 0"),
+    (job("x", finish_time_scale=0.0), "finish_time_scale must be finite and > 0"),
+    (job("x", finish_time_scale=math.inf), "finish_time_scale must be finite and > 0"),
+    (job("x", statistical_efficiency=-1.0), "statistical_efficiency must be finite and > 0"),
     (job("x", fn=lambda t, p: {}["missing"]), "failed or is not a number: KeyError"),
 ])
 def test_bad_job_input_is_refused(name, bad, message) -> None:
