@@ -26,9 +26,10 @@ import numpy as np
 
 from heet_tui.core.allocation import placement_key
 from heet_tui.core.sched_input import ThroughputFn
+from heet_tui.profiling.configs import TYPICAL_MULTI_HOST_FACTOR, TYPICAL_SCALING_EXPONENT
 
-SCALING_EXPONENT = 0.85
-MULTI_HOST_FACTOR = 0.85
+SCALING_EXPONENT = TYPICAL_SCALING_EXPONENT
+MULTI_HOST_FACTOR = TYPICAL_MULTI_HOST_FACTOR
 RECENT = 5  # a cell's value is the mean of its last few observations: jobs warm up, hosts get busy
 
 

@@ -58,3 +58,12 @@ def config_features(placements: list[Placement]) -> np.ndarray:
         imbalance = (max(p) - min(p)) / max(p) if hosts > 1 else 0.0
         rows.append((lk, lk * lk / 4.0, 1.0 if hosts > 1 else 0.0, math.log(hosts), imbalance))
     return np.asarray(rows, dtype=float).reshape(len(placements), len(FEATURE_NAMES))
+
+
+# How throughput typically scales before anything says otherwise: ~k^0.85 for k data-parallel GPUs
+# at a fixed global batch, and 0.85x when a job spans hosts. The controller's rule for cells the
+# model cannot predict yet (heet_tui.control.throughput) and the model's own starting point for a
+# job when no job is well observed (predictor.cold_start_mean) both use it.
+TYPICAL_SCALING_EXPONENT = 0.85
+TYPICAL_MULTI_HOST_FACTOR = 0.85
+

@@ -99,3 +99,17 @@ def test_throughput_function_zero_for_unknown_type_and_infeasible_split(truth) -
     assert tput("T4", (1,)) == 0.0  # 512 samples on one T4: above the 256 limit
     assert tput("T4", (2, 2)) > 0.0
     assert tput("T4", ()) == 0.0
+
+
+def test_a_first_job_on_an_empty_cluster_scales_like_a_typical_job() -> None:
+    # Nothing else is known: three one-GPU runs cannot show how the job scales, so the model
+    # must not say that eight GPUs are as fast as one (it did), nor that hosts are free.
+    predictor = ThroughputPredictor()
+    job = JobKey("resnet", 256)
+    for gpu_type, value in (("A100", 900.0), ("V100", 500.0), ("T4", 200.0)):
+        predictor.observe(job, gpu_type, (1,), value, Source.PROFILING)
+    one = predictor.predict(job, "A100", (1,)).samples_per_s
+    eight = predictor.predict(job, "A100", (8,)).samples_per_s
+    spread = predictor.predict(job, "A100", (4, 4)).samples_per_s
+    assert eight / one == pytest.approx(8 ** 0.85, rel=0.25)
+    assert spread < eight
