@@ -159,3 +159,20 @@ def test_the_demo_says_its_cluster_is_not_the_hosts_file(make_app, backend, tmp_
             assert str(path) in str(line.render())
 
     run(scenario())
+
+
+def test_the_add_form_takes_typing_at_once(make_app, tmp_path):
+    # A user presses n and types the name: the keys must land in the Name field, not in the
+    # scrolling container around the fields (which took the focus first, and the keys were lost).
+    path = hosts_copy(tmp_path)
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.screen.table.row_count == 2)
+            await pilot.press("n")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
+            await pilot.press(*"rtx-1")
+            assert app.screen.query_one("#f-name", Input).value == "rtx-1"
+
+    run(scenario())

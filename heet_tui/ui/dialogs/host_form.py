@@ -99,6 +99,8 @@ class HostFormDialog(ModalScreen[str | None]):
     HostFormDialog Button { margin-left: 2; }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "save", "Save")]
+    # The scroll container around the fields is focusable and comes first; typing goes to Name.
+    AUTO_FOCUS = "#f-name"
 
     def __init__(self, title: str, apply: Callable[[dict[str, Any]], str | None],
                  initial: Mapping[str, Any] | None = None) -> None:
