@@ -24,6 +24,14 @@ def hosts_copy(tmp_path: Path) -> Path:
     return path
 
 
+async def open_add_form(pilot, app) -> HostFormDialog:
+    """The hosts screen with the fixture's two hosts, then n: the empty form."""
+    await wait_for(pilot, lambda: app.screen.table.row_count == 2)
+    await pilot.press("n")
+    await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
+    return app.screen
+
+
 async def fill(pilot, dialog: HostFormDialog, **values: str) -> None:
     for key, value in values.items():
         dialog.query_one(f"#f-{key}", Input).value = value
@@ -82,10 +90,7 @@ def test_invalid_host_is_explained_in_the_form_and_nothing_is_saved(make_app, tm
     async def scenario():
         app = make_app("hosts", hosts_path=path)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.screen.table.row_count == 2)
-            await pilot.press("n")
-            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
-            form = app.screen
+            form = await open_add_form(pilot, app)
             await fill(pilot, form, name="a100-1")
             await pilot.press("ctrl+s")
             await wait_for(pilot, lambda: "already exists" in str(form.query_one("#form-error", Static).render()))
@@ -169,10 +174,8 @@ def test_the_add_form_takes_typing_at_once(make_app, tmp_path):
     async def scenario():
         app = make_app("hosts", hosts_path=path)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.screen.table.row_count == 2)
-            await pilot.press("n")
-            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
+            form = await open_add_form(pilot, app)
             await pilot.press(*"rtx-1")
-            assert app.screen.query_one("#f-name", Input).value == "rtx-1"
+            assert form.query_one("#f-name", Input).value == "rtx-1"
 
     run(scenario())
