@@ -15,8 +15,12 @@ Schema::
     max_gpus = 4
     gpu_types = ["A100", "T4"]            # allowed; default all
     priority = 0
-    checkpoint_dir = "/shared/ckpt/resnet-small"
+    checkpoint_dir = "/shared/ckpt/resnet-small"  # default: <host workdir>/checkpoints/<job id>
     dataset_samples = 50000               # samples per epoch, needed when target is in epochs
+
+Training resumes from whatever checkpoint its directory holds, so ``heet-tui submit`` refuses a
+``checkpoint_dir`` that a live job uses, or that holds a finished job's checkpoint already past
+the new target; one left by a cancelled, failed or shorter job is resumed from, and says so.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from heet_tui.control.store import Store
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.core.host import HostState
 from heet_tui.core.intents import EditJob, Intent
-from heet_tui.core.job import JobState, TargetKind
+from heet_tui.core.job import JobState
 from heet_tui.core.plan import Plan, PredictedEffect
 from heet_tui.core.sched_input import Constraints
 from heet_tui.core.snapshot import Snapshot
@@ -277,9 +277,7 @@ class Controller:
                 continue
             if run is not None and run.any_exited:
                 continue  # ending: judged once its last rank is reported
-            spec = job.spec
-            total = spec.target.value * (spec.batch_size if spec.target.kind is TargetKind.STEPS
-                                         else spec.dataset_samples if spec.target.kind is TargetKind.EPOCHS else 1)
+            spec, total = job.spec, job.spec.target_samples
             out.append(planning.JobInput(
                 job.id, job.state, spec.min_gpus, spec.max_gpus, spec.gpu_types, spec.priority, job.submitted_at,
                 job.attained_gpu_s, max(0.0, total - job.samples_done), run.alloc if run else None,

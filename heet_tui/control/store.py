@@ -69,6 +69,10 @@ class StoreError(RuntimeError):
     """The state file cannot be used (newer schema, unreadable, locked for too long)."""
 
 
+class CheckpointDirInUse(ValueError):
+    """A new job names a checkpoint directory that another job's checkpoints make unusable."""
+
+
 @dataclass(frozen=True, slots=True)
 class JobRecord:
     """A job as stored: the domain ``Job`` plus what only the controller needs."""
@@ -162,7 +166,10 @@ class Store:
     def add_job(self, spec: JobSpec, now: float) -> Job:
         """Insert a queued job; its id is the spec name, suffixed when that name was used before."""
         with self._tx() as db:
-            taken = {r[0] for r in db.execute("SELECT id FROM jobs WHERE name = ?", (spec.name,))}
+            if spec.checkpoint_dir:
+                _refuse_shared_checkpoints(spec, _checkpoint_users(db, spec.checkpoint_dir))
+            # Every id counts, not only this name's: a job may be named "train-2" by hand.
+            taken = {r[0] for r in db.execute("SELECT id FROM jobs")}
             job_id, n = spec.name, 1
             while job_id in taken:
                 n += 1
@@ -171,6 +178,10 @@ class Store:
                        (job_id, spec.name, spec_to_json(spec), JobState.QUEUED.value, now))
             db.execute("INSERT INTO job_states VALUES (?, ?, ?, ?)", (job_id, now, JobState.QUEUED.value, "submitted"))
         return Job(job_id, spec, JobState.QUEUED, now, history=((now, JobState.QUEUED),))
+
+    def checkpoint_users(self, checkpoint_dir: str) -> list[tuple[str, JobState, float]]:
+        """(job id, state, samples done) of the jobs whose spec names this checkpoint directory."""
+        return _checkpoint_users(self._db, checkpoint_dir)
 
     def jobs(self, include_terminal: bool = True) -> list[JobRecord]:
         rows = self._db.execute("SELECT * FROM jobs ORDER BY submitted_at, id").fetchall()
@@ -347,3 +358,25 @@ class Store:
         with self._tx() as db:
             db.execute("INSERT INTO settings VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                        (key, value))
+
+
+def _checkpoint_users(db: sqlite3.Connection, checkpoint_dir: str) -> list[tuple[str, JobState, float]]:
+    want = checkpoint_dir.rstrip("/")
+    rows = db.execute("SELECT id, state, samples_done, spec FROM jobs ORDER BY submitted_at, id")
+    return [(job_id, JobState(state), float(done or 0)) for job_id, state, done, spec in rows
+            if want and spec_from_json(spec).checkpoint_dir.rstrip("/") == want]
+
+
+def _refuse_shared_checkpoints(spec: JobSpec, users: list[tuple[str, JobState, float]]) -> None:
+    """Training resumes from whatever checkpoint its directory holds: sharing one with a live job
+    corrupts both, and one a finished job left there ends the new job before its first step."""
+    fix = "give this job its own checkpoint_dir, or leave the key out (each job then gets its own)"
+    for job_id, state, done in users:
+        if not state.terminal:
+            raise CheckpointDirInUse(f"checkpoint_dir {spec.checkpoint_dir!r} is in use by job {job_id} "
+                                     f"({state.value}): the two would overwrite each other's checkpoints; {fix}")
+        if done >= spec.target_samples:
+            raise CheckpointDirInUse(f"checkpoint_dir {spec.checkpoint_dir!r} holds the checkpoint of job {job_id} "
+                                     f"({state.value}, {done:g} samples), already past this job's target: it would "
+                                     f"resume there and stop without training; {fix}")
+

@@ -41,6 +41,12 @@ class JobSpec:
     def allows(self, gpu_type: str) -> bool:
         return not self.gpu_types or gpu_type in self.gpu_types
 
+    @property
+    def target_samples(self) -> float:
+        """The target in samples, whatever unit the user gave it in."""
+        per = {TargetKind.STEPS: self.batch_size, TargetKind.EPOCHS: self.dataset_samples, TargetKind.SAMPLES: 1}
+        return self.target.value * per[self.target.kind]
+
 
 class JobState(StrEnum):
     QUEUED = "queued"

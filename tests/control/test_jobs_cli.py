@@ -58,3 +58,27 @@ def test_bad_input_is_a_located_message_not_a_traceback(tmp_path: Path, capsys: 
     assert 'no job "nope"' in capsys.readouterr().err
     assert main([*state, "--hosts", str(tmp_path / "missing.toml"), "run", "--until-idle"]) == 2
     assert "missing.toml: file not found" in capsys.readouterr().err
+
+
+def test_a_job_cannot_take_over_another_jobs_checkpoints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Submitting the same example twice: the second job would have overwritten the first's
+    # checkpoints while both lived, or resumed from its finished one and stopped at step 0.
+    spec = tmp_path / "job.toml"
+    spec.write_text(JOB + 'checkpoint_dir = "~/ckpt/cnn"\n')
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "submit", str(spec)]) == 0
+    assert main([*state, "submit", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert f"{spec}: job 'cnn': checkpoint_dir '~/ckpt/cnn' is in use by job cnn (queued)" in err
+    store = Store(tmp_path / "state")
+    store.set_state("cnn", JobState.RUNNING, 1.0)
+    store.update_progress("cnn", 10, 320, "~/ckpt/cnn/last.pt")
+    store.set_state("cnn", JobState.DONE, 2.0)
+    assert main([*state, "submit", str(spec)]) == 2
+    assert "already past this job's target: it would resume there and stop without training" in capsys.readouterr().err
+    # Training on from where the finished job stopped is what a larger target asks for.
+    longer = tmp_path / "longer.toml"
+    longer.write_text(JOB.replace("steps = 10", "steps = 20") + 'checkpoint_dir = "~/ckpt/cnn/"\n')
+    assert main([*state, "submit", str(longer), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"id": "cnn-2", "state": "queued", "resumes_from": "cnn"}
+    assert [r.job.id for r in Store(tmp_path / "state").jobs()] == ["cnn", "cnn-2"]

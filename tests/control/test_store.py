@@ -34,6 +34,12 @@ def test_files_are_private_and_schema_is_versioned(tmp_path: Path) -> None:
         Store(tmp_path / "state")
 
 
+def test_ids_stay_unique_when_a_name_looks_like_a_suffixed_id(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    ids = [store.add_job(_spec(name), float(i)).id for i, name in enumerate(["cnn-2", "cnn", "cnn"])]
+    assert ids == ["cnn-2", "cnn", "cnn-3"]  # the second "cnn" used to collide with "cnn-2"
+
+
 def test_job_life_cycle_and_unique_ids(tmp_path: Path) -> None:
     store = Store(tmp_path)
     a = store.add_job(_spec(), 1.0)
