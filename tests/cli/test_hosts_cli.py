@@ -55,6 +55,15 @@ def test_add_then_remove_edits_the_file_in_place(hosts: Path) -> None:
     assert "gpu9" not in hosts.read_text()
 
 
+def test_add_without_an_address_connects_by_name(hosts: Path) -> None:
+    # As in the TUI's form: the name is the address, so an ~/.ssh/config alias is enough.
+    out = heet("--hosts", str(hosts), "hosts", "add", "gpu-alias")
+    assert out.returncode == 0, out.stderr
+    listed = json.loads(heet("hosts", "list", "--hosts", str(hosts), "--json").stdout)
+    assert next(r for r in listed if r["name"] == "gpu-alias")["address"] == "gpu-alias"
+    assert 'address = "gpu-alias"' not in hosts.read_text()  # nothing written that the user did not say
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

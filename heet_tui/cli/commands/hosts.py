@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = with_file(verbs.add_parser("add", help="add a host (edits the file in place, comments kept)"))
     p.add_argument("name")
-    p.add_argument("--address", required=True)
+    p.add_argument("--address", help="default: the name, which may be an ~/.ssh/config alias")
     p.add_argument("--port", type=int)
     p.add_argument("--user")
     p.add_argument("--gpu-type")
@@ -102,8 +102,8 @@ def _parse_emulate(value: str) -> dict[str, Any]:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    fields: dict[str, Any] = {"name": args.name, "address": args.address}
-    for key, value in (("port", args.port), ("user", args.user), ("gpu_type", args.gpu_type),
+    fields: dict[str, Any] = {"name": args.name}
+    for key, value in (("address", args.address), ("port", args.port), ("user", args.user), ("gpu_type", args.gpu_type),
                        ("rack", args.rack), ("transport", args.transport)):
         if value is not None:
             fields[key] = value
