@@ -19,6 +19,7 @@ JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,127}$")
 MAX_TAIL_LINES = 500
 MAX_TAIL_BYTES = 64 * 1024
 READ_CHUNK = 256 * 1024
+OWNER_FILE = ".heet-owner"
 
 
 class JobError(ValueError):
@@ -41,6 +42,38 @@ def _check_job_id(args):
     if not isinstance(job_id, str) or not JOB_ID.match(job_id):
         raise JobError(f"job_id must be letters, digits, '.', '_' or '-', got {job_id!r}")
     return job_id
+
+
+def claim_checkpoint_dir(env, workdir):
+    """Mark the job's checkpoint directory with the id of the state store that runs the job.
+
+    Training resumes from whatever that directory holds. A job of another store (another user
+    naming the same shared directory, or the same user after starting a fresh state directory)
+    would resume from checkpoints that are not its own, or end at once as already done.
+    """
+    path, owner = env.get("HEET_CHECKPOINT_DIR"), env.get("HEET_CHECKPOINT_OWNER")
+    if not path or not owner:
+        return
+    path = os.path.join(workdir, os.path.expanduser(path))  # an absolute path stays as it is
+    mark = os.path.join(path, OWNER_FILE)
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        try:
+            with open(mark) as fh:
+                found = fh.read().strip()
+        except OSError as exc:
+            raise JobError(f"cannot read {mark}: {exc}")
+        if found != owner:
+            raise JobError(f"checkpoint dir {path} holds another heet-tui state store's checkpoints (store "
+                           f"{found}, this one is {owner}): give the job its own checkpoint_dir, or remove "
+                           f"that directory if its checkpoints are not needed")
+        return
+    except OSError as exc:
+        raise JobError(f"cannot prepare checkpoint dir {path}: {exc}")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(owner + "\n")
 
 
 def read_tail(path, lines):
@@ -154,6 +187,7 @@ class JobTable:
         exe = argv[0]
         if os.sep not in exe and shutil.which(exe, path=env.get("PATH")) is None:
             raise JobError(f"command not found: {exe}")
+        claim_checkpoint_dir(env, workdir)
         log = args.get("log") or os.path.join(self.workdir, "logs", "%s-g%d.log" % (job_id, generation))
         log = os.path.expanduser(str(log))
         if not os.path.isabs(log):

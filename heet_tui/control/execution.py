@@ -26,7 +26,7 @@ from heet_tui.control.launch import (
     plan_launch,
     plan_profile_launch,
 )
-from heet_tui.control.runtime import Outcome, RankProc, Run, backoff_s, judge
+from heet_tui.control.runtime import LAUNCH_REFUSED, Outcome, RankProc, Run, backoff_s, judge
 from heet_tui.control.store import JobRecord, Store
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.core.allocation import Allocation, placement_key
@@ -101,7 +101,7 @@ class Executor:
         await self._bring_checkpoint(job_id, rec.job.spec, entries, entries[alloc.hosts[0][0]])
         generation = self.store.next_generation(job_id)
         port = choose_master_port(job_id, generation, entries[alloc.hosts[0][0]])
-        specs = plan_launch(job_id, rec.job.spec, alloc, generation, entries, port)
+        specs = plan_launch(job_id, rec.job.spec, alloc, generation, entries, port, owner=self.store.store_id)
         now = self.clock()
         self.store.record_allocation(alloc, generation, now)
         run = Run(job_id, alloc, generation, {s.rank: RankProc(s.host, s.agent_id, s.rank, s.gpus, "launching")
@@ -155,7 +155,7 @@ class Executor:
             except HostNotReady as exc:
                 self._rank_exited(rank, None, None, f"lost: {exc}")
             except (AgentRequestError, ClusterError) as exc:
-                self._rank_exited(rank, 127, None, f"launch refused: {exc}")
+                self._rank_exited(rank, 127, None, f"{LAUNCH_REFUSED}: {exc}")
             if rank.exited:  # no point starting more ranks of a run that cannot form
                 for rest in specs[s.rank + 1:]:
                     self._rank_exited(run.ranks[rest.rank], None, None, "lost: not launched")
@@ -326,14 +326,15 @@ class Executor:
         rank = next((r for r in sorted(run.ranks.values(), key=lambda r: r.rank)
                      if r.exit_code not in (0, 143)), run.ranks[min(run.ranks)])
         tail: list[str] = []
-        try:
-            tail = list(await self.cluster.log_tail(rank.host, rank.agent_id, lines=20))
+        never_started = bool(rank.reason and rank.reason.startswith(LAUNCH_REFUSED))
+        try:  # a rank its agent refused has no log of its own: an older run's would mislead
+            tail = [] if never_started else list(await self.cluster.log_tail(rank.host, rank.agent_id, lines=20))
         except ClusterError as exc:
             tail = [f"(log tail unavailable: {exc})"]
         self.log_tails[run.job_id] = tuple(tail)
         last = next((line for line in reversed(tail) if line.strip()), "")
-        self.store.try_set_state(run.job_id, JobState.FAILED, self.clock(),
-                                 f"{why} ({crashes} attempts); last log line: {last}"[:500])
+        message = f"{why} ({crashes} attempts)" + (f"; last log line: {last}" if not never_started else "")
+        self.store.try_set_state(run.job_id, JobState.FAILED, self.clock(), message[:500])
         self.store.add_event(self.clock(), "failed", "\n".join([why, *tail])[-4000:], run.job_id, rank.host)
         self.notify()
 

@@ -77,7 +77,9 @@ def target_env(spec: JobSpec) -> dict[str, str]:
 
 
 def plan_launch(job_id: str, spec: JobSpec, alloc: Allocation, generation: int,
-                hosts: Mapping[str, HostEntry], master_port: int) -> list[LaunchSpec]:
+                hosts: Mapping[str, HostEntry], master_port: int, owner: str = "") -> list[LaunchSpec]:
+    """One launch per rank. ``owner`` (the state store's id) lets the agents refuse a checkpoint
+    directory that another store's job has used."""
     if not alloc.hosts:
         raise ValueError(f"job {job_id}: empty allocation")
     missing = [h for h in alloc.host_names if h not in hosts]
@@ -88,7 +90,7 @@ def plan_launch(job_id: str, spec: JobSpec, alloc: Allocation, generation: int,
     common = dict(spec.env) | target_env(spec) | {
         "WORLD_SIZE": str(world), "MASTER_ADDR": master_address(first), "MASTER_PORT": str(master_port),
         "HEET_CHECKPOINT_DIR": checkpoint_dir(job_id, spec, first),
-    }
+    } | ({"HEET_CHECKPOINT_OWNER": owner} if owner else {})
     out, rank = [], 0
     for host_name, gpus in alloc.hosts:
         host = hosts[host_name]

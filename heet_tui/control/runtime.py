@@ -107,6 +107,9 @@ def reached_target(spec: JobSpec, progress: dict[str, Any] | None) -> bool:
     return spec.dataset_samples > 0 and samples >= target.value * spec.dataset_samples
 
 
+LAUNCH_REFUSED = "launch refused"  # a rank's exit reason when its agent would not start it
+
+
 def judge(run: Run, spec: JobSpec | None = None) -> tuple[Outcome, str]:
     """Why a run ended, from its ranks' exits and whether the controller stopped it.
 
@@ -130,6 +133,8 @@ def judge(run: Run, spec: JobSpec | None = None) -> tuple[Outcome, str]:
         how = f"exit code {r.exit_code}" if r.exit_code is not None else f"signal {r.signal}"
         if r.reason and r.reason.startswith("lost"):
             return Outcome.INTERRUPTED, f"rank {r.rank} on {r.host}: {r.reason}"
+        if r.reason and r.reason.startswith(LAUNCH_REFUSED):
+            return Outcome.CRASHED, f"rank {r.rank} on {r.host}: {r.reason}"  # the agent's reason, not a bare 127
         return Outcome.CRASHED, f"rank {r.rank} on {r.host} ended with {how}"
     if any(r.exit_code == EXIT_STOPPED for r in run.ranks.values()):
         return Outcome.INTERRUPTED, "stopped by SIGTERM from outside heet-tui"

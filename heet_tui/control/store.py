@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -349,6 +350,19 @@ class Store:
         rows = self._db.execute(f"SELECT id, at, kind, job_id, host, message FROM events{where} "
                                 "ORDER BY id DESC LIMIT ?", ((job_id,) if job_id else ()) + (limit,))
         return [EventRecord(*r) for r in reversed(rows.fetchall())]
+
+    @property
+    def store_id(self) -> str:
+        """A random id made once per state directory: the agents mark each job's checkpoint
+        directory with it, so another store's job (another user, or this one started afresh)
+        cannot resume from checkpoints that are not its own."""
+        with self._tx() as db:
+            row = db.execute("SELECT value FROM settings WHERE key = 'store_id'").fetchone()
+            if row:
+                return row[0]
+            made = uuid.uuid4().hex
+            db.execute("INSERT INTO settings VALUES ('store_id', ?)", (made,))
+            return made
 
     def setting(self, key: str, default: str | None = None) -> str | None:
         row = self._db.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()

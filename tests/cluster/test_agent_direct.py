@@ -84,3 +84,23 @@ def test_shutdown_leaves_jobs_running(agent, tmp_path):
     assert agent.proc.wait(timeout=10) == 0
     os.kill(launched["pid"], 0)  # still there
     os.killpg(launched["pid"], 9)
+
+
+def test_a_checkpoint_dir_used_by_another_state_store_is_refused(agent, tmp_path):
+    # Training resumes from whatever its checkpoint directory holds: a job of another store
+    # (another user naming the same shared directory, or a fresh state directory) must not.
+    agent.line()
+    agent.request("hello", protocol=1, probes=[])
+    ckpt = tmp_path / "shared" / "ckpt"
+
+    def launch(job_id, owner):
+        env = {"HEET_CHECKPOINT_DIR": str(ckpt), "HEET_CHECKPOINT_OWNER": owner}
+        return agent.request("launch", job_id=job_id, generation=1, argv=["true"], env=env)
+
+    assert launch("first", "store-a")["ok"]
+    assert (ckpt / ".heet-owner").read_text() == "store-a\n"
+    assert oct((ckpt / ".heet-owner").stat().st_mode & 0o777) == "0o600"
+    refused = launch("other", "store-b")
+    assert not refused["ok"] and f"checkpoint dir {ckpt} holds another heet-tui state store's" in refused["error"]
+    assert launch("again", "store-a")["ok"]  # the same store's next job (or generation) goes ahead
+    assert (ckpt / ".heet-owner").read_text() == "store-a\n"

@@ -41,6 +41,9 @@ def test_one_process_per_gpu_with_distributed_env() -> None:
                                                                                   ("2", "1", "2")]
     assert all(e["HEET_CHECKPOINT_DIR"] == "/w/checkpoints/cnn" and e["HEET_TARGET_STEPS"] == "300" for e in env)
     assert launches[1].argv == ("/opt/py/bin/python", "train.py", "--x"), "each host's own interpreter"
+    assert all("HEET_CHECKPOINT_OWNER" not in e for e in env)
+    owned = plan_launch("cnn", _spec(), alloc, 7, hosts, 29600, owner="store-1")
+    assert {dict(s.env)["HEET_CHECKPOINT_OWNER"] for s in owned} == {"store-1"}  # the agents mark the dir with it
     with pytest.raises(ValueError, match="unknown host"):
         plan_launch("cnn", _spec(), Allocation.of("cnn", "T4", {"zz": [0]}), 1, hosts, 1)
 
@@ -71,6 +74,9 @@ def test_exit_verdicts() -> None:
     assert judge(_run((143, None)))[0] is Outcome.INTERRUPTED, "a SIGTERM from elsewhere is not a crash"
     outcome, why = judge(_run((143, None), (5, None)))
     assert outcome is Outcome.CRASHED and "rank 1" in why and "exit code 5" in why
+    outcome, why = judge(_run((127, "launch refused: checkpoint dir /c holds another store's checkpoints")))
+    assert (outcome, why) == (Outcome.CRASHED, "rank 0 on h: launch refused: checkpoint dir /c holds another "
+                                               "store's checkpoints"), "the agent's reason, not a bare exit code"
     assert judge(_run((0, None), profiling=True))[0] is Outcome.STOPPED
     assert parse_agent_id("my.job.r12") == ("my.job", "r", 12) and parse_agent_id("other") is None
     assert [backoff_s(n, 2.0) for n in (1, 2, 3)] == [2.0, 4.0, 8.0] and backoff_s(20, 2.0) == 300.0

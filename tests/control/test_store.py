@@ -34,6 +34,12 @@ def test_files_are_private_and_schema_is_versioned(tmp_path: Path) -> None:
         Store(tmp_path / "state")
 
 
+def test_each_state_directory_has_its_own_lasting_id(tmp_path: Path) -> None:
+    first = Store(tmp_path / "one").store_id
+    assert Store(tmp_path / "one").store_id == first  # reopened: the same store
+    assert Store(tmp_path / "two").store_id != first and len(first) == 32
+
+
 def test_ids_stay_unique_when_a_name_looks_like_a_suffixed_id(tmp_path: Path) -> None:
     store = Store(tmp_path)
     ids = [store.add_job(_spec(name), float(i)).id for i, name in enumerate(["cnn-2", "cnn", "cnn"])]
