@@ -206,9 +206,8 @@ class DemoBackend:
         relative error against the simulated physics, not a guess.
         """
         out = []
-        measured_by_job = getattr(self.source, "_obs", {})  # no public accessor yet (see report)
         for job in self.sim.active_jobs():
-            measured = measured_by_job.get(job.id, {})
+            measured = self.source.measured(job.id)
             cells = []
             for gpu_type in self.sim.cluster.gpu_types():
                 most = job.physics.max_gpus(gpu_type)

@@ -108,6 +108,10 @@ class PredictedThroughput:
         if known is None or known != _raw(job, gpu_type, placement):
             self._measure(job, gpu_type, placement, noisy=False)
 
+    def measured(self, job_id: str) -> dict[tuple[str, Placement], float]:
+        """What the job's profiling runs and its own running reports measured (a copy)."""
+        return dict(self._obs.get(job_id, {}))
+
     def predict_raw(self, job: SimJob, gpu_type: str, placement: Placement) -> float:
         memo = self._memo.setdefault(job.id, {})
         key = (gpu_type, placement)
