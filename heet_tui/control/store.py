@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from heet_tui.control import checkpoint_dirs
+from heet_tui.control.checkpoint_dirs import CheckpointUser
 from heet_tui.control.codec import (
     alloc_from_obj,
     alloc_to_obj,
@@ -70,10 +72,6 @@ class StoreError(RuntimeError):
     """The state file cannot be used (newer schema, unreadable, locked for too long)."""
 
 
-class CheckpointDirInUse(ValueError):
-    """A new job names a checkpoint directory that another job's checkpoints make unusable."""
-
-
 @dataclass(frozen=True, slots=True)
 class JobRecord:
     """A job as stored: the domain ``Job`` plus what only the controller needs."""
@@ -121,6 +119,7 @@ def default_state_dir() -> Path:
 class Store:
     def __init__(self, state_dir: Path | str | None = None) -> None:
         self.dir = Path(state_dir).expanduser() if state_dir else default_state_dir()
+        self._store_id: str | None = None
         try:
             self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             os.chmod(self.dir, 0o700)
@@ -168,7 +167,7 @@ class Store:
         """Insert a queued job; its id is the spec name, suffixed when that name was used before."""
         with self._tx() as db:
             if spec.checkpoint_dir:
-                _refuse_shared_checkpoints(spec, _checkpoint_users(db, spec.checkpoint_dir))
+                checkpoint_dirs.refuse_shared(spec, _checkpoint_users(db, spec.checkpoint_dir))
             # Every id counts, not only this name's: a job may be named "train-2" by hand.
             taken = {r[0] for r in db.execute("SELECT id FROM jobs")}
             job_id, n = spec.name, 1
@@ -180,8 +179,8 @@ class Store:
             db.execute("INSERT INTO job_states VALUES (?, ?, ?, ?)", (job_id, now, JobState.QUEUED.value, "submitted"))
         return Job(job_id, spec, JobState.QUEUED, now, history=((now, JobState.QUEUED),))
 
-    def checkpoint_users(self, checkpoint_dir: str) -> list[tuple[str, JobState, float]]:
-        """(job id, state, samples done) of the jobs whose spec names this checkpoint directory."""
+    def checkpoint_users(self, checkpoint_dir: str) -> list[CheckpointUser]:
+        """The jobs whose spec names this checkpoint directory, oldest first."""
         return _checkpoint_users(self._db, checkpoint_dir)
 
     def jobs(self, include_terminal: bool = True) -> list[JobRecord]:
@@ -356,13 +355,13 @@ class Store:
         """A random id made once per state directory: the agents mark each job's checkpoint
         directory with it, so another store's job (another user, or this one started afresh)
         cannot resume from checkpoints that are not its own."""
-        with self._tx() as db:
-            row = db.execute("SELECT value FROM settings WHERE key = 'store_id'").fetchone()
-            if row:
-                return row[0]
-            made = uuid.uuid4().hex
-            db.execute("INSERT INTO settings VALUES ('store_id', ?)", (made,))
-            return made
+        if self._store_id is None:
+            with self._tx() as db:
+                row = db.execute("SELECT value FROM settings WHERE key = 'store_id'").fetchone()
+                self._store_id = row[0] if row else uuid.uuid4().hex
+                if not row:
+                    db.execute("INSERT INTO settings VALUES ('store_id', ?)", (self._store_id,))
+        return self._store_id
 
     def setting(self, key: str, default: str | None = None) -> str | None:
         row = self._db.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
@@ -374,23 +373,7 @@ class Store:
                        (key, value))
 
 
-def _checkpoint_users(db: sqlite3.Connection, checkpoint_dir: str) -> list[tuple[str, JobState, float]]:
-    want = checkpoint_dir.rstrip("/")
+def _checkpoint_users(db: sqlite3.Connection, checkpoint_dir: str) -> list[CheckpointUser]:
     rows = db.execute("SELECT id, state, samples_done, spec FROM jobs ORDER BY submitted_at, id")
-    return [(job_id, JobState(state), float(done or 0)) for job_id, state, done, spec in rows
-            if want and spec_from_json(spec).checkpoint_dir.rstrip("/") == want]
-
-
-def _refuse_shared_checkpoints(spec: JobSpec, users: list[tuple[str, JobState, float]]) -> None:
-    """Training resumes from whatever checkpoint its directory holds: sharing one with a live job
-    corrupts both, and one a finished job left there ends the new job before its first step."""
-    fix = "give this job its own checkpoint_dir, or leave the key out (each job then gets its own)"
-    for job_id, state, done in users:
-        if not state.terminal:
-            raise CheckpointDirInUse(f"checkpoint_dir {spec.checkpoint_dir!r} is in use by job {job_id} "
-                                     f"({state.value}): the two would overwrite each other's checkpoints; {fix}")
-        if done >= spec.target_samples:
-            raise CheckpointDirInUse(f"checkpoint_dir {spec.checkpoint_dir!r} holds the checkpoint of job {job_id} "
-                                     f"({state.value}, {done:g} samples), already past this job's target: it would "
-                                     f"resume there and stop without training; {fix}")
-
+    return [CheckpointUser(job_id, JobState(state), float(done or 0)) for job_id, state, done, spec in rows
+            if checkpoint_dirs.same_dir(checkpoint_dir, spec_from_json(spec).checkpoint_dir)]

@@ -3,8 +3,8 @@
 Each job's measured cells (GPU type x placement, samples/s from profiling runs and from the
 running job's own progress reports) are used as they are. For a placement nobody measured the
 estimate starts from the nearest measured count on that type and scales it sub-linearly
-(``SCALING_EXPONENT``), with a penalty for spanning hosts, because data-parallel speed-up is
-never linear and crossing hosts costs bandwidth. A type with no measurement for the job gets
+(``profiling.configs.TYPICAL_SCALING_EXPONENT``), with a penalty for spanning hosts, because
+data-parallel speed-up is never linear and crossing hosts costs bandwidth. A type with no measurement for the job gets
 the job's best measured type scaled by how the two types compare on jobs that ran on both;
 with nothing to compare, the type is left out (throughput 0) until it is profiled.
 
@@ -28,8 +28,6 @@ from heet_tui.core.allocation import placement_key
 from heet_tui.core.sched_input import ThroughputFn
 from heet_tui.profiling.configs import TYPICAL_MULTI_HOST_FACTOR, TYPICAL_SCALING_EXPONENT
 
-SCALING_EXPONENT = TYPICAL_SCALING_EXPONENT
-MULTI_HOST_FACTOR = TYPICAL_MULTI_HOST_FACTOR
 RECENT = 5  # a cell's value is the mean of its last few observations: jobs warm up, hosts get busy
 
 
@@ -137,9 +135,9 @@ class ThroughputBook:
 def _scaled(measured: dict[tuple[int, ...], float], placement: tuple[int, ...]) -> float:
     count = sum(placement)
     ref = min(measured, key=lambda p: (abs(math.log(sum(p) / count)), len(p)))
-    value = measured[ref] * (count / sum(ref)) ** SCALING_EXPONENT
+    value = measured[ref] * (count / sum(ref)) ** TYPICAL_SCALING_EXPONENT
     if len(placement) > 1 and len(ref) == 1:
-        value *= MULTI_HOST_FACTOR
+        value *= TYPICAL_MULTI_HOST_FACTOR
     elif len(placement) == 1 and len(ref) > 1:
-        value /= MULTI_HOST_FACTOR
+        value /= TYPICAL_MULTI_HOST_FACTOR
     return value

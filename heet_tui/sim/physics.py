@@ -136,8 +136,11 @@ class ModelPhysics:
         cfg = self.batch_config(gpu_type, placement, batch_size)
         if cfg is None:
             return 0.0
-        batch = cfg.global_batch(sum(placement))
-        return self.validation.gain(batch, epoch) / (batch / self.init_batch_size)
+        return self.efficiency_at(cfg.global_batch(sum(placement)), epoch)
+
+    def efficiency_at(self, batch: int, epoch: int) -> float:
+        """Goodput / raw throughput of training at global ``batch`` in ``epoch``: ``gain / (B / B0)``."""
+        return self.validation.gain(batch, epoch) / (batch / self.init_batch_size) if batch > 0 else 0.0
 
     def goodput(self, gpu_type: str, placement: Placement, batch_size: int, epoch: int) -> float:
         """Useful samples/s (raw throughput x statistical efficiency)."""

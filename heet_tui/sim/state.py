@@ -106,8 +106,7 @@ class SimJob:
 
     def statistical_efficiency(self) -> float:
         """Useful samples per sample now, at the workload's batch: goodput / raw throughput."""
-        batch, base = self.spec.batch_size, self.physics.init_batch_size
-        efficiency = self.physics.validation.gain(batch, self.epoch) / (batch / base) if batch > 0 else 0.0
+        efficiency = self.physics.efficiency_at(self.spec.batch_size, self.epoch)
         return efficiency if efficiency > 0 else 1.0  # no statistics: show throughput as it is
 
     def advance(self, seconds: float, start: float) -> float | None:

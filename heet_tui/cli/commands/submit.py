@@ -10,7 +10,7 @@ from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import UsageError
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.job_spec import load_job_spec
-from heet_tui.control.store import CheckpointDirInUse
+from heet_tui.control.checkpoint_dirs import CheckpointDirInUse, resumed_from
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,13 +33,13 @@ def cmd_submit(args: argparse.Namespace) -> int:
     except CheckpointDirInUse as exc:
         raise UsageError(f"{args.spec}: job {spec.name!r}: {exc}") from None
     store.add_event(now, "submit", f"submitted {job.id} from {args.spec}", job.id)
-    resumes = max(earlier, key=lambda u: u[2]) if earlier else None  # the furthest is what the directory holds
+    resumes = resumed_from(earlier)
     if args.json:
-        print(json.dumps({"id": job.id, "state": job.state.value, **({"resumes_from": resumes[0]} if resumes else {})}))
+        print(json.dumps({"id": job.id, "state": job.state.value, **({"resumes_from": resumes.job_id} if resumes else {})}))
         return 0
     print(f"submitted {job.id} ({spec.min_gpus}-{spec.max_gpus} GPUs, target "
           f"{spec.target.value:g} {spec.target.kind.value})")
     if resumes:
-        print(f"note: {spec.checkpoint_dir} holds the checkpoint of job {resumes[0]} ({resumes[1].value}, "
-              f"{resumes[2]:g} samples done): {job.id} resumes from it")
+        print(f"note: {spec.checkpoint_dir} holds the checkpoint of job {resumes.job_id} ({resumes.state.value}, "
+              f"{resumes.samples_done:g} samples done): {job.id} resumes from it")
     return 0

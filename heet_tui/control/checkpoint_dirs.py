@@ -1,0 +1,52 @@
+"""Which checkpoint directory a new job may name.
+
+Training resumes from whatever checkpoint its directory holds. So a directory that a live job
+uses would be overwritten by two jobs at once, and one that a finished job left past the new
+job's target would end the new job before its first step. A cancelled, failed or shorter job's
+checkpoint is a legitimate place to resume from. (Jobs of another state store are caught by the
+agents, which mark each directory with its store's id: ``remote/PROTOCOL.md``.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from heet_tui.core.job import JobSpec, JobState
+
+FIX = "give this job its own checkpoint_dir, or leave the key out (each job then gets its own)"
+
+
+class CheckpointUser(NamedTuple):
+    """A job whose spec names the directory, as the store has it."""
+
+    job_id: str
+    state: JobState
+    samples_done: float
+
+
+class CheckpointDirInUse(ValueError):
+    """A new job names a checkpoint directory that another job's checkpoints make unusable."""
+
+
+def same_dir(a: str, b: str) -> bool:
+    """As written in the specs (paths live on the hosts): trailing slashes aside."""
+    return bool(a) and a.rstrip("/") == b.rstrip("/")
+
+
+def refuse_shared(spec: JobSpec, users: Sequence[CheckpointUser]) -> None:
+    """Raise :class:`CheckpointDirInUse` when ``spec`` may not use its directory (module doc)."""
+    for user in users:
+        if not user.state.terminal:
+            raise CheckpointDirInUse(f"checkpoint_dir {spec.checkpoint_dir!r} is in use by job {user.job_id} "
+                                     f"({user.state.value}): the two would overwrite each other's checkpoints; {FIX}")
+        if user.samples_done >= spec.target_samples:
+            raise CheckpointDirInUse(
+                f"checkpoint_dir {spec.checkpoint_dir!r} holds the checkpoint of job {user.job_id} "
+                f"({user.state.value}, {user.samples_done:g} samples), already past this job's target: it would "
+                f"resume there and stop without training; {FIX}")
+
+
+def resumed_from(users: Sequence[CheckpointUser]) -> CheckpointUser | None:
+    """The job whose checkpoint a new job there resumes from: the one that got furthest."""
+    return max(users, key=lambda u: u.samples_done) if users else None
