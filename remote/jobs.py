@@ -76,6 +76,35 @@ def claim_checkpoint_dir(env, workdir):
         fh.write(owner + "\n")
 
 
+def make_scratch_dir(env, workdir):
+    """A run's own checkpoint dir (``HEET_CHECKPOINT_SCRATCH=1``, profiling runs): the agent
+    creates it and removes it when the run ends, so short runs leave no checkpoints behind.
+
+    It must not exist yet: the agent only ever removes a directory it made for the run.
+    Returns its path, or None for a job with an ordinary checkpoint dir.
+    """
+    path = env.get("HEET_CHECKPOINT_DIR")
+    if env.get("HEET_CHECKPOINT_SCRATCH") != "1" or not path:
+        return None
+    path = os.path.join(workdir, os.path.expanduser(path))
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        raise JobError(f"scratch checkpoint dir {path} exists already; it is not this run's to use or remove")
+    except OSError as exc:
+        raise JobError(f"cannot create scratch checkpoint dir {path}: {exc}")
+    return path
+
+
+def remove_scratch_dir(job):
+    path = job.pop("scratch", None)
+    if path:
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def read_tail(path, lines):
     try:
         with open(path, "rb") as fh:
@@ -182,13 +211,22 @@ class JobTable:
             env["HEET_EMULATED_GPUS"] = env["CUDA_VISIBLE_DEVICES"]
             env["CUDA_VISIBLE_DEVICES"] = ""
         import shutil
-        import subprocess
 
         exe = argv[0]
         if os.sep not in exe and shutil.which(exe, path=env.get("PATH")) is None:
             raise JobError(f"command not found: {exe}")
-        claim_checkpoint_dir(env, workdir)
-        log = args.get("log") or os.path.join(self.workdir, "logs", "%s-g%d.log" % (job_id, generation))
+        scratch = make_scratch_dir(env, workdir)
+        try:
+            claim_checkpoint_dir(env, workdir)
+            return self._start(job_id, generation, argv, env, workdir, gpus, args.get("log"), scratch)
+        except BaseException:
+            remove_scratch_dir({"scratch": scratch})
+            raise
+
+    def _start(self, job_id, generation, argv, env, workdir, gpus, log, scratch):
+        import subprocess
+
+        log = log or os.path.join(self.workdir, "logs", "%s-g%d.log" % (job_id, generation))
         log = os.path.expanduser(str(log))
         if not os.path.isabs(log):
             log = os.path.join(workdir, log)
@@ -217,7 +255,7 @@ class JobTable:
             "start_time": proc_start_time(child.pid), "argv": argv, "workdir": workdir, "gpus": gpus,
             "log": log, "exit_file": exit_file, "offset": offset, "started_at": time.time(),
             "state": "running", "exit_code": None, "signal": None, "reason": None, "kill_at": None,
-            "adopted": False, "reported": False, "progress": None,
+            "adopted": False, "reported": False, "progress": None, "scratch": scratch,
         }
         self.jobs.append(job)
         self.children[_key(job)] = child
@@ -332,6 +370,7 @@ class JobTable:
             job["reason"] = job.get("reason") or "lost (no exit status recorded)"
         job["state"] = "exited"
         job["ended_at"] = time.time()
+        remove_scratch_dir(job)
         return True
 
     def _forward_progress(self, job):

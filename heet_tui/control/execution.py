@@ -172,7 +172,8 @@ class Executor:
         runs = self.profiles.setdefault(job_id, [])
         for host, gpu in candidates:
             generation = self.store.next_generation(job_id)
-            spec = plan_profile_launch(job_id, rec.job.spec, entries[host], gpu, generation)
+            spec = plan_profile_launch(job_id, rec.job.spec, entries[host], gpu, generation,
+                                       owner=self.store.store_id)
             gpu_type = self.cluster.host_status(host).gpu_type
             run = Run(job_id, Allocation.of(job_id, gpu_type, {host: [gpu]}), generation,
                       {0: RankProc(host, spec.agent_id, 0, (gpu,), "launching")}, self.clock(), profiling=True)

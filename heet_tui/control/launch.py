@@ -102,11 +102,20 @@ def plan_launch(job_id: str, spec: JobSpec, alloc: Allocation, generation: int,
     return out
 
 
-def plan_profile_launch(job_id: str, spec: JobSpec, host: HostEntry, gpu: int, n: int) -> LaunchSpec:
-    """A single-GPU run of the job's own command in a scratch checkpoint dir, stopped after a few reports."""
+def plan_profile_launch(job_id: str, spec: JobSpec, host: HostEntry, gpu: int, n: int,
+                        owner: str = "") -> LaunchSpec:
+    """A single-GPU run of the job's own command, stopped after a few reports.
+
+    Each run gets a scratch checkpoint dir of its own, which the agent creates and removes when
+    the run ends: a job is profiled on several types at once, and hosts often share a workdir
+    (an NFS home, the bundled local config), where one shared dir let the newest run fence the
+    others. The store id in the name keeps another store's runs out of it.
+    """
+    agent_id = profile_agent_id(job_id, n)
+    scratch = f"{host.workdir.rstrip('/')}/profiling/{agent_id}" + (f"-{owner[:12]}" if owner else "")
     env = dict(spec.env) | target_env(spec) | {
         "WORLD_SIZE": "1", "RANK": "0", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
-        "HEET_CHECKPOINT_DIR": f"{host.workdir.rstrip('/')}/profiling/{job_id}", "HEET_PROFILING": "1",
-    }
-    return LaunchSpec(host.name, profile_agent_id(job_id, n), 0, host_argv(spec.command, host),
+        "HEET_CHECKPOINT_DIR": scratch, "HEET_CHECKPOINT_SCRATCH": "1", "HEET_PROFILING": "1",
+    } | ({"HEET_CHECKPOINT_OWNER": owner} if owner else {})
+    return LaunchSpec(host.name, agent_id, 0, host_argv(spec.command, host),
                       tuple(sorted(env.items())), (gpu,), spec.workdir or None)

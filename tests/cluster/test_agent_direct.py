@@ -104,3 +104,25 @@ def test_a_checkpoint_dir_used_by_another_state_store_is_refused(agent, tmp_path
     assert not refused["ok"] and f"checkpoint dir {ckpt} holds another heet-tui state store's" in refused["error"]
     assert launch("again", "store-a")["ok"]  # the same store's next job (or generation) goes ahead
     assert (ckpt / ".heet-owner").read_text() == "store-a\n"
+
+
+def test_a_scratch_checkpoint_dir_is_the_runs_own_and_goes_when_it_ends(agent, tmp_path):
+    # Profiling runs checkpoint into a scratch dir: made for the run, removed when it exits,
+    # and never one that existed before (the agent removes only what it made).
+    agent.line()
+    agent.request("hello", protocol=1, probes=[])
+    scratch = tmp_path / "profiling" / "j.p1-store"
+    env = {"HEET_CHECKPOINT_DIR": str(scratch), "HEET_CHECKPOINT_SCRATCH": "1"}
+    write = f"open({str(scratch / 'checkpoint.pt')!r}, 'w').write('x')"
+    assert agent.request("launch", job_id="j.p1", generation=1, argv=[sys.executable, "-c", write], env=env)["ok"]
+    ended = agent.events_until("job_exit")
+    assert ended["exit_code"] == 0, "the run could write into its scratch dir"
+    assert not scratch.exists()
+
+    kept = tmp_path / "ckpt"
+    kept.mkdir()
+    (kept / "checkpoint.pt").write_text("a real job's")
+    refused = agent.request("launch", job_id="j.p2", generation=2, argv=["true"],
+                            env={"HEET_CHECKPOINT_DIR": str(kept), "HEET_CHECKPOINT_SCRATCH": "1"})
+    assert not refused["ok"] and "exists already" in refused["error"]
+    assert (kept / "checkpoint.pt").read_text() == "a real job's"

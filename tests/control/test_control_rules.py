@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from heet_tui.config.hosts_file import HostEntry
-from heet_tui.control.launch import choose_master_port, plan_launch, target_env
+from heet_tui.control.launch import choose_master_port, plan_launch, plan_profile_launch, target_env
 from heet_tui.control.runtime import (
     Outcome,
     RankProc,
@@ -46,6 +46,16 @@ def test_one_process_per_gpu_with_distributed_env() -> None:
     assert {dict(s.env)["HEET_CHECKPOINT_OWNER"] for s in owned} == {"store-1"}  # the agents mark the dir with it
     with pytest.raises(ValueError, match="unknown host"):
         plan_launch("cnn", _spec(), Allocation.of("cnn", "T4", {"zz": [0]}), 1, hosts, 1)
+
+
+def test_each_profiling_run_has_a_scratch_checkpoint_dir_of_its_own() -> None:
+    host = HostEntry("a", "10.0.0.1", workdir="/w/")
+    runs = [dict(plan_profile_launch("cnn", _spec(), host, 0, n, owner="0123456789abcdef").env) for n in (3, 4)]
+    assert [e["HEET_CHECKPOINT_DIR"] for e in runs] == ["/w/profiling/cnn.p3-0123456789ab",
+                                                        "/w/profiling/cnn.p4-0123456789ab"]
+    assert all(e["HEET_CHECKPOINT_SCRATCH"] == "1" and e["HEET_CHECKPOINT_OWNER"] == "0123456789abcdef"
+               for e in runs)
+    assert "/w/checkpoints/cnn" not in {e["HEET_CHECKPOINT_DIR"] for e in runs}, "never the job's own"
 
 
 def test_master_port_is_free_locally_and_varies_by_generation_remotely() -> None:

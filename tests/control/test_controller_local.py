@@ -95,6 +95,37 @@ def test_approve_drain_move_and_restart_readopts(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+def test_profiling_on_hosts_that_share_a_workdir_measures_every_type(tmp_path: Path) -> None:
+    """The bundled local config, and hosts with an NFS home: all agents see one workdir.
+
+    Profiling runs on every type at once; with one scratch checkpoint dir per job the newer run
+    fenced the older (exit code 3, counted as a crash), so only one type was ever measured.
+    """
+    shared = tmp_path / "w-shared"
+    path = write_local_hosts(tmp_path, [("fast", "A100", 1, 1.0), ("slow", "T4", 1, 0.7)])
+    path.write_text(path.read_text().replace(str(tmp_path / "w-fast"), str(shared))
+                    .replace(str(tmp_path / "w-slow"), str(shared)))
+    hosts = load_hosts(path)
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=STEPS))))
+            await wait_for(ctl, lambda s: s.plan_id is not None and not ctl.executor.profiles, 90, "a plan")
+        finally:
+            await ctl.stop()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        kill_jobs_under(shared)
+    assert {o[1] for o in store.observations("a")} == {"A100", "T4"}, "profiled on both types"
+    assert store.job("a").crashes == 0, store.job("a").job.message
+    assert not list((shared / "profiling").iterdir()), "profiling scratch dirs are removed after the runs"
+
+
 def test_crashing_job_is_retried_then_failed_with_its_log_tail(tmp_path: Path) -> None:
     hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
     store = Store(tmp_path / "state")
