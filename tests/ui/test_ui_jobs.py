@@ -56,6 +56,22 @@ def test_filter_narrows_rows_and_escape_restores_them(make_app):
     run(scenario())
 
 
+def test_an_empty_jobs_screen_says_how_to_submit_and_an_empty_filter_says_why(make_app, backend):
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            table, detail = app.screen.query_one(JobTable), app.screen.query_one(JobDetail)
+            await wait_for(pilot, lambda: table.row_count == 4)
+            await pilot.press("slash", *"zzz")
+            await wait_for(pilot, lambda: 'No job matches "zzz" (4 hidden)' in str(detail.render()))
+            await pilot.press("enter", "escape")
+            await wait_for(pilot, lambda: table.row_count == 4)
+            backend.push(replace(small_snapshot(2), jobs=()))
+            await wait_for(pilot, lambda: "No jobs yet. Submit one with ctrl+p" in str(detail.render()))
+
+    run(scenario())
+
+
 def test_cancel_asks_first_and_posts_only_on_yes(make_app, backend):
     async def scenario():
         app = make_app("jobs")

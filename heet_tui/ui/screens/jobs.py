@@ -49,7 +49,19 @@ class JobsScreen(SnapshotScreen):
         return self._jobs.get(key) if key else None
 
     def _show_detail(self) -> None:
-        self.query_one(JobDetail).show(self.selected)
+        self.query_one(JobDetail).show(self.selected, self._nothing_selected())
+
+    def _nothing_selected(self) -> str:
+        """An empty screen says why it is empty and how to fill it."""
+        if not self._jobs:
+            if self.read_only:
+                return "No jobs yet."
+            return ("No jobs yet. Submit one with ctrl+p, then \"submit job\" (the examples are listed there), "
+                    "or from a shell: heet-tui submit JOB.toml")
+        words = self.query_one("#filter", Input).value.strip()
+        if words and self.query_one(JobTable).row_count == 0:
+            return f"No job matches \"{words}\" ({len(self._jobs)} hidden); escape clears the filter."
+        return "No job selected."
 
     def on_keyed_table_row_highlighted(self, _: KeyedTable.RowHighlighted) -> None:
         self._show_detail()

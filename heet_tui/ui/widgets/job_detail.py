@@ -16,13 +16,16 @@ class JobDetail(Static):
     _job: JobStatus | None = None
     _drawn = False
 
-    def show(self, job: JobStatus | None) -> None:
+    _empty = ""
+
+    def show(self, job: JobStatus | None, empty: str = "No job selected.") -> None:
+        """``empty`` is what to say when there is no job to show (why, and what to do)."""
         # Fixed height, so an update never needs a relayout; unchanged jobs are not redrawn at all.
-        if self._drawn and job == self._job:
+        if self._drawn and job == self._job and (job is not None or empty == self._empty):
             return
-        self._job, self._drawn = job, True
+        self._job, self._empty, self._drawn = job, empty, True
         if job is None:
-            self.update("No job selected.", layout=False)
+            self.update(empty, layout=False)
             return
         text = Text()
         text.append(job.id if job.name == job.id else f"{job.id} {job.name}", style="bold")
