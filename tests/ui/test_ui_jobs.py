@@ -81,6 +81,7 @@ def test_cancel_asks_first_and_posts_only_on_yes(make_app, backend):
             table.select_key("j2")
             await pilot.press("x")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+            assert "lost." in app.export_screenshot(), "the whole question shows, wrapped, not cut off"
             await pilot.press("n")
             await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmDialog))
             assert backend.posted == []

@@ -13,6 +13,7 @@ class ConfirmDialog(ModalScreen[bool]):
     DEFAULT_CSS = """
     ConfirmDialog { align: center middle; }
     ConfirmDialog > Vertical { width: 60; height: auto; border: thick $warning; background: $surface; padding: 1 2; }
+    ConfirmDialog Label { width: 100%; }  /* wraps: a long question is never cut off */
     ConfirmDialog Horizontal { height: auto; align-horizontal: right; margin-top: 1; }
     ConfirmDialog Button { margin-left: 2; }
     """
