@@ -27,6 +27,7 @@ def test_unknown_key_asks_once_and_trust_posts_the_fingerprint(make_app, backend
         async with app.run_test(size=SIZE) as pilot:
             await wait_for(pilot, lambda: isinstance(app.screen, HostKeyDialog))
             assert FINGERPRINT in str(app.screen.query_one("#fingerprint", Static).render())
+            assert "ssh_host_ed25519_key.pub)." in app.export_screenshot(), "the advice wraps, not cut off"
             await pilot.click("#no")
             await wait_for(pilot, lambda: not isinstance(app.screen, HostKeyDialog))
             backend.push(with_new_host(small_snapshot(1)))  # same key again: not asked twice

@@ -23,6 +23,7 @@ class HostKeyDialog(ModalScreen[bool]):
     DEFAULT_CSS = """
     HostKeyDialog { align: center middle; }
     HostKeyDialog > Vertical { width: 80; height: auto; border: thick $warning; background: $surface; padding: 1 2; }
+    HostKeyDialog Label { width: 100%; }  /* wraps: the advice and the detail are longer than a line */
     HostKeyDialog #changed { color: $error; text-style: bold; }
     HostKeyDialog #fingerprint { text-style: bold; color: $warning; margin: 1 0; }
     HostKeyDialog Horizontal { height: auto; align-horizontal: right; }

@@ -16,6 +16,7 @@ class PromptDialog(ModalScreen[str | None]):
     DEFAULT_CSS = """
     PromptDialog { align: center middle; }
     PromptDialog > Vertical { width: 80; height: auto; border: thick $accent; background: $surface; padding: 1 2; }
+    PromptDialog Label { width: 100%; }
     PromptDialog .hint { color: $text-muted; }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
