@@ -4,7 +4,7 @@ The matching fixes each job's type before trading, and trading moves GPUs within
 so once long jobs hold the fast GPUs a short job that arrives later is matched to a slow
 type and can never bid for the fast one: in the simulator, 130 short cifar10 jobs ran on
 RTX2080Ti/T4 while imagenet and yolov3 sat on the A100s. This pass lets a job offer for
-``k`` GPUs of another type (its current count, within what it may use): its gain is
+``k`` GPUs of another type (its current count or fewer, within what it may use): its gain is
 u(t, k) - u(t', k') (restart discount included when it runs), the price is the free GPUs
 there (0) plus the k lowest asks of that type's holders, each ask the value the holder's
 last GPU adds, u(c) - u(c - 1) with the restart discount on the smaller configuration.
@@ -40,13 +40,14 @@ def switch_types(problem: Problem, valuation: Valuation, active: list[JobInfo],
         for gpu_type, cap in info.caps.items():
             if here is not None and here[0] == gpu_type:
                 continue
-            k = max(info.min_gpus, min(here[1] if here else info.min_gpus, cap))
-            gain = valuation.value(info, gpu_type, k) - current_value
-            if gain <= _EPS:
-                continue
-            priced = _price(problem, valuation, book, gpu_type, k, gain)
-            if priced is not None and (best is None or gain - priced[0] > best[0]):
-                best = (gain - priced[0], gpu_type, k, priced[1])
+            top = max(info.min_gpus, min(here[1] if here else info.min_gpus, cap))
+            for k in _counts(info.min_gpus, top):
+                gain = valuation.value(info, gpu_type, k) - current_value
+                if gain <= _EPS:
+                    continue
+                priced = _price(problem, valuation, book, gpu_type, k, gain)
+                if priced is not None and (best is None or gain - priced[0] > best[0]):
+                    best = (gain - priced[0], gpu_type, k, priced[1])
         if best is None or best[0] <= _EPS:
             continue
         _, gpu_type, k, takes = best
@@ -65,6 +66,18 @@ def switch_types(problem: Problem, valuation: Valuation, active: list[JobInfo],
             book.invalidate(here[0])
         moved = True
     return moved
+
+
+def _counts(low: int, top: int) -> list[int]:
+    """The counts a job may offer for on another type: its own, its minimum and the powers of
+    two between. With its own count only, a job on two T4s could not buy one A100 from a job
+    holding two, however much more that A100 was worth to it than the second was to the holder."""
+    out, k = {top, low}, 1
+    while k < top:
+        if k > low:
+            out.add(k)
+        k *= 2
+    return sorted(out, reverse=True)
 
 
 def _saves_time(problem: Problem, valuation: Valuation, info: JobInfo, here: tuple[str, int],

@@ -15,7 +15,8 @@ k times longer than its competitors overtakes them after at most log2(k) x age_s
 waiting: no job starves under a constant load. A configuration other than the one a running job holds
 pays for its restart: its value is scaled by ``H / (H + restart_cost)`` (the share of wall time
 spent working when the pause comes first), which is the restart hysteresis. A queued job's
-first start is not discounted: it costs the same whenever it happens.
+first start pays its pause once, whatever the configuration: speed is worth little to a job
+whose remaining time is mostly that pause.
 
 The price of type t is the value per GPU of the marginal bidder: sort every job's bid for t
 (value per GPU at its slot size), walk down until the demand exceeds the type's capacity;
@@ -39,6 +40,7 @@ class HeetParams:
     max_matching_columns: int = 160  # larger rounds are split into sub-matchings (POP)
     price_weight: float = 1.0  # 0 turns prices off (ablation)
     restart_weight: float = 3.0  # restarts counted this many times (a new configuration may not last)
+    first_start_weight: float = 1.0  # a queued job's first start, counted this many times (0: ignored)
     srpt_exponent: float = 1.0  # weight = boost / (one-GPU remaining time) ** this; 0 = size-blind
     scaling_exponent: float = 1.0  # value grows as (speedup over one best GPU) ** this
     jct_guard: bool = True  # a grow must save more seconds than it costs the job it takes from
@@ -82,25 +84,29 @@ class Valuation:
         v = self._memo.get(key)
         if v is None:
             thr = self.problem.throughput(info, gpu_type, count)
-            if info.view.current is not None and info.current_config != (gpu_type, count) and thr > 0:
-                thr *= self.keep(info, thr)
+            if info.view.current is None and thr > 0:
+                thr *= self.keep(info, thr, self.params.first_start_weight)
+            elif info.current_config != (gpu_type, count) and thr > 0:
+                thr *= self.keep(info, thr, self.params.restart_weight)
             v = self.weight[info.id] * (thr / self.base[info.id]) ** self.params.scaling_exponent
             self._memo[key] = v
         return v
 
-    def keep(self, info: JobInfo, thr: float) -> float:
-        """Share of wall time a new configuration spends working: H / (H + restart pause).
+    def keep(self, info: JobInfo, thr: float, weight: float) -> float:
+        """Share of wall time a new configuration spends working: H / (H + weight x restart pause).
 
         H is the shorter of ``horizon_s`` and the job's remaining time *at that throughput*
         (a job about to finish gains little from a restart, however big the step). Moving from
         throughput a to b then pays exactly when (b - a) x H > pause x a: the gain over the
-        horizon exceeds what the pause costs. Queued jobs are not discounted: their first start
-        costs the same whenever it happens, so it must not push them behind running jobs.
+        horizon exceeds what the pause costs. For a queued job (``first_start_weight``, 1) the
+        value becomes 1 / (pause + remaining time): the rate at which it completes, start
+        included. Without it, three short jobs on an empty cluster gave both A100s to the one
+        that finishes 3 s sooner on two of them, and sent a job 10x longer to T4s.
         """
         horizon = self.remaining[info.id] / thr
         if horizon > self.params.horizon_s:
             horizon = self.params.horizon_s
-        return horizon / (horizon + self.params.restart_weight * info.view.restart_cost_s)
+        return horizon / (horizon + weight * info.view.restart_cost_s)
 
     def prices(self, slot_counts: dict[tuple[str, str], int]) -> dict[str, float]:
         """Clearing price per type from each job's bid at its slot size ``slot_counts[(job, type)]``."""

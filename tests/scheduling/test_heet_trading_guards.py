@@ -5,6 +5,7 @@ from __future__ import annotations
 from sched_cases import alloc, curve, host, job
 
 from heet_tui.core.sched_input import ClusterView
+from heet_tui.scheduling.evaluate import evaluate
 from heet_tui.scheduling.heet import HeetPolicy
 from heet_tui.scheduling.placement import place
 from heet_tui.scheduling.problem import Problem
@@ -59,3 +60,20 @@ def test_a_running_job_does_not_grow_by_pausing_a_long_job_for_little() -> None:
     assert guarded.allocations["long"].num_gpus == 4
     unguarded = HeetPolicy(predict=False, jct_guard=False).plan(cluster, [big, long_job], 0.0)
     assert "long" not in unguarded.allocations or unguarded.allocations["long"].num_gpus < 4
+
+
+def test_a_job_that_is_mostly_its_start_pause_does_not_take_the_fast_gpus_from_a_long_one() -> None:
+    # make run's first plan: 2 A100 and 4 T4, three new jobs, 30 s to start each. "short" has
+    # 7 s of work on one A100 and 4 s on two; "long" 43 s on one A100 and 90 s on two T4s.
+    cluster = ClusterView((host("fast", "A100", 2), host("slow", "T4", 4)))
+    jobs = [job("short", lo=1, hi=4, work=19_200, fn=curve(A100=2_800, T4=350, serial=0.05), restart_cost_s=30.0),
+            job("long", lo=1, hi=6, work=51_200, fn=curve(A100=1_200, T4=310, serial=0.05), restart_cost_s=30.0),
+            job("t4", lo=1, hi=2, work=12_800, fn=curve(T4=1_100, serial=0.05), gpu_types=("T4",),
+                restart_cost_s=30.0)]
+    plan = HeetPolicy(predict=False).plan(cluster, jobs, 0.0)
+    assert plan.allocations["long"].gpu_type == "A100", plan.allocations
+    before = HeetPolicy(predict=False, first_start_weight=0.0).plan(cluster, jobs, 0.0)
+    assert before.allocations["short"].num_gpus == 2 and before.allocations["long"].gpu_type == "T4", \
+        "ignoring the pause, two A100s for the short job (4 s instead of 7) beat one for the long job"
+    with_plan, without = (evaluate(p, cluster, jobs).avg_jct_s for p in (plan, before))
+    assert with_plan < without - 10.0, (with_plan, without)
