@@ -31,9 +31,13 @@ LOCK_WAIT_S = 5.0
 KILL_OLD_AFTER_S = 1.5
 
 
+JOB_OPS = frozenset({"launch", "stop", "fence", "log_tail", "jobs"})
+
+
 class Agent:
-    def __init__(self, workdir, self_argv):
+    def __init__(self, workdir, self_argv, check_only=False):
         self.workdir = workdir
+        self.check_only = check_only
         self.out_fd = os.dup(1)
         self.jobs = JobTable(workdir, self_argv, self.send_event)
         self.heartbeat_s = 3.0
@@ -69,6 +73,10 @@ class Agent:
         if handler is None:
             self.send(error_reply(request_id, f"unknown op {op!r}"))
             return
+        if self.check_only and str(op).replace("-", "_") in JOB_OPS:
+            self.send(error_reply(request_id, f"{op}: this agent only checks the host (--check-only); "
+                                              "the controller's agent runs the jobs"))
+            return
         try:
             result = handler(message.get("args") or {})
         except JobError as exc:
@@ -97,7 +105,7 @@ class Agent:
         probes = args.get("probes", ["nvml", "nvidia-smi"])
         self.probes = tuple(p for p in probes if isinstance(p, str)) if isinstance(probes, list) else ()
         inv = self.op_inventory({})
-        jobs = self.jobs.adopt()
+        jobs = [] if self.check_only else self.jobs.adopt()
         self.next_heartbeat = time.time() + self.heartbeat_s
         return {"protocol": PROTOCOL_VERSION, "agent_version": AGENT_VERSION, "pid": os.getpid(),
                 "inventory": inv, "jobs": jobs, "notes": self.jobs.notes}
@@ -246,18 +254,21 @@ def main(argv=None):
         from heet_agent.jobwrap import run as run_wrapped
 
         return run_wrapped(argv[1], argv[3:])
-    if len(argv) == 4 and argv[0] == "--workdir" and argv[2] == "--host":
-        workdir_arg, host = argv[1], argv[3]  # how the controller starts it, without argparse's import cost
+    if len(argv) in (4, 5) and argv[0] == "--workdir" and argv[2] == "--host" and argv[4:] in ([], ["--check-only"]):
+        # how the controller starts it, without argparse's import cost
+        workdir_arg, host, check_only = argv[1], argv[3], len(argv) == 5
     else:
         import argparse
 
         parser = argparse.ArgumentParser(prog="heet-agent")
         parser.add_argument("--workdir", default=".")
         parser.add_argument("--host", default="", help="the hosts-file name this agent serves")
+        parser.add_argument("--check-only", action="store_true",
+                            help="report the host, leave the running agent and its jobs alone")
         parser.add_argument("--version", action="version",
                             version="heet-agent %s (protocol %d)" % (AGENT_VERSION, PROTOCOL_VERSION))
         options = parser.parse_args(argv)
-        workdir_arg, host = options.workdir, options.host
+        workdir_arg, host, check_only = options.workdir, options.host, options.check_only
     workdir = os.path.abspath(os.path.expanduser(workdir_arg))
     if host:
         # One machine can be several hosts-file entries (a mixed box split by GPU type, or the
@@ -280,8 +291,10 @@ def main(argv=None):
     sys.stderr.write("heet-agent %s pid %d starting in %s\n" % (AGENT_VERSION, os.getpid(), workdir))
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # exit; jobs keep running
-    _lock = _take_over(workdir)
-    agent = Agent(workdir, _self_argv())
+    # A check (heet-tui hosts check) must not replace the controller's agent: that would cut
+    # the controller off its jobs. It takes no lock, adopts nothing and runs no jobs.
+    _lock = None if check_only else _take_over(workdir)
+    agent = Agent(workdir, _self_argv(), check_only)
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)  # stray prints from libraries cannot corrupt the protocol (agent.out is a dup)
     try:

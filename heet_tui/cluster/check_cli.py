@@ -22,8 +22,9 @@ from heet_tui.cluster.options import ClusterOptions
 from heet_tui.config.hosts_file import HostsFile
 from heet_tui.core.host import HostState
 
-# One pass, no retries: a check reports how each host is now.
-CHECK_OPTIONS = ClusterOptions(backoff_initial_s=3600.0, backoff_max_s=3600.0)
+# One pass, no retries: a check reports how each host is now. Its agents only report, so a
+# check beside a running controller leaves that controller's agents and jobs alone.
+CHECK_OPTIONS = ClusterOptions(backoff_initial_s=3600.0, backoff_max_s=3600.0, check_only=True)
 
 
 async def check_hosts(hosts_file: HostsFile, options: ClusterOptions = CHECK_OPTIONS) -> list[dict[str, Any]]:

@@ -41,9 +41,9 @@ TransportFactory = Callable[[HostEntry], Transport]
 def default_transport_factory(ssh_config: Path | None, options: ClusterOptions) -> TransportFactory:
     def make(entry: HostEntry) -> Transport:
         if entry.transport == "local":
-            return LocalTransport(entry.name, entry.python, entry.workdir)
+            return LocalTransport(entry.name, entry.python, entry.workdir, options.check_only)
         return SshTransport(entry, ssh_config, options.known_hosts_fallback(), options.connect_timeout_s,
-                            options.keepalive_s)
+                            options.keepalive_s, options.check_only)
 
     return make
 

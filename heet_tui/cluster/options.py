@@ -26,6 +26,7 @@ class ClusterOptions:
     keepalive_s: float = 5.0
     probes: tuple[str, ...] = ("nvml", "nvidia-smi")  # GPU sources the agent tries (declared emulation wins)
     fallback_known_hosts: Path | None = None  # default: default_known_hosts()
+    check_only: bool = False  # agents that report hosts only, beside a controller's (hosts check)
 
     def known_hosts_fallback(self) -> Path:
         return self.fallback_known_hosts or default_known_hosts()

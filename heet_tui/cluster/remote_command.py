@@ -64,18 +64,19 @@ def enter_workdir(workdir: str) -> str:
     return f"{{ cd {wd} 2>/dev/null || {{ (umask 077 && mkdir -p {wd}) && cd {wd}; }}; }}"
 
 
-def start_agent(python: str, workdir: str, file_name: str, host: str) -> str:
+def start_agent(python: str, workdir: str, file_name: str, host: str, check_only: bool = False) -> str:
     """Run the agent if it is there; otherwise print the ``need_agent`` line and wait.
 
     One exec channel does everything: the unpacked agent (what a previous start left next to
     the .pyz) or the .pyz is started at once; when neither is there the shell prints
     ``need_agent``, and each line the controller then sends (after it deployed the file over
     SFTP or ``cat``) makes it look again, so a first deploy costs no second session and shell.
-    EOF on stdin ends the wait.
+    EOF on stdin ends the wait. ``check_only`` starts an agent that reports the host and leaves
+    the running agent (and its jobs) alone.
     """
     name, py = shlex.quote(_check_file(file_name)), shlex.quote(python)
     unpacked = shlex.quote(f"{file_name[:-4]}.d/__main__.py")
-    args = f"--workdir . --host {shlex.quote(host)}"
+    args = f"--workdir . --host {shlex.quote(host)}" + (" --check-only" if check_only else "")
     run = (f"if [ -f {unpacked} ]; then exec {py} {unpacked} {args}; fi; "
            f"if [ -f {name} ]; then exec {py} {name} {args}; fi; echo {shlex.quote(NEED_AGENT)}")
     return f"{enter_workdir(workdir)} && {{ {run}; while read -r _; do {run}; done; }}"

@@ -84,8 +84,9 @@ async def open_connection(target: SshTarget, tunnel: Any, timeout_s: float, labe
 
 class SshTransport:
     def __init__(self, entry: HostEntry, ssh_config: Path | None, fallback_known_hosts: Path,
-                 connect_timeout_s: float = 15.0, keepalive_s: float = 5.0) -> None:
+                 connect_timeout_s: float = 15.0, keepalive_s: float = 5.0, check_only: bool = False) -> None:
         self.entry = entry
+        self.check_only = check_only
         self.python = check_python(entry.name, entry.python)
         self.workdir = check_workdir(entry.name, entry.workdir)
         self.ssh_config = ssh_config
@@ -136,7 +137,7 @@ class SshTransport:
                               f"{failure_reason(exc)}") from None
 
     async def _start(self, conn: asyncssh.SSHClientConnection, bundle: AgentBundle) -> AgentChannel:
-        command = start_agent(self.python, self.workdir, bundle.file_name, self.entry.name)
+        command = start_agent(self.python, self.workdir, bundle.file_name, self.entry.name, self.check_only)
         proc = await conn.create_process(command, encoding=None)
         first = await asyncio.wait_for(proc.stdout.readline(), self.timeout)
         for use_sftp in (True, False):

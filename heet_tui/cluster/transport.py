@@ -49,8 +49,9 @@ class PushbackReader:
 class LocalTransport:
     """The agent as a subprocess of this machine (``transport = "local"`` hosts, and tests)."""
 
-    def __init__(self, host: str, python: str, workdir: str) -> None:
+    def __init__(self, host: str, python: str, workdir: str, check_only: bool = False) -> None:
         self.host = host
+        self.check_only = check_only
         self.python = check_python(host, python)
         self.workdir = Path(os.path.expanduser(check_workdir(host, workdir)))
         self._proc: asyncio.subprocess.Process | None = None
@@ -71,6 +72,7 @@ class LocalTransport:
         try:
             proc = await asyncio.create_subprocess_exec(
                 self.python, str(target), "--workdir", str(self.workdir), "--host", self.host,
+                *(["--check-only"] if self.check_only else []),
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
                 cwd=str(self.workdir), limit=STREAM_LIMIT, start_new_session=True,
             )

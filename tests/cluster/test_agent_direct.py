@@ -11,8 +11,9 @@ import pytest
 
 
 class AgentProcess:
-    def __init__(self, workdir):
-        self.proc = subprocess.Popen([sys.executable, "-m", "heet_agent", "--workdir", str(workdir), "--host", "h1"],
+    def __init__(self, workdir, *extra):
+        self.proc = subprocess.Popen([sys.executable, "-m", "heet_agent", "--workdir", str(workdir), "--host", "h1",
+                                      *extra],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.next_id = 0
 
@@ -126,3 +127,24 @@ def test_a_scratch_checkpoint_dir_is_the_runs_own_and_goes_when_it_ends(agent, t
                             env={"HEET_CHECKPOINT_DIR": str(kept), "HEET_CHECKPOINT_SCRATCH": "1"})
     assert not refused["ok"] and "exists already" in refused["error"]
     assert (kept / "checkpoint.pt").read_text() == "a real job's"
+
+
+def test_a_check_only_agent_leaves_the_running_agent_and_its_jobs_alone(agent, tmp_path):
+    agent.line()
+    agent.request("hello", protocol=1, probes=[])
+    launched = agent.request("launch", job_id="sleeper", generation=1, argv=["sleep", "30"])["result"]
+    check = AgentProcess(tmp_path, "--check-only")
+    try:
+        assert check.line()["event"] == "agent_start"
+        hello = check.request("hello", protocol=1, probes=[])["result"]
+        assert hello["jobs"] == [], "it adopts nothing"
+        refused = check.request("launch", job_id="other", generation=1, argv=["true"])
+        assert not refused["ok"] and "only checks the host" in refused["error"]
+        assert not check.request("stop", job_id="sleeper", grace_s=1)["ok"]
+        assert check.close() == 0
+    finally:
+        if check.proc.poll() is None:
+            check.proc.kill()
+    assert agent.proc.poll() is None and agent.request("ping")["ok"], "the agent that runs the jobs stays"
+    assert [j["job_id"] for j in agent.request("jobs")["result"]["jobs"]] == ["sleeper"]
+    os.killpg(launched["pid"], 9)

@@ -13,7 +13,7 @@ from pathlib import Path
 from helpers import FAST, make_cluster, wait_until
 
 from heet_tui.cluster import JobExited, JobsReported
-from heet_tui.cluster.check_cli import run_check, run_trust
+from heet_tui.cluster.check_cli import check_hosts, run_check, run_trust
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.core.host import HostState
 
@@ -96,6 +96,34 @@ def test_hung_agent_is_detected_by_heartbeat_timeout_and_replaced(tmp_path):
     lost, message, back, old, new = asyncio.run(scenario())
     assert lost and "no heartbeat" in message
     assert back and new != old
+
+
+def test_hosts_check_beside_a_running_controller_leaves_its_agent_and_jobs_alone(tmp_path):
+    # Seen in tmux: `heet-tui hosts check` while the TUI ran replaced the controller's agents,
+    # so every host was "lost" and every running job restarted from its checkpoint.
+    path, workdir = _local_hosts(tmp_path)
+    pid_file = workdir / "hosts" / "here" / "agent.pid"
+
+    async def scenario():
+        cluster = make_cluster(path)
+        await cluster.start()
+        try:
+            assert await cluster.wait_settled(timeout=20)
+            agent = pid_file.read_text()
+            job = await cluster.launch("here", "long", 1, ["sleep", "30"])
+            (row,) = await check_hosts(load_hosts(path))
+            await asyncio.sleep(0.5)  # a replaced agent would be gone by now
+            assert pid_file.read_text() == agent and _alive(int(agent))
+            assert cluster.host_status("here").state is HostState.READY
+            stopped = await cluster.stop_job("here", "long", generation=1, grace_s=1.0)
+            assert stopped.state == "exited", "the controller still reaches its job through its own agent"
+            return row, job
+        finally:
+            await cluster.stop()
+
+    row, job = asyncio.run(scenario())
+    assert row["state"] == "ready" and row["gpu_source"] == "emulated"
+    assert asyncio.run(wait_for_exit(job.pid, 10))
 
 
 def test_hosts_check_json_and_trust(lab, capsys):
