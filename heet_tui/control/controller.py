@@ -23,6 +23,7 @@ from heet_tui.config.hosts_file import HostsFile
 from heet_tui.control import planning
 from heet_tui.control.codec import constraints_from_obj, constraints_to_obj
 from heet_tui.control.execution import ExecOptions, Executor
+from heet_tui.control.hosts_reload import HostsReloader
 from heet_tui.control.intents import IntentHandler
 from heet_tui.control.plan_apply import apply_plan
 from heet_tui.control.recovery import rebuild_runs, reconcile_host
@@ -67,6 +68,7 @@ class Controller:
         self.hub = SnapshotHub()
         self.executor = Executor(self.cluster, hosts, store, self.book, self.opt.execution, clock, self._poke)
         self.intents = IntentHandler(self)
+        self.hosts_reloader = HostsReloader(hosts.path)
         self.policy_name = store.setting("policy") or self.opt.policy
         self.policy = planning.make_named_policy(self.policy_name)
         if self.opt.auto_approve is not None:
@@ -171,6 +173,8 @@ class Controller:
 
     async def round(self) -> None:
         now = self.clock()
+        if self.hosts_reloader.due():
+            self.notices += await self.hosts_reloader.reload(self)
         if now - self._started_at > self.opt.settle_timeout_s:
             for status in self.cluster.status():
                 if status.state is HostState.CONNECTING:

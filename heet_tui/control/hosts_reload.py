@@ -1,0 +1,105 @@
+"""Edits of the hosts file take effect while the controller runs.
+
+The TUI's hosts screen, ``heet-tui hosts add|remove`` and a text editor all change the file;
+the controller looks at its modification stamp every round and, when it changed, connects
+the hosts that were added, drops those that were removed and reconnects those whose entry
+changed. A host that runs jobs keeps its old entry until they have left it (drain it
+first): dropping it would leave those jobs running unwatched. A file that does not validate
+changes nothing, and the controller says why, with the line.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from heet_tui.config.errors import ConfigError
+from heet_tui.config.hosts_file import HostEntry, load_hosts
+
+if TYPE_CHECKING:
+    from heet_tui.control.controller import Controller
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def _same(a: HostEntry, b: HostEntry) -> bool:
+    """Equal but for the line the entry starts on (adding a host above it moves it)."""
+    return replace(a, line=None) == replace(b, line=None)
+
+
+@dataclass(frozen=True, slots=True)
+class HostsDiff:
+    hosts: tuple[HostEntry, ...]  # what the controller uses from now on
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    changed: tuple[str, ...]
+    waiting: tuple[str, ...]  # removed or changed in the file, kept as they were for their jobs
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.changed or self.waiting)
+
+
+def diff_hosts(old: tuple[HostEntry, ...], new: tuple[HostEntry, ...], busy: set[str]) -> HostsDiff:
+    before = {h.name: h for h in old}
+    after = {h.name: h for h in new}
+    waiting = tuple(n for n in before if n in busy and (n not in after or not _same(before[n], after[n])))
+    hosts = [before[h.name] if h.name in waiting else h for h in new]
+    hosts += [before[n] for n in waiting if n not in after]
+    return HostsDiff(
+        tuple(hosts),
+        added=tuple(n for n in after if n not in before),
+        removed=tuple(n for n in before if n not in after and n not in waiting),
+        changed=tuple(n for n in after if n in before and not _same(before[n], after[n]) and n not in waiting),
+        waiting=waiting,
+    )
+
+
+class HostsReloader:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._stamp = _stamp(path)
+        self._pending = False  # a change waits for jobs to leave a host
+        self._said: str = ""
+
+    def due(self) -> bool:
+        return self._pending or _stamp(self.path) != self._stamp
+
+    async def reload(self, ctl: Controller) -> list[str]:
+        """Apply the file as it is now; returns what the user should be told (each thing once)."""
+        self._stamp = _stamp(self.path)
+        try:
+            new = load_hosts(self.path)
+        except ConfigError as exc:
+            self._pending = False
+            return self._say(f"hosts file not reloaded: {exc}; the controller keeps the {len(ctl.hosts.hosts)} hosts it had")
+        diff = diff_hosts(ctl.hosts.hosts, new.hosts, set(ctl.executor.busy_gpus()))
+        self._pending = bool(diff.waiting)
+        for name in (*diff.removed, *diff.changed):
+            await ctl.cluster.remove_host(name)
+        hosts = replace(new, hosts=diff.hosts, ssh_config=ctl.hosts.ssh_config)
+        ctl.hosts = ctl.executor.hosts = ctl.cluster.hosts_file = hosts
+        entries = {h.name: h for h in diff.hosts}
+        for name in (*diff.changed, *diff.added):
+            await ctl.cluster.add_host(entries[name])
+        parts = [f"{what} {', '.join(names)}" for what, names in
+                 (("added", diff.added), ("removed", diff.removed), ("reconnecting", diff.changed)) if names]
+        if diff.waiting:
+            parts.append(f"{', '.join(diff.waiting)} kept as before while jobs run there (drain to apply the edit)")
+        if new.ssh_config != ctl.hosts.ssh_config:
+            parts.append("the ssh_config setting applies when heet-tui restarts")
+        return self._say(f"hosts file reloaded: {'; '.join(parts)}") if parts else []
+
+    def _say(self, message: str) -> list[str]:
+        if message == self._said:
+            return []
+        self._said = message
+        return [message]

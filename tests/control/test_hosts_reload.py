@@ -1,0 +1,68 @@
+"""Edits of the hosts file reach the running controller: hosts come and go without a restart."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from control_lab import wait_for, write_local_hosts
+from support.sshd import kill_jobs_under
+
+from heet_tui.config.hosts_file import HostEntry, load_hosts
+from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.hosts_reload import diff_hosts
+from heet_tui.control.store import Store
+from heet_tui.core.host import HostState
+
+
+def _entry(name: str, address: str = "", line: int = 1) -> HostEntry:
+    return HostEntry(name, address or name, line=line)
+
+
+def test_a_busy_host_keeps_its_entry_until_its_jobs_leave() -> None:
+    old = (_entry("a"), _entry("b"), _entry("c"))
+    new = (_entry("x", line=1), _entry("a", line=5), _entry("b", "10.0.0.9", line=9))  # c removed, b moved
+    idle = diff_hosts(old, new, busy=set())
+    assert (idle.added, idle.removed, idle.changed, idle.waiting) == (("x",), ("c",), ("b",), ())
+    assert [h.name for h in idle.hosts] == ["x", "a", "b"]
+    busy = diff_hosts(old, new, busy={"b", "c"})
+    assert (busy.removed, busy.changed, busy.waiting) == ((), (), ("b", "c"))
+    assert {h.name: h.address for h in busy.hosts} == {"x": "x", "a": "a", "b": "b", "c": "c"}, "kept as they were"
+    assert diff_hosts(old, (_entry("a", line=7), _entry("b"), _entry("c")), set()).empty, "a new line is no change"
+
+
+def test_hosts_added_broken_and_removed_while_the_controller_runs(tmp_path: Path) -> None:
+    path = write_local_hosts(tmp_path, [("one", "A100", 1, 1.0)])
+    first = path.read_text()
+    store = Store(tmp_path / "state")
+
+    def ready(snap, names):
+        return {h.name for h in snap.hosts if h.state is HostState.READY} == names
+
+    async def scenario() -> None:
+        ctl = Controller(load_hosts(path), store, ControllerOptions(interval_s=0.2))
+        await ctl.start()
+        try:
+            await wait_for(ctl, lambda s: ready(s, {"one"}), 30, "host one")
+            write_local_hosts(tmp_path, [("one", "A100", 1, 1.0), ("two", "T4", 2, 0.5)])  # as `hosts add` would
+            snap = await wait_for(ctl, lambda s: ready(s, {"one", "two"}), 30, "host two, added to the file")
+            assert "hosts file reloaded: added two" in snap.notices
+            assert {h.name: h.gpu_type for h in snap.hosts}["two"] == "T4"
+
+            path.write_text(path.read_text() + "\n[[hosts]]\nname = 3\n")
+            snap = await wait_for(ctl, lambda s: any("not reloaded" in n for n in s.notices), 30, "a refusal")
+            refusal = next(n for n in snap.notices if "not reloaded" in n)
+            assert "hosts.toml:17: host #3" in refusal and "keeps the 2 hosts it had" in refusal, refusal
+            assert ready(snap, {"one", "two"}), "a broken file changes nothing"
+
+            path.write_text(first)
+            snap = await wait_for(ctl, lambda s: {h.name for h in s.hosts} == {"one"}, 30, "host two removed")
+            assert "hosts file reloaded: removed two" in snap.notices
+        finally:
+            await ctl.stop()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        for workdir in tmp_path.glob("w-*"):
+            kill_jobs_under(workdir)
