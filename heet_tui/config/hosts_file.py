@@ -221,6 +221,10 @@ def bundled_config(name: str) -> Path:
     return Path(str(resources.files("heet_tui.bundled_configs").joinpath(name)))
 
 
+def user_hosts_path() -> Path:
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "heet-tui" / "hosts.toml"
+
+
 def resolve_hosts_path(cli_value: str | None) -> Path:
     """``--hosts``, then ``$HEET_HOSTS``, then ``~/.config/heet-tui/hosts.toml``, then the bundled local one."""
     if cli_value:
@@ -228,7 +232,36 @@ def resolve_hosts_path(cli_value: str | None) -> Path:
     env = os.environ.get("HEET_HOSTS")
     if env:
         return Path(env).expanduser()
-    user = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "heet-tui" / "hosts.toml"
+    user = user_hosts_path()
     if user.exists():
         return user
     return bundled_config("local.toml")
+
+
+def is_bundled(path: Path) -> bool:
+    try:
+        return path.resolve() == bundled_config("local.toml").resolve()
+    except OSError:
+        return False
+
+
+def editable_hosts_path(path: Path) -> tuple[Path, bool]:
+    """Where an edit of ``path`` goes, and whether the user's own file was just made for it.
+
+    The bundled config lives in the installed package: an edit there is lost on the next
+    upgrade (or refused, read-only). The first edit copies it, comments and all, to the
+    user's hosts file, which every later run finds first. When that file exists already the
+    edit is refused (``FileExistsError``): it belongs in that file, not in the one shown.
+    """
+    if not is_bundled(path):
+        return path, False
+    user = user_hosts_path()
+    if user.exists():
+        raise FileExistsError(f"{path} is heet-tui's bundled example and is not edited in place; your hosts "
+                              f"file is {user} (heet-tui uses it when started without --hosts)")
+    user.parent.mkdir(parents=True, exist_ok=True)
+    text = path.read_text(encoding="utf-8")
+    tmp = user.with_name(f".{user.name}.{os.getpid()}.tmp")
+    tmp.write_text(f"# Your hosts file, first copied from heet-tui's bundled {path.name}.\n{text}", encoding="utf-8")
+    tmp.replace(user)
+    return user, True

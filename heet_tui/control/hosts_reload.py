@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from heet_tui.config.errors import ConfigError
-from heet_tui.config.hosts_file import HostEntry, load_hosts
+from heet_tui.config.hosts_file import HostEntry, is_bundled, load_hosts, user_hosts_path
 
 if TYPE_CHECKING:
     from heet_tui.control.controller import Controller
@@ -69,8 +69,14 @@ class HostsReloader:
         self._stamp = _stamp(path)
         self._pending = False  # a change waits for jobs to leave a host
         self._said: str = ""
+        # Running on the bundled config: its first edit makes the user's own copy and goes there
+        # (editable_hosts_path), so follow it once it appears.
+        self._follow = is_bundled(path) and not user_hosts_path().exists()
 
     def due(self) -> bool:
+        if self._follow and user_hosts_path().exists():
+            self.path, self._follow = user_hosts_path(), False
+            return True
         return self._pending or _stamp(self.path) != self._stamp
 
     async def reload(self, ctl: Controller) -> list[str]:
@@ -85,7 +91,7 @@ class HostsReloader:
         self._pending = bool(diff.waiting)
         for name in (*diff.removed, *diff.changed):
             await ctl.cluster.remove_host(name)
-        hosts = replace(new, hosts=diff.hosts, ssh_config=ctl.hosts.ssh_config)
+        hosts = replace(new, hosts=diff.hosts, ssh_config=ctl.hosts.ssh_config, path=self.path)
         ctl.hosts = ctl.executor.hosts = ctl.cluster.hosts_file = hosts
         entries = {h.name: h for h in diff.hosts}
         for name in (*diff.changed, *diff.added):

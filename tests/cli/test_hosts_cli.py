@@ -105,3 +105,24 @@ def test_a_reader_that_goes_away_gets_no_traceback(hosts: Path) -> None:
         os.close(write_end)
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode == 1
+
+
+def test_the_first_edit_of_the_bundled_config_makes_the_users_own_copy() -> None:
+    # A fresh machine runs on the bundled configs/local.toml, which lives inside the package.
+    from heet_tui.config.hosts_file import bundled_config
+
+    bundled = bundled_config("local.toml")
+    before = bundled.read_text()
+    user = Path(os.environ["XDG_CONFIG_HOME"]) / "heet-tui" / "hosts.toml"
+    out = heet("hosts", "add", "gpu9", "--emulate", "V100:2:0.5", "--transport", "local")
+    assert out.returncode == 0, out.stderr
+    assert f"created {user} from the bundled local.toml" in out.stdout
+    assert bundled.read_text() == before, "the package's file is never edited"
+    text = user.read_text()
+    assert "# heet-tui on this machine alone" in text, "comments come along"
+    names = [r["name"] for r in json.loads(heet("hosts", "list", "--json").stdout)]
+    assert names == ["local-a100", "local-t4", "gpu9"], "later runs find the user's file first"
+    assert heet("hosts", "remove", "gpu9").returncode == 0 and "gpu9" not in user.read_text()
+    refused = heet("--hosts", str(bundled), "hosts", "add", "gpu10")
+    assert refused.returncode == 2 and f"your hosts file is {user}" in refused.stderr
+    assert bundled.read_text() == before

@@ -10,7 +10,7 @@ from support.sshd import kill_jobs_under
 
 from heet_tui.config.hosts_file import HostEntry, load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
-from heet_tui.control.hosts_reload import diff_hosts
+from heet_tui.control.hosts_reload import HostsReloader, diff_hosts
 from heet_tui.control.store import Store
 from heet_tui.core.host import HostState
 
@@ -66,3 +66,16 @@ def test_hosts_added_broken_and_removed_while_the_controller_runs(tmp_path: Path
     finally:
         for workdir in tmp_path.glob("w-*"):
             kill_jobs_under(workdir)
+
+
+def test_a_controller_on_the_bundled_config_follows_the_users_first_copy(monkeypatch) -> None:
+    from heet_tui.config.hosts_file import bundled_config, editable_hosts_path, user_hosts_path
+
+    bundled = bundled_config("local.toml")
+    reloader = HostsReloader(bundled)
+    assert not reloader.due()
+    path, copied = editable_hosts_path(bundled)  # what the hosts screen or `hosts add` does first
+    assert copied and path == user_hosts_path() and reloader.due() and reloader.path == path
+    other = HostsReloader(bundled)  # started with --hosts on the bundled file beside an own file:
+    path.write_text(path.read_text() + "\n")
+    assert not other.due() and other.path == bundled, "it stays on the file it was given"

@@ -179,3 +179,28 @@ def test_the_add_form_takes_typing_at_once(make_app, tmp_path):
             assert form.query_one("#f-name", Input).value == "rtx-1"
 
     run(scenario())
+
+
+def test_adding_a_host_to_the_bundled_config_saves_it_in_the_users_own_file(make_app):
+    from heet_tui.config.hosts_file import bundled_config, user_hosts_path
+
+    bundled = bundled_config("local.toml")
+    before = bundled.read_text()
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=bundled)  # `make run` on a fresh machine
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            await wait_for(pilot, lambda: screen.table.row_count == 2)
+            await pilot.press("n")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
+            await fill(pilot, app.screen, name="gpu9", emulate="V100:2:0.5")
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen) and screen.table.row_count == 3)
+            assert screen.path == app.hosts_path == user_hosts_path()
+            assert str(user_hosts_path()) in str(screen.query_one("#hosts-path", Static).render())
+
+    run(scenario())
+    assert bundled.read_text() == before
+    assert [h["name"] for h in tomllib.loads(user_hosts_path().read_text())["hosts"]] == ["local-a100", "local-t4",
+                                                                                          "gpu9"]

@@ -5,12 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
-from heet_tui.cli.errors import UsageError
+from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_edit import HostsDocument
-from heet_tui.config.hosts_file import HostEntry, HostsFile, load_hosts, resolve_hosts_path
+from heet_tui.config.hosts_file import (
+    HostEntry,
+    HostsFile,
+    editable_hosts_path,
+    load_hosts,
+    resolve_hosts_path,
+    user_hosts_path,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,6 +60,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _path(args: argparse.Namespace):
     return resolve_hosts_path(getattr(args, "hosts_file", None) or getattr(args, "hosts", None))
+
+
+def _editable(path: Path) -> Path:
+    try:
+        editable, copied = editable_hosts_path(path)
+    except FileExistsError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise CliError(f"cannot copy {path} to {user_hosts_path()}: {exc.strerror or exc}") from None
+    if copied:
+        print(f"created {editable} from the bundled {path.name}; heet-tui uses it from now on")
+    return editable
 
 
 def _load(args: argparse.Namespace) -> HostsFile:
@@ -109,7 +129,7 @@ def cmd_add(args: argparse.Namespace) -> int:
             fields[key] = value
     if args.emulate:
         fields["emulate"] = _parse_emulate(args.emulate)
-    path = _path(args)
+    path = _editable(_path(args))
     try:
         doc = HostsDocument.load(path)
         doc.add_host(fields)
@@ -121,7 +141,7 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    path = _path(args)
+    path = _editable(_path(args))
     try:
         doc = HostsDocument.load(path)
         doc.remove_host(args.name)

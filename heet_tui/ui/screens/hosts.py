@@ -20,7 +20,7 @@ from textual.widgets import Footer, Static
 
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_edit import HostsDocument
-from heet_tui.config.hosts_file import HostEntry
+from heet_tui.config.hosts_file import HostEntry, editable_hosts_path, user_hosts_path
 from heet_tui.core.snapshot import Snapshot
 from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.dialogs.host_form import HostFormDialog
@@ -143,8 +143,32 @@ class HostsScreen(SnapshotScreen):
         data = tomllib.loads(self.document.text())
         return next((dict(h) for h in data.get("hosts", []) if h.get("name") == name), {})
 
+    def _own_file(self) -> str | None:
+        """Before the first edit of the bundled config, move to the user's own copy of it
+        (``editable_hosts_path``); returns what went wrong, if anything."""
+        assert self.path is not None
+        try:
+            path, copied = editable_hosts_path(self.path)
+            if path != self.path:
+                self.document = HostsDocument.load(path)
+        except FileExistsError as exc:
+            return str(exc)
+        except OSError as exc:
+            return f"cannot copy {self.path} to {user_hosts_path()}: {exc.strerror or exc}"
+        except ConfigError as exc:
+            return str(exc)
+        if path != self.path:
+            self.path = self.app.hosts_path = path  # type: ignore[attr-defined]
+            self._show_path()
+            if copied:
+                self.notify(f"created {path} from the bundled config; heet-tui uses it from now on", timeout=10)
+        return None
+
     def _apply(self, change) -> str | None:
         """Run one edit and save; an invalid edit or a failed save returns the message for the form."""
+        problem = self._own_file()
+        if problem:
+            return problem
         assert self.document is not None
         try:
             change(self.document)
@@ -204,6 +228,10 @@ class HostsScreen(SnapshotScreen):
 
     def action_open_editor(self) -> None:
         if self.path is None:
+            return
+        problem = self._own_file()
+        if problem:
+            self.notify(problem, severity="error", timeout=8)
             return
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
         try:
