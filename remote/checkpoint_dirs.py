@@ -1,0 +1,69 @@
+"""Checkpoint directories as the agent prepares them before a launch: marked with the state
+store that owns them, or made for one run and removed when it ends."""
+
+import os
+
+from heet_agent.errors import JobError
+
+OWNER_FILE = ".heet-owner"
+
+
+def claim_checkpoint_dir(env, workdir):
+    """Mark the job's checkpoint directory with the id of the state store that runs the job.
+
+    Training resumes from whatever that directory holds. A job of another store (another user
+    naming the same shared directory, or the same user after starting a fresh state directory)
+    would resume from checkpoints that are not its own, or end at once as already done.
+    """
+    path, owner = env.get("HEET_CHECKPOINT_DIR"), env.get("HEET_CHECKPOINT_OWNER")
+    if not path or not owner:
+        return
+    path = os.path.join(workdir, os.path.expanduser(path))  # an absolute path stays as it is
+    mark = os.path.join(path, OWNER_FILE)
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        try:
+            with open(mark) as fh:
+                found = fh.read().strip()
+        except OSError as exc:
+            raise JobError(f"cannot read {mark}: {exc}")
+        if found != owner:
+            raise JobError(f"checkpoint dir {path} holds another heet-tui state store's checkpoints (store "
+                           f"{found}, this one is {owner}): give the job its own checkpoint_dir, or remove "
+                           f"that directory if its checkpoints are not needed")
+        return
+    except OSError as exc:
+        raise JobError(f"cannot prepare checkpoint dir {path}: {exc}")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(owner + "\n")
+
+
+def make_scratch_dir(env, workdir):
+    """A run's own checkpoint dir (``HEET_CHECKPOINT_SCRATCH=1``, profiling runs): the agent
+    creates it and removes it when the run ends, so short runs leave no checkpoints behind.
+
+    It must not exist yet: the agent only ever removes a directory it made for the run.
+    Returns its path, or None for a job with an ordinary checkpoint dir.
+    """
+    path = env.get("HEET_CHECKPOINT_DIR")
+    if env.get("HEET_CHECKPOINT_SCRATCH") != "1" or not path:
+        return None
+    path = os.path.join(workdir, os.path.expanduser(path))
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        raise JobError(f"scratch checkpoint dir {path} exists already; it is not this run's to use or remove")
+    except OSError as exc:
+        raise JobError(f"cannot create scratch checkpoint dir {path}: {exc}")
+    return path
+
+
+def remove_scratch_dir(job):
+    path = job.pop("scratch", None)
+    if path:
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
