@@ -66,7 +66,7 @@ class Controller:
         self.clock = clock
         self.book = ThroughputBook(predictor=_profiling_model())
         self.hub = SnapshotHub()
-        self.executor = Executor(self.cluster, hosts, store, self.book, self.opt.execution, clock, self._poke)
+        self.executor = Executor(self.cluster, hosts, store, self.book, self.opt.execution, clock, self.poke)
         self.intents = IntentHandler(self)
         self.hosts_reloader = HostsReloader(hosts.path)
         self.policy_name = store.setting("policy") or self.opt.policy
@@ -112,7 +112,7 @@ class Controller:
         await self.hub.close()
         self._lock.release()
 
-    def _poke(self) -> None:
+    def poke(self) -> None:
         self._wake.set()
 
     # -- Backend ----------------------------------------------------------------------------
@@ -139,7 +139,7 @@ class Controller:
                 await self._on_event(event)
             except Exception:  # one bad event must not stop the controller
                 log.exception("handling %r", event)
-            self._poke()
+            self.poke()
 
     async def _on_event(self, event) -> None:
         if isinstance(event, JobProgress):
@@ -216,7 +216,7 @@ class Controller:
             self.notices.append(f"plan #{plan_id} failed: {exc}")
         finally:
             self.pending_plan_id = None
-            self._poke()
+            self.poke()
 
     # -- profiling ----------------------------------------------------------------------------
     async def _profile_new_jobs(self) -> None:

@@ -30,6 +30,7 @@ from heet_tui.core.intents import (
     EditJob,
     Intent,
     RejectPlan,
+    Replan,
     SetAutoApprove,
     SetPolicy,
     SubmitJob,
@@ -246,6 +247,10 @@ class DemoBackend:
                 self._rejected_key = self._plan_key
                 sim.reject()
                 return f"plan #{plan_id} rejected; it is not proposed again unless something changes"
+            case Replan():
+                self._rejected_key = None
+                sim.replan()
+                return "planning again"
             case EditJob(plan_id, job_id, constraints):
                 self._require_plan(plan_id)
                 sim.set_constraints(job_id, constraints)

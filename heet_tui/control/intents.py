@@ -18,6 +18,7 @@ from heet_tui.core.intents import (
     EditJob,
     Intent,
     RejectPlan,
+    Replan,
     SetAutoApprove,
     SetPolicy,
     SubmitJob,
@@ -74,7 +75,16 @@ class IntentHandler:
         ctl.store.set_plan_status(rec.id, "rejected", ctl.clock())
         ctl.rejected.add(signature(rec.plan))
         ctl.pending_plan_id = None
-        return f"plan #{rec.id} rejected; it will not be proposed again"
+        return f"plan #{rec.id} rejected; it is not proposed again unless something changes (p plans again)"
+
+    async def _Replan(self, intent: Replan) -> str:
+        ctl = self.ctl
+        if ctl.applying is not None and not ctl.applying.done():
+            raise ValueError("a plan is being applied; the next one is proposed when it is done")
+        forgotten = len(ctl.rejected)
+        ctl.rejected.clear()
+        ctl.poke()
+        return "planning again" + (f" ({forgotten} rejected plan(s) may be proposed again)" if forgotten else "")
 
     async def _EditJob(self, intent: EditJob) -> str:
         ctl = self.ctl

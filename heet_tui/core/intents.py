@@ -27,6 +27,12 @@ class EditJob:
 
 
 @dataclass(frozen=True, slots=True)
+class Replan:
+    """Plan again now, rejected plans included: after a reject nothing is proposed again
+    until something changes, and the user may want to see the plan for the queue anyway."""
+
+
+@dataclass(frozen=True, slots=True)
 class SubmitJob:
     spec_path: str
 
@@ -64,6 +70,6 @@ class SetAutoApprove:
 
 
 Intent = (
-    ApprovePlan | RejectPlan | EditJob | SubmitJob | CancelJob | DrainHost | ConnectHost
+    ApprovePlan | RejectPlan | Replan | EditJob | SubmitJob | CancelJob | DrainHost | ConnectHost
     | TrustHostKey | SetPolicy | SetAutoApprove
 )

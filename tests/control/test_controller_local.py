@@ -20,7 +20,7 @@ from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.execution import ExecOptions
 from heet_tui.control.store import Store
-from heet_tui.core.intents import ApprovePlan, DrainHost, SubmitJob
+from heet_tui.core.intents import ApprovePlan, DrainHost, RejectPlan, Replan, SubmitJob
 from heet_tui.core.job import JobState
 from heet_tui.core.plan import ChangeKind
 
@@ -124,6 +124,32 @@ def test_profiling_on_hosts_that_share_a_workdir_measures_every_type(tmp_path: P
     assert {o[1] for o in store.observations("a")} == {"A100", "T4"}, "profiled on both types"
     assert store.job("a").crashes == 0, store.job("a").job.message
     assert not list((shared / "profiling").iterdir()), "profiling scratch dirs are removed after the runs"
+
+
+def test_a_rejected_plan_stays_away_until_the_user_asks_to_plan_again(tmp_path: Path) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 2, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=50))))
+            first = await wait_for(ctl, lambda s: s.plan_id is not None, 30, "a plan")
+            await ctl.post(RejectPlan(first.plan_id))
+            for _ in range(5):  # rounds go by; the same plan is not offered again
+                await ctl.round()
+                assert ctl.hub.latest.plan_id is None
+            with pytest.raises(ValueError, match="not pending"):
+                await ctl.post(ApprovePlan(first.plan_id))
+            assert "planning again (1 rejected plan(s)" in await ctl.post(Replan())
+            again = await wait_for(ctl, lambda s: s.plan_id is not None, 30, "the plan, proposed again")
+            assert again.plan_id != first.plan_id and again.plan.allocations == first.plan.allocations
+            assert job(again, "a").state is JobState.QUEUED, "nothing ran meanwhile"
+        finally:
+            await ctl.stop()
+
+    asyncio.run(scenario())
 
 
 def test_crashing_job_is_retried_then_failed_with_its_log_tail(tmp_path: Path) -> None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from textual.widgets import Input, Static
+from ui_fakes import small_snapshot
 from ui_support import SIZE, run, wait_for
 
-from heet_tui.core.intents import ApprovePlan, EditJob, RejectPlan, SetAutoApprove
+from heet_tui.core.intents import ApprovePlan, EditJob, RejectPlan, Replan, SetAutoApprove
 from heet_tui.ui.dialogs.tweak import TweakDialog
 from heet_tui.ui.widgets.plan_table import PlanTable
 
@@ -44,7 +45,7 @@ def test_approve_posts_the_pending_plan_and_clears_it(make_app, backend):
     run(scenario())
 
 
-def test_reject_posts_reject(make_app, backend):
+def test_reject_posts_reject_then_p_asks_to_plan_again(make_app, backend):
     async def scenario():
         app = make_app("plan")
         async with app.run_test(size=SIZE) as pilot:
@@ -52,6 +53,12 @@ def test_reject_posts_reject(make_app, backend):
             await pilot.press("r")
             await wait_for(pilot, lambda: backend.posted)
             assert backend.posted == [RejectPlan(7)]
+            backend.push(small_snapshot(1, plan=False))  # j3 still waits, and no plan comes back
+            summary = app.screen.query_one("#plan-summary", Static)
+            await wait_for(pilot, lambda: "p plans again" in str(summary.render()))
+            await pilot.press("p")
+            await wait_for(pilot, lambda: len(backend.posted) == 2)
+            assert backend.posted[1] == Replan()
 
     run(scenario())
 

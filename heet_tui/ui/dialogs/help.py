@@ -23,6 +23,7 @@ HELP = """\
 | `/` | Jobs | filter by words; `escape` clears |
 | `x` | Jobs | cancel the selected job (asks first) |
 | `a` / `r` | Plan | approve / reject the pending plan |
+| `p` | Plan | plan again now, plans you rejected included |
 | `e` | Plan | tweak the selected job: type, count, hosts, pin, hold, with a live prediction |
 | `t` | Plan | auto-approve on/off |
 | `n` / `e` or `enter` / `x` | Hosts | add, edit, remove a host (saved at once, comments kept) |

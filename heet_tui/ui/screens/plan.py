@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Static
 
-from heet_tui.core.intents import ApprovePlan, EditJob, RejectPlan, SetAutoApprove
+from heet_tui.core.intents import ApprovePlan, EditJob, RejectPlan, Replan, SetAutoApprove
 from heet_tui.core.snapshot import Snapshot
 from heet_tui.ui.dialogs.tweak import TweakDialog
 from heet_tui.ui.screens.base import SnapshotScreen
@@ -25,6 +25,7 @@ class PlanScreen(SnapshotScreen):
         Binding("r", "reject", "Reject plan"),
         Binding("e", "tweak", "Tweak job"),
         Binding("t", "toggle_auto", "Auto-approve on/off"),
+        Binding("p", "replan", "Plan again"),
     ]
 
     _was_pending = False
@@ -53,7 +54,7 @@ class PlanScreen(SnapshotScreen):
         return snap is not None and snap.plan is not None and snap.plan_id is not None and not snap.plan.is_empty
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in NEEDS_PLAN or action == "toggle_auto":
+        if action in NEEDS_PLAN or action in ("toggle_auto", "replan"):
             if self.read_only:
                 return False
             # the footer shows only what is possible now: no pending plan, no approve key
@@ -75,6 +76,9 @@ class PlanScreen(SnapshotScreen):
         snap = self.latest
         if snap is not None and snap.plan_id is not None:
             self.request(RejectPlan(snap.plan_id), f"reject plan #{snap.plan_id}")
+
+    def action_replan(self) -> None:
+        self.request(Replan(), "plan again")
 
     def action_toggle_auto(self) -> None:
         snap = self.latest
