@@ -131,12 +131,14 @@ class PredictedThroughput:
         base = obs.get((gpu_type, (1,)))
         if base is None:
             return 0.0
-        # The job's own scaling, from its multi-GPU observation nearest in GPU count (any type).
-        multi = [(abs(math.log(sum(p) / k)), t, p, v) for (t, p), v in obs.items() if sum(p) > 1]
+        # The job's own scaling, from its multi-GPU observation nearest in GPU count, on this type
+        # when there is one: scaling differs by type (a job bound by communication on fast GPUs
+        # still scales on slow ones), so another type's curve is only the fallback.
+        multi = [(t != gpu_type, abs(math.log(sum(p) / k)), t, p, v) for (t, p), v in obs.items() if sum(p) > 1]
         exponent = DEFAULT_EXPONENT
         penalty = HOST_PENALTY
         if multi:
-            _, t, p, v = min(multi)
+            _, _, t, p, v = min(multi)
             one = obs.get((t, (1,)))
             if one:
                 per_host = penalty ** (len(p) - 1)

@@ -9,7 +9,7 @@ from sim_support import cluster_of
 
 from heet_tui.scheduling.rigid_fifo import RigidFifoPolicy
 from heet_tui.sim.engine import Simulation
-from heet_tui.sim.estimates import OracleThroughput, PredictedThroughput
+from heet_tui.sim.estimates import HOST_PENALTY, OracleThroughput, PredictedThroughput
 from heet_tui.sim.workload import WorkloadJob
 
 
@@ -42,6 +42,22 @@ def test_predictions_start_from_noisy_profiling_runs_and_learn_what_runs(physics
     source.observe(job, "T4", (4, 4))  # the job ran there: now known exactly
     assert source.view(job)("T4", (4, 4)) == pytest.approx(view("T4", (4, 4)))
     assert guess("T4", (4,) * 30) == 0.0
+
+
+def test_a_types_scaling_comes_from_its_own_multi_gpu_run_when_there_is_one(physics) -> None:
+    # Seen in the demo: yolov3 measured flat on 8 A100s (communication-bound) was predicted flat
+    # on 8 T4s too, although it had run 2.8x faster on 4 T4s than on one; it sat on 4 T4s for
+    # hours beside 20 idle ones.
+    job = _job(physics)
+    source = PredictedThroughput(seed=1, noise=0.0)
+    for gpu_type, placement in (("T4", (1,)), ("A100", (1,)), ("A100", (8,)), ("T4", (4,))):
+        source.observe(job, gpu_type, placement)
+    measured = source.measured("j")
+    t4_exponent = math.log(measured[("T4", (4,))] / measured[("T4", (1,))]) / math.log(4)
+    a100_exponent = math.log(measured[("A100", (8,))] / measured[("A100", (1,))]) / math.log(8)
+    assert t4_exponent > a100_exponent + 0.1, "the physics scales differently by type here"
+    predicted = source.predict_raw(job, "T4", (4, 4))  # 8 GPUs: nearer in count to the A100 run
+    assert predicted == pytest.approx(measured[("T4", (1,))] * 8 ** t4_exponent * HOST_PENALTY)
 
 
 def test_predictions_depend_on_the_seed_only(physics) -> None:
