@@ -107,8 +107,11 @@ def gpus_from_nvidia_smi(timeout=10.0):
 
     out = subprocess.run(
         [exe, "--query-gpu=" + ",".join(SMI_FIELDS), "--format=csv,noheader,nounits"],
-        capture_output=True, timeout=timeout, check=True,
+        capture_output=True, timeout=timeout,
     )
+    if out.returncode != 0:  # its own words (say, no driver) tell the user more than the exit code
+        said = (_text(out.stderr).strip() or _text(out.stdout).strip()).splitlines()
+        raise OSError(f"exit code {out.returncode}" + (f": {said[0][:200]}" if said else ""))
     return parse_nvidia_smi_csv(out.stdout.decode("utf-8", errors="replace"))
 
 

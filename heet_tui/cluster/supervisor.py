@@ -150,6 +150,13 @@ class HostSupervisor:
                             uuid=str(raw.get("uuid") or ""), source=self.gpu_source,
                             utilization=raw.get("utilization"), memory_used_mb=raw.get("memory_used_mb")))
         self.gpus = tuple(gpus)
+        if not gpus:  # a ready host that can run nothing: say why, or it reads as a healthy empty box
+            found = len(inventory.get("gpus") or ())
+            why = "; ".join(str(n) for n in inventory.get("notes") or () if isinstance(n, str))
+            self.warnings.append(
+                f"no usable GPUs: the hosts file's gpus = [...] names none of the {found} found" if found else
+                f"no usable GPUs{': ' + why if why else ''}; jobs are not placed here "
+                "(emulate = {...} runs training on the CPU)")
         self.jobs = {}
         for raw in result.get("jobs") or ():
             job = RemoteJob.from_wire(self.entry.name, raw)

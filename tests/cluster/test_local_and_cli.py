@@ -13,7 +13,7 @@ from pathlib import Path
 from helpers import FAST, make_cluster, wait_until
 
 from heet_tui.cluster import JobExited, JobsReported
-from heet_tui.cluster.check_cli import check_hosts, run_check, run_trust
+from heet_tui.cluster.check_cli import CHECK_OPTIONS, check_hosts, run_check, run_trust
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.core.host import HostState
 
@@ -170,6 +170,23 @@ def test_hosts_check_warns_when_declared_emulation_leaves_real_gpus_unused(tmp_p
     assert warning in row["message"]
     assert run_check(load_hosts(path), as_json=False) == 0
     assert "not used: this host declares emulated GPUs" in capsys.readouterr().out
+
+
+def test_a_host_without_usable_gpus_says_why(tmp_path, monkeypatch):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "nvidia-smi").write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate "
+                                     "with the NVIDIA driver.' >&2\nexit 9\n")
+    (fake / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    path = tmp_path / "hosts.toml"
+    path.write_text(f'[[hosts]]\nname = "bare"\ntransport = "local"\npython = "{sys.executable}"\n'
+                    f'workdir = "{tmp_path / "w"}"\n')
+    (row,) = asyncio.run(check_hosts(load_hosts(path), replace(CHECK_OPTIONS, probes=("nvidia-smi",))))
+    assert row["state"] == "ready" and row["gpus"] == []
+    (warning,) = row["warnings"]
+    assert warning.startswith("no usable GPUs: nvidia-smi:") and "could not communicate" in warning
+    assert "emulate = {...}" in warning and warning in row["message"]
 
 
 async def wait_for_exit(pid: int, timeout: float) -> bool:
