@@ -80,10 +80,12 @@ def _profile(ctl: Controller, job_id: str, spec, hosts) -> JobProfile:
     measured = ctl.book.measured(job_id)
     cells = [ProfileCell(t, k, v, True) for (t, k), v in sorted(measured.items())]
     types = sorted({h.gpu_type for h in hosts if h.gpu_type and spec.allows(h.gpu_type)})
+    largest = {t: max(len(h.gpus) for h in hosts if h.gpu_type == t) for t in types}
     for t in types:
         for n in PROFILE_COUNTS:
             key = placement_key((n,))
-            if (t, key) in measured or n > spec.max_gpus:
+            # a one-host placement no host of the type can hold would only mislead
+            if (t, key) in measured or n > spec.max_gpus or n > largest[t]:
                 continue
             value = ctl.book.estimate(job_id, t, parse_placement(key))
             if value > 0:

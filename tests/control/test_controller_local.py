@@ -113,7 +113,9 @@ def test_profiling_on_hosts_that_share_a_workdir_measures_every_type(tmp_path: P
         await ctl.start()
         try:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=STEPS))))
-            await wait_for(ctl, lambda s: s.plan_id is not None and not ctl.executor.profiles, 90, "a plan")
+            snap = await wait_for(ctl, lambda s: s.plan_id is not None and not ctl.executor.profiles, 90, "a plan")
+            (profile,) = [p for p in snap.profiles if p.job_id == "a"]
+            assert {c.config for c in profile.cells} == {"1"}, "one-GPU hosts: no 2- or 4-GPU cells to show"
         finally:
             await ctl.stop()
 
