@@ -70,7 +70,7 @@ def read_config_text(path: Path) -> str:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise ConfigError(path, "file not found") from None
+        raise ConfigError(path, f"file not found (looked for {path.expanduser().absolute()})") from None
     except IsADirectoryError:
         raise ConfigError(path, "is a directory, expected a TOML file") from None
     except PermissionError:

@@ -38,8 +38,9 @@ def test_bad_file_names_file_line_host_and_key(name: str, expected: str) -> None
 
 
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="nope.toml: file not found"):
+    with pytest.raises(ConfigError, match="nope.toml: file not found") as info:
         load_hosts(tmp_path / "nope.toml")
+    assert f"(looked for {tmp_path / 'nope.toml'})" in str(info.value), "the whole path: a typo may be in a folder"
 
 
 def test_defaults_merge_into_every_host(tmp_path: Path) -> None:
