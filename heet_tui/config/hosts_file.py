@@ -221,6 +221,9 @@ def bundled_config(name: str) -> Path:
     return Path(str(resources.files("heet_tui.bundled_configs").joinpath(name)))
 
 
+COPY_HEADER = "# Your hosts file, first copied from heet-tui's bundled"
+
+
 def user_hosts_path() -> Path:
     return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "heet-tui" / "hosts.toml"
 
@@ -262,6 +265,6 @@ def editable_hosts_path(path: Path) -> tuple[Path, bool]:
     user.parent.mkdir(parents=True, exist_ok=True)
     text = path.read_text(encoding="utf-8")
     tmp = user.with_name(f".{user.name}.{os.getpid()}.tmp")
-    tmp.write_text(f"# Your hosts file, first copied from heet-tui's bundled {path.name}.\n{text}", encoding="utf-8")
+    tmp.write_text(f"{COPY_HEADER} {path.name}.\n{text}", encoding="utf-8")
     tmp.replace(user)
     return user, True

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from heet_tui.config.errors import ConfigError
-from heet_tui.config.hosts_file import HostEntry, is_bundled, load_hosts, user_hosts_path
+from heet_tui.config.hosts_file import COPY_HEADER, HostEntry, is_bundled, load_hosts, user_hosts_path
 
 if TYPE_CHECKING:
     from heet_tui.control.controller import Controller
@@ -28,6 +28,16 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.st_mtime_ns, st.st_size
+
+
+def _copied_from_bundled(path: Path) -> bool:
+    """Only the copy an edit made is followed: a hosts file the user wrote by other means may
+    name a real cluster, which a controller started on the bundled config must not take over."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.readline().startswith(COPY_HEADER)
+    except OSError:
+        return False
 
 
 def _same(a: HostEntry, b: HostEntry) -> bool:
@@ -74,7 +84,7 @@ class HostsReloader:
         self._follow = is_bundled(path) and not user_hosts_path().exists()
 
     def due(self) -> bool:
-        if self._follow and user_hosts_path().exists():
+        if self._follow and _copied_from_bundled(user_hosts_path()):
             self.path, self._follow = user_hosts_path(), False
             return True
         return self._pending or _stamp(self.path) != self._stamp

@@ -79,3 +79,7 @@ def test_a_controller_on_the_bundled_config_follows_the_users_first_copy(monkeyp
     other = HostsReloader(bundled)  # started with --hosts on the bundled file beside an own file:
     path.write_text(path.read_text() + "\n")
     assert not other.due() and other.path == bundled, "it stays on the file it was given"
+    path.unlink()
+    third = HostsReloader(bundled)
+    path.write_text('[[hosts]]\nname = "real-gpu-box"\n')  # written by hand, not by an edit of the bundled one
+    assert not third.due() and third.path == bundled, "a file the user wrote otherwise is not taken over"
