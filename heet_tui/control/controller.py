@@ -31,11 +31,13 @@ from heet_tui.control.snapshot_build import build_snapshot
 from heet_tui.control.snapshots import ControllerLock, SnapshotHub
 from heet_tui.control.store import Store
 from heet_tui.control.throughput import ThroughputBook
+from heet_tui.control.waiting import PREFIX as WAITING_PREFIX
+from heet_tui.control.waiting import why_waiting
 from heet_tui.core.host import HostState
 from heet_tui.core.intents import EditJob, Intent
 from heet_tui.core.job import JobState
 from heet_tui.core.plan import Plan, PredictedEffect
-from heet_tui.core.sched_input import Constraints
+from heet_tui.core.sched_input import ClusterView, Constraints
 from heet_tui.core.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -192,7 +194,25 @@ class Controller:
         if self.applying is None:
             await self._profile_new_jobs()
             self._propose()
+        self._explain_waiting(now)
         await self.publish()
+
+    def cluster_view(self) -> ClusterView:
+        """The ready, usable GPUs as the policies see them."""
+        usable = {h.name: h.gpus for h in self.hosts.hosts}
+        return planning.cluster_view(self.cluster.status(), usable, self.drained())
+
+    def _explain_waiting(self, now: float) -> None:
+        cluster = self.cluster_view()
+        for rec in self.store.jobs(include_terminal=False):
+            job = rec.job
+            if job.state is not JobState.QUEUED or job.id in self.executor.runs:
+                continue
+            why = why_waiting(job.spec, cluster)
+            if why is not None and job.message != why:
+                self.store.try_set_state(job.id, JobState.QUEUED, now, why)
+            elif why is None and job.message.startswith(WAITING_PREFIX):
+                self.store.try_set_state(job.id, JobState.QUEUED, now, "waiting for a plan")
 
     async def _handle_cancels(self) -> None:
         for rec in self.store.jobs(include_terminal=False):
@@ -292,8 +312,7 @@ class Controller:
         inputs = self.job_inputs(overrides)
         if not inputs:
             return None
-        usable = {h.name: h.gpus for h in self.hosts.hosts}
-        cluster = planning.cluster_view(self.cluster.status(), usable, self.drained())
+        cluster = self.cluster_view()
         views = planning.job_views(inputs, self.book, self.clock())
         plan = planning.run_policy(self.policy, self.policy_name, cluster, views, self.book, self.clock())
         problems = planning.check_constraints(plan, views)

@@ -1,0 +1,30 @@
+"""Why a queued job cannot start on the cluster as it is now.
+
+A job that asks for a GPU type no ready host has, or for more GPUs of one type than the
+cluster holds, gets no plan and, without a word, looks like it is waiting for its turn. The
+controller puts the reason in the job's message, and takes it back once a host that can hold
+the job is ready.
+"""
+
+from __future__ import annotations
+
+from heet_tui.core.job import JobSpec
+from heet_tui.core.sched_input import ClusterView
+
+PREFIX = "cannot start yet: "
+
+
+def why_waiting(spec: JobSpec, cluster: ClusterView) -> str | None:
+    capacity: dict[str, int] = {}
+    for h in cluster.hosts:
+        if not h.drained:
+            capacity[h.gpu_type] = capacity.get(h.gpu_type, 0) + h.gpu_count
+    allowed = {t: n for t, n in capacity.items() if spec.allows(t)}
+    if not allowed:
+        ready = ", ".join(f"{n}x{t}" for t, n in sorted(capacity.items())) or "none"
+        return f"{PREFIX}no ready host has {' or '.join(spec.gpu_types)} GPUs (ready and not drained: {ready})"
+    most = max(sorted(allowed), key=lambda t: allowed[t])
+    if allowed[most] < spec.min_gpus:
+        return (f"{PREFIX}it needs at least {spec.min_gpus} GPUs of one type; the most the ready hosts have is "
+                f"{allowed[most]}x{most}")
+    return None
