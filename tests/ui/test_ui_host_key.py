@@ -40,6 +40,11 @@ def test_unknown_key_asks_once_and_trust_posts_the_fingerprint(make_app, backend
             await pilot.click("#yes")
             await wait_for(pilot, lambda: backend.posted)
             assert backend.posted == [TrustHostKey("gpu-new", FINGERPRINT)]
+            assert "Trust&#160;host&#160;key" in app.export_screenshot()
+            trusted = with_new_host(small_snapshot(2))
+            backend.push(replace(trusted, hosts=tuple(replace(h, state=HostState.READY, message="ready")
+                                                      if h.name == "gpu-new" else h for h in trusted.hosts)))
+            await wait_for(pilot, lambda: "Trust&#160;host&#160;key" not in app.export_screenshot())
 
     run(scenario())
 

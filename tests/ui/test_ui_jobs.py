@@ -127,3 +127,20 @@ def test_status_line_counts_a_failed_job_as_failed_not_done(make_app, backend):
             assert "0 wait · 1 done · 1 failed" in line.render().plain
 
     run(scenario())
+
+
+def test_the_cancel_key_goes_when_the_selected_job_ends(make_app, backend):
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.screen.query_one(JobTable)
+            await wait_for(pilot, lambda: table.row_count == 4)
+            table.select_key("j1")
+            await wait_for(pilot, lambda: "Cancel&#160;job" in app.export_screenshot())
+            snap = small_snapshot(1)
+            backend.push(replace(snap, jobs=tuple(replace(j, state=JobState.DONE) if j.id == "j1" else j
+                                                  for j in snap.jobs)))
+            await wait_for(pilot, lambda: "Cancel&#160;job" not in app.export_screenshot())
+            assert table.selected_key == "j1"
+
+    run(scenario())

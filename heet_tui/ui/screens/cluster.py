@@ -30,6 +30,7 @@ class ClusterScreen(SnapshotScreen):
         super().__init__()
         self.history = HostHistory()
         self._hosts: dict[str, HostStatus] = {}
+        self._selected_state: HostState | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusLine("Cluster")
@@ -45,6 +46,11 @@ class ClusterScreen(SnapshotScreen):
         self._hosts = {h.name: h for h in snap.hosts}
         self.query_one(HostTable).show(snap)
         self._show_detail()
+        selected = self.selected
+        state = selected.state if selected else None
+        if state != self._selected_state:  # e.g. its key was trusted: "k Trust host key" goes
+            self._selected_state = state
+            self.refresh_bindings()
 
     @property
     def selected(self) -> HostStatus | None:

@@ -30,6 +30,7 @@ class JobsScreen(SnapshotScreen):
     def __init__(self) -> None:
         super().__init__()
         self._jobs: dict[str, JobStatus] = {}
+        self._selected_ended: bool | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusLine("Jobs")
@@ -42,6 +43,11 @@ class JobsScreen(SnapshotScreen):
         self._jobs = {j.id: j for j in snap.jobs}
         self.query_one(JobTable).show(snap)
         self._show_detail()
+        selected = self.selected
+        ended = selected.state.terminal if selected else None
+        if ended != self._selected_ended:  # the job ended: "x Cancel job" goes
+            self._selected_ended = ended
+            self.refresh_bindings()
 
     @property
     def selected(self) -> JobStatus | None:
