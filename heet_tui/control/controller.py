@@ -279,6 +279,10 @@ class Controller:
 
     # -- planning -----------------------------------------------------------------------------
     def drained(self) -> set[str]:
+        """Drained by the user, or removed from the hosts file while running jobs (they move off first)."""
+        return self.drained_by_user() | self.hosts_reloader.leaving
+
+    def drained_by_user(self) -> set[str]:
         return set(json.loads(self.store.setting("drained") or "[]"))
 
     def constraints(self) -> dict[str, Constraints]:
@@ -339,7 +343,8 @@ class Controller:
             return
         else:
             plan_id = self.pending_plan_id = self.store.add_plan(plan)
-        if self.auto_approve and planning.gain(plan, self.book) >= self.opt.gain_threshold:
+        if self.auto_approve and (planning.gain(plan, self.book) >= self.opt.gain_threshold
+                                  or planning.vacates(plan, self.drained())):
             self.store.set_plan_status(plan_id, "approved", self.clock())
             self.store.add_event(self.clock(), "plan", f"plan #{plan_id} auto-approved")
             self.start_apply(plan_id)

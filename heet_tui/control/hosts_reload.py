@@ -78,6 +78,7 @@ class HostsReloader:
         self.path = path
         self._stamp = _stamp(path)
         self._pending = False  # a change waits for jobs to leave a host
+        self.leaving: frozenset[str] = frozenset()  # gone from the file, still running jobs: drained
         self._said: str = ""
         # Running on the bundled config: its first edit makes the user's own copy and goes there
         # (editable_hosts_path), so follow it once it appears.
@@ -99,6 +100,7 @@ class HostsReloader:
             return self._say(f"hosts file not reloaded: {exc}; the controller keeps the {len(ctl.hosts.hosts)} hosts it had")
         diff = diff_hosts(ctl.hosts.hosts, new.hosts, set(ctl.executor.busy_gpus()))
         self._pending = bool(diff.waiting)
+        self.leaving = frozenset(n for n in diff.waiting if n not in {h.name for h in new.hosts})
         for name in (*diff.removed, *diff.changed):
             await ctl.cluster.remove_host(name)
         hosts = replace(new, hosts=diff.hosts, ssh_config=ctl.hosts.ssh_config, path=self.path)
@@ -108,8 +110,12 @@ class HostsReloader:
             await ctl.cluster.add_host(entries[name])
         parts = [f"{what} {', '.join(names)}" for what, names in
                  (("added", diff.added), ("removed", diff.removed), ("reconnecting", diff.changed)) if names]
-        if diff.waiting:
-            parts.append(f"{', '.join(diff.waiting)} kept as before while jobs run there (drain to apply the edit)")
+        if self.leaving:
+            parts.append(f"{', '.join(sorted(self.leaving))} drained and dropped once its jobs have moved "
+                         "(the next plan moves them)")
+        edited = [n for n in diff.waiting if n not in self.leaving]
+        if edited:
+            parts.append(f"{', '.join(edited)} kept as before while jobs run there (drain to apply the edit)")
         if new.ssh_config != ctl.hosts.ssh_config:
             parts.append("the ssh_config setting applies when heet-tui restarts")
         return self._say(f"hosts file reloaded: {'; '.join(parts)}") if parts else []

@@ -136,7 +136,7 @@ class IntentHandler:
         ctl = self.ctl
         if intent.host not in ctl.hosts.names():
             raise ValueError(f"no host {intent.host!r} in {ctl.hosts.path}")
-        drained = ctl.drained()
+        drained = ctl.drained_by_user()
         drained = drained | {intent.host} if intent.drained else drained - {intent.host}
         ctl.store.set_setting("drained", json.dumps(sorted(drained)))
         return f"{intent.host} {'drained: its jobs move at the next plan' if intent.drained else 'back in service'}"

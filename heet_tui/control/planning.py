@@ -124,6 +124,12 @@ def predict(views: list[JobView], plan: Plan, book: ThroughputBook, restart_s: f
                            sum(before_etas) / len(before_etas) if before_etas else None)
 
 
+def vacates(plan: Plan, drained: set[str]) -> bool:
+    """Whether the plan moves a job off a drained host: what the user asked for, whatever it gains."""
+    return any(c.before is not None and set(c.before.host_names) & drained
+               and not (c.after is not None and set(c.after.host_names) & drained) for c in plan.changes)
+
+
 def gain(plan: Plan, book: ThroughputBook) -> float:
     """Summed normalised throughput after minus before, per job in the plan's effect."""
     if not plan.effect.jobs:

@@ -153,3 +153,13 @@ def test_profiling_model_fills_unmeasured_cells_once_it_has_a_well_observed_job(
     assert book.estimate("b", "A100", (1,)) == 50.0, "a measured cell is used as measured"
     t4 = book.estimate("b", "T4", (1,))
     assert 0.15 * 50 < t4 < 0.6 * 50, f"T4 is about 0.3x A100 as on job a, got {t4}"
+
+
+def test_auto_approve_takes_a_plan_that_vacates_a_drained_host_whatever_it_gains() -> None:
+    from heet_tui.control.planning import vacates
+    from heet_tui.core.plan import Plan
+
+    on_a, on_b = Allocation.of("j", "T4", {"a": [0]}), Allocation.of("j", "T4", {"b": [0]})
+    move = Plan.build({"j": on_a}, {"j": on_b}, "heet", 0.0)
+    assert vacates(move, {"a"}) and not vacates(move, {"b"}) and not vacates(move, set())
+    assert not vacates(Plan.build({}, {"j": on_a}, "heet", 0.0), {"a"}), "a start vacates nothing"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from control_lab import wait_for, write_local_hosts
+from control_lab import job, wait_for, write_job, write_local_hosts
 from support.sshd import kill_jobs_under
 
 from heet_tui.config.hosts_file import HostEntry, load_hosts
@@ -13,6 +13,8 @@ from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.hosts_reload import HostsReloader, diff_hosts
 from heet_tui.control.store import Store
 from heet_tui.core.host import HostState
+from heet_tui.core.intents import SubmitJob
+from heet_tui.core.job import JobState
 
 
 def _entry(name: str, address: str = "", line: int = 1) -> HostEntry:
@@ -83,3 +85,35 @@ def test_a_controller_on_the_bundled_config_follows_the_users_first_copy(monkeyp
     third = HostsReloader(bundled)
     path.write_text('[[hosts]]\nname = "real-gpu-box"\n')  # written by hand, not by an edit of the bundled one
     assert not third.due() and third.path == bundled, "a file the user wrote otherwise is not taken over"
+
+
+def test_a_host_removed_while_running_a_job_is_drained_then_dropped(tmp_path: Path) -> None:
+    path = write_local_hosts(tmp_path, [("one", "T4", 1, 1.0), ("two", "T4", 1, 1.0)])
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(load_hosts(path), store, ControllerOptions(interval_s=0.2, auto_approve=True))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=3000, max_gpus=1))))
+            snap = await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING
+                                  and store.job("a").job.steps_done >= 20, 90, "a running")
+            (host,) = job(snap, "a").allocation.host_names
+            other = "two" if host == "one" else "one"
+            write_local_hosts(tmp_path, [(other, "T4", 1, 1.0)])  # as `heet-tui hosts remove` would
+            snap = await wait_for(ctl, lambda s: any(h.name == host and h.drained for h in s.hosts), 30,
+                                  f"{host} drained")
+            assert f"hosts file reloaded: {host} drained and dropped once its jobs have moved" in " ".join(
+                snap.notices)
+            await wait_for(ctl, lambda s: job(s, "a").allocation is not None
+                           and job(s, "a").allocation.host_names == (other,), 90, f"a moved to {other}")
+            await wait_for(ctl, lambda s: [h.name for h in s.hosts] == [other], 30, f"{host} dropped")
+            assert ctl.drained_by_user() == set(), "the user's own drain list is untouched"
+        finally:
+            await ctl.stop()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        for workdir in tmp_path.glob("w-*"):
+            kill_jobs_under(workdir)
