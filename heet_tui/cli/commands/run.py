@@ -23,7 +23,7 @@ from heet_tui.control.planning import make_named_policy
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run the controller headless (no TUI)")
     p.add_argument("--auto-approve", action="store_true", help="apply plans whose predicted gain is above "
-                   "--gain-threshold without asking")
+                   "--gain-threshold, and plans that move jobs off drained hosts, without asking")
     p.add_argument("--until-idle", action="store_true", help="exit when every job is done, failed or cancelled")
     p.add_argument("--interval", type=float, default=2.0, metavar="S", help="seconds between rounds (default 2)")
     p.add_argument("--policy", default=None, help="scheduling policy (default: the last one used, else heet)")
