@@ -19,6 +19,8 @@ def why_waiting(spec: JobSpec, cluster: ClusterView) -> str | None:
     for h in cluster.hosts:
         if not h.drained:
             capacity[h.gpu_type] = capacity.get(h.gpu_type, 0) + h.gpu_count
+    if not capacity:
+        return f"{PREFIX}no host is ready (see the Cluster screen, or heet-tui hosts check)"
     allowed = {t: n for t, n in capacity.items() if spec.allows(t)}
     if not allowed:
         ready = ", ".join(f"{n}x{t}" for t, n in sorted(capacity.items())) or "none"
