@@ -5,7 +5,6 @@ it exits and leaves jobs running; the next agent re-adopts them from the state f
 never listens on a port and never writes anything but protocol lines to stdout.
 """
 
-import fcntl
 import os
 import select
 import signal
@@ -14,6 +13,7 @@ import time
 
 from heet_agent import inventory
 from heet_agent.jobs import JobError, JobTable
+from heet_agent.takeover import take_over
 from heet_agent.protocol import (
     AGENT_VERSION,
     MAX_LINE_BYTES,
@@ -27,8 +27,6 @@ from heet_agent.protocol import (
 )
 
 POLL_S = 0.25
-LOCK_WAIT_S = 5.0
-KILL_OLD_AFTER_S = 1.5
 
 
 JOB_OPS = frozenset({"launch", "stop", "fence", "log_tail", "jobs"})
@@ -38,6 +36,7 @@ class Agent:
     def __init__(self, workdir, self_argv, check_only=False):
         self.workdir = workdir
         self.check_only = check_only
+        self.lock = None  # the workdir's agent lock, taken at hello (not by a check-only agent)
         self.out_fd = os.dup(1)
         self.jobs = JobTable(workdir, self_argv, self.send_event)
         self.heartbeat_s = 3.0
@@ -73,6 +72,9 @@ class Agent:
         if handler is None:
             self.send(error_reply(request_id, f"unknown op {op!r}"))
             return
+        if not self.check_only and self.lock is None and str(op).replace("-", "_") in JOB_OPS:
+            self.send(error_reply(request_id, f"{op}: send hello first"))
+            return
         if self.check_only and str(op).replace("-", "_") in JOB_OPS:
             self.send(error_reply(request_id, f"{op}: this agent only checks the host (--check-only); "
                                               "the controller's agent runs the jobs"))
@@ -104,6 +106,11 @@ class Agent:
             self.heartbeat_s = float(heartbeat)
         probes = args.get("probes", ["nvml", "nvidia-smi"])
         self.probes = tuple(p for p in probes if isinstance(p, str)) if isinstance(probes, list) else ()
+        owner = args.get("owner") or ""
+        if not isinstance(owner, str):
+            raise JobError("owner must be a string")
+        if not self.check_only and self.lock is None:
+            self.lock = take_over(self.workdir, owner)  # refuses when another controller's agent serves here
         inv = self.op_inventory({})
         jobs = [] if self.check_only else self.jobs.adopt()
         self.next_heartbeat = time.time() + self.heartbeat_s
@@ -182,57 +189,6 @@ class Agent:
         self.handle(message)
 
 
-def _is_agent(pid):
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as fh:
-            cmdline = fh.read()
-    except OSError:
-        return False
-    return b"heet-agent" in cmdline or b"heet_agent" in cmdline
-
-
-def _take_over(workdir):
-    """Become the only agent for this workdir: ask an older one to exit, then hold the lock.
-
-    An older agent may be hung (stopped, or stuck on a dead link): after a short grace it is
-    killed. That is safe because jobs never depend on the agent that started them.
-    """
-    pid_path = os.path.join(workdir, "agent.pid")
-    try:
-        with open(pid_path) as fh:
-            old = int(fh.read().strip() or 0)
-    except (OSError, ValueError):
-        old = 0
-    if not (old and old != os.getpid() and _is_agent(old)):
-        old = 0
-    if old:
-        try:
-            os.kill(old, signal.SIGTERM)
-        except OSError:
-            old = 0
-    lock = open(os.path.join(workdir, "agent.lock"), "w")
-    started = time.time()
-    killed = False
-    while True:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except OSError:
-            waited = time.time() - started
-            if old and not killed and waited > KILL_OLD_AFTER_S and _is_agent(old):
-                try:
-                    os.kill(old, signal.SIGKILL)
-                except OSError:
-                    pass
-                killed = True
-            if waited > LOCK_WAIT_S:
-                raise SystemExit("heet-agent: another agent holds %s/agent.lock" % workdir) from None
-            time.sleep(0.05)
-    with open(pid_path, "w") as fh:
-        fh.write(str(os.getpid()))
-    return lock
-
-
 def _valid_host_name(name):
     allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
     return 0 < len(name) <= 128 and name[0] not in ".-" and set(name) <= allowed
@@ -291,9 +247,8 @@ def main(argv=None):
     sys.stderr.write("heet-agent %s pid %d starting in %s\n" % (AGENT_VERSION, os.getpid(), workdir))
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # exit; jobs keep running
-    # A check (heet-tui hosts check) must not replace the controller's agent: that would cut
-    # the controller off its jobs. It takes no lock, adopts nothing and runs no jobs.
-    _lock = None if check_only else _take_over(workdir)
+    # The lock is taken at hello, which names the controller: a check (heet-tui hosts check)
+    # takes none, so it never replaces the controller's agent and cuts it off its jobs.
     agent = Agent(workdir, _self_argv(), check_only)
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)  # stray prints from libraries cannot corrupt the protocol (agent.out is a dup)

@@ -27,6 +27,7 @@ class ClusterOptions:
     probes: tuple[str, ...] = ("nvml", "nvidia-smi")  # GPU sources the agent tries (declared emulation wins)
     fallback_known_hosts: Path | None = None  # default: default_known_hosts()
     check_only: bool = False  # agents that report hosts only, beside a controller's (hosts check)
+    owner: str = ""  # the controller's state-store id: an agent of another controller is not taken over
 
     def known_hosts_fallback(self) -> Path:
         return self.fallback_known_hosts or default_known_hosts()

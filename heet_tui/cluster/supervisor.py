@@ -112,6 +112,7 @@ class HostSupervisor:
         emulate = self.entry.emulate
         hello: dict[str, Any] = {
             "host": self.entry.name,
+            "owner": self.options.owner,
             "heartbeat_s": self.options.heartbeat_s,
             "probes": list(self.options.probes),
             "emulate": None if emulate is None else

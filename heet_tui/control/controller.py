@@ -15,7 +15,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from heet_tui.cluster import Cluster, ClusterOptions, HostChanged, JobExited, JobProgress, JobsReported
 from heet_tui.cluster.aio import cancel_and_wait
@@ -64,7 +64,8 @@ class Controller:
     def __init__(self, hosts: HostsFile, store: Store, options: ControllerOptions | None = None,
                  cluster: Cluster | None = None, clock: Callable[[], float] = time.time) -> None:
         self.hosts, self.store, self.opt = hosts, store, options or ControllerOptions()
-        self.cluster = cluster or Cluster(hosts, self.opt.cluster)
+        # The agents record which store they serve: another controller's cannot take them over.
+        self.cluster = cluster or Cluster(hosts, replace(self.opt.cluster or ClusterOptions(), owner=store.store_id))
         self.clock = clock
         self.book = ThroughputBook(predictor=_profiling_model())
         self.hub = SnapshotHub()

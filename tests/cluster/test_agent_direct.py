@@ -148,3 +148,31 @@ def test_a_check_only_agent_leaves_the_running_agent_and_its_jobs_alone(agent, t
     assert agent.proc.poll() is None and agent.request("ping")["ok"], "the agent that runs the jobs stays"
     assert [j["job_id"] for j in agent.request("jobs")["result"]["jobs"]] == ["sleeper"]
     os.killpg(launched["pid"], 9)
+
+
+def test_an_agent_of_another_controller_is_refused_one_of_the_same_takes_over(tmp_path):
+    # Two controllers (two state directories) on one host would otherwise take it from each
+    # other at every reconnect, each counting the other's jobs as lost.
+    first = AgentProcess(tmp_path)
+    others = []
+    try:
+        first.line()
+        assert first.request("hello", protocol=1, probes=[], owner="store-a")["ok"]
+        other = AgentProcess(tmp_path)
+        others.append(other)
+        other.line()
+        refused = other.request("hello", protocol=1, probes=[], owner="store-b")
+        assert not refused["ok"] and "managed by another heet-tui controller" in refused["error"]
+        assert "store-a" in refused["error"] and "--state" in refused["error"]
+        assert not other.request("jobs")["ok"], "no job requests before a hello that took the host"
+        assert first.request("ping")["ok"], "the first agent goes on serving"
+        again = AgentProcess(tmp_path)
+        others.append(again)
+        again.line()
+        assert again.request("hello", protocol=1, probes=[], owner="store-a")["ok"], "its own controller's is"
+        assert first.proc.wait(timeout=10) == 0, "the old agent was asked to exit"
+    finally:
+        for process in (first, *others):
+            if process.proc.poll() is None:
+                process.proc.kill()
+                process.proc.wait()

@@ -117,3 +117,35 @@ def test_a_host_removed_while_running_a_job_is_drained_then_dropped(tmp_path: Pa
     finally:
         for workdir in tmp_path.glob("w-*"):
             kill_jobs_under(workdir)
+
+
+def test_a_second_controller_on_the_same_hosts_is_refused_and_the_first_keeps_them(tmp_path: Path) -> None:
+    # Seen in tmux: `heet-tui run` with another state dir beside the TUI; the two took each
+    # host from each other every few seconds and neither ran anything.
+    path = write_local_hosts(tmp_path, [("one", "T4", 1, 1.0)])
+
+    async def scenario() -> None:
+        first = Controller(load_hosts(path), Store(tmp_path / "state-a"), ControllerOptions(interval_s=0.2))
+        second = Controller(load_hosts(path), Store(tmp_path / "state-b"), ControllerOptions(interval_s=0.2))
+        await first.start()
+        try:
+            await wait_for(first, lambda s: [h.state for h in s.hosts] == [HostState.READY], 30, "first ready")
+            await second.start()
+            try:
+                snap = await wait_for(second, lambda s: s.hosts[0].state is HostState.AGENT_ERROR, 30,
+                                      "the second refused")
+                assert "managed by another heet-tui controller" in snap.hosts[0].message
+                await asyncio.sleep(3.0)  # the second retries meanwhile; the first must not lose the host
+                await first.publish()
+                assert first.hub.latest.hosts[0].state is HostState.READY
+                assert not any("lost" in e.message for e in first.store.events(limit=100))
+            finally:
+                await second.stop()
+        finally:
+            await first.stop()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        for workdir in tmp_path.glob("w-*"):
+            kill_jobs_under(workdir)

@@ -1,0 +1,85 @@
+"""One agent per host entry: a new agent takes over from an older one of the same controller.
+
+A controller that reconnects (a lost link, a restart) starts a new agent, which asks the old
+one to exit and takes the workdir's lock. An agent started by another controller (another
+state directory on the same hosts) must not do that: the two would take the host from each
+other at every reconnect, each seeing the other's jobs as lost. So the lock holder records the
+controller it serves, and a newcomer for another controller is refused while it lives.
+"""
+
+import fcntl
+import os
+import signal
+import time
+
+from heet_agent.errors import JobError
+
+LOCK_WAIT_S = 5.0
+KILL_OLD_AFTER_S = 1.5
+
+
+def is_agent(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as fh:
+            cmdline = fh.read()
+    except OSError:
+        return False
+    return b"heet-agent" in cmdline or b"heet_agent" in cmdline
+
+
+def _read(path):
+    try:
+        with open(path) as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+def take_over(workdir, owner):
+    """Become the only agent for this workdir and hold its lock; ``owner`` names the controller.
+
+    An older agent of the same controller (or of an unknown one: agents from before owners were
+    recorded) is asked to exit; a hung one is killed after a short grace, which is safe because
+    jobs never depend on the agent that started them. One that serves another controller is
+    left alone and this agent is refused.
+    """
+    pid_path, owner_path = os.path.join(workdir, "agent.pid"), os.path.join(workdir, "agent.owner")
+    try:
+        old = int(_read(pid_path) or 0)
+    except ValueError:
+        old = 0
+    if not (old and old != os.getpid() and is_agent(old)):
+        old = 0
+    serving = _read(owner_path) if old else None
+    if old and serving and serving != owner:
+        raise JobError(f"this host is managed by another heet-tui controller (its agent pid {old} serves state "
+                       f"store {serving[:12]}, this controller's is {owner[:12] or 'unnamed'}): stop that "
+                       f"controller, or run this one with the other's --state")
+    if old:
+        try:
+            os.kill(old, signal.SIGTERM)
+        except OSError:
+            old = 0
+    lock = open(os.path.join(workdir, "agent.lock"), "w")
+    started = time.time()
+    killed = False
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError:
+            waited = time.time() - started
+            if old and not killed and waited > KILL_OLD_AFTER_S and is_agent(old):
+                try:
+                    os.kill(old, signal.SIGKILL)
+                except OSError:
+                    pass
+                killed = True
+            if waited > LOCK_WAIT_S:
+                lock.close()
+                raise JobError("another agent holds %s/agent.lock" % workdir) from None
+            time.sleep(0.05)
+    for path, text in ((pid_path, str(os.getpid())), (owner_path, owner)):
+        with open(path, "w") as fh:
+            fh.write(text)
+    return lock
