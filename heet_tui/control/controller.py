@@ -199,9 +199,15 @@ class Controller:
         await self.publish()
 
     def cluster_view(self) -> ClusterView:
-        """The ready, usable GPUs as the policies see them."""
+        """The ready, usable GPUs as the policies see them, less those profiling runs hold."""
         usable = {h.name: h.gpus for h in self.hosts.hosts}
-        return planning.cluster_view(self.cluster.status(), usable, self.drained())
+        profiling: dict[str, set[int]] = {}
+        for runs in self.executor.profiles.values():
+            for run in runs:
+                for rank in run.ranks.values():
+                    if not rank.exited:
+                        profiling.setdefault(rank.host, set()).update(rank.gpus)
+        return planning.cluster_view(self.cluster.status(), usable, self.drained(), profiling)
 
     def _explain_waiting(self, now: float) -> None:
         cluster = self.cluster_view()

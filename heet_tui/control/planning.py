@@ -39,14 +39,20 @@ class JobInput:
 
 
 def cluster_view(statuses: tuple[HostStatus, ...], usable: Mapping[str, tuple[int, ...] | None],
-                 drained: set[str]) -> ClusterView:
-    """Ready hosts only: a host that is down or connecting has nothing to give this round."""
+                 drained: set[str], reserved: Mapping[str, set[int]] | None = None) -> ClusterView:
+    """Ready hosts only: a host that is down or connecting has nothing to give this round.
+
+    ``reserved`` GPUs (profiling runs) are in use but belong to no allocation, so no plan may
+    give them out: it would fail when applied ("still in use").
+    """
     views = []
+    reserved = reserved or {}
     for s in statuses:
         if s.state.value != "ready" or not s.gpus:
             continue
         allowed = usable.get(s.name)
-        free = tuple(g.index for g in s.gpus if allowed is None or g.index in allowed)
+        taken = reserved.get(s.name, set())
+        free = tuple(g.index for g in s.gpus if (allowed is None or g.index in allowed) and g.index not in taken)
         if not free:
             continue
         views.append(HostView(s.name, s.gpu_type, len(free), free, s.rack, s.name in drained))

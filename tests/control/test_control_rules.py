@@ -163,3 +163,18 @@ def test_auto_approve_takes_a_plan_that_vacates_a_drained_host_whatever_it_gains
     move = Plan.build({"j": on_a}, {"j": on_b}, "heet", 0.0)
     assert vacates(move, {"a"}) and not vacates(move, {"b"}) and not vacates(move, set())
     assert not vacates(Plan.build({}, {"j": on_a}, "heet", 0.0), {"a"}), "a start vacates nothing"
+
+
+def test_gpus_held_by_profiling_runs_are_not_given_out() -> None:
+    # Seen with `run --auto-approve`: a plan started a job on a T4 another job was profiling
+    # on, failed with "GPUs [0] of local-t4 are still in use", and six such plans followed.
+    from heet_tui.control.planning import cluster_view
+    from heet_tui.core.gpu import Gpu
+    from heet_tui.core.host import HostState
+    from heet_tui.core.snapshot import HostStatus
+
+    t4 = HostStatus("t", HostState.READY, gpus=tuple(Gpu(i, "T4") for i in range(4)))
+    (view,) = cluster_view((t4,), {"t": (0, 1, 2)}, set(), {"t": {0}}).hosts
+    assert view.free == (1, 2) and view.gpu_count == 2
+    (whole,) = cluster_view((t4,), {"t": None}, set()).hosts
+    assert whole.free == (0, 1, 2, 3)
