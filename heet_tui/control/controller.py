@@ -41,6 +41,7 @@ from heet_tui.core.sched_input import ClusterView, Constraints
 from heet_tui.core.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
+RETRY_FAILED_PLAN_S = 60.0  # auto-approve does not apply a plan that just failed again before this
 STOP_TIMEOUT_S = 30.0  # a plan step may be waiting out a job's stop grace period
 LOST_STATES = (HostState.UNREACHABLE, HostState.AUTH_FAILED, HostState.HOST_KEY_UNKNOWN, HostState.AGENT_ERROR)
 
@@ -79,6 +80,7 @@ class Controller:
         self.auto_approve = json.loads(store.setting("auto_approve") or "false")
         self.pending_plan_id: int | None = None
         self.rejected: set[str] = set()
+        self.failed_plans: dict[str, float] = {}  # signature -> when applying it last failed
         self.applying: asyncio.Task | None = None
         self.notices: list[str] = []
         self._lock = ControllerLock(store.dir)
@@ -237,6 +239,8 @@ class Controller:
     async def _apply(self, plan_id: int) -> None:
         try:
             self.notices.append(await apply_plan(self.executor, self.store, plan_id, self.clock))
+            if any(step.status == "failed" for step in self.store.steps(plan_id)):
+                self.failed_plans[signature(self.store.plan(plan_id).plan)] = self.clock()
         except Exception as exc:
             log.exception("applying plan %d", plan_id)
             self.store.set_plan_status(plan_id, "failed", self.clock())
@@ -350,6 +354,9 @@ class Controller:
             return
         else:
             plan_id = self.pending_plan_id = self.store.add_plan(plan)
+        failed_at = self.failed_plans.get(sig)
+        if failed_at is not None and self.clock() - failed_at < RETRY_FAILED_PLAN_S:
+            return  # the same plan just failed: not again at once, in a loop (the user may approve it)
         if self.auto_approve and (planning.gain(plan, self.book) >= self.opt.gain_threshold
                                   or planning.vacates(plan, self.drained())):
             self.store.set_plan_status(plan_id, "approved", self.clock())

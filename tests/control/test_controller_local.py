@@ -154,6 +154,33 @@ def test_a_rejected_plan_stays_away_until_the_user_asks_to_plan_again(tmp_path: 
     asyncio.run(scenario())
 
 
+def test_auto_approve_does_not_reapply_a_plan_that_just_failed_in_a_loop(tmp_path: Path, monkeypatch) -> None:
+    # Seen with `run --auto-approve`: the same failing plan was approved and failed six times a second.
+    from heet_tui.control.execution import StepFailed
+
+    async def refuse(executor, store, change, at):
+        raise StepFailed("GPUs [0] of only are still in use")
+
+    monkeypatch.setattr("heet_tui.control.plan_apply.execute_change", refuse)
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.1, auto_approve=True))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=50, max_gpus=1))))
+            await wait_for(ctl, lambda s: any("1 failed" in n for n in s.notices), 60, "a failed plan")
+            for _ in range(20):
+                await ctl.round()
+        finally:
+            await ctl.stop()
+
+    asyncio.run(scenario())
+    approved = [e for e in store.events(limit=500) if e.kind == "plan" and "auto-approved" in e.message]
+    assert len(approved) == 1, [e.message for e in approved]
+
+
 def test_crashing_job_is_retried_then_failed_with_its_log_tail(tmp_path: Path) -> None:
     hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
     store = Store(tmp_path / "state")
