@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from heet_tui.core.snapshot import Snapshot
@@ -53,3 +53,14 @@ async def wait_for(ctl, predicate: Callable[[Snapshot], bool], timeout: float, w
 
 def job(snap: Snapshot, job_id: str):
     return next(j for j in snap.jobs if j.id == job_id)
+
+
+def run_and_clean(scenario: Callable[[], Awaitable[None]], root: Path) -> None:
+    """Run an async scenario; whatever it leaves running under the hosts' workdirs is killed."""
+    from support.sshd import kill_jobs_under
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        for workdir in root.glob("w-*"):
+            kill_jobs_under(workdir)

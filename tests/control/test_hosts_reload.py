@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from control_lab import job, wait_for, write_job, write_local_hosts
-from support.sshd import kill_jobs_under
+from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
 
 from heet_tui.config.hosts_file import HostEntry, load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
@@ -63,11 +62,7 @@ def test_hosts_added_broken_and_removed_while_the_controller_runs(tmp_path: Path
         finally:
             await ctl.stop()
 
-    try:
-        asyncio.run(scenario())
-    finally:
-        for workdir in tmp_path.glob("w-*"):
-            kill_jobs_under(workdir)
+    run_and_clean(scenario, tmp_path)
 
 
 def test_a_controller_on_the_bundled_config_follows_the_users_first_copy(monkeypatch) -> None:
@@ -112,11 +107,7 @@ def test_a_host_removed_while_running_a_job_is_drained_then_dropped(tmp_path: Pa
         finally:
             await ctl.stop()
 
-    try:
-        asyncio.run(scenario())
-    finally:
-        for workdir in tmp_path.glob("w-*"):
-            kill_jobs_under(workdir)
+    run_and_clean(scenario, tmp_path)
 
 
 def test_a_second_controller_on_the_same_hosts_is_refused_and_the_first_keeps_them(tmp_path: Path) -> None:
@@ -144,8 +135,4 @@ def test_a_second_controller_on_the_same_hosts_is_refused_and_the_first_keeps_th
         finally:
             await first.stop()
 
-    try:
-        asyncio.run(scenario())
-    finally:
-        for workdir in tmp_path.glob("w-*"):
-            kill_jobs_under(workdir)
+    run_and_clean(scenario, tmp_path)

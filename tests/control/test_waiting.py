@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
-from control_lab import job, wait_for, write_job, write_local_hosts
-from support.sshd import kill_jobs_under
+from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
 
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
@@ -56,8 +54,4 @@ def test_a_job_too_big_for_the_cluster_says_so_until_a_host_joins(tmp_path: Path
         finally:
             await ctl.stop()
 
-    try:
-        asyncio.run(scenario())
-    finally:
-        for workdir in tmp_path.glob("w-*"):
-            kill_jobs_under(workdir)
+    run_and_clean(scenario, tmp_path)
