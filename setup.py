@@ -5,11 +5,11 @@ the repository looks for them) yet must be importable resources of the installed
 they are mapped to ``heet_agent`` and ``heet_tui.bundled_configs``.
 """
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, setup
 
 setup(
     packages=[
-        *find_packages(include=["heet_tui", "heet_tui.*"]),
+        *find_namespace_packages(include=["heet_tui", "heet_tui.*"], exclude=["heet_tui.bundled_configs*", "*.__pycache__"]),
         "heet_agent",
         "heet_tui.bundled_configs",
         "heet_tui.bundled_configs.sim",
