@@ -16,9 +16,9 @@ def test_read_only_hides_every_changing_action(make_app, backend, tmp_path):
             await wait_for(pilot, lambda: app.latest is not None)
             shown = {b.action for b in (x.binding for x in app.screen.active_bindings.values()) if b.show}
             enabled = {x.binding.action for x in app.screen.active_bindings.values() if x.enabled}
-            assert not {"approve", "reject", "tweak", "toggle_auto"} & enabled
+            assert not {"approve", "reject", "tweak", "toggle_auto", "replan"} & enabled
             assert "switch_mode('jobs')" in shown
-            await pilot.press("a", "r", "t", "e")
+            await pilot.press("a", "r", "t", "e", "p")
             for mode, keys in (("jobs", ("x",)), ("cluster", ("d", "c")), ("hosts", ("n", "x", "o"))):
                 app.switch_mode(mode)
                 await pilot.pause()
