@@ -39,7 +39,9 @@ def entry_row(h: HostEntry) -> Cells:
     else:
         which = "all" if h.gpus is None else ",".join(map(str, h.gpus))
         gpus = Text(f"{h.gpu_type or 'from NVML'} [{which}]")
-    return (h.name, h.address, h.transport, h.user or "-", str(h.port), gpus, h.rack or "-",
+    ssh = h.transport == "ssh"  # a local host has no address, port or login to show
+    return (h.name, h.address if ssh else "-", h.transport, (h.user or "-") if ssh else "-",
+            str(h.port) if ssh else "-", gpus, h.rack or "-",
             ",".join(h.tags) or "-", str(h.line or "-"))
 
 
