@@ -113,7 +113,7 @@ def test_stale_host_stays_listed_with_its_age(make_app):
     run(scenario())
 
 
-def test_status_line_counts_a_failed_job_as_failed_not_done(make_app, backend):
+def test_status_line_counts_failed_and_cancelled_jobs_apart_from_done(make_app, backend):
     async def scenario():
         app = make_app("jobs")
         async with app.run_test(size=SIZE) as pilot:
@@ -125,6 +125,10 @@ def test_status_line_counts_a_failed_job_as_failed_not_done(make_app, backend):
             backend.push(replace(snap, jobs=jobs))
             await wait_for(pilot, lambda: "1 failed" in line.render().plain)
             assert "0 wait · 1 done · 1 failed" in line.render().plain
+            jobs = tuple(replace(j, state=JobState.CANCELLED) if j.id == "j3" else j for j in snap.jobs)
+            backend.push(replace(snap, jobs=jobs))  # cancelled: not done either
+            await wait_for(pilot, lambda: "cancelled" in line.render().plain)
+            assert "0 wait · 1 done · 1 cancelled" in line.render().plain
 
     run(scenario())
 

@@ -43,11 +43,13 @@ class StatusLine(Static):
             states = Counter(j.state for j in snap.jobs)
             running = states[JobState.RUNNING] + states[JobState.RESIZING]
             queued = states[JobState.QUEUED] + states[JobState.PROFILING]
-            done = states[JobState.DONE] + states[JobState.CANCELLED]
+            done = states[JobState.DONE]
             text.append(f"  {snap.mode}", style="bold magenta" if snap.mode == "demo" else "bold")
             text.append(f"  {clock(snap.now, snap.mode)}")
             text.append(f"  hosts {ready}/{len(snap.hosts)} ready  GPUs {busy}/{gpus} busy")
             text.append(f"  jobs {running} run · {queued} wait · {done} done")
+            if states[JobState.CANCELLED]:  # not "done": they never reached their target
+                text.append(f" · {states[JobState.CANCELLED]} cancelled", style="dim")
             if states[JobState.FAILED]:  # a failure is not "done": it needs the user
                 text.append(" · ")
                 text.append(f"{states[JobState.FAILED]} failed", style="bold red")
