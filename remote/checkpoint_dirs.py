@@ -61,8 +61,7 @@ def make_scratch_dir(env, workdir):
     return path
 
 
-def remove_scratch_dir(job):
-    path = job.pop("scratch", None)
+def remove_scratch_dir(path):
     if path:
         import shutil
 

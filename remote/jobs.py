@@ -156,7 +156,7 @@ class JobTable:
             claim_checkpoint_dir(env, workdir)
             return self._start(job_id, generation, argv, env, workdir, gpus, args.get("log"), scratch)
         except BaseException:
-            remove_scratch_dir({"scratch": scratch})
+            remove_scratch_dir(scratch)
             raise
 
     def _start(self, job_id, generation, argv, env, workdir, gpus, log, scratch):
@@ -306,7 +306,7 @@ class JobTable:
             job["reason"] = job.get("reason") or "lost (no exit status recorded)"
         job["state"] = "exited"
         job["ended_at"] = time.time()
-        remove_scratch_dir(job)
+        remove_scratch_dir(job.pop("scratch", None))
         return True
 
     def _forward_progress(self, job):

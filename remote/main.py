@@ -27,8 +27,6 @@ from heet_agent.protocol import (
 )
 
 POLL_S = 0.25
-
-
 JOB_OPS = frozenset({"launch", "stop", "fence", "log_tail", "jobs"})
 
 
@@ -72,12 +70,10 @@ class Agent:
         if handler is None:
             self.send(error_reply(request_id, f"unknown op {op!r}"))
             return
-        if not self.check_only and self.lock is None and str(op).replace("-", "_") in JOB_OPS:
-            self.send(error_reply(request_id, f"{op}: send hello first"))
-            return
-        if self.check_only and str(op).replace("-", "_") in JOB_OPS:
-            self.send(error_reply(request_id, f"{op}: this agent only checks the host (--check-only); "
-                                              "the controller's agent runs the jobs"))
+        if self.lock is None and str(op).replace("-", "_") in JOB_OPS:  # a check-only agent never holds it
+            why = ("this agent only checks the host (--check-only); the controller's agent runs the jobs"
+                   if self.check_only else "send hello first")
+            self.send(error_reply(request_id, f"{op}: {why}"))
             return
         try:
             result = handler(message.get("args") or {})

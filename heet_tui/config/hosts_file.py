@@ -255,6 +255,7 @@ def editable_hosts_path(path: Path) -> tuple[Path, bool]:
     upgrade (or refused, read-only). The first edit copies it, comments and all, to the
     user's hosts file, which every later run finds first. When that file exists already the
     edit is refused (``FileExistsError``): it belongs in that file, not in the one shown.
+    Any other ``OSError`` names both files.
     """
     if not is_bundled(path):
         return path, False
@@ -262,9 +263,12 @@ def editable_hosts_path(path: Path) -> tuple[Path, bool]:
     if user.exists():
         raise FileExistsError(f"{path} is heet-tui's bundled example and is not edited in place; your hosts "
                               f"file is {user} (heet-tui uses it when started without --hosts)")
-    user.parent.mkdir(parents=True, exist_ok=True)
-    text = path.read_text(encoding="utf-8")
-    tmp = user.with_name(f".{user.name}.{os.getpid()}.tmp")
-    tmp.write_text(f"{COPY_HEADER} {path.name}.\n{text}", encoding="utf-8")
-    tmp.replace(user)
+    try:
+        user.parent.mkdir(parents=True, exist_ok=True)
+        text = path.read_text(encoding="utf-8")
+        tmp = user.with_name(f".{user.name}.{os.getpid()}.tmp")
+        tmp.write_text(f"{COPY_HEADER} {path.name}.\n{text}", encoding="utf-8")
+        tmp.replace(user)
+    except OSError as exc:
+        raise OSError(f"cannot copy {path} to {user}: {exc.strerror or exc}") from None
     return user, True

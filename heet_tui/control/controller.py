@@ -200,23 +200,20 @@ class Controller:
         self._explain_waiting(now)
         await self.publish()
 
-    def cluster_view(self) -> ClusterView:
-        """The ready, usable GPUs as the policies see them, less those profiling runs hold."""
+    def cluster_view(self, for_plans: bool = True) -> ClusterView:
+        """The ready, usable GPUs as the policies see them; for plans, less those profiling runs
+        hold (a plan giving them out would fail when applied)."""
         usable = {h.name: h.gpus for h in self.hosts.hosts}
-        profiling: dict[str, set[int]] = {}
-        for runs in self.executor.profiles.values():
-            for run in runs:
-                for rank in run.ranks.values():
-                    if not rank.exited:
-                        profiling.setdefault(rank.host, set()).update(rank.gpus)
-        return planning.cluster_view(self.cluster.status(), usable, self.drained(), profiling)
+        reserved = self.executor.profiling_gpus() if for_plans else None
+        return planning.cluster_view(self.cluster.status(), usable, self.drained(), reserved)
 
     def _explain_waiting(self, now: float) -> None:
-        cluster = self.cluster_view()
-        for rec in self.store.jobs(include_terminal=False):
-            job = rec.job
-            if job.state is not JobState.QUEUED or job.id in self.executor.runs:
-                continue
+        queued = [rec.job for rec in self.store.jobs(include_terminal=False)
+                  if rec.job.state is JobState.QUEUED and rec.job.id not in self.executor.runs]
+        if not queued:
+            return
+        cluster = self.cluster_view(for_plans=False)  # whether it could ever fit, not whether it fits now
+        for job in queued:
             why = why_waiting(job.spec, cluster)
             if why is not None and job.message != why:
                 self.store.try_set_state(job.id, JobState.QUEUED, now, why)
@@ -240,7 +237,10 @@ class Controller:
         try:
             self.notices.append(await apply_plan(self.executor, self.store, plan_id, self.clock))
             if any(step.status == "failed" for step in self.store.steps(plan_id)):
-                self.failed_plans[signature(self.store.plan(plan_id).plan)] = self.clock()
+                now = self.clock()
+                self.failed_plans = {sig: at for sig, at in self.failed_plans.items()
+                                     if now - at < RETRY_FAILED_PLAN_S}  # only recent failures matter
+                self.failed_plans[signature(self.store.plan(plan_id).plan)] = now
         except Exception as exc:
             log.exception("applying plan %d", plan_id)
             self.store.set_plan_status(plan_id, "failed", self.clock())

@@ -12,7 +12,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from heet_tui.cluster import AgentRequestError, ClusterError, HostNotReady, RemoteJob
@@ -64,12 +64,11 @@ class Executor:
         return [*self.runs.values(), *(r for rs in self.profiles.values() for r in rs)]
 
     def busy_gpus(self) -> dict[str, set[int]]:
-        busy: dict[str, set[int]] = {}
-        for run in self.all_runs():
-            for r in run.ranks.values():
-                if not r.exited:
-                    busy.setdefault(r.host, set()).update(r.gpus)
-        return busy
+        return _gpus_held(self.all_runs())
+
+    def profiling_gpus(self) -> dict[str, set[int]]:
+        """GPUs that profiling runs hold: in use, yet in no allocation a plan knows of."""
+        return _gpus_held(r for rs in self.profiles.values() for r in rs)
 
     def find(self, host: str, agent_id: str, generation: int) -> tuple[Run, RankProc] | None:
         for run in self.all_runs():
@@ -341,3 +340,13 @@ class Executor:
 
     async def close(self) -> None:
         await cancel_and_wait(list(self._tasks), 10.0, "executor task")
+
+
+def _gpus_held(runs: Iterable[Run]) -> dict[str, set[int]]:
+    """host -> the GPUs the live ranks of ``runs`` hold there."""
+    held: dict[str, set[int]] = {}
+    for run in runs:
+        for r in run.ranks.values():
+            if not r.exited:
+                held.setdefault(r.host, set()).update(r.gpus)
+    return held

@@ -23,7 +23,7 @@ def why_waiting(spec: JobSpec, cluster: ClusterView) -> str | None:
         return f"{PREFIX}no host is ready (see the Cluster screen, or heet-tui hosts check)"
     allowed = {t: n for t, n in capacity.items() if spec.allows(t)}
     if not allowed:
-        ready = ", ".join(f"{n}x{t}" for t, n in sorted(capacity.items())) or "none"
+        ready = ", ".join(f"{n}x{t}" for t, n in sorted(capacity.items()))
         return f"{PREFIX}no ready host has {' or '.join(spec.gpu_types)} GPUs (ready and not drained: {ready})"
     most = max(sorted(allowed), key=lambda t: allowed[t])
     if allowed[most] < spec.min_gpus:

@@ -84,10 +84,9 @@ class Valuation:
         v = self._memo.get(key)
         if v is None:
             thr = self.problem.throughput(info, gpu_type, count)
-            if info.view.current is None and thr > 0:
-                thr *= self.keep(info, thr, self.params.first_start_weight)
-            elif info.current_config != (gpu_type, count) and thr > 0:
-                thr *= self.keep(info, thr, self.params.restart_weight)
+            if thr > 0 and info.current_config != (gpu_type, count):  # a start or a restart comes first
+                weight = self.params.first_start_weight if info.view.current is None else self.params.restart_weight
+                thr *= self.keep(info, thr, weight)
             v = self.weight[info.id] * (thr / self.base[info.id]) ** self.params.scaling_exponent
             self._memo[key] = v
         return v

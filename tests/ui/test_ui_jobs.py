@@ -19,12 +19,18 @@ def order(table: JobTable) -> list[str]:
     return [table.get_row_at(i)[0] for i in range(table.row_count)]
 
 
+async def four_jobs(pilot, app) -> JobTable:
+    """The jobs table once the fixture's four jobs are in it."""
+    table = app.screen.query_one(JobTable)
+    await wait_for(pilot, lambda: table.row_count == 4)
+    return table
+
+
 def test_sort_keeps_cursor_on_the_selected_job_while_rows_update(make_app, backend):
     async def scenario():
         app = make_app("jobs")
         async with app.run_test(size=SIZE) as pilot:
-            table = app.screen.query_one(JobTable)
-            await wait_for(pilot, lambda: table.row_count == 4)
+            table = await four_jobs(pilot, app)
             assert order(table) == ["j1", "j2", "j3", "j4"]  # by state: running, queued, done
             table.select_key("j2")
             await pilot.press("s")  # next sort: progress, highest first
@@ -46,8 +52,7 @@ def test_filter_narrows_rows_and_escape_restores_them(make_app):
     async def scenario():
         app = make_app("jobs")
         async with app.run_test(size=SIZE) as pilot:
-            table = app.screen.query_one(JobTable)
-            await wait_for(pilot, lambda: table.row_count == 4)
+            table = await four_jobs(pilot, app)
             await pilot.press("slash", *"a100")
             await wait_for(pilot, lambda: order(table) == ["j1"])
             await pilot.press("enter", "escape")
@@ -60,8 +65,7 @@ def test_an_empty_jobs_screen_says_how_to_submit_and_an_empty_filter_says_why(ma
     async def scenario():
         app = make_app("jobs")
         async with app.run_test(size=SIZE) as pilot:
-            table, detail = app.screen.query_one(JobTable), app.screen.query_one(JobDetail)
-            await wait_for(pilot, lambda: table.row_count == 4)
+            table, detail = await four_jobs(pilot, app), app.screen.query_one(JobDetail)
             await pilot.press("slash", *"zzz")
             await wait_for(pilot, lambda: 'No job matches "zzz" (4 hidden)' in str(detail.render()))
             await pilot.press("enter", "escape")
@@ -76,8 +80,7 @@ def test_cancel_asks_first_and_posts_only_on_yes(make_app, backend):
     async def scenario():
         app = make_app("jobs")
         async with app.run_test(size=SIZE) as pilot:
-            table = app.screen.query_one(JobTable)
-            await wait_for(pilot, lambda: table.row_count == 4)
+            table = await four_jobs(pilot, app)
             table.select_key("j2")
             await pilot.press("x")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
@@ -137,8 +140,7 @@ def test_the_cancel_key_goes_when_the_selected_job_ends(make_app, backend):
     async def scenario():
         app = make_app("jobs")
         async with app.run_test(size=SIZE) as pilot:
-            table = app.screen.query_one(JobTable)
-            await wait_for(pilot, lambda: table.row_count == 4)
+            table = await four_jobs(pilot, app)
             table.select_key("j1")
             await wait_for(pilot, lambda: "Cancel&#160;job" in app.export_screenshot())
             snap = small_snapshot(1)

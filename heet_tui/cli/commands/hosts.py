@@ -17,7 +17,6 @@ from heet_tui.config.hosts_file import (
     editable_hosts_path,
     load_hosts,
     resolve_hosts_path,
-    user_hosts_path,
 )
 
 
@@ -68,7 +67,7 @@ def _editable(path: Path) -> Path:
     except FileExistsError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:
-        raise CliError(f"cannot copy {path} to {user_hosts_path()}: {exc.strerror or exc}") from None
+        raise CliError(str(exc)) from None
     if copied:
         print(f"created {editable} from the bundled {path.name}; heet-tui uses it from now on")
     return editable

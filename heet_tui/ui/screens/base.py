@@ -14,6 +14,7 @@ class SnapshotScreen(Screen):
     """A screen that renders snapshots; only the visible one is updated, the others on resume."""
 
     _ready = False
+    _bindings_key: object = None
 
     @property
     def read_only(self) -> bool:
@@ -41,6 +42,13 @@ class SnapshotScreen(Screen):
     def on_screen_resume(self) -> None:
         if self.latest is not None:
             self.apply_snapshot(self.latest)
+
+    def refresh_bindings_when(self, key: object) -> None:
+        """Redraw the footer's keys when what they depend on (a pending plan, the selected row's
+        state) changed: the footer re-renders whole, so not on every snapshot."""
+        if key != self._bindings_key:
+            self._bindings_key = key
+            self.refresh_bindings()
 
     def request(self, intent: Intent, describe: str = "") -> None:
         self.app.post_message(IntentRequested(intent, describe))

@@ -30,7 +30,6 @@ class ClusterScreen(SnapshotScreen):
         super().__init__()
         self.history = HostHistory()
         self._hosts: dict[str, HostStatus] = {}
-        self._selected_state: HostState | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusLine("Cluster")
@@ -47,10 +46,7 @@ class ClusterScreen(SnapshotScreen):
         self.query_one(HostTable).show(snap)
         self._show_detail()
         selected = self.selected
-        state = selected.state if selected else None
-        if state != self._selected_state:  # e.g. its key was trusted: "k Trust host key" goes
-            self._selected_state = state
-            self.refresh_bindings()
+        self.refresh_bindings_when(selected.state if selected else None)  # a trusted key: "k" goes
 
     @property
     def selected(self) -> HostStatus | None:

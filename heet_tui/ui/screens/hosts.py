@@ -20,7 +20,7 @@ from textual.widgets import Footer, Static
 
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_edit import HostsDocument
-from heet_tui.config.hosts_file import HostEntry, editable_hosts_path, user_hosts_path
+from heet_tui.config.hosts_file import HostEntry, editable_hosts_path
 from heet_tui.core.snapshot import Snapshot
 from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.dialogs.host_form import HostFormDialog
@@ -153,11 +153,7 @@ class HostsScreen(SnapshotScreen):
             path, copied = editable_hosts_path(self.path)
             if path != self.path:
                 self.document = HostsDocument.load(path)
-        except FileExistsError as exc:
-            return str(exc)
-        except OSError as exc:
-            return f"cannot copy {self.path} to {user_hosts_path()}: {exc.strerror or exc}"
-        except ConfigError as exc:
+        except (OSError, ConfigError) as exc:  # the user's own file exists, a failed copy, a broken file
             return str(exc)
         if path != self.path:
             self.path = self.app.hosts_path = path  # type: ignore[attr-defined]

@@ -30,7 +30,6 @@ class JobsScreen(SnapshotScreen):
     def __init__(self) -> None:
         super().__init__()
         self._jobs: dict[str, JobStatus] = {}
-        self._selected_ended: bool | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusLine("Jobs")
@@ -44,10 +43,7 @@ class JobsScreen(SnapshotScreen):
         self.query_one(JobTable).show(snap)
         self._show_detail()
         selected = self.selected
-        ended = selected.state.terminal if selected else None
-        if ended != self._selected_ended:  # the job ended: "x Cancel job" goes
-            self._selected_ended = ended
-            self.refresh_bindings()
+        self.refresh_bindings_when(selected.state.terminal if selected else None)  # it ended: "x" goes
 
     @property
     def selected(self) -> JobStatus | None:

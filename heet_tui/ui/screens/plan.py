@@ -28,7 +28,6 @@ class PlanScreen(SnapshotScreen):
         Binding("p", "replan", "Plan again"),
     ]
 
-    _was_pending = False
     _summary: Text | None = None
 
     def compose(self) -> ComposeResult:
@@ -43,11 +42,7 @@ class PlanScreen(SnapshotScreen):
             self._summary = text
             self.query_one("#plan-summary", Static).update(text, layout=False)
         self.query_one(PlanTable).show(snap)
-        pending = self._pending()
-        if pending != self._was_pending:
-            # Footer bindings re-render the whole footer: only when what is possible changed.
-            self._was_pending = pending
-            self.refresh_bindings()
+        self.refresh_bindings_when(self._pending())  # no pending plan: no approve key
 
     def _pending(self) -> bool:
         snap = self.latest
