@@ -31,8 +31,7 @@ from heet_tui.control.snapshot_build import build_snapshot
 from heet_tui.control.snapshots import ControllerLock, SnapshotHub
 from heet_tui.control.store import Store
 from heet_tui.control.throughput import ThroughputBook
-from heet_tui.control.waiting import PREFIX as WAITING_PREFIX
-from heet_tui.control.waiting import why_waiting
+from heet_tui.control.waiting import explain_waiting
 from heet_tui.core.host import HostState
 from heet_tui.core.intents import EditJob, Intent
 from heet_tui.core.job import JobState
@@ -197,7 +196,7 @@ class Controller:
         if self.applying is None:
             await self._profile_new_jobs()
             self._propose()
-        self._explain_waiting(now)
+        explain_waiting(self, now)
         await self.publish()
 
     def cluster_view(self, for_plans: bool = True) -> ClusterView:
@@ -206,19 +205,6 @@ class Controller:
         usable = {h.name: h.gpus for h in self.hosts.hosts}
         reserved = self.executor.profiling_gpus() if for_plans else None
         return planning.cluster_view(self.cluster.status(), usable, self.drained(), reserved)
-
-    def _explain_waiting(self, now: float) -> None:
-        queued = [rec.job for rec in self.store.jobs(include_terminal=False)
-                  if rec.job.state is JobState.QUEUED and rec.job.id not in self.executor.runs]
-        if not queued:
-            return
-        cluster = self.cluster_view(for_plans=False)  # whether it could ever fit, not whether it fits now
-        for job in queued:
-            why = why_waiting(job.spec, cluster)
-            if why is not None and job.message != why:
-                self.store.try_set_state(job.id, JobState.QUEUED, now, why)
-            elif why is None and job.message.startswith(WAITING_PREFIX):
-                self.store.try_set_state(job.id, JobState.QUEUED, now, "waiting for a plan")
 
     async def _handle_cancels(self) -> None:
         for rec in self.store.jobs(include_terminal=False):

@@ -8,8 +8,13 @@ the job is ready.
 
 from __future__ import annotations
 
-from heet_tui.core.job import JobSpec
+from typing import TYPE_CHECKING
+
+from heet_tui.core.job import JobSpec, JobState
 from heet_tui.core.sched_input import ClusterView
+
+if TYPE_CHECKING:
+    from heet_tui.control.controller import Controller
 
 PREFIX = "cannot start yet: "
 
@@ -30,3 +35,18 @@ def why_waiting(spec: JobSpec, cluster: ClusterView) -> str | None:
         return (f"{PREFIX}it needs at least {spec.min_gpus} GPUs of one type; the most the ready hosts have is "
                 f"{allowed[most]}x{most}")
     return None
+
+
+def explain_waiting(ctl: Controller, now: float) -> None:
+    """Put each queued job's reason in its message, and take it back once it could run."""
+    queued = [rec.job for rec in ctl.store.jobs(include_terminal=False)
+              if rec.job.state is JobState.QUEUED and rec.job.id not in ctl.executor.runs]
+    if not queued:
+        return
+    cluster = ctl.cluster_view(for_plans=False)  # whether it could ever fit, not whether it fits now
+    for job in queued:
+        why = why_waiting(job.spec, cluster)
+        if why is not None and job.message != why:
+            ctl.store.try_set_state(job.id, JobState.QUEUED, now, why)
+        elif why is None and job.message.startswith(PREFIX):
+            ctl.store.try_set_state(job.id, JobState.QUEUED, now, "waiting for a plan")
