@@ -1,4 +1,4 @@
-"""Parse the ``@heet-progress {...}`` lines that training scripts print (see project docs).
+"""Parse the ``@heet-progress {...}`` lines that training scripts print (docs/TRAINING.md).
 
 Both the agent (forwarding progress events) and the controller use this; it never raises,
 because it reads arbitrary user output.

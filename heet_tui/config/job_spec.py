@@ -94,6 +94,25 @@ def parse_job_text(text: str, path: Path | str) -> JobSpec:
     )
 
 
+def workdir_hint(spec: JobSpec, path: Path | str) -> str | None:
+    """A warning for a command that names a file beside the job file while no ``workdir`` is set.
+
+    Without ``workdir`` the command runs in the agent's own directory on each host, where a
+    relative ``train.py`` is not found; every launch would then crash the same way, after the
+    profiling runs. Said at submit time, the fix is one line.
+    """
+    if spec.workdir:
+        return None
+    here = Path(path).resolve().parent
+    for arg in spec.command:
+        if arg.startswith("-") or Path(arg).is_absolute():
+            continue
+        if (here / arg).is_file():
+            return (f'"{arg}" is beside {Path(path).name}, but with no "workdir" the command runs in each host\'s '
+                    f'agent directory, where it is not found; add workdir = "." to run it from {here}')
+    return None
+
+
 def _required_int(f: Fields, key: str) -> int:
     if key not in f.table:
         raise f.error(None, f'missing required key "{key}"')

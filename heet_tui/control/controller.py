@@ -26,15 +26,16 @@ from heet_tui.control.execution import ExecOptions, Executor
 from heet_tui.control.hosts_reload import HostsReloader
 from heet_tui.control.intents import IntentHandler
 from heet_tui.control.plan_apply import apply_plan
+from heet_tui.control.profiling_rounds import profile_new_jobs
 from heet_tui.control.recovery import rebuild_runs, reconcile_host
 from heet_tui.control.snapshot_build import build_snapshot
 from heet_tui.control.snapshots import ControllerLock, SnapshotHub
 from heet_tui.control.store import Store
 from heet_tui.control.throughput import ThroughputBook
+from heet_tui.control.unmeasured import hide_nominal, unmeasured_ids, unreported_gpu_s
 from heet_tui.control.waiting import explain_waiting
 from heet_tui.core.host import HostState
 from heet_tui.core.intents import EditJob, Intent
-from heet_tui.core.job import JobState
 from heet_tui.core.plan import Plan, PredictedEffect
 from heet_tui.core.sched_input import ClusterView, Constraints
 from heet_tui.core.snapshot import Snapshot
@@ -194,7 +195,8 @@ class Controller:
             self.applying = None
             await self._resume_applying()
         if self.applying is None:
-            await self._profile_new_jobs()
+            await self.executor.stop_overdue_profiling()
+            await profile_new_jobs(self)
             self._propose()
         explain_waiting(self, now)
         await self.publish()
@@ -235,45 +237,6 @@ class Controller:
             self.pending_plan_id = None
             self.poke()
 
-    # -- profiling ----------------------------------------------------------------------------
-    async def _profile_new_jobs(self) -> None:
-        """Profile each new job on up to ``profile_types`` GPU types, one GPU each, all at once.
-
-        Types go to the jobs that have the fewest measurements on them so far, so that across
-        jobs every pair of types gets compared and the estimate for a type a job was not
-        profiled on can borrow the ratio seen on other jobs.
-        """
-        if not self.opt.profile:
-            return
-        busy = self.executor.busy_gpus()
-        drained = self.drained()
-        coverage: dict[str, int] = {}
-        for job_id in {o[0] for o in self.store.observations()} | set(self.executor.profiles):
-            types = self.book.measured_types(job_id) | {r.alloc.gpu_type for r in self.executor.profiles.get(job_id, [])}
-            for t in types:
-                coverage[t] = coverage.get(t, 0) + 1
-        for rec in self.store.jobs(include_terminal=False):
-            job = rec.job
-            if (job.state is not JobState.QUEUED or job.id in self.executor.profiles or job.id in self.executor.runs
-                    or self.book.measured(job.id) or self.executor.backoff_until.get(job.id, 0) > self.clock()):
-                continue
-            options: dict[str, tuple[str, int]] = {}
-            for status in self.cluster.status():
-                if status.state is not HostState.READY or status.name in drained or not status.gpus:
-                    continue
-                if status.gpu_type in options or not job.spec.allows(status.gpu_type):
-                    continue
-                free = [g.index for g in status.gpus if g.index not in busy.get(status.name, set())]
-                if free:
-                    options[status.gpu_type] = (status.name, free[0])
-            chosen = sorted(options, key=lambda t: coverage.get(t, 0))[: self.opt.profile_types]
-            for t in chosen:
-                host, gpu = options[t]
-                busy.setdefault(host, set()).add(gpu)
-                coverage[t] = coverage.get(t, 0) + 1
-            if chosen:
-                await self.executor.start_profiling(job.id, [options[t] for t in chosen])
-
     # -- planning -----------------------------------------------------------------------------
     def drained(self) -> set[str]:
         """Drained by the user, or removed from the hosts file while running jobs (they move off first)."""
@@ -292,22 +255,31 @@ class Controller:
         self.store.set_setting("constraints", json.dumps(raw))
 
     def job_inputs(self, overrides: dict[str, Constraints] | None = None) -> list[planning.JobInput]:
+        """Jobs to plan: measured ones, and those that cannot be (control/unmeasured.py)."""
         constraints = self.constraints() | (overrides or {})
         out, now = [], self.clock()
+        unmeasured = unmeasured_ids(self.store)
         for rec in self.store.jobs(include_terminal=False):
             job, run = rec.job, self.executor.runs.get(rec.job.id)
             if job.state not in planning.SCHEDULABLE or job.id in self.executor.profiles:
                 continue
-            if run is None and (self.executor.backoff_until.get(job.id, 0) > now or not self.book.measured(job.id)):
+            measured = bool(self.book.measured(job.id))
+            if not measured and job.id not in unmeasured and self.opt.profile:
+                continue  # profiled first
+            if run is None and self.executor.backoff_until.get(job.id, 0) > now:
                 continue
             if run is not None and run.any_exited:
                 continue  # ending: judged once its last rank is reported
             spec, total = job.spec, job.spec.target_samples
             out.append(planning.JobInput(
                 job.id, job.state, spec.min_gpus, spec.max_gpus, spec.gpu_types, spec.priority, job.submitted_at,
-                job.attained_gpu_s, max(0.0, total - job.samples_done), run.alloc if run else None,
-                constraints.get(job.id, Constraints())))
+                job.attained_gpu_s + unreported_gpu_s(run, now), max(0.0, total - job.samples_done),
+                run.alloc if run else None, constraints.get(job.id, Constraints()), measured))
         return out
+
+    def unmeasured(self) -> frozenset[str]:
+        """Jobs planned on nominal throughput now (nothing measured of them yet)."""
+        return frozenset(j.id for j in self.job_inputs() if not j.measured)
 
     def replan(self, overrides: dict[str, Constraints] | None = None) -> Plan | None:
         inputs = self.job_inputs(overrides)
@@ -319,7 +291,7 @@ class Controller:
         problems = planning.check_constraints(plan, views)
         if problems:
             raise ValueError("; ".join(problems))
-        return plan
+        return replace(plan, effect=hide_nominal(plan.effect, {j.id for j in inputs if not j.measured}))
 
     def _propose(self) -> None:
         try:
@@ -343,7 +315,7 @@ class Controller:
         failed_at = self.failed_plans.get(sig)
         if failed_at is not None and self.clock() - failed_at < RETRY_FAILED_PLAN_S:
             return  # the same plan just failed: not again at once, in a loop (the user may approve it)
-        if self.auto_approve and (planning.gain(plan, self.book) >= self.opt.gain_threshold
+        if self.auto_approve and (planning.gain(plan, self.book, self.unmeasured()) >= self.opt.gain_threshold
                                   or planning.vacates(plan, self.drained())):
             self.store.set_plan_status(plan_id, "approved", self.clock())
             self.store.add_event(self.clock(), "plan", f"plan #{plan_id} auto-approved")

@@ -29,6 +29,9 @@ from heet_tui.control.launch import (
 from heet_tui.control.runtime import LAUNCH_REFUSED, Outcome, RankProc, Run, backoff_s, judge
 from heet_tui.control.store import JobRecord, Store
 from heet_tui.control.throughput import ThroughputBook
+from heet_tui.control.unmeasured import MESSAGE as UNMEASURED
+from heet_tui.control.unmeasured import TIMED_OUT as UNMEASURED_TIMEOUT
+from heet_tui.control.unmeasured import mark_unmeasured, overdue_profiling, silent, unreported_gpu_s
 from heet_tui.core.allocation import Allocation, placement_key
 from heet_tui.core.job import JobState
 
@@ -42,6 +45,7 @@ class ExecOptions:
     max_retries: int = 2
     retry_backoff_s: float = 2.0
     profile_reports: int = 2
+    profile_timeout_s: float = 600.0  # a profiling run without its reports by then is stopped
 
 
 class StepFailed(RuntimeError):
@@ -56,6 +60,7 @@ class Executor:
         self.runs: dict[str, Run] = {}  # job id -> its training run (at most one)
         self.profiles: dict[str, list[Run]] = {}  # job id -> its profiling runs
         self.backoff_until: dict[str, float] = {}
+        self.silent_profiles: set[str] = set()  # jobs with a profiling run that ended measuring nothing
         self.log_tails: dict[str, tuple[str, ...]] = {}
         self._tasks: set[asyncio.Task] = set()
 
@@ -183,6 +188,12 @@ class Executor:
             self._after_exit(run)
         return len(candidates)
 
+    async def stop_overdue_profiling(self) -> None:
+        """Stop profiling runs that have not measured anything in ``profile_timeout_s``."""
+        for run in overdue_profiling(self.profiles, self.clock(), self.opt.profile_timeout_s,
+                                     self.opt.profile_reports):
+            await self.stop_run(run, UNMEASURED_TIMEOUT, wait=False)
+
     # -- stopping ---------------------------------------------------------------------------
     async def stop_run(self, run: Run, reason: str | None, wait: bool = True) -> None:
         """SIGTERM every live rank (the script checkpoints and exits), then wait for the run to end.
@@ -289,13 +300,21 @@ class Executor:
                 runs.remove(run)
             if not runs:
                 self.profiles.pop(job_id, None)
+            if outcome is not Outcome.CRASHED and silent(run):
+                self.silent_profiles.add(job_id)
             if outcome is Outcome.CRASHED:
                 self._crashed(run, why)
+            elif not runs and not self.book.measured(job_id) and job_id in self.silent_profiles:
+                mark_unmeasured(self.store, job_id)
+                self.store.try_set_state(job_id, JobState.QUEUED, now, UNMEASURED)
+                self.store.add_event(now, "profile", f"{job_id}: {UNMEASURED}", job_id)
             elif not runs:
                 self.store.try_set_state(job_id, JobState.QUEUED, now, "profiled; waiting for a plan")
             return
         if self.runs.get(job_id) is run:
             del self.runs[job_id]
+        if unreported := unreported_gpu_s(run, now):
+            self.store.update_progress(job_id, 0, 0.0, None, unreported)
         self._remember_checkpoint_host(run, rec)
         self.store.release_allocation(job_id, now)
         self.store.add_event(now, outcome.value, f"{job_id} generation {run.generation}: {why}", job_id)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from heet_tui.cluster import ClusterError
 from heet_tui.config.errors import ConfigError
-from heet_tui.config.job_spec import load_job_spec
+from heet_tui.config.job_spec import load_job_spec, workdir_hint
 from heet_tui.control import planning
 from heet_tui.control.codec import constraints_to_obj
 from heet_tui.core.intents import (
@@ -107,7 +107,8 @@ class IntentHandler:
             raise ValueError(str(exc)) from None
         job = self.ctl.store.add_job(spec, self.ctl.clock())
         self.ctl.store.add_event(self.ctl.clock(), "submit", f"submitted {job.id}", job.id)
-        return f"submitted {job.id}"
+        hint = workdir_hint(spec, intent.spec_path)
+        return f"submitted {job.id}" + (f"; warning: {hint}" if hint else "")
 
     async def _CancelJob(self, intent: CancelJob) -> str:
         return await self.cancel(intent.job_id)

@@ -36,6 +36,7 @@ class JobInput:
     remaining_samples: float | None
     current: Allocation | None
     constraints: Constraints
+    measured: bool = True  # False: planned on nominal throughput, remaining work unknown (control/unmeasured.py)
 
 
 def cluster_view(statuses: tuple[HostStatus, ...], usable: Mapping[str, tuple[int, ...] | None],
@@ -63,8 +64,9 @@ def job_views(jobs: list[JobInput], book: ThroughputBook, now: float) -> list[Jo
     out = []
     for j in jobs:
         out.append(JobView(
-            id=j.id, min_gpus=j.min_gpus, max_gpus=j.max_gpus, throughput=book.function(j.id),
-            gpu_types=j.gpu_types, current=j.current, remaining_samples=j.remaining_samples,
+            id=j.id, min_gpus=j.min_gpus, max_gpus=j.max_gpus,
+            throughput=book.function(j.id) if j.measured else book.nominal_function(),
+            gpu_types=j.gpu_types, current=j.current, remaining_samples=j.remaining_samples if j.measured else None,
             age_s=max(0.0, now - j.submitted_at), attained_gpu_s=j.attained_gpu_s, priority=j.priority,
             constraints=j.constraints, requested_gpus=j.max_gpus, submitted_at=j.submitted_at,
         ))
@@ -136,12 +138,19 @@ def vacates(plan: Plan, drained: set[str]) -> bool:
                and not (c.after is not None and set(c.after.host_names) & drained) for c in plan.changes)
 
 
-def gain(plan: Plan, book: ThroughputBook) -> float:
-    """Summed normalised throughput after minus before, per job in the plan's effect."""
+def gain(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str] = frozenset()) -> float:
+    """Summed normalised throughput after minus before, per job in the plan's effect.
+
+    An ``unmeasured`` job has no throughput to compare: starting it counts as one job's worth.
+    """
     if not plan.effect.jobs:
         return 0.0
     total = 0.0
+    starts = {c.job_id for c in plan.changes if c.before is None and c.after is not None}
     for p in plan.effect.jobs:
+        if p.job_id in unmeasured:
+            total += 1.0 if p.job_id in starts else 0.0
+            continue
         ref = max((v for (_t, k), v in book.measured(p.job_id).items() if k == "1"), default=0.0)
         ref = ref or max(p.throughput_before, p.throughput_after, 1e-9)
         total += (p.throughput_after - p.throughput_before) / ref

@@ -131,6 +131,33 @@ class ThroughputBook:
 
         return throughput
 
+    def nominal_function(self) -> ThroughputFn:
+        """Throughput in relative units for a job nothing was measured of (``control/unmeasured.py``).
+
+        One GPU of a type is worth that type's speed relative to the type most jobs were
+        measured on (geometric mean over jobs measured on both; 1 where no job compares them),
+        scaled by the typical law for more GPUs and hosts. Only ratios between this job's own
+        configurations mean anything: its remaining work is unknown too, so the policy counts it
+        in time, from the GPU-seconds it has had.
+        """
+        singles: dict[str, int] = defaultdict(int)
+        for job_id in self.cells:
+            for t, k in self.measured(job_id):
+                if k == "1":
+                    singles[t] += 1
+        reference = max(sorted(singles), key=lambda t: singles[t]) if singles else None
+        speeds: dict[str, float] = {}
+
+        def throughput(gpu_type: str, placement: tuple[int, ...]) -> float:
+            if not placement or sum(placement) <= 0:
+                return 0.0
+            if gpu_type not in speeds:
+                ratio = self.type_ratio(gpu_type, reference) if reference and gpu_type != reference else None
+                speeds[gpu_type] = ratio or 1.0
+            return speeds[gpu_type] * _scaled({(1,): 1.0}, tuple(placement))
+
+        return throughput
+
 
 def _scaled(measured: dict[tuple[int, ...], float], placement: tuple[int, ...]) -> float:
     count = sum(placement)

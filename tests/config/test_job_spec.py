@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from heet_tui.config.errors import ConfigError
-from heet_tui.config.job_spec import load_job_spec, parse_job_text
+from heet_tui.config.job_spec import load_job_spec, parse_job_text, workdir_hint
 from heet_tui.core.job import TargetKind
 
 
@@ -63,3 +63,15 @@ def test_incomplete_job_specs(tmp_path: Path, text: str, expected: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_job_text(text, tmp_path / "job.toml")
     assert expected in str(info.value), str(info.value)
+
+
+def test_submit_warns_when_the_script_beside_the_job_file_needs_a_workdir(tmp_path: Path) -> None:
+    # Seen: a job beside its train.py, without workdir, crashed four times with "can't open file
+    # '<agent dir>/train.py'" before anyone said why.
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    path = tmp_path / "job.toml"
+    hint = workdir_hint(parse_job_text(BASE, path), path)
+    assert hint is not None and '"train.py" is beside job.toml' in hint and 'workdir = "."' in hint
+    assert workdir_hint(parse_job_text(BASE + 'workdir = "."\n', path), path) is None
+    elsewhere = parse_job_text(BASE.replace('script = "train.py"', 'script = "other.py"'), path)
+    assert workdir_hint(elsewhere, path) is None, "nothing beside the job file to point at"

@@ -9,7 +9,7 @@ import time
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import UsageError
 from heet_tui.config.errors import ConfigError
-from heet_tui.config.job_spec import load_job_spec
+from heet_tui.config.job_spec import load_job_spec, workdir_hint
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse, resumed_from
 
 
@@ -34,12 +34,16 @@ def cmd_submit(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.spec}: job {spec.name!r}: {exc}") from None
     store.add_event(now, "submit", f"submitted {job.id} from {args.spec}", job.id)
     resumes = resumed_from(earlier)
+    hint = workdir_hint(spec, args.spec)
     if args.json:
-        print(json.dumps({"id": job.id, "state": job.state.value, **({"resumes_from": resumes.job_id} if resumes else {})}))
+        print(json.dumps({"id": job.id, "state": job.state.value, **({"resumes_from": resumes.job_id} if resumes else {}),
+                          **({"warning": hint} if hint else {})}))
         return 0
     print(f"submitted {job.id} ({spec.min_gpus}-{spec.max_gpus} GPUs, target "
           f"{spec.target.value:g} {spec.target.kind.value})")
     if resumes:
         print(f"note: {spec.checkpoint_dir} holds the checkpoint of job {resumes.job_id} ({resumes.state.value}, "
               f"{resumes.samples_done:g} samples done): {job.id} resumes from it")
+    if hint:
+        print(f"warning: {hint}")
     return 0
