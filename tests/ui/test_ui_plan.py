@@ -8,7 +8,7 @@ from ui_support import SIZE, run, wait_for
 
 from heet_tui.core.intents import ApprovePlan, EditJob, RejectPlan, Replan, SetAutoApprove
 from heet_tui.ui.dialogs.tweak import TweakDialog
-from heet_tui.ui.widgets.plan_table import PlanTable
+from heet_tui.ui.widgets.plan_table import PlanTable, summary
 
 
 def test_plan_rows_show_diff_and_prediction(make_app):
@@ -117,3 +117,20 @@ def test_a_preview_made_later_is_compared_on_the_proposed_plans_clock():
     assert same_clock_avg_jct(better_later, proposed) == 570.0
     assert same_clock_avg_jct(PredictedEffect((), avg_jct_s=5.0), proposed) == 5.0, "nothing to shift by"
     assert "10m00s as proposed → 9m30s with this tweak" in describe_effect(better_later, "j1", proposed)
+
+
+def test_on_an_80_column_terminal_the_whole_plan_summary_shows(make_app):
+    # A fixed 3-line summary cut off its last words at 80 columns.
+    async def scenario():
+        app = make_app("plan")
+        async with app.run_test(size=(80, 24)) as pilot:
+            widget = app.screen.query_one("#plan-summary", Static)
+            await wait_for(pilot, lambda: "50m00s" in str(widget.render()))
+            await pilot.pause()
+            text = summary(app.latest)
+            assert "fewest GPUs" in text.plain
+            needed = len(text.wrap(app.console, widget.content_size.width))
+            assert needed >= 3, "the case this test is about: the summary wraps"
+            assert widget.content_size.height >= needed
+
+    run(scenario())

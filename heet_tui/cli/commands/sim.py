@@ -45,10 +45,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     verbs = p.add_subparsers(dest="sim_verb", metavar="VERB")
 
     g = verbs.add_parser("generate", help="write a workload sampled from the Philly trace")
-    g.add_argument("--trace", required=True, metavar="CSV")
-    g.add_argument("--jobs", type=int, required=True)
-    g.add_argument("--hours", type=float, required=True)
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--trace", required=True, metavar="CSV", help="a Philly-format trace (shared/data/traces/philly.csv)")
+    g.add_argument("--jobs", type=int, required=True, help="how many jobs the workload holds")
+    g.add_argument("--hours", type=float, required=True,
+                   help="the length of the trace window they are sampled from (their arrival span)")
+    g.add_argument("--seed", type=int, default=0, help="which window and jobs (default 0)")
     g.add_argument("--out", metavar="FILE", help="output CSV (default: stdout)")
     g.set_defaults(func=cmd_generate)
 

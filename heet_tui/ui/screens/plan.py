@@ -19,7 +19,10 @@ NEEDS_PLAN = frozenset({"approve", "reject", "tweak"})
 
 
 class PlanScreen(SnapshotScreen):
-    DEFAULT_CSS = "PlanScreen #plan-summary { height: 3; padding: 0 1; border-bottom: solid $primary; }"
+    # auto height: on an 80-column terminal the summary wraps to 3-4 lines, and a fixed 3 cut
+    # off "(waiting jobs then start on their fewest GPUs)" and the auto-approve state
+    DEFAULT_CSS = ("PlanScreen #plan-summary { height: auto; min-height: 3; max-height: 7; padding: 0 1; "
+                   "border-bottom: solid $primary; }")
     BINDINGS = [
         Binding("a", "approve", "Approve plan"),
         Binding("r", "reject", "Reject plan"),
@@ -40,7 +43,7 @@ class PlanScreen(SnapshotScreen):
         text = summary(snap)
         if text != self._summary:
             self._summary = text
-            self.query_one("#plan-summary", Static).update(text, layout=False)
+            self.query_one("#plan-summary", Static).update(text)
         self.query_one(PlanTable).show(snap)
         self.refresh_bindings_when(self._pending())  # no pending plan: no approve key
 
