@@ -14,6 +14,7 @@ from pathlib import Path
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 
 from heet_tui.core.backend import Backend
 from heet_tui.core.host import HostState
@@ -124,6 +125,12 @@ class HeetApp(App[int]):
     def on_backend_failed(self, message: BackendFailed) -> None:
         self.notify(f"no more updates: {message.reason}", title="backend", severity="error", timeout=30)
 
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Notices are plain text: they quote hosts' errors, paths and config problems, where markup
+        would drop "[defaults]" from a hint and a stray "[/]" would crash the app."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+
     # -- intents ---------------------------------------------------------------------------------
 
     def on_intent_requested(self, message: IntentRequested) -> None:
@@ -149,7 +156,10 @@ class HeetApp(App[int]):
             self.notify(f"{describe}: {type(exc).__name__}: {exc}", title="failed", severity="error", timeout=10)
             return
         self.post_message(IntentDone(intent, result=result))
-        self.notify(result or f"{describe}: done", timeout=4)
+        done, _, warning = (result or f"{describe}: done").partition("; warning: ")
+        self.notify(done, timeout=4)
+        if warning:  # a warning has something to act on: it stays long enough to read
+            self.notify(warning, title="warning", severity="warning", timeout=20)
 
     async def preview(self, edit: EditJob) -> PredictedEffect:
         if self.backend is None:

@@ -7,6 +7,7 @@ import tomllib
 from pathlib import Path
 
 from textual.widgets import Input, Static
+from textual.widgets._toast import Toast
 from ui_support import SIZE, run, wait_for
 
 from heet_tui.ui.dialogs.confirm import ConfirmDialog
@@ -119,6 +120,28 @@ def test_broken_file_is_reported_with_its_line(make_app, tmp_path):
             problem = str(app.screen.query_one("#hosts-problem", Static).render())
             assert "hosts.toml:3" in problem and "gpus" in problem
             assert app.screen.check_action("add_host", ()) is False  # hidden, not merely dimmed
+
+    run(scenario())
+
+
+def test_a_problem_that_quotes_toml_brackets_is_shown_whole_and_a_stray_tag_cannot_crash(make_app, tmp_path):
+    # Rendered as markup, "write it as [defaults]" lost its "[defaults]", and a notice holding
+    # "[/]" (a path, a host's error) raised MarkupError and took the whole app down.
+    path = tmp_path / "hosts.toml"
+    path.write_text('defaults = 1\n[[hosts]]\nname = "a"\n')
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            problem = str(app.screen.query_one("#hosts-problem", Static).render())
+            assert "write it as [defaults]" in problem
+            app.notify("cannot read /data/[/]odd/job.toml")
+            await pilot.pause()
+            notice = next(n for n in app._notifications if "odd" in n.message)
+            toast = Toast(notice)  # what the app shows for it
+            await app.screen.mount(toast)
+            assert "/data/[/]odd/job.toml" in str(toast.render())
 
     run(scenario())
 

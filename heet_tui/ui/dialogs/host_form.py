@@ -123,7 +123,7 @@ class HostFormDialog(ModalScreen[str | None]):
                                  value=str(self.initial.get("transport", "ssh")), id="f-transport", compact=True)
                 yield Checkbox("sees the shared checkpoint filesystem", value=bool(self.initial.get(SHARED_FS, True)),
                                id="f-shared_fs")
-            yield Static("", id="form-error")
+            yield Static("", id="form-error", markup=False)
             with Horizontal(id="buttons"):
                 yield Button("Cancel", id="cancel")
                 yield Button("Save", id="save", variant="primary")

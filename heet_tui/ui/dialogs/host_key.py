@@ -42,10 +42,10 @@ class HostKeyDialog(ModalScreen[bool]):
                 yield Label(f"WARNING: the host key of {self.host} has CHANGED since it was trusted.", id="changed")
             else:
                 yield Label(f"First contact with {self.host}: its host key is not known yet.")
-            yield Static(self.fingerprint, id="fingerprint")
+            yield Static(self.fingerprint, id="fingerprint", markup=False)
             yield Label("Compare it with the key on the host (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub).")
             if self.detail:
-                yield Label(self.detail)
+                yield Label(self.detail, markup=False)
             with Horizontal():
                 yield Button("Not now", id="no")
                 yield Button("Trust this key", id="yes", variant="warning")

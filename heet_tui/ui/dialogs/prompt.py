@@ -27,11 +27,11 @@ class PromptDialog(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.question)
+            yield Label(self.question, markup=False)
             yield Input(self.value, suggester=SuggestFromList(self.suggestions, case_sensitive=False))
             if self.suggestions:
                 shown = ", ".join(self.suggestions[:6]) + (" …" if len(self.suggestions) > 6 else "")
-                yield Label(f"→ completes: {shown}", classes="hint")
+                yield Label(f"→ completes: {shown}", classes="hint", markup=False)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value.strip() or None)

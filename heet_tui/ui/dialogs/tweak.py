@@ -72,8 +72,8 @@ class TweakDialog(ModalScreen[EditJob | None]):
                 yield Checkbox("pin to the proposed placement", value=False, id="pin",
                                disabled=self.proposed is None)
                 yield Checkbox("hold (no GPUs)", value=c.held, id="hold")
-            yield Static("prediction: …", id="prediction")
-            yield Static("", id="error")
+            yield Static("prediction: …", id="prediction", markup=False)
+            yield Static("", id="error", markup=False)
             with Horizontal(id="buttons"):
                 yield Button("Cancel", id="cancel")
                 yield Button("Apply", id="apply", variant="primary")

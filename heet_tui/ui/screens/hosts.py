@@ -67,8 +67,8 @@ class HostsScreen(SnapshotScreen):
 
     def compose(self) -> ComposeResult:
         yield StatusLine("Hosts")
-        yield Static(id="hosts-path")
-        yield Static(id="hosts-problem")
+        yield Static(id="hosts-path", markup=False)
+        yield Static(id="hosts-problem", markup=False)
         yield KeyedTable(COLUMNS, id="host-entries")
         yield Footer()
 
