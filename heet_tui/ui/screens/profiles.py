@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Static
@@ -54,6 +55,12 @@ class ProfilesScreen(SnapshotScreen):
         self._shown = profile
         if profile is None:
             self.query_one("#heatmap", Static).update("No profiles yet: jobs are profiled when they are submitted.")
+            self.query_one("#scaling", Static).update("")
+            return
+        if not profile.cells:  # an empty heat map renders as a column of broken words
+            job = next((j for j in self.latest.jobs if j.id == profile.job_id), None) if self.latest else None
+            why = f" ({job.message})" if job is not None and job.message else ""
+            self.query_one("#heatmap", Static).update(Text(f"{profile.job_id}: nothing measured or predicted yet{why}."))
             self.query_one("#scaling", Static).update("")
             return
         self.query_one("#heatmap", Static).update(heatmap(profile))

@@ -1,0 +1,36 @@
+"""Profiles screen: a job's heat map, and what it says when nothing is known of the job."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from textual.widgets import Static
+from ui_fakes import small_snapshot
+from ui_support import SIZE, run, wait_for
+
+from heet_tui.core.snapshot import JobProfile
+from heet_tui.ui.widgets.keyed_table import KeyedTable
+
+WHY = "its profiling runs measured no throughput"
+
+
+def test_a_job_with_nothing_measured_says_why_instead_of_an_empty_heat_map(make_app, backend):
+    # An empty heat map rendered as a column of broken words ("samples/", "placemen", "t").
+    snap = small_snapshot()
+    jobs = tuple(replace(j, message=WHY) if j.id == "j3" else j for j in snap.jobs)
+    backend.current = replace(snap, jobs=jobs, profiles=(*snap.profiles, JobProfile("j3", ())))
+
+    async def scenario():
+        app = make_app("profiles")
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.screen.query_one("#profile-jobs", KeyedTable)
+            await wait_for(pilot, lambda: table.row_count == 2)
+            view = app.screen.query_one("#heatmap", Static)
+            assert table.selected_key == "j1"
+            await pilot.press("down")
+            await wait_for(pilot, lambda: table.selected_key == "j3")
+            await pilot.pause()
+            shown = str(view.render())
+            assert "j3: nothing measured or predicted yet" in shown and WHY in shown
+
+    run(scenario())
