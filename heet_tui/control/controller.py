@@ -21,6 +21,7 @@ from heet_tui.cluster import Cluster, ClusterOptions, HostChanged, JobExited, Jo
 from heet_tui.cluster.aio import cancel_and_wait
 from heet_tui.config.hosts_file import HostsFile
 from heet_tui.control import planning
+from heet_tui.control.attach import AttachServer
 from heet_tui.control.codec import constraints_from_obj, constraints_to_obj
 from heet_tui.control.execution import ExecOptions, Executor
 from heet_tui.control.hosts_reload import HostsReloader
@@ -84,6 +85,7 @@ class Controller:
         self.applying: asyncio.Task | None = None
         self.notices: list[str] = []
         self._lock = ControllerLock(store.dir)
+        self.attach_server = AttachServer(self, store.dir)
         self._tasks: list[asyncio.Task] = []
         self._stopping = False
         self._wake = asyncio.Event()
@@ -102,6 +104,10 @@ class Controller:
             self.store.set_plan_status(rec.id, "superseded", now)
         events = self.cluster.events()
         self._tasks.append(asyncio.get_running_loop().create_task(self._consume(events)))
+        try:
+            await self.attach_server.start()
+        except OSError as exc:  # the controller runs on; only attaching a second TUI is lost
+            self.notices.append(f"a TUI cannot attach to this controller: {exc}")
         await self.cluster.start()
         self._tasks.append(asyncio.get_running_loop().create_task(self._rounds()))
         self.store.add_event(now, "controller", "controller started")
@@ -111,6 +117,7 @@ class Controller:
         # completing ``wait_for`` is swallowed, and a loop that never sees it would never end.
         self._stopping = True
         self._wake.set()
+        await self.attach_server.close()
         await cancel_and_wait([*self._tasks, self.applying], STOP_TIMEOUT_S, "controller task")
         await self.executor.close()
         await self.cluster.stop()

@@ -38,6 +38,7 @@ class ThreadedBackend:
         self._wake: asyncio.Event | None = None
         self._ui_loop: asyncio.AbstractEventLoop | None = None
         self._pump: Any = None
+        self._error: Exception | None = None
 
     def _run(self) -> None:
         loop = asyncio.new_event_loop()
@@ -84,6 +85,8 @@ class ThreadedBackend:
         try:
             async for snap in self._inner.snapshots():
                 self._ui_loop.call_soon_threadsafe(self._deliver, snap)
+        except Exception as exc:  # why the stream ended is the UI's to show
+            self._error = exc
         finally:
             self._ui_loop.call_soon_threadsafe(self._deliver, None)
 
@@ -104,6 +107,8 @@ class ThreadedBackend:
                 snap, self._latest = self._latest, None
                 yield snap
             if self._closed:
+                if self._error is not None:
+                    raise self._error
                 return
 
     async def post(self, intent: Intent) -> str:

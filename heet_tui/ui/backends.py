@@ -56,9 +56,13 @@ def _controller(args: argparse.Namespace, hosts_path: Path) -> BackendChoice:
         probe = Store(state)  # opened here only to say early, and clearly, why it cannot start
         other = controller_running(probe.dir)
         probe.close()
-        if other is not None:
-            return BackendChoice(None, hosts_path, f"another controller (pid {other}) is running on {probe.dir}; "
-                                 "stop it (or use its --state) to manage the cluster from here", start_mode="hosts")
+        if other is not None:  # e.g. `heet-tui run` in tmux: this TUI attaches to it
+            from heet_tui.control.attach_client import AttachedBackend
+
+            state_dir = probe.dir
+            return BackendChoice(ThreadedBackend(lambda: AttachedBackend(state_dir), name="heet-attached"),
+                                 hosts_path, f"attached to the controller (pid {other}) running on {state_dir}; "
+                                 "quitting this TUI leaves it running", start_mode="cluster")
         # The controller lives on its own thread and loop: SSH, SQLite and the solver never
         # share the UI's event loop.
         backend = ThreadedBackend(lambda: Controller(hosts, Store(state)))

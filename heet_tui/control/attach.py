@@ -1,0 +1,140 @@
+"""A running controller serves TUIs that attach to it, over a Unix socket private to the user.
+
+``heet-tui run`` on a login node (in tmux, or as a service) holds the state directory's lock,
+and a TUI opened beside it used to show only the hosts file. Now the controller listens on
+``<state>/controller.sock`` (mode 0600 in the 0700 state directory; a path too long for a
+socket goes under ``$XDG_RUNTIME_DIR`` or ``/tmp/heet-tui-<uid>``, 0700), refuses peers of
+another uid, and speaks JSON lines (``control/wire.py``):
+
+* on connect it sends ``{"op": "hello", "version": 1, "pid": ...}``, then every snapshot it
+  publishes, latest first: ``{"op": "snapshot", "snapshot": {...}}``;
+* ``{"op": "post", "id": n, "intent": {...}}`` and ``{"op": "preview", "id": n, "edit": {...}}``
+  are answered with ``{"op": "result", "id": n, "ok": true, "result": "..." | "effect": {...}}``
+  or ``{"ok": false, "error": "..."}``.
+
+No TCP port is opened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import socket
+import struct
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from heet_tui.control.wire import WireError, decode, edit_from_obj, encode, intent_from_obj, to_obj
+
+log = logging.getLogger(__name__)
+VERSION = 1
+SOCKET_NAME = "controller.sock"
+MAX_SOCKET_PATH = 100  # bytes; sun_path holds 108 on Linux, fewer elsewhere
+LINE_LIMIT = 256 * 1024 * 1024  # a snapshot of thousands of jobs is one line
+
+
+def socket_path(state_dir: Path) -> Path:
+    direct = Path(state_dir) / SOCKET_NAME
+    if len(os.fsencode(direct)) <= MAX_SOCKET_PATH:
+        return direct
+    digest = hashlib.sha256(os.fsencode(Path(state_dir).resolve())).hexdigest()[:16]
+    base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()) / f"heet-tui-{os.getuid()}"
+    return base / f"{digest}.sock"
+
+
+def _private_parent(path: Path) -> None:
+    """The socket's directory exists, is ours and is closed to others (or we refuse to listen)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = path.parent.stat()
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise OSError(f"{path.parent} must be a directory of yours that only you can open (mode 0700)")
+
+
+def peer_uid(writer: asyncio.StreamWriter) -> int | None:
+    sock = writer.get_extra_info("socket")
+    if sock is None or not hasattr(socket, "SO_PEERCRED"):
+        return None
+    _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    return uid
+
+
+class AttachServer:
+    """Serves ``backend`` (the controller: snapshots, post, preview) to attached TUIs."""
+
+    def __init__(self, backend: Any, state_dir: Path) -> None:
+        self.backend, self.path = backend, socket_path(state_dir)
+        self._server: asyncio.AbstractServer | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    async def start(self) -> None:
+        _private_parent(self.path)
+        self.path.unlink(missing_ok=True)  # a dead controller's; the state lock says none is live
+        self._server = await asyncio.start_unix_server(self._serve, path=str(self.path), limit=LINE_LIMIT)
+        os.chmod(self.path, 0o600)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for task in list(self._tasks):
+                task.cancel()
+            for writer in list(self._writers):  # the attached TUIs see the end of the stream at once
+                writer.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 5.0)
+        self.path.unlink(missing_ok=True)
+
+    def _spawn(self, coro) -> asyncio.Task:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        uid = peer_uid(writer)
+        if uid is not None and uid != os.getuid():
+            writer.close()
+            return
+        self._writers.add(writer)
+        writer.write(encode({"op": "hello", "version": VERSION, "pid": os.getpid()}))
+        pusher = self._spawn(self._push(writer))
+        try:
+            while line := await reader.readline():
+                self._spawn(self._answer(line, writer))
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+            pass
+        finally:
+            pusher.cancel()
+            self._writers.discard(writer)
+            writer.close()
+
+    async def _push(self, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError):
+            async for snap in self.backend.snapshots():
+                writer.write(encode({"op": "snapshot", "snapshot": to_obj(snap)}))
+                await writer.drain()  # a slow TUI holds up only its own stream, which skips stale ones
+
+    async def _answer(self, line: bytes, writer: asyncio.StreamWriter) -> None:
+        reply: dict[str, Any] = {"op": "result", "id": None, "ok": False}
+        try:
+            message = decode(line)
+            reply["id"] = message.get("id")
+            if message["op"] == "post":
+                reply["result"] = await self.backend.post(intent_from_obj(message.get("intent")))
+            elif message["op"] == "preview":
+                reply["effect"] = to_obj(await self.backend.preview(edit_from_obj(message.get("edit"))))
+            else:
+                raise WireError(f"unknown op {message['op']!r}")
+            reply["ok"] = True
+        except (ValueError, WireError) as exc:
+            reply["error"] = str(exc)
+        except Exception as exc:  # a controller bug must reach the TUI as an answer, not a hang
+            log.exception("attached TUI request")
+            reply["error"] = f"{type(exc).__name__}: {exc}"
+        with contextlib.suppress(ConnectionError):
+            writer.write(encode(reply))
+            await writer.drain()

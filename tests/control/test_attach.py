@@ -1,0 +1,131 @@
+"""A TUI attaches to a controller another process runs (control/attach.py, control/wire.py).
+
+Seen: with `heet-tui run` going in tmux, opening `heet-tui` on the same state showed only the
+hosts file and "another controller is running".
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import stat
+from pathlib import Path
+
+import pytest
+from control_lab import run_and_clean, write_local_hosts
+
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control.attach import MAX_SOCKET_PATH, socket_path
+from heet_tui.control.attach_client import AttachedBackend, ControllerGone
+from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.snapshots import ControllerLock
+from heet_tui.control.store import Store
+from heet_tui.control.wire import WireError, intent_from_obj, intent_to_obj, snapshot_from_obj, to_obj
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.gpu import Gpu
+from heet_tui.core.host import HostState
+from heet_tui.core.intents import CancelJob, EditJob, SubmitJob
+from heet_tui.core.job import JobState
+from heet_tui.core.plan import JobPrediction, Plan, PredictedEffect
+from heet_tui.core.sched_input import Constraints
+from heet_tui.core.snapshot import HostStatus, JobProfile, JobStatus, ProfileCell, Snapshot
+
+JOB = 'name = "a"\ncommand = ["true"]\nmodel = "cifar10"\nbatch_size = 32\ntarget = { steps = 10 }\n'
+
+
+def _snapshot() -> Snapshot:
+    alloc = Allocation.of("a", "A100", {"h1": [0, 1]})
+    plan = Plan.build({}, {"a": alloc}, "heet", 5.0, PredictedEffect((JobPrediction("a", 0.0, 9.5, None, 30.0),), 40.0))
+    host = HostStatus("h1", HostState.READY, "ok [x]", (Gpu(0, "A100", utilization=None), Gpu(1, "A100")),
+                      gpu_jobs=((0, "a"),), last_seen=None)
+    job = JobStatus("a", "a", JobState.QUEUED, "cifar10", None, log_tail=("line",))
+    return Snapshot(7.0, (host,), (job,), plan, 3, (JobProfile("a", (ProfileCell("A100", "2", 9.5, False, 0.3),)),),
+                    notices=("n",))
+
+
+def test_a_snapshot_and_intents_cross_the_wire_unchanged() -> None:
+    snap = _snapshot()
+    assert snapshot_from_obj(json.loads(json.dumps(to_obj(snap)))) == snap
+    edit = EditJob(3, "a", Constraints("A100", 2, ("h1",), False))
+    assert intent_from_obj(json.loads(json.dumps(intent_to_obj(edit)))) == edit
+
+
+@pytest.mark.parametrize(("mutate", "expected"), [
+    (lambda o: o["hosts"][0].update(state="exploded"), "$.hosts[0].state: 'exploded' is not a HostState"),
+    (lambda o: o["jobs"][0].update(progress="half"), "$.jobs[0].progress: expected a number"),
+    (lambda o: o.pop("now"), "Snapshot lacks 'now'"),
+    (lambda o: o["plan"]["allocations"]["a"].update(hosts=[["h1"]]), "expected 2 items"),
+])
+def test_a_bad_snapshot_is_refused_naming_the_bad_value(mutate, expected: str) -> None:
+    obj = json.loads(json.dumps(to_obj(_snapshot())))
+    mutate(obj)
+    with pytest.raises(WireError, match=expected.replace("[", r"\[").replace("$", r"\$")):
+        snapshot_from_obj(obj)
+    with pytest.raises(WireError, match="not an intent"):
+        intent_from_obj({"type": "RmRf", "fields": {}})
+
+
+def test_a_state_dir_too_deep_for_a_socket_gets_a_private_short_path(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    assert socket_path(tmp_path / "s") == tmp_path / "s" / "controller.sock"
+    deep = tmp_path / ("d" * 120)
+    path = socket_path(deep)
+    assert len(str(path)) <= MAX_SOCKET_PATH and path.parent == tmp_path / "run" / path.parent.name
+    assert path == socket_path(deep), "both sides find the same path"
+
+
+def test_a_tui_attaches_sees_snapshots_submits_and_learns_when_the_controller_stops(tmp_path: Path) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+    state = tmp_path / "state"
+    (tmp_path / "a.toml").write_text(JOB)
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, Store(state), ControllerOptions(interval_s=0.2, profile=False))
+        await ctl.start()
+        client = AttachedBackend(state)
+        stream = None
+        try:
+            assert stat.S_IMODE(client.path.stat().st_mode) == 0o600
+            await client.start()
+            assert client.pid is not None
+            stream = client.snapshots()
+            first = await asyncio.wait_for(anext(stream), 10)
+            assert [h.name for h in first.hosts] == ["only"]
+            assert await client.post(SubmitJob(str(tmp_path / "a.toml"))) == "submitted a"
+            for _ in range(50):
+                snap = await asyncio.wait_for(anext(stream), 10)
+                if any(j.id == "a" for j in snap.jobs):
+                    break
+            else:
+                raise AssertionError("the submitted job never showed in the attached stream")
+            with pytest.raises(ValueError, match="no job 'nope'"):
+                await client.post(CancelJob("nope"))
+        finally:
+            await ctl.stop()
+        with pytest.raises(ControllerGone, match="stopped"):
+            while True:
+                await asyncio.wait_for(anext(stream), 10)
+        with pytest.raises(ValueError):
+            await client.post(CancelJob("a"))
+        await client.stop()
+        assert not client.path.exists(), "the socket goes with the controller"
+
+    run_and_clean(scenario, tmp_path)
+
+
+def test_the_tui_attaches_when_a_controller_holds_the_state(tmp_path: Path) -> None:
+    from heet_tui.ui.backends import choose_backend
+
+    state = tmp_path / "state"
+    Store(state).close()
+    lock = ControllerLock(state)
+    lock.acquire()
+    try:
+        args = argparse.Namespace(hosts=str(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)])),
+                                  state=str(state), demo=False)
+        choice = choose_backend(args)
+    finally:
+        lock.release()
+    assert choice.backend is not None and choice.start_mode == "cluster"
+    assert "attached to the controller" in choice.notice
