@@ -68,7 +68,8 @@ class ControllerLock:
             fh.seek(0)
             holder = fh.read().strip()
             fh.close()
-            raise RuntimeError(f"another controller (pid {holder or '?'}) is running on {self.path.parent}") from None
+            raise RuntimeError(f"another controller (pid {holder or '?'}) is running on {self.path.parent}; "
+                               "open heet-tui with the same --state to attach to it") from None
         fh.seek(0)
         fh.truncate()
         fh.write(str(os.getpid()))
