@@ -28,7 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--interval", type=float, default=2.0, metavar="S", help="seconds between rounds (default 2)")
     p.add_argument("--policy", default=None, help="scheduling policy (default: the last one used, else heet)")
     p.add_argument("--gain-threshold", type=float, default=0.05, help="auto mode: minimum predicted gain")
-    p.add_argument("--no-profile", action="store_true", help="do not run profiling runs for new jobs")
+    p.add_argument("--no-profile", action="store_true",
+                   help="no profiling runs: new jobs are planned on nominal throughput until their own "
+                        "progress reports measure them")
     p.set_defaults(func=cmd_run)
 
 
