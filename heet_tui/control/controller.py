@@ -271,7 +271,7 @@ class Controller:
             if job.state not in planning.SCHEDULABLE or job.id in self.executor.profiles:
                 continue
             measured = bool(self.book.measured(job.id))
-            if not measured and job.id not in unmeasured and self.opt.profile:
+            if run is None and not measured and job.id not in unmeasured and self.opt.profile:
                 continue  # profiled first
             if run is None and self.executor.backoff_until.get(job.id, 0) > now:
                 continue
