@@ -13,7 +13,7 @@ import sys
 import time
 
 from heet_agent.checkpoint_dirs import claim_checkpoint_dir, make_scratch_dir, remove_scratch_dir
-from heet_agent.errors import JobError
+from heet_agent.errors import STILL_STOPPING, JobError
 from heet_agent.jobstate import StateFile, pid_alive, proc_start_time
 from heet_agent.progress import parse_progress_line
 
@@ -126,6 +126,9 @@ class JobTable:
             raise JobError("job %s generation %d is fenced (generations below %d may not run)"
                            % (job_id, generation, floor))
         for job in self.jobs:
+            if job["job_id"] == job_id and job["state"] == "stopping" and job["generation"] < generation:
+                raise JobError("job %s generation %d %s; try again once it has exited"
+                               % (job_id, job["generation"], STILL_STOPPING))
             if job["job_id"] == job_id and job["state"] != "exited":
                 raise JobError("job %s generation %d is still running here; fence or stop it first"
                                % (job_id, job["generation"]))

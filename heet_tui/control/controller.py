@@ -24,6 +24,7 @@ from heet_tui.control import planning
 from heet_tui.control.attach import AttachServer
 from heet_tui.control.codec import constraints_from_obj, constraints_to_obj
 from heet_tui.control.execution import ExecOptions, Executor
+from heet_tui.control.host_loss import HostLossGrace
 from heet_tui.control.hosts_reload import HostsReloader
 from heet_tui.control.intents import IntentHandler
 from heet_tui.control.plan_apply import apply_plan
@@ -56,6 +57,7 @@ class ControllerOptions:
     profile: bool = True
     profile_types: int = 2  # GPU types each new job is profiled on
     settle_timeout_s: float = 30.0
+    host_loss_grace_s: float = 60.0  # a host out for longer loses its runs (control/host_loss.py)
     execution: ExecOptions = ExecOptions()
     cluster: ClusterOptions | None = None
 
@@ -91,6 +93,7 @@ class Controller:
         self._wake = asyncio.Event()
         self._started_at = 0.0
         self._was_ready: set[str] = set()
+        self.host_grace = HostLossGrace(self.opt.host_loss_grace_s)
 
     # -- life cycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -166,9 +169,15 @@ class Controller:
             state = event.status.state
             if state is HostState.READY:
                 self._was_ready.add(event.host)
+                if self.host_grace.back(event.host):
+                    self.store.add_event(self.clock(), "host", f"host {event.host} is back", None, event.host)
             elif state in LOST_STATES or event.host in self._was_ready:
                 self._was_ready.discard(event.host)
-                self.executor.lose_host(event.host, f"{state.value}: {event.status.message}")
+                why = f"{state.value}: {event.status.message}"
+                if self.host_grace.lost(event.host, why, self.clock()) and self.executor.unconfirm(event.host):
+                    self.store.add_event(self.clock(), "host", f"host {event.host} is out ({why}); its jobs keep "
+                                         f"their GPUs for {self.opt.host_loss_grace_s:g} s in case it comes back",
+                                         None, event.host)
 
     async def _rounds(self) -> None:
         while not self._stopping:
@@ -187,9 +196,11 @@ class Controller:
         now = self.clock()
         if self.hosts_reloader.due():
             self.notices += await self.hosts_reloader.reload(self)
+        for host, why in self.host_grace.expired(now):
+            self.executor.lose_host(host, why)
         if now - self._started_at > self.opt.settle_timeout_s:
             for status in self.cluster.status():
-                if status.state is HostState.CONNECTING:
+                if status.state is HostState.CONNECTING and status.name not in self.host_grace.since:
                     self.executor.lose_host(status.name, "still connecting")
         for rec in self.store.jobs(include_terminal=False):  # jobs other processes submitted
             self.book.register(rec.job.id, rec.job.spec.model, rec.job.spec.batch_size)
@@ -277,6 +288,8 @@ class Controller:
                 continue
             if run is not None and run.any_exited:
                 continue  # ending: judged once its last rank is reported
+            if run is not None and {r.host for r in run.ranks.values()} & self.host_grace.holding():
+                continue  # its host may come back with it still running: not moved on a guess
             spec, total = job.spec, job.spec.target_samples
             out.append(planning.JobInput(
                 job.id, job.state, spec.min_gpus, spec.max_gpus, spec.gpu_types, spec.priority, job.submitted_at,

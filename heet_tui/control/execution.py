@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from heet_agent.errors import STILL_STOPPING
+
 from heet_tui.cluster import AgentRequestError, ClusterError, HostNotReady, RemoteJob
 from heet_tui.cluster.aio import cancel_and_wait
 from heet_tui.config.hosts_file import HostEntry, HostsFile
@@ -148,12 +150,25 @@ class Executor:
             self.store.add_event(self.clock(), "checkpoint", f"{job_id}: {exc}; resuming from what {dst.name} has",
                                  job_id)
 
+    async def _launch_when_old_exits(self, s: LaunchSpec, generation: int) -> None:
+        """Launch; while an older generation there is still exiting (just fenced or stopped),
+        wait for it: it is on its way out, and refusing the launch would count as a crash."""
+        deadline = self.clock() + self.opt.stop_grace_s + 15.0
+        while True:
+            try:
+                await self.cluster.launch(s.host, s.agent_id, generation, list(s.argv), env=dict(s.env),
+                                          workdir=s.workdir, gpus=s.gpus)
+                return
+            except AgentRequestError as exc:
+                if STILL_STOPPING not in str(exc) or self.clock() > deadline:
+                    raise
+            await asyncio.sleep(0.5)
+
     async def _send_launches(self, run: Run, specs: list[LaunchSpec]) -> None:
         for s in specs:
             rank = run.ranks[s.rank]
             try:
-                await self.cluster.launch(s.host, s.agent_id, run.generation, list(s.argv), env=dict(s.env),
-                                          workdir=s.workdir, gpus=s.gpus)
+                await self._launch_when_old_exits(s, run.generation)
                 if rank.state == "launching":
                     rank.state = "running"
             except HostNotReady as exc:
@@ -224,6 +239,14 @@ class Executor:
                     if not rank.exited:
                         self._rank_exited(rank, None, None, "lost: no exit reported after stop")
                 self._after_exit(run)
+
+    def unconfirm(self, host: str) -> bool:
+        """The host dropped out: its live ranks wait for its next report to say they still run
+        (``recovery.reconcile_host``). True when it has any."""
+        ranks = [r for run in self.all_runs() for r in run.on_host(host) if not r.exited]
+        for rank in ranks:
+            rank.state = "unknown"
+        return bool(ranks)
 
     def lose_host(self, host: str, why: str) -> None:
         """A host went away: its ranks count as exited; the rest of each run is stopped."""

@@ -104,7 +104,8 @@ def test_with_profiling_off_a_new_job_is_planned_and_runs(tmp_path: Path) -> Non
         ctl = Controller(hosts, store, options)
         await ctl.start()
         try:
-            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=20, max_gpus=1))))
+            # long enough (seconds) for the agent to forward several progress lines, not one coalesced
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=300, max_gpus=1))))
             await wait_for(ctl, lambda s: job(s, "a").state is JobState.DONE, 90, "a to finish")
         finally:
             await ctl.stop()

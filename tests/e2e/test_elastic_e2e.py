@@ -131,7 +131,9 @@ def test_three_hosts_profile_plan_resize_lose_host_and_kill_controller(lab: SshL
     state = tmp_path / "state"
     store = Store(state)
     by_name = {s.name: s for s in servers}
-    options = ControllerOptions(interval_s=0.5, cluster=FAST, execution=ExecOptions(stop_grace_s=20))
+    # The killed host stays away far longer than the grace period, so its job is lost and moves.
+    options = ControllerOptions(interval_s=0.5, cluster=FAST, execution=ExecOptions(stop_grace_s=20),
+                                host_loss_grace_s=3.0)
 
     async def phase_one() -> dict:
         ctl = Controller(hosts, store, options)

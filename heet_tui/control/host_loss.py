@@ -1,0 +1,40 @@
+"""A host that drops out keeps its jobs for a grace period before they count as lost.
+
+Jobs outlive their agent (remote/PROTOCOL.md): an agent that crashed, or an SSH connection that
+dropped for a moment, leaves the training running, and the host's next report re-adopts it.
+Counting the runs lost at once (what this replaces) stopped healthy jobs at every blip: the
+reconnected host's processes were fenced as stale, and the relaunch that followed raced the
+fence and was counted as a crash. Within the grace period the host's jobs are left out of
+planning (nothing is moved on a guess); after it, they are lost and planned afresh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class HostLossGrace:
+    grace_s: float
+    since: dict[str, tuple[float, str]] = field(default_factory=dict)  # host -> (when, why)
+
+    def lost(self, host: str, why: str, now: float) -> bool:
+        """Note a host dropping out; True when this starts its grace period."""
+        if host in self.since:
+            return False
+        self.since[host] = (now, why)
+        return True
+
+    def back(self, host: str) -> bool:
+        """The host is ready again; True when it came back within its grace period."""
+        return self.since.pop(host, None) is not None
+
+    def expired(self, now: float) -> list[tuple[str, str]]:
+        """Hosts out for longer than the grace period, with why; they are no longer held."""
+        out = [(host, why) for host, (at, why) in sorted(self.since.items()) if now - at >= self.grace_s]
+        for host, _ in out:
+            del self.since[host]
+        return out
+
+    def holding(self) -> set[str]:
+        return set(self.since)

@@ -1,0 +1,83 @@
+"""A host that drops out for a moment keeps its jobs (control/host_loss.py).
+
+Seen with `heet-tui run --auto-approve` on the bundled config: the agent of the host running a
+job was killed; the controller counted the job lost at once, fenced the healthy process when
+the agent came back, and relaunched it before the fenced one had exited, which the agent
+refused ("generation 3 is still running here") and the controller counted as a crash.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
+
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.execution import ExecOptions
+from heet_tui.control.host_loss import HostLossGrace
+from heet_tui.control.store import Store
+from heet_tui.core.intents import SubmitJob
+from heet_tui.core.job import JobState
+
+
+def test_grace_bookkeeping() -> None:
+    grace = HostLossGrace(10.0)
+    assert grace.lost("a", "unreachable", 0.0) and not grace.lost("a", "again", 5.0), "the first loss counts"
+    assert grace.expired(9.0) == [] and grace.holding() == {"a"}
+    assert grace.expired(10.0) == [("a", "unreachable")] and grace.holding() == set()
+    assert grace.lost("b", "x", 0.0) and grace.back("b") and not grace.back("b")
+
+
+def _kill_agent(workdir: Path, host: str) -> int:
+    pid = int((workdir / "hosts" / host / "agent.pid").read_text())
+    os.kill(pid, signal.SIGKILL)
+    return pid
+
+
+def _scenario(tmp_path: Path, grace_s: float):
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    options = ControllerOptions(interval_s=0.2, auto_approve=True, host_loss_grace_s=grace_s,
+                                execution=ExecOptions(stop_grace_s=10))
+    seen: dict = {}
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, options)
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=150, max_gpus=1))))
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING and job(s, "a").progress > 0.05,
+                           90, "a to run")
+            seen["generation"] = store.job("a").generation
+            seen["steps"] = store.job("a").job.steps_done
+            _kill_agent(tmp_path / "w-only", "only")
+            time.sleep(0.5)
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.DONE, 120, "a to finish")
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+    return store, seen
+
+
+def test_an_agent_that_dies_for_a_moment_leaves_its_job_running_and_the_new_agent_adopts_it(tmp_path: Path) -> None:
+    store, seen = _scenario(tmp_path, grace_s=60.0)
+    rec = store.job("a")
+    assert rec.generation == seen["generation"], "never relaunched: the running process was adopted"
+    kinds = [e.kind for e in store.events("a", limit=500)]
+    assert "fence" not in kinds and "interrupted" not in kinds, kinds
+    assert any(e.kind == "host" and "is back" in e.message for e in store.events(limit=500))
+    assert rec.crashes == 0
+
+
+def test_after_the_grace_period_the_relaunch_waits_for_the_fenced_process_to_exit(tmp_path: Path) -> None:
+    store, seen = _scenario(tmp_path, grace_s=0.0)
+    rec = store.job("a")
+    events = store.events("a", limit=500)
+    assert rec.generation > seen["generation"], "lost, then relaunched"
+    assert not [e.message for e in events if "launch refused" in e.message], "the relaunch was never refused"
+    assert rec.crashes == 0
