@@ -34,3 +34,19 @@ def test_a_job_with_nothing_measured_says_why_instead_of_an_empty_heat_map(make_
             assert "j3: nothing measured or predicted yet" in shown and WHY in shown
 
     run(scenario())
+
+
+def test_on_a_narrow_terminal_the_heat_map_goes_below_the_job_list(make_app):
+    # Beside the list, an 80-column terminal left the map 44 columns: every cell read "●…".
+    async def scenario():
+        app = make_app("profiles")
+        async with app.run_test(size=(80, 30)) as pilot:
+            view = app.screen.query_one("#profile-view")
+            jobs = app.screen.query_one("#profile-jobs", KeyedTable)
+            await wait_for(pilot, lambda: jobs.row_count == 1)
+            assert view.region.width == 80 and view.region.y >= jobs.region.bottom
+            await pilot.resize_terminal(140, 30)
+            await pilot.pause()
+            assert view.region.x >= jobs.region.right and view.region.y == jobs.region.y
+
+    run(scenario())

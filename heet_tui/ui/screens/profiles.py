@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Static
@@ -15,10 +16,16 @@ from heet_tui.ui.widgets.status_line import StatusLine
 
 
 class ProfilesScreen(SnapshotScreen):
+    # Below NARROW columns the job list goes above the heat map: beside it, an 80-column
+    # terminal left the map 44 columns and every cell read "●…".
     DEFAULT_CSS = """
     ProfilesScreen #profile-jobs { width: 34; }
     ProfilesScreen #profile-view { width: 1fr; padding: 0 1; }
+    ProfilesScreen.-narrow #profile-split { layout: vertical; }
+    ProfilesScreen.-narrow #profile-jobs { width: 1fr; }
+    ProfilesScreen.-narrow #profile-view { height: 1fr; }
     """
+    NARROW = 110
 
     def __init__(self) -> None:
         super().__init__()
@@ -27,13 +34,25 @@ class ProfilesScreen(SnapshotScreen):
 
     def compose(self) -> ComposeResult:
         yield StatusLine("Profiles")
-        with Horizontal():
+        with Horizontal(id="profile-split"):
             yield KeyedTable((("job", "Job"), ("measured", "Measured"), ("predicted", "Predicted")),
                              id="profile-jobs")
             with VerticalScroll(id="profile-view"):
                 yield Static("No profiles yet: jobs are profiled when they are submitted.", id="heatmap")
                 yield Static(id="scaling")
         yield Footer()
+
+    def on_mount(self) -> None:
+        self._fit(self.app.size.width)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit(event.size.width)
+
+    def _fit(self, width: int) -> None:
+        narrow = width < self.NARROW
+        self.set_class(narrow, "-narrow")
+        # inline: the table's own "height: 1fr" outranks a screen rule here
+        self.query_one("#profile-jobs", KeyedTable).styles.height = 7 if narrow else "1fr"
 
     def render_snapshot(self, snap: Snapshot) -> None:
         self._profiles = {p.job_id: p for p in snap.profiles}
