@@ -34,11 +34,12 @@ class HeetCommands(Provider):
         for mode, label in SCREENS:
             out.append((f"go to {label}", partial(app.switch_mode, mode), f"show the {label} screen"))
         if not getattr(app, "read_only", False):
+            # The prompt first: "submit" + Enter used to submit the first example job at once.
+            out.append(("submit job…", app.action_submit_job, "submit a job.toml by path"))  # type: ignore[attr-defined]
             for spec in example_job_specs():
                 out.append((f"submit job {spec.name}", partial(app.submit_job_file, str(spec)),  # type: ignore[attr-defined]
                             f"submit {spec}"))
             out += [
-                ("submit job…", app.action_submit_job, "submit a job.toml by path"),  # type: ignore[attr-defined]
                 ("connect host…", app.action_connect_host, "(re)connect a host by name"),  # type: ignore[attr-defined]
                 ("drain host…", app.action_drain_host, "stop placing work on a host"),  # type: ignore[attr-defined]
                 ("switch policy…", app.action_switch_policy, "choose the scheduling policy"),  # type: ignore[attr-defined]

@@ -150,3 +150,23 @@ def test_the_cancel_key_goes_when_the_selected_job_ends(make_app, backend):
             assert table.selected_key == "j1"
 
     run(scenario())
+
+
+def test_submit_then_enter_in_the_palette_asks_for_a_path_and_submits_nothing(make_app, backend):
+    # The example jobs came first: "submit" + Enter submitted small-cnn at once.
+    from heet_tui.ui.dialogs.prompt import PromptDialog
+
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None)
+            await pilot.press("ctrl+p")
+            await pilot.pause()
+            for key in "submit":
+                await pilot.press(key)
+            await pilot.pause(0.5)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, PromptDialog))
+            assert backend.posted == []
+
+    run(scenario())
