@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from heet_tui.cluster import Cluster, ClusterOptions, HostChanged, JobExited, JobProgress, JobsReported
 from heet_tui.cluster.aio import cancel_and_wait
@@ -99,6 +100,8 @@ class Controller:
     async def start(self) -> None:
         self._lock.acquire()
         now = self._started_at = self.clock()
+        if self.hosts.path is not None:  # a TUI attaching later shows this file on its Hosts screen
+            self.store.set_setting("hosts_path", str(Path(self.hosts.path).resolve()))
         for rec in self.store.jobs():
             self.book.register(rec.job.id, rec.job.spec.model, rec.job.spec.batch_size)
         self.book.load(self.store.observations())

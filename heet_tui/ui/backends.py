@@ -55,14 +55,17 @@ def _controller(args: argparse.Namespace, hosts_path: Path) -> BackendChoice:
     try:
         probe = Store(state)  # opened here only to say early, and clearly, why it cannot start
         other = controller_running(probe.dir)
+        served = probe.setting("hosts_path")
         probe.close()
         if other is not None:  # e.g. `heet-tui run` in tmux: this TUI attaches to it
             from heet_tui.control.attach_client import AttachedBackend
 
             state_dir = probe.dir
+            # the Hosts screen edits the file that controller follows, whatever this one would pick
+            shown = Path(served) if served else hosts_path
             return BackendChoice(ThreadedBackend(lambda: AttachedBackend(state_dir), name="heet-attached"),
-                                 hosts_path, f"attached to the controller (pid {other}) running on {state_dir}; "
-                                 "quitting this TUI leaves it running", start_mode="cluster")
+                                 shown, f"attached to the controller (pid {other}) running on {state_dir} with "
+                                 f"{shown}; quitting this TUI leaves it running", start_mode="cluster")
         # The controller lives on its own thread and loop: SSH, SQLite and the solver never
         # share the UI's event loop.
         backend = ThreadedBackend(lambda: Controller(hosts, Store(state)))

@@ -92,6 +92,7 @@ def test_a_tui_attaches_sees_snapshots_submits_and_learns_when_the_controller_st
             stream = client.snapshots()
             first = await asyncio.wait_for(anext(stream), 10)
             assert [h.name for h in first.hosts] == ["only"]
+            assert ctl.store.setting("hosts_path") == str((tmp_path / "hosts.toml").resolve())
             assert await client.post(SubmitJob(str(tmp_path / "a.toml"))) == "submitted a"
             for _ in range(50):
                 snap = await asyncio.wait_for(anext(stream), 10)
@@ -118,7 +119,10 @@ def test_the_tui_attaches_when_a_controller_holds_the_state(tmp_path: Path) -> N
     from heet_tui.ui.backends import choose_backend
 
     state = tmp_path / "state"
-    Store(state).close()
+    served = tmp_path / "lab-hosts.toml"  # what the running controller was started with
+    store = Store(state)
+    store.set_setting("hosts_path", str(served))
+    store.close()
     lock = ControllerLock(state)
     lock.acquire()
     try:
@@ -129,3 +133,4 @@ def test_the_tui_attaches_when_a_controller_holds_the_state(tmp_path: Path) -> N
         lock.release()
     assert choice.backend is not None and choice.start_mode == "cluster"
     assert "attached to the controller" in choice.notice
+    assert choice.hosts_path == served, "the Hosts screen shows the file the controller follows"
