@@ -134,3 +134,32 @@ def test_the_tui_attaches_when_a_controller_holds_the_state(tmp_path: Path) -> N
     assert choice.backend is not None and choice.start_mode == "cluster"
     assert "attached to the controller" in choice.notice
     assert choice.hosts_path == served, "the Hosts screen shows the file the controller follows"
+
+
+def test_garbage_on_the_socket_gets_an_error_reply_and_the_connection_carries_on(tmp_path: Path) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+    state = tmp_path / "state"
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, Store(state), ControllerOptions(interval_s=0.2, profile=False))
+        await ctl.start()
+        try:
+            reader, writer = await asyncio.open_unix_connection(str(ctl.attach_server.path), limit=1 << 24)
+            replies = []
+            writer.write(b"not json\n")
+            writer.write(b'{"op": "post", "id": 2, "intent": {"type": "RmRf", "fields": {}}}\n')
+            writer.write(b'{"op": "post", "id": 3, "intent": {"type": "SetAutoApprove", "fields": {"enabled": true}}}\n')
+            await writer.drain()
+            while len(replies) < 3:
+                message = json.loads(await asyncio.wait_for(reader.readline(), 10))
+                if message["op"] == "result":
+                    replies.append(message)
+            by_id = {r["id"]: r for r in replies}
+            assert not by_id[None]["ok"] and "not a JSON line" in by_id[None]["error"]
+            assert not by_id[2]["ok"] and "not an intent" in by_id[2]["error"]
+            assert by_id[3]["ok"] and ctl.auto_approve
+            writer.close()
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
