@@ -5,6 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def type_allowed(gpu_type: str, allowed: tuple[str, ...]) -> bool:
+    """Whether a job that lists ``allowed`` (empty: any) may run on ``gpu_type``.
+
+    Job specs are written by hand: "a100" means the A100s. Matched exactly, it left the job
+    waiting for a type no host would ever report.
+    """
+    return not allowed or gpu_type.casefold() in {t.casefold() for t in allowed}
+
+
 @dataclass(frozen=True, slots=True)
 class GpuType:
     """A GPU model name as used across profiles, hosts and plans (e.g. ``"T4"``, ``"A100"``)."""

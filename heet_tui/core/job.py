@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from heet_tui.core.gpu import type_allowed
+
 
 class TargetKind(StrEnum):
     EPOCHS = "epochs"
@@ -39,7 +41,7 @@ class JobSpec:
     dataset_samples: int = 0  # samples per epoch, when the target is in epochs
 
     def allows(self, gpu_type: str) -> bool:
-        return not self.gpu_types or gpu_type in self.gpu_types
+        return type_allowed(gpu_type, self.gpu_types)
 
     @property
     def target_samples(self) -> float:

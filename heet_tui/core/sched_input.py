@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from heet_tui.core.allocation import Allocation
+from heet_tui.core.gpu import type_allowed
 
 ThroughputFn = Callable[[str, tuple[int, ...]], float]
 
@@ -79,4 +80,4 @@ class JobView:
     def allows(self, gpu_type: str) -> bool:
         if self.constraints.pinned_type is not None:
             return gpu_type == self.constraints.pinned_type
-        return not self.gpu_types or gpu_type in self.gpu_types
+        return type_allowed(gpu_type, self.gpu_types)

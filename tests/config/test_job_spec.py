@@ -75,3 +75,13 @@ def test_submit_warns_when_the_script_beside_the_job_file_needs_a_workdir(tmp_pa
     assert workdir_hint(parse_job_text(BASE + 'workdir = "."\n', path), path) is None
     elsewhere = parse_job_text(BASE.replace('script = "train.py"', 'script = "other.py"'), path)
     assert workdir_hint(elsewhere, path) is None, "nothing beside the job file to point at"
+
+
+def test_gpu_types_match_whatever_their_case(tmp_path: Path) -> None:
+    # "a100" in a hand-written spec left the job waiting for a type no host reports.
+    from heet_tui.core.sched_input import JobView
+
+    spec = parse_job_text(BASE + 'gpu_types = ["a100", "rtx2080ti"]\n', tmp_path / "job.toml")
+    assert spec.allows("A100") and spec.allows("RTX2080Ti") and not spec.allows("T4")
+    view = JobView("j", 1, 1, lambda t, p: 1.0, gpu_types=spec.gpu_types)
+    assert view.allows("A100") and not view.allows("T4")
