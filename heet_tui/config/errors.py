@@ -72,7 +72,7 @@ def read_config_text(path: Path) -> str:
     except FileNotFoundError:
         raise ConfigError(path, f"file not found (looked for {path.expanduser().absolute()})") from None
     except IsADirectoryError:
-        raise ConfigError(path, "is a directory, expected a TOML file") from None
+        raise ConfigError(path, f"{path.expanduser().absolute()} is a directory, expected a TOML file") from None
     except PermissionError:
-        raise ConfigError(path, "permission denied") from None
+        raise ConfigError(path, f"permission denied (reading {path.expanduser().absolute()})") from None
     return decode_utf8(path, data)

@@ -43,6 +43,14 @@ def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     assert f"(looked for {tmp_path / 'nope.toml'})" in str(info.value), "the whole path: a typo may be in a folder"
 
 
+def test_a_directory_names_its_whole_path(tmp_path: Path) -> None:
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    with pytest.raises(ConfigError, match="is a directory") as info:
+        load_hosts(folder)
+    assert f"{folder} is a directory" in str(info.value), "'conf: is a directory' did not say which conf"
+
+
 def test_defaults_merge_into_every_host(tmp_path: Path) -> None:
     text = """
 [defaults]
