@@ -120,6 +120,8 @@ class Store:
     def __init__(self, state_dir: Path | str | None = None) -> None:
         self.dir = Path(state_dir).expanduser() if state_dir else default_state_dir()
         self._store_id: str | None = None
+        if self.dir.exists() and not self.dir.is_dir():
+            raise StoreError(f"state store {self.dir}: is not a directory (--state names a directory)")
         try:
             self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             os.chmod(self.dir, 0o700)

@@ -34,6 +34,12 @@ def test_files_are_private_and_schema_is_versioned(tmp_path: Path) -> None:
         Store(tmp_path / "state")
 
 
+def test_a_state_path_that_is_a_file_is_refused_saying_so(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(StoreError, match="is not a directory"):
+        Store(tmp_path / "f")
+
+
 def test_each_state_directory_has_its_own_lasting_id(tmp_path: Path) -> None:
     first = Store(tmp_path / "one").store_id
     assert Store(tmp_path / "one").store_id == first  # reopened: the same store
