@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 from control.control_lab import job, wait_for, write_job
-from support.sshd import SshLab, kill_jobs_under
+from support.e2e import FAST
+from support.sshd import SshLab
 
-from heet_tui.cluster import ClusterOptions
 from heet_tui.cluster.loopback_sshd import _sshd_tree
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
@@ -26,19 +26,7 @@ from heet_tui.control.store import Store
 from heet_tui.core.intents import SubmitJob
 from heet_tui.core.job import JobState
 
-FAST = ClusterOptions(heartbeat_s=0.5, heartbeat_timeout_s=4.0, backoff_initial_s=0.2, backoff_max_s=1.0,
-                      connect_timeout_s=10.0, keepalive_s=1.0, probes=())
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
-    lab = SshLab(tmp_path / "lab")
-    yield lab
-    lab.close()
-    for server in lab.servers:
-        kill_jobs_under(server.workdir)
 
 
 def test_a_dropped_ssh_connection_leaves_the_job_running_and_it_is_adopted(lab: SshLab, tmp_path: Path) -> None:

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 import pytest
-from support.sshd import SshLab, kill_jobs_under
+from support.e2e import FAST
+from support.sshd import SshLab
 
-from heet_tui.cluster import ClusterOptions
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.execution import ExecOptions
@@ -34,23 +34,11 @@ from heet_tui.core.sched_input import Constraints
 REPO = Path(__file__).resolve().parents[2]
 TRAINING = REPO / "examples" / "training.py"
 PREFIX = "@heet-progress "
-FAST = ClusterOptions(heartbeat_s=0.5, heartbeat_timeout_s=4.0, backoff_initial_s=0.2, backoff_max_s=1.0,
-                      connect_timeout_s=10.0, keepalive_s=1.0, probes=())
 # j3 is long enough to outlive phase one and the first `heet-tui run` on a fast, idle machine.
 TARGETS = {"j1": 1200, "j2": 800, "j3": 6000}
 MAX_GPUS = {"j1": 2, "j2": 1, "j3": 1}
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
-    lab = SshLab(tmp_path / "lab")
-    yield lab
-    lab.close()
-    for server in lab.servers:
-        kill_jobs_under(server.workdir)
 
 
 def _job_toml(root: Path, name: str, steps: int, max_gpus: int) -> Path:
