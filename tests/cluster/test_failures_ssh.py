@@ -45,6 +45,9 @@ def test_unknown_host_key_is_refused_with_fingerprint_then_trusted(lab):
     path = lab.hosts_toml([lab.entry_for(known), lab.entry_for(unknown)])
 
     async def scenario(cluster):
+        # The refused host is retried with back-off, so it is "connecting" now and then: read it
+        # while it is refused (a read right after settling once caught a retry under load).
+        assert await cluster.wait_for_state("newcomer", HostState.HOST_KEY_UNKNOWN, 15)
         before = cluster.host_status("newcomer")
         other = cluster.host_status("known").state
         fingerprint = cluster.fingerprint("newcomer")
