@@ -1,4 +1,5 @@
-"""Stopping background tasks without hanging and without hiding the caller's own cancellation."""
+"""Background tasks: kept referenced while they run, and stopped without hanging or hiding the caller's
+own cancellation."""
 
 from __future__ import annotations
 
@@ -24,3 +25,11 @@ async def cancel_and_wait(tasks: Iterable[asyncio.Future], timeout_s: float, wha
     _, stuck = await asyncio.wait(pending, timeout=timeout_s)
     for task in stuck:
         log.warning("%s %r did not stop within %g s; abandoning it", what, task, timeout_s)
+
+
+def spawn(tasks: set[asyncio.Task], coro) -> asyncio.Task:
+    """Run ``coro`` as a task held in ``tasks`` until it ends (the loop keeps only weak references)."""
+    task = asyncio.get_running_loop().create_task(coro)
+    tasks.add(task)
+    task.add_done_callback(tasks.discard)
+    return task

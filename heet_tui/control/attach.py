@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from heet_tui.cluster.aio import spawn
 from heet_tui.control.wire import WireError, decode, edit_from_obj, encode, intent_from_obj, to_obj
 
 log = logging.getLogger(__name__)
@@ -88,12 +89,6 @@ class AttachServer:
                 await asyncio.wait_for(self._server.wait_closed(), 5.0)
         self.path.unlink(missing_ok=True)
 
-    def _spawn(self, coro) -> asyncio.Task:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         uid = peer_uid(writer)
         if uid is not None and uid != os.getuid():
@@ -101,10 +96,10 @@ class AttachServer:
             return
         self._writers.add(writer)
         writer.write(encode({"op": "hello", "version": VERSION, "pid": os.getpid()}))
-        pusher = self._spawn(self._push(writer))
+        pusher = spawn(self._tasks, self._push(writer))
         try:
             while line := await reader.readline():
-                self._spawn(self._answer(line, writer))
+                spawn(self._tasks, self._answer(line, writer))
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
             pass
         finally:

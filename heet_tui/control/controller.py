@@ -203,7 +203,7 @@ class Controller:
             self.executor.lose_host(host, why)
         if now - self._started_at > self.opt.settle_timeout_s:
             for status in self.cluster.status():
-                if status.state is HostState.CONNECTING and status.name not in self.host_grace.since:
+                if status.state is HostState.CONNECTING and status.name not in self.host_grace.holding():
                     self.executor.lose_host(status.name, "still connecting")
         for rec in self.store.jobs(include_terminal=False):  # jobs other processes submitted
             self.book.register(rec.job.id, rec.job.spec.model, rec.job.spec.batch_size)
@@ -300,12 +300,10 @@ class Controller:
                 run.alloc if run else None, constraints.get(job.id, Constraints()), measured))
         return out
 
-    def unmeasured(self) -> frozenset[str]:
-        """Jobs planned on nominal throughput now (nothing measured of them yet)."""
-        return frozenset(j.id for j in self.job_inputs() if not j.measured)
-
     def replan(self, overrides: dict[str, Constraints] | None = None) -> Plan | None:
-        inputs = self.job_inputs(overrides)
+        return self._plan(self.job_inputs(overrides))
+
+    def _plan(self, inputs: list[planning.JobInput]) -> Plan | None:
         if not inputs:
             return None
         cluster = self.cluster_view()
@@ -317,8 +315,9 @@ class Controller:
         return replace(plan, effect=hide_nominal(plan.effect, {j.id for j in inputs if not j.measured}))
 
     def _propose(self) -> None:
+        inputs = self.job_inputs()
         try:
-            plan = self.replan()
+            plan = self._plan(inputs)
         except ValueError as exc:
             self.notices.append(f"planning: {exc}")
             return
@@ -338,7 +337,8 @@ class Controller:
         failed_at = self.failed_plans.get(sig)
         if failed_at is not None and self.clock() - failed_at < RETRY_FAILED_PLAN_S:
             return  # the same plan just failed: not again at once, in a loop (the user may approve it)
-        if self.auto_approve and (planning.gain(plan, self.book, self.unmeasured()) >= self.opt.gain_threshold
+        unmeasured = frozenset(j.id for j in inputs if not j.measured)
+        if self.auto_approve and (planning.gain(plan, self.book, unmeasured) >= self.opt.gain_threshold
                                   or planning.vacates(plan, self.drained())):
             self.store.set_plan_status(plan_id, "approved", self.clock())
             self.store.add_event(self.clock(), "plan", f"plan #{plan_id} auto-approved")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from heet_agent.errors import STILL_STOPPING
 
 from heet_tui.cluster import AgentRequestError, ClusterError, HostNotReady, RemoteJob
-from heet_tui.cluster.aio import cancel_and_wait
+from heet_tui.cluster.aio import cancel_and_wait, spawn
 from heet_tui.config.hosts_file import HostEntry, HostsFile
 from heet_tui.control.checkpoint_copy import CopyFailed, copy_checkpoint, needs_copy
 from heet_tui.control.launch import (
@@ -62,7 +62,7 @@ class Executor:
         self.runs: dict[str, Run] = {}  # job id -> its training run (at most one)
         self.profiles: dict[str, list[Run]] = {}  # job id -> its profiling runs
         self.backoff_until: dict[str, float] = {}
-        self.silent_profiles: set[str] = set()  # jobs with a profiling run that ended measuring nothing
+        self.silent_profiles: set[str] = set()  # jobs whose current profiling round had a run measure nothing
         self.log_tails: dict[str, tuple[str, ...]] = {}
         self._tasks: set[asyncio.Task] = set()
 
@@ -86,9 +86,7 @@ class Executor:
         return None
 
     def _spawn(self, coro) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        spawn(self._tasks, coro)
 
     # -- launching --------------------------------------------------------------------------
     async def launch(self, job_id: str, alloc: Allocation) -> Run:
@@ -325,9 +323,12 @@ class Executor:
                 self.profiles.pop(job_id, None)
             if outcome is not Outcome.CRASHED and silent(run):
                 self.silent_profiles.add(job_id)
+            round_silent = not runs and job_id in self.silent_profiles
+            if not runs:
+                self.silent_profiles.discard(job_id)  # the round is over: the flag is for this round only
             if outcome is Outcome.CRASHED:
                 self._crashed(run, why)
-            elif not runs and not self.book.measured(job_id) and job_id in self.silent_profiles:
+            elif round_silent and not self.book.measured(job_id):
                 mark_unmeasured(self.store, job_id)
                 self.store.try_set_state(job_id, JobState.QUEUED, now, UNMEASURED)
                 self.store.add_event(now, "profile", f"{job_id}: {UNMEASURED}", job_id)

@@ -11,6 +11,7 @@ from heet_tui.config.job_spec import load_job_spec, workdir_hint
 from heet_tui.control import planning
 from heet_tui.control.codec import constraints_to_obj
 from heet_tui.core.intents import (
+    WARNING_SEP,
     ApprovePlan,
     CancelJob,
     ConnectHost,
@@ -108,7 +109,7 @@ class IntentHandler:
         job = self.ctl.store.add_job(spec, self.ctl.clock())
         self.ctl.store.add_event(self.ctl.clock(), "submit", f"submitted {job.id}", job.id)
         hint = workdir_hint(spec, intent.spec_path)
-        return f"submitted {job.id}" + (f"; warning: {hint}" if hint else "")
+        return f"submitted {job.id}" + (f"{WARNING_SEP}{hint}" if hint else "")
 
     async def _CancelJob(self, intent: CancelJob) -> str:
         return await self.cancel(intent.job_id)

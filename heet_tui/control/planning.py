@@ -62,10 +62,11 @@ def cluster_view(statuses: tuple[HostStatus, ...], usable: Mapping[str, tuple[in
 
 def job_views(jobs: list[JobInput], book: ThroughputBook, now: float) -> list[JobView]:
     out = []
+    nominal = book.nominal_function() if any(not j.measured for j in jobs) else None  # one per round
     for j in jobs:
         out.append(JobView(
             id=j.id, min_gpus=j.min_gpus, max_gpus=j.max_gpus,
-            throughput=book.function(j.id) if j.measured else book.nominal_function(),
+            throughput=book.function(j.id) if j.measured else nominal,
             gpu_types=j.gpu_types, current=j.current, remaining_samples=j.remaining_samples if j.measured else None,
             age_s=max(0.0, now - j.submitted_at), attained_gpu_s=j.attained_gpu_s, priority=j.priority,
             constraints=j.constraints, requested_gpus=j.max_gpus, submitted_at=j.submitted_at,

@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 from heet_tui.core.sched_input import Constraints
 
+# Joins an intent's result to a warning the user should act on; the UI shows the warning apart.
+WARNING_SEP = "; warning: "
+
 
 @dataclass(frozen=True, slots=True)
 class ApprovePlan:

@@ -19,6 +19,7 @@ from textual.notifications import SeverityLevel
 from heet_tui.core.backend import Backend
 from heet_tui.core.host import HostState
 from heet_tui.core.intents import (
+    WARNING_SEP,
     ConnectHost,
     DrainHost,
     EditJob,
@@ -156,7 +157,7 @@ class HeetApp(App[int]):
             self.notify(f"{describe}: {type(exc).__name__}: {exc}", title="failed", severity="error", timeout=10)
             return
         self.post_message(IntentDone(intent, result=result))
-        done, _, warning = (result or f"{describe}: done").partition("; warning: ")
+        done, _, warning = (result or f"{describe}: done").partition(WARNING_SEP)
         self.notify(done, timeout=4)
         if warning:  # a warning has something to act on: it stays long enough to read
             self.notify(warning, title="warning", severity="warning", timeout=20)
