@@ -38,6 +38,7 @@ JOB_KEYS = frozenset(
      "max_gpus", "gpu_types", "priority", "checkpoint_dir", "dataset_samples"}
 )
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_NAME = 96
 RESERVED_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
                 "CUDA_VISIBLE_DEVICES")
 
@@ -65,6 +66,8 @@ def parse_job_text(text: str, path: Path | str) -> JobSpec:
     f = Fields(path, data, subject, line_of)
     f.reject_unknown(JOB_KEYS)
     name = f.required_string("name", SAFE_NAME, "a valid job name (letters, digits, . _ -)")
+    if len(name) > MAX_NAME:  # its processes' names on the hosts add a suffix, within the agent's 128
+        raise f.error("name", f'key "name": {len(name)} characters; at most {MAX_NAME}')
     command = _command(f)
     workdir = f.string("workdir", "") or ""
     if workdir and not Path(workdir).expanduser().is_absolute():

@@ -78,8 +78,9 @@ def target_env(spec: JobSpec) -> dict[str, str]:
 
 def plan_launch(job_id: str, spec: JobSpec, alloc: Allocation, generation: int,
                 hosts: Mapping[str, HostEntry], master_port: int, owner: str = "") -> list[LaunchSpec]:
-    """One launch per rank. ``owner`` (the state store's id) lets the agents refuse a checkpoint
-    directory that another store's job has used."""
+    """One launch per rank. ``owner`` (the state store's id) names the ranks' processes
+    (``rank_agent_id``) and lets the agents refuse a checkpoint directory that another store's
+    job has used."""
     if not alloc.hosts:
         raise ValueError(f"job {job_id}: empty allocation")
     missing = [h for h in alloc.host_names if h not in hosts]
@@ -96,7 +97,7 @@ def plan_launch(job_id: str, spec: JobSpec, alloc: Allocation, generation: int,
         host = hosts[host_name]
         for local_rank, gpu in enumerate(gpus):
             env = common | {"RANK": str(rank), "LOCAL_RANK": str(local_rank), "LOCAL_WORLD_SIZE": str(len(gpus))}
-            out.append(LaunchSpec(host_name, rank_agent_id(job_id, rank), rank, host_argv(spec.command, host),
+            out.append(LaunchSpec(host_name, rank_agent_id(job_id, rank, owner), rank, host_argv(spec.command, host),
                                   tuple(sorted(env.items())), (gpu,), spec.workdir or None))
             rank += 1
     return out
@@ -109,10 +110,10 @@ def plan_profile_launch(job_id: str, spec: JobSpec, host: HostEntry, gpu: int, n
     Each run gets a scratch checkpoint dir of its own, which the agent creates and removes when
     the run ends: a job is profiled on several types at once, and hosts often share a workdir
     (an NFS home, the bundled local config), where one shared dir let the newest run fence the
-    others. The store id in the name keeps another store's runs out of it.
+    others. The store id in the run's name keeps another store's runs out of it.
     """
-    agent_id = profile_agent_id(job_id, n)
-    scratch = f"{host.workdir.rstrip('/')}/profiling/{agent_id}" + (f"-{owner[:12]}" if owner else "")
+    agent_id = profile_agent_id(job_id, n, owner)
+    scratch = f"{host.workdir.rstrip('/')}/profiling/{agent_id}"
     env = dict(spec.env) | target_env(spec) | {
         "WORLD_SIZE": "1", "RANK": "0", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
         "HEET_CHECKPOINT_DIR": scratch, "HEET_CHECKPOINT_SCRATCH": "1", "HEET_PROFILING": "1",

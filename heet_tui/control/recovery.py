@@ -47,7 +47,7 @@ def rebuild_runs(store: Store, executor: Executor, now: float) -> list[str]:
         ranks, rank = {}, 0
         for host, gpus in alloc.hosts:
             for gpu in gpus:
-                ranks[rank] = RankProc(host, rank_agent_id(job.id, rank), rank, (gpu,), "unknown")
+                ranks[rank] = RankProc(host, rank_agent_id(job.id, rank, store.store_id), rank, (gpu,), "unknown")
                 rank += 1
         executor.runs[job.id] = Run(job.id, alloc, generation, ranks, now)
         notes.append(f"{job.id}: expecting generation {generation} on {alloc.describe()}")

@@ -18,19 +18,29 @@ from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import JobSpec, TargetKind
 
 EXIT_DONE, EXIT_FENCED, EXIT_STOPPED = 0, 3, 143  # examples/training.py's exit codes
-_AGENT_ID = re.compile(r"^(?P<job>.+)\.(?P<kind>[rp])(?P<n>\d+)$")
+_AGENT_ID = re.compile(r"^(?P<job>.+)\.(?P<kind>[rp])(?P<n>\d+)(?:\.(?P<store>[0-9a-f]{8}))?$")
 
 
-def rank_agent_id(job_id: str, rank: int) -> str:
-    return f"{job_id}.r{rank}"
+def _store_part(store_id: str) -> str:
+    return f".{store_id[:8]}" if store_id else ""
 
 
-def profile_agent_id(job_id: str, n: int) -> str:
-    return f"{job_id}.p{n}"
+def rank_agent_id(job_id: str, rank: int, store_id: str) -> str:
+    """The name a rank's process has on its host: ``"cnn.r1.4a146a78"``.
+
+    Job ids and generations are unique only within one state store, and agents keep the
+    records of what they ran; the store's id in the name keeps a fresh store (a deleted state
+    dir, a second one) from taking an older store's process of the same job for its own.
+    """
+    return f"{job_id}.r{rank}{_store_part(store_id)}"
+
+
+def profile_agent_id(job_id: str, n: int, store_id: str) -> str:
+    return f"{job_id}.p{n}{_store_part(store_id)}"
 
 
 def parse_agent_id(agent_id: str) -> tuple[str, str, int] | None:
-    """``"cnn.r1" -> ("cnn", "r", 1)``; ``None`` for a process heet-tui did not name."""
+    """``"cnn.r1.4a146a78" -> ("cnn", "r", 1)``; ``None`` for a process heet-tui did not name."""
     m = _AGENT_ID.match(agent_id)
     return (m["job"], m["kind"], int(m["n"])) if m else None
 

@@ -57,6 +57,7 @@ def test_bad_job_specs(tmp_path: Path, extra: str, expected: str) -> None:
         (BASE.replace("{ steps = 10 }", "{ epochs = 2 }"), 'needs "dataset_samples"'),
         (BASE.replace("batch_size = 64", 'batch_size = "64"'), 'key "batch_size": expected an integer, got "64"'),
         (BASE.replace('name = "j"', 'name = "a b"'), 'key "name": "a b" is not a valid job name'),
+        (BASE.replace('name = "j"', f'name = "{"x" * 97}"'), 'key "name": 97 characters; at most 96'),
     ],
 )
 def test_incomplete_job_specs(tmp_path: Path, text: str, expected: str) -> None:

@@ -42,8 +42,9 @@ def test_one_process_per_gpu_with_distributed_env() -> None:
     assert all(e["HEET_CHECKPOINT_DIR"] == "/w/checkpoints/cnn" and e["HEET_TARGET_STEPS"] == "300" for e in env)
     assert launches[1].argv == ("/opt/py/bin/python", "train.py", "--x"), "each host's own interpreter"
     assert all("HEET_CHECKPOINT_OWNER" not in e for e in env)
-    owned = plan_launch("cnn", _spec(), alloc, 7, hosts, 29600, owner="store-1")
-    assert {dict(s.env)["HEET_CHECKPOINT_OWNER"] for s in owned} == {"store-1"}  # the agents mark the dir with it
+    owned = plan_launch("cnn", _spec(), alloc, 7, hosts, 29600, owner="0123456789abcdef")
+    assert {dict(s.env)["HEET_CHECKPOINT_OWNER"] for s in owned} == {"0123456789abcdef"}  # the agents mark the dir
+    assert [s.agent_id for s in owned] == ["cnn.r0.01234567", "cnn.r1.01234567", "cnn.r2.01234567"]
     with pytest.raises(ValueError, match="unknown host"):
         plan_launch("cnn", _spec(), Allocation.of("cnn", "T4", {"zz": [0]}), 1, hosts, 1)
 
@@ -51,8 +52,8 @@ def test_one_process_per_gpu_with_distributed_env() -> None:
 def test_each_profiling_run_has_a_scratch_checkpoint_dir_of_its_own() -> None:
     host = HostEntry("a", "10.0.0.1", workdir="/w/")
     runs = [dict(plan_profile_launch("cnn", _spec(), host, 0, n, owner="0123456789abcdef").env) for n in (3, 4)]
-    assert [e["HEET_CHECKPOINT_DIR"] for e in runs] == ["/w/profiling/cnn.p3-0123456789ab",
-                                                        "/w/profiling/cnn.p4-0123456789ab"]
+    assert [e["HEET_CHECKPOINT_DIR"] for e in runs] == ["/w/profiling/cnn.p3.01234567",
+                                                        "/w/profiling/cnn.p4.01234567"]
     assert all(e["HEET_CHECKPOINT_SCRATCH"] == "1" and e["HEET_CHECKPOINT_OWNER"] == "0123456789abcdef"
                for e in runs)
     assert "/w/checkpoints/cnn" not in {e["HEET_CHECKPOINT_DIR"] for e in runs}, "never the job's own"
@@ -72,7 +73,7 @@ def test_master_port_is_free_locally_and_varies_by_generation_remotely() -> None
 
 
 def _run(*exits: tuple[int | None, str | None], stop: str | None = None, profiling: bool = False) -> Run:
-    ranks = {i: RankProc("h", rank_agent_id("j", i), i, (i,), "exited", code, None, reason)
+    ranks = {i: RankProc("h", rank_agent_id("j", i, "0123456789abcdef"), i, (i,), "exited", code, None, reason)
              for i, (code, reason) in enumerate(exits)}
     return Run("j", Allocation.of("j", "T4", {"h": list(range(len(exits)))}), 1, ranks, 0.0, profiling, stop)
 

@@ -19,6 +19,7 @@ from support.sshd import kill_jobs_under
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.execution import ExecOptions
+from heet_tui.control.runtime import rank_agent_id
 from heet_tui.control.store import Store
 from heet_tui.core.intents import ApprovePlan, DrainHost, RejectPlan, Replan, SubmitJob
 from heet_tui.core.job import JobState
@@ -86,8 +87,9 @@ def test_approve_drain_move_and_restart_readopts(tmp_path: Path) -> None:
         launches = [e for e in store.events(job_id="a", limit=500) if e.kind == "launch"]
         assert len(launches) == 2, [e.message for e in launches]
 
-        before = _progress(next((tmp_path / f"w-{first_host}").glob(f"**/logs/a.r0-g{gen_before}.log")))
-        after = _progress(next((tmp_path / f"w-{second_host}").glob(f"**/logs/a.r0-g{moved.generation}.log")))
+        rank0 = rank_agent_id("a", 0, store.store_id)
+        before = _progress(next((tmp_path / f"w-{first_host}").glob(f"**/logs/{rank0}-g{gen_before}.log")))
+        after = _progress(next((tmp_path / f"w-{second_host}").glob(f"**/logs/{rank0}-g{moved.generation}.log")))
         assert after[0]["step"] >= 60 and after[0]["step"] <= before[-1]["step"] + 5
         assert after[0]["loss"] < before[0]["loss"] * 0.8, "the loss carries on from the checkpoint"
         assert after[-1]["step"] == STEPS

@@ -104,7 +104,7 @@ def _wait_store(predicate, timeout: float, what: str) -> None:
 
 def _log(server, job_id: str, generation: int) -> Path:
     """Rank 0's log of one generation (the agent keeps logs under its own workdir)."""
-    found = sorted(server.workdir.glob(f"**/logs/{job_id}.r0-g{generation}.log"))
+    found = sorted(server.workdir.glob(f"**/logs/{job_id}.r0.*-g{generation}.log"))
     assert found, f"no log of {job_id} generation {generation} under {server.workdir}"
     return found[0]
 
