@@ -67,6 +67,7 @@ def plan_to_json(plan: Plan) -> str:
             "jobs": [[p.job_id, p.throughput_before, p.throughput_after, p.completion_s, p.restart_pause_s]
                      for p in plan.effect.jobs],
             "avg_jct_s": plan.effect.avg_jct_s, "avg_jct_before_s": plan.effect.avg_jct_before_s,
+            "at": plan.effect.at,
         },
         "policy": plan.policy, "created_at": plan.created_at,
     })
@@ -78,7 +79,8 @@ def plan_from_json(text: str) -> Plan:
     changes = tuple(Change(c["job_id"], ChangeKind(c["kind"]), alloc_from_obj(c["before"]),
                            alloc_from_obj(c["after"])) for c in d["changes"])
     e = d["effect"]
-    effect = PredictedEffect(tuple(JobPrediction(*row) for row in e["jobs"]), e["avg_jct_s"], e["avg_jct_before_s"])
+    effect = PredictedEffect(tuple(JobPrediction(*row) for row in e["jobs"]), e["avg_jct_s"], e["avg_jct_before_s"],
+                             e.get("at"))  # plans stored before predictions were dated have none
     return Plan(allocations, changes, effect, d["policy"], d["created_at"])
 
 

@@ -312,7 +312,8 @@ class Controller:
         problems = planning.check_constraints(plan, views)
         if problems:
             raise ValueError("; ".join(problems))
-        return replace(plan, effect=hide_nominal(plan.effect, {j.id for j in inputs if not j.measured}))
+        effect = hide_nominal(plan.effect, {j.id for j in inputs if not j.measured})
+        return replace(plan, effect=replace(effect, at=self.clock()))
 
     def _propose(self) -> None:
         inputs = self.job_inputs()

@@ -198,6 +198,8 @@ class DemoBackend:
         snap = sim_snapshot(self.sim, plan_id=self._plan_id if pending is not None else None,
                             policy=self.policy_name, auto_approve=not self.sim.manual_approval,
                             notices=tuple(self._notices[-5:]))
+        if pending is not None and pending.effect.at is None:  # the tweak dialog compares on its clock
+            pending = replace(pending, effect=replace(pending.effect, at=pending.created_at))
         return replace(snap, plan=pending, profiles=self._profiles())
 
     def _profiles(self) -> tuple[JobProfile, ...]:
@@ -313,7 +315,7 @@ class DemoBackend:
                 effect = evaluate(plan, self.sim.cluster_view(), self.sim.job_views(), self.sim.now)
         finally:
             job.constraints = before
-        return effect
+        return replace(effect, at=self.sim.now)
 
 
 def _placements(host_gpus: int, most: int) -> list[tuple[int, ...]]:

@@ -82,6 +82,7 @@ class PredictedEffect:
     jobs: tuple[JobPrediction, ...] = ()
     avg_jct_s: float | None = None
     avg_jct_before_s: float | None = None
+    at: float | None = None  # the clock time the prediction is for: JCTs count age, so they age with it
 
     def for_job(self, job_id: str) -> JobPrediction | None:
         for p in self.jobs:

@@ -21,9 +21,10 @@ from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.execution import ExecOptions
 from heet_tui.control.runtime import rank_agent_id
 from heet_tui.control.store import Store
-from heet_tui.core.intents import ApprovePlan, DrainHost, RejectPlan, Replan, SubmitJob
+from heet_tui.core.intents import ApprovePlan, DrainHost, EditJob, RejectPlan, Replan, SubmitJob
 from heet_tui.core.job import JobState
 from heet_tui.core.plan import ChangeKind
+from heet_tui.core.sched_input import Constraints
 
 PREFIX = "@heet-progress "
 
@@ -57,6 +58,8 @@ def test_approve_drain_move_and_restart_readopts(tmp_path: Path) -> None:
             snap = await wait_for(ctl, lambda s: s.plan_id is not None, 90, "a proposed plan")
             assert job(snap, "a").state is JobState.QUEUED, "manual mode: nothing runs before approval"
             assert {o[1] for o in store.observations("a")} == {"A100", "T4"}, "profiled on both types"
+            effect = await ctl.preview(EditJob(snap.plan_id, "a", Constraints(pinned_type="T4")))
+            assert snap.plan.effect.at is not None and effect.at >= snap.plan.effect.at, "dated on one clock"
             await ctl.post(ApprovePlan(snap.plan_id))
             snap = await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING
                                   and store.job("a").job.steps_done >= 70, 90, "a past step 70")

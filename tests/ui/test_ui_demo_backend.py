@@ -42,6 +42,7 @@ def test_demo_plans_waits_for_approval_and_applies_it(tmp_path):
             effect = await backend.preview(EditJob(snap.plan_id, job, Constraints(pinned_type="T4", fixed_count=1)))
             pred = effect.for_job(job)
             assert pred is not None and pred.throughput_after > 0
+            assert snap.plan.effect.at is not None and effect.at >= snap.plan.effect.at, "dated on one clock"
             assert backend.sim.jobs[job].constraints == Constraints()
             # Applying the tweak re-plans with it: the job now gets exactly one T4.
             await backend.post(EditJob(snap.plan_id, job, Constraints(pinned_type="T4", fixed_count=1)))

@@ -110,12 +110,16 @@ def test_a_preview_made_later_is_compared_on_the_proposed_plans_clock():
     from heet_tui.core.plan import PredictedEffect
     from heet_tui.ui.dialogs.tweak import describe_effect, same_clock_avg_jct
 
-    proposed = PredictedEffect((), avg_jct_s=600.0, avg_jct_before_s=700.0)
-    same_plan_later = PredictedEffect((), avg_jct_s=660.0, avg_jct_before_s=760.0)
-    better_later = PredictedEffect((), avg_jct_s=630.0, avg_jct_before_s=760.0)
+    proposed = PredictedEffect((), avg_jct_s=600.0, avg_jct_before_s=700.0, at=1000.0)
+    same_plan_later = PredictedEffect((), avg_jct_s=660.0, avg_jct_before_s=760.0, at=1060.0)
+    better_later = PredictedEffect((), avg_jct_s=630.0, avg_jct_before_s=760.0, at=1060.0)
     assert same_clock_avg_jct(same_plan_later, proposed) == 600.0
     assert same_clock_avg_jct(better_later, proposed) == 570.0
     assert same_clock_avg_jct(PredictedEffect((), avg_jct_s=5.0), proposed) == 5.0, "nothing to shift by"
+    # Pinning a waiting job to a slow type changes the current state's JCT too (it would start
+    # there); that is the tweak's doing, not the clock's. Shifting by it read 4m20s, better.
+    pinned_slow = PredictedEffect((), avg_jct_s=720.0, avg_jct_before_s=960.0, at=1060.0)
+    assert same_clock_avg_jct(pinned_slow, proposed) == 660.0
     assert "10m00s as proposed → 9m30s with this tweak" in describe_effect(better_later, "j1", proposed)
 
 

@@ -180,9 +180,11 @@ def same_clock_avg_jct(effect: PredictedEffect, baseline: PredictedEffect) -> fl
     """The tweak's average JCT on the proposed plan's clock.
 
     A JCT counts each job's age, so a preview computed a minute after the plan was proposed
-    reads a minute longer with no change at all. Both predictions carry the average JCT of
-    the current state at their own time; shifting by the difference compares like with like.
+    reads a minute longer with no change at all; it is shifted back by the time between the
+    two. (Shifting by the change in the current state's JCT instead, as before, also took off
+    what the tweak itself changed there: pinning a waiting job to a slow type showed a plan a
+    minute better than proposed while its own job took twice as long.)
     """
-    if effect.avg_jct_s is None or effect.avg_jct_before_s is None or baseline.avg_jct_before_s is None:
+    if effect.avg_jct_s is None or effect.at is None or baseline.at is None:
         return effect.avg_jct_s
-    return effect.avg_jct_s - (effect.avg_jct_before_s - baseline.avg_jct_before_s)
+    return effect.avg_jct_s - (effect.at - baseline.at)
