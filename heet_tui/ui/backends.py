@@ -44,11 +44,6 @@ def _controller(args: argparse.Namespace, hosts_path: Path) -> BackendChoice:
     except ImportError as exc:
         return BackendChoice(None, hosts_path, f"controller not available in this build ({exc}): showing the "
                              "hosts file only (try heet-tui --demo)", start_mode="hosts")
-    try:
-        hosts = load_hosts(hosts_path)
-    except ConfigError as exc:
-        return BackendChoice(None, hosts_path, f"fix the hosts file to start the controller: {exc}",
-                             start_mode="hosts")
     from heet_tui.control.threaded import ThreadedBackend
 
     state = getattr(args, "state", None)
@@ -66,6 +61,12 @@ def _controller(args: argparse.Namespace, hosts_path: Path) -> BackendChoice:
             return BackendChoice(ThreadedBackend(lambda: AttachedBackend(state_dir), name="heet-attached"),
                                  shown, f"attached to the controller (pid {other}) running on {state_dir} with "
                                  f"{shown}; quitting this TUI leaves it running", start_mode="cluster")
+        # Only a controller of our own needs the hosts file; attaching (above) does not.
+        try:
+            hosts = load_hosts(hosts_path)
+        except ConfigError as exc:
+            return BackendChoice(None, hosts_path, f"fix the hosts file to start the controller: {exc}",
+                                 start_mode="hosts")
         # The controller lives on its own thread and loop: SSH, SQLite and the solver never
         # share the UI's event loop.
         backend = ThreadedBackend(lambda: Controller(hosts, Store(state)))

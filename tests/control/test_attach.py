@@ -136,6 +136,23 @@ def test_the_tui_attaches_when_a_controller_holds_the_state(tmp_path: Path) -> N
     assert choice.hosts_path == served, "the Hosts screen shows the file the controller follows"
 
 
+def test_a_broken_hosts_file_here_does_not_stop_the_tui_attaching(tmp_path: Path) -> None:
+    """Attaching needs no hosts file; before, the TUI opened on this file's error instead."""
+    from heet_tui.ui.backends import choose_backend
+
+    state = tmp_path / "state"
+    Store(state).close()
+    broken = tmp_path / "hosts.toml"
+    broken.write_text("[[hosts]\nname = 'x'\n")
+    lock = ControllerLock(state)
+    lock.acquire()
+    try:
+        choice = choose_backend(argparse.Namespace(hosts=str(broken), state=str(state), demo=False))
+    finally:
+        lock.release()
+    assert choice.backend is not None and "attached to the controller" in choice.notice, choice.notice
+
+
 def test_garbage_on_the_socket_gets_an_error_reply_and_the_connection_carries_on(tmp_path: Path) -> None:
     hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
     state = tmp_path / "state"
