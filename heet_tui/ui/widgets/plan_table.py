@@ -75,8 +75,8 @@ def summary(snap: Snapshot) -> Text:
     if plan is None or snap.plan_id is None:
         text.append("No plan pending: the current allocation stands.", style="dim")
         if any(not j.state.terminal and j.allocation is None for j in snap.jobs):
-            text.append(" Jobs are waiting: a plan you rejected is not proposed again until something "
-                        "changes; p plans again.", style="dim")
+            text.append(" Jobs are waiting with nothing proposed for them (a rejected plan is not "
+                        "proposed again until something changes); p plans again.", style="dim")
         return text
     text.append(f"Plan #{snap.plan_id}", style="bold")
     text.append(f" by {plan.policy or snap.policy}, proposed at {clock(plan.created_at, snap.mode)}")
