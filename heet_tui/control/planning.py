@@ -44,7 +44,9 @@ def cluster_view(statuses: tuple[HostStatus, ...], usable: Mapping[str, tuple[in
     """Ready hosts only: a host that is down or connecting has nothing to give this round.
 
     ``reserved`` GPUs (profiling runs) are in use but belong to no allocation, so no plan may
-    give them out: it would fail when applied ("still in use").
+    give them out: it would fail when applied ("still in use"). They, and GPUs the hosts file
+    does not let heet use, are left out of ``free``; the count stays the host's, because
+    ``free`` holds the host's own GPU indices.
     """
     views = []
     reserved = reserved or {}
@@ -56,7 +58,8 @@ def cluster_view(statuses: tuple[HostStatus, ...], usable: Mapping[str, tuple[in
         free = tuple(g.index for g in s.gpus if (allowed is None or g.index in allowed) and g.index not in taken)
         if not free:
             continue
-        views.append(HostView(s.name, s.gpu_type, len(free), free, s.rack, s.name in drained))
+        count = max(g.index for g in s.gpus) + 1
+        views.append(HostView(s.name, s.gpu_type, count, free, s.rack, s.name in drained))
     return ClusterView(tuple(views))
 
 

@@ -23,7 +23,7 @@ def why_waiting(spec: JobSpec, cluster: ClusterView) -> str | None:
     capacity: dict[str, int] = {}
     for h in cluster.hosts:
         if not h.drained:
-            capacity[h.gpu_type] = capacity.get(h.gpu_type, 0) + h.gpu_count
+            capacity[h.gpu_type] = capacity.get(h.gpu_type, 0) + len(h.free)
     if not capacity:
         return f"{PREFIX}no host is ready (see the Cluster screen, or heet-tui hosts check)"
     allowed = {t: n for t, n in capacity.items() if spec.allows(t)}

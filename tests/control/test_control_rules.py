@@ -172,10 +172,21 @@ def test_gpus_held_by_profiling_runs_are_not_given_out() -> None:
     from heet_tui.control.planning import cluster_view
     from heet_tui.core.gpu import Gpu
     from heet_tui.core.host import HostState
+    from heet_tui.core.sched_input import JobView
     from heet_tui.core.snapshot import HostStatus
+    from heet_tui.scheduling import make_policy
 
     t4 = HostStatus("t", HostState.READY, gpus=tuple(Gpu(i, "T4") for i in range(4)))
-    (view,) = cluster_view((t4,), {"t": (0, 1, 2)}, set(), {"t": {0}}).hosts
-    assert view.free == (1, 2) and view.gpu_count == 2
+    held = cluster_view((t4,), {"t": (0, 1, 2)}, set(), {"t": {0}})
+    (view,) = held.hosts
+    assert view.free == (1, 2)
     (whole,) = cluster_view((t4,), {"t": None}, set()).hosts
     assert whole.free == (0, 1, 2, 3)
+    # The count is the host's, not the free GPUs': a count of 2 with GPU 2 free made every
+    # plan fail ("free GPU indices [2] outside 0..1") for as long as GPU 0 was profiling.
+    assert view.gpu_count == 4
+    job = JobView("j", 2, 2, lambda t, p: 100.0 * sum(p), ("T4",), remaining_samples=1e6)
+    plan = make_policy("heet").plan(held, [job], 0.0)
+    assert plan.allocations["j"].hosts == (("t", (1, 2)),)
+    upper = cluster_view((t4,), {"t": (2, 3)}, set())  # a hosts file's `gpus = [2, 3]`
+    assert make_policy("heet").plan(upper, [job], 0.0).allocations["j"].hosts == (("t", (2, 3)),)
