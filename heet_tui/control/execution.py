@@ -9,7 +9,6 @@ the last rank of a run has ended the run is judged once (done, stopped, interrup
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -19,17 +18,16 @@ from heet_agent.errors import STILL_STOPPING
 
 from heet_tui.cluster import AgentRequestError, ClusterError, HostNotReady, RemoteJob
 from heet_tui.cluster.aio import cancel_and_wait, spawn
-from heet_tui.config.hosts_file import HostEntry, HostsFile
-from heet_tui.control.checkpoint_copy import CopyFailed, copy_checkpoint, needs_copy
+from heet_tui.config.hosts_file import HostsFile
+from heet_tui.control.checkpoint_hosts import CheckpointHosts
 from heet_tui.control.launch import (
     LaunchSpec,
-    checkpoint_dir,
     choose_master_port,
     plan_launch,
     plan_profile_launch,
 )
 from heet_tui.control.runtime import LAUNCH_REFUSED, Outcome, RankProc, Run, backoff_s, judge
-from heet_tui.control.store import JobRecord, Store
+from heet_tui.control.store import Store
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.control.unmeasured import MESSAGE as UNMEASURED
 from heet_tui.control.unmeasured import TIMED_OUT as UNMEASURED_TIMEOUT
@@ -64,6 +62,7 @@ class Executor:
         self.backoff_until: dict[str, float] = {}
         self.silent_profiles: set[str] = set()  # jobs whose current profiling round had a run measure nothing
         self.log_tails: dict[str, tuple[str, ...]] = {}
+        self.checkpoints = CheckpointHosts(store, clock)
         self._tasks: set[asyncio.Task] = set()
 
     # -- bookkeeping ------------------------------------------------------------------------
@@ -102,7 +101,8 @@ class Executor:
                 raise StepFailed(f"host {host} is not ready")
             if busy.get(host, set()) & set(gpus):
                 raise StepFailed(f"GPUs {sorted(busy[host] & set(gpus))} of {host} are still in use")
-        await self._bring_checkpoint(job_id, rec.job.spec, entries, entries[alloc.hosts[0][0]])
+        await self.checkpoints.bring(job_id, rec.job.spec, entries, entries[alloc.hosts[0][0]],
+                                     getattr(self.hosts, "ssh_config", None), getattr(self.cluster, "options", None))
         generation = self.store.next_generation(job_id)
         port = choose_master_port(job_id, generation, entries[alloc.hosts[0][0]])
         specs = plan_launch(job_id, rec.job.spec, alloc, generation, entries, port, owner=self.store.store_id)
@@ -117,36 +117,6 @@ class Executor:
         self.store.add_event(self.clock(), "launch", f"{job_id} generation {generation}: {alloc.describe()}", job_id)
         self._after_exit(run)
         return run
-
-    def _checkpoint_hosts(self) -> dict[str, str]:
-        return json.loads(self.store.setting("checkpoint_hosts") or "{}")
-
-    def _remember_checkpoint_host(self, run: Run, rec: JobRecord | None) -> None:
-        """Rank 0 writes the checkpoint, so its host holds the latest one."""
-        rank0 = run.ranks.get(0)
-        if rank0 is None or rec is None or rec.checkpoint is None:
-            return
-        hosts = self._checkpoint_hosts()
-        hosts[run.job_id] = rank0.host
-        self.store.set_setting("checkpoint_hosts", json.dumps(hosts))
-
-    async def _bring_checkpoint(self, job_id: str, spec, entries: dict, dst: HostEntry) -> None:
-        src_name = self._checkpoint_hosts().get(job_id)
-        src = entries.get(src_name) if src_name else None
-        if src is None:
-            return
-        src_dir, dst_dir = checkpoint_dir(job_id, spec, src), checkpoint_dir(job_id, spec, dst)
-        if not needs_copy(src, dst, src_dir, dst_dir):
-            return
-        try:
-            n = await copy_checkpoint(src, src_dir, dst, dst_dir, getattr(self.hosts, "ssh_config", None),
-                                      getattr(self.cluster, "options", None))
-            self.store.add_event(self.clock(), "checkpoint", f"{job_id}: copied {n} file(s) {src.name} -> {dst.name}",
-                                 job_id)
-        except CopyFailed as exc:
-            # The old host may be gone for good; starting from what the new host has beats never starting.
-            self.store.add_event(self.clock(), "checkpoint", f"{job_id}: {exc}; resuming from what {dst.name} has",
-                                 job_id)
 
     async def _launch_when_old_exits(self, s: LaunchSpec, generation: int) -> None:
         """Launch; while an older generation there is still exiting (just fenced or stopped),
@@ -339,7 +309,8 @@ class Executor:
             del self.runs[job_id]
         if unreported := unreported_gpu_s(run, now):
             self.store.update_progress(job_id, 0, 0.0, None, unreported)
-        self._remember_checkpoint_host(run, rec)
+        if (rank0 := run.ranks.get(0)) is not None and rec is not None and rec.checkpoint is not None:
+            self.checkpoints.remember(job_id, rank0.host)  # rank 0 wrote the latest checkpoint
         self.store.release_allocation(job_id, now)
         self.store.add_event(now, outcome.value, f"{job_id} generation {run.generation}: {why}", job_id)
         if outcome is Outcome.DONE:
