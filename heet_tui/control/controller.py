@@ -29,7 +29,7 @@ from heet_tui.control.host_loss import HostLossGrace
 from heet_tui.control.hosts_reload import HostsReloader
 from heet_tui.control.intents import IntentHandler
 from heet_tui.control.plan_apply import apply_plan
-from heet_tui.control.profiling_rounds import profile_new_jobs
+from heet_tui.control.profiling_rounds import profile_idle_types, profile_new_jobs
 from heet_tui.control.recovery import rebuild_runs, reconcile_host
 from heet_tui.control.snapshot_build import build_snapshot
 from heet_tui.control.snapshots import ControllerLock, SnapshotHub
@@ -218,6 +218,7 @@ class Controller:
         if self.applying is None:
             await self.executor.stop_overdue_profiling()
             await profile_new_jobs(self)
+            await profile_idle_types(self)
             self._propose()
         explain_waiting(self, now)
         await self.publish()

@@ -60,6 +60,7 @@ class Executor:
         self.runs: dict[str, Run] = {}  # job id -> its training run (at most one)
         self.profiles: dict[str, list[Run]] = {}  # job id -> its profiling runs
         self.backoff_until: dict[str, float] = {}
+        self.side_profile_failed: set[tuple[str, str]] = set()  # (job, type) side runs that measured nothing
         self.silent_profiles: set[str] = set()  # jobs whose current profiling round had a run measure nothing
         self.log_tails: dict[str, tuple[str, ...]] = {}
         self.checkpoints = CheckpointHosts(store, clock)
@@ -149,24 +150,34 @@ class Executor:
                 self._spawn(self.stop_run(run, None))
                 return
 
-    async def start_profiling(self, job_id: str, candidates: list[tuple[str, int]]) -> int:
-        """One single-GPU run per (host, gpu) candidate (one per GPU type, chosen by the controller)."""
+    async def start_profiling(self, job_id: str, candidates: list[tuple[str, int]], side: bool = False) -> int:
+        """One single-GPU run per (host, gpu) candidate (one per GPU type, chosen by the controller).
+
+        A ``side`` run measures a job that already has measurements on another type: the job
+        keeps its state (it may be running), and a run that measures nothing is not retried.
+        """
         rec = self.store.job(job_id)
         if rec is None or not candidates:
             return 0
         entries = {h.name: h for h in self.hosts.hosts}
-        self.store.try_set_state(job_id, JobState.PROFILING, self.clock(), "profiling")
+        if not side:
+            self.store.try_set_state(job_id, JobState.PROFILING, self.clock(), "profiling")
         runs = self.profiles.setdefault(job_id, [])
+        types = []
         for host, gpu in candidates:
             generation = self.store.next_generation(job_id)
             spec = plan_profile_launch(job_id, rec.job.spec, entries[host], gpu, generation,
                                        owner=self.store.store_id)
             gpu_type = self.cluster.host_status(host).gpu_type
+            types.append(gpu_type)
             run = Run(job_id, Allocation.of(job_id, gpu_type, {host: [gpu]}), generation,
-                      {0: RankProc(host, spec.agent_id, 0, (gpu,), "launching")}, self.clock(), profiling=True)
+                      {0: RankProc(host, spec.agent_id, 0, (gpu,), "launching")}, self.clock(), profiling=True,
+                      side=side)
             runs.append(run)
             await self._send_launches(run, [spec])
-        self.store.add_event(self.clock(), "profile", f"{job_id}: profiling on {len(candidates)} GPU type(s)", job_id)
+        what = f"profiling on {len(candidates)} GPU type(s)" if not side else \
+            f"profiling on {', '.join(types)}, idle GPUs it had no estimate for"
+        self.store.add_event(self.clock(), "profile", f"{job_id}: {what}", job_id)
         for run in list(runs):
             self._after_exit(run)
         return len(candidates)
@@ -291,6 +302,9 @@ class Executor:
                 runs.remove(run)
             if not runs:
                 self.profiles.pop(job_id, None)
+            if run.side:
+                self._side_profile_ended(run, outcome, why)
+                return
             if outcome is not Outcome.CRASHED and silent(run):
                 self.silent_profiles.add(job_id)
             round_silent = not runs and job_id in self.silent_profiles
@@ -324,6 +338,15 @@ class Executor:
             self.store.try_set_state(job_id, JobState.QUEUED, now, f"{why}; resumes from its checkpoint (step {step})")
         else:
             self._crashed(run, why)
+
+    def _side_profile_ended(self, run: Run, outcome: Outcome, why: str) -> None:
+        """The job's own state is not the run's to change; a run that measured nothing is not retried."""
+        gpu_type, job_id = run.alloc.gpu_type, run.job_id
+        if outcome is Outcome.CRASHED or silent(run):
+            self.side_profile_failed.add((job_id, gpu_type))
+            what = why if outcome is Outcome.CRASHED else "it reported no throughput"
+            self.store.add_event(self.clock(), "profile", f"{job_id}: profiling on {gpu_type} measured nothing "
+                                 f"({what}); not tried again", job_id)
 
     def _crashed(self, run: Run, why: str) -> None:
         job_id, now = run.job_id, self.clock()

@@ -1,4 +1,9 @@
-"""Which new jobs the controller profiles in a round, and on which GPUs."""
+"""Which jobs the controller profiles in a round, and on which GPUs.
+
+New jobs get a profiling round (``profile_new_jobs``). A job measured only on some types gets
+one run on a type it has no estimate for when that type has GPUs nobody uses
+(``profile_idle_types``).
+"""
 
 from __future__ import annotations
 
@@ -24,7 +29,6 @@ async def profile_new_jobs(ctl: Controller) -> None:
         return
     executor, book = ctl.executor, ctl.book
     busy = executor.busy_gpus()
-    drained = ctl.drained()
     skip = unmeasured_ids(ctl.store)
     coverage: dict[str, int] = {}
     for job_id in {o[0] for o in ctl.store.observations()} | set(executor.profiles):
@@ -36,15 +40,7 @@ async def profile_new_jobs(ctl: Controller) -> None:
         if (job.state is not JobState.QUEUED or job.id in executor.profiles or job.id in executor.runs
                 or job.id in skip or book.measured(job.id) or executor.backoff_until.get(job.id, 0) > ctl.clock()):
             continue
-        options: dict[str, tuple[str, int]] = {}
-        for status in ctl.cluster.status():
-            if status.state is not HostState.READY or status.name in drained or not status.gpus:
-                continue
-            if status.gpu_type in options or not job.spec.allows(status.gpu_type):
-                continue
-            free = [g.index for g in status.gpus if g.index not in busy.get(status.name, set())]
-            if free:
-                options[status.gpu_type] = (status.name, free[0])
+        options = {t: where for t, where in idle_gpu_per_type(ctl, busy).items() if job.spec.allows(t)}
         chosen = sorted(options, key=lambda t: coverage.get(t, 0))[: ctl.opt.profile_types]
         for t in chosen:
             host, gpu = options[t]
@@ -52,3 +48,62 @@ async def profile_new_jobs(ctl: Controller) -> None:
             coverage[t] = coverage.get(t, 0) + 1
         if chosen:
             await executor.start_profiling(job.id, [options[t] for t in chosen])
+
+
+def idle_gpu_per_type(ctl: Controller, busy: dict[str, set[int]],
+                      keep_free: dict[str, set[int]] | None = None) -> dict[str, tuple[str, int]]:
+    """One (host, GPU) per GPU type that no run holds, on a ready, undrained host, among the GPUs
+    the hosts file lets heet use; ``keep_free`` GPUs (a pending plan's) are skipped."""
+    usable = {h.name: h.gpus for h in ctl.hosts.hosts}
+    drained = ctl.drained()
+    keep_free = keep_free or {}
+    out: dict[str, tuple[str, int]] = {}
+    for status in ctl.cluster.status():
+        if status.state is not HostState.READY or status.name in drained or not status.gpus:
+            continue
+        if status.gpu_type in out:
+            continue
+        allowed = usable.get(status.name)
+        taken = busy.get(status.name, set()) | keep_free.get(status.name, set())
+        free = [g.index for g in status.gpus if (allowed is None or g.index in allowed) and g.index not in taken]
+        if free:
+            out[status.gpu_type] = (status.name, free[0])
+    return out
+
+
+async def profile_idle_types(ctl: Controller) -> None:
+    """Measure a job on a GPU type it has no estimate for, on a GPU of that type nobody uses.
+
+    A job profiled while a type was full (or while another job's ``gpu_types`` kept every
+    comparison away) has no throughput on that type until some job is measured on both, and
+    the policy never gives it that type: its GPUs sat idle while the job ran on 4 slow T4s.
+    One short run on an idle GPU gives the estimate. At most one such run per round, and
+    none on GPUs a plan awaiting approval hands out.
+    """
+    if not ctl.opt.profile:
+        return
+    executor, book = ctl.executor, ctl.book
+    busy = executor.busy_gpus()
+    pending = ctl.store.plan(ctl.pending_plan_id) if ctl.pending_plan_id else None
+    keep_free: dict[str, set[int]] = {}
+    for alloc in (pending.plan.allocations.values() if pending is not None else ()):
+        for host, gpus in alloc.hosts:
+            keep_free.setdefault(host, set()).update(gpus)
+    idle = idle_gpu_per_type(ctl, busy, keep_free)
+    if not idle:
+        return
+    skip = unmeasured_ids(ctl.store)
+    now = ctl.clock()
+    jobs = [r.job for r in ctl.store.jobs(include_terminal=False)
+            if r.job.state in (JobState.RUNNING, JobState.QUEUED)]
+    jobs.sort(key=lambda j: (j.state is not JobState.RUNNING, j.submitted_at))  # running jobs can move
+    for job in jobs:
+        if (job.id in executor.profiles or job.id in skip or not book.measured(job.id)
+                or executor.backoff_until.get(job.id, 0) > now):
+            continue
+        for gpu_type in sorted(idle):
+            if (not job.spec.allows(gpu_type) or (job.id, gpu_type) in executor.side_profile_failed
+                    or book.estimate(job.id, gpu_type, (1,)) > 0):
+                continue
+            await executor.start_profiling(job.id, [idle[gpu_type]], side=True)
+            return

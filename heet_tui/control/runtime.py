@@ -82,6 +82,7 @@ class Run:
     reports: int = 0
     observed_at: float | None = None  # when its throughput was last recorded as an observation
     ended: asyncio.Event = field(default_factory=asyncio.Event)
+    side: bool = False  # a profiling run beside the job's life (it may be running), not a profiling round
 
     def rank_for(self, host: str, agent_id: str) -> RankProc | None:
         for r in self.ranks.values():
