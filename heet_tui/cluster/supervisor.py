@@ -52,6 +52,10 @@ class HostSupervisor:
         self.ready_at: float | None = None  # monotonic time it first became ready (benchmarks)
         self._wake = asyncio.Event()
         self._exit_waiters: dict[tuple[str, int], list[asyncio.Future[RemoteJob]]] = {}
+        # Job events that arrive while connecting (an adopting agent reports exits before its
+        # hello reply): published once the host is ready, after the JobsReported that covers them,
+        # so that nobody acts on them while requests to the host still fail.
+        self._early: list[dict[str, Any]] = []
         self._stopping = False
 
     # ---- state
@@ -107,6 +111,7 @@ class HostSupervisor:
         return failure
 
     async def _connect(self) -> AgentClient:
+        self._early = []
         channel = await self.transport.open(agent_bundle())
         client = AgentClient(channel, self.entry.name, self._on_event, self.transport.connected)
         emulate = self.entry.emulate
@@ -132,6 +137,9 @@ class HostSupervisor:
         warnings = "".join(f"; {w}" for w in self.warnings)
         self._set(HostState.READY, f"ready: {len(self.gpus)} GPU(s) ({self.gpu_source}), agent {self.agent_version}{warnings}")
         self.publish(JobsReported(self.entry.name, tuple(self.jobs.values())))
+        early, self._early = self._early, []
+        for message in early:
+            self._on_event(message)
         return client
 
     def _apply_hello(self, result: dict[str, Any]) -> None:
@@ -205,6 +213,9 @@ class HostSupervisor:
     def _on_event(self, message: dict[str, Any]) -> None:
         self.last_seen = time.time()
         name = message.get("event")
+        if name in ("progress", "job_exit") and self.state is not HostState.READY:
+            self._early.append(message)
+            return
         if name == "heartbeat":
             self._on_heartbeat(message)
         elif name == "progress" and isinstance(message.get("progress"), dict):

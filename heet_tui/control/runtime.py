@@ -148,7 +148,8 @@ def judge(run: Run, spec: JobSpec | None = None) -> tuple[Outcome, str]:
             return Outcome.CRASHED, f"rank {r.rank} on {r.host}: {r.reason}"  # the agent's reason, not a bare 127
         return Outcome.CRASHED, f"rank {r.rank} on {r.host} ended with {how}"
     if any(r.exit_code == EXIT_STOPPED for r in run.ranks.values()):
-        return Outcome.INTERRUPTED, "stopped by SIGTERM from outside heet-tui"
+        # Nobody in this controller stopped it: a person, or a controller killed mid-resize.
+        return Outcome.INTERRUPTED, "stopped by a SIGTERM this controller did not send"
     return Outcome.CRASHED, "exited before reaching its target"
 
 

@@ -69,6 +69,10 @@ def test_job_that_ends_while_no_agent_runs_is_reported_with_its_exit_code(tmp_pa
     assert [(j.job_id, j.generation, j.state, j.exit_code) for j in reported.jobs] == [("short", 3, "exited", 5)]
     exits = [e for e in seen if isinstance(e, JobExited)]
     assert [e.job.exit_code for e in exits] == [5]
+    # The agent reports the exit before its hello reply; published then, a controller acted on
+    # it (stopping the job's other ranks) while requests to the host still failed, and counted
+    # live ranks lost. Job events now follow the report that makes the host ready.
+    assert seen.index(reported) < seen.index(exits[0])
     assert "done" in (workdir / "hosts" / "here" / "logs" / "short-g3.log").read_text()
 
 
