@@ -36,7 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "~/.config/heet-tui/hosts.toml, then the bundled configs/local.toml)")
     parser.add_argument("--state", metavar="DIR", help="state directory (default: $XDG_STATE_HOME/heet-tui)")
     parser.add_argument("--demo", action="store_true", help="run the app against the simulator, no hosts needed")
-    parser.add_argument("--read-only", action="store_true", help="hide every action that changes anything")
+    parser.add_argument("--read-only", action="store_true",
+                        help="hide every action that changes anything; with no controller running on --state, "
+                        "the one it starts only watches (it launches, profiles and applies nothing)")
     parser.set_defaults(func=None)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _discover("heet_tui.cli.commands"):

@@ -61,6 +61,9 @@ class ControllerOptions:
     host_loss_grace_s: float = 60.0  # a host out for longer loses its runs (control/host_loss.py)
     execution: ExecOptions = ExecOptions()
     cluster: ClusterOptions | None = None
+    # Watch only (heet-tui --read-only with no controller running): it connects and reports but
+    # launches, stops, profiles, fences and applies nothing, and refuses intents.
+    read_only: bool = False
 
 
 class Controller:
@@ -79,9 +82,10 @@ class Controller:
         self.hosts_reloader = HostsReloader(hosts.path)
         self.policy_name = store.setting("policy") or self.opt.policy
         self.policy = planning.make_named_policy(self.policy_name)
-        if self.opt.auto_approve is not None:
+        if self.opt.auto_approve is not None and not self.opt.read_only:
             store.set_setting("auto_approve", json.dumps(self.opt.auto_approve))
-        self.auto_approve = json.loads(store.setting("auto_approve") or "false")
+        self.auto_approve = not self.opt.read_only and json.loads(store.setting("auto_approve") or "false")
+        self.executor.read_only = self.opt.read_only
         self.pending_plan_id: int | None = None
         self.rejected: set[str] = set()
         self.failed_plans: dict[str, float] = {}  # signature -> when applying it last failed
@@ -207,18 +211,21 @@ class Controller:
                     self.executor.lose_host(status.name, "still connecting")
         for rec in self.store.jobs(include_terminal=False):  # jobs other processes submitted
             self.book.register(rec.job.id, rec.job.spec.model, rec.job.spec.batch_size)
-        await self._handle_cancels()
+        if not self.opt.read_only:
+            await self._handle_cancels()
         settling = any(s.state is HostState.CONNECTING for s in self.cluster.status())
         if settling and now - self._started_at <= self.opt.settle_timeout_s:
             await self.publish()  # plans wait until every host has connected or given up
             return
         if self.applying is None or self.applying.done():
             self.applying = None
-            await self._resume_applying()
+            if not self.opt.read_only:
+                await self._resume_applying()
         if self.applying is None:
-            await self.executor.stop_overdue_profiling()
-            await profile_new_jobs(self)
-            await profile_idle_types(self)
+            if not self.opt.read_only:
+                await self.executor.stop_overdue_profiling()
+                await profile_new_jobs(self)
+                await profile_idle_types(self)
             self._propose()
         explain_waiting(self, now)
         await self.publish()

@@ -64,6 +64,7 @@ class Executor:
         self.silent_profiles: set[str] = set()  # jobs whose current profiling round had a run measure nothing
         self.log_tails: dict[str, tuple[str, ...]] = {}
         self.checkpoints = CheckpointHosts(store, clock)
+        self.read_only = False  # a watch-only controller: launch, profile and stop nothing
         self._tasks: set[asyncio.Task] = set()
 
     # -- bookkeeping ------------------------------------------------------------------------
@@ -90,6 +91,8 @@ class Executor:
 
     # -- launching --------------------------------------------------------------------------
     async def launch(self, job_id: str, alloc: Allocation) -> Run:
+        if self.read_only:
+            raise StepFailed("the controller is read-only")
         rec = self.store.job(job_id)
         if rec is None:
             raise StepFailed(f"job {job_id} no longer exists")
@@ -157,7 +160,7 @@ class Executor:
         keeps its state (it may be running), and a run that measures nothing is not retried.
         """
         rec = self.store.job(job_id)
-        if rec is None or not candidates:
+        if rec is None or not candidates or self.read_only:
             return 0
         entries = {h.name: h for h in self.hosts.hosts}
         if not side:
@@ -194,6 +197,8 @@ class Executor:
 
         ``reason`` None means a cleanup after a failed rank: the run keeps its own verdict.
         """
+        if self.read_only:
+            return
         if reason is not None and run.stop_reason is None:
             run.stop_reason = reason
         for rank in run.ranks.values():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING
 
 from heet_tui.cluster import ClusterError
@@ -39,6 +40,9 @@ class IntentHandler:
         method = getattr(self, "_" + type(intent).__name__, None)
         if method is None:
             raise ValueError(f"unsupported intent {type(intent).__name__}")
+        if self.ctl.opt.read_only:
+            raise ValueError(f"this controller (pid {os.getpid()}) was started read-only: quit that TUI and "
+                             "start heet-tui or heet-tui run on this state to change anything")
         return await method(intent)
 
     def _pending(self, plan_id: int):

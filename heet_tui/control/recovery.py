@@ -86,7 +86,7 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
                     found[0].progress = r.progress
         elif v.action == "exited":
             executor.on_exit(r)
-        elif v.action == "fence":
+        elif v.action == "fence" and not executor.read_only:
             parsed = parse_agent_id(r.job_id)
             assert parsed is not None
             try:

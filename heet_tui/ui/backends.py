@@ -38,7 +38,7 @@ def choose_backend(args: argparse.Namespace) -> BackendChoice:
 def _controller(args: argparse.Namespace, hosts_path: Path) -> BackendChoice:
     """The real controller on the hosts file; any reason it cannot start is shown, not raised."""
     try:
-        from heet_tui.control.controller import Controller
+        from heet_tui.control.controller import Controller, ControllerOptions
         from heet_tui.control.snapshots import controller_running
         from heet_tui.control.store import Store
     except ImportError as exc:
@@ -69,7 +69,9 @@ def _controller(args: argparse.Namespace, hosts_path: Path) -> BackendChoice:
                                  start_mode="hosts")
         # The controller lives on its own thread and loop: SSH, SQLite and the solver never
         # share the UI's event loop.
-        backend = ThreadedBackend(lambda: Controller(hosts, Store(state)))
+        # Read-only and nothing running: watch only, even if the store says auto-approve.
+        options = ControllerOptions(read_only=bool(getattr(args, "read_only", False)))
+        backend = ThreadedBackend(lambda: Controller(hosts, Store(state), options))
         return BackendChoice(backend, hosts_path, start_mode="cluster")
     except (OSError, RuntimeError, ValueError) as exc:
         return BackendChoice(None, hosts_path, f"controller cannot start: {exc}", start_mode="hosts")

@@ -1,0 +1,59 @@
+"""`heet-tui --read-only` with no controller running starts one that only watches.
+
+Before, it started a full controller: with auto-approve remembered from an earlier
+`heet-tui run --auto-approve`, a "read-only" TUI profiled the queued job and started it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
+
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.config.job_spec import load_job_spec
+from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.store import Store
+from heet_tui.core.intents import SetAutoApprove
+from heet_tui.core.job import JobState
+
+
+def test_a_read_only_controller_starts_profiles_and_applies_nothing(tmp_path: Path) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("solo", "T4", 2, 1.0)]))
+    store = Store(tmp_path / "state")
+    store.set_setting("auto_approve", "true")  # what `heet-tui run --auto-approve` leaves behind
+    store.add_job(load_job_spec(write_job(tmp_path, "a", steps=50)), 0.0)
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, read_only=True))
+        await ctl.start()
+        try:
+            snap = await wait_for(ctl, lambda s: s.hosts and s.hosts[0].state.value == "ready", 30, "the host")
+            await asyncio.sleep(3)  # rounds go by
+            assert job(ctl.hub.latest, "a").state is JobState.QUEUED
+            assert not snap.auto_approve
+            with pytest.raises(ValueError, match="started read-only"):
+                await ctl.post(SetAutoApprove(False))
+        finally:
+            await ctl.stop()
+        kinds = {e.kind for e in store.events(job_id="a", limit=50)}
+        assert not kinds & {"launch", "profile"}, kinds
+        assert json.loads(store.setting("auto_approve")) is True, "the remembered setting is left alone"
+
+    run_and_clean(scenario, tmp_path)
+
+
+def test_the_read_only_tui_builds_its_controller_read_only(tmp_path: Path) -> None:
+    import argparse
+
+    from heet_tui.ui.backends import choose_backend
+
+    hosts = write_local_hosts(tmp_path, [("solo", "T4", 1, 1.0)])
+    for flag in (True, False):
+        args = argparse.Namespace(hosts=str(hosts), state=str(tmp_path / "state"), demo=False, read_only=flag)
+        controller = choose_backend(args).backend._factory()  # built on this thread, never started
+        assert controller.opt.read_only is flag
+        controller.store.close()
