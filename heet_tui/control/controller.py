@@ -31,6 +31,7 @@ from heet_tui.control.intents import IntentHandler
 from heet_tui.control.plan_apply import apply_plan
 from heet_tui.control.profiling_rounds import profile_idle_types, profile_new_jobs
 from heet_tui.control.recovery import rebuild_runs, reconcile_host
+from heet_tui.control.runtime import foreign_gpus
 from heet_tui.control.snapshot_build import build_snapshot
 from heet_tui.control.snapshots import ControllerLock, SnapshotHub
 from heet_tui.control.store import Store
@@ -232,9 +233,13 @@ class Controller:
 
     def cluster_view(self, for_plans: bool = True) -> ClusterView:
         """The ready, usable GPUs as the policies see them; for plans, less those profiling runs
-        hold (a plan giving them out would fail when applied)."""
+        and other state stores' processes hold (a plan giving them out would fail when applied)."""
         usable = {h.name: h.gpus for h in self.hosts.hosts}
-        reserved = self.executor.profiling_gpus() if for_plans else None
+        reserved = None
+        if for_plans:
+            reserved = self.executor.profiling_gpus()
+            for host, gpus in foreign_gpus(self.cluster, self.store.store_id).items():
+                reserved.setdefault(host, set()).update(gpus)
         return planning.cluster_view(self.cluster.status(), usable, self.drained(), reserved)
 
     async def _handle_cancels(self) -> None:

@@ -26,7 +26,7 @@ from heet_tui.control.launch import (
     plan_launch,
     plan_profile_launch,
 )
-from heet_tui.control.runtime import LAUNCH_REFUSED, Outcome, RankProc, Run, backoff_s, judge
+from heet_tui.control.runtime import LAUNCH_REFUSED, Outcome, RankProc, Run, backoff_s, foreign_gpus, judge
 from heet_tui.control.store import Store
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.control.unmeasured import MESSAGE as UNMEASURED
@@ -72,7 +72,10 @@ class Executor:
         return [*self.runs.values(), *(r for rs in self.profiles.values() for r in rs)]
 
     def busy_gpus(self) -> dict[str, set[int]]:
-        return _gpus_held(self.all_runs())
+        held = _gpus_held(self.all_runs())
+        for host, gpus in foreign_gpus(self.cluster, self.store.store_id).items():
+            held.setdefault(host, set()).update(gpus)
+        return held
 
     def profiling_gpus(self) -> dict[str, set[int]]:
         """GPUs that profiling runs hold: in use, yet in no allocation a plan knows of."""

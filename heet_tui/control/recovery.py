@@ -5,7 +5,9 @@ every (re)connect, the processes it has (including ones it re-adopted and ones t
 while nobody listened). Matching the two gives, per process: adopt it (it is the current
 generation: no relaunch, so never a duplicate), record its exit, or fence it (a stale
 generation left behind on a host that was lost and came back, or a profiling run that
-nobody waits for any more).
+nobody waits for any more). A process another state store started (its agent id names that
+store) is left running: it is not this controller's to stop, and its controller may come back
+for it; its GPUs are kept out of plans meanwhile (``runtime.foreign_gpus``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 
 from heet_tui.cluster import RemoteJob
 from heet_tui.control.execution import Executor
-from heet_tui.control.runtime import RankProc, Run, parse_agent_id, rank_agent_id
+from heet_tui.control.runtime import RankProc, Run, parse_agent_id, rank_agent_id, store_part
 from heet_tui.control.store import Store
 from heet_tui.core.job import JobState
 
@@ -25,7 +27,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class Verdict:
     remote: RemoteJob
-    action: str  # adopt | exited | fence | ignore
+    action: str  # adopt | exited | fence | foreign | ignore
 
 
 def rebuild_runs(store: Store, executor: Executor, now: float) -> list[str]:
@@ -57,15 +59,19 @@ def rebuild_runs(store: Store, executor: Executor, now: float) -> list[str]:
 def judge_reported(executor: Executor, store: Store, host: str, jobs: tuple[RemoteJob, ...]) -> list[Verdict]:
     """What to do with each process an agent reported (pure apart from reading state)."""
     out = []
+    mine = store.store_id[:8]
     for remote in jobs:
         parsed = parse_agent_id(remote.job_id)
         if parsed is None:
             out.append(Verdict(remote, "ignore"))
             continue
         found = executor.find(host, remote.job_id, remote.generation)
+        other = store_part(remote.job_id)
         if found is not None:
             out.append(Verdict(remote, "adopt" if remote.running else "exited"))
-        elif remote.running:
+        elif remote.running and other is not None and other != mine:
+            out.append(Verdict(remote, "foreign"))
+        elif remote.running:  # ours, or from a version that did not name the store: stale
             out.append(Verdict(remote, "fence"))
         else:
             out.append(Verdict(remote, "ignore"))
@@ -76,7 +82,12 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
                          now: float) -> list[str]:
     """Apply the verdicts for one host's report; ranks expected there but missing count as lost."""
     notes = []
-    for v in judge_reported(executor, store, host, jobs):
+    verdicts = judge_reported(executor, store, host, jobs)
+    foreign = sorted(g for v in verdicts if v.action == "foreign" for g in v.remote.gpus)
+    if foreign:
+        notes.append(f"{host}: left running the processes another state store started there (GPUs "
+                     f"{', '.join(map(str, foreign))}); plans keep off those GPUs")
+    for v in verdicts:
         r = v.remote
         if v.action == "adopt":
             found = executor.find(host, r.job_id, r.generation)

@@ -39,6 +39,24 @@ def profile_agent_id(job_id: str, n: int, store_id: str) -> str:
     return f"{job_id}.p{n}{_store_part(store_id)}"
 
 
+def store_part(agent_id: str) -> str | None:
+    """The state store an agent id names (its first 8 hex digits), ``None`` when it names none."""
+    m = _AGENT_ID.match(agent_id)
+    return m["store"] if m else None
+
+
+def foreign_gpus(cluster, store_id: str) -> dict[str, set[int]]:
+    """host -> GPUs held by live processes another state store started (``recovery`` leaves
+    them running), from what the agents last reported."""
+    held: dict[str, set[int]] = {}
+    for status in cluster.status():
+        for job in cluster.jobs(status.name):
+            other = store_part(job.job_id)
+            if job.running and other is not None and other != store_id[:8]:
+                held.setdefault(status.name, set()).update(job.gpus)
+    return held
+
+
 def parse_agent_id(agent_id: str) -> tuple[str, str, int] | None:
     """``"cnn.r1.4a146a78" -> ("cnn", "r", 1)``; ``None`` for a process heet-tui did not name."""
     m = _AGENT_ID.match(agent_id)

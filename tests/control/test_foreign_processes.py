@@ -68,6 +68,44 @@ def test_a_fresh_store_does_not_take_an_older_stores_finished_process_for_its_ow
     run_and_clean(scenario, tmp_path)
 
 
+def test_another_stores_running_job_is_left_alone_and_its_gpu_kept_out_of_plans(tmp_path: Path) -> None:
+    """Before, a controller on another --state fenced (killed) whatever it did not know."""
+    import os
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("solo", "T4", 2, 1.0)]))
+    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+
+    async def scenario() -> None:
+        old_store = Store(tmp_path / "state-old")
+        old = Controller(hosts, old_store, options)
+        await old.start()
+        try:
+            await old.post(SubmitJob(str(write_job(tmp_path / "first", "a", steps=100000, max_gpus=1))))
+            snap = await wait_for(old, lambda s: job(s, "a").state is JobState.RUNNING
+                                  and old_store.job("a").job.steps_done >= 10, 90, "the old store's a running")
+        finally:
+            await old.stop()  # its job runs on
+        (held,) = job(snap, "a").allocation.hosts[0][1]
+        agent_id = rank_agent_id("a", 0, old_store.store_id)
+        pid = next(j.pid for j in old.cluster.jobs("solo") if j.job_id == agent_id)
+
+        store = Store(tmp_path / "state-new")
+        new = Controller(hosts, store, options)
+        await new.start()
+        try:
+            await new.post(SubmitJob(str(write_job(tmp_path / "second", "b", steps=100000, max_gpus=2))))
+            snap = await wait_for(new, lambda s: job(s, "b").state is JobState.RUNNING, 90, "b running")
+            assert job(snap, "b").allocation.hosts == (("solo", (1 - held,)),), "kept off the other store's GPU"
+            assert any("another state store" in n for n in snap.notices), snap.notices
+            os.kill(pid, 0)  # still running
+        finally:
+            await new.stop()
+
+    run_and_clean(scenario, tmp_path)
+
+
 def test_reported_processes_of_another_store_are_never_matched(tmp_path: Path) -> None:
     store = Store(tmp_path / "state")
     ours, theirs = store.store_id, "f" * 32
@@ -81,7 +119,9 @@ def test_reported_processes_of_another_store_are_never_matched(tmp_path: Path) -
                RemoteJob("h", "a.r0", 3, "exited", exit_code=0),  # from an agent of before stores named ids
                RemoteJob("h", rank_agent_id("a", 0, ours), 3, "exited", exit_code=0))
     verdicts = [v.action for v in judge_reported(executor, store, "h", reports)]
-    assert verdicts == ["ignore", "fence", "ignore", "exited"]
+    assert verdicts == ["ignore", "foreign", "ignore", "exited"]
+    legacy = RemoteJob("h", "a.r0", 5, "running")  # ours from before ids named stores, or nobody's
+    assert [v.action for v in judge_reported(executor, store, "h", (legacy,))] == ["fence"]
 
 
 def test_the_store_part_of_an_agent_id_is_short_and_parses(tmp_path: Path) -> None:
