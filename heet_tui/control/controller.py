@@ -295,7 +295,7 @@ class Controller:
         unmeasured = unmeasured_ids(self.store)
         for rec in self.store.jobs(include_terminal=False):
             job, run = rec.job, self.executor.runs.get(rec.job.id)
-            if job.state not in planning.SCHEDULABLE or job.id in self.executor.profiles:
+            if job.state not in planning.SCHEDULABLE or self.executor.in_profiling_round(job.id):
                 continue
             measured = bool(self.book.measured(job.id))
             if run is None and not measured and job.id not in unmeasured and self.opt.profile:

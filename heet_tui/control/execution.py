@@ -77,6 +77,10 @@ class Executor:
             held.setdefault(host, set()).update(gpus)
         return held
 
+    def in_profiling_round(self, job_id: str) -> bool:
+        """Profiled as a new job (not planned meanwhile); a side run leaves the job to the plans."""
+        return any(not r.side for r in self.profiles.get(job_id, ()))
+
     def profiling_gpus(self) -> dict[str, set[int]]:
         """GPUs that profiling runs hold: in use, yet in no allocation a plan knows of."""
         return _gpus_held(r for rs in self.profiles.values() for r in rs)

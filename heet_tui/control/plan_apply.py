@@ -24,7 +24,7 @@ async def execute_change(executor: Executor, store: Store, change: Change, now: 
     rec = store.job(change.job_id)
     if rec is None or rec.job.state.terminal:
         return "skipped: the job has finished"
-    if change.job_id in executor.profiles:
+    if executor.in_profiling_round(change.job_id):
         raise StepFailed(f"job {change.job_id} is being profiled")
     run = executor.runs.get(change.job_id)
     target = change.after

@@ -40,6 +40,9 @@ def test_idle_gpus_of_a_type_a_job_has_no_estimate_for_get_it_measured_there(tmp
             await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
 
             await ctl.post(CancelJob("b"))
+            await wait_for(ctl, lambda s: "a" in ctl.executor.profiles, 60, "a measured on an idle A100")
+            # Meanwhile a runs on and is planned as usual: left out, its T4s looked free to plans.
+            assert "a" in {j.id for j in ctl.job_inputs()}
             snap = await wait_for(ctl, lambda s: s.plan_id is not None and "a" in s.plan.allocations
                                   and s.plan.allocations["a"].gpu_type == "A100", 90, "a plan moving a to A100")
             assert job(snap, "a").state is JobState.RUNNING, "measured beside its run, which went on"
