@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from heet_tui.control.runtime import foreign_gpus
 from heet_tui.control.throughput import parse_placement
 from heet_tui.core.allocation import placement_key
 from heet_tui.core.job import JobState, TargetKind
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
     from heet_tui.control.controller import Controller
 
 PROFILE_COUNTS = (1, 2, 4)
+OTHER_STORE = "(another state store)"  # who holds a GPU that a process of another store runs on
 
 
 def _progress(spec, steps: int, samples: float) -> float:
@@ -35,6 +37,8 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         for r in run.ranks.values():
             if not r.exited:
                 gpu_jobs.setdefault(r.host, []).extend((g, run.job_id) for g in r.gpus)
+    for host, gpus in foreign_gpus(ctl.cluster, ctl.store.store_id).items():  # left running, not ours
+        gpu_jobs.setdefault(host, []).extend((g, OTHER_STORE) for g in gpus)
     hosts = tuple(replace(s, drained=s.name in drained, gpu_jobs=tuple(sorted(gpu_jobs.get(s.name, ()))))
                   for s in ctl.cluster.status())
     events_by_job: dict[str, list[str]] = {}

@@ -99,6 +99,7 @@ def test_another_stores_running_job_is_left_alone_and_its_gpu_kept_out_of_plans(
             snap = await wait_for(new, lambda s: job(s, "b").state is JobState.RUNNING, 90, "b running")
             assert job(snap, "b").allocation.hosts == (("solo", (1 - held,)),), "kept off the other store's GPU"
             assert any("another state store" in n for n in snap.notices), snap.notices
+            assert (held, "(another state store)") in snap.hosts[0].gpu_jobs, "the Cluster screen shows it busy"
             os.kill(pid, 0)  # still running
         finally:
             await new.stop()
