@@ -32,14 +32,16 @@ class CheckpointHosts:
         self.store.set_setting(SETTING, json.dumps(hosts))
 
     async def bring(self, job_id: str, spec: JobSpec, entries: Mapping[str, HostEntry], dst: HostEntry,
-                    ssh_config=None, cluster_options=None) -> None:
+                    reported: str | None = None, ssh_config=None, cluster_options=None) -> None:
         """Copy the job's checkpoint to ``dst`` when it is elsewhere and not on a shared filesystem
         (over SSH with the hosts file's ``ssh_config`` and the cluster layer's options)."""
         src_name = self._hosts().get(job_id)
         src = entries.get(src_name) if src_name else None
         if src is None:
             return
-        src_dir, dst_dir = checkpoint_dir(job_id, spec, src), checkpoint_dir(job_id, spec, dst)
+        store_id = self.store.store_id
+        src_dir = checkpoint_dir(job_id, spec, src, store_id, reported)
+        dst_dir = checkpoint_dir(job_id, spec, dst, store_id, reported)
         if not needs_copy(src, dst, src_dir, dst_dir):
             return
         try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from heet_agent.errors import STILL_STOPPING
@@ -20,13 +20,17 @@ from heet_tui.cluster import AgentRequestError, ClusterError, HostNotReady, Remo
 from heet_tui.cluster.aio import cancel_and_wait, spawn
 from heet_tui.config.hosts_file import HostsFile
 from heet_tui.control.checkpoint_hosts import CheckpointHosts
-from heet_tui.control.launch import (
-    LaunchSpec,
-    choose_master_port,
-    plan_launch,
-    plan_profile_launch,
+from heet_tui.control.launch import LaunchSpec, choose_master_port, plan_launch, plan_profile_launch
+from heet_tui.control.runtime import (
+    LAUNCH_REFUSED,
+    Outcome,
+    RankProc,
+    Run,
+    backoff_s,
+    foreign_gpus,
+    gpus_held,
+    judge,
 )
-from heet_tui.control.runtime import LAUNCH_REFUSED, Outcome, RankProc, Run, backoff_s, foreign_gpus, judge
 from heet_tui.control.store import Store
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.control.unmeasured import MESSAGE as UNMEASURED
@@ -72,7 +76,7 @@ class Executor:
         return [*self.runs.values(), *(r for rs in self.profiles.values() for r in rs)]
 
     def busy_gpus(self) -> dict[str, set[int]]:
-        held = _gpus_held(self.all_runs())
+        held = gpus_held(self.all_runs())
         for host, gpus in foreign_gpus(self.cluster, self.store.store_id).items():
             held.setdefault(host, set()).update(gpus)
         return held
@@ -83,7 +87,7 @@ class Executor:
 
     def profiling_gpus(self) -> dict[str, set[int]]:
         """GPUs that profiling runs hold: in use, yet in no allocation a plan knows of."""
-        return _gpus_held(r for rs in self.profiles.values() for r in rs)
+        return gpus_held(r for rs in self.profiles.values() for r in rs)
 
     def find(self, host: str, agent_id: str, generation: int) -> tuple[Run, RankProc] | None:
         for run in self.all_runs():
@@ -112,11 +116,12 @@ class Executor:
                 raise StepFailed(f"host {host} is not ready")
             if busy.get(host, set()) & set(gpus):
                 raise StepFailed(f"GPUs {sorted(busy[host] & set(gpus))} of {host} are still in use")
-        await self.checkpoints.bring(job_id, rec.job.spec, entries, entries[alloc.hosts[0][0]],
+        await self.checkpoints.bring(job_id, rec.job.spec, entries, entries[alloc.hosts[0][0]], rec.checkpoint,
                                      getattr(self.hosts, "ssh_config", None), getattr(self.cluster, "options", None))
         generation = self.store.next_generation(job_id)
         port = choose_master_port(job_id, generation, entries[alloc.hosts[0][0]])
-        specs = plan_launch(job_id, rec.job.spec, alloc, generation, entries, port, owner=self.store.store_id)
+        specs = plan_launch(job_id, rec.job.spec, alloc, generation, entries, port, owner=self.store.store_id,
+                            reported_checkpoint=rec.checkpoint)
         now = self.clock()
         self.store.record_allocation(alloc, generation, now)
         run = Run(job_id, alloc, generation, {s.rank: RankProc(s.host, s.agent_id, s.rank, s.gpus, "launching")
@@ -390,12 +395,3 @@ class Executor:
     async def close(self) -> None:
         await cancel_and_wait(list(self._tasks), 10.0, "executor task")
 
-
-def _gpus_held(runs: Iterable[Run]) -> dict[str, set[int]]:
-    """host -> the GPUs the live ranks of ``runs`` hold there."""
-    held: dict[str, set[int]] = {}
-    for run in runs:
-        for r in run.ranks.values():
-            if not r.exited:
-                held.setdefault(r.host, set()).update(r.gpus)
-    return held

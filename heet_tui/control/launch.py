@@ -32,9 +32,22 @@ class LaunchSpec:
     workdir: str | None
 
 
-def checkpoint_dir(job_id: str, spec: JobSpec, host: HostEntry) -> str:
-    """Where the job's checkpoints live: the spec's ``checkpoint_dir``, else under the host's workdir."""
-    return spec.checkpoint_dir or f"{host.workdir.rstrip('/')}/checkpoints/{job_id}"
+def checkpoint_dir(job_id: str, spec: JobSpec, host: HostEntry, store_id: str = "",
+                   reported: str | None = None) -> str:
+    """Where the job's checkpoints live: the spec's ``checkpoint_dir``, else one under the host's
+    workdir named after the job and the state store (``small-cnn.4a146a78``).
+
+    Job ids are unique only within a store, so a dir named after the job alone was claimed by
+    an older store's job of the same name (a deleted state dir), and the agent refused it. A
+    job that already ``reported`` a checkpoint in such a dir (it started before dirs named the
+    store) keeps it, so its progress is not lost.
+    """
+    if spec.checkpoint_dir:
+        return spec.checkpoint_dir
+    plain = f"{host.workdir.rstrip('/')}/checkpoints/{job_id}"
+    if not store_id or (reported and f"/checkpoints/{job_id}/" in reported):
+        return plain
+    return f"{plain}.{store_id[:8]}"
 
 
 def host_argv(command: tuple[str, ...], host: HostEntry) -> tuple[str, ...]:
@@ -77,7 +90,8 @@ def target_env(spec: JobSpec) -> dict[str, str]:
 
 
 def plan_launch(job_id: str, spec: JobSpec, alloc: Allocation, generation: int,
-                hosts: Mapping[str, HostEntry], master_port: int, owner: str = "") -> list[LaunchSpec]:
+                hosts: Mapping[str, HostEntry], master_port: int, owner: str = "",
+                reported_checkpoint: str | None = None) -> list[LaunchSpec]:
     """One launch per rank. ``owner`` (the state store's id) names the ranks' processes
     (``rank_agent_id``) and lets the agents refuse a checkpoint directory that another store's
     job has used."""
@@ -90,7 +104,7 @@ def plan_launch(job_id: str, spec: JobSpec, alloc: Allocation, generation: int,
     world = alloc.num_gpus
     common = dict(spec.env) | target_env(spec) | {
         "WORLD_SIZE": str(world), "MASTER_ADDR": master_address(first), "MASTER_PORT": str(master_port),
-        "HEET_CHECKPOINT_DIR": checkpoint_dir(job_id, spec, first),
+        "HEET_CHECKPOINT_DIR": checkpoint_dir(job_id, spec, first, owner, reported_checkpoint),
     } | ({"HEET_CHECKPOINT_OWNER": owner} if owner else {})
     out, rank = [], 0
     for host_name, gpus in alloc.hosts:

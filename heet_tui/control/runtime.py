@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -173,3 +174,13 @@ def judge(run: Run, spec: JobSpec | None = None) -> tuple[Outcome, str]:
 
 def backoff_s(crashes: int, base: float, cap: float = 300.0) -> float:
     return min(cap, base * 2 ** max(0, crashes - 1))
+
+
+def gpus_held(runs: Iterable[Run]) -> dict[str, set[int]]:
+    """host -> the GPUs the live ranks of ``runs`` hold there."""
+    held: dict[str, set[int]] = {}
+    for run in runs:
+        for r in run.ranks.values():
+            if not r.exited:
+                held.setdefault(r.host, set()).update(r.gpus)
+    return held

@@ -45,6 +45,11 @@ def test_one_process_per_gpu_with_distributed_env() -> None:
     owned = plan_launch("cnn", _spec(), alloc, 7, hosts, 29600, owner="0123456789abcdef")
     assert {dict(s.env)["HEET_CHECKPOINT_OWNER"] for s in owned} == {"0123456789abcdef"}  # the agents mark the dir
     assert [s.agent_id for s in owned] == ["cnn.r0.01234567", "cnn.r1.01234567", "cnn.r2.01234567"]
+    # The default checkpoint dir names the store too: another store's "cnn" had claimed "cnn".
+    assert {dict(s.env)["HEET_CHECKPOINT_DIR"] for s in owned} == {"/w/checkpoints/cnn.01234567"}
+    earlier = plan_launch("cnn", _spec(), alloc, 7, hosts, 29600, owner="0123456789abcdef",
+                          reported_checkpoint="/home/u/w/checkpoints/cnn/checkpoint.pt")
+    assert {dict(s.env)["HEET_CHECKPOINT_DIR"] for s in earlier} == {"/w/checkpoints/cnn"}, "keeps its progress"
     with pytest.raises(ValueError, match="unknown host"):
         plan_launch("cnn", _spec(), Allocation.of("cnn", "T4", {"zz": [0]}), 1, hosts, 1)
 

@@ -130,3 +130,25 @@ def test_the_store_part_of_an_agent_id_is_short_and_parses(tmp_path: Path) -> No
     agent_id = rank_agent_id("my.job.r1", 12, store_id)
     assert agent_id.startswith("my.job.r1.r12.") and len(agent_id) <= len("my.job.r1.r12.") + 8
     assert parse_agent_id(agent_id) == ("my.job.r1", "r", 12)
+
+
+def test_a_job_without_a_checkpoint_dir_runs_under_a_fresh_store_of_the_same_name(tmp_path: Path) -> None:
+    """Its default dir was named after the job alone: the older store's claim made every launch
+    fail ("holds another heet-tui state store's checkpoints") until the job failed."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("solo", "T4", 1, 1.0)]))
+    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
+    spec = write_job(tmp_path, "a", steps=30, max_gpus=1)
+    spec.write_text("\n".join(line for line in spec.read_text().splitlines() if "checkpoint_dir" not in line))
+
+    async def scenario() -> None:
+        for state in ("state-old", "state-new"):
+            ctl = Controller(hosts, Store(tmp_path / state), options)
+            await ctl.start()
+            try:
+                await ctl.post(SubmitJob(str(spec)))
+                snap = await wait_for(ctl, lambda s: job(s, "a").state.terminal, 90, f"a in {state} to end")
+                assert job(snap, "a").state is JobState.DONE, job(snap, "a").message
+            finally:
+                await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
