@@ -5,7 +5,9 @@ reports those that ended meanwhile). A job id and generation are only unique wit
 state store, so a fresh store (a deleted state dir, or a second one beside the first) names
 its jobs' processes as an older store did. Before agent ids carried the store, a restarted
 controller matched its running job to the older store's finished process of the same name
-and marked the job done at once, while its training went on unwatched.
+and marked the job done at once, while its training went on unwatched. Another store's
+running processes are left alone (their GPUs kept out of plans), and a job's default
+checkpoint dir is the store's own.
 """
 
 from __future__ import annotations
