@@ -52,3 +52,6 @@ class SyntheticBackend:
 
     async def preview(self, edit: EditJob) -> PredictedEffect:
         return PredictedEffect()
+
+    async def job_log(self, job_id: str, lines: int = 200) -> tuple[str, ...]:
+        return ()

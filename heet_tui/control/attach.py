@@ -8,7 +8,8 @@ another uid, and speaks JSON lines (``control/wire.py``):
 
 * on connect it sends ``{"op": "hello", "version": 1, "pid": ...}``, then every snapshot it
   publishes, latest first: ``{"op": "snapshot", "snapshot": {...}}``;
-* ``{"op": "post", "id": n, "intent": {...}}`` and ``{"op": "preview", "id": n, "edit": {...}}``
+* ``{"op": "post", "id": n, "intent": {...}}``, ``{"op": "preview", "id": n, "edit": {...}}`` and
+  ``{"op": "job_log", "id": n, "job_id": "...", "lines": 200}``
   are answered with ``{"op": "result", "id": n, "ok": true, "result": "..." | "effect": {...}}``
   or ``{"ok": false, "error": "..."}``.
 
@@ -122,6 +123,11 @@ class AttachServer:
                 reply["result"] = await self.backend.post(intent_from_obj(message.get("intent")))
             elif message["op"] == "preview":
                 reply["effect"] = to_obj(await self.backend.preview(edit_from_obj(message.get("edit"))))
+            elif message["op"] == "job_log":
+                job_id, lines = message.get("job_id"), message.get("lines", 200)
+                if not isinstance(job_id, str) or isinstance(lines, bool) or not isinstance(lines, int):
+                    raise WireError("job_log needs a job_id string and an integer lines")
+                reply["lines"] = list(await self.backend.job_log(job_id, lines))
             else:
                 raise WireError(f"unknown op {message['op']!r}")
             reply["ok"] = True

@@ -99,6 +99,13 @@ class AttachedBackend:
         reply = await self._request({"op": "preview", "edit": intent_to_obj(edit)})
         return effect_from_obj(reply.get("effect"))
 
+    async def job_log(self, job_id: str, lines: int = 200) -> tuple[str, ...]:
+        reply = await self._request({"op": "job_log", "job_id": str(job_id), "lines": int(lines)})
+        found = reply.get("lines")
+        if not isinstance(found, list):
+            raise ValueError("the controller sent no log lines")
+        return tuple(str(line) for line in found)
+
     async def stop(self) -> None:
         if self._writer is not None:
             self._writer.close()

@@ -28,6 +28,7 @@ from heet_tui.control.execution import ExecOptions, Executor
 from heet_tui.control.host_loss import HostLossGrace
 from heet_tui.control.hosts_reload import HostsReloader
 from heet_tui.control.intents import IntentHandler
+from heet_tui.control.job_log import job_log
 from heet_tui.control.plan_apply import apply_plan
 from heet_tui.control.profiling_rounds import profile_idle_types, profile_new_jobs
 from heet_tui.control.recovery import rebuild_runs, reconcile_host
@@ -146,6 +147,9 @@ class Controller:
         result = await self.intents.handle(intent)
         await self.publish()
         return result
+
+    async def job_log(self, job_id: str, lines: int = 200) -> tuple[str, ...]:
+        return await job_log(self, job_id, lines)
 
     async def preview(self, edit: EditJob) -> PredictedEffect:
         plan = self.replan({edit.job_id: edit.constraints})

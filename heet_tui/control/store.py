@@ -278,6 +278,13 @@ class Store:
                 out[job_id] = (alloc, gen)
         return out
 
+    def last_allocation(self, job_id: str) -> tuple[Allocation, int] | None:
+        """The job's latest allocation and generation, released or not (where its last log is)."""
+        row = self._db.execute("SELECT allocation, generation FROM allocations WHERE job_id = ? "
+                               "ORDER BY generation DESC LIMIT 1", (job_id,)).fetchone()
+        alloc = alloc_from_obj(json.loads(row[0])) if row else None
+        return (alloc, int(row[1])) if alloc is not None else None
+
     # -- observations -----------------------------------------------------------------------
     def add_observation(self, job_id: str, gpu_type: str, placement: str, samples_per_s: float, at: float,
                         source: str = "run") -> None:

@@ -26,3 +26,7 @@ class Backend(Protocol):
     async def preview(self, edit: EditJob) -> PredictedEffect:
         """Re-evaluate the pending plan with one job tweaked, without applying anything."""
         ...
+
+    async def job_log(self, job_id: str, lines: int = 200) -> tuple[str, ...]:
+        """The last lines the job's latest run wrote (rank 0), a header line first."""
+        ...

@@ -167,6 +167,11 @@ class HeetApp(App[int]):
             raise ValueError("controller not available: no prediction")
         return await self.backend.preview(edit)
 
+    async def job_log(self, job_id: str) -> tuple[str, ...]:
+        if self.backend is None:
+            raise ValueError("controller not available: no logs")
+        return await self.backend.job_log(job_id)
+
     def post_intent(self, intent: Intent, describe: str = "") -> None:
         self.post_message(IntentRequested(intent, describe))
 

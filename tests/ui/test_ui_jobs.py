@@ -170,3 +170,24 @@ def test_submit_then_enter_in_the_palette_asks_for_a_path_and_submits_nothing(ma
             assert backend.posted == []
 
     run(scenario())
+
+
+def test_l_shows_the_selected_jobs_log_as_plain_text_and_r_reads_it_again(make_app, backend):
+    from heet_tui.ui.dialogs.job_log import JobLogDialog
+
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            table = await four_jobs(pilot, app)
+            table.select_key("j2")
+            await pilot.press("l")
+            await wait_for(pilot, lambda: isinstance(app.screen, JobLogDialog) and app.screen.fetches == 1)
+            shown = str(app.screen.query_one("#log").render())
+            assert "j2 generation 3, rank 0 on h1" in shown and "epoch 1 [bold]" in shown, "not read as markup"
+            await pilot.press("r")
+            await wait_for(pilot, lambda: app.screen.fetches == 2)
+            assert backend.logs_read == ["j2", "j2"]
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: not isinstance(app.screen, JobLogDialog))
+
+    run(scenario())

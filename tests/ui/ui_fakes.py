@@ -83,6 +83,7 @@ class FakeBackend:
         self.current = first or small_snapshot()
         self.posted: list[Intent] = []
         self.previews: list[EditJob] = []
+        self.logs_read: list[str] = []
         self._queue: asyncio.Queue[Snapshot] = asyncio.Queue()
 
     async def start(self) -> None:
@@ -107,6 +108,10 @@ class FakeBackend:
             self.push(replace(self.current, plan=None, plan_id=None))
             return f"plan #{intent.plan_id} {'approved' if isinstance(intent, ApprovePlan) else 'rejected'}"
         return f"{type(intent).__name__} done"
+
+    async def job_log(self, job_id: str, lines: int = 200) -> tuple[str, ...]:
+        self.logs_read.append(job_id)
+        return (f"{job_id} generation 3, rank 0 on h1, last 2 line(s):", "epoch 1 [bold]", "epoch 2")
 
     async def preview(self, edit: EditJob) -> PredictedEffect:
         self.previews.append(edit)

@@ -22,6 +22,7 @@ HELP = """\
 | `s` | Jobs | next sort order (cursor stays on its job) |
 | `/` | Jobs | filter by words; `escape` clears |
 | `x` | Jobs | cancel the selected job (asks first) |
+| `l` | Jobs | the selected job's output: the last lines rank 0 of its latest run wrote; `r` reads them again |
 | `a` / `r` | Plan | approve / reject the pending plan |
 | `p` | Plan | plan again now, plans you rejected included |
 | `e` | Plan | tweak the selected job: type, count, hosts, pin, hold, with a live prediction |

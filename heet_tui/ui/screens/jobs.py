@@ -1,4 +1,4 @@
-"""Jobs screen: queue and running jobs; sort, `/` filter, detail with log tail, cancel with confirmation."""
+"""Jobs screen: queue and running jobs; sort, `/` filter, detail, `l` the job's log, cancel with confirmation."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from textual.widgets import Footer, Input
 from heet_tui.core.intents import CancelJob
 from heet_tui.core.snapshot import JobStatus, Snapshot
 from heet_tui.ui.dialogs.confirm import ConfirmDialog
+from heet_tui.ui.dialogs.job_log import JobLogDialog
 from heet_tui.ui.screens.base import SnapshotScreen
 from heet_tui.ui.widgets.job_detail import JobDetail
 from heet_tui.ui.widgets.job_table import SORTS, JobTable
@@ -25,6 +26,7 @@ class JobsScreen(SnapshotScreen):
         Binding("slash", "filter", "Filter"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("x", "cancel_job", "Cancel job"),
+        Binding("l", "show_log", "Log"),
     ]
 
     def __init__(self) -> None:
@@ -75,7 +77,14 @@ class JobsScreen(SnapshotScreen):
                 return False
             job = self.selected
             return job is not None and not job.state.terminal
+        if action == "show_log":
+            return self.selected is not None
         return True
+
+    def action_show_log(self) -> None:
+        job = self.selected
+        if job is not None:
+            self.app.push_screen(JobLogDialog(job.id, self.app.job_log))
 
     def action_cycle_sort(self) -> None:
         table = self.query_one(JobTable)

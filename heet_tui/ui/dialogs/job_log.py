@@ -1,0 +1,56 @@
+"""`l` on the Jobs screen: the job's own output, read from its host when asked.
+
+The lines are fetched in a worker: a host that is slow to answer leaves the screen responsive,
+and `r` fetches them again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Static
+
+Fetch = Callable[[str], Awaitable[tuple[str, ...]]]
+
+
+class JobLogDialog(ModalScreen[None]):
+    DEFAULT_CSS = """
+    JobLogDialog { align: center middle; }
+    JobLogDialog > VerticalScroll { width: 95%; height: 85%; border: thick $accent; background: $surface; }
+    JobLogDialog #log { width: 100%; }
+    """
+    BINDINGS = [Binding("escape,q,l", "close", "Close"), Binding("r", "refresh_log", "Refresh")]
+
+    def __init__(self, job_id: str, fetch: Fetch) -> None:
+        super().__init__()
+        self.job_id, self._fetch = job_id, fetch
+        self.fetches = 0
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(Text(f"reading the log of {self.job_id}…"), id="log", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.action_refresh_log()
+
+    def action_refresh_log(self) -> None:
+        self.run_worker(self._load(), exclusive=True, group="job-log")
+
+    async def _load(self) -> None:
+        try:
+            lines = await self._fetch(self.job_id)
+            text = Text("\n".join(lines) if lines else f"{self.job_id}: the log is empty")
+        except Exception as exc:  # shown where the log would be: the user asked to see it
+            text = Text(f"{self.job_id}: {exc}", style="red")
+        self.fetches += 1
+        self.query_one("#log", Static).update(text)
+        self.query_one(VerticalScroll).scroll_end(animate=False)
+
+    def action_close(self) -> None:
+        self.dismiss(None)

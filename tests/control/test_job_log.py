@@ -1,0 +1,51 @@
+"""`l` on the Jobs screen: the controller reads a job's rank-0 log from its host on request,
+for a TUI of its own or one attached over the socket, while the job runs and after it ended."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
+
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control.attach_client import AttachedBackend
+from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.store import Store
+from heet_tui.core.intents import SubmitJob
+from heet_tui.core.job import JobState
+
+
+def test_a_jobs_log_is_read_from_its_host_running_and_ended_and_through_an_attached_tui(tmp_path: Path) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("solo", "T4", 1, 1.0)]))
+    state = tmp_path / "state"
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, Store(state), ControllerOptions(interval_s=0.2, auto_approve=True, profile=False))
+        await ctl.start()
+        attached = AttachedBackend(state)
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=2000, max_gpus=1))))
+            too_big = write_job(tmp_path, "big", steps=10, max_gpus=4)
+            too_big.write_text(too_big.read_text().replace("min_gpus = 1", "min_gpus = 4"))
+            await ctl.post(SubmitJob(str(too_big)))
+            assert "has not run yet" in (await ctl.job_log("big"))[0]
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING and ctl.store.job("a").job.steps_done
+                           >= 10, 60, "a reporting")
+            running = await ctl.job_log("a", lines=5)
+            assert running[0].startswith("a generation 1, rank 0 on solo")
+            assert 2 <= len(running) <= 6 and any("@heet-progress" in line for line in running[1:])
+            await attached.start()
+            assert (await attached.job_log("a", 5))[0].startswith("a generation 1, rank 0 on solo")
+            with pytest.raises(ValueError, match="no job 'nope'"):
+                await attached.job_log("nope")
+            await ctl.executor.stop_run(ctl.executor.runs["a"], "cancel")
+            await wait_for(ctl, lambda s: job(s, "a").state.terminal, 60, "a to end")
+            ended = await ctl.job_log("a", lines=50)
+            assert ended[0].startswith("a generation 1, rank 0 on solo") and any(
+                "@heet-progress" in line for line in ended), "read after the end"
+        finally:
+            await attached.stop()
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
