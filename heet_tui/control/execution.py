@@ -21,6 +21,7 @@ from heet_tui.cluster.aio import cancel_and_wait, spawn
 from heet_tui.config.hosts_file import HostsFile
 from heet_tui.control.checkpoint_hosts import CheckpointHosts
 from heet_tui.control.launch import LaunchSpec, choose_master_port, plan_launch, plan_profile_launch
+from heet_tui.control.profiling_rounds import side_profile_failed
 from heet_tui.control.runtime import (
     LAUNCH_REFUSED,
     Outcome,
@@ -65,7 +66,8 @@ class Executor:
         self.profiles: dict[str, list[Run]] = {}  # job id -> its profiling runs
         self.backoff_until: dict[str, float] = {}
         self.side_profile_failed: set[tuple[str, str]] = set()  # (job, type) side runs that measured nothing
-        self.silent_profiles: set[str] = set()  # jobs whose current profiling round had a run measure nothing
+        self.silent_profiles: set[str] = set()
+        self.crashed_rounds: set[str] = set()  # jobs whose profiling round already counted a crash  # jobs whose current profiling round had a run measure nothing
         self.log_tails: dict[str, tuple[str, ...]] = {}
         self.checkpoints = CheckpointHosts(store, clock)
         self.read_only = False  # a watch-only controller: launch, profile and stop nothing
@@ -319,16 +321,22 @@ class Executor:
                 runs.remove(run)
             if not runs:
                 self.profiles.pop(job_id, None)
-            if run.side:
-                self._side_profile_ended(run, outcome, why)
+            if run.side:  # the job's own state is not the run's to change
+                if outcome is Outcome.CRASHED or silent(run):
+                    side_profile_failed(self, run, why if outcome is Outcome.CRASHED else "")
                 return
             if outcome is not Outcome.CRASHED and silent(run):
                 self.silent_profiles.add(job_id)
             round_silent = not runs and job_id in self.silent_profiles
-            if not runs:
-                self.silent_profiles.discard(job_id)  # the round is over: the flag is for this round only
+            counted = job_id in self.crashed_rounds  # a round's runs together are one attempt
+            if not runs:  # the round is over: its flags go
+                self.silent_profiles.discard(job_id)
+                self.crashed_rounds.discard(job_id)
             if outcome is Outcome.CRASHED:
-                self._crashed(run, why)
+                if not counted:
+                    self._crashed(run, why)
+                if runs:
+                    self.crashed_rounds.add(job_id)
             elif round_silent and not self.book.measured(job_id):
                 mark_unmeasured(self.store, job_id)
                 self.store.try_set_state(job_id, JobState.QUEUED, now, UNMEASURED)
@@ -355,15 +363,6 @@ class Executor:
             self.store.try_set_state(job_id, JobState.QUEUED, now, f"{why}; resumes from its checkpoint (step {step})")
         else:
             self._crashed(run, why)
-
-    def _side_profile_ended(self, run: Run, outcome: Outcome, why: str) -> None:
-        """The job's own state is not the run's to change; a run that measured nothing is not retried."""
-        gpu_type, job_id = run.alloc.gpu_type, run.job_id
-        if outcome is Outcome.CRASHED or silent(run):
-            self.side_profile_failed.add((job_id, gpu_type))
-            what = why if outcome is Outcome.CRASHED else "it reported no throughput"
-            self.store.add_event(self.clock(), "profile", f"{job_id}: profiling on {gpu_type} measured nothing "
-                                 f"({what}); not tried again", job_id)
 
     def _crashed(self, run: Run, why: str) -> None:
         job_id, now = run.job_id, self.clock()

@@ -15,6 +15,8 @@ from heet_tui.core.job import JobState
 
 if TYPE_CHECKING:
     from heet_tui.control.controller import Controller
+    from heet_tui.control.execution import Executor
+    from heet_tui.control.runtime import Run
 
 
 async def profile_new_jobs(ctl: Controller) -> None:
@@ -107,3 +109,12 @@ async def profile_idle_types(ctl: Controller) -> None:
                 continue
             await executor.start_profiling(job.id, [idle[gpu_type]], side=True)
             return
+
+
+def side_profile_failed(executor: Executor, run: Run, crash: str) -> None:
+    """A side run that measured nothing (it crashed, or reported no throughput) is not retried."""
+    gpu_type, job_id = run.alloc.gpu_type, run.job_id
+    executor.side_profile_failed.add((job_id, gpu_type))
+    what = crash or "it reported no throughput"
+    executor.store.add_event(executor.clock(), "profile", f"{job_id}: profiling on {gpu_type} measured nothing "
+                             f"({what}); not tried again", job_id)
