@@ -32,7 +32,6 @@ from heet_tui.control.job_log import job_log
 from heet_tui.control.plan_apply import apply_plan
 from heet_tui.control.profiling_rounds import profile_idle_types, profile_new_jobs
 from heet_tui.control.recovery import rebuild_runs, reconcile_host
-from heet_tui.control.runtime import foreign_gpus
 from heet_tui.control.snapshot_build import build_snapshot
 from heet_tui.control.snapshots import ControllerLock, SnapshotHub
 from heet_tui.control.store import Store
@@ -226,11 +225,10 @@ class Controller:
             self.applying = None
             if not self.opt.read_only:
                 await self._resume_applying()
-        if self.applying is None:
-            if not self.opt.read_only:
-                await self.executor.stop_overdue_profiling()
-                await profile_new_jobs(self)
-                await profile_idle_types(self)
+        if self.applying is None:  # a read-only executor starts and stops nothing (execution.py)
+            await self.executor.stop_overdue_profiling()
+            await profile_new_jobs(self)
+            await profile_idle_types(self)
             self._propose()
         explain_waiting(self, now)
         await self.publish()
@@ -239,11 +237,7 @@ class Controller:
         """The ready, usable GPUs as the policies see them; for plans, less those profiling runs
         and other state stores' processes hold (a plan giving them out would fail when applied)."""
         usable = {h.name: h.gpus for h in self.hosts.hosts}
-        reserved = None
-        if for_plans:
-            reserved = self.executor.profiling_gpus()
-            for host, gpus in foreign_gpus(self.cluster, self.store.store_id).items():
-                reserved.setdefault(host, set()).update(gpus)
+        reserved = self.executor.reserved_gpus() if for_plans else None
         return planning.cluster_view(self.cluster.status(), usable, self.drained(), reserved)
 
     async def _handle_cancels(self) -> None:

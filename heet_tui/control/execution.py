@@ -31,6 +31,7 @@ from heet_tui.control.runtime import (
     foreign_gpus,
     gpus_held,
     judge,
+    union_gpus,
 )
 from heet_tui.control.store import Store
 from heet_tui.control.throughput import ThroughputBook
@@ -78,18 +79,17 @@ class Executor:
         return [*self.runs.values(), *(r for rs in self.profiles.values() for r in rs)]
 
     def busy_gpus(self) -> dict[str, set[int]]:
-        held = gpus_held(self.all_runs())
-        for host, gpus in foreign_gpus(self.cluster, self.store.store_id).items():
-            held.setdefault(host, set()).update(gpus)
-        return held
+        return union_gpus(gpus_held(self.all_runs()), foreign_gpus(self.cluster, self.store.store_id))
 
     def in_profiling_round(self, job_id: str) -> bool:
         """Profiled as a new job (not planned meanwhile); a side run leaves the job to the plans."""
         return any(not r.side for r in self.profiles.get(job_id, ()))
 
-    def profiling_gpus(self) -> dict[str, set[int]]:
-        """GPUs that profiling runs hold: in use, yet in no allocation a plan knows of."""
-        return gpus_held(r for rs in self.profiles.values() for r in rs)
+    def reserved_gpus(self) -> dict[str, set[int]]:
+        """GPUs in use yet in no allocation a plan knows of: profiling runs', and other state
+        stores' processes'."""
+        return union_gpus(gpus_held(r for rs in self.profiles.values() for r in rs),
+                          foreign_gpus(self.cluster, self.store.store_id))
 
     def find(self, host: str, agent_id: str, generation: int) -> tuple[Run, RankProc] | None:
         for run in self.all_runs():
@@ -316,33 +316,7 @@ class Executor:
         outcome, why = judge(run, rec.job.spec if rec is not None else None)
         now, job_id = self.clock(), run.job_id
         if run.profiling:
-            runs = self.profiles.get(job_id, [])
-            if run in runs:
-                runs.remove(run)
-            if not runs:
-                self.profiles.pop(job_id, None)
-            if run.side:  # the job's own state is not the run's to change
-                if outcome is Outcome.CRASHED or silent(run):
-                    side_profile_failed(self, run, why if outcome is Outcome.CRASHED else "")
-                return
-            if outcome is not Outcome.CRASHED and silent(run):
-                self.silent_profiles.add(job_id)
-            round_silent = not runs and job_id in self.silent_profiles
-            counted = job_id in self.crashed_rounds  # a round's runs together are one attempt
-            if not runs:  # the round is over: its flags go
-                self.silent_profiles.discard(job_id)
-                self.crashed_rounds.discard(job_id)
-            if outcome is Outcome.CRASHED:
-                if not counted:
-                    self._crashed(run, why)
-                if runs:
-                    self.crashed_rounds.add(job_id)
-            elif round_silent and not self.book.measured(job_id):
-                mark_unmeasured(self.store, job_id)
-                self.store.try_set_state(job_id, JobState.QUEUED, now, UNMEASURED)
-                self.store.add_event(now, "profile", f"{job_id}: {UNMEASURED}", job_id)
-            elif not runs:
-                self.store.try_set_state(job_id, JobState.QUEUED, now, "profiled; waiting for a plan")
+            self._finish_profiling(run, outcome, why, now)
             return
         if self.runs.get(job_id) is run:
             del self.runs[job_id]
@@ -363,6 +337,34 @@ class Executor:
             self.store.try_set_state(job_id, JobState.QUEUED, now, f"{why}; resumes from its checkpoint (step {step})")
         else:
             self._crashed(run, why)
+
+    def _finish_profiling(self, run: Run, outcome: Outcome, why: str, now: float) -> None:
+        job_id = run.job_id
+        runs = self.profiles.get(job_id, [])
+        if run in runs:
+            runs.remove(run)
+        if not runs:
+            self.profiles.pop(job_id, None)
+        if run.side:  # the job's own state is not the run's to change
+            if outcome is Outcome.CRASHED or silent(run):
+                side_profile_failed(self, run, why if outcome is Outcome.CRASHED else "")
+            return
+        if outcome is not Outcome.CRASHED and silent(run):
+            self.silent_profiles.add(job_id)
+        round_silent = not runs and job_id in self.silent_profiles
+        if outcome is Outcome.CRASHED:
+            if job_id not in self.crashed_rounds:  # a round's runs together are one attempt
+                self._crashed(run, why)
+                self.crashed_rounds.add(job_id)
+        elif round_silent and not self.book.measured(job_id):
+            mark_unmeasured(self.store, job_id)
+            self.store.try_set_state(job_id, JobState.QUEUED, now, UNMEASURED)
+            self.store.add_event(now, "profile", f"{job_id}: {UNMEASURED}", job_id)
+        elif not runs:
+            self.store.try_set_state(job_id, JobState.QUEUED, now, "profiled; waiting for a plan")
+        if not runs:  # the round is over: its flags go
+            self.silent_profiles.discard(job_id)
+            self.crashed_rounds.discard(job_id)
 
     def _crashed(self, run: Run, why: str) -> None:
         job_id, now = run.job_id, self.clock()

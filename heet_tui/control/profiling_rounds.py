@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from heet_tui.control import planning
+from heet_tui.control.runtime import union_gpus
 from heet_tui.control.unmeasured import unmeasured_ids
-from heet_tui.core.host import HostState
 from heet_tui.core.job import JobState
 
 if TYPE_CHECKING:
@@ -57,19 +58,11 @@ def idle_gpu_per_type(ctl: Controller, busy: dict[str, set[int]],
     """One (host, GPU) per GPU type that no run holds, on a ready, undrained host, among the GPUs
     the hosts file lets heet use; ``keep_free`` GPUs (a pending plan's) are skipped."""
     usable = {h.name: h.gpus for h in ctl.hosts.hosts}
-    drained = ctl.drained()
-    keep_free = keep_free or {}
+    view = planning.cluster_view(ctl.cluster.status(), usable, ctl.drained(), union_gpus(busy, keep_free or {}))
     out: dict[str, tuple[str, int]] = {}
-    for status in ctl.cluster.status():
-        if status.state is not HostState.READY or status.name in drained or not status.gpus:
-            continue
-        if status.gpu_type in out:
-            continue
-        allowed = usable.get(status.name)
-        taken = busy.get(status.name, set()) | keep_free.get(status.name, set())
-        free = [g.index for g in status.gpus if (allowed is None or g.index in allowed) and g.index not in taken]
-        if free:
-            out[status.gpu_type] = (status.name, free[0])
+    for host in view.hosts:
+        if not host.drained and host.gpu_type not in out:
+            out[host.gpu_type] = (host.name, host.free[0])
     return out
 
 

@@ -52,10 +52,21 @@ def foreign_gpus(cluster, store_id: str) -> dict[str, set[int]]:
     held: dict[str, set[int]] = {}
     for status in cluster.status():
         for job in cluster.jobs(status.name):
+            if not job.running:  # agents keep up to 100 ended records each: skip them before the regex
+                continue
             other = store_part(job.job_id)
-            if job.running and other is not None and other != store_id[:8]:
+            if other is not None and other != store_id[:8]:
                 held.setdefault(status.name, set()).update(job.gpus)
     return held
+
+
+def union_gpus(*parts: dict[str, set[int]]) -> dict[str, set[int]]:
+    """host -> GPUs, merged."""
+    out: dict[str, set[int]] = {}
+    for part in parts:
+        for host, gpus in part.items():
+            out.setdefault(host, set()).update(gpus)
+    return out
 
 
 def parse_agent_id(agent_id: str) -> tuple[str, str, int] | None:
