@@ -17,6 +17,7 @@ import sys
 
 from heet_tui import __version__
 from heet_tui.cli.errors import CliError, UsageError
+from heet_tui.cli.locations import add_hosts_option, add_state_option
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -32,9 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Elastic training on heterogeneous GPU clusters. With no subcommand, opens the TUI.",
     )
     parser.add_argument("--version", action="version", version=f"heet-tui {__version__}")
-    parser.add_argument("--hosts", metavar="FILE", help="hosts file (default: $HEET_HOSTS, "
-                        "~/.config/heet-tui/hosts.toml, then the bundled configs/local.toml)")
-    parser.add_argument("--state", metavar="DIR", help="state directory (default: $XDG_STATE_HOME/heet-tui)")
+    add_hosts_option(parser)
+    add_state_option(parser)
     parser.add_argument("--demo", action="store_true", help="run the app against the simulator, no hosts needed")
     parser.add_argument("--read-only", action="store_true",
                         help="hide every action that changes anything; with no controller running on --state, "

@@ -82,3 +82,22 @@ def test_a_job_cannot_take_over_another_jobs_checkpoints(tmp_path: Path, capsys:
     assert main([*state, "submit", str(longer), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"id": "cnn-2", "state": "queued", "resumes_from": "cnn"}
     assert [r.job.id for r in Store(tmp_path / "state").jobs()] == ["cnn", "cnn-2"]
+
+
+def test_state_and_hosts_may_follow_the_subcommand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``heet-tui submit job.toml --state st`` is how people type it; argparse alone refused it."""
+    spec = tmp_path / "job.toml"
+    spec.write_text(JOB)
+    after, before = str(tmp_path / "after"), str(tmp_path / "before")
+    assert main(["submit", str(spec), "--state", after]) == 0
+    assert main(["--state", before, "submit", str(spec)]) == 0
+    assert main(["--state", before, "submit", str(spec), "--state", after]) == 0  # the later one wins
+    assert [r.job.id for r in Store(after).jobs()] == ["cnn", "cnn-2"]
+    assert [r.job.id for r in Store(before).jobs()] == ["cnn"]
+    capsys.readouterr()
+    assert main(["jobs", "--json", "--state", after]) == 0
+    assert [j["id"] for j in json.loads(capsys.readouterr().out)["jobs"]] == ["cnn", "cnn-2"]
+    assert main(["cancel", "cnn-2", "--state", after]) == 0
+    assert Store(after).job("cnn-2").job.state is JobState.CANCELLED
+    assert main(["run", "--until-idle", "--state", after, "--hosts", str(tmp_path / "missing.toml")]) == 2
+    assert "missing.toml: file not found" in capsys.readouterr().err

@@ -12,12 +12,14 @@ import time
 
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import UsageError
+from heet_tui.cli.locations import add_state_option
 from heet_tui.control.snapshots import controller_running
 from heet_tui.core.job import JobState
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cancel", help="cancel a job by name or id")
+    add_state_option(p, after_command=True)
     p.add_argument("name")
     p.set_defaults(func=cmd_cancel)
 

@@ -7,6 +7,7 @@ import json
 import time
 
 from heet_tui.cli.errors import CliError
+from heet_tui.cli.locations import add_state_option
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store, StoreError
 
@@ -15,6 +16,7 @@ MESSAGE_WIDTH = 60
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("jobs", help="list jobs and their state (reads the state store)")
+    add_state_option(p, after_command=True)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_jobs)
 

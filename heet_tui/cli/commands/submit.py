@@ -8,6 +8,7 @@ import time
 
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import UsageError
+from heet_tui.cli.locations import add_state_option
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.job_spec import load_job_spec, workdir_hint
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse, resumed_from
@@ -15,6 +16,7 @@ from heet_tui.control.checkpoint_dirs import CheckpointDirInUse, resumed_from
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("submit", help="submit a job (job.toml) to the queue")
+    add_state_option(p, after_command=True)
     p.add_argument("spec", metavar="JOB.toml")
     p.add_argument("--json", action="store_true", help="print the new job as JSON")
     p.set_defaults(func=cmd_submit)

@@ -1,0 +1,24 @@
+"""``--hosts FILE`` and ``--state DIR``, accepted before the subcommand and after it.
+
+``heet-tui submit job.toml --state st`` is how people type it; argparse alone takes global
+options only before the subcommand and answered "unrecognized arguments: --state st". The
+subcommands that use them repeat them with a suppressed default, so a value given after the
+subcommand overrides one given before, and one given only before is kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HOSTS_HELP = "hosts file (default: $HEET_HOSTS, ~/.config/heet-tui/hosts.toml, then the bundled configs/local.toml)"
+STATE_HELP = "state directory (default: $XDG_STATE_HOME/heet-tui)"
+
+
+def add_hosts_option(parser: argparse.ArgumentParser, *, after_command: bool = False) -> None:
+    parser.add_argument("--hosts", metavar="FILE", help=HOSTS_HELP,
+                        **({"default": argparse.SUPPRESS} if after_command else {}))
+
+
+def add_state_option(parser: argparse.ArgumentParser, *, after_command: bool = False) -> None:
+    parser.add_argument("--state", metavar="DIR", help=STATE_HELP,
+                        **({"default": argparse.SUPPRESS} if after_command else {}))
