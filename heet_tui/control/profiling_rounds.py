@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from heet_tui.control import planning
 from heet_tui.control.runtime import union_gpus
 from heet_tui.control.unmeasured import unmeasured_ids
+from heet_tui.control.waiting import why_waiting
 from heet_tui.core.job import JobState
 
 if TYPE_CHECKING:
@@ -26,13 +27,16 @@ async def profile_new_jobs(ctl: Controller) -> None:
     Types go to the jobs that have the fewest measurements on them so far, so that across
     jobs every pair of types gets compared and the estimate for a type a job was not
     profiled on can borrow the ratio seen on other jobs. A job whose profiling measured
-    nothing is not profiled again (``control/unmeasured.py``).
+    nothing is not profiled again (``control/unmeasured.py``), and one that no ready host can
+    hold waits unprofiled: it took GPUs from jobs that could run, for a job that could not,
+    and the hosts that will hold it may bring a type it was not measured on.
     """
     if not ctl.opt.profile:
         return
     executor, book = ctl.executor, ctl.book
     busy = executor.busy_gpus()
     skip = unmeasured_ids(ctl.store)
+    cluster = ctl.cluster_view(for_plans=False)
     coverage: dict[str, int] = {}
     for job_id in {o[0] for o in ctl.store.observations()} | set(executor.profiles):
         types = book.measured_types(job_id) | {r.alloc.gpu_type for r in executor.profiles.get(job_id, [])}
@@ -41,7 +45,8 @@ async def profile_new_jobs(ctl: Controller) -> None:
     for rec in ctl.store.jobs(include_terminal=False):
         job = rec.job
         if (job.state is not JobState.QUEUED or job.id in executor.profiles or job.id in executor.runs
-                or job.id in skip or book.measured(job.id) or executor.backoff_until.get(job.id, 0) > ctl.clock()):
+                or job.id in skip or book.measured(job.id) or executor.backoff_until.get(job.id, 0) > ctl.clock()
+                or why_waiting(job.spec, cluster) is not None):
             continue
         options = {t: where for t, where in idle_gpu_per_type(ctl, busy).items() if job.spec.allows(t)}
         chosen = sorted(options, key=lambda t: coverage.get(t, 0))[: ctl.opt.profile_types]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
@@ -48,9 +49,12 @@ def test_a_job_too_big_for_the_cluster_says_so_until_a_host_joins(tmp_path: Path
             snap = await wait_for(ctl, lambda s: job(s, "big").message.startswith("cannot start yet"), 60,
                                   "the reason")
             assert job(snap, "big").message.endswith("the most the ready hosts have is 1xT4")
+            await asyncio.sleep(1.0)  # five rounds: profiling it would take the GPU for a job that cannot run
+            assert not [e for e in store.events() if e.kind == "profile"] and store.job("big").generation == 0
             write_local_hosts(tmp_path, [("one", "T4", 1, 1.0), ("two", "T4", 2, 1.0)])  # the file gains a host
             await wait_for(ctl, lambda s: not job(s, "big").message.startswith("cannot start yet"), 60,
                            "the reason gone once a host joined")
+            await wait_for(ctl, lambda s: any(e.kind == "profile" for e in store.events()), 60, "profiling once it fits")
         finally:
             await ctl.stop()
 
