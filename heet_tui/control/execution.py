@@ -9,6 +9,7 @@ the last rank of a run has ended the run is judged once (done, stopped, interrup
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from heet_tui.cluster import AgentRequestError, ClusterError, HostNotReady, Remo
 from heet_tui.cluster.aio import cancel_and_wait, spawn
 from heet_tui.config.hosts_file import HostsFile
 from heet_tui.control.checkpoint_hosts import CheckpointHosts
+from heet_tui.control.job_log import fail_with_log_tail
 from heet_tui.control.launch import LaunchSpec, choose_master_port, plan_launch, plan_profile_launch
 from heet_tui.control.profiling_rounds import side_profile_failed
 from heet_tui.control.runtime import (
@@ -370,28 +372,14 @@ class Executor:
         job_id, now = run.job_id, self.clock()
         crashes = self.store.count_crash(job_id)
         if crashes > self.opt.max_retries:
-            self._spawn(self._fail_with_tail(run, why, crashes))
+            self._spawn(fail_with_log_tail(self, run, why, crashes))
             return
         wait = backoff_s(crashes, self.opt.retry_backoff_s)
         self.backoff_until[job_id] = now + wait
-        self.store.try_set_state(job_id, JobState.QUEUED, now,
-                                 f"{why}; retry {crashes}/{self.opt.max_retries} in {wait:.0f} s")
-
-    async def _fail_with_tail(self, run: Run, why: str, crashes: int) -> None:
-        rank = next((r for r in sorted(run.ranks.values(), key=lambda r: r.rank)
-                     if r.exit_code not in (0, 143)), run.ranks[min(run.ranks)])
-        tail: list[str] = []
-        never_started = bool(rank.reason and rank.reason.startswith(LAUNCH_REFUSED))
-        try:  # a rank its agent refused has no log of its own: an older run's would mislead
-            tail = [] if never_started else list(await self.cluster.log_tail(rank.host, rank.agent_id, lines=20))
-        except ClusterError as exc:
-            tail = [f"(log tail unavailable: {exc})"]
-        self.log_tails[run.job_id] = tuple(tail)
-        last = next((line for line in reversed(tail) if line.strip()), "")
-        message = f"{why} ({crashes} attempts)" + (f"; last log line: {last}" if not never_started else "")
-        self.store.try_set_state(run.job_id, JobState.FAILED, self.clock(), message[:500])
-        self.store.add_event(self.clock(), "failed", "\n".join([why, *tail])[-4000:], run.job_id, rank.host)
-        self.notify()
+        retry = f"retry {crashes}/{self.opt.max_retries}"
+        if not run.profiling and not json.loads(self.store.setting("auto_approve") or "false"):
+            retry += " in a plan for you to approve"  # manual mode: nothing restarts it by itself
+        self.store.try_set_state(job_id, JobState.QUEUED, now, f"{why}; {retry} in {wait:.0f} s")
 
     async def close(self) -> None:
         await cancel_and_wait(list(self._tasks), 10.0, "executor task")

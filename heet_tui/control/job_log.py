@@ -1,4 +1,5 @@
-"""A job's output for the Jobs screen: the last lines rank 0 of its latest run wrote.
+"""A job's output: the last lines rank 0 of its latest run wrote, for the Jobs screen, and
+the tail of the rank that failed a job, for its message.
 
 Fetched on request (the `l` key), not every round: each fetch is one request to one agent.
 Rank 0 prints the progress lines and, in most scripts, the rest worth reading.
@@ -9,10 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from heet_tui.cluster import ClusterError
-from heet_tui.control.runtime import rank_agent_id
+from heet_tui.control.runtime import LAUNCH_REFUSED, Run, rank_agent_id
+from heet_tui.core.job import JobState
 
 if TYPE_CHECKING:
     from heet_tui.control.controller import Controller
+    from heet_tui.control.execution import Executor
 
 MAX_LINES = 500
 
@@ -38,3 +41,22 @@ async def job_log(ctl: Controller, job_id: str, lines: int = 200) -> tuple[str, 
         raise ValueError(f"{job_id}: cannot read its log on {host}: {exc}") from None
     header = f"{job_id} generation {generation}, rank 0 on {host}, last {len(found)} line(s):"
     return (header, *found)
+
+
+async def fail_with_log_tail(executor: Executor, run: Run, why: str, crashes: int) -> None:
+    """Fail the job, quoting the last line its first failed rank wrote (the whole tail goes to
+    the event log and the job's details): that line is usually the exception."""
+    rank = next((r for r in sorted(run.ranks.values(), key=lambda r: r.rank)
+                 if r.exit_code not in (0, 143)), run.ranks[min(run.ranks)])
+    tail: list[str] = []
+    never_started = bool(rank.reason and rank.reason.startswith(LAUNCH_REFUSED))
+    try:  # a rank its agent refused has no log of its own: an older run's would mislead
+        tail = [] if never_started else list(await executor.cluster.log_tail(rank.host, rank.agent_id, lines=20))
+    except ClusterError as exc:
+        tail = [f"(log tail unavailable: {exc})"]
+    executor.log_tails[run.job_id] = tuple(tail)
+    last = next((line for line in reversed(tail) if line.strip()), "")
+    message = f"{why} ({crashes} attempts)" + (f"; last log line: {last}" if not never_started else "")
+    executor.store.try_set_state(run.job_id, JobState.FAILED, executor.clock(), message[:500])
+    executor.store.add_event(executor.clock(), "failed", "\n".join([why, *tail])[-4000:], run.job_id, rank.host)
+    executor.notify()

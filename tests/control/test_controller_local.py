@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from control_lab import job, wait_for, write_job, write_local_hosts
+from control_lab import TRAINING, job, run_and_clean, wait_for, write_job, write_local_hosts
 from support.sshd import kill_jobs_under
 
 from heet_tui.config.hosts_file import load_hosts
@@ -206,6 +206,34 @@ def test_crashing_job_is_retried_then_failed_with_its_log_tail(tmp_path: Path) -
         assert store.job("bad").crashes == 3, "first try + 2 retries"
 
     asyncio.run(scenario())
+
+
+def test_in_manual_mode_a_crashed_jobs_retry_waits_for_an_approval_and_says_so(tmp_path: Path) -> None:
+    """It said "retry 1/2 in 2 s", and then nothing happened until someone approved a plan."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    script = tmp_path / "crash_unless_profiling.py"
+    script.write_text(f"import os, runpy, sys\nif os.environ.get('HEET_PROFILING') != '1':\n    sys.exit(5)\n"
+                      f"sys.argv = ['training.py', '--report-every', '5']\nrunpy.run_path({str(TRAINING)!r})\n")
+    options = ControllerOptions(interval_s=0.3, execution=ExecOptions(max_retries=2, retry_backoff_s=0.2))
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, options)
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "c", steps=400, max_gpus=1,
+                                                   command=[sys.executable, str(script)]))))
+            snap = await wait_for(ctl, lambda s: s.plan_id is not None, 90, "a proposed plan")
+            await ctl.post(ApprovePlan(snap.plan_id))
+            snap = await wait_for(ctl, lambda s: "retry 1/2" in job(s, "c").message, 60, "the crash")
+            assert "exit code 5" in job(snap, "c").message
+            assert "retry 1/2 in a plan for you to approve" in job(snap, "c").message
+            await asyncio.sleep(1.5)  # well past the backoff: no restart without an approval
+            assert store.job("c").crashes == 1 and job(ctl.hub.latest, "c").state is JobState.QUEUED
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
 
 
 def test_restart_mid_plan_runs_only_the_steps_not_done(tmp_path: Path) -> None:
