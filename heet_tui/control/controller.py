@@ -32,6 +32,7 @@ from heet_tui.control.job_log import job_log
 from heet_tui.control.plan_apply import apply_plan
 from heet_tui.control.profiling_rounds import profile_idle_types, profile_new_jobs
 from heet_tui.control.recovery import rebuild_runs, reconcile_host
+from heet_tui.control.restart_costs import DEFAULT_RESTART_S, restart_costs
 from heet_tui.control.snapshot_build import build_snapshot
 from heet_tui.control.snapshots import ControllerLock, SnapshotHub
 from heet_tui.control.store import Store
@@ -290,7 +291,7 @@ class Controller:
         """Jobs to plan: measured ones, and those that cannot be (control/unmeasured.py)."""
         constraints = self.constraints() | (overrides or {})
         out, now = [], self.clock()
-        unmeasured = unmeasured_ids(self.store)
+        unmeasured, restart_cost = unmeasured_ids(self.store), restart_costs(self.store)
         for rec in self.store.jobs(include_terminal=False):
             job, run = rec.job, self.executor.runs.get(rec.job.id)
             if job.state not in planning.SCHEDULABLE or self.executor.in_profiling_round(job.id):
@@ -308,7 +309,8 @@ class Controller:
             out.append(planning.JobInput(
                 job.id, job.state, spec.min_gpus, spec.max_gpus, spec.gpu_types, spec.priority, job.submitted_at,
                 job.attained_gpu_s + unreported_gpu_s(run, now), max(0.0, total - job.samples_done),
-                run.alloc if run else None, constraints.get(job.id, Constraints()), measured))
+                run.alloc if run else None, constraints.get(job.id, Constraints()), measured,
+                restart_cost.get(job.id, DEFAULT_RESTART_S)))
         return out
 
     def replan(self, overrides: dict[str, Constraints] | None = None) -> Plan | None:

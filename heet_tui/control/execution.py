@@ -24,6 +24,7 @@ from heet_tui.control.checkpoint_hosts import CheckpointHosts
 from heet_tui.control.job_log import fail_with_log_tail
 from heet_tui.control.launch import LaunchSpec, choose_master_port, plan_launch, plan_profile_launch
 from heet_tui.control.profiling_rounds import side_profile_failed
+from heet_tui.control.restart_costs import start_seconds, stop_seconds
 from heet_tui.control.runtime import (
     LAUNCH_REFUSED,
     Outcome,
@@ -129,7 +130,7 @@ class Executor:
         now = self.clock()
         self.store.record_allocation(alloc, generation, now)
         run = Run(job_id, alloc, generation, {s.rank: RankProc(s.host, s.agent_id, s.rank, s.gpus, "launching")
-                                              for s in specs}, now)
+                                              for s in specs}, now, start_samples=rec.job.samples_done)
         self.runs[job_id] = run
         await self._send_launches(run, specs)
         if not run.any_exited:
@@ -191,7 +192,7 @@ class Executor:
             types.append(gpu_type)
             run = Run(job_id, Allocation.of(job_id, gpu_type, {host: [gpu]}), generation,
                       {0: RankProc(host, spec.agent_id, 0, (gpu,), "launching")}, self.clock(), profiling=True,
-                      side=side)
+                      side=side, start_samples=0.0)
             runs.append(run)
             await self._send_launches(run, [spec])
         what = f"profiling on {len(candidates)} GPU type(s)" if not side else \
@@ -216,7 +217,7 @@ class Executor:
         if self.read_only:
             return
         if reason is not None and run.stop_reason is None:
-            run.stop_reason = reason
+            run.stop_reason, run.stop_sent_at = reason, self.clock()
         for rank in run.ranks.values():
             if rank.exited:
                 continue
@@ -284,6 +285,8 @@ class Executor:
         now = self.clock()
         held = now - run.progress_at if run.progress_at is not None else 0.0
         run.progress, run.progress_at, run.reports = progress, now, run.reports + 1
+        if (start_s := start_seconds(run, progress, now)) is not None:
+            self.store.add_restart_time(run.job_id, "start", start_s, now)
         due = run.profiling or run.observed_at is None or now - run.observed_at >= OBSERVE_EVERY_S
         if run.reports > 1 and due:  # the first report includes start-up and warm-up
             run.observed_at = now
@@ -317,6 +320,8 @@ class Executor:
         rec = None if run.profiling else self.store.job(run.job_id)
         outcome, why = judge(run, rec.job.spec if rec is not None else None)
         now, job_id = self.clock(), run.job_id
+        if (stop_s := stop_seconds(run, now)) is not None:
+            self.store.add_restart_time(job_id, "stop", stop_s, now)
         if run.profiling:
             self._finish_profiling(run, outcome, why, now)
             return

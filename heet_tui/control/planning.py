@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from heet_tui.control.restart_costs import DEFAULT_RESTART_S
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import JobState
@@ -37,6 +38,7 @@ class JobInput:
     current: Allocation | None
     constraints: Constraints
     measured: bool = True  # False: planned on nominal throughput, remaining work unknown (control/unmeasured.py)
+    restart_cost_s: float = DEFAULT_RESTART_S  # measured on the job when it can be (control/restart_costs.py)
 
 
 def cluster_view(statuses: tuple[HostStatus, ...], usable: Mapping[str, tuple[int, ...] | None],
@@ -73,6 +75,7 @@ def job_views(jobs: list[JobInput], book: ThroughputBook, now: float) -> list[Jo
             gpu_types=j.gpu_types, current=j.current, remaining_samples=j.remaining_samples if j.measured else None,
             age_s=max(0.0, now - j.submitted_at), attained_gpu_s=j.attained_gpu_s, priority=j.priority,
             constraints=j.constraints, requested_gpus=j.max_gpus, submitted_at=j.submitted_at,
+            restart_cost_s=j.restart_cost_s,
         ))
     return out
 
@@ -122,13 +125,13 @@ def _rate(book: ThroughputBook, job_id: str, a: Allocation | None) -> float:
     return book.estimate(job_id, a.gpu_type, a.placement) if a is not None and a.num_gpus else 0.0
 
 
-def predict(views: list[JobView], plan: Plan, book: ThroughputBook, restart_s: float = 30.0) -> PredictedEffect:
+def predict(views: list[JobView], plan: Plan, book: ThroughputBook) -> PredictedEffect:
     preds = []
     for v in views:
         before, after = _rate(book, v.id, v.current), _rate(book, v.id, plan.allocations.get(v.id))
         eta = v.remaining_samples / after if after > 0 and v.remaining_samples is not None else None
         changed = any(c.job_id == v.id and c.needs_restart for c in plan.changes)
-        preds.append(JobPrediction(v.id, before, after, eta, restart_s if changed else 0.0))
+        preds.append(JobPrediction(v.id, before, after, eta, v.restart_cost_s if changed else 0.0))
     etas = [p.completion_s for p in preds if p.completion_s is not None]
     before_etas = [v.remaining_samples / b for v in views
                    if v.remaining_samples is not None and (b := _rate(book, v.id, v.current)) > 0]

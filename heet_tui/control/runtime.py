@@ -113,6 +113,8 @@ class Run:
     observed_at: float | None = None  # when its throughput was last recorded as an observation
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     side: bool = False  # a profiling run beside the job's life (it may be running), not a profiling round
+    start_samples: float | None = None  # the job's samples at launch; None: adopted, its start not timed
+    stop_sent_at: float | None = None  # when the controller first asked it to stop
 
     def rank_for(self, host: str, agent_id: str) -> RankProc | None:
         for r in self.ranks.values():

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from heet_tui.control.restart_costs import restart_costs
 from heet_tui.control.runtime import foreign_gpus
 from heet_tui.control.throughput import parse_placement
 from heet_tui.core.allocation import placement_key
@@ -47,6 +48,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
             events_by_job.setdefault(e.job_id, []).append(f"{e.kind}: {e.message.splitlines()[0] if e.message else ''}")
     jobs, profiles = [], []
     records = ctl.store.jobs()
+    restart_cost = restart_costs(ctl.store)
     # finished jobs keep their heat map too (what was measured is worth seeing), but only the
     # most recent few: predicting every cell of every old job on each snapshot would not scale
     recent_done = {r.job.id for r in [r for r in records if r.job.state.terminal][-RECENT_DONE_PROFILES:]}
@@ -63,7 +65,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
             allocation=run.alloc if run else None, progress=progress, throughput=rate, eta_s=remaining,
             restarts=job.restarts, submitted_at=job.submitted_at, min_gpus=job.spec.min_gpus,
             max_gpus=job.spec.max_gpus, message=job.message, log_tail=ex.log_tails.get(job.id, ()),
-            events=tuple(events_by_job.get(job.id, [])[-10:]),
+            events=tuple(events_by_job.get(job.id, [])[-10:]), restart_s=restart_cost.get(job.id),
         ))
         if not job.state.terminal or job.id in recent_done:
             profiles.append(_profile(ctl, job.id, job.spec, hosts))

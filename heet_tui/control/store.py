@@ -30,6 +30,7 @@ from heet_tui.control.codec import (
     spec_from_json,
     spec_to_json,
 )
+from heet_tui.control.store_schema import MIGRATIONS, SCHEMA_VERSION
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import InvalidTransition, Job, JobSpec, JobState
 from heet_tui.core.plan import Change, Plan
@@ -37,34 +38,6 @@ from heet_tui.core.plan import Change, Plan
 DB_NAME = "state.sqlite3"
 BUSY_TIMEOUT_S = 15.0
 
-# Each entry upgrades the schema by one version; never edit a released entry, append a new one.
-MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE jobs (
-        id TEXT PRIMARY KEY, name TEXT NOT NULL, spec TEXT NOT NULL, state TEXT NOT NULL,
-        submitted_at REAL NOT NULL, restarts INTEGER NOT NULL DEFAULT 0, steps_done INTEGER NOT NULL DEFAULT 0,
-        samples_done REAL NOT NULL DEFAULT 0, attained_gpu_s REAL NOT NULL DEFAULT 0,
-        message TEXT NOT NULL DEFAULT '', checkpoint TEXT, generation INTEGER NOT NULL DEFAULT 0,
-        cancel_requested INTEGER NOT NULL DEFAULT 0, crashes INTEGER NOT NULL DEFAULT 0);
-    CREATE TABLE job_states (job_id TEXT NOT NULL, at REAL NOT NULL, state TEXT NOT NULL, message TEXT);
-    CREATE TABLE observations (job_id TEXT NOT NULL, gpu_type TEXT NOT NULL, placement TEXT NOT NULL,
-        samples_per_s REAL NOT NULL, at REAL NOT NULL, source TEXT NOT NULL);
-    CREATE TABLE plans (id INTEGER PRIMARY KEY AUTOINCREMENT, created_at REAL NOT NULL, policy TEXT NOT NULL,
-        status TEXT NOT NULL, plan TEXT NOT NULL, edits TEXT NOT NULL DEFAULT '{}', decided_at REAL);
-    CREATE TABLE plan_steps (plan_id INTEGER NOT NULL, idx INTEGER NOT NULL, job_id TEXT NOT NULL,
-        change TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'pending', started_at REAL, finished_at REAL,
-        message TEXT NOT NULL DEFAULT '', PRIMARY KEY (plan_id, idx));
-    CREATE TABLE allocations (job_id TEXT NOT NULL, generation INTEGER NOT NULL, allocation TEXT NOT NULL,
-        started_at REAL NOT NULL, released_at REAL, PRIMARY KEY (job_id, generation));
-    CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, kind TEXT NOT NULL,
-        job_id TEXT, host TEXT, message TEXT NOT NULL);
-    CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    CREATE INDEX job_states_job ON job_states(job_id);
-    CREATE INDEX observations_job ON observations(job_id);
-    CREATE INDEX events_job ON events(job_id);
-    """,
-)
-SCHEMA_VERSION = len(MIGRATIONS)
 PLAN_STATUSES = ("proposed", "approved", "rejected", "applying", "applied", "superseded", "failed")
 
 
@@ -297,6 +270,17 @@ class Store:
         rows = self._db.execute(sql + (" WHERE job_id = ?" if job_id else "") + " ORDER BY rowid",
                                 (job_id,) if job_id else ())
         return [tuple(r) for r in rows]
+
+    # -- restart times ----------------------------------------------------------------------
+    def add_restart_time(self, job_id: str, phase: str, seconds: float, at: float) -> None:
+        """``phase`` "start" (launch to training at speed) or "stop" (SIGTERM to exit)."""
+        with self._tx() as db:
+            db.execute("INSERT INTO restart_times VALUES (?, ?, ?, ?)", (job_id, at, phase, seconds))
+
+    def restart_times(self) -> list[tuple[str, str, float]]:
+        """(job id, phase, seconds), oldest first."""
+        rows = self._db.execute("SELECT job_id, phase, seconds FROM restart_times ORDER BY rowid")
+        return [(str(r[0]), str(r[1]), float(r[2])) for r in rows]
 
     # -- plans ------------------------------------------------------------------------------
     def add_plan(self, plan: Plan, status: str = "proposed") -> int:

@@ -50,6 +50,7 @@ class JobStatus:
     message: str = ""
     log_tail: tuple[str, ...] = ()
     events: tuple[str, ...] = ()
+    restart_s: float | None = None  # what a restart pauses it for, measured; None: not yet measured
 
 
 @dataclass(frozen=True, slots=True)

@@ -118,3 +118,28 @@ def test_second_process_writes_while_first_reads(tmp_path: Path) -> None:
     assert proc.wait() == 0
     assert len(store.jobs()) == 21 and seen <= 21
     assert sum(e.kind == "submit" for e in store.events(limit=1000)) == 20
+
+
+def test_a_store_of_the_first_schema_is_upgraded_in_place_keeping_its_jobs(tmp_path: Path) -> None:
+    from heet_tui.control.store_schema import MIGRATIONS
+
+    path = tmp_path / "state"
+    path.mkdir(mode=0o700)
+    db = sqlite3.connect(path / "state.sqlite3")
+    db.executescript(MIGRATIONS[0])
+    db.execute("INSERT INTO jobs (id, name, spec, state, submitted_at) VALUES ('old', 'old', ?, 'queued', 1.0)",
+               (_spec_json("old"),))
+    db.execute("PRAGMA user_version=1")
+    db.commit()
+    db.close()
+    store = Store(path)
+    assert store.schema_version == SCHEMA_VERSION > 1
+    assert [r.job.id for r in store.jobs()] == ["old"]
+    store.add_restart_time("old", "start", 4.5, 2.0)
+    assert store.restart_times() == [("old", "start", 4.5)]
+
+
+def _spec_json(name: str) -> str:
+    from heet_tui.control.codec import spec_to_json
+
+    return spec_to_json(_spec(name))

@@ -1,0 +1,68 @@
+"""What restarting a job costs, measured on the job itself.
+
+Every resize or move pauses a job: its processes checkpoint and exit on SIGTERM (the stop),
+then the new ones import, form the process group, load the checkpoint and warm up (the
+start). Plans weigh a move's gain against that pause, so a wrong pause is a wrong plan: a
+fixed 30 s kept a 2-minute job on 4 slow T4s next to two idle A100s (its real pause was
+8 s), and would let a job whose checkpoint takes five minutes to load be moved for a gain of
+one. Profiling runs are launched and stopped like any run, so a job's pause is known before
+its first plan.
+
+- start: at a run's second progress report, the time since launch less the time the samples
+  done since launch take at the reported speed (the first report includes start-up and
+  warm-up, which is why observations skip it too);
+- stop: from the controller's first SIGTERM to the last rank's exit.
+
+A job's cost is the median of its latest measurements of each phase; until a start is
+measured, ``DEFAULT_RESTART_S``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from heet_tui.control.runtime import Run
+    from heet_tui.control.store import Store
+
+DEFAULT_RESTART_S = 30.0
+RECENT = 5  # measurements per phase that count: a job's start-up changes little, but hosts differ
+
+
+def start_seconds(run: Run, progress: dict[str, Any], now: float) -> float | None:
+    """The start-up part of a run's pause, from its second report; None when it cannot be told
+    (a run adopted from an earlier controller: its launch time is not known)."""
+    if run.start_samples is None or run.reports != 2:
+        return None
+    try:
+        samples, rate = float(progress["samples"]), float(progress["samples_per_s"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if rate <= 0 or samples < run.start_samples:
+        return None
+    return max(0.0, (now - run.started_at) - (samples - run.start_samples) / rate)
+
+
+def stop_seconds(run: Run, now: float) -> float | None:
+    """How long the run took to end after the controller's first SIGTERM; None when it was not
+    stopped, or when a rank's end was never seen (its host was lost). A rank killed at the end
+    of the grace period counts: that slow stop is what the job costs."""
+    if run.stop_sent_at is None or run.stop_reason is None or run.stop_reason.startswith("host"):
+        return None
+    if any(r.reason and r.reason.startswith("lost") for r in run.ranks.values()):
+        return None
+    return max(0.0, now - run.stop_sent_at)
+
+
+def restart_costs(store: Store) -> dict[str, float]:
+    """Per job with a measured start: median recent start + median recent stop, in seconds."""
+    phases: dict[str, dict[str, list[float]]] = {}
+    for job_id, phase, seconds in store.restart_times():
+        phases.setdefault(job_id, {}).setdefault(phase, []).append(seconds)
+    out = {}
+    for job_id, by_phase in phases.items():
+        if "start" not in by_phase:
+            continue
+        out[job_id] = sum(statistics.median(by_phase[p][-RECENT:]) for p in ("start", "stop") if p in by_phase)
+    return out

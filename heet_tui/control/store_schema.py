@@ -1,0 +1,41 @@
+"""The state store's SQLite schema, as the migrations that build it.
+
+A store written by an older heet-tui is upgraded in place when opened (``Store._migrate``),
+so a running lab keeps its jobs and history across upgrades.
+"""
+
+from __future__ import annotations
+
+# Each entry upgrades the schema by one version; never edit a released entry, append a new one.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE jobs (
+        id TEXT PRIMARY KEY, name TEXT NOT NULL, spec TEXT NOT NULL, state TEXT NOT NULL,
+        submitted_at REAL NOT NULL, restarts INTEGER NOT NULL DEFAULT 0, steps_done INTEGER NOT NULL DEFAULT 0,
+        samples_done REAL NOT NULL DEFAULT 0, attained_gpu_s REAL NOT NULL DEFAULT 0,
+        message TEXT NOT NULL DEFAULT '', checkpoint TEXT, generation INTEGER NOT NULL DEFAULT 0,
+        cancel_requested INTEGER NOT NULL DEFAULT 0, crashes INTEGER NOT NULL DEFAULT 0);
+    CREATE TABLE job_states (job_id TEXT NOT NULL, at REAL NOT NULL, state TEXT NOT NULL, message TEXT);
+    CREATE TABLE observations (job_id TEXT NOT NULL, gpu_type TEXT NOT NULL, placement TEXT NOT NULL,
+        samples_per_s REAL NOT NULL, at REAL NOT NULL, source TEXT NOT NULL);
+    CREATE TABLE plans (id INTEGER PRIMARY KEY AUTOINCREMENT, created_at REAL NOT NULL, policy TEXT NOT NULL,
+        status TEXT NOT NULL, plan TEXT NOT NULL, edits TEXT NOT NULL DEFAULT '{}', decided_at REAL);
+    CREATE TABLE plan_steps (plan_id INTEGER NOT NULL, idx INTEGER NOT NULL, job_id TEXT NOT NULL,
+        change TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'pending', started_at REAL, finished_at REAL,
+        message TEXT NOT NULL DEFAULT '', PRIMARY KEY (plan_id, idx));
+    CREATE TABLE allocations (job_id TEXT NOT NULL, generation INTEGER NOT NULL, allocation TEXT NOT NULL,
+        started_at REAL NOT NULL, released_at REAL, PRIMARY KEY (job_id, generation));
+    CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, kind TEXT NOT NULL,
+        job_id TEXT, host TEXT, message TEXT NOT NULL);
+    CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE INDEX job_states_job ON job_states(job_id);
+    CREATE INDEX observations_job ON observations(job_id);
+    CREATE INDEX events_job ON events(job_id);
+    """,
+    # 2: how long each job took to stop and to start (control/restart_costs.py)
+    """
+    CREATE TABLE restart_times (job_id TEXT NOT NULL, at REAL NOT NULL, phase TEXT NOT NULL, seconds REAL NOT NULL);
+    CREATE INDEX restart_times_job ON restart_times(job_id);
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
