@@ -283,9 +283,8 @@ def agree(loss: float, stop_requested: bool, compute_s: float, d: Dist) -> tuple
 
 def train(args: argparse.Namespace) -> int:
     d = setup_distributed()
-    if args.batch_size % d.world:
-        print(f"training.py: global batch {args.batch_size} is not divisible by world size {d.world}",
-              file=sys.stderr)
+    if args.batch_size < d.world:
+        print(f"training.py: global batch {args.batch_size} is smaller than world size {d.world}", file=sys.stderr)
         return 2
     stop = {"requested": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__("requested", True))
@@ -308,16 +307,19 @@ def train(args: argparse.Namespace) -> int:
                       f"(world {d.world})", file=sys.stderr, flush=True)
     net = nn.parallel.DistributedDataParallel(model) if d.world > 1 else model
     data = SyntheticCifar(args.seed, args.dataset_samples)
-    local = args.batch_size // d.world
+    # A global batch that the world size does not divide is split unevenly (rank r takes
+    # [rB/w, (r+1)B/w)); each rank's summed loss scaled by w/B makes DDP's gradient mean the
+    # exact global-batch mean, so any size the scheduler picks trains the same model.
+    lo, hi = d.rank * args.batch_size // d.world, (d.rank + 1) * args.batch_size // d.world
     speed, goal = emulated_speed(), target_steps(args)
     window_start, window_samples, window_gpu_s = time.perf_counter(), 0, 0.0
     last_ckpt: str | None = None
     code = EXIT_DONE
     while state["step"] < goal:
         t0, cpu0 = time.perf_counter(), time.process_time()
-        ids = data.global_batch_indices(state["samples"], args.batch_size)[d.rank * local:(d.rank + 1) * local]
+        ids = data.global_batch_indices(state["samples"], args.batch_size)[lo:hi]
         x, y = data.batch(ids)
-        loss = F.cross_entropy(net(x.to(d.device)), y.to(d.device))
+        loss = F.cross_entropy(net(x.to(d.device)), y.to(d.device), reduction="sum") * (d.world / args.batch_size)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

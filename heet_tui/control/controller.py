@@ -310,7 +310,7 @@ class Controller:
                 job.id, job.state, spec.min_gpus, spec.max_gpus, spec.gpu_types, spec.priority, job.submitted_at,
                 job.attained_gpu_s + unreported_gpu_s(run, now), max(0.0, total - job.samples_done),
                 run.alloc if run else None, constraints.get(job.id, Constraints()), measured,
-                restart_cost.get(job.id, DEFAULT_RESTART_S)))
+                restart_cost.get(job.id, DEFAULT_RESTART_S), frozenset(self.executor.crashed_sizes.get(job.id, ()))))
         return out
 
     def replan(self, overrides: dict[str, Constraints] | None = None) -> Plan | None:

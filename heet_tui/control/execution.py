@@ -34,6 +34,7 @@ from heet_tui.control.runtime import (
     foreign_gpus,
     gpus_held,
     judge,
+    new_size_that_crashed,
     union_gpus,
 )
 from heet_tui.control.store import Store
@@ -70,8 +71,9 @@ class Executor:
         self.profiles: dict[str, list[Run]] = {}  # job id -> its profiling runs
         self.backoff_until: dict[str, float] = {}
         self.side_profile_failed: set[tuple[str, str]] = set()  # (job, type) side runs that measured nothing
-        self.silent_profiles: set[str] = set()
-        self.crashed_rounds: set[str] = set()  # jobs whose profiling round already counted a crash  # jobs whose current profiling round had a run measure nothing
+        self.silent_profiles: set[str] = set()  # jobs whose current profiling round had a run measure nothing
+        self.crashed_rounds: set[str] = set()  # jobs whose profiling round already counted a crash
+        self.crashed_sizes: dict[str, set[tuple[str, int]]] = {}  # job -> (type, GPUs) plans leave out
         self.log_tails: dict[str, tuple[str, ...]] = {}
         self.checkpoints = CheckpointHosts(store, clock)
         self.read_only = False  # a watch-only controller: launch, profile and stop nothing
@@ -375,6 +377,10 @@ class Executor:
 
     def _crashed(self, run: Run, why: str) -> None:
         job_id, now = run.job_id, self.clock()
+        if (size := new_size_that_crashed(run, self.book)) is not None:
+            self.crashed_sizes.setdefault(job_id, set()).add(size)
+            self.store.add_event(now, "crashed", f"{job_id}: {size[1]}x{size[0]} crashed before its first report, "
+                                 "a size it never ran at: plans leave it out", job_id)
         crashes = self.store.count_crash(job_id)
         if crashes > self.opt.max_retries:
             self._spawn(fail_with_log_tail(self, run, why, crashes))

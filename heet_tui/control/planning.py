@@ -16,7 +16,7 @@ from heet_tui.control.throughput import ThroughputBook
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import JobState
 from heet_tui.core.plan import JobPrediction, Plan, PredictedEffect
-from heet_tui.core.sched_input import ClusterView, Constraints, HostView, JobView
+from heet_tui.core.sched_input import ClusterView, Constraints, HostView, JobView, ThroughputFn
 from heet_tui.core.snapshot import HostStatus
 
 SCHEDULABLE = (JobState.QUEUED, JobState.RUNNING, JobState.RESIZING)
@@ -39,6 +39,7 @@ class JobInput:
     constraints: Constraints
     measured: bool = True  # False: planned on nominal throughput, remaining work unknown (control/unmeasured.py)
     restart_cost_s: float = DEFAULT_RESTART_S  # measured on the job when it can be (control/restart_costs.py)
+    crashed_sizes: frozenset[tuple[str, int]] = frozenset()  # (type, GPUs) it died at on launch: left out
 
 
 def cluster_view(statuses: tuple[HostStatus, ...], usable: Mapping[str, tuple[int, ...] | None],
@@ -71,13 +72,20 @@ def job_views(jobs: list[JobInput], book: ThroughputBook, now: float) -> list[Jo
     for j in jobs:
         out.append(JobView(
             id=j.id, min_gpus=j.min_gpus, max_gpus=j.max_gpus,
-            throughput=book.function(j.id) if j.measured else nominal,
+            throughput=_without(book.function(j.id) if j.measured else nominal, j.crashed_sizes),
             gpu_types=j.gpu_types, current=j.current, remaining_samples=j.remaining_samples if j.measured else None,
             age_s=max(0.0, now - j.submitted_at), attained_gpu_s=j.attained_gpu_s, priority=j.priority,
             constraints=j.constraints, requested_gpus=j.max_gpus, submitted_at=j.submitted_at,
             restart_cost_s=j.restart_cost_s,
         ))
     return out
+
+
+def _without(fn: ThroughputFn, sizes: frozenset[tuple[str, int]]) -> ThroughputFn:
+    """Throughput 0 (not offered, as for a type the job cannot use) at the sizes it crashed at."""
+    if not sizes:
+        return fn
+    return lambda gpu_type, placement: 0.0 if (gpu_type, sum(placement)) in sizes else fn(gpu_type, placement)
 
 
 def make_named_policy(name: str):

@@ -13,10 +13,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from heet_tui.control.throughput import parse_placement
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import JobSpec, TargetKind
+
+if TYPE_CHECKING:
+    from heet_tui.control.throughput import ThroughputBook
 
 EXIT_DONE, EXIT_FENCED, EXIT_STOPPED = 0, 3, 143  # examples/training.py's exit codes
 _AGENT_ID = re.compile(r"^(?P<job>.+)\.(?P<kind>[rp])(?P<n>\d+)(?:\.(?P<store>[0-9a-f]{8}))?$")
@@ -197,3 +201,19 @@ def gpus_held(runs: Iterable[Run]) -> dict[str, set[int]]:
             if not r.exited:
                 held.setdefault(r.host, set()).update(r.gpus)
     return held
+
+
+def new_size_that_crashed(run: Run, book: ThroughputBook) -> tuple[str, int] | None:
+    """(GPU type, count) of a run that crashed before it reported anything, at a size the job
+    has no measurement for; None otherwise.
+
+    A job that trained at other sizes and dies at once at a new one most likely cannot run at
+    that size (a global batch the script will not split that way, memory that does not hold
+    the larger local batch): the same plan would only crash it again until it failed. A crash
+    after progress, or at a size it ran at before, says nothing about the size.
+    """
+    if run.profiling or run.reports > 0 or not book.measured(run.job_id):
+        return None
+    size = (run.alloc.gpu_type, run.alloc.num_gpus)
+    ran_at = {(t, sum(parse_placement(k))) for t, k in book.measured(run.job_id)}
+    return None if size in ran_at else size

@@ -39,11 +39,15 @@ def slot_size(problem: Problem, active: list[JobInfo]) -> int:
 
 
 def slot_counts(problem: Problem, active: list[JobInfo], size: int) -> dict[tuple[str, str], int]:
-    """(job id, type) -> GPUs the job's slot on that type would hold."""
+    """(job id, type) -> GPUs the job's slot on that type would hold: the slot size, or the
+    largest count below it at which the job has any throughput (a size a job crashed at is
+    priced 0 by the controller; a slot of that size would launch it there again)."""
     counts: dict[tuple[str, str], int] = {}
     for info in active:
         for gpu_type, cap in info.caps.items():
-            counts[(info.id, gpu_type)] = max(info.min_gpus, min(size, cap))
+            k = max(info.min_gpus, min(size, cap))
+            usable = next((n for n in range(k, info.min_gpus - 1, -1) if problem.throughput(info, gpu_type, n) > 0), k)
+            counts[(info.id, gpu_type)] = usable
     return counts
 
 

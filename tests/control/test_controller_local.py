@@ -214,7 +214,7 @@ def test_in_manual_mode_a_crashed_jobs_retry_waits_for_an_approval_and_says_so(t
     store = Store(tmp_path / "state")
     script = tmp_path / "crash_unless_profiling.py"
     script.write_text(f"import os, runpy, sys\nif os.environ.get('HEET_PROFILING') != '1':\n    sys.exit(5)\n"
-                      f"sys.argv = ['training.py', '--report-every', '5']\nrunpy.run_path({str(TRAINING)!r})\n")
+                      f"sys.argv = ['training.py', *sys.argv[1:]]\nrunpy.run_path({str(TRAINING)!r}, run_name='__main__')\n")
     options = ControllerOptions(interval_s=0.3, execution=ExecOptions(max_retries=2, retry_backoff_s=0.2))
 
     async def scenario() -> None:
@@ -222,7 +222,7 @@ def test_in_manual_mode_a_crashed_jobs_retry_waits_for_an_approval_and_says_so(t
         await ctl.start()
         try:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "c", steps=400, max_gpus=1,
-                                                   command=[sys.executable, str(script)]))))
+                                                   command=[sys.executable, str(script), "--report-every", "5"]))))
             snap = await wait_for(ctl, lambda s: s.plan_id is not None, 90, "a proposed plan")
             await ctl.post(ApprovePlan(snap.plan_id))
             snap = await wait_for(ctl, lambda s: "retry 1/2" in job(s, "c").message, 60, "the crash")
@@ -234,6 +234,34 @@ def test_in_manual_mode_a_crashed_jobs_retry_waits_for_an_approval_and_says_so(t
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_size_a_job_crashes_at_on_launch_is_left_out_and_the_job_runs_at_another(tmp_path: Path) -> None:
+    """A script that cannot run on 2 GPUs (a batch it will not split so, memory that does not hold
+    it): the plan gave it 2 GPUs three times over and it failed, although 1 GPU worked."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 2, 1.0)]))
+    store = Store(tmp_path / "state")
+    script = tmp_path / "not_on_two.py"
+    script.write_text(f"import os, runpy, sys\nif os.environ.get('WORLD_SIZE') == '2':\n    sys.exit(2)\n"
+                      f"sys.argv = ['training.py', *sys.argv[1:]]\nrunpy.run_path({str(TRAINING)!r}, run_name='__main__')\n")
+    options = ControllerOptions(interval_s=0.3, auto_approve=True,
+                                execution=ExecOptions(max_retries=2, retry_backoff_s=0.2))
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, options)
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "c", steps=150, max_gpus=2,
+                                                   command=[sys.executable, str(script), "--report-every", "5"]))))
+            await wait_for(ctl, lambda s: job(s, "c").state is JobState.DONE, 120, "c done")
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+    launches = [e.message for e in store.events(limit=200) if e.kind == "launch"]
+    assert "2xA100" in launches[0], "the test needs the first plan to give it both GPUs"
+    assert all("1xA100" in m for m in launches[1:]), launches
+    assert any("2xA100 crashed before its first report" in e.message for e in store.events(limit=200))
 
 
 def test_restart_mid_plan_runs_only_the_steps_not_done(tmp_path: Path) -> None:

@@ -97,6 +97,27 @@ def test_sigterm_checkpoint_then_resume_at_world_two(tmp_path: Path) -> None:
     assert older.returncode == 3 and "newer generation" in older.stderr
 
 
+def _losses(world: int, steps: int) -> list[float]:
+    port = _free_port()
+    procs = [subprocess.Popen(
+        [sys.executable, str(SCRIPT), "--steps", str(steps), "--report-every", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=_env(RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1",
+                 MASTER_PORT=str(port))) for r in range(world)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * world, outs[0][1][-2000:]
+    return [p["loss"] for p in _progress(outs[0][0])]
+
+
+def test_a_world_size_that_does_not_divide_the_batch_trains_the_same_model() -> None:
+    """The scheduler may pick 3 GPUs for a batch of 64: the script refused it (exit 2, three
+    times, and the job failed), although uneven slices with a rescaled loss give the same steps."""
+    one, three = _losses(1, 6), _losses(3, 6)
+    assert len(one) == len(three) == 3
+    assert all(abs(a - b) < 1e-4 * a for a, b in zip(one, three, strict=True)), (one, three)
+    assert three[-1] < three[0], "it trains"
+
+
 def _rate(speed: str, hogs: int) -> float:
     """Mean reported samples/s over a short run at an emulated speed, with ``hogs`` busy processes alongside."""
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(hogs)]

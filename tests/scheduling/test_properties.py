@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from sched_cases import rounds
 
 from heet_tui.core.plan import diff
+from heet_tui.core.sched_input import ClusterView
 from heet_tui.scheduling import make_policy
 
 POLICIES = ["heet", "heet-lookahead", "fifo", "srtf", "gavel", "goodput-mip"]
@@ -54,3 +55,22 @@ def test_heet_is_deterministic(case) -> None:
     a = make_policy("heet").plan(cluster, jobs, 5.0)
     b = make_policy("heet").plan(cluster, list(jobs), 5.0)
     assert a.allocations == b.allocations and a.changes == b.changes
+
+
+def _without_two(gpu_type: str, placement: tuple[int, ...]) -> float:
+    """A job that cannot run on 2 GPUs (it crashed there): throughput 0, as for a type it cannot use."""
+    return 0.0 if sum(placement) == 2 else 100.0 * sum(placement) ** 0.9
+
+
+@pytest.mark.parametrize("name", [*POLICIES, "rigid-fifo"])
+def test_no_policy_gives_a_job_a_size_it_has_no_throughput_at(name) -> None:
+    """The controller prices a size a job crashed at as 0; heet's slot of 2 GPUs gave it that size
+    three times over (each a crash) while 1 GPU worked."""
+    from sched_cases import host, job
+
+    cluster = ClusterView((host("h", "A100", 2),))
+    plan = make_policy(name).plan(cluster, [job("c", 1, 2, fn=_without_two)], 0.0)
+    assert plan.allocations["c"].num_gpus == 1, plan.allocations
+    bigger = ClusterView((host("h", "A100", 4),))  # and it still grows past the size it cannot use
+    plan = make_policy(name).plan(bigger, [job("c", 1, 4, fn=_without_two)], 0.0)
+    assert plan.allocations["c"].num_gpus != 2, plan.allocations
