@@ -34,19 +34,22 @@ async def profile_new_jobs(ctl: Controller) -> None:
     if not ctl.opt.profile:
         return
     executor, book = ctl.executor, ctl.book
-    busy = executor.busy_gpus()
     skip = unmeasured_ids(ctl.store)
+    new = [rec.job for rec in ctl.store.jobs(include_terminal=False)
+           if rec.job.state is JobState.QUEUED and rec.job.id not in executor.profiles
+           and rec.job.id not in executor.runs and rec.job.id not in skip and not book.measured(rec.job.id)
+           and executor.backoff_until.get(rec.job.id, 0) <= ctl.clock()]
+    if not new:
+        return
+    busy = executor.busy_gpus()
     cluster = ctl.cluster_view(for_plans=False)
     coverage: dict[str, int] = {}
-    for job_id in {o[0] for o in ctl.store.observations()} | set(executor.profiles):
+    for job_id in set(book.cells) | set(executor.profiles):  # in memory: the store's rows are many
         types = book.measured_types(job_id) | {r.alloc.gpu_type for r in executor.profiles.get(job_id, [])}
         for t in types:
             coverage[t] = coverage.get(t, 0) + 1
-    for rec in ctl.store.jobs(include_terminal=False):
-        job = rec.job
-        if (job.state is not JobState.QUEUED or job.id in executor.profiles or job.id in executor.runs
-                or job.id in skip or book.measured(job.id) or executor.backoff_until.get(job.id, 0) > ctl.clock()
-                or why_waiting(job.spec, cluster) is not None):
+    for job in new:
+        if why_waiting(job.spec, cluster) is not None:
             continue
         options = {t: where for t, where in idle_gpu_per_type(ctl, busy).items() if job.spec.allows(t)}
         chosen = sorted(options, key=lambda t: coverage.get(t, 0))[: ctl.opt.profile_types]

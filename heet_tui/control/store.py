@@ -38,6 +38,7 @@ from heet_tui.core.plan import Change, Plan
 DB_NAME = "state.sqlite3"
 BUSY_TIMEOUT_S = 15.0
 
+OBSERVATIONS_PER_CELL = 32  # per job, GPU type and placement (the profiling model keeps as many)
 PLAN_STATUSES = ("proposed", "approved", "rejected", "applying", "applied", "superseded", "failed")
 
 
@@ -264,6 +265,10 @@ class Store:
         with self._tx() as db:
             db.execute("INSERT INTO observations VALUES (?, ?, ?, ?, ?, ?)",
                        (job_id, gpu_type, placement, samples_per_s, at, source))
+            # only a cell's latest rows are used; a running job adds one every 10 s, for months
+            db.execute("DELETE FROM observations WHERE rowid IN (SELECT rowid FROM observations WHERE job_id = ? "
+                       "AND gpu_type = ? AND placement = ? ORDER BY rowid DESC LIMIT -1 OFFSET ?)",
+                       (job_id, gpu_type, placement, OBSERVATIONS_PER_CELL))
 
     def observations(self, job_id: str | None = None) -> list[tuple[str, str, str, float, float, str]]:
         sql = "SELECT job_id, gpu_type, placement, samples_per_s, at, source FROM observations"

@@ -32,10 +32,13 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX observations_job ON observations(job_id);
     CREATE INDEX events_job ON events(job_id);
     """,
-    # 2: how long each job took to stop and to start (control/restart_costs.py)
+    # 2: how long each job took to stop and to start (control/restart_costs.py); observations
+    # thinned to each cell's latest 32 (Store.add_observation keeps it so from now on)
     """
     CREATE TABLE restart_times (job_id TEXT NOT NULL, at REAL NOT NULL, phase TEXT NOT NULL, seconds REAL NOT NULL);
     CREATE INDEX restart_times_job ON restart_times(job_id);
+    DELETE FROM observations WHERE rowid IN (SELECT rowid FROM (SELECT rowid, ROW_NUMBER() OVER (
+        PARTITION BY job_id, gpu_type, placement ORDER BY rowid DESC) AS n FROM observations) WHERE n > 32);
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -57,7 +57,9 @@ class ThroughputBook:
         if not (samples_per_s > 0 and math.isfinite(samples_per_s)):
             return
         key = placement if isinstance(placement, str) else placement_key(placement)
-        self.cells[job_id].setdefault((gpu_type, key), []).append(samples_per_s)
+        kept = self.cells[job_id].setdefault((gpu_type, key), [])
+        kept.append(samples_per_s)
+        del kept[:-RECENT]
         if self.predictor is not None and job_id in self.keys:
             try:
                 self.predictor.observe(self.keys[job_id], gpu_type, key, samples_per_s, source, at)

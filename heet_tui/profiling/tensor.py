@@ -18,6 +18,11 @@ import numpy as np
 
 from heet_tui.profiling.configs import Placement, key_of, normalise
 
+# A cell keeps its latest observations only. Every job of one (model, batch) shares a row and
+# a running job reports every few seconds: a lab's months of history would otherwise grow the
+# model's memory and every fit's cost without bound, for cells whose value had long settled.
+MAX_PER_CELL = 32
+
 
 class Source(StrEnum):
     PROFILING = "profiling"
@@ -83,7 +88,10 @@ class ThroughputTensor:
             raise ValueError(f"{job} on {gpu_type} {key_of(placement)}: throughput must be positive, "
                              f"got {samples_per_s!r}")
         cell = (self.job_index(job), self.type_index(gpu_type), self.config_index(placement))
-        self.cells.setdefault(cell, []).append(Observation(float(samples_per_s), Source(source), float(time)))
+        kept = self.cells.setdefault(cell, [])
+        kept.append(Observation(float(samples_per_s), Source(source), float(time)))
+        if len(kept) > MAX_PER_CELL:
+            del kept[:-MAX_PER_CELL]
 
     def observations(self, job: JobKey, gpu_type: str, placement: Placement | str) -> list[Observation]:
         try:

@@ -132,9 +132,18 @@ def test_a_store_of_the_first_schema_is_upgraded_in_place_keeping_its_jobs(tmp_p
     db.execute("PRAGMA user_version=1")
     db.commit()
     db.close()
+    db = sqlite3.connect(path / "state.sqlite3")  # months of a running job's reports, every 10 s
+    db.executemany("INSERT INTO observations VALUES ('old', 'T4', '2', ?, ?, 'running')",
+                   [(100.0 + i, float(i)) for i in range(500)])
+    db.execute("INSERT INTO observations VALUES ('old', 'T4', '1', 60.0, 0.0, 'profiling')")
+    db.commit()
+    db.close()
     store = Store(path)
     assert store.schema_version == SCHEMA_VERSION > 1
     assert [r.job.id for r in store.jobs()] == ["old"]
+    kept = store.observations("old")
+    assert [o[3] for o in kept if o[2] == "2"] == [100.0 + i for i in range(468, 500)], "the latest 32 kept"
+    assert [o[3] for o in kept if o[2] == "1"] == [60.0], "a cell with few rows loses none"
     store.add_restart_time("old", "start", 4.5, 2.0)
     assert store.restart_times() == [("old", "start", 4.5)]
 
@@ -143,3 +152,16 @@ def _spec_json(name: str) -> str:
     from heet_tui.control.codec import spec_to_json
 
     return spec_to_json(_spec(name))
+
+
+def test_a_cell_keeps_only_its_latest_observations(tmp_path: Path) -> None:
+    from heet_tui.control.store import OBSERVATIONS_PER_CELL
+
+    store = Store(tmp_path / "state")
+    for i in range(OBSERVATIONS_PER_CELL + 10):
+        store.add_observation("a", "T4", "2", 100.0 + i, float(i), "running")
+    store.add_observation("a", "T4", "1", 50.0, 0.0, "profiling")
+    store.add_observation("b", "T4", "2", 70.0, 0.0, "running")
+    rows = store.observations()
+    assert [r[3] for r in rows if r[:3] == ("a", "T4", "2")] == [100.0 + i for i in range(10, OBSERVATIONS_PER_CELL + 10)]
+    assert [r[3] for r in rows if r[:3] != ("a", "T4", "2")] == [50.0, 70.0]

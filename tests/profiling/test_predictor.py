@@ -44,6 +44,21 @@ def test_tensor_keeps_history_and_refuses_bad_values() -> None:
         tensor.add(job, "T4", (1,), float("nan"))
 
 
+
+def test_a_cell_keeps_its_latest_observations_only() -> None:
+    """Jobs of one (model, batch) share a row and running jobs report every 10 s: months of them."""
+    from heet_tui.profiling.tensor import MAX_PER_CELL
+
+    tensor = ThroughputTensor()
+    job = JobKey("cifar10", 512)
+    tensor.add(job, "T4", (1,), 10.0, Source.PROFILING, time=0.0)
+    for i in range(MAX_PER_CELL):
+        tensor.add(job, "T4", (1,), 100.0, Source.RUNNING, time=1.0 + i)
+    obs = tensor.observations(job, "T4", (1,))
+    assert len(obs) == MAX_PER_CELL and all(o.source is Source.RUNNING for o in obs)
+    assert tensor.value(0, 0, 0) == pytest.approx(100.0), "the oldest (the stale profiling run) is gone"
+
+
 def test_new_model_prediction_improves_with_measurements_and_running_reports(truth) -> None:
     held = JobKey("imagenet", 1600)  # a batch size with validation runs in the shipped subset
     h = truth.jobs.index(held)
