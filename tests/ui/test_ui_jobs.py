@@ -191,3 +191,20 @@ def test_l_shows_the_selected_jobs_log_as_plain_text_and_r_reads_it_again(make_a
             await wait_for(pilot, lambda: not isinstance(app.screen, JobLogDialog))
 
     run(scenario())
+
+
+def test_the_details_say_how_long_a_restart_pauses_the_job_once_it_is_measured(make_app, backend):
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            table = await four_jobs(pilot, app)
+            table.select_key("j2")
+            detail = app.screen.query_one(JobDetail)
+            await wait_for(pilot, lambda: "restarts" in str(detail.render()))
+            assert "pauses it" not in str(detail.render()), "not measured yet: nothing claimed"
+            snap = small_snapshot(1)
+            backend.push(replace(snap, jobs=tuple(replace(j, restart_s=42.0) if j.id == "j2" else j
+                                                  for j in snap.jobs)))
+            await wait_for(pilot, lambda: "(each pauses it ~42s)" in str(detail.render()))
+
+    run(scenario())

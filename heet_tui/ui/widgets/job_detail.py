@@ -33,7 +33,7 @@ class JobDetail(Static):
         text.append(f"\nallocation {job.allocation.describe() if job.allocation else '-'}")
         text.append(f"\nprogress {job.progress * 100:.1f}%  throughput {rate(job.throughput)}"
                     f"  ETA {duration(job.eta_s)}  restarts {job.restarts}"
-                    + (f" (~{duration(job.restart_s)} each)" if job.restart_s is not None else ""))
+                    + (f" (each pauses it ~{duration(job.restart_s)})" if job.restart_s is not None else ""))
         if job.message:
             text.append(f"\n{job.message}", style="italic")
         if job.events:
