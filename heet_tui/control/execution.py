@@ -23,7 +23,7 @@ from heet_tui.config.hosts_file import HostsFile
 from heet_tui.control.checkpoint_hosts import CheckpointHosts
 from heet_tui.control.job_log import fail_with_log_tail
 from heet_tui.control.launch import LaunchSpec, choose_master_port, plan_launch, plan_profile_launch
-from heet_tui.control.profiling_rounds import side_profile_failed
+from heet_tui.control.profiling_rounds import finish_profiling_run
 from heet_tui.control.restart_costs import start_seconds, stop_seconds
 from heet_tui.control.runtime import (
     LAUNCH_REFUSED,
@@ -35,13 +35,13 @@ from heet_tui.control.runtime import (
     gpus_held,
     judge,
     new_size_that_crashed,
+    note_other_rank_progress,
     union_gpus,
 )
 from heet_tui.control.store import Store
 from heet_tui.control.throughput import ThroughputBook
-from heet_tui.control.unmeasured import MESSAGE as UNMEASURED
 from heet_tui.control.unmeasured import TIMED_OUT as UNMEASURED_TIMEOUT
-from heet_tui.control.unmeasured import mark_unmeasured, overdue_profiling, silent, unreported_gpu_s
+from heet_tui.control.unmeasured import overdue_profiling, unreported_gpu_s
 from heet_tui.core.allocation import Allocation, placement_key
 from heet_tui.core.job import JobState
 
@@ -283,8 +283,11 @@ class Executor:
         found = self.find(host, agent_id, generation)
         if found is None:
             return False
-        run, _rank = found
+        run, rank = found
         now = self.clock()
+        if rank.rank != 0:
+            note_other_rank_progress(self.store, run, rank.rank, now)
+            return True
         held = now - run.progress_at if run.progress_at is not None else 0.0
         run.progress, run.progress_at, run.reports = progress, now, run.reports + 1
         if (start_s := start_seconds(run, progress, now)) is not None:
@@ -325,7 +328,7 @@ class Executor:
         if (stop_s := stop_seconds(run, now)) is not None:
             self.store.add_restart_time(job_id, "stop", stop_s, now)
         if run.profiling:
-            self._finish_profiling(run, outcome, why, now)
+            finish_profiling_run(self, run, outcome, why, now)
             return
         if self.runs.get(job_id) is run:
             del self.runs[job_id]
@@ -345,37 +348,9 @@ class Executor:
             step = rec.job.steps_done if rec else 0
             self.store.try_set_state(job_id, JobState.QUEUED, now, f"{why}; resumes from its checkpoint (step {step})")
         else:
-            self._crashed(run, why)
+            self.crashed(run, why)
 
-    def _finish_profiling(self, run: Run, outcome: Outcome, why: str, now: float) -> None:
-        job_id = run.job_id
-        runs = self.profiles.get(job_id, [])
-        if run in runs:
-            runs.remove(run)
-        if not runs:
-            self.profiles.pop(job_id, None)
-        if run.side:  # the job's own state is not the run's to change
-            if outcome is Outcome.CRASHED or silent(run):
-                side_profile_failed(self, run, why if outcome is Outcome.CRASHED else "")
-            return
-        if outcome is not Outcome.CRASHED and silent(run):
-            self.silent_profiles.add(job_id)
-        round_silent = not runs and job_id in self.silent_profiles
-        if outcome is Outcome.CRASHED:
-            if job_id not in self.crashed_rounds:  # a round's runs together are one attempt
-                self._crashed(run, why)
-                self.crashed_rounds.add(job_id)
-        elif round_silent and not self.book.measured(job_id):
-            mark_unmeasured(self.store, job_id)
-            self.store.try_set_state(job_id, JobState.QUEUED, now, UNMEASURED)
-            self.store.add_event(now, "profile", f"{job_id}: {UNMEASURED}", job_id)
-        elif not runs:
-            self.store.try_set_state(job_id, JobState.QUEUED, now, "profiled; waiting for a plan")
-        if not runs:  # the round is over: its flags go
-            self.silent_profiles.discard(job_id)
-            self.crashed_rounds.discard(job_id)
-
-    def _crashed(self, run: Run, why: str) -> None:
+    def crashed(self, run: Run, why: str) -> None:
         job_id, now = run.job_id, self.clock()
         if (size := new_size_that_crashed(run, self.book)) is not None:
             self.crashed_sizes.setdefault(job_id, set()).add(size)

@@ -2,7 +2,7 @@
 
 New jobs get a profiling round (``profile_new_jobs``). A job measured only on some types gets
 one run on a type it has no estimate for when that type has GPUs nobody uses
-(``profile_idle_types``).
+(``profile_idle_types``). What an ended run means for its job: ``finish_profiling_run``.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from heet_tui.control import planning
-from heet_tui.control.runtime import union_gpus
-from heet_tui.control.unmeasured import unmeasured_ids
+from heet_tui.control.runtime import Outcome, union_gpus
+from heet_tui.control.unmeasured import MESSAGE as UNMEASURED
+from heet_tui.control.unmeasured import mark_unmeasured, silent, unmeasured_ids
 from heet_tui.control.waiting import why_waiting
 from heet_tui.core.job import JobState
 
@@ -119,3 +120,34 @@ def side_profile_failed(executor: Executor, run: Run, crash: str) -> None:
     what = crash or "it reported no throughput"
     executor.store.add_event(executor.clock(), "profile", f"{job_id}: profiling on {gpu_type} measured nothing "
                              f"({what}); not tried again", job_id)
+
+
+def finish_profiling_run(executor: Executor, run: Run, outcome: Outcome, why: str, now: float) -> None:
+    """A profiling run ended: the job's round goes on, or ends profiled, unmeasured or crashed
+    (a round that crashed counts as one attempt, however many of its runs crashed)."""
+    job_id = run.job_id
+    runs = executor.profiles.get(job_id, [])
+    if run in runs:
+        runs.remove(run)
+    if not runs:
+        executor.profiles.pop(job_id, None)
+    if run.side:  # the job's own state is not the run's to change
+        if outcome is Outcome.CRASHED or silent(run):
+            side_profile_failed(executor, run, why if outcome is Outcome.CRASHED else "")
+        return
+    if outcome is not Outcome.CRASHED and silent(run):
+        executor.silent_profiles.add(job_id)
+    round_silent = not runs and job_id in executor.silent_profiles
+    if outcome is Outcome.CRASHED:
+        if job_id not in executor.crashed_rounds:  # a round's runs together are one attempt
+            executor.crashed(run, why)
+            executor.crashed_rounds.add(job_id)
+    elif round_silent and not executor.book.measured(job_id):
+        mark_unmeasured(executor.store, job_id)
+        executor.store.try_set_state(job_id, JobState.QUEUED, now, UNMEASURED)
+        executor.store.add_event(now, "profile", f"{job_id}: {UNMEASURED}", job_id)
+    elif not runs:
+        executor.store.try_set_state(job_id, JobState.QUEUED, now, "profiled; waiting for a plan")
+    if not runs:  # the round is over: its flags go
+        executor.silent_profiles.discard(job_id)
+        executor.crashed_rounds.discard(job_id)

@@ -20,6 +20,7 @@ from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import JobSpec, TargetKind
 
 if TYPE_CHECKING:
+    from heet_tui.control.store import Store
     from heet_tui.control.throughput import ThroughputBook
 
 EXIT_DONE, EXIT_FENCED, EXIT_STOPPED = 0, 3, 143  # examples/training.py's exit codes
@@ -119,6 +120,7 @@ class Run:
     side: bool = False  # a profiling run beside the job's life (it may be running), not a profiling round
     start_samples: float | None = None  # the job's samples at launch; None: adopted, its start not timed
     stop_sent_at: float | None = None  # when the controller first asked it to stop
+    other_rank_reported: bool = False  # a rank other than 0 printed progress (said once per run)
 
     def rank_for(self, host: str, agent_id: str) -> RankProc | None:
         for r in self.ranks.values():
@@ -217,3 +219,18 @@ def new_size_that_crashed(run: Run, book: ThroughputBook) -> tuple[str, int] | N
     size = (run.alloc.gpu_type, run.alloc.num_gpus)
     ran_at = {(t, sum(parse_placement(k))) for t, k in book.measured(run.job_id)}
     return None if size in ran_at else size
+
+
+def note_other_rank_progress(store: Store, run: Run, rank: int, now: float) -> None:
+    """Progress is rank 0's alone; a run whose other ranks report too gets one event saying so.
+
+    A script that ignores ``WORLD_SIZE`` runs a whole copy of the training on every GPU it is
+    given, each printing its own progress: counted together, they made the job's steps jump
+    back and forth between the copies while the GPUs did the same work N times over.
+    """
+    if run.other_rank_reported:
+        return
+    run.other_rank_reported = True
+    store.add_event(now, "warning", f"{run.job_id}: rank {rank} prints progress lines too; only rank 0's count. "
+                    f"If the script ignores WORLD_SIZE, each of the {run.alloc.num_gpus} GPUs runs a whole copy "
+                    "of the training (docs/TRAINING.md)", run.job_id)

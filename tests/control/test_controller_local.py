@@ -264,6 +264,35 @@ def test_a_size_a_job_crashes_at_on_launch_is_left_out_and_the_job_runs_at_anoth
     assert any("2xA100 crashed before its first report" in e.message for e in store.events(limit=200))
 
 
+def test_progress_from_ranks_other_than_0_is_ignored_and_said_once(tmp_path: Path) -> None:
+    """A script that ignores WORLD_SIZE: every GPU runs a whole copy, each printing progress."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 2, 1.0)]))
+    store = Store(tmp_path / "state")
+    script = tmp_path / "not_distributed.py"
+    script.write_text("import json, os, time\nrank = int(os.environ.get('RANK', '0'))\n"
+                      "for s in range(1, int(os.environ['HEET_TARGET_STEPS']) + 1):\n    time.sleep(0.05)\n"
+                      "    if s % 5 == 0:\n        print('@heet-progress ' + json.dumps({'step': s + 1000 * rank, "
+                      "'samples': 32 * s, 'samples_per_s': 640.0}), flush=True)\n")
+    options = ControllerOptions(interval_s=0.3, auto_approve=True)
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, options)
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "nd", steps=100, max_gpus=2,
+                                                   command=[sys.executable, str(script)]))))
+            await wait_for(ctl, lambda s: job(s, "nd").state is JobState.DONE, 60, "nd done")
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+    launches = [e.message for e in store.events(limit=200) if e.kind == "launch"]
+    assert launches and "2xA100" in launches[0], "the test needs two ranks"
+    warnings = [e.message for e in store.events(limit=200) if e.kind == "warning"]
+    assert len(warnings) == len(launches) and "rank 1 prints progress lines too" in warnings[0]
+    assert store.job("nd").job.steps_done == 100, "rank 1's steps (1000 ahead) never counted"
+
+
 def test_restart_mid_plan_runs_only_the_steps_not_done(tmp_path: Path) -> None:
     """A controller killed after step 0 of a plan: the next one resumes at step 1, never redoes step 0."""
     from heet_tui.config.job_spec import load_job_spec
