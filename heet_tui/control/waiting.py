@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from heet_tui.core.job import JobSpec, JobState
+from heet_tui.core.job import CANNOT_START, JobSpec, JobState
 from heet_tui.core.sched_input import ClusterView
 
 if TYPE_CHECKING:
     from heet_tui.control.controller import Controller
 
-PREFIX = "cannot start yet: "
+PREFIX = CANNOT_START
 
 
 def why_waiting(spec: JobSpec, cluster: ClusterView) -> str | None:

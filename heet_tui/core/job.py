@@ -50,6 +50,11 @@ class JobSpec:
         return self.target.value * per[self.target.kind]
 
 
+# How a queued job's message starts when no ready host can hold it (control/waiting.py writes
+# it; the Plan screen tells such jobs apart from those the policy left out).
+CANNOT_START = "cannot start yet: "
+
+
 class JobState(StrEnum):
     QUEUED = "queued"
     PROFILING = "profiling"

@@ -16,7 +16,7 @@ from heet_tui.ui.widgets.status_line import StatusLine
 
 
 def order(table: JobTable) -> list[str]:
-    return [table.get_row_at(i)[0] for i in range(table.row_count)]
+    return [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
 
 
 async def four_jobs(pilot, app) -> JobTable:

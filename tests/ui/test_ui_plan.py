@@ -138,3 +138,42 @@ def test_on_an_80_column_terminal_the_whole_plan_summary_shows(make_app):
             assert widget.content_size.height >= needed
 
     run(scenario())
+
+
+def test_with_no_plan_the_summary_says_why_each_waiting_job_waits() -> None:
+    """It blamed "a rejected plan" while the only waiting job was being profiled."""
+    from dataclasses import replace
+
+    from heet_tui.core.job import CANNOT_START, JobState
+
+    snap = small_snapshot(plan=False)
+    jobs = {j.id: j for j in snap.jobs}
+    jobs["j3"] = replace(jobs["j3"], state=JobState.PROFILING)
+    text = summary(replace(snap, jobs=tuple(jobs.values()))).plain
+    assert "j3: being profiled, planned once measured." in text and "rejected" not in text
+    jobs["j3"] = replace(jobs["j3"], state=JobState.QUEUED, message=CANNOT_START + "no ready host has H100 GPUs")
+    text = summary(replace(snap, jobs=tuple(jobs.values()))).plain
+    assert "j3: cannot start on the hosts as they are" in text and "rejected" not in text
+    jobs["j3"] = replace(jobs["j3"], message="profiled; waiting for a plan")
+    text = summary(replace(snap, jobs=tuple(jobs.values()))).plain
+    assert "j3: waiting with nothing proposed" in text and "p plans again" in text
+    assert "j4" not in text, "a done job waits for nothing"
+
+
+def test_at_80_columns_the_status_line_keeps_the_counts_the_plan_and_auto_approve(make_app):
+    from heet_tui.ui.widgets.status_line import StatusLine
+
+    async def scenario():
+        app = make_app("plan")
+        async with app.run_test(size=(80, 24)) as pilot:
+            line = app.screen.query_one(StatusLine)
+            await wait_for(pilot, lambda: "auto off" in line.render().plain)
+            plain = line.render().plain
+            assert "1 wait · 1 done" in plain and "plan #7 (2)" in plain and len(plain) <= 80
+        wide = make_app("plan")
+        async with wide.run_test(size=(160, 24)) as pilot:  # wide: every word
+            line = wide.screen.query_one(StatusLine)
+            await wait_for(pilot, lambda: "policy heet" in line.render().plain)
+            assert "plan #7 pending (2)" in line.render().plain
+
+    run(scenario())

@@ -11,8 +11,10 @@ from heet_tui.core.snapshot import JobStatus, Snapshot
 from heet_tui.ui.format import duration, job_colour, progress_bar, rate
 from heet_tui.ui.widgets.keyed_table import Cells, KeyedTable
 
-COLUMNS = (("id", "Job"), ("name", "Name"), ("state", "State"), ("gpus", "GPUs"), ("hosts", "Hosts"),
-           ("progress", "Progress"), ("tput", "Throughput"), ("eta", "ETA"), ("restarts", "Restarts"))
+# Most telling first, so an 80-column terminal cuts the least: no Name column (an id is its job's
+# name, suffixed "-2" when reused; the details show both), and Hosts and Restarts last.
+COLUMNS = (("id", "Job"), ("state", "State"), ("gpus", "GPUs"), ("progress", "Progress"), ("eta", "ETA"),
+           ("tput", "Throughput"), ("hosts", "Hosts"), ("restarts", "Restarts"))
 
 _STATE_STYLE = {
     JobState.QUEUED: "dim", JobState.PROFILING: "cyan", JobState.RUNNING: "green", JobState.RESIZING: "yellow",
@@ -34,12 +36,14 @@ SORTS: dict[str, Callable[[JobStatus], Hashable]] = {
 
 
 SORT_COLUMN = {"submitted": "id", "state": "state", "progress": "progress", "throughput": "tput", "eta": "eta",
-               "gpus": "gpus", "restarts": "restarts", "name": "name"}
+               "gpus": "gpus", "restarts": "restarts", "name": "id"}
 
 
 def gpus_text(job: JobStatus) -> str:
     if job.allocation is None or job.allocation.num_gpus == 0:
-        return f"- (wants {job.min_gpus}-{job.max_gpus})" if job.max_gpus != job.min_gpus else f"- (wants {job.min_gpus})"
+        if job.state.terminal:
+            return "-"
+        return f"wants {job.min_gpus}-{job.max_gpus}" if job.max_gpus != job.min_gpus else f"wants {job.min_gpus}"
     return f"{job.allocation.num_gpus}x{job.allocation.gpu_type}"
 
 
@@ -52,9 +56,9 @@ def hosts_text(job: JobStatus, limit: int = 3) -> str:
 
 
 def job_row(job: JobStatus) -> Cells:
-    return (job.id, Text(job.name, style=job_colour(job.id)), Text(job.state.value, style=_STATE_STYLE[job.state]),
-            gpus_text(job), hosts_text(job), progress_bar(job.progress), rate(job.throughput),
-            duration(job.eta_s), str(job.restarts))
+    return (Text(job.id, style=job_colour(job.id)), Text(job.state.value, style=_STATE_STYLE[job.state]),
+            gpus_text(job), progress_bar(job.progress), duration(job.eta_s), rate(job.throughput), hosts_text(job),
+            str(job.restarts))
 
 
 def matches(job: JobStatus, needle: str) -> bool:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from heet_tui.core.allocation import Allocation
+from heet_tui.core.job import CANNOT_START, JobState
 from heet_tui.core.plan import ChangeKind, JobPrediction, Plan
 from heet_tui.core.snapshot import Snapshot
 from heet_tui.ui.format import clock, duration, rate, signed_percent
@@ -69,14 +70,34 @@ def plan_cells(row: PlanRow) -> Cells:
     return (row.job_id, label, short_alloc(row.before), short_alloc(row.after), tput, delta, done, pause)
 
 
+def _some(ids: list[str]) -> str:
+    return ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+
+
+def _why_waiting(snap: Snapshot) -> str:
+    """Why jobs without GPUs have no plan: being profiled, unable to fit, or left out. (It said
+    "a rejected plan is not proposed again" while the only waiting job was being profiled.)"""
+    waiting = [j for j in snap.jobs if not j.state.terminal and j.allocation is None]
+    profiling = [j.id for j in waiting if j.state is JobState.PROFILING]
+    blocked = [j.id for j in waiting if j.state is not JobState.PROFILING and j.message.startswith(CANNOT_START)]
+    rest = [j.id for j in waiting if j.id not in profiling and j.id not in blocked]
+    out = ""
+    if profiling:
+        out += f" {_some(profiling)}: being profiled, planned once measured."
+    if blocked:
+        out += f" {_some(blocked)}: cannot start on the hosts as they are (see the Jobs screen)."
+    if rest:
+        out += (f" {_some(rest)}: waiting with nothing proposed (left out by the policy, or in a plan you "
+                "rejected, which is not proposed again until something changes); p plans again.")
+    return out
+
+
 def summary(snap: Snapshot) -> Text:
     text = Text()
     plan = snap.plan
     if plan is None or snap.plan_id is None:
         text.append("No plan pending: the current allocation stands.", style="dim")
-        if any(not j.state.terminal and j.allocation is None for j in snap.jobs):
-            text.append(" Jobs are waiting with nothing proposed for them (a rejected plan is not "
-                        "proposed again until something changes); p plans again.", style="dim")
+        text.append(_why_waiting(snap), style="dim")
         return text
     text.append(f"Plan #{snap.plan_id}", style="bold")
     text.append(f" by {plan.policy or snap.policy}, proposed at {clock(plan.created_at, snap.mode)}")

@@ -23,12 +23,33 @@ class StatusLine(Static):
         self._title = title
         self._read_only = False
         self._shown: Text | None = None
+        self._snap: Snapshot | None = None
 
     def on_mount(self) -> None:
         self._read_only = bool(getattr(self.app, "read_only", False))
         self.show(getattr(self.app, "latest", None))
 
+    def on_resize(self) -> None:
+        self._shown = None
+        self.show(self._snap)
+
     def show(self, snap: Snapshot | None) -> None:
+        """The full line when it fits, else shorter ones: at 80 columns the full line lost the job
+        counts, the plan and auto-approve off its end."""
+        self._snap = snap
+        width = self.content_size.width
+        text = self._line(snap, 0)
+        for level in (1, 2):
+            if not width or text.cell_len <= width:
+                break
+            text = self._line(snap, level)
+        if text != self._shown:
+            self._shown = text
+            self.update(text, layout=False)  # one fixed line: never worth a relayout
+
+    def _line(self, snap: Snapshot | None, level: int) -> Text:
+        """``level`` 0 says everything; 1 drops the mode (unless demo), the policy and the words;
+        2 also the clock."""
         text = Text()
         text.append(f" {self._title} ", style="bold reverse")
         if snap is None:
@@ -44,22 +65,27 @@ class StatusLine(Static):
             running = states[JobState.RUNNING] + states[JobState.RESIZING]
             queued = states[JobState.QUEUED] + states[JobState.PROFILING]
             done = states[JobState.DONE]
-            text.append(f"  {snap.mode}", style="bold magenta" if snap.mode == "demo" else "bold")
-            text.append(f"  {clock(snap.now, snap.mode)}")
-            text.append(f"  hosts {ready}/{len(snap.hosts)} ready  GPUs {busy}/{gpus} busy")
-            text.append(f"  jobs {running} run · {queued} wait · {done} done")
+            if level == 0 or snap.mode == "demo":
+                text.append(f"  {snap.mode}", style="bold magenta" if snap.mode == "demo" else "bold")
+            if level < 2:
+                text.append(f"  {clock(snap.now, snap.mode)}")
+            if level == 0:
+                text.append(f"  hosts {ready}/{len(snap.hosts)} ready  GPUs {busy}/{gpus} busy")
+                text.append(f"  jobs {running} run · {queued} wait · {done} done")
+            else:
+                text.append(f"  hosts {ready}/{len(snap.hosts)}  GPUs {busy}/{gpus}  {running} run · {queued} wait · {done} done")
             if states[JobState.CANCELLED]:  # not "done": they never reached their target
                 text.append(f" · {states[JobState.CANCELLED]} cancelled", style="dim")
             if states[JobState.FAILED]:  # a failure is not "done": it needs the user
                 text.append(" · ")
                 text.append(f"{states[JobState.FAILED]} failed", style="bold red")
-            text.append(f"  policy {snap.policy}")
+            if level == 0:
+                text.append(f"  policy {snap.policy}")
             if snap.plan is not None and snap.plan_id is not None and not snap.plan.is_empty:
-                text.append(f"  plan #{snap.plan_id} pending ({len(snap.plan.changes)})", style="bold yellow")
+                what = "pending " if level == 0 else ""
+                text.append(f"  plan #{snap.plan_id} {what}({len(snap.plan.changes)})", style="bold yellow")
             text.append("  auto " + ("on" if snap.auto_approve else "off"),
                         style="green" if snap.auto_approve else "dim")
         if self._read_only:
             text.append("  READ-ONLY", style="bold red")
-        if text != self._shown:
-            self._shown = text
-            self.update(text, layout=False)  # one fixed line: never worth a relayout
+        return text
