@@ -39,7 +39,7 @@ class StatusLine(Static):
         self._snap = snap
         width = self.content_size.width
         text = self._line(snap, 0)
-        for level in (1, 2):
+        for level in (1, 2, 3):
             if not width or text.cell_len <= width:
                 break
             text = self._line(snap, level)
@@ -49,7 +49,7 @@ class StatusLine(Static):
 
     def _line(self, snap: Snapshot | None, level: int) -> Text:
         """``level`` 0 says everything; 1 drops the mode (unless demo), the policy and the words;
-        2 also the clock."""
+        2 also the clock; 3 also the host count when every host is ready."""
         text = Text()
         text.append(f" {self._title} ", style="bold reverse")
         if snap is None:
@@ -73,7 +73,9 @@ class StatusLine(Static):
                 text.append(f"  hosts {ready}/{len(snap.hosts)} ready  GPUs {busy}/{gpus} busy")
                 text.append(f"  jobs {running} run · {queued} wait · {done} done")
             else:
-                text.append(f"  hosts {ready}/{len(snap.hosts)}  GPUs {busy}/{gpus}  {running} run · {queued} wait · {done} done")
+                if level < 3 or ready < len(snap.hosts):
+                    text.append(f"  hosts {ready}/{len(snap.hosts)}")
+                text.append(f"  GPUs {busy}/{gpus}  {running} run · {queued} wait · {done} done")
             if states[JobState.CANCELLED]:  # not "done": they never reached their target
                 text.append(f" · {states[JobState.CANCELLED]} cancelled", style="dim")
             if states[JobState.FAILED]:  # a failure is not "done": it needs the user
