@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -47,7 +48,10 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         if e.job_id:
             events_by_job.setdefault(e.job_id, []).append(f"{e.kind}: {e.message.splitlines()[0] if e.message else ''}")
     jobs, profiles = [], []
-    records = ctl.store.jobs()
+    records = ctl.store.jobs(ended=SHOWN_ENDED)
+    shown_ended = Counter(r.job.state for r in records if r.job.state.terminal)
+    hidden_ended = tuple((state, n - shown_ended[state]) for value, n in sorted(ctl.store.state_counts().items())
+                         if (state := JobState(value)).terminal and n > shown_ended[state])
     restart_cost = restart_costs(ctl.store)
     # finished jobs keep their heat map too (what was measured is worth seeing), but only the
     # most recent few: predicting every cell of every old job on each snapshot would not scale
@@ -75,11 +79,12 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         plan=pending.plan if pending and pending.status == "proposed" else None,
         plan_id=pending.id if pending and pending.status == "proposed" else None,
         profiles=tuple(profiles), policy=ctl.policy_name, auto_approve=ctl.auto_approve, mode="controller",
-        notices=tuple(ctl.notices[-20:]),
+        notices=tuple(ctl.notices[-20:]), hidden_ended=hidden_ended,
     )
 
 
 RECENT_DONE_PROFILES = 10
+SHOWN_ENDED = 500  # ended jobs in a snapshot, latest first; `heet-tui jobs` lists them all
 
 
 def _profile(ctl: Controller, job_id: str, spec, hosts) -> JobProfile:

@@ -15,7 +15,7 @@ import sqlite3
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from heet_tui.control import checkpoint_dirs
@@ -30,6 +30,7 @@ from heet_tui.control.codec import (
     spec_from_json,
     spec_to_json,
 )
+from heet_tui.control.store_records import EventRecord, JobRecord, PlanRecord, StepRecord
 from heet_tui.control.store_schema import MIGRATIONS, SCHEMA_VERSION
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import InvalidTransition, Job, JobSpec, JobState
@@ -38,51 +39,13 @@ from heet_tui.core.plan import Change, Plan
 DB_NAME = "state.sqlite3"
 BUSY_TIMEOUT_S = 15.0
 
+_TERMINAL = tuple(s.value for s in JobState if s.terminal)
 OBSERVATIONS_PER_CELL = 32  # per job, GPU type and placement (the profiling model keeps as many)
 PLAN_STATUSES = ("proposed", "approved", "rejected", "applying", "applied", "superseded", "failed")
 
 
 class StoreError(RuntimeError):
     """The state file cannot be used (newer schema, unreadable, locked for too long)."""
-
-
-@dataclass(frozen=True, slots=True)
-class JobRecord:
-    """A job as stored: the domain ``Job`` plus what only the controller needs."""
-
-    job: Job
-    checkpoint: str | None
-    generation: int
-    cancel_requested: bool
-    crashes: int
-
-
-@dataclass(frozen=True, slots=True)
-class PlanRecord:
-    id: int
-    plan: Plan
-    status: str
-    edits: dict
-    created_at: float
-
-
-@dataclass(frozen=True, slots=True)
-class StepRecord:
-    plan_id: int
-    idx: int
-    change: Change
-    status: str  # pending | running | done | failed
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class EventRecord:
-    id: int
-    at: float
-    kind: str
-    job_id: str | None
-    host: str | None
-    message: str
 
 
 def default_state_dir() -> Path:
@@ -159,11 +122,33 @@ class Store:
         """The jobs whose spec names this checkpoint directory, oldest first."""
         return _checkpoint_users(self._db, checkpoint_dir)
 
-    def jobs(self, include_terminal: bool = True) -> list[JobRecord]:
-        rows = self._db.execute("SELECT * FROM jobs ORDER BY submitted_at, id").fetchall()
-        cols = [c[0] for c in self._db.execute("SELECT * FROM jobs LIMIT 0").description]
-        out = [self._job_record(dict(zip(cols, r, strict=True))) for r in rows]
-        return [r for r in out if include_terminal or not r.job.state.terminal]
+    def jobs(self, include_terminal: bool = True, ended: int | None = None) -> list[JobRecord]:
+        """Oldest first; ``ended`` keeps only the latest that many of the jobs that ended.
+
+        The controller asks for the active ones several times a round and a lab's store holds
+        thousands of ended jobs: they are filtered in SQL, and histories come in one query (one
+        per job took 0.25 s a call at 5,000 jobs).
+        """
+        marks = ", ".join("?" * len(_TERMINAL))
+        where, params = "", ()
+        if not include_terminal:
+            where, params = f" WHERE state NOT IN ({marks})", _TERMINAL
+        elif ended is not None:
+            where = (f" WHERE state NOT IN ({marks}) OR id IN (SELECT id FROM jobs WHERE state IN ({marks}) "
+                     "ORDER BY submitted_at DESC, id DESC LIMIT ?)")
+            params = (*_TERMINAL, *_TERMINAL, ended)
+        cur = self._db.execute(f"SELECT * FROM jobs{where} ORDER BY submitted_at, id", params)
+        cols = [c[0] for c in cur.description]
+        rows = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+        histories: dict[str, list[tuple[float, JobState]]] = {}
+        subset = f" WHERE job_id IN (SELECT id FROM jobs{where})" if where else ""
+        for job_id, at, state in self._db.execute(f"SELECT job_id, at, state FROM job_states{subset} ORDER BY rowid",
+                                                  params):
+            histories.setdefault(job_id, []).append((at, JobState(state)))
+        return [self._job_record(r, tuple(histories.get(r["id"], ()))) for r in rows]
+
+    def state_counts(self) -> dict[str, int]:
+        return {state: n for state, n in self._db.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state")}
 
     def job(self, job_id: str) -> JobRecord | None:
         cur = self._db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,))
@@ -178,9 +163,10 @@ class Store:
         same = [r for r in self.jobs() if r.job.spec.name == name]
         return same[-1] if same else None
 
-    def _job_record(self, r: dict) -> JobRecord:
-        history = tuple((at, JobState(s)) for at, s in self._db.execute(
-            "SELECT at, state FROM job_states WHERE job_id = ? ORDER BY rowid", (r["id"],)))
+    def _job_record(self, r: dict, history: tuple[tuple[float, JobState], ...] | None = None) -> JobRecord:
+        if history is None:
+            history = tuple((at, JobState(s)) for at, s in self._db.execute(
+                "SELECT at, state FROM job_states WHERE job_id = ? ORDER BY rowid", (r["id"],)))
         job = Job(r["id"], spec_from_json(r["spec"]), JobState(r["state"]), r["submitted_at"], r["restarts"],
                   r["samples_done"], r["steps_done"], r["attained_gpu_s"], r["message"], history)
         return JobRecord(job, r["checkpoint"], r["generation"], bool(r["cancel_requested"]), r["crashes"])

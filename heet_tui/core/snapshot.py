@@ -80,3 +80,6 @@ class Snapshot:
     auto_approve: bool = False
     mode: str = "controller"  # or "demo"
     notices: tuple[str, ...] = field(default=())
+    # Ended jobs beyond the latest few are left out (a lab's store holds thousands); per state,
+    # how many, so the counts on screen stay whole.
+    hidden_ended: tuple[tuple[JobState, int], ...] = ()

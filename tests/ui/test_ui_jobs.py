@@ -208,3 +208,16 @@ def test_the_details_say_how_long_a_restart_pauses_the_job_once_it_is_measured(m
             await wait_for(pilot, lambda: "(each pauses it ~42s)" in str(detail.render()))
 
     run(scenario())
+
+
+def test_the_status_line_counts_ended_jobs_the_snapshot_leaves_out(make_app, backend):
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            line = app.screen.query_one(StatusLine)
+            await wait_for(pilot, lambda: "1 done" in line.render().plain)
+            backend.push(replace(small_snapshot(1), hidden_ended=((JobState.DONE, 4000), (JobState.FAILED, 7))))
+            await wait_for(pilot, lambda: "4001 done" in line.render().plain)
+            assert "7 failed" in line.render().plain
+
+    run(scenario())

@@ -62,6 +62,7 @@ class StatusLine(Static):
             gpus = sum(len(h.gpus) for h in snap.hosts)
             busy = sum(len(h.gpu_jobs) for h in snap.hosts)
             states = Counter(j.state for j in snap.jobs)
+            states.update(dict(snap.hidden_ended))
             running = states[JobState.RUNNING] + states[JobState.RESIZING]
             queued = states[JobState.QUEUED] + states[JobState.PROFILING]
             done = states[JobState.DONE]
