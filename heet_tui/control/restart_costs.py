@@ -56,7 +56,8 @@ def stop_seconds(run: Run, now: float) -> float | None:
 
 
 def restart_costs(store: Store) -> dict[str, float]:
-    """Per job with a measured start: median recent start + median recent stop, in seconds."""
+    """Per job that has not ended and has a measured start: median recent start + median
+    recent stop, in seconds (ended jobs are left out: every round asks)."""
     phases: dict[str, dict[str, list[float]]] = {}
     for job_id, phase, seconds in store.restart_times():
         phases.setdefault(job_id, {}).setdefault(phase, []).append(seconds)

@@ -269,8 +269,10 @@ class Store:
             db.execute("INSERT INTO restart_times VALUES (?, ?, ?, ?)", (job_id, at, phase, seconds))
 
     def restart_times(self) -> list[tuple[str, str, float]]:
-        """(job id, phase, seconds), oldest first."""
-        rows = self._db.execute("SELECT job_id, phase, seconds FROM restart_times ORDER BY rowid")
+        """(job id, phase, seconds) of the jobs that have not ended, oldest first."""
+        rows = self._db.execute("SELECT job_id, phase, seconds FROM restart_times WHERE job_id IN (SELECT id FROM "
+                                f"jobs WHERE state NOT IN ({', '.join('?' * len(_TERMINAL))})) ORDER BY rowid",
+                                _TERMINAL)
         return [(str(r[0]), str(r[1]), float(r[2])) for r in rows]
 
     # -- plans ------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from heet_tui.control.runtime import RankProc, Run
 from heet_tui.control.store import Store
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.intents import SubmitJob
+from heet_tui.core.job import JobSpec, JobState, Target, TargetKind
 
 
 def _run(start_samples: float | None = 1000.0) -> Run:
@@ -52,10 +53,15 @@ def test_stop_counts_only_the_controllers_own_stops_whose_end_was_seen() -> None
 
 def test_a_jobs_cost_is_its_recent_median_start_plus_stop(tmp_path: Path) -> None:
     store = Store(tmp_path / "state")
+    for name in ("a", "b", "c"):
+        store.add_job(JobSpec(name, ("python3", "t.py"), "cifar10", 64, Target(TargetKind.STEPS, 10)), 0.0)
     for seconds in (4.0, 5.0, 90.0):  # one slow start (a cold cache) does not set the price
         store.add_restart_time("a", "start", seconds, 1.0)
     store.add_restart_time("a", "stop", 2.0, 1.0)
     store.add_restart_time("b", "stop", 3.0, 1.0)  # a stop alone says nothing about the start
+    store.add_restart_time("c", "start", 3.0, 1.0)
+    assert restart_costs(store) == {"a": pytest.approx(7.0), "c": pytest.approx(3.0)}
+    store.set_state("c", JobState.CANCELLED, 2.0)  # ended: no round asks about it any more
     assert restart_costs(store) == {"a": pytest.approx(7.0)}
 
 
