@@ -37,6 +37,16 @@ def write_job(root: Path, name: str, steps: int, max_gpus: int = 2, batch: int =
     return path
 
 
+def training_with(root: Path, name: str, prelude: str) -> list[str]:
+    """A command that runs ``prelude`` (Python, with os, sys and time imported), then
+    examples/training.py with the arguments the command is given: a training script that
+    misbehaves in one chosen way."""
+    script = root / f"{name}.py"
+    script.write_text(f"import os, runpy, sys, time\n{prelude}\nsys.argv = ['training.py', *sys.argv[1:]]\n"
+                      f"runpy.run_path({str(TRAINING)!r}, run_name='__main__')\n")
+    return [sys.executable, str(script), "--report-every", "5"]
+
+
 async def wait_for(ctl, predicate: Callable[[Snapshot], bool], timeout: float, what: str) -> Snapshot:
     """Poll published snapshots until ``predicate`` holds; fail with the last snapshot's jobs."""
     deadline = time.monotonic() + timeout

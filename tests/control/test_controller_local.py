@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from control_lab import TRAINING, job, run_and_clean, wait_for, write_job, write_local_hosts
+from control_lab import job, run_and_clean, training_with, wait_for, write_job, write_local_hosts
 from support.sshd import kill_jobs_under
 
 from heet_tui.config.hosts_file import load_hosts
@@ -212,9 +212,7 @@ def test_in_manual_mode_a_crashed_jobs_retry_waits_for_an_approval_and_says_so(t
     """It said "retry 1/2 in 2 s", and then nothing happened until someone approved a plan."""
     hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
     store = Store(tmp_path / "state")
-    script = tmp_path / "crash_unless_profiling.py"
-    script.write_text(f"import os, runpy, sys\nif os.environ.get('HEET_PROFILING') != '1':\n    sys.exit(5)\n"
-                      f"sys.argv = ['training.py', *sys.argv[1:]]\nrunpy.run_path({str(TRAINING)!r}, run_name='__main__')\n")
+    command = training_with(tmp_path, "crash_unless_profiling", "if os.environ.get('HEET_PROFILING') != '1':\n    sys.exit(5)")
     options = ControllerOptions(interval_s=0.3, execution=ExecOptions(max_retries=2, retry_backoff_s=0.2))
 
     async def scenario() -> None:
@@ -222,7 +220,7 @@ def test_in_manual_mode_a_crashed_jobs_retry_waits_for_an_approval_and_says_so(t
         await ctl.start()
         try:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "c", steps=400, max_gpus=1,
-                                                   command=[sys.executable, str(script), "--report-every", "5"]))))
+                                                   command=command))))
             snap = await wait_for(ctl, lambda s: s.plan_id is not None, 90, "a proposed plan")
             await ctl.post(ApprovePlan(snap.plan_id))
             snap = await wait_for(ctl, lambda s: "retry 1/2" in job(s, "c").message, 60, "the crash")
@@ -241,9 +239,7 @@ def test_a_size_a_job_crashes_at_on_launch_is_left_out_and_the_job_runs_at_anoth
     it): the plan gave it 2 GPUs three times over and it failed, although 1 GPU worked."""
     hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 2, 1.0)]))
     store = Store(tmp_path / "state")
-    script = tmp_path / "not_on_two.py"
-    script.write_text(f"import os, runpy, sys\nif os.environ.get('WORLD_SIZE') == '2':\n    sys.exit(2)\n"
-                      f"sys.argv = ['training.py', *sys.argv[1:]]\nrunpy.run_path({str(TRAINING)!r}, run_name='__main__')\n")
+    command = training_with(tmp_path, "not_on_two", "if os.environ.get('WORLD_SIZE') == '2':\n    sys.exit(2)")
     options = ControllerOptions(interval_s=0.3, auto_approve=True,
                                 execution=ExecOptions(max_retries=2, retry_backoff_s=0.2))
 
@@ -252,7 +248,7 @@ def test_a_size_a_job_crashes_at_on_launch_is_left_out_and_the_job_runs_at_anoth
         await ctl.start()
         try:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "c", steps=150, max_gpus=2,
-                                                   command=[sys.executable, str(script), "--report-every", "5"]))))
+                                                   command=command))))
             await wait_for(ctl, lambda s: job(s, "c").state is JobState.DONE, 120, "c done")
         finally:
             await ctl.stop()

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 
 import pytest
-from control_lab import TRAINING, job, run_and_clean, wait_for, write_job, write_local_hosts
+from control_lab import job, run_and_clean, training_with, wait_for, write_job, write_local_hosts
 
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
@@ -69,10 +68,7 @@ def test_a_plan_prices_the_pause_the_job_was_measured_to_take(tmp_path: Path) ->
     """A job whose start-up takes ~3 s: before this, every plan priced its start at 30 s."""
     hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
     store = Store(tmp_path / "state")
-    script = tmp_path / "slow_start.py"
-    script.write_text(f"import runpy, sys, time\ntime.sleep(3)\nsys.argv = ['training.py', *sys.argv[1:]]\n"
-                      f"runpy.run_path({str(TRAINING)!r}, run_name='__main__')\n")
-    command = [sys.executable, str(script), "--report-every", "5"]
+    command = training_with(tmp_path, "slow_start", "time.sleep(3)")
 
     async def scenario() -> None:
         ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3))
