@@ -65,3 +65,20 @@ def test_read_only_never_offers_to_trust(make_app, backend):
 def test_fingerprint_parsing():
     assert fingerprint_in(f"unknown key {FINGERPRINT} (ed25519)") == FINGERPRINT
     assert fingerprint_in("connection refused") is None
+
+
+def test_first_contact_names_the_address_without_repeating_the_message(make_app, backend):
+    newcomer = host("gpu-new", "A100", 8, {}, state=HostState.HOST_KEY_UNKNOWN,
+                    message=f"unknown host key {FINGERPRINT} for [10.0.0.7]:2222; verify it, then trust it "
+                            "(heet-tui hosts trust gpu-new)")
+    backend.current = replace(small_snapshot(), hosts=(*small_snapshot().hosts, newcomer))
+
+    async def scenario():
+        app = make_app("cluster")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, HostKeyDialog))
+            shot = app.export_screenshot()
+            assert "Offered&#160;by&#160;[10.0.0.7]:2222." in shot
+            assert "hosts&#160;trust" not in shot and shot.count(FINGERPRINT) == 1
+
+    run(scenario())

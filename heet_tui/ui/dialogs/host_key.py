@@ -10,6 +10,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
+_UNKNOWN_FOR = re.compile(r"unknown host key \S+ for (\S+?);")
 _FINGERPRINT = re.compile(r"\b(SHA256:[A-Za-z0-9+/=]{16,}|MD5:(?:[0-9a-f]{2}:){15}[0-9a-f]{2})")
 
 
@@ -44,7 +45,12 @@ class HostKeyDialog(ModalScreen[bool]):
                 yield Label(f"First contact with {self.host}: its host key is not known yet.")
             yield Static(self.fingerprint, id="fingerprint", markup=False)
             yield Label("Compare it with the key on the host (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub).")
-            if self.detail:
+            offered_by = _UNKNOWN_FOR.search(self.detail)
+            if offered_by and "HOST KEY CHANGED" not in self.detail:
+                # The rest of the host's message repeats the fingerprint and names the CLI
+                # command this dialog stands for; the address is what the user checks.
+                yield Label(f"Offered by {offered_by.group(1)}.", markup=False)
+            elif self.detail:
                 yield Label(self.detail, markup=False)
             with Horizontal():
                 yield Button("Not now", id="no")
