@@ -31,6 +31,12 @@ def test_submit_list_cancel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert main([*state, "jobs"]) == 0
     table = capsys.readouterr().out
     assert "cnn-2" in table and "queued" in table and "controller: not running" in table
+    assert table.splitlines()[0].split()[6:8] == ["AGE", "TOOK"]
+    assert main([*state, "jobs", "--json"]) == 0
+    rows = {j["id"]: j for j in json.loads(capsys.readouterr().out)["jobs"]}
+    assert rows["cnn-2"]["jct_s"] is None and rows["cnn-2"]["ended_at"] is None, "still queued"
+    cancelled = store.job("cnn").job
+    assert rows["cnn"]["jct_s"] == round(cancelled.history[-1][0] - cancelled.submitted_at, 3) >= 0
 
 
 def test_a_failed_jobs_whole_message_is_shown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -35,12 +35,14 @@ def job_rows(store: Store) -> list[dict]:
     for rec in store.jobs():
         job, spec = rec.job, rec.job.spec
         alloc = allocations.get(job.id)
+        ended_at = job.history[-1][0] if job.state.terminal and job.history else None
         rows.append({
             "id": job.id, "name": spec.name, "state": job.state.value, "steps": job.steps_done,
             "samples": job.samples_done, "target": {"kind": spec.target.kind.value, "value": spec.target.value},
             "gpus": f"{spec.min_gpus}-{spec.max_gpus}", "allocation": alloc[0].describe() if alloc else None,
             "generation": rec.generation, "restarts": job.restarts, "checkpoint": rec.checkpoint,
             "submitted_at": job.submitted_at, "message": job.message, "cancel_requested": rec.cancel_requested,
+            "ended_at": ended_at, "jct_s": None if ended_at is None else round(ended_at - job.submitted_at, 3),
         })
     return rows
 
@@ -55,11 +57,13 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no jobs in {store.dir}")
         return 0
-    head = ("ID", "STATE", "STEPS", "TARGET", "GPUS", "ALLOCATION", "AGE", "MESSAGE")
+    # TOOK: submission to end, the job completion time the scheduler works to shorten
+    head = ("ID", "STATE", "STEPS", "TARGET", "GPUS", "ALLOCATION", "AGE", "TOOK", "MESSAGE")
     now = time.time()
     table = [head] + [
         (r["id"], r["state"], str(r["steps"]), f"{r['target']['value']:g} {r['target']['kind']}", r["gpus"],
-         r["allocation"] or "-", _age(now - r["submitted_at"]), _cut(r["message"])) for r in rows]
+         r["allocation"] or "-", _age(now - r["submitted_at"]), "-" if r["jct_s"] is None else _took(r["jct_s"]),
+         _cut(r["message"])) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(head) - 1)]
     for row in table:
         print("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1])
@@ -78,3 +82,8 @@ def _cut(message: str, width: int = MESSAGE_WIDTH) -> str:
 def _age(seconds: float) -> str:
     s = max(0, int(seconds))
     return f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h"
+
+
+def _took(seconds: float) -> str:
+    s = max(0, int(round(seconds)))
+    return f"{s}s" if s < 60 else f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{(s % 3600) // 60:02d}m"
