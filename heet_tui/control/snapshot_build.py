@@ -70,6 +70,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
             restarts=job.restarts, submitted_at=job.submitted_at, min_gpus=job.spec.min_gpus,
             max_gpus=job.spec.max_gpus, message=job.message, log_tail=ex.log_tails.get(job.id, ()),
             events=tuple(events_by_job.get(job.id, [])[-10:]), restart_s=restart_cost.get(job.id),
+            ended_at=job.history[-1][0] if job.state.terminal and job.history else None,
         ))
         if not job.state.terminal or job.id in recent_done:
             profiles.append(_profile(ctl, job.id, job.spec, hosts))

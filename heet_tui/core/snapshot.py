@@ -51,6 +51,7 @@ class JobStatus:
     log_tail: tuple[str, ...] = ()
     events: tuple[str, ...] = ()
     restart_s: float | None = None  # what a restart pauses it for, measured; None: not yet measured
+    ended_at: float | None = None  # when it ended (done, failed or cancelled)
 
 
 @dataclass(frozen=True, slots=True)

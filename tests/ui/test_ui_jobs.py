@@ -221,3 +221,20 @@ def test_the_status_line_counts_ended_jobs_the_snapshot_leaves_out(make_app, bac
             assert "7 failed" in line.render().plain
 
     run(scenario())
+
+
+def test_an_ended_job_says_how_long_it_took_instead_of_an_eta(make_app, backend):
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            table = await four_jobs(pilot, app)
+            table.select_key("j4")
+            detail = app.screen.query_one(JobDetail)
+            await wait_for(pilot, lambda: "ETA -" in str(detail.render()))
+            snap = small_snapshot(1)
+            backend.push(replace(snap, jobs=tuple(replace(j, ended_at=j.submitted_at + 754.0) if j.id == "j4" else j
+                                                  for j in snap.jobs)))
+            await wait_for(pilot, lambda: "took 12m34s" in str(detail.render()))
+            assert "ETA" not in str(detail.render())
+
+    run(scenario())

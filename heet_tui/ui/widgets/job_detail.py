@@ -31,8 +31,10 @@ class JobDetail(Static):
         text.append(job.id if job.name == job.id else f"{job.id} {job.name}", style="bold")
         text.append(f"  {job.state.value}  model {job.model}  wants {job.min_gpus}-{job.max_gpus} GPUs")
         text.append(f"\nallocation {job.allocation.describe() if job.allocation else '-'}")
+        when = (f"took {duration(job.ended_at - job.submitted_at)}" if job.ended_at is not None
+                else f"ETA {duration(job.eta_s)}")
         text.append(f"\nprogress {job.progress * 100:.1f}%  throughput {rate(job.throughput)}"
-                    f"  ETA {duration(job.eta_s)}  restarts {job.restarts}"
+                    f"  {when}  restarts {job.restarts}"
                     + (f" (each pauses it ~{duration(job.restart_s)})" if job.restart_s is not None else ""))
         if job.message:
             text.append(f"\n{job.message}", style="italic")
