@@ -14,7 +14,7 @@ import time
 
 from heet_agent.checkpoint_dirs import claim_checkpoint_dir, make_scratch_dir, remove_scratch_dir
 from heet_agent.errors import STILL_STOPPING, JobError
-from heet_agent.jobstate import StateFile, pid_alive, proc_start_time
+from heet_agent.jobstate import KEEP_FINISHED, StateFile, pid_alive, proc_start_time
 from heet_agent.progress import parse_progress_line
 
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,127}$")
@@ -91,7 +91,27 @@ class JobTable:
         return [self.summary(j) for j in self.jobs]
 
     def _save(self):
+        self._forget_old_exits()
         self.state.save(self.jobs, self.floors)
+
+    def _forget_old_exits(self):
+        """Keep the latest KEEP_FINISHED reported exits, with their log and exit files.
+
+        A lab's agent launches thousands of runs; each left its record in memory and a log
+        and an exit file on disk for good. A run's log is read while it runs and just after;
+        once its exit is reported and a hundred later runs have ended, it goes.
+        """
+        ended = [j for j in self.jobs if j["state"] == "exited" and j.get("reported")]
+        for job in ended[:max(0, len(ended) - KEEP_FINISHED)]:
+            self.jobs.remove(job)
+            for key, folder in (("log", "logs"), ("exit_file", "exits")):
+                path = job.get(key)
+                own = os.path.join(os.path.realpath(self.workdir), folder)
+                if path and os.path.dirname(os.path.realpath(path)) == own:  # never a path the controller chose
+                    try:
+                        os.remove(path)
+                    except OSError:
+                        pass
 
     def _log_size(self, job):
         try:

@@ -69,9 +69,7 @@ class StateFile:
             return [], {}, f"state file unreadable ({exc}); moved to {aside}"
 
     def save(self, jobs, floors):
-        finished = [j for j in jobs if j["state"] == "exited"][-KEEP_FINISHED:]
-        live = [j for j in jobs if j["state"] != "exited"]
-        data = {"jobs": live + finished, "floors": floors}
+        data = {"jobs": jobs, "floors": floors}  # ended ones already cut to KEEP_FINISHED (jobs.py)
         tmp = self.path + ".tmp"
         with open(tmp, "w") as fh:
             json.dump(data, fh)

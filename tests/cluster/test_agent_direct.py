@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -176,3 +177,30 @@ def test_an_agent_of_another_controller_is_refused_one_of_the_same_takes_over(tm
             if process.proc.poll() is None:
                 process.proc.kill()
                 process.proc.wait()
+
+
+def test_the_agent_keeps_the_latest_hundred_ended_runs_and_their_files(agent, tmp_path):
+    """Each launch left a record, a log and an exit file on the host for good."""
+    from heet_agent.jobstate import KEEP_FINISHED
+
+    agent.line()
+    agent.request("hello", protocol=1, probes=[])
+    outside = tmp_path / "mine.log"  # a log path the controller chose is never deleted
+    assert agent.request("launch", job_id="first", generation=1, argv=["true"], log=str(outside))["ok"]
+    agent.events_until("job_exit")
+    for n in range(KEEP_FINISHED + 5):
+        assert agent.request("launch", job_id=f"j{n}", generation=1, argv=["echo", f"run {n}"])["ok"]
+    state_file = tmp_path / "hosts" / "h1" / "agent-state.json"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # every exit reported: the oldest five are forgotten
+        state = json.loads(state_file.read_text())
+        if len(state["jobs"]) == KEEP_FINISHED and all(j.get("reported") for j in state["jobs"]):
+            break
+        assert agent.request("ping")["ok"]
+        time.sleep(0.2)
+    logs = sorted(p.name for p in (tmp_path / "hosts" / "h1" / "logs").iterdir())
+    assert len(logs) == KEEP_FINISHED and "j5-g1.log" in logs and "j4-g1.log" not in logs
+    assert len(list((tmp_path / "hosts" / "h1" / "exits").iterdir())) == KEEP_FINISHED
+    assert outside.exists()
+    assert [j["job_id"] for j in state["jobs"]][:2] == ["j5", "j6"] and len(state["jobs"]) == KEEP_FINISHED
+    assert "run 104" in "".join(agent.request("log_tail", job_id="j104", generation=1, lines=5)["result"]["lines"])
