@@ -35,7 +35,8 @@ from heet_tui.control.recovery import rebuild_runs, reconcile_host
 from heet_tui.control.restart_costs import DEFAULT_RESTART_S, restart_costs
 from heet_tui.control.snapshot_build import build_snapshot
 from heet_tui.control.snapshots import ControllerLock, SnapshotHub
-from heet_tui.control.store import Store
+from heet_tui.control.store import Store, StoreWriteError
+from heet_tui.control.store_health import StoreHealth
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.control.unmeasured import hide_nominal, unmeasured_ids, unreported_gpu_s
 from heet_tui.control.waiting import explain_waiting
@@ -93,6 +94,7 @@ class Controller:
         self.failed_plans: dict[str, float] = {}  # signature -> when applying it last failed
         self.applying: asyncio.Task | None = None
         self.notices: list[str] = []
+        self.store_health = StoreHealth(store, self.clock, self.notices)
         self._lock = ControllerLock(store.dir)
         self.attach_server = AttachServer(self, store.dir)
         self._tasks: list[asyncio.Task] = []
@@ -163,7 +165,10 @@ class Controller:
             if self._stopping:
                 return
             try:
-                await self._on_event(event)
+                if self.store_health.error is None:
+                    await self._on_event(event)
+            except StoreWriteError as exc:
+                self.store_health.failed(exc)
             except Exception:  # one bad event must not stop the controller
                 log.exception("handling %r", event)
             self.poke()
@@ -194,7 +199,12 @@ class Controller:
     async def _rounds(self) -> None:
         while not self._stopping:
             try:
-                await self.round()
+                if self.store_health.writable():
+                    await self.round()
+                else:
+                    await self.publish()  # the notice; jobs as last known
+            except StoreWriteError as exc:
+                self.store_health.failed(exc)
             except Exception:
                 log.exception("controller round failed")
             self._wake.clear()

@@ -14,7 +14,7 @@ import os
 import sqlite3
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from pathlib import Path
 
@@ -48,6 +48,21 @@ class StoreError(RuntimeError):
     """The state file cannot be used (newer schema, unreadable, locked for too long)."""
 
 
+class StoreWriteError(StoreError):
+    """A write failed for a reason outside heet-tui (disk full, read-only or failing disk, a lock
+    held too long); what was being written is not recorded."""
+
+
+_CANNOT_WRITE = ("SQLITE_FULL", "SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_CANTOPEN",
+                 "SQLITE_PERM")
+
+
+def cannot_write(exc: sqlite3.Error) -> bool:
+    """The environment refused a write, as opposed to a mistake in heet-tui's own SQL."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return any(name == code or name.startswith(code + "_") for code in _CANNOT_WRITE)
+
+
 def default_state_dir() -> Path:
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "heet-tui"
@@ -78,13 +93,21 @@ class Store:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        self._db.execute("BEGIN IMMEDIATE")
         try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                with suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if not cannot_write(exc):
+                raise
+            with suppress(sqlite3.Error):  # a failed COMMIT may leave the transaction open
+                self._db.execute("ROLLBACK")
+            raise StoreWriteError(f"state store {self.dir}: cannot write ({exc})") from None
 
     def _migrate(self) -> None:
         with self._tx() as db:

@@ -69,8 +69,14 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> in
     await controller.start()
     print(f"controller running: {len(hosts.hosts)} host(s) from {hosts.path}, state in {store.dir}", flush=True)
     last_event = max((e.id for e in store.events(limit=1)), default=0)
+    store_error = None
     try:
         while not stop.is_set():
+            if controller.store_health.error != store_error:  # no event can be written to say so
+                store_error = controller.store_health.error
+                print(f"{time.strftime('%H:%M:%S')} {'store':<10} "
+                      f"{store_error + ': making no changes until it can write' if store_error else 'writable again'}",
+                      flush=True)
             for e in store.events(limit=200):
                 if e.id > last_event:
                     stamp = time.strftime("%H:%M:%S", time.localtime(e.at))

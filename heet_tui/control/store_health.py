@@ -1,0 +1,44 @@
+"""What the controller does while the state store refuses writes (disk full, read-only disk).
+
+A controller that cannot record what it does must not do it: a launch it could not record
+would run unknown to the next controller, which would fence it. So while writes fail the
+controller makes no changes (no rounds, events not acted on; jobs keep running on their
+hosts), says so once, tries one small write each round, and goes on when one succeeds. It
+used to print a traceback for every progress line and half-handle each event: a profiling
+run it should have stopped after two reports ran on for minutes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from heet_tui.control.store import Store, StoreWriteError
+
+log = logging.getLogger(__name__)
+
+
+class StoreHealth:
+    def __init__(self, store: Store, clock: Callable[[], float], notices: list[str]) -> None:
+        self.store, self.clock, self.notices = store, clock, notices
+        self.error: str | None = None  # why writes fail, while they do
+
+    def failed(self, exc: StoreWriteError) -> None:
+        if self.error is None:
+            log.error("%s", exc)
+            self.notices.append(f"{exc}: the controller makes no changes until it can write again "
+                                "(jobs keep running on their hosts)")
+        self.error = str(exc)
+
+    def writable(self) -> bool:
+        """True when writes work (again); one small write a round finds out."""
+        if self.error is None:
+            return True
+        try:
+            self.store.set_setting("last_write_check", repr(self.clock()))
+        except StoreWriteError:
+            return False
+        self.notices.append("the state store takes writes again: the controller goes on")
+        self.store.add_event(self.clock(), "controller", f"state store writable again (after: {self.error})")
+        self.error = None
+        return True

@@ -1,0 +1,66 @@
+"""A state store that refuses writes (disk full): a clear error, no changes meanwhile, and on again after."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
+
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.store import Store, StoreWriteError
+from heet_tui.core.intents import SubmitJob
+from heet_tui.core.job import JobState
+
+
+def _fill(store: Store) -> None:
+    """The database may not grow: the next write that needs a page fails with SQLITE_FULL,
+    as on a full disk."""
+    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+    store._db.execute(f"PRAGMA max_page_count = {pages}")
+    for size in (2000, 200, 20, 0):  # and what room is left in its pages is taken, to the last bytes
+        with pytest.raises(StoreWriteError):
+            for i in range(100_000):
+                store.add_event(float(i), "filler", "x" * size)
+
+
+def _free(store: Store) -> None:
+    store._db.execute("PRAGMA max_page_count = 1073741823")
+
+
+def test_a_refused_write_is_a_store_error_naming_the_store_and_why(tmp_path: Path) -> None:
+    store = Store(tmp_path / "state")
+    _fill(store)
+    with pytest.raises(StoreWriteError, match=r"state store .*state: cannot write \(database or disk is full\)"):
+        store.add_event(1.0, "test", "x" * 2000)
+    _free(store)
+    store.add_event(1.0, "test", "fits again")
+    assert store.events(limit=1)[0].message == "fits again"
+
+
+def test_the_controller_changes_nothing_while_it_cannot_write_and_goes_on_after(tmp_path: Path) -> None:
+    store = Store(tmp_path / "state")
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, auto_approve=True))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=300, every=10))))
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
+            _fill(store)
+            snap = await wait_for(ctl, lambda s: any("makes no changes" in n for n in s.notices), 60,
+                                  "the notice")
+            assert "cannot write (database or disk is full)" in next(n for n in snap.notices if "no changes" in n)
+            assert ctl.store_health.error is not None
+            await asyncio.sleep(1.0)  # rounds and events skipped, not a traceback each
+            _free(store)
+            await wait_for(ctl, lambda s: any("takes writes again" in n for n in s.notices), 30, "writable")
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.DONE, 120, "a done")
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+    assert any("writable again" in e.message for e in store.events(limit=200))
