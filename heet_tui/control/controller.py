@@ -29,6 +29,7 @@ from heet_tui.control.host_loss import HostLossGrace
 from heet_tui.control.hosts_reload import HostsReloader
 from heet_tui.control.intents import IntentHandler
 from heet_tui.control.job_log import job_log
+from heet_tui.control.log_file import attach_log_file, detach_log_file
 from heet_tui.control.plan_apply import apply_plan
 from heet_tui.control.profiling_rounds import profile_idle_types, profile_new_jobs
 from heet_tui.control.recovery import rebuild_runs, reconcile_host
@@ -98,6 +99,7 @@ class Controller:
         self._lock = ControllerLock(store.dir)
         self.attach_server = AttachServer(self, store.dir)
         self._tasks: list[asyncio.Task] = []
+        self._log_handler: logging.Handler | None = None
         self._stopping = False
         self._wake = asyncio.Event()
         self._started_at = 0.0
@@ -107,6 +109,7 @@ class Controller:
     # -- life cycle -------------------------------------------------------------------------
     async def start(self) -> None:
         self._lock.acquire()
+        self._log_handler = attach_log_file(self.store.dir)
         now = self._started_at = self.clock()
         if self.hosts.path is not None:  # a TUI attaching later shows this file on its Hosts screen
             self.store.set_setting("hosts_path", str(Path(self.hosts.path).resolve()))
@@ -136,6 +139,8 @@ class Controller:
         await self.executor.close()
         await self.cluster.stop()
         await self.hub.close()
+        if self._log_handler is not None:
+            detach_log_file(self._log_handler)
         self._lock.release()
 
     def poke(self) -> None:
@@ -375,22 +380,13 @@ class Controller:
         return (not self.store.jobs(include_terminal=False) and not self.executor.all_runs()
                 and (self.applying is None or self.applying.done()))
 
-    async def run_until_idle(self, poll_s: float = 0.5, timeout_s: float | None = None) -> bool:
-        """Until every job is done, failed or cancelled (``heet-tui run --until-idle``)."""
-        deadline = None if timeout_s is None else self.clock() + timeout_s
-        while not self.all_done():
-            if deadline is not None and self.clock() > deadline:
-                return False
-            await asyncio.sleep(poll_s)
-        return True
-
 
 def signature(plan: Plan) -> str:
     return json.dumps(sorted((j, a.gpu_type, a.hosts) for j, a in plan.allocations.items()))
 
 
 def _profiling_model():
-    """Helper A's throughput predictor (collaborative filtering), or None when it is unavailable."""
+    """The profiling model's predictor (collaborative filtering), or None when it cannot be imported."""
     try:
         from heet_tui.profiling.predictor import ThroughputPredictor
     except ImportError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,8 @@ def test_the_controller_changes_nothing_while_it_cannot_write_and_goes_on_after(
 
     run_and_clean(scenario, tmp_path)
     assert any("writable again" in e.message for e in store.events(limit=200))
+    log = store.dir / "controller.log"  # what a TUI user never saw on the terminal it owns
+    assert "ERROR heet_tui.control.store_health: state store" in log.read_text()
+    assert log.stat().st_mode & 0o777 == 0o600
+    assert not [h for h in logging.getLogger("heet_tui").handlers if getattr(h, "baseFilename", "") == str(log)], \
+        "the stopped controller took its log file handler away"

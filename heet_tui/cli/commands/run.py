@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import signal
+import sys
 import time
 
 from heet_tui.cli.commands.jobs import open_store
@@ -18,6 +20,7 @@ from heet_tui.cli.locations import add_hosts_option, add_state_option
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
 from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.log_file import LOG_NAME
 from heet_tui.control.planning import make_named_policy
 
 
@@ -62,12 +65,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> int:
     controller = Controller(hosts, store, options)
+    warnings = logging.StreamHandler(sys.stderr)  # the log file has everything; the terminal its warnings
+    warnings.setLevel(logging.WARNING)
+    logging.getLogger("heet_tui").addHandler(warnings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await controller.start()
-    print(f"controller running: {len(hosts.hosts)} host(s) from {hosts.path}, state in {store.dir}", flush=True)
+    print(f"controller running: {len(hosts.hosts)} host(s) from {hosts.path}, state in {store.dir} "
+          f"(log: {store.dir / LOG_NAME})", flush=True)
     last_event = max((e.id for e in store.events(limit=1)), default=0)
     store_error = None
     try:
@@ -90,6 +97,7 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> in
                 pass
     finally:
         await controller.stop()
+        logging.getLogger("heet_tui").removeHandler(warnings)
     jobs = store.jobs()
     failed = [r.job.id for r in jobs if r.job.state.value == "failed"]
     print(f"controller stopped: {sum(r.job.state.value == 'done' for r in jobs)} done, {len(failed)} failed, "

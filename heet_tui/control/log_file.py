@@ -1,0 +1,35 @@
+"""The controller's log, a file in its state directory.
+
+Errors inside the controller (a failed round, an event it could not handle, a plan step that
+raised) were written to stderr by Python's last-resort handler: under the TUI, which owns the
+terminal, they were never seen, and with `heet-tui run` they scrolled away. Now they go to
+``<state>/controller.log`` (private to the user like the rest of the directory, rotated at
+5 MB, three old files kept), where a user can read what went wrong after the fact.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from logging.handlers import RotatingFileHandler
+from pathlib import Path
+
+LOG_NAME = "controller.log"
+
+
+def attach_log_file(state_dir: Path) -> logging.Handler:
+    path = state_dir / LOG_NAME
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o600))
+    handler = RotatingFileHandler(path, maxBytes=5_000_000, backupCount=3, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(logging.INFO)
+    logger = logging.getLogger("heet_tui")
+    logger.addHandler(handler)
+    if logger.level == logging.NOTSET or logger.level > logging.INFO:
+        logger.setLevel(logging.INFO)
+    return handler
+
+
+def detach_log_file(handler: logging.Handler) -> None:
+    logging.getLogger("heet_tui").removeHandler(handler)
+    handler.close()
