@@ -128,6 +128,7 @@ class Controller:
         await self.cluster.start()
         self._tasks.append(asyncio.get_running_loop().create_task(self._rounds()))
         self.store.add_event(now, "controller", "controller started")
+        log.info("controller started: %d host(s), state in %s", len(self.hosts.hosts), self.store.dir)
 
     async def stop(self) -> None:
         # The flag, not only the cancel, ends the loops: on Python 3.11 a cancel that races a
