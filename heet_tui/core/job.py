@@ -114,5 +114,9 @@ class Job:
     def transition(self, new: JobState, at: float, message: str = "") -> Job:
         if not can_transition(self.state, new):
             raise InvalidTransition(f"job {self.id!r}: cannot go from {self.state.value} to {new.value}")
-        restarts = self.restarts + (1 if new is JobState.RESIZING else 0)
+        # Every launch after the first is a restart (a resize, a preemption, a lost host, a
+        # retried crash): each pauses the job. Counting only resizes showed 0 for a job that
+        # had been relaunched after its host was lost.
+        relaunch = new is JobState.RUNNING and any(s is JobState.RUNNING for _, s in self.history)
+        restarts = self.restarts + (1 if relaunch else 0)
         return replace(self, state=new, restarts=restarts, message=message, history=(*self.history, (at, new)))

@@ -18,6 +18,18 @@ def test_elastic_loop_and_restart_count() -> None:
     assert [s for _, s in job.history][-1] is JobState.DONE
 
 
+
+def test_every_relaunch_counts_as_a_restart_not_only_a_resize() -> None:
+    job = Job("j1", SPEC)
+    for state in (JobState.PROFILING, JobState.QUEUED, JobState.RUNNING):  # the first start is none
+        job = job.transition(state, at=1.0)
+    assert job.restarts == 0
+    for state in (JobState.QUEUED, JobState.RUNNING,  # preempted, or its host lost, then relaunched
+                  JobState.RESIZING, JobState.RUNNING):  # resized
+        job = job.transition(state, at=2.0)
+    assert job.restarts == 2
+
+
 @pytest.mark.parametrize("terminal", [JobState.DONE, JobState.FAILED, JobState.CANCELLED])
 def test_terminal_states_are_final(terminal: JobState) -> None:
     assert terminal.terminal
