@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ui_fakes import small_snapshot
+from ui_fakes import small_snapshot, with_job
 from ui_support import SIZE, run, wait_for
 
 from heet_tui.core.intents import CancelJob
@@ -37,9 +37,7 @@ def test_sort_keeps_cursor_on_the_selected_job_while_rows_update(make_app, backe
             await wait_for(pilot, lambda: order(table)[0] == "j4")
             assert table.selected_key == "j2"
             # j3 overtakes everybody while the user is looking at j2; the cursor stays on j2.
-            snap = small_snapshot(1)
-            jobs = tuple(replace(j, progress=0.99) if j.id == "j3" else j for j in snap.jobs)
-            backend.push(replace(snap, jobs=jobs))
+            backend.push(with_job(small_snapshot(1), "j3", progress=0.99))
             await wait_for(pilot, lambda: order(table)[:2] == ["j4", "j3"])
             assert table.selected_key == "j2"
             assert order(table).index("j2") == table.cursor_row
@@ -124,12 +122,10 @@ def test_status_line_counts_failed_and_cancelled_jobs_apart_from_done(make_app, 
             await wait_for(pilot, lambda: "1 done" in line.render().plain)
             assert "failed" not in line.render().plain
             snap = small_snapshot(1)
-            jobs = tuple(replace(j, state=JobState.FAILED) if j.id == "j3" else j for j in snap.jobs)
-            backend.push(replace(snap, jobs=jobs))
+            backend.push(with_job(snap, "j3", state=JobState.FAILED))
             await wait_for(pilot, lambda: "1 failed" in line.render().plain)
             assert "0 wait · 1 done · 1 failed" in line.render().plain
-            jobs = tuple(replace(j, state=JobState.CANCELLED) if j.id == "j3" else j for j in snap.jobs)
-            backend.push(replace(snap, jobs=jobs))  # cancelled: not done either
+            backend.push(with_job(snap, "j3", state=JobState.CANCELLED))  # cancelled: not done either
             await wait_for(pilot, lambda: "cancelled" in line.render().plain)
             assert "0 wait · 1 done · 1 cancelled" in line.render().plain
 
@@ -143,9 +139,7 @@ def test_the_cancel_key_goes_when_the_selected_job_ends(make_app, backend):
             table = await four_jobs(pilot, app)
             table.select_key("j1")
             await wait_for(pilot, lambda: "Cancel&#160;job" in app.export_screenshot())
-            snap = small_snapshot(1)
-            backend.push(replace(snap, jobs=tuple(replace(j, state=JobState.DONE) if j.id == "j1" else j
-                                                  for j in snap.jobs)))
+            backend.push(with_job(small_snapshot(1), "j1", state=JobState.DONE))
             await wait_for(pilot, lambda: "Cancel&#160;job" not in app.export_screenshot())
             assert table.selected_key == "j1"
 
@@ -202,9 +196,7 @@ def test_the_details_say_how_long_a_restart_pauses_the_job_once_it_is_measured(m
             detail = app.screen.query_one(JobDetail)
             await wait_for(pilot, lambda: "restarts" in str(detail.render()))
             assert "pauses it" not in str(detail.render()), "not measured yet: nothing claimed"
-            snap = small_snapshot(1)
-            backend.push(replace(snap, jobs=tuple(replace(j, restart_s=42.0) if j.id == "j2" else j
-                                                  for j in snap.jobs)))
+            backend.push(with_job(small_snapshot(1), "j2", restart_s=42.0))
             await wait_for(pilot, lambda: "(each pauses it ~42s)" in str(detail.render()))
 
     run(scenario())
@@ -232,8 +224,8 @@ def test_an_ended_job_says_how_long_it_took_instead_of_an_eta(make_app, backend)
             detail = app.screen.query_one(JobDetail)
             await wait_for(pilot, lambda: "ETA -" in str(detail.render()))
             snap = small_snapshot(1)
-            backend.push(replace(snap, jobs=tuple(replace(j, ended_at=j.submitted_at + 754.0) if j.id == "j4" else j
-                                                  for j in snap.jobs)))
+            submitted = next(j.submitted_at for j in snap.jobs if j.id == "j4")
+            backend.push(with_job(snap, "j4", ended_at=submitted + 754.0))
             await wait_for(pilot, lambda: "took 12m34s" in str(detail.render()))
             assert "ETA" not in str(detail.render())
 

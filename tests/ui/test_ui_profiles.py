@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from textual.widgets import Static
-from ui_fakes import small_snapshot
+from ui_fakes import small_snapshot, with_job
 from ui_support import SIZE, run, wait_for
 
 from heet_tui.core.snapshot import JobProfile
@@ -16,9 +16,8 @@ WHY = "its profiling runs measured no throughput"
 
 def test_a_job_with_nothing_measured_says_why_instead_of_an_empty_heat_map(make_app, backend):
     # An empty heat map rendered as a column of broken words ("samples/", "placemen", "t").
-    snap = small_snapshot()
-    jobs = tuple(replace(j, message=WHY) if j.id == "j3" else j for j in snap.jobs)
-    backend.current = replace(snap, jobs=jobs, profiles=(*snap.profiles, JobProfile("j3", ())))
+    snap = with_job(small_snapshot(), "j3", message=WHY)
+    backend.current = replace(snap, profiles=(*snap.profiles, JobProfile("j3", ())))
 
     async def scenario():
         app = make_app("profiles")

@@ -78,6 +78,11 @@ def small_snapshot(step: int = 0, plan: bool = True) -> Snapshot:
 
 
 
+def with_job(snap: Snapshot, job_id: str, **changes) -> Snapshot:
+    """``snap`` with one job's fields changed (what a later snapshot says of it)."""
+    return replace(snap, jobs=tuple(replace(j, **changes) if j.id == job_id else j for j in snap.jobs))
+
+
 class FakeBackend:
     def __init__(self, first: Snapshot | None = None) -> None:
         self.current = first or small_snapshot()
