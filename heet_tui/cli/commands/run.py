@@ -67,6 +67,7 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> in
     controller = Controller(hosts, store, options)
     warnings = logging.StreamHandler(sys.stderr)  # the log file has everything; the terminal its warnings
     warnings.setLevel(logging.WARNING)
+    warnings.addFilter(lambda record: record.name != "heet_tui.control.store_health")  # has a line of its own below
     logging.getLogger("heet_tui").addHandler(warnings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
