@@ -89,10 +89,8 @@ async def profile_idle_types(ctl: Controller) -> None:
     executor, book = ctl.executor, ctl.book
     busy = executor.busy_gpus()
     pending = ctl.store.plan(ctl.pending_plan_id) if ctl.pending_plan_id else None
-    keep_free: dict[str, set[int]] = {}
-    for alloc in (pending.plan.allocations.values() if pending is not None else ()):
-        for host, gpus in alloc.hosts:
-            keep_free.setdefault(host, set()).update(gpus)
+    keep_free = union_gpus(*({host: set(gpus)} for alloc in (pending.plan.allocations.values() if pending else ())
+                             for host, gpus in alloc.hosts))
     idle = idle_gpu_per_type(ctl, busy, keep_free)
     if not idle:
         return

@@ -4,7 +4,7 @@ Every resize or move pauses a job: its processes checkpoint and exit on SIGTERM 
 then the new ones import, form the process group, load the checkpoint and warm up (the
 start). Plans weigh a move's gain against that pause, so a wrong pause is a wrong plan: a
 fixed 30 s kept a 2-minute job on 4 slow T4s next to two idle A100s (its real pause was
-8 s), and would let a job whose checkpoint takes five minutes to load be moved for a gain of
+about 4 s), and would let a job whose checkpoint takes five minutes to load be moved for a gain of
 one. Profiling runs are launched and stopped like any run, so a job's pause is known before
 its first plan.
 

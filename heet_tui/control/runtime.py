@@ -214,11 +214,11 @@ def new_size_that_crashed(run: Run, book: ThroughputBook) -> tuple[str, int] | N
     the larger local batch): the same plan would only crash it again until it failed. A crash
     after progress, or at a size it ran at before, says nothing about the size.
     """
-    if run.profiling or run.reports > 0 or not book.measured(run.job_id):
+    measured = book.measured(run.job_id)
+    if run.profiling or run.reports > 0 or not measured:
         return None
     size = (run.alloc.gpu_type, run.alloc.num_gpus)
-    ran_at = {(t, sum(parse_placement(k))) for t, k in book.measured(run.job_id)}
-    return None if size in ran_at else size
+    return None if size in {(t, sum(parse_placement(k))) for t, k in measured} else size
 
 
 def note_other_rank_progress(store: Store, run: Run, rank: int, now: float) -> None:

@@ -40,7 +40,8 @@ DB_NAME = "state.sqlite3"
 BUSY_TIMEOUT_S = 15.0
 
 _TERMINAL = tuple(s.value for s in JobState if s.terminal)
-OBSERVATIONS_PER_CELL = 32  # per job, GPU type and placement (the profiling model keeps as many)
+_TERMINAL_MARKS = ", ".join("?" * len(_TERMINAL))  # SQL placeholders for _TERMINAL
+OBSERVATIONS_PER_CELL = 32  # per job, GPU type and placement: profiling.tensor.MAX_PER_CELL (not imported: numpy)
 PLAN_STATUSES = ("proposed", "approved", "rejected", "applying", "applied", "superseded", "failed")
 
 
@@ -152,7 +153,7 @@ class Store:
         thousands of ended jobs: they are filtered in SQL, and histories come in one query (one
         per job took 0.25 s a call at 5,000 jobs).
         """
-        marks = ", ".join("?" * len(_TERMINAL))
+        marks = _TERMINAL_MARKS
         where, params = "", ()
         if not include_terminal:
             where, params = f" WHERE state NOT IN ({marks})", _TERMINAL
@@ -294,7 +295,7 @@ class Store:
     def restart_times(self) -> list[tuple[str, str, float]]:
         """(job id, phase, seconds) of the jobs that have not ended, oldest first."""
         rows = self._db.execute("SELECT job_id, phase, seconds FROM restart_times WHERE job_id IN (SELECT id FROM "
-                                f"jobs WHERE state NOT IN ({', '.join('?' * len(_TERMINAL))})) ORDER BY rowid",
+                                f"jobs WHERE state NOT IN ({_TERMINAL_MARKS})) ORDER BY rowid",
                                 _TERMINAL)
         return [(str(r[0]), str(r[1]), float(r[2])) for r in rows]
 

@@ -10,6 +10,7 @@ from heet_tui.cli.errors import CliError
 from heet_tui.cli.locations import add_state_option
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store, StoreError
+from heet_tui.ui.format import duration
 
 MESSAGE_WIDTH = 60
 
@@ -62,7 +63,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     now = time.time()
     table = [head] + [
         (r["id"], r["state"], str(r["steps"]), f"{r['target']['value']:g} {r['target']['kind']}", r["gpus"],
-         r["allocation"] or "-", _age(now - r["submitted_at"]), "-" if r["jct_s"] is None else _took(r["jct_s"]),
+         r["allocation"] or "-", _age(now - r["submitted_at"]), duration(r["jct_s"]),
          _cut(r["message"])) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(head) - 1)]
     for row in table:
@@ -83,7 +84,3 @@ def _age(seconds: float) -> str:
     s = max(0, int(seconds))
     return f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h"
 
-
-def _took(seconds: float) -> str:
-    s = max(0, int(round(seconds)))
-    return f"{s}s" if s < 60 else f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{(s % 3600) // 60:02d}m"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual.widgets import Static
@@ -11,6 +12,21 @@ from heet_tui.core.host import HostState
 from heet_tui.core.job import JobState
 from heet_tui.core.snapshot import Snapshot
 from heet_tui.ui.format import clock
+
+
+@dataclass(frozen=True, slots=True)
+class _Figures:
+    ready: int
+    gpus: int
+    busy: int
+    states: Counter
+
+    @staticmethod
+    def of(snap: Snapshot) -> _Figures:
+        states = Counter(j.state for j in snap.jobs)
+        states.update(dict(snap.hidden_ended))
+        return _Figures(sum(1 for h in snap.hosts if h.state is HostState.READY), sum(len(h.gpus) for h in snap.hosts),
+                        sum(len(h.gpu_jobs) for h in snap.hosts), states)
 
 
 class StatusLine(Static):
@@ -38,31 +54,28 @@ class StatusLine(Static):
         counts, the plan and auto-approve off its end."""
         self._snap = snap
         width = self.content_size.width
-        text = self._line(snap, 0)
+        figures = _Figures.of(snap) if snap is not None else None  # counted once, whatever the level
+        text = self._line(snap, figures, 0)
         for level in (1, 2, 3):
             if not width or text.cell_len <= width:
                 break
-            text = self._line(snap, level)
+            text = self._line(snap, figures, level)
         if text != self._shown:
             self._shown = text
             self.update(text, layout=False)  # one fixed line: never worth a relayout
 
-    def _line(self, snap: Snapshot | None, level: int) -> Text:
+    def _line(self, snap: Snapshot | None, f: _Figures | None, level: int) -> Text:
         """``level`` 0 says everything; 1 drops the mode (unless demo), the policy and the words;
         2 also the clock; 3 also the host count when every host is ready."""
         text = Text()
         text.append(f" {self._title} ", style="bold reverse")
-        if snap is None:
+        if snap is None or f is None:
             if getattr(self.app, "backend", None) is None:
                 text.append("  controller not available: the hosts file is all there is to see", style="yellow")
             else:
                 text.append("  waiting for the first snapshot…", style="dim")
         else:
-            ready = sum(1 for h in snap.hosts if h.state is HostState.READY)
-            gpus = sum(len(h.gpus) for h in snap.hosts)
-            busy = sum(len(h.gpu_jobs) for h in snap.hosts)
-            states = Counter(j.state for j in snap.jobs)
-            states.update(dict(snap.hidden_ended))
+            ready, states = f.ready, f.states
             running = states[JobState.RUNNING] + states[JobState.RESIZING]
             queued = states[JobState.QUEUED] + states[JobState.PROFILING]
             done = states[JobState.DONE]
@@ -71,12 +84,12 @@ class StatusLine(Static):
             if level < 2:
                 text.append(f"  {clock(snap.now, snap.mode)}")
             if level == 0:
-                text.append(f"  hosts {ready}/{len(snap.hosts)} ready  GPUs {busy}/{gpus} busy")
+                text.append(f"  hosts {ready}/{len(snap.hosts)} ready  GPUs {f.busy}/{f.gpus} busy")
                 text.append(f"  jobs {running} run · {queued} wait · {done} done")
             else:
                 if level < 3 or ready < len(snap.hosts):
                     text.append(f"  hosts {ready}/{len(snap.hosts)}")
-                text.append(f"  GPUs {busy}/{gpus}  {running} run · {queued} wait · {done} done")
+                text.append(f"  GPUs {f.busy}/{f.gpus}  {running} run · {queued} wait · {done} done")
             if states[JobState.CANCELLED]:  # not "done": they never reached their target
                 text.append(f" · {states[JobState.CANCELLED]} cancelled", style="dim")
             if states[JobState.FAILED]:  # a failure is not "done": it needs the user
