@@ -41,6 +41,12 @@ def _check_job_id(args):
     return job_id
 
 
+def _as_shown(line):
+    """A line as a terminal shows it: a progress bar redraws itself after ``\r``, so a log
+    holds thousands of its updates on one line, and only the last one is worth reading."""
+    return line.rstrip("\r").rsplit("\r", 1)[-1]
+
+
 def read_tail(path, lines):
     try:
         with open(path, "rb") as fh:
@@ -50,7 +56,9 @@ def read_tail(path, lines):
             data = fh.read()
     except OSError:
         return []
-    text = data.decode("utf-8", errors="replace").splitlines()
+    text = [_as_shown(line) for line in data.decode("utf-8", errors="replace").split("\n")]
+    if text and not text[-1]:
+        text.pop()
     if size > MAX_TAIL_BYTES and text:
         text = text[1:]  # the first line is probably cut
     return text[-lines:] if lines else []
@@ -158,6 +166,9 @@ class JobTable:
             raise JobError(f"workdir {workdir} does not exist")
         env = dict(os.environ)
         env.update(env_extra)
+        # stdout into a file is block-buffered: a plain print() of a progress line reached the
+        # log, and the controller, only kilobytes later, so profiling runs measured nothing
+        env.setdefault("PYTHONUNBUFFERED", "1")
         env["HEET_JOB_ID"] = job_id
         env["HEET_GENERATION"] = str(generation)
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)

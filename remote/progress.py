@@ -15,6 +15,10 @@ _NUMERIC = ("step", "samples", "samples_per_s", "loss", "epoch")
 def parse_progress_line(line):
     """The progress dict in ``line``, or ``None`` when the line is not a valid progress line.
 
+    The prefix may come anywhere in the line: a progress bar on stderr (tqdm) leaves its last
+    ``\r``-update in front of the next line printed, and logging adds ``INFO:root:``. Requiring
+    the prefix first lost every progress line of such scripts.
+
     ``step`` and ``samples`` become ints, other numbers floats; ``checkpoint`` is a string or
     ``None``; unknown keys are kept as they are so scripts can report extra values.
     """
@@ -23,10 +27,10 @@ def parse_progress_line(line):
             line = line.decode("utf-8", errors="replace")
         if not isinstance(line, str):
             return None
-        text = line.strip()
-        if not text.startswith(PREFIX.strip()):
+        start = line.find(PREFIX.strip())
+        if start < 0:
             return None
-        body = text[len(PREFIX.strip()):].strip()
+        body = line[start + len(PREFIX.strip()):].strip()
         data = json.loads(body)
         if not isinstance(data, dict) or any(k not in data for k in REQUIRED):
             return None

@@ -12,10 +12,10 @@ import pytest
 
 
 class AgentProcess:
-    def __init__(self, workdir, *extra):
+    def __init__(self, workdir, *extra, env=None):
         self.proc = subprocess.Popen([sys.executable, "-m", "heet_agent", "--workdir", str(workdir), "--host", "h1",
                                       *extra],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         self.next_id = 0
 
     def line(self):
@@ -204,3 +204,38 @@ def test_the_agent_keeps_the_latest_hundred_ended_runs_and_their_files(agent, tm
     assert outside.exists()
     assert [j["job_id"] for j in state["jobs"]][:2] == ["j5", "j6"] and len(state["jobs"]) == KEEP_FINISHED
     assert "run 104" in "".join(agent.request("log_tail", job_id="j104", generation=1, lines=5)["result"]["lines"])
+
+
+PLAIN_SCRIPT = """
+import json, sys, time
+for step in range(1, 4):
+    sys.stderr.write("\\r%3d%%|%s|" % (step * 33, "#" * step))  # a tqdm-like bar, never ended by a newline
+    sys.stderr.flush()
+    print("@heet-progress " + json.dumps({"step": step, "samples": step * 10, "samples_per_s": 10.0}))
+    time.sleep(0.5 if step < 3 else 30)
+"""
+
+
+def test_a_plain_print_beside_a_progress_bar_reaches_the_controller_while_the_script_runs(tmp_path):
+    """No flush=True, a tqdm bar on stderr, and a host shell without PYTHONUNBUFFERED (ours has it):
+    stdout was block-buffered into the log, so no line came until the script ended, and the
+    bar's last redraw in front of each line hid the prefix."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    process = AgentProcess(tmp_path, env=env)
+    launched = None
+    try:
+        process.line()
+        process.request("hello", protocol=1, probes=[])
+        launched = process.request("launch", job_id="plain", generation=1, argv=[sys.executable, "-c", PLAIN_SCRIPT])
+        assert launched["ok"], launched
+        progress = process.events_until("progress")["progress"]
+        assert progress["samples_per_s"] == 10.0 and 1 <= progress["step"] <= 3
+        (job,) = process.request("jobs")["result"]["jobs"]
+        assert job["state"] == "running"  # the line came while the script ran, not when it ended and flushed
+        tail = process.request("log_tail", job_id="plain", generation=1, lines=10)["result"]["lines"]
+        assert tail[0].startswith(" 33%|#|@heet-progress") and all("\\r" not in line for line in tail)
+    finally:
+        if launched and launched["ok"]:
+            os.killpg(launched["result"]["pid"], 9)
+        process.proc.kill()
+        process.proc.wait()

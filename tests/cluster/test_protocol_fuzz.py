@@ -56,4 +56,6 @@ def test_progress_parser_examples():
                                          "checkpoint": None}
     assert parse_progress_line('@heet-progress {"step": 1, "samples": 2}') is None
     assert parse_progress_line("step 1") is None
+    for prefix in ("\r 40%|####  |", "INFO:root:", "[rank0]: "):
+        assert parse_progress_line(prefix + '@heet-progress {"step": 1, "samples": 2, "samples_per_s": 3}')["step"] == 1
     assert decode_line(b"Welcome!\n")[1] == "not JSON: 'Welcome!'"
