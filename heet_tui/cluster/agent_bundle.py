@@ -19,7 +19,13 @@ from importlib import resources
 # (this same entry) directly, importing from there with their __pycache__: no zip, no runpy.
 # Unpacking reads through the zip importer that is already loaded (importing ``zipfile`` costs
 # about as much as the agent's own imports). Any failure to unpack just means importing from the zip.
+# The version gate comes first, in syntax every Python parses: a host whose python is too old
+# then says so, not a SyntaxError from deep inside the agent.
 _ENTRY = b"""import os, sys
+if sys.version_info < (3, 7):
+    sys.stderr.write("the agent needs Python 3.7 or newer; %%s is Python %%s: set python = "
+                     "for this host in the hosts file\\n" %% (sys.executable, sys.version.split()[0]))
+    sys.exit(2)
 here = os.path.abspath(sys.argv[0])
 if here.endswith(".pyz"):
     unpacked = here[:-4] + ".d"
