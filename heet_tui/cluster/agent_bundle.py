@@ -22,8 +22,8 @@ from importlib import resources
 # The version gate comes first, in syntax every Python parses: a host whose python is too old
 # then says so, not a SyntaxError from deep inside the agent.
 _ENTRY = b"""import os, sys
-if sys.version_info < (3, 7):
-    sys.stderr.write("the agent needs Python 3.7 or newer; %%s is Python %%s: set python = "
+if sys.version_info < (3, 8):
+    sys.stderr.write("the agent needs Python 3.8 or newer; %%s is Python %%s: set python = "
                      "for this host in the hosts file\\n" %% (sys.executable, sys.version.split()[0]))
     sys.exit(2)
 here = os.path.abspath(sys.argv[0])
