@@ -43,9 +43,9 @@ def test_a_python_too_old_for_the_agent_is_named_before_anything_else_runs(tmp_p
     bundle = agent_bundle()
     pyz = tmp_path / bundle.file_name
     pyz.write_bytes(bundle.data)
-    as_36 = ("import runpy, sys; sys.version_info = (3, 7, 9, 'final', 0); sys.argv = [sys.argv[1]]; "
+    as_37 = ("import runpy, sys; sys.version_info = (3, 7, 9, 'final', 0); sys.argv = [sys.argv[1]]; "
              "runpy.run_path(sys.argv[0], run_name='__main__')")
-    run = subprocess.run([sys.executable, "-c", as_36, str(pyz)], cwd=tmp_path, input=HELLO,
+    run = subprocess.run([sys.executable, "-c", as_37, str(pyz)], cwd=tmp_path, input=HELLO,
                          capture_output=True, timeout=60)
     assert run.returncode == 2 and run.stdout == b""
     assert b"the agent needs Python 3.8 or newer" in run.stderr and sys.executable.encode() in run.stderr
