@@ -8,7 +8,7 @@ Schema::
     args = ["--lr", "0.1"]
     workdir = "."                         # relative to this file
     env = { OMP_NUM_THREADS = "1" }
-    model = "cifar10"                     # profile class key
+    model = "cifar10"                     # profile class: jobs with one model and batch_size share measurements
     batch_size = 128                      # global batch size
     target = { steps = 200 }              # exactly one of epochs, steps, samples
     min_gpus = 1

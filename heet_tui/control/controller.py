@@ -31,9 +31,9 @@ from heet_tui.control.intents import IntentHandler
 from heet_tui.control.job_log import job_log
 from heet_tui.control.log_file import attach_log_file, detach_log_file
 from heet_tui.control.plan_apply import apply_plan
-from heet_tui.control.profiling_rounds import profile_idle_types, profile_new_jobs
+from heet_tui.control.profiling_rounds import profile_idle_types, profile_new_jobs, waits_for_profiling
 from heet_tui.control.recovery import rebuild_runs, reconcile_host
-from heet_tui.control.restart_costs import DEFAULT_RESTART_S, restart_costs
+from heet_tui.control.restart_costs import cost_of, restart_costs
 from heet_tui.control.snapshot_build import build_snapshot
 from heet_tui.control.snapshots import ControllerLock, SnapshotHub
 from heet_tui.control.store import Store, StoreWriteError
@@ -310,7 +310,7 @@ class Controller:
         unmeasured, restart_cost = unmeasured_ids(self.store), restart_costs(self.store)
         for rec in self.store.jobs(include_terminal=False):
             job, run = rec.job, self.executor.runs.get(rec.job.id)
-            if job.state not in planning.SCHEDULABLE or self.executor.in_profiling_round(job.id):
+            if job.state not in planning.SCHEDULABLE or waits_for_profiling(self, job.id, run is not None):
                 continue
             measured = bool(self.book.measured(job.id))
             if run is None and not measured and job.id not in unmeasured and self.opt.profile:
@@ -326,7 +326,8 @@ class Controller:
                 job.id, job.state, spec.min_gpus, spec.max_gpus, spec.gpu_types, spec.priority, job.submitted_at,
                 job.attained_gpu_s + unreported_gpu_s(run, now), max(0.0, total - job.samples_done),
                 run.alloc if run else None, constraints.get(job.id, Constraints()), measured,
-                restart_cost.get(job.id, DEFAULT_RESTART_S), frozenset(self.executor.crashed_sizes.get(job.id, ()))))
+                cost_of(job.id, restart_cost, self.book.class_mates(job.id)),
+                frozenset(self.executor.crashed_sizes.get(job.id, ()))))
         return out
 
     def replan(self, overrides: dict[str, Constraints] | None = None) -> Plan | None:

@@ -14,7 +14,7 @@ from heet_tui.control.runtime import Outcome, union_gpus
 from heet_tui.control.unmeasured import MESSAGE as UNMEASURED
 from heet_tui.control.unmeasured import mark_unmeasured, silent, unmeasured_ids
 from heet_tui.control.waiting import why_waiting
-from heet_tui.core.job import JobState
+from heet_tui.core.job import TWIN_WAITING, Job, JobState
 
 if TYPE_CHECKING:
     from heet_tui.control.controller import Controller
@@ -31,6 +31,11 @@ async def profile_new_jobs(ctl: Controller) -> None:
     nothing is not profiled again (``control/unmeasured.py``), and one that no ready host can
     hold waits unprofiled: it took GPUs from jobs that could run, for a job that could not,
     and the hosts that will hold it may bring a type it was not measured on.
+
+    Jobs of one profile class share their measurements (``ThroughputBook``), so a class is
+    profiled through one of its jobs: a sweep of twelve twins took 24 runs' worth of GPUs to
+    measure one thing twelve times. The others wait for that run; if it measures nothing,
+    they are planned unmeasured with it.
     """
     if not ctl.opt.profile:
         return
@@ -42,16 +47,15 @@ async def profile_new_jobs(ctl: Controller) -> None:
            and executor.backoff_until.get(rec.job.id, 0) <= ctl.clock()]
     if not new:
         return
-    busy = executor.busy_gpus()
     cluster = ctl.cluster_view(for_plans=False)
+    new = _one_per_class(ctl, [job for job in new if why_waiting(job.spec, cluster) is None], skip)
+    busy = executor.busy_gpus()
     coverage: dict[str, int] = {}
     for job_id in set(book.cells) | set(executor.profiles):  # in memory: the store's rows are many
         types = book.measured_types(job_id) | {r.alloc.gpu_type for r in executor.profiles.get(job_id, [])}
         for t in types:
             coverage[t] = coverage.get(t, 0) + 1
     for job in new:
-        if why_waiting(job.spec, cluster) is not None:
-            continue
         options = {t: where for t, where in idle_gpu_per_type(ctl, busy).items() if job.spec.allows(t)}
         chosen = sorted(options, key=lambda t: coverage.get(t, 0))[: ctl.opt.profile_types]
         for t in chosen:
@@ -60,6 +64,40 @@ async def profile_new_jobs(ctl: Controller) -> None:
             coverage[t] = coverage.get(t, 0) + 1
         if chosen:
             await executor.start_profiling(job.id, [options[t] for t in chosen])
+
+
+def waits_for_profiling(ctl: Controller, job_id: str, has_run: bool) -> bool:
+    """Whether planning leaves the job to a profiling round: its own, or, for a twin that has
+    not run, its class's. Planned on the leader's first report, twins got a type whose run had
+    not reported yet."""
+    executor = ctl.executor
+    if executor.in_profiling_round(job_id):
+        return True
+    return not has_run and not ctl.book.own(job_id) and any(
+        executor.in_profiling_round(mate) for mate in ctl.book.class_mates(job_id))
+
+
+def _one_per_class(ctl: Controller, new: list[Job], skip: set[str]) -> list[Job]:
+    """The new jobs to profile now: one per profile class that nobody is profiling. The rest
+    wait, saying for which run, or are unmeasured when a class-mate's runs measured nothing."""
+    executor, book, now = ctl.executor, ctl.book, ctl.clock()
+    profiling = {mate: job_id for job_id in executor.profiles for mate in book.class_mates(job_id)}
+    chosen: dict[object, Job] = {}
+    for job in new:
+        cls = book.classes.get(job.id, job.id)
+        silent_mate = next((m for m in sorted(book.class_mates(job.id)) if m in skip), None)
+        if silent_mate is not None:
+            mark_unmeasured(ctl.store, job.id)
+            ctl.store.try_set_state(job.id, JobState.QUEUED, now, f"{UNMEASURED} (as {silent_mate}, its twin)")
+            continue
+        leader = profiling.get(job.id) or (chosen[cls].id if cls in chosen else None)
+        if leader is None:
+            chosen[cls] = job
+            continue
+        waiting = TWIN_WAITING.format(leader)
+        if job.message != waiting:
+            ctl.store.try_set_state(job.id, JobState.QUEUED, now, waiting)
+    return list(chosen.values())
 
 
 def idle_gpu_per_type(ctl: Controller, busy: dict[str, set[int]],
@@ -101,6 +139,7 @@ async def profile_idle_types(ctl: Controller) -> None:
     jobs.sort(key=lambda j: (j.state is not JobState.RUNNING, j.submitted_at))  # running jobs can move
     for job in jobs:
         if (job.id in executor.profiles or job.id in skip or not book.measured(job.id)
+                or waits_for_profiling(ctl, job.id, job.id in executor.runs)
                 or executor.backoff_until.get(job.id, 0) > now):
             continue
         for gpu_type in sorted(idle):
@@ -146,6 +185,10 @@ def finish_profiling_run(executor: Executor, run: Run, outcome: Outcome, why: st
         executor.store.add_event(now, "profile", f"{job_id}: {UNMEASURED}", job_id)
     elif not runs:
         executor.store.try_set_state(job_id, JobState.QUEUED, now, "profiled; waiting for a plan")
+        for mate in sorted(executor.book.class_mates(job_id)):
+            rec = executor.store.job(mate)
+            if rec and rec.job.state is JobState.QUEUED and rec.job.message == TWIN_WAITING.format(job_id):
+                executor.store.try_set_state(mate, JobState.QUEUED, now, f"profiled as {job_id}; waiting for a plan")
     if not runs:  # the round is over: its flags go
         executor.silent_profiles.discard(job_id)
         executor.crashed_rounds.discard(job_id)

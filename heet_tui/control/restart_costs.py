@@ -67,3 +67,13 @@ def restart_costs(store: Store) -> dict[str, float]:
             continue
         out[job_id] = sum(statistics.median(by_phase[p][-RECENT:]) for p in ("start", "stop") if p in by_phase)
     return out
+
+
+def cost_of(job_id: str, costs: dict[str, float], class_mates: set[str],
+            default: float | None = DEFAULT_RESTART_S) -> float | None:
+    """The job's own measured pause, else the median of its profile class's (twins load the same
+    checkpoint the same way; a twin that was never profiled has none of its own), else the default."""
+    if job_id in costs:
+        return costs[job_id]
+    mates = [costs[m] for m in class_mates if m in costs]
+    return statistics.median(mates) if mates else default

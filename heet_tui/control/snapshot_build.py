@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from heet_tui.control.restart_costs import restart_costs
+from heet_tui.control.restart_costs import cost_of, restart_costs
 from heet_tui.control.runtime import foreign_gpus
 from heet_tui.control.throughput import parse_placement
 from heet_tui.core.allocation import placement_key
@@ -69,7 +69,8 @@ def build_snapshot(ctl: Controller) -> Snapshot:
             allocation=run.alloc if run else None, progress=progress, throughput=rate, eta_s=remaining,
             restarts=job.restarts, submitted_at=job.submitted_at, min_gpus=job.spec.min_gpus,
             max_gpus=job.spec.max_gpus, message=job.message, log_tail=ex.log_tails.get(job.id, ()),
-            events=tuple(events_by_job.get(job.id, [])[-10:]), restart_s=restart_cost.get(job.id),
+            events=tuple(events_by_job.get(job.id, [])[-10:]),
+            restart_s=cost_of(job.id, restart_cost, ctl.book.class_mates(job.id), None),
             ended_at=job.history[-1][0] if job.state.terminal and job.history else None,
         ))
         if not job.state.terminal or job.id in recent_done:

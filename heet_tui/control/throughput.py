@@ -36,17 +36,38 @@ def parse_placement(key: str) -> tuple[int, ...]:
     return tuple(sorted((int(p) for p in parts), reverse=True))
 
 
+ProfileClass = tuple[str, int]  # (model, global batch): the job spec's profile class
+
+
 @dataclass
 class ThroughputBook:
-    """Every measurement, by job, GPU type and placement key (and the profiling model fed with them)."""
+    """Every measurement, by job, GPU type and placement key (and the profiling model fed with them).
+
+    Jobs of one profile class (the spec's ``model`` and ``batch_size``) run the same steps, so
+    they share their measurements: a cell's value is the mean over the class's jobs of each
+    one's recent mean. Kept per job, the measurements of a sweep's identical jobs differed by
+    the noise of the moment each was taken (a busy host, a profiling run beside it), and a plan
+    preempted a job a tenth done for its twin that had not started, because the twin's number
+    was higher. Pooled, twins compare by their remaining work alone, and a new job whose class
+    has run is measured already.
+    """
 
     cells: dict[str, dict[tuple[str, str], list[float]]] = field(default_factory=lambda: defaultdict(dict))
     predictor: object | None = None  # heet_tui.profiling.predictor.ThroughputPredictor
     keys: dict[str, object] = field(default_factory=dict)  # job id -> the predictor's JobKey
     model_ready: bool = False  # the profiling model has a well-observed job to learn from
+    classes: dict[str, ProfileClass] = field(default_factory=dict)
+    _members: dict[ProfileClass, set[str]] = field(default_factory=dict)
+    _pooled: dict[ProfileClass, dict[tuple[str, str], float]] = field(default_factory=dict)
 
     def register(self, job_id: str, model: str, global_batch: int) -> None:
-        """Tell the profiling model which (model, global batch) a job is; jobs that share one share a row."""
+        """Say which profile class a job is; jobs that share one share their measurements (and a row
+        of the profiling model)."""
+        if job_id not in self.classes:
+            cls = (model, int(global_batch))
+            self.classes[job_id] = cls
+            self._members.setdefault(cls, set()).add(job_id)
+            self._pooled.pop(cls, None)
         if self.predictor is not None and job_id not in self.keys:
             from heet_tui.profiling.tensor import JobKey
 
@@ -60,6 +81,7 @@ class ThroughputBook:
         kept = self.cells[job_id].setdefault((gpu_type, key), [])
         kept.append(samples_per_s)
         del kept[:-RECENT]
+        self._pooled.pop(self.classes.get(job_id), None)  # type: ignore[arg-type]
         if self.predictor is not None and job_id in self.keys:
             try:
                 self.predictor.observe(self.keys[job_id], gpu_type, key, samples_per_s, source, at)
@@ -89,17 +111,57 @@ class ThroughputBook:
         except (ValueError, ArithmeticError, np.linalg.LinAlgError):
             return None
 
-    def measured(self, job_id: str) -> dict[tuple[str, str], float]:
+    def own(self, job_id: str) -> dict[tuple[str, str], float]:
+        """What this job itself measured: each cell's recent mean."""
         return {k: sum(v[-RECENT:]) / len(v[-RECENT:]) for k, v in self.cells.get(job_id, {}).items()}
 
+    def measured(self, job_id: str) -> dict[tuple[str, str], float]:
+        """The job's cells, pooled over its profile class."""
+        cls = self.classes.get(job_id)
+        if cls is None:
+            return self.own(job_id)
+        pooled = self._pooled.get(cls)
+        if pooled is None:
+            values: dict[tuple[str, str], list[float]] = {}
+            for member in sorted(self._members[cls]):
+                for key, value in self.own(member).items():
+                    values.setdefault(key, []).append(value)
+            pooled = self._pooled[cls] = {k: sum(v) / len(v) for k, v in values.items()}
+        return dict(pooled)
+
+    def measured_through(self, job_id: str) -> str | None:
+        """A job of the same profile class whose measurements this job uses, when it has none of its own."""
+        if self.cells.get(job_id):
+            return None
+        cls = self.classes.get(job_id)
+        members = sorted(m for m in self._members.get(cls, ()) if self.cells.get(m)) if cls else []
+        return members[0] if members else None
+
+    def class_mates(self, job_id: str) -> set[str]:
+        cls = self.classes.get(job_id)
+        return self._members.get(cls, {job_id}) - {job_id} if cls else set()
+
     def measured_types(self, job_id: str) -> set[str]:
-        return {t for t, _ in self.cells.get(job_id, {})}
+        return {t for t, _ in self.measured(job_id)}
+
+    def _one_per_class(self) -> list[dict[tuple[str, str], float]]:
+        """Measured cells once per profile class (jobs never registered are a class each): a
+        comparison of types counts a sweep of twenty twins once, not twenty times."""
+        seen: set[ProfileClass] = set()
+        out = []
+        for job_id in self.cells:
+            cls = self.classes.get(job_id)
+            if cls is not None:
+                if cls in seen:
+                    continue
+                seen.add(cls)
+            out.append(self.measured(job_id))
+        return out
 
     def type_ratio(self, a: str, b: str) -> float | None:
-        """Geometric-mean speed of type ``a`` relative to ``b`` over jobs measured on both at one GPU."""
+        """Geometric-mean speed of type ``a`` relative to ``b`` over job classes measured on both at one GPU."""
         logs = []
-        for job_id in self.cells:
-            m = self.measured(job_id)
+        for m in self._one_per_class():
             if (a, "1") in m and (b, "1") in m:
                 logs.append(math.log(m[(a, "1")] / m[(b, "1")]))
         return math.exp(sum(logs) / len(logs)) if logs else None
@@ -143,8 +205,8 @@ class ThroughputBook:
         in time, from the GPU-seconds it has had.
         """
         singles: dict[str, int] = defaultdict(int)
-        for job_id in self.cells:
-            for t, k in self.measured(job_id):
+        for m in self._one_per_class():
+            for t, k in m:
                 if k == "1":
                     singles[t] += 1
         reference = max(sorted(singles), key=lambda t: singles[t]) if singles else None

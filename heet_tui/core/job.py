@@ -53,6 +53,9 @@ class JobSpec:
 # How a queued job's message starts when no ready host can hold it (control/waiting.py writes
 # it; the Plan screen tells such jobs apart from those the policy left out).
 CANNOT_START = "cannot start yet: "
+# A twin's message while its profile class is profiled through another job (control/profiling_rounds.py).
+TWIN_WAITING = "waiting for {}'s profiling (same model and batch size)"
+TWIN_WAITING_END = TWIN_WAITING.split("{}")[1]
 
 
 class JobState(StrEnum):

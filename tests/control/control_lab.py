@@ -26,12 +26,13 @@ def write_local_hosts(root: Path, hosts: list[tuple[str, str, int, float]]) -> P
 
 
 def write_job(root: Path, name: str, steps: int, max_gpus: int = 2, batch: int = 32, every: int = 20,
-              command: list[str] | None = None, extra: str = "") -> Path:
+              command: list[str] | None = None, extra: str = "", model: str | None = None) -> Path:
+    """A job spec; its profile class is its own (``model`` = its name) unless ``model`` makes it a twin."""
     argv = command or ["python3", str(TRAINING), "--checkpoint-every", str(every), "--report-every", "5"]
     quoted = ", ".join(f'"{a}"' for a in argv)
     path = root / f"{name}.toml"
     path.write_text(
-        f'name = "{name}"\ncommand = [{quoted}]\nenv = {{ OMP_NUM_THREADS = "1" }}\nmodel = "cifar10"\n'
+        f'name = "{name}"\ncommand = [{quoted}]\nenv = {{ OMP_NUM_THREADS = "1" }}\nmodel = "{model or name}"\n'
         f"batch_size = {batch}\ntarget = {{ steps = {steps} }}\nmin_gpus = 1\nmax_gpus = {max_gpus}\n"
         f'checkpoint_dir = "{root / "ckpt" / name}"\n{extra}')
     return path

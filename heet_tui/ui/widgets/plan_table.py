@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from heet_tui.core.allocation import Allocation
-from heet_tui.core.job import CANNOT_START, JobState
+from heet_tui.core.job import CANNOT_START, TWIN_WAITING_END, JobState
 from heet_tui.core.plan import ChangeKind, JobPrediction, Plan
 from heet_tui.core.snapshot import Snapshot
 from heet_tui.ui.format import clock, duration, rate, signed_percent
@@ -78,7 +78,7 @@ def _why_waiting(snap: Snapshot) -> str:
     """Why jobs without GPUs have no plan: being profiled, unable to fit, or left out. (It said
     "a rejected plan is not proposed again" while the only waiting job was being profiled.)"""
     waiting = [j for j in snap.jobs if not j.state.terminal and j.allocation is None]
-    profiling = [j.id for j in waiting if j.state is JobState.PROFILING]
+    profiling = [j.id for j in waiting if j.state is JobState.PROFILING or j.message.endswith(TWIN_WAITING_END)]
     blocked = [j.id for j in waiting if j.state is not JobState.PROFILING and j.message.startswith(CANNOT_START)]
     rest = [j.id for j in waiting if j.id not in profiling and j.id not in blocked]
     out = ""

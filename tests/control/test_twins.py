@@ -1,0 +1,102 @@
+"""Jobs of one profile class (same ``model`` and ``batch_size``: a sweep's twins) share measurements.
+
+Seen on the bundled local config with twelve copies of small-cnn: every copy was profiled
+(24 runs for one measurement), and a plan preempted small-cnn-5, 21 steps in, to start its
+twin small-cnn, because the twin's profiling run had happened to measure a higher speed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
+
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control import planning
+from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.restart_costs import DEFAULT_RESTART_S, cost_of
+from heet_tui.control.store import Store
+from heet_tui.control.throughput import ThroughputBook
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.intents import ApprovePlan, SubmitJob
+from heet_tui.core.job import JobState
+from heet_tui.core.sched_input import ClusterView, Constraints, HostView
+from heet_tui.scheduling import make_policy
+
+
+def test_twins_share_their_measurements_and_count_once_when_types_are_compared() -> None:
+    book = ThroughputBook()
+    for job_id in ("a", "b"):
+        book.register(job_id, "cnn", 64)
+    book.register("other", "cnn", 128)  # another batch size is another class
+    book.register("x", "bert", 32)
+    book.add("a", "T4", (1,), 100.0)
+    book.add("b", "T4", (1,), 140.0)
+    book.add("b", "A100", (1,), 400.0)
+    book.add("x", "T4", (1,), 10.0)
+    book.add("x", "A100", (1,), 20.0)
+    assert book.measured("a") == book.measured("b") == {("T4", "1"): 120.0, ("A100", "1"): 400.0}
+    assert book.own("a") == {("T4", "1"): 100.0}
+    assert book.measured("other") == {}
+    assert book.measured_through("other") is None and book.class_mates("a") == {"b"}
+    book.register("c", "cnn", 64)
+    assert book.measured_through("c") == "a" and book.estimate("c", "A100", (1,)) == 400.0
+    # one class measured on both types (however many twins), one other: the ratio is their geometric mean
+    assert abs(book.type_ratio("A100", "T4") - ((400 / 120) * 2.0) ** 0.5) < 1e-9
+
+
+def test_restart_pause_of_a_twin_that_never_ran_is_its_class_median() -> None:
+    costs = {"a": 4.0, "b": 6.0, "z": 100.0}
+    assert cost_of("a", costs, {"b"}) == 4.0
+    assert cost_of("c", costs, {"a", "b"}) == 5.0
+    assert cost_of("c", costs, set()) == DEFAULT_RESTART_S and cost_of("c", costs, set(), None) is None
+
+
+def test_a_running_twin_is_not_preempted_for_one_that_measured_faster_by_chance() -> None:
+    book = ThroughputBook()
+    for job_id in ("running", "waiting"):
+        book.register(job_id, "cnn", 64)
+    book.add("running", "T4", (1,), 100.0)  # measured while a profiling run shared the host
+    book.add("waiting", "T4", (1,), 130.0)
+    cluster = ClusterView((HostView("h", "T4", 1, (0,)),))
+    now = 1000.0
+    inputs = [
+        planning.JobInput("running", JobState.RUNNING, 1, 1, (), 0, 0.0, 80.0, 9_000.0,
+                          Allocation.of("running", "T4", {"h": [0]}), Constraints(), restart_cost_s=5.0),
+        planning.JobInput("waiting", JobState.QUEUED, 1, 1, (), 0, 10.0, 0.0, 10_000.0, None, Constraints(),
+                          restart_cost_s=5.0),
+    ]
+    for name in ("heet", "srtf"):
+        plan = planning.run_policy(make_policy(name), name, cluster, planning.job_views(inputs, book, now), book, now)
+        assert set(plan.allocations) == {"running"}, f"{name} preempted the twin with less work left"
+
+
+def test_a_sweep_is_profiled_through_one_twin_and_planned_whole(tmp_path: Path) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 1, 1.0), ("slow", "T4", 2, 0.5)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3))
+        await ctl.start()
+        try:
+            for name in ("s1", "s2", "s3"):
+                await ctl.post(SubmitJob(str(write_job(tmp_path, name, steps=100000, max_gpus=1, model="sweep"))))
+            snap = await wait_for(ctl, lambda s: s.plan_id is not None, 90, "a first plan")
+            # planned once the leader's round is over (both types measured), all three together
+            assert len(snap.plan.allocations) == 3, snap.plan.allocations
+            assert {o[1] for o in store.observations() if o[5] == "profiling"} == {"A100", "T4"}
+            profiled = {o[0] for o in store.observations() if o[5] == "profiling"}
+            assert len(profiled) == 1, f"each class is profiled once, not by {sorted(profiled)}"
+            (leader,) = profiled
+            events = [e.message for e in store.events(limit=200)]
+            assert sum("profiling on" in m for m in events) == 1, events
+            twins = sorted({"s1", "s2", "s3"} - {leader})
+            assert all(job(snap, t).message == f"profiled as {leader}; waiting for a plan" for t in twins), \
+                [job(snap, t).message for t in twins]
+            assert all(job(snap, t).restart_s == job(snap, leader).restart_s is not None for t in twins)
+            await ctl.post(ApprovePlan(snap.plan_id))
+            await wait_for(ctl, lambda s: all(j.state is JobState.RUNNING for j in s.jobs), 60, "all three running")
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
