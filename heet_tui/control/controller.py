@@ -308,6 +308,7 @@ class Controller:
         constraints = self.constraints() | (overrides or {})
         out, now = [], self.clock()
         unmeasured, restart_cost = unmeasured_ids(self.store), restart_costs(self.store)
+        crashed = self.executor.crashed_sizes  # a size a twin could not run at, this job cannot either
         for rec in self.store.jobs(include_terminal=False):
             job, run = rec.job, self.executor.runs.get(rec.job.id)
             if job.state not in planning.SCHEDULABLE or waits_for_profiling(self, job.id, run is not None):
@@ -327,7 +328,7 @@ class Controller:
                 job.attained_gpu_s + unreported_gpu_s(run, now), max(0.0, total - job.samples_done),
                 run.alloc if run else None, constraints.get(job.id, Constraints()), measured,
                 cost_of(job.id, restart_cost, self.book.class_mates(job.id)),
-                frozenset(self.executor.crashed_sizes.get(job.id, ()))))
+                frozenset().union(*(crashed.get(j, ()) for j in {job.id} | self.book.class_mates(job.id)))))
         return out
 
     def replan(self, overrides: dict[str, Constraints] | None = None) -> Plan | None:

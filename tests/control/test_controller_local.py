@@ -250,6 +250,10 @@ def test_a_size_a_job_crashes_at_on_launch_is_left_out_and_the_job_runs_at_anoth
             await ctl.post(SubmitJob(str(write_job(tmp_path, "c", steps=150, max_gpus=2,
                                                    command=command))))
             await wait_for(ctl, lambda s: job(s, "c").state is JobState.DONE, 120, "c done")
+            # its twin (same model and batch) is never launched at the size c could not run at
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "twin", steps=150, max_gpus=2,
+                                                   command=command, model="c"))))
+            await wait_for(ctl, lambda s: job(s, "twin").state is JobState.DONE, 120, "twin done")
         finally:
             await ctl.stop()
 
@@ -257,6 +261,7 @@ def test_a_size_a_job_crashes_at_on_launch_is_left_out_and_the_job_runs_at_anoth
     launches = [e.message for e in store.events(limit=200) if e.kind == "launch"]
     assert "2xA100" in launches[0], "the test needs the first plan to give it both GPUs"
     assert all("1xA100" in m for m in launches[1:]), launches
+    assert any(m.startswith("twin ") for m in launches) and store.job("twin").crashes == 0
     assert any("2xA100 crashed before its first report" in e.message for e in store.events(limit=200))
 
 
