@@ -6,8 +6,12 @@ not anything a policy computed on the way.
 
 Model (deliberately simple and stated): a job holding GPUs runs at its throughput for the
 placement it gets, after a pause of its restart cost when the plan changes its allocation
-(start, grow, shrink, migrate). A job left without GPUs is assumed to start, on its smallest
-count, on the allowed type where the earliest-finishing holder frees GPUs first. JCT is age
+(start, grow, shrink, migrate). Jobs left without GPUs queue in submission order: each takes,
+on its smallest count, the allowed type where it would finish first once that many of the
+type's GPUs are free (free now, or freed when their holder is predicted to finish), and holds
+them until it is done. (Before, every waiting job was assumed to start at once on its best
+type, whatever the capacity: seven jobs on two A100s, so "without the plan" read 56 s against
+the plan's 77 s for the same shape of schedule.) JCT is age
 plus predicted time to completion; a job's ``finish_time_scale`` corrects its training time
 for statistical efficiency that will change, and throughput is reported in raw samples/s
 (``statistical_efficiency``): both matter for the simulator's jobs only, 1 for real ones.
@@ -15,6 +19,8 @@ for statistical efficiency that will change, and throughput is reported in raw s
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Mapping, Sequence
 
 from heet_tui.core.allocation import Allocation
@@ -48,7 +54,8 @@ def _predict(problem: Problem, allocations: Mapping[str, Allocation],
              count_restarts: bool) -> dict[str, tuple[float, float, float | None]]:
     """job id -> (throughput, restart pause, seconds to completion or None)."""
     out: dict[str, tuple[float, float, float | None]] = {}
-    finish_by_type: dict[str, list[float]] = {}
+    free_at: dict[str, list[float]] = {t: [] for t in problem.types}  # per type, when each GPU frees: sorted
+    held = dict.fromkeys(problem.types, 0)
     waiting = []
     for info in problem.infos:
         alloc = allocations.get(info.id)
@@ -60,19 +67,29 @@ def _predict(problem: Problem, allocations: Mapping[str, Allocation],
         pause = info.view.restart_cost_s if kind is not None else 0.0
         done = pause + _work_s(problem, info, thr) if thr > 0 else None
         out[info.id] = (thr, pause, done)
-        if done is not None:
-            finish_by_type.setdefault(alloc.gpu_type, []).append(done)
-    first_free = {t: min(v) for t, v in finish_by_type.items()}
+        if alloc.gpu_type in free_at:
+            held[alloc.gpu_type] += alloc.num_gpus
+            free_at[alloc.gpu_type] += [math.inf if done is None else done] * alloc.num_gpus
+    for gpu_type, times in free_at.items():
+        times += [0.0] * max(0, problem.capacity[gpu_type] - held[gpu_type])
+        times.sort()
+    waiting.sort(key=lambda info: (info.view.submitted_at, info.id))
     for info in waiting:
-        best: float | None = None
+        best: tuple[float, str] | None = None
         for gpu_type in info.caps:
-            thr = problem.throughput(info, gpu_type, info.min_gpus)
-            if thr <= 0:
+            times, k = free_at[gpu_type], info.min_gpus
+            thr = problem.throughput(info, gpu_type, k)
+            if thr <= 0 or len(times) < k or math.isinf(times[k - 1]):
                 continue
-            start = first_free.get(gpu_type, 0.0)
-            done = start + info.view.restart_cost_s + _work_s(problem, info, thr)
-            best = done if best is None else min(best, done)
-        out[info.id] = (0.0, 0.0, best)
+            done = times[k - 1] + info.view.restart_cost_s + _work_s(problem, info, thr)
+            if best is None or done < best[0]:
+                best = (done, gpu_type)
+        out[info.id] = (0.0, 0.0, best[0] if best else None)
+        if best is not None:  # it holds the k GPUs that free first until it is done
+            times = free_at[best[1]]
+            del times[:info.min_gpus]
+            at = bisect.bisect_left(times, best[0])
+            times[at:at] = [best[0]] * info.min_gpus
     return out
 
 

@@ -24,8 +24,26 @@ def test_prediction_of_a_hand_made_plan() -> None:
     # A start is a change too: the launch pause is counted.
     assert (q.throughput_before, q.throughput_after, q.completion_s) == (0.0, 20.0, pytest.approx(5 + 20.0))
     assert effect.avg_jct_s == pytest.approx(((100 + 55) + (50 + 25)) / 2)
-    # Before: r at 20/s finishes in 50 s; q waits for it, then runs on its minimum (1 GPU, 10/s).
-    assert effect.avg_jct_before_s == pytest.approx(((100 + 50) + (50 + 50 + 5 + 40)) / 2)
+    # Before: r at 20/s finishes in 50 s; q starts at once on its minimum (1 of the 6 free GPUs, 10/s).
+    assert effect.avg_jct_before_s == pytest.approx(((100 + 50) + (50 + 5 + 40)) / 2)
+
+
+def test_jobs_left_waiting_queue_for_the_gpus_there_are_in_submission_order() -> None:
+    """Each waiting job was assumed to start at once on its best type: seven jobs on two A100s,
+    so "without the plan" read 56 s against the plan's 77 s for the same shape of schedule."""
+    cluster = ClusterView((host("fast", "A100", 1), host("slow", "T4", 1)))
+    fn = curve(serial=0.0, cross_host=0.5, A100=40.0, T4=10.0)
+    jobs = [job(name, hi=1, work=400.0, fn=fn, restart_cost_s=0.0, submitted_at=float(n))
+            for n, name in enumerate(("c", "b", "a"))]
+    effect = evaluate({}, cluster, jobs)
+    # c takes the A100 (10 s); b finishes sooner after c on the A100 (20 s) than alone on the T4 (40 s);
+    # a then has the T4 free now (40 s) or the A100 after b (30 s)
+    assert [effect.for_job(j).completion_s for j in "cba"] == [10.0, 20.0, 30.0]
+    # a job holding the T4 it will not finish for 1000 s keeps it
+    busy = job("busy", hi=1, work=10_000.0, fn=fn, restart_cost_s=0.0, current=alloc("busy", "T4", slow=(0,)))
+    effect = evaluate({"busy": busy.current}, cluster, [*jobs, busy])
+    assert [effect.for_job(j).completion_s for j in "cba"] == [10.0, 20.0, 30.0]
+    assert effect.avg_jct_before_s == pytest.approx((10 + 20 + 30 + 1000) / 4)
 
 
 def test_a_jobs_finish_time_scale_corrects_its_training_time_not_its_pause() -> None:

@@ -132,7 +132,7 @@ def test_on_an_80_column_terminal_the_whole_plan_summary_shows(make_app):
             await wait_for(pilot, lambda: "50m00s" in str(widget.render()))
             await pilot.pause()
             text = summary(app.latest)
-            assert "fewest GPUs" in text.plain
+            assert "queue for GPUs in order" in text.plain
             needed = len(text.wrap(app.console, widget.content_size.width))
             assert needed >= 3, "the case this test is about: the summary wraps"
             assert widget.content_size.height >= needed

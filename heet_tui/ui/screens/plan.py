@@ -20,7 +20,7 @@ NEEDS_PLAN = frozenset({"approve", "reject", "tweak"})
 
 class PlanScreen(SnapshotScreen):
     # auto height: on an 80-column terminal the summary wraps to 3-4 lines, and a fixed 3 cut
-    # off "(waiting jobs then start on their fewest GPUs)" and the auto-approve state
+    # off "(waiting jobs then queue for GPUs in order)" and the auto-approve state
     DEFAULT_CSS = ("PlanScreen #plan-summary { height: auto; min-height: 3; max-height: 7; padding: 0 1; "
                    "border-bottom: solid $primary; }")
     BINDINGS = [

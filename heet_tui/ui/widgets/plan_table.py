@@ -110,15 +110,15 @@ def summary(snap: Snapshot) -> Text:
     text.append("   auto-approve " + ("ON: plans apply without asking" if snap.auto_approve else "off"))
     effect = plan.effect
     if effect.avg_jct_s is not None:
-        # "Without it" is the current allocation run on, waiting jobs starting on their fewest
-        # GPUs as others free up (scheduling.evaluate): say so, or a first plan reads as a miracle.
+        # "Without it" is the current allocation run on, waiting jobs queueing in submission order
+        # for GPUs as they free up (scheduling.evaluate): say so, or a first plan reads as a miracle.
         text.append("\npredicted average JCT ", style="bold")
         text.append(duration(effect.avg_jct_s), style="bold green" if (effect.avg_jct_before_s or 1e18)
                     >= effect.avg_jct_s else "bold red")
         if effect.avg_jct_before_s is not None:
             text.append(f" with this plan, {duration(effect.avg_jct_before_s)} without it")
             if any(p.throughput_before == 0 for p in effect.jobs):
-                text.append(" (waiting jobs then start on their fewest GPUs)", style="dim")
+                text.append(" (waiting jobs then queue for GPUs in order)", style="dim")
     return text
 
 
