@@ -160,6 +160,9 @@ def test_with_no_plan_the_summary_says_why_each_waiting_job_waits() -> None:
     jobs["j3"] = replace(jobs["j3"], message="profiled; waiting for a plan")
     text = summary(replace(snap, jobs=tuple(jobs.values()))).plain
     assert "j3: waiting with nothing proposed" in text and "p plans again" in text
+    full = tuple(replace(h, gpu_jobs=tuple((g.index, "jx") for g in h.gpus)) for h in snap.hosts)
+    text = summary(replace(snap, jobs=tuple(jobs.values()), hosts=full)).plain
+    assert "j3: waiting for GPUs (all 8 are in use); planned as jobs end." in text, "a100-2 is down: 8, not 12"
     assert "j4" not in text, "a done job waits for nothing"
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from heet_tui.core.allocation import Allocation
+from heet_tui.core.host import HostState
 from heet_tui.core.job import CANNOT_START, TWIN_WAITING_END, JobState
 from heet_tui.core.plan import ChangeKind, JobPrediction, Plan
 from heet_tui.core.snapshot import Snapshot
@@ -86,7 +87,11 @@ def _why_waiting(snap: Snapshot) -> str:
         out += f" {_some(profiling)}: being profiled, planned once measured."
     if blocked:
         out += f" {_some(blocked)}: cannot start on the hosts as they are (see the Jobs screen)."
-    if rest:
+    ready = [h for h in snap.hosts if h.state is HostState.READY]
+    gpus = sum(len(h.gpus) for h in ready)
+    if rest and gpus and sum(len(h.gpu_jobs) for h in ready) >= gpus:
+        out += f" {_some(rest)}: waiting for GPUs (all {gpus} are in use); planned as jobs end."
+    elif rest:
         out += (f" {_some(rest)}: waiting with nothing proposed (left out by the policy, or in a plan you "
                 "rejected, which is not proposed again until something changes); p plans again.")
     return out
