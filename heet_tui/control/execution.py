@@ -74,6 +74,7 @@ class Executor:
         self.silent_profiles: set[str] = set()  # jobs whose current profiling round had a run measure nothing
         self.crashed_rounds: set[str] = set()  # jobs whose profiling round already counted a crash
         self.crashed_sizes: dict[str, set[tuple[str, int]]] = {}  # job -> (type, GPUs) plans leave out
+        self.unlike_twins: set[str] = set()  # jobs warned that they measure unlike their profile class
         self.log_tails: dict[str, tuple[str, ...]] = {}
         self.checkpoints = CheckpointHosts(store, clock)
         self.read_only = False  # a watch-only controller: launch, profile and stop nothing
@@ -300,6 +301,7 @@ class Executor:
                           source, now)
             self.store.add_observation(run.job_id, run.alloc.gpu_type, placement_key(run.alloc.placement),
                                        float(progress["samples_per_s"]), now, source)
+            self._warn_unlike_twins(run, now)
         if run.profiling:
             if run.reports >= self.opt.profile_reports and run.stop_reason is None:
                 self._spawn(self.stop_run(run, "profiled", wait=False))
@@ -349,6 +351,17 @@ class Executor:
             self.store.try_set_state(job_id, JobState.QUEUED, now, f"{why}; resumes from its checkpoint (step {step})")
         else:
             self.crashed(run, why)
+
+    def _warn_unlike_twins(self, run: Run, now: float) -> None:
+        key = placement_key(run.alloc.placement)
+        ratio = None if run.job_id in self.unlike_twins else self.book.unlike_twins(run.job_id, run.alloc.gpu_type, key)
+        if ratio is None:
+            return
+        self.unlike_twins.add(run.job_id)
+        model, batch = self.book.classes[run.job_id]
+        self.store.add_event(now, "warning", f"{run.job_id} runs at {ratio:.2f}x the speed of its twins (model {model}, "
+                             f"batch {batch}) on {run.alloc.describe()}; they share throughput numbers, so if it is "
+                             "another model, give it a model key of its own", run.job_id)
 
     def crashed(self, run: Run, why: str) -> None:
         job_id, now = run.job_id, self.clock()

@@ -29,6 +29,7 @@ from heet_tui.core.sched_input import ThroughputFn
 from heet_tui.profiling.configs import TYPICAL_MULTI_HOST_FACTOR, TYPICAL_SCALING_EXPONENT
 
 RECENT = 5  # a cell's value is the mean of its last few observations: jobs warm up, hosts get busy
+UNLIKE_TWINS = 1.5  # twins measured this far apart are probably not twins (busy hosts vary by 1.3x)
 
 
 def parse_placement(key: str) -> tuple[int, ...]:
@@ -136,6 +137,18 @@ class ThroughputBook:
         cls = self.classes.get(job_id)
         members = sorted(m for m in self._members.get(cls, ()) if self.cells.get(m)) if cls else []
         return members[0] if members else None
+
+    def unlike_twins(self, job_id: str, gpu_type: str, key: str) -> float | None:
+        """The job's speed on a cell over its twins' there, when it has settled (``RECENT``
+        reports) and differs by more than ``UNLIKE_TWINS``: a sign that the spec's ``model``
+        names two different jobs, whose pooled numbers are then wrong for both."""
+        own = self.cells.get(job_id, {}).get((gpu_type, key), [])
+        mates = [m[(gpu_type, key)] for m in map(self.own, sorted(self.class_mates(job_id)))
+                 if (gpu_type, key) in m]
+        if len(own) < RECENT or not mates:
+            return None
+        ratio = (sum(own) / len(own)) / (sum(mates) / len(mates))
+        return ratio if max(ratio, 1 / ratio) > UNLIKE_TWINS else None
 
     def class_mates(self, job_id: str) -> set[str]:
         cls = self.classes.get(job_id)

@@ -14,12 +14,14 @@ from control_lab import job, run_and_clean, wait_for, write_job, write_local_hos
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control import planning
 from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.execution import ExecOptions, Executor
 from heet_tui.control.restart_costs import DEFAULT_RESTART_S, cost_of
+from heet_tui.control.runtime import RankProc, Run, rank_agent_id
 from heet_tui.control.store import Store
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.intents import ApprovePlan, SubmitJob
-from heet_tui.core.job import JobState
+from heet_tui.core.job import JobSpec, JobState, Target, TargetKind
 from heet_tui.core.sched_input import ClusterView, Constraints, HostView
 from heet_tui.scheduling import make_policy
 
@@ -43,6 +45,33 @@ def test_twins_share_their_measurements_and_count_once_when_types_are_compared()
     assert book.measured_through("c") == "a" and book.estimate("c", "A100", (1,)) == 400.0
     # one class measured on both types (however many twins), one other: the ratio is their geometric mean
     assert abs(book.type_ratio("A100", "T4") - ((400 / 120) * 2.0) ** 0.5) < 1e-9
+
+
+def test_a_job_that_measures_unlike_its_twins_is_told_so_once(tmp_path: Path) -> None:
+    """Sharing numbers rests on the spec's model key; a job copied from another spec with the key
+    left unchanged would quietly get, and spoil, its twins' numbers."""
+    store = Store(tmp_path / "state")
+    book = ThroughputBook()
+    executor = Executor(None, None, store, book, ExecOptions())
+    clock = iter(range(0, 10_000, 11))
+    executor.clock = lambda: float(next(clock))
+    for name in ("small", "wide"):
+        store.add_job(JobSpec(name, ("python3", "t.py"), "cifar10", 64, Target(TargetKind.STEPS, 10)), 0.0)
+        book.register(name, "cifar10", 64)
+    book.add("small", "A100", (1,), 600.0)
+    rank = RankProc("h", rank_agent_id("wide", 0, store.store_id), 0, (0,), "running")
+    executor.runs["wide"] = Run("wide", Allocation.of("wide", "A100", {"h": [0]}), 3, {0: rank}, 0.0)
+    for step in range(1, 12):
+        executor.on_progress("h", rank.agent_id, 3, {"step": step, "samples": step * 64, "samples_per_s": 1100.0})
+    warnings = [e.message for e in store.events(limit=100) if e.kind == "warning"]
+    assert warnings == ["wide runs at 1.83x the speed of its twins (model cifar10, batch 64) on 1xA100 on h[0]; "
+                        "they share throughput numbers, so if it is another model, give it a model key of its own"]
+    book.add("small", "T4", (1,), 100.0)
+    assert book.unlike_twins("small", "T4", "1") is None, "nothing to compare with"
+    book.register("calm", "cifar10", 64)
+    for _ in range(5):
+        book.add("calm", "A100", (1,), 700.0)
+    assert book.unlike_twins("calm", "A100", "1") is None, "700 against (600 + 1100) / 2: within 1.5x"
 
 
 def test_restart_pause_of_a_twin_that_never_ran_is_its_class_median() -> None:
