@@ -107,3 +107,18 @@ def test_state_and_hosts_may_follow_the_subcommand(tmp_path: Path, capsys: pytes
     assert Store(after).job("cnn-2").job.state is JobState.CANCELLED
     assert main(["run", "--until-idle", "--state", after, "--hosts", str(tmp_path / "missing.toml")]) == 2
     assert "missing.toml: file not found" in capsys.readouterr().err
+
+
+def test_submit_says_when_a_job_shares_measurements_with_earlier_ones(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    spec, other = tmp_path / "job.toml", tmp_path / "other.toml"
+    spec.write_text(JOB)
+    other.write_text(JOB.replace('model = "m"', 'model = "n"'))
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "submit", str(spec)]) == 0 and main([*state, "submit", str(other)]) == 0
+    assert "share" not in capsys.readouterr().out
+    assert main([*state, "submit", str(spec)]) == 0
+    assert main([*state, "submit", str(spec)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "note: model m at batch 32, as cnn and 1 more: they share throughput measurements (a new model key keeps "
+        "it apart)")

@@ -37,6 +37,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     store.add_event(now, "submit", f"submitted {job.id} from {args.spec}", job.id)
     resumes = resumed_from(earlier)
     hint = workdir_hint(spec, args.spec)
+    twins = [r.job.id for r in store.jobs() if r.job.id != job.id and r.job.spec.model == spec.model
+             and r.job.spec.batch_size == spec.batch_size]
     if args.json:
         print(json.dumps({"id": job.id, "state": job.state.value, **({"resumes_from": resumes.job_id} if resumes else {}),
                           **({"warning": hint} if hint else {})}))
@@ -46,6 +48,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if resumes:
         print(f"note: {spec.checkpoint_dir} holds the checkpoint of job {resumes.job_id} ({resumes.state.value}, "
               f"{resumes.samples_done:g} samples done): {job.id} resumes from it")
+    if twins:
+        more = f" and {len(twins) - 1} more" if len(twins) > 1 else ""
+        print(f"note: model {spec.model} at batch {spec.batch_size}, as {twins[0]}{more}: they share throughput "
+              "measurements (a new model key keeps it apart)")
     if hint:
         print(f"warning: {hint}")
     return 0
