@@ -190,11 +190,9 @@ def _reject_unknown(path: Path, fields: Mapping[str, Any]) -> None:
 
 
 def _toml_value(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        inline = tomlkit.inline_table()
-        for k, v in value.items():
-            inline.append(k, v)
-        return inline
+    if isinstance(value, Mapping):  # spaced inside the braces, as people (and configs/*.toml) write it
+        body = ", ".join(f"{k} = {tomlkit.item(v).as_string()}" for k, v in value.items())
+        return tomlkit.parse(f"x = {{ {body} }}\n")["x"]
     if isinstance(value, tuple):
         return list(value)
     return value

@@ -50,6 +50,7 @@ def test_add_update_remove_keep_comments_and_untouched_hosts(example: Path) -> N
     assert hosts.host("t4-1").rack == "r9"
     new = hosts.host("new-1")
     assert new.emulate is not None and new.emulate.count == 2 and new.rack == "r3"
+    assert 'emulate = { gpu_type = "A100", count = 2, speed = 1.0 }\n' in text, "written as people write it"
     assert (example.with_name("hosts.toml.bak")).read_text() == original
 
 
