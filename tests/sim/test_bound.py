@@ -162,3 +162,10 @@ def test_cli_bound_keeps_the_other_files_when_one_cannot_be_bounded(tmp_path: Pa
     files = json.loads(out.read_text())["files"]
     assert files["a-good.csv"]["jobs"] == 7 and files["a-good.csv"]["bound_avg_jct_s"] > 0
     assert files["b-huge.csv"] == {"error": "no job of the workload can run on this cluster", "jobs": 1}
+
+
+def test_bound_is_a_verb_of_sim_only(capsys) -> None:
+    """The command discovery registered every module's `register`, so `heet-tui bound` existed too."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bound", "--help"])
+    assert exit_info.value.code == 2 and "invalid choice: 'bound'" in capsys.readouterr().err

@@ -60,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     from heet_tui.cli.commands import sim_bound
 
-    sim_bound.register(verbs)
+    sim_bound.register_verb(verbs)
 
 
 def load_inputs(cluster_path: str | None, profiles: str | None, one_gpu_accumulates: bool = False,
