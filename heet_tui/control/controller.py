@@ -34,11 +34,12 @@ from heet_tui.control.plan_apply import apply_plan
 from heet_tui.control.profiling_rounds import profile_idle_types, profile_new_jobs, waits_for_profiling
 from heet_tui.control.recovery import rebuild_runs, reconcile_host
 from heet_tui.control.restart_costs import cost_of, restart_costs
+from heet_tui.control.round_errors import RoundErrors
 from heet_tui.control.snapshot_build import build_snapshot
 from heet_tui.control.snapshots import ControllerLock, SnapshotHub
 from heet_tui.control.store import Store, StoreWriteError
 from heet_tui.control.store_health import StoreHealth
-from heet_tui.control.throughput import ThroughputBook
+from heet_tui.control.throughput import ThroughputBook, profiling_model
 from heet_tui.control.unmeasured import hide_nominal, unmeasured_ids, unreported_gpu_s
 from heet_tui.control.waiting import explain_waiting
 from heet_tui.core.host import HostState
@@ -79,7 +80,7 @@ class Controller:
         # The agents record which store they serve: another controller's cannot take them over.
         self.cluster = cluster or Cluster(hosts, replace(self.opt.cluster or ClusterOptions(), owner=store.store_id))
         self.clock = clock
-        self.book = ThroughputBook(predictor=_profiling_model())
+        self.book = ThroughputBook(predictor=profiling_model())
         self.hub = SnapshotHub()
         self.executor = Executor(self.cluster, hosts, store, self.book, self.opt.execution, clock, self.poke)
         self.intents = IntentHandler(self)
@@ -96,6 +97,7 @@ class Controller:
         self.applying: asyncio.Task | None = None
         self.notices: list[str] = []
         self.store_health = StoreHealth(store, self.clock, self.notices)
+        self.round_errors = RoundErrors(store.dir, self.notices)
         self._lock = ControllerLock(store.dir)
         self.attach_server = AttachServer(self, store.dir)
         self._tasks: list[asyncio.Task] = []
@@ -207,12 +209,15 @@ class Controller:
             try:
                 if self.store_health.writable():
                     await self.round()
+                    self.round_errors.succeeded()
                 else:
                     await self.publish()  # the notice; jobs as last known
             except StoreWriteError as exc:
                 self.store_health.failed(exc)
-            except Exception:
-                log.exception("controller round failed")
+            except Exception as exc:
+                self.round_errors.failed(exc)
+                with contextlib.suppress(Exception):
+                    await self.publish()  # the notice, with the figures as last known
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.opt.interval_s):
@@ -386,12 +391,3 @@ class Controller:
 
 def signature(plan: Plan) -> str:
     return json.dumps(sorted((j, a.gpu_type, a.hosts) for j, a in plan.allocations.items()))
-
-
-def _profiling_model():
-    """The profiling model's predictor (collaborative filtering), or None when it cannot be imported."""
-    try:
-        from heet_tui.profiling.predictor import ThroughputPredictor
-    except ImportError:
-        return None
-    return ThroughputPredictor()

@@ -236,6 +236,15 @@ class ThroughputBook:
         return throughput
 
 
+def profiling_model():
+    """The profiling model's predictor (collaborative filtering), or None when it cannot be imported."""
+    try:
+        from heet_tui.profiling.predictor import ThroughputPredictor
+    except ImportError:
+        return None
+    return ThroughputPredictor()
+
+
 def _scaled(measured: dict[tuple[int, ...], float], placement: tuple[int, ...]) -> float:
     count = sum(placement)
     ref = min(measured, key=lambda p: (abs(math.log(sum(p) / count)), len(p)))

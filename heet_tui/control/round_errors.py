@@ -1,0 +1,37 @@
+"""A controller round that raises: said once where the user looks, not only in the log.
+
+An exception in a round (a bug, or something the code did not foresee) went to
+controller.log alone. Under the TUI the screen then showed the last good snapshot for as
+long as the fault lasted, and nothing said the controller had stopped planning. Now the
+first failure of a kind is a notice naming the error and the log; a round that works again
+says so.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from heet_tui.control.log_file import LOG_NAME
+
+log = logging.getLogger(__name__)
+
+
+class RoundErrors:
+    def __init__(self, state_dir: Path | None, notices: list[str]) -> None:
+        self.where = str(Path(state_dir) / LOG_NAME) if state_dir is not None else "the controller's log"
+        self.notices = notices
+        self.error: str | None = None  # the failing rounds' error, while they fail
+
+    def failed(self, exc: Exception) -> None:
+        log.exception("controller round failed")
+        error = f"{type(exc).__name__}: {exc}"
+        if error != self.error:
+            self.notices.append(f"a controller round failed ({error}); the traceback is in {self.where}. "
+                                "Plans and profiling wait until rounds work again; jobs keep running")
+        self.error = error
+
+    def succeeded(self) -> None:
+        if self.error is not None:
+            self.notices.append(f"controller rounds work again (after: {self.error})")
+            self.error = None
