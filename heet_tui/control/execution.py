@@ -36,6 +36,7 @@ from heet_tui.control.runtime import (
     judge,
     new_size_that_crashed,
     note_other_rank_progress,
+    record_unseen_progress,
     union_gpus,
 )
 from heet_tui.control.store import Store
@@ -274,6 +275,7 @@ class Executor:
         if found is None:
             return False
         run, rank = found
+        record_unseen_progress(self.store, run, rank, job.progress)
         self._rank_exited(rank, job.exit_code, job.signal, job.reason)
         if not run.all_exited and run.stop_reason is None and rank.exit_code != 0:
             self._spawn(self.stop_run(run, None))  # peers of a failed rank would hang in a collective

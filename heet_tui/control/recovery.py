@@ -17,7 +17,14 @@ from dataclasses import dataclass
 
 from heet_tui.cluster import RemoteJob
 from heet_tui.control.execution import Executor
-from heet_tui.control.runtime import RankProc, Run, parse_agent_id, rank_agent_id, store_part
+from heet_tui.control.runtime import (
+    RankProc,
+    Run,
+    parse_agent_id,
+    rank_agent_id,
+    record_unseen_progress,
+    store_part,
+)
 from heet_tui.control.store import Store
 from heet_tui.core.job import JobState
 
@@ -93,8 +100,7 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
             found = executor.find(host, r.job_id, r.generation)
             if found is not None and found[1].state in ("unknown", "launching"):
                 found[1].state = "running"
-                if r.progress:
-                    found[0].progress = r.progress
+                record_unseen_progress(store, found[0], found[1], r.progress)
         elif v.action == "exited":
             executor.on_exit(r)
         elif v.action == "fence" and not executor.read_only:

@@ -234,3 +234,24 @@ def note_other_rank_progress(store: Store, run: Run, rank: int, now: float) -> N
     store.add_event(now, "warning", f"{run.job_id}: rank {rank} prints progress lines too; only rank 0's count. "
                     f"If the script ignores WORLD_SIZE, each of the {run.alloc.num_gpus} GPUs runs a whole copy "
                     "of the training (docs/TRAINING.md)", run.job_id)
+
+
+def record_unseen_progress(store: Store, run: Run, rank: RankProc, progress: dict[str, Any] | None) -> None:
+    """Progress a run made while no controller watched, from its agent's report of it.
+
+    A job that ran on, or ran to its end, while the controller was down was known by the step
+    it had when the controller went: done at 300 of 300 steps, it showed "done 27%". An agent
+    reports each job's latest progress line when it re-adopts the job or says it ended; rank
+    0's counts (the store keeps the larger of what it had and this). Profiling runs train a
+    scratch copy: their steps are not the job's.
+    """
+    if run.profiling or rank.rank != 0 or not progress:
+        return
+    try:
+        step, samples = int(progress["step"]), float(progress["samples"])
+    except (KeyError, TypeError, ValueError):
+        return
+    checkpoint = progress.get("checkpoint")
+    store.update_progress(run.job_id, step, samples, checkpoint if isinstance(checkpoint, str) else None)
+    if not run.progress or float(run.progress.get("samples", 0) or 0) < samples:
+        run.progress = progress

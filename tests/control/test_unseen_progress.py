@@ -1,0 +1,55 @@
+"""Progress a job made while no controller watched it counts once a controller hears of it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
+
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.runtime import rank_agent_id
+from heet_tui.control.store import Store
+from heet_tui.core.intents import SubmitJob
+from heet_tui.core.job import JobState
+
+STEPS = 200
+
+
+def test_a_job_that_ended_while_the_controller_was_down_is_done_at_its_last_step(tmp_path: Path) -> None:
+    """Seen with `make run`: the TUI quit while six jobs ran; they finished meanwhile, and the
+    next TUI showed them "done" at 7-27 %, the steps it had seen before it quit."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    options = ControllerOptions(interval_s=0.3, profile=False, auto_approve=True)
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, options)
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=STEPS, max_gpus=1))))
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING and store.job("a").job.steps_done >= 5,
+                           90, "a running")
+        finally:
+            await ctl.stop()  # the job runs on, to its end, unwatched
+        seen = store.job("a").job.steps_done
+        exit_file = next((tmp_path / "w-only").glob(f"**/exits/{rank_agent_id('a', 0, store.store_id)}*"), None)
+        deadline = time.monotonic() + 120
+        while (exit_file is None or not exit_file.exists()) and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+            exit_file = next((tmp_path / "w-only").glob(f"**/exits/{rank_agent_id('a', 0, store.store_id)}*"), None)
+        assert exit_file is not None and json.loads(exit_file.read_text())["exit_code"] == 0, "a ran to its end"
+        assert seen < STEPS, "the case this test is about: the store saw only part of it"
+
+        again = Controller(hosts, store, options)
+        await again.start()
+        try:
+            snap = await wait_for(again, lambda s: job(s, "a").state is JobState.DONE, 60, "a done")
+        finally:
+            await again.stop()
+        assert store.job("a").job.steps_done == STEPS and job(snap, "a").progress == 1.0
+
+    run_and_clean(scenario, tmp_path)
