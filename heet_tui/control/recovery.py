@@ -39,7 +39,8 @@ class Verdict:
 
 def rebuild_runs(store: Store, executor: Executor, now: float) -> list[str]:
     """Runs for every job the store says is running, with ranks not yet confirmed by any agent."""
-    notes = []
+    notes: list[str] = []
+    expected: list[str] = []
     allocations = store.current_allocations()
     for rec in store.jobs(include_terminal=False):
         job = rec.job
@@ -59,7 +60,11 @@ def rebuild_runs(store: Store, executor: Executor, now: float) -> list[str]:
                 ranks[rank] = RankProc(host, rank_agent_id(job.id, rank, store.store_id), rank, (gpu,), "unknown")
                 rank += 1
         executor.runs[job.id] = Run(job.id, alloc, generation, ranks, now)
-        notes.append(f"{job.id}: expecting generation {generation} on {alloc.describe()}")
+        expected.append(job.id)
+    if expected:  # one notice, not one toast per job naming a generation
+        some = ", ".join(expected[:3]) + (f" and {len(expected) - 3} more" if len(expected) > 3 else "")
+        notes.append(f"{len(expected)} job(s) were running when the controller last stopped ({some}): "
+                     "looking for them on their hosts")
     return notes
 
 

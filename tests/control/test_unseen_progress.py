@@ -46,6 +46,8 @@ def test_a_job_that_ended_while_the_controller_was_down_is_done_at_its_last_step
 
         again = Controller(hosts, store, options)
         await again.start()
+        assert again.notices == ["1 job(s) were running when the controller last stopped (a): looking for them "
+                                 "on their hosts"], "one notice, whatever the number of jobs"
         try:
             snap = await wait_for(again, lambda s: job(s, "a").state is JobState.DONE, 60, "a done")
         finally:
