@@ -230,3 +230,15 @@ def test_an_ended_job_says_how_long_it_took_instead_of_an_eta(make_app, backend)
             assert "ETA" not in str(detail.render())
 
     run(scenario())
+
+
+def test_a_long_job_id_is_cut_in_the_middle_in_the_table_only() -> None:
+    """A 45-character id pushed every other column off an 80-column screen."""
+    from heet_tui.ui.widgets.job_table import ID_WIDTH, job_row, matches
+
+    long_id = "resnet50-imagenet-lr0.1-wd5e-4-seed1234-long"
+    job = replace(small_snapshot().jobs[0], id=long_id, name=long_id)
+    shown = job_row(job)[0].plain
+    assert len(shown) == ID_WIDTH and shown.startswith("resnet50-im") and shown.endswith("seed1234-long")
+    assert matches(job, "wd5e-4"), "the filter still sees the whole id"
+    assert job_row(small_snapshot().jobs[0])[0].plain == "j1"

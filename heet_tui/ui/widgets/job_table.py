@@ -55,8 +55,20 @@ def hosts_text(job: JobStatus, limit: int = 3) -> str:
     return shown + (f" +{len(names) - limit}" if len(names) > limit else "")
 
 
+ID_WIDTH = 24
+
+
+def short_id(job_id: str, width: int = ID_WIDTH) -> str:
+    """A long id cut in the middle: a sweep's ids differ at their ends (the seed, the "-2"), and a
+    40-character id pushed every other column off an 80-column screen. The details show it whole."""
+    if len(job_id) <= width:
+        return job_id
+    head = (width - 1) // 2
+    return job_id[:head] + "…" + job_id[-(width - 1 - head):]
+
+
 def job_row(job: JobStatus) -> Cells:
-    return (Text(job.id, style=job_colour(job.id)), Text(job.state.value, style=_STATE_STYLE[job.state]),
+    return (Text(short_id(job.id), style=job_colour(job.id)), Text(job.state.value, style=_STATE_STYLE[job.state]),
             gpus_text(job), progress_bar(job.progress), duration(job.eta_s), rate(job.throughput), hosts_text(job),
             str(job.restarts))
 
