@@ -63,7 +63,7 @@ def short_id(job_id: str, width: int = ID_WIDTH) -> str:
     40-character id pushed every other column off an 80-column screen. The details show it whole."""
     if len(job_id) <= width:
         return job_id
-    head = (width - 1) // 2
+    head = (width - 1) * 2 // 5  # more of the end, where twins differ
     return job_id[:head] + "…" + job_id[-(width - 1 - head):]
 
 
