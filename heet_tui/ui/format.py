@@ -64,3 +64,15 @@ def job_colour(job_id: str) -> str:
     """A stable colour per job, so the same job looks the same on every screen and every run."""
     digest = hashlib.blake2s(job_id.encode(), digest_size=2).digest()
     return _PALETTE[int.from_bytes(digest, "big") % len(_PALETTE)]
+
+
+ID_WIDTH = 24
+
+
+def short_id(job_id: str, width: int = ID_WIDTH) -> str:
+    """A long id cut in the middle: a sweep's ids differ at their ends (the seed, the "-2"), and a
+    40-character id pushed every other column off an 80-column screen. The details show it whole."""
+    if len(job_id) <= width:
+        return job_id
+    head = (width - 1) * 2 // 5  # more of the end, where twins differ
+    return job_id[:head] + "…" + job_id[-(width - 1 - head):]

@@ -234,7 +234,8 @@ def test_an_ended_job_says_how_long_it_took_instead_of_an_eta(make_app, backend)
 
 def test_a_long_job_id_is_cut_in_the_middle_in_the_table_only() -> None:
     """A 45-character id pushed every other column off an 80-column screen."""
-    from heet_tui.ui.widgets.job_table import ID_WIDTH, job_row, matches
+    from heet_tui.ui.format import ID_WIDTH
+    from heet_tui.ui.widgets.job_table import job_row, matches
 
     long_id = "resnet50-imagenet-lr0.1-wd5e-4-seed1234-long"
     job = replace(small_snapshot().jobs[0], id=long_id, name=long_id)

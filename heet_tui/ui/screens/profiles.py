@@ -9,6 +9,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Static
 
 from heet_tui.core.snapshot import JobProfile, Snapshot
+from heet_tui.ui.format import short_id
 from heet_tui.ui.screens.base import SnapshotScreen
 from heet_tui.ui.widgets.keyed_table import KeyedTable
 from heet_tui.ui.widgets.profile_heatmap import heatmap, scaling_curves
@@ -59,7 +60,7 @@ class ProfilesScreen(SnapshotScreen):
         rows = {}
         for p in snap.profiles:
             measured = sum(1 for c in p.cells if c.measured)
-            rows[p.job_id] = (p.job_id, str(measured), str(len(p.cells) - measured))
+            rows[p.job_id] = (short_id(p.job_id), str(measured), str(len(p.cells) - measured))
         self.query_one("#profile-jobs", KeyedTable).sync(rows)
         self._show()
 

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from heet_tui.core.job import JobState
 from heet_tui.core.snapshot import JobStatus, Snapshot
-from heet_tui.ui.format import duration, job_colour, progress_bar, rate
+from heet_tui.ui.format import duration, job_colour, progress_bar, rate, short_id
 from heet_tui.ui.widgets.keyed_table import Cells, KeyedTable
 
 # Most telling first, so an 80-column terminal cuts the least: no Name column (an id is its job's
@@ -53,18 +53,6 @@ def hosts_text(job: JobStatus, limit: int = 3) -> str:
     names = job.allocation.host_names
     shown = ",".join(names[:limit])
     return shown + (f" +{len(names) - limit}" if len(names) > limit else "")
-
-
-ID_WIDTH = 24
-
-
-def short_id(job_id: str, width: int = ID_WIDTH) -> str:
-    """A long id cut in the middle: a sweep's ids differ at their ends (the seed, the "-2"), and a
-    40-character id pushed every other column off an 80-column screen. The details show it whole."""
-    if len(job_id) <= width:
-        return job_id
-    head = (width - 1) * 2 // 5  # more of the end, where twins differ
-    return job_id[:head] + "…" + job_id[-(width - 1 - head):]
 
 
 def job_row(job: JobStatus) -> Cells:

@@ -11,7 +11,7 @@ from heet_tui.core.host import HostState
 from heet_tui.core.job import CANNOT_START, TWIN_WAITING_END, JobState
 from heet_tui.core.plan import ChangeKind, JobPrediction, Plan
 from heet_tui.core.snapshot import Snapshot
-from heet_tui.ui.format import clock, duration, rate, signed_percent
+from heet_tui.ui.format import clock, duration, rate, short_id, signed_percent
 from heet_tui.ui.widgets.keyed_table import Cells, KeyedTable
 
 COLUMNS = (("job", "Job"), ("change", "Change"), ("current", "Current"), ("proposed", "Proposed"),
@@ -68,7 +68,7 @@ def plan_cells(row: PlanRow) -> Cells:
         pause = duration(pred.restart_pause_s) if pred.restart_pause_s else "-"
     kind = row.kind
     label = Text(kind.value if kind else "keep", style=_KIND_STYLE[kind] if kind else "dim")
-    return (row.job_id, label, short_alloc(row.before), short_alloc(row.after), tput, delta, done, pause)
+    return (short_id(row.job_id), label, short_alloc(row.before), short_alloc(row.after), tput, delta, done, pause)
 
 
 def _some(ids: list[str]) -> str:
