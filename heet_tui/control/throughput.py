@@ -130,14 +130,6 @@ class ThroughputBook:
             pooled = self._pooled[cls] = {k: sum(v) / len(v) for k, v in values.items()}
         return dict(pooled)
 
-    def measured_through(self, job_id: str) -> str | None:
-        """A job of the same profile class whose measurements this job uses, when it has none of its own."""
-        if self.cells.get(job_id):
-            return None
-        cls = self.classes.get(job_id)
-        members = sorted(m for m in self._members.get(cls, ()) if self.cells.get(m)) if cls else []
-        return members[0] if members else None
-
     def unlike_twins(self, job_id: str, gpu_type: str, key: str) -> float | None:
         """The job's speed on a cell over its twins' there, when it has settled (``RECENT``
         reports) and differs by more than ``UNLIKE_TWINS``: a sign that the spec's ``model``
