@@ -35,7 +35,10 @@ def test_approve_posts_the_pending_plan_and_clears_it(make_app, backend):
             await wait_for(pilot, lambda: backend.posted)
             assert backend.posted == [ApprovePlan(7)]
             table = app.screen.query_one(PlanTable)
-            await wait_for(pilot, lambda: table.row_count == 0)
+            # the plan's lines go; the allocation that stands stays: j1 and j2 kept, j3 not started
+            await wait_for(pilot, lambda: app.latest.plan is None and table.row_count == 2)
+            assert [table.get_row_at(i)[0] for i in range(2)] == ["j1", "j2"]
+            assert {table.get_row_at(i)[1].plain for i in range(2)} == {"keep"}
             # With nothing pending, approving again is not offered.
             assert app.screen.check_action("approve", ()) is False  # hidden, not merely dimmed
             await pilot.press("a")
@@ -183,3 +186,14 @@ def test_at_80_columns_the_status_line_keeps_the_counts_the_plan_and_auto_approv
             assert "plan #7 pending (2)" in line.render().plain
 
     run(scenario())
+
+
+def test_with_no_plan_the_table_shows_the_allocation_that_stands() -> None:
+    """It was empty under "the current allocation stands"."""
+    from heet_tui.ui.widgets.plan_table import current_rows, plan_cells
+
+    rows = current_rows(small_snapshot(plan=False))
+    assert list(rows) == ["j1", "j2"], "running jobs only"
+    cells = plan_cells(rows["j1"])
+    assert cells[1].plain == "keep" and cells[2] == cells[3] == "2xA100 @a100-1"
+    assert cells[4] == "410/s → 410/s" and cells[7] == "-", "measured speed, no pause"

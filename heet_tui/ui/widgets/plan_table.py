@@ -57,6 +57,14 @@ def plan_rows(plan: Plan) -> dict[str, PlanRow]:
     return rows
 
 
+def current_rows(snap: Snapshot) -> dict[str, PlanRow]:
+    """With no plan pending, the allocation that stands, as "keep" lines with the measured speed
+    and ETA (the table was empty under "the current allocation stands")."""
+    running = sorted((j for j in snap.jobs if j.allocation is not None and not j.state.terminal), key=lambda j: j.id)
+    return {j.id: PlanRow(j.id, None, j.allocation, j.allocation,
+                          JobPrediction(j.id, j.throughput, j.throughput, j.eta_s, 0.0)) for j in running}
+
+
 def plan_cells(row: PlanRow) -> Cells:
     pred = row.prediction
     if pred is None:
@@ -136,10 +144,7 @@ class PlanTable(KeyedTable):
         self.order_by(lambda job_id: self._rank.get(job_id, 1 << 30))
 
     def show(self, snap: Snapshot) -> None:
-        if snap.plan is None:
-            self.sync({})
-            return
-        rows = plan_rows(snap.plan)
+        rows = plan_rows(snap.plan) if snap.plan is not None else current_rows(snap)
         self._rank = {job_id: i for i, job_id in enumerate(rows)}
         self.sync(rows)
 
