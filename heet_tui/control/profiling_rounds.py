@@ -14,7 +14,7 @@ from heet_tui.control.runtime import Outcome, union_gpus
 from heet_tui.control.unmeasured import MESSAGE as UNMEASURED
 from heet_tui.control.unmeasured import mark_unmeasured, silent, unmeasured_ids
 from heet_tui.control.waiting import why_waiting
-from heet_tui.core.job import TWIN_WAITING, Job, JobState
+from heet_tui.core.job import PROFILE_WAITING, TWIN_WAITING, Job, JobState
 
 if TYPE_CHECKING:
     from heet_tui.control.controller import Controller
@@ -64,6 +64,11 @@ async def profile_new_jobs(ctl: Controller) -> None:
             coverage[t] = coverage.get(t, 0) + 1
         if chosen:
             await executor.start_profiling(job.id, [options[t] for t in chosen])
+            continue
+        types = "/".join(sorted({h.gpu_type for h in cluster.hosts if job.spec.allows(h.gpu_type)}))
+        waiting = f"{PROFILE_WAITING}no {types} GPU is idle (in use by jobs, or by processes heet did not start)"
+        if job.message != waiting:  # it said nothing, and the Plan screen blamed the policy
+            ctl.store.try_set_state(job.id, JobState.QUEUED, ctl.clock(), waiting)
 
 
 def waits_for_profiling(ctl: Controller, job_id: str, has_run: bool) -> bool:

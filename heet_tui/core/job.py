@@ -56,6 +56,8 @@ CANNOT_START = "cannot start yet: "
 # A twin's message while its profile class is profiled through another job (control/profiling_rounds.py).
 TWIN_WAITING = "waiting for {}'s profiling (same model and batch size)"
 TWIN_WAITING_END = TWIN_WAITING.split("{}")[1]
+# A new job's message while no GPU of its types is idle to profile it on.
+PROFILE_WAITING = "waiting to be profiled: "
 
 
 class JobState(StrEnum):

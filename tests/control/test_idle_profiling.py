@@ -74,3 +74,29 @@ def test_profiling_takes_only_gpus_the_hosts_file_lets_heet_use(tmp_path: Path) 
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_new_job_with_no_idle_gpu_to_be_profiled_on_says_so(tmp_path: Path) -> None:
+    """It waited with an empty message, and the Plan screen blamed the policy or a rejected plan."""
+    from heet_tui.core.job import PROFILE_WAITING
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=True))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=100000, max_gpus=1))))
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running on the one GPU")
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "b", steps=100000, max_gpus=1))))
+            snap = await wait_for(ctl, lambda s: job(s, "b").message.startswith(PROFILE_WAITING), 30, "b says why")
+            assert job(snap, "b").message == PROFILE_WAITING + ("no T4 GPU is idle (in use by jobs, or by processes "
+                                                                "heet did not start)")
+            await ctl.post(CancelJob("a"))
+            await wait_for(ctl, lambda s: job(s, "b").state in (JobState.PROFILING, JobState.RUNNING), 60,
+                           "b profiled once the GPU is idle")
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)

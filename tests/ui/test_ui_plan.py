@@ -147,7 +147,7 @@ def test_with_no_plan_the_summary_says_why_each_waiting_job_waits() -> None:
     """It blamed "a rejected plan" while the only waiting job was being profiled."""
     from dataclasses import replace
 
-    from heet_tui.core.job import CANNOT_START, TWIN_WAITING, JobState
+    from heet_tui.core.job import CANNOT_START, PROFILE_WAITING, TWIN_WAITING, JobState
 
     snap = small_snapshot(plan=False)
     jobs = {j.id: j for j in snap.jobs}
@@ -157,9 +157,10 @@ def test_with_no_plan_the_summary_says_why_each_waiting_job_waits() -> None:
     jobs["j3"] = replace(jobs["j3"], state=JobState.QUEUED, message=CANNOT_START + "no ready host has H100 GPUs")
     text = summary(replace(snap, jobs=tuple(jobs.values()))).plain
     assert "j3: cannot start on the hosts as they are" in text and "rejected" not in text
-    jobs["j3"] = replace(jobs["j3"], message=TWIN_WAITING.format("j1"))  # a twin of a job being profiled
-    text = summary(replace(snap, jobs=tuple(jobs.values()))).plain
-    assert "j3: being profiled, planned once measured." in text and "rejected" not in text
+    for message in (TWIN_WAITING.format("j1"), PROFILE_WAITING + "no T4 GPU is idle"):  # a twin; no GPU idle
+        jobs["j3"] = replace(jobs["j3"], message=message)
+        text = summary(replace(snap, jobs=tuple(jobs.values()))).plain
+        assert "j3: being profiled, planned once measured." in text and "rejected" not in text
     jobs["j3"] = replace(jobs["j3"], message="profiled; waiting for a plan")
     text = summary(replace(snap, jobs=tuple(jobs.values()))).plain
     assert "j3: waiting with nothing proposed" in text and "p plans again" in text

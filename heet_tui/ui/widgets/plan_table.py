@@ -8,7 +8,7 @@ from rich.text import Text
 
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.host import HostState
-from heet_tui.core.job import CANNOT_START, TWIN_WAITING_END, JobState
+from heet_tui.core.job import CANNOT_START, PROFILE_WAITING, TWIN_WAITING_END, JobState
 from heet_tui.core.plan import ChangeKind, JobPrediction, Plan
 from heet_tui.core.snapshot import Snapshot
 from heet_tui.ui.format import clock, duration, rate, short_id, signed_percent
@@ -87,7 +87,8 @@ def _why_waiting(snap: Snapshot) -> str:
     """Why jobs without GPUs have no plan: being profiled, unable to fit, or left out. (It said
     "a rejected plan is not proposed again" while the only waiting job was being profiled.)"""
     waiting = [j for j in snap.jobs if not j.state.terminal and j.allocation is None]
-    profiling = [j.id for j in waiting if j.state is JobState.PROFILING or j.message.endswith(TWIN_WAITING_END)]
+    profiling = [j.id for j in waiting if j.state is JobState.PROFILING or j.message.endswith(TWIN_WAITING_END)
+                 or j.message.startswith(PROFILE_WAITING)]
     blocked = [j.id for j in waiting if j.state is not JobState.PROFILING and j.message.startswith(CANNOT_START)]
     rest = [j.id for j in waiting if j.id not in profiling and j.id not in blocked]
     out = ""
