@@ -22,16 +22,20 @@ class RoundErrors:
         self.where = str(Path(state_dir) / LOG_NAME) if state_dir is not None else "the controller's log"
         self.notices = notices
         self.error: str | None = None  # the failing rounds' error, while they fail
+        self.repeats = 0  # rounds that failed the same way since it was said
 
     def failed(self, exc: Exception) -> None:
-        log.exception("controller round failed")
         error = f"{type(exc).__name__}: {exc}"
-        if error != self.error:
+        if error != self.error:  # the traceback once per error, not every round (2 s) while it lasts
+            log.exception("controller round failed")
             self.notices.append(f"a controller round failed ({error}); the traceback is in {self.where}. "
                                 "Plans and profiling wait until rounds work again; jobs keep running")
-        self.error = error
+            self.error, self.repeats = error, 0
+        else:
+            self.repeats += 1
 
     def succeeded(self) -> None:
         if self.error is not None:
+            log.info("controller rounds work again after %d more failure(s) of %s", self.repeats, self.error)
             self.notices.append(f"controller rounds work again (after: {self.error})")
             self.error = None

@@ -44,4 +44,6 @@ def test_a_failing_round_is_a_notice_once_and_its_end_another(tmp_path: Path, mo
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
-    assert "RuntimeError: unforeseen state" in (tmp_path / "state" / "controller.log").read_text()
+    log = (tmp_path / "state" / "controller.log").read_text()
+    assert log.count("RuntimeError: unforeseen state") == 2, "the traceback once, and the all-clear naming it"
+    assert "controller rounds work again after " in log

@@ -67,7 +67,9 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> in
     controller = Controller(hosts, store, options)
     warnings = logging.StreamHandler(sys.stderr)  # the log file has everything; the terminal its warnings
     warnings.setLevel(logging.WARNING)
-    warnings.addFilter(lambda record: record.name != "heet_tui.control.store_health")  # has a line of its own below
+    # what store_health and round_errors log is also a notice, printed below
+    warnings.addFilter(lambda record: record.name not in ("heet_tui.control.store_health",
+                                                          "heet_tui.control.round_errors"))
     logging.getLogger("heet_tui").addHandler(warnings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -77,14 +79,14 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> in
     print(f"controller running: {len(hosts.hosts)} host(s) from {hosts.path}, state in {store.dir} "
           f"(log: {store.dir / LOG_NAME})", flush=True)
     last_event = max((e.id for e in store.events(limit=1)), default=0)
-    store_error = None
+    notices_shown = 0
     try:
         while not stop.is_set():
-            if controller.store_health.error != store_error:  # no event can be written to say so
-                store_error = controller.store_health.error
-                print(f"{time.strftime('%H:%M:%S')} {'store':<10} "
-                      f"{store_error + ': making no changes until it can write' if store_error else 'writable again'}",
-                      flush=True)
+            # notices are what the TUI shows as toasts: a hosts file that did not reload, a failing
+            # round, a store that takes no writes (then no event can be written to say so)
+            for notice in controller.notices[notices_shown:]:
+                print(f"{time.strftime('%H:%M:%S')} {'notice':<10} {notice}", flush=True)
+            notices_shown = len(controller.notices)
             for e in store.events(limit=200):
                 if e.id > last_event:
                     stamp = time.strftime("%H:%M:%S", time.localtime(e.at))
