@@ -73,6 +73,9 @@ def diff_hosts(old: tuple[HostEntry, ...], new: tuple[HostEntry, ...], busy: set
     )
 
 
+NOT_RELOADED = "hosts file not reloaded: "
+
+
 class HostsReloader:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -97,7 +100,7 @@ class HostsReloader:
             new = load_hosts(self.path)
         except ConfigError as exc:
             self._pending = False
-            return self._say(f"hosts file not reloaded: {exc}; the controller keeps the {len(ctl.hosts.hosts)} hosts it had")
+            return self._say(f"{NOT_RELOADED}{exc}; the controller keeps the {len(ctl.hosts.hosts)} hosts it had")
         diff = diff_hosts(ctl.hosts.hosts, new.hosts, set(ctl.executor.busy_gpus()))
         self._pending = bool(diff.waiting)
         self.leaving = frozenset(n for n in diff.waiting if n not in {h.name for h in new.hosts})
@@ -118,6 +121,8 @@ class HostsReloader:
             parts.append(f"{', '.join(edited)} kept as before while jobs run there (drain to apply the edit)")
         if new.ssh_config != ctl.hosts.ssh_config:
             parts.append("the ssh_config setting applies when heet-tui restarts")
+        if not parts and self._said.startswith(NOT_RELOADED):  # fixed: say so, or the error is the last word
+            parts.append("it reads again, with no change to the hosts")
         return self._say(f"hosts file reloaded: {'; '.join(parts)}") if parts else []
 
     def _say(self, message: str) -> list[str]:

@@ -50,11 +50,15 @@ def test_hosts_added_broken_and_removed_while_the_controller_runs(tmp_path: Path
             assert "hosts file reloaded: added two" in snap.notices
             assert {h.name: h.gpu_type for h in snap.hosts}["two"] == "T4"
 
-            path.write_text(path.read_text() + "\n[[hosts]]\nname = 3\n")
+            good = path.read_text()
+            path.write_text(good + "\n[[hosts]]\nname = 3\n")
             snap = await wait_for(ctl, lambda s: any("not reloaded" in n for n in s.notices), 30, "a refusal")
             refusal = next(n for n in snap.notices if "not reloaded" in n)
             assert "hosts.toml:17: host #3" in refusal and "keeps the 2 hosts it had" in refusal, refusal
             assert ready(snap, {"one", "two"}), "a broken file changes nothing"
+            path.write_text(good)  # fixed: the refusal must not stay the last word
+            await wait_for(ctl, lambda s: s.notices[-1] == "hosts file reloaded: it reads again, with no change "
+                           "to the hosts", 30, "the all-clear")
 
             path.write_text(first)
             snap = await wait_for(ctl, lambda s: {h.name for h in s.hosts} == {"one"}, 30, "host two removed")
