@@ -23,8 +23,8 @@ from importlib import resources
 # then says so, not a SyntaxError from deep inside the agent.
 _ENTRY = b"""import os, sys
 if sys.version_info < (3, 8):
-    sys.stderr.write("the agent needs Python 3.8 or newer; %%s is Python %%s: set python = "
-                     "for this host in the hosts file\\n" %% (sys.executable, sys.version.split()[0]))
+    sys.stderr.write("the agent needs Python 3.8 or newer; %%s is Python %%s: name a newer one "
+                     "as this host's python in the hosts file\\n" %% (sys.executable, sys.version.split()[0]))
     sys.exit(2)
 here = os.path.abspath(sys.argv[0])
 if here.endswith(".pyz"):
