@@ -152,3 +152,28 @@ def test_an_unmeasured_job_start_counts_as_gain_and_its_figures_are_hidden() -> 
     assert hidden.jobs[0].throughput_after == 0.0 and hidden.jobs[0].completion_s is None
     assert (hidden.avg_jct_s, hidden.avg_jct_before_s) == (None, None)
     assert hide_nominal(effect, {"other"}) is effect
+
+
+def test_the_twins_of_a_job_whose_profiling_measured_nothing_are_unmeasured_too(tmp_path: Path) -> None:
+    """Profiled one at a time through a class-mate, each twin of a silent script would have waited
+    out a profiling round of its own (up to 10 minutes) to learn the same thing."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 1, 1.0), ("slow", "T4", 1, 0.5)]))
+    store = Store(tmp_path / "state")
+    command = _silent_script(tmp_path, 1.0)
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, auto_approve=True))
+        await ctl.start()
+        try:
+            for name in ("s1", "s2"):
+                await ctl.post(SubmitJob(str(write_job(tmp_path, name, steps=100, max_gpus=1, command=command,
+                                                       model="silent"))))
+            # s1, submitted first, is profiled for the class; s2 learns what it measured
+            await wait_for(ctl, lambda s: job(s, "s2").message.endswith("(as s1, its twin)"), 60, "s2 unmeasured")
+            await wait_for(ctl, lambda s: all(j.state is JobState.DONE for j in s.jobs), 90, "both done")
+        finally:
+            await ctl.stop()
+        assert any("profiling on" in m for m in _profiling_events(store, "s1"))
+        assert not any("profiling on" in m for m in _profiling_events(store, "s2"))
+
+    run_and_clean(scenario, tmp_path)
