@@ -94,6 +94,8 @@ def _one_per_class(ctl: Controller, new: list[Job], skip: set[str]) -> list[Job]
         if silent_mate is not None:
             mark_unmeasured(ctl.store, job.id)
             ctl.store.try_set_state(job.id, JobState.QUEUED, now, f"{UNMEASURED} (as {silent_mate}, its twin)")
+            ctl.store.add_event(now, "profile", f"{job.id}: not profiled: the profiling runs of its twin {silent_mate} "
+                                "measured no throughput", job.id)
             continue
         leader = profiling.get(job.id) or (chosen[cls].id if cls in chosen else None)
         if leader is None:
