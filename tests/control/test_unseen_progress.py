@@ -53,6 +53,7 @@ def test_a_job_that_ended_while_the_controller_was_down_is_done_at_its_last_step
     """Seen with `make run`: the TUI quit while six jobs ran; they finished meanwhile, and the
     next TUI showed them "done" at 7-27 %, the steps it had seen before it quit."""
     hosts_path, store, _ = _run_to_its_end_unwatched(tmp_path)
+    before = store.job("a").job
 
     async def scenario() -> None:
         again = Controller(load_hosts(hosts_path), store, OPTIONS)
@@ -64,6 +65,9 @@ def test_a_job_that_ended_while_the_controller_was_down_is_done_at_its_last_step
         finally:
             await again.stop()
         assert store.job("a").job.steps_done == STEPS and job(snap, "a").progress == 1.0
+        after = store.job("a").job
+        assert after.attained_gpu_s > before.attained_gpu_s, "the GPU time it had unwatched counts as service"
+
 
     run_and_clean(scenario, tmp_path)
 
