@@ -218,6 +218,8 @@ def new_size_that_crashed(run: Run, book: ThroughputBook) -> tuple[str, int] | N
     measured = book.measured(run.job_id)
     if run.profiling or run.reports > 0 or not measured:
         return None
+    if any(r.reason and r.reason.startswith(LAUNCH_REFUSED) for r in run.ranks.values()):
+        return None  # never started (a workdir or command missing on a host): says nothing of the size
     size = (run.alloc.gpu_type, run.alloc.num_gpus)
     return None if size in {(t, sum(parse_placement(k))) for t, k in measured} else size
 

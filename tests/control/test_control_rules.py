@@ -195,3 +195,19 @@ def test_gpus_held_by_profiling_runs_are_not_given_out() -> None:
     assert plan.allocations["j"].hosts == (("t", (1, 2)),)
     upper = cluster_view((t4,), {"t": (2, 3)}, set())  # a hosts file's `gpus = [2, 3]`
     assert make_policy("heet").plan(upper, [job], 0.0).allocations["j"].hosts == (("t", (2, 3)),)
+
+
+def test_a_launch_the_agent_refused_says_nothing_of_the_size() -> None:
+    """A workdir or command missing on one host made the run "crash" before its first report at a
+    new size, and plans then left that size out for good."""
+    from heet_tui.control.runtime import LAUNCH_REFUSED, new_size_that_crashed
+
+    book = ThroughputBook()
+    book.add("j", "T4", (1,), 100.0)
+
+    def run(reason: str | None) -> Run:
+        ranks = {r: RankProc("h", f"j.r{r}", r, (r,), "exited", 127 if reason else 1, None, reason) for r in (0, 1)}
+        return Run("j", Allocation.of("j", "T4", {"h": [0, 1]}), 4, ranks, 0.0)
+
+    assert new_size_that_crashed(run(None), book) == ("T4", 2)
+    assert new_size_that_crashed(run(f"{LAUNCH_REFUSED}: workdir /data/x does not exist"), book) is None
