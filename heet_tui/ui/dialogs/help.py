@@ -35,10 +35,11 @@ Footer keys show only what can be done now; with `--read-only` nothing that chan
 **Colours.** Each job has one colour on every screen; GPU cells `■` are coloured by their job, `▢` is free,
 `✕` a drained host's free GPU. A host shown *stale* has not been heard from: its figures are the last known.
 On the Profiles screen `●` marks a measured throughput and `~` a predicted one with its uncertainty.
+Jobs with the same `model` and `batch_size` (a sweep) are profiled once and share their measurements.
 
 **When something goes wrong.** A job's own output is `l` on the Jobs screen; what the controller
-did and why is in `controller.log` in the state directory (errors inside the controller go there,
-not to this screen), and `heet-tui jobs` lists every job with its whole message.
+did and why is in `controller.log` in the state directory (an error inside the controller shows here
+once, as a notice, with its traceback there), and `heet-tui jobs` lists every job with its whole message.
 """
 
 
