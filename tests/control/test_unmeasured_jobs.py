@@ -42,14 +42,17 @@ def _silent_script(root: Path, seconds: float) -> list[str]:
     return [sys.executable, str(path)]
 
 
+def _two_types_and_a_silent_script(tmp_path: Path):
+    hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 1, 1.0), ("slow", "T4", 1, 0.5)]))
+    return hosts, Store(tmp_path / "state"), _silent_script(tmp_path, 1.0)
+
+
 def _profiling_events(store: Store, job_id: str) -> list[str]:
     return [e.message for e in store.events(job_id, limit=500) if e.kind == "profile"]
 
 
 def test_a_script_without_progress_lines_is_profiled_once_then_planned_and_run(tmp_path: Path) -> None:
-    hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 1, 1.0), ("slow", "T4", 1, 0.5)]))
-    store = Store(tmp_path / "state")
-    command = _silent_script(tmp_path, 1.0)
+    hosts, store, command = _two_types_and_a_silent_script(tmp_path)
 
     async def scenario() -> None:
         ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, auto_approve=True))
@@ -157,9 +160,7 @@ def test_an_unmeasured_job_start_counts_as_gain_and_its_figures_are_hidden() -> 
 def test_the_twins_of_a_job_whose_profiling_measured_nothing_are_unmeasured_too(tmp_path: Path) -> None:
     """Profiled one at a time through a class-mate, each twin of a silent script would have waited
     out a profiling round of its own (up to 10 minutes) to learn the same thing."""
-    hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 1, 1.0), ("slow", "T4", 1, 0.5)]))
-    store = Store(tmp_path / "state")
-    command = _silent_script(tmp_path, 1.0)
+    hosts, store, command = _two_types_and_a_silent_script(tmp_path)
 
     async def scenario() -> None:
         ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, auto_approve=True))
