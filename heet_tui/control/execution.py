@@ -34,9 +34,11 @@ from heet_tui.control.runtime import (
     foreign_gpus,
     gpus_held,
     judge,
+    load_crashed_sizes,
     new_size_that_crashed,
     note_other_rank_progress,
     record_unseen_progress,
+    save_crashed_sizes,
     union_gpus,
 )
 from heet_tui.control.store import Store
@@ -74,7 +76,7 @@ class Executor:
         self.side_profile_failed: set[tuple[str, str]] = set()  # (job, type) side runs that measured nothing
         self.silent_profiles: set[str] = set()  # jobs whose current profiling round had a run measure nothing
         self.crashed_rounds: set[str] = set()  # jobs whose profiling round already counted a crash
-        self.crashed_sizes: dict[str, set[tuple[str, int]]] = {}  # job -> (type, GPUs) plans leave out
+        self.crashed_sizes = load_crashed_sizes(store)  # job -> (type, GPUs) plans leave out
         self.unlike_twins: set[str] = set()  # jobs warned that they measure unlike their profile class
         self.log_tails: dict[str, tuple[str, ...]] = {}
         self.checkpoints = CheckpointHosts(store, clock)
@@ -369,6 +371,7 @@ class Executor:
         job_id, now = run.job_id, self.clock()
         if (size := new_size_that_crashed(run, self.book)) is not None:
             self.crashed_sizes.setdefault(job_id, set()).add(size)
+            save_crashed_sizes(self.store, self.crashed_sizes)
             self.store.add_event(now, "crashed", f"{job_id}: {size[1]}x{size[0]} crashed before its first report, "
                                  "a size it never ran at: plans leave it out", job_id)
         crashes = self.store.count_crash(job_id)

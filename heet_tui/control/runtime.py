@@ -9,6 +9,7 @@ pure so the exit rules can be tested without processes.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import re
 from collections.abc import Iterable
@@ -222,6 +223,24 @@ def new_size_that_crashed(run: Run, book: ThroughputBook) -> tuple[str, int] | N
         return None  # never started (a workdir or command missing on a host): says nothing of the size
     size = (run.alloc.gpu_type, run.alloc.num_gpus)
     return None if size in {(t, sum(parse_placement(k))) for t, k in measured} else size
+
+
+CRASHED_SIZES = "crashed_sizes"  # store setting: job -> [[type, count], ...] plans leave out
+
+
+def load_crashed_sizes(store: Store) -> dict[str, set[tuple[str, int]]]:
+    """The sizes jobs crashed at on launch, as the last controller left them (a restarted one
+    tried each such size once more, a retry lost). Unreadable, it is empty: a size is retried."""
+    try:
+        raw = json.loads(store.setting(CRASHED_SIZES) or "{}")
+        return {str(job): {(str(t), int(n)) for t, n in sizes} for job, sizes in raw.items()}
+    except (ValueError, TypeError, AttributeError):
+        return {}
+
+
+def save_crashed_sizes(store: Store, sizes: dict[str, set[tuple[str, int]]]) -> None:
+    live = {rec.job.id for rec in store.jobs(include_terminal=False)}
+    store.set_setting(CRASHED_SIZES, json.dumps({j: sorted(s) for j, s in sorted(sizes.items()) if j in live}))
 
 
 def note_other_rank_progress(store: Store, run: Run, rank: int, now: float) -> None:
