@@ -27,6 +27,7 @@ class HostStatus:
     drained: bool = False
     rtt_ms: float | None = None
     gpu_jobs: tuple[tuple[int, str], ...] = ()  # (gpu index, job id) for GPUs in use
+    declared_type: str = ""  # the hosts file's GPU type (emulate or gpu_type), known before any connection
 
     @property
     def gpu_type(self) -> str:

@@ -135,11 +135,12 @@ def test_ssh_config_alias_with_proxyjump(lab):
 
 def test_missing_ssh_config_is_a_clear_host_error(lab, tmp_path):
     a = lab.add_host("cfg")
-    path = lab.hosts_toml([lab.entry_for(a)])
+    path = lab.hosts_toml([lab.entry_for(a, emulate={"gpu_type": "T4", "count": 1, "speed": 1.0})])
     path.write_text(path.read_text().replace(str(lab.ssh_config), str(tmp_path / "no-such-config")))
     status = _run(path, _snapshot)["cfg"]
     assert status.state is HostState.UNREACHABLE
     assert "no-such-config" in status.message and "No such file" in status.message
+    assert status.gpus == () and status.declared_type == "T4", "never reached, its declared type is known"
 
 
 def test_changed_host_key_is_flagged_and_an_approved_key_replaces_the_old_one(lab):

@@ -47,3 +47,15 @@ def test_large_cluster_lists_every_host_and_job(make_app):
             assert jobs.cursor_row == 1999
 
     run(scenario())
+
+
+def test_a_host_never_reached_is_grouped_by_its_declared_type() -> None:
+    """An unreachable host that declares emulated T4s was grouped under "?", apart from the T4s."""
+    from dataclasses import replace
+
+    from heet_tui.core.host import HostState
+    from heet_tui.ui.widgets.host_table import host_row
+
+    down = replace(small_snapshot().hosts[1], gpus=(), state=HostState.UNREACHABLE, declared_type="A100")
+    assert host_row(down, 100.0, "type")[1] == "A100"
+    assert host_row(replace(down, declared_type=""), 100.0, "type")[1] == "?"

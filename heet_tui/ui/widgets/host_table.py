@@ -57,7 +57,8 @@ def host_row(host: HostStatus, now: float, group_by: str) -> Cells:
         state.append(f" stale {duration(stale)}", style="bold red")
     util, mem = mean_utilisation(host), memory_fraction(host)
     seen = "-" if host.last_seen is None else duration(max(0.0, now - host.last_seen)) + " ago"
-    group = host.gpu_type or "?" if group_by == "type" else host.rack or "-"
+    # a host never reached is grouped by the type the hosts file gives it, not "?"
+    group = host.gpu_type or host.declared_type or "?" if group_by == "type" else host.rack or "-"
     return (host.name, group, state, host.gpu_type or "-", gpu_cells(host),
             "-" if util is None else f"{util:3.0f}%", "-" if mem is None else f"{mem * 100:3.0f}%", seen)
 
@@ -80,7 +81,8 @@ class HostTable(KeyedTable):
         now = float(int(snap.now))
         for host in snap.hosts:
             rows[host.name] = (host, now, self.group_by)
-            self._groups[host.name] = (host.gpu_type if self.group_by == "type" else host.rack) or ""
+            self._groups[host.name] = (host.gpu_type or host.declared_type if self.group_by == "type"
+                                       else host.rack) or ""
         self.sync(rows)
 
     def regroup(self, group_by: str, snap: Snapshot | None) -> None:
