@@ -82,16 +82,21 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> in
     notices_shown = 0
     try:
         while not stop.is_set():
-            # notices are what the TUI shows as toasts: a hosts file that did not reload, a failing
-            # round, a store that takes no writes (then no event can be written to say so)
-            for notice in controller.notices[notices_shown:]:
-                print(f"{time.strftime('%H:%M:%S')} {'notice':<10} {notice}", flush=True)
-            notices_shown = len(controller.notices)
-            for e in store.events(limit=200):
+            pending = controller.notices[notices_shown:]  # taken first: their events are written by then
+            notices_shown += len(pending)
+            recent = store.events(limit=200)
+            for e in recent:
                 if e.id > last_event:
                     stamp = time.strftime("%H:%M:%S", time.localtime(e.at))
                     print(f"{stamp} {e.kind:<10} {e.message.splitlines()[0] if e.message else ''}", flush=True)
                     last_event = e.id
+            # notices are what the TUI shows as toasts: a hosts file that did not reload, a failing
+            # round, a store that takes no writes (then no event can be written to say so); one
+            # that an event already said ("plan #3: 2 step(s) done") is not said twice
+            said = {e.message for e in recent}
+            for notice in pending:
+                if notice not in said:
+                    print(f"{time.strftime('%H:%M:%S')} {'notice':<10} {notice}", flush=True)
             if until_idle and controller.all_done():
                 break
             try:
