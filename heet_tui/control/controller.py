@@ -30,6 +30,7 @@ from heet_tui.control.hosts_reload import HostsReloader
 from heet_tui.control.intents import IntentHandler
 from heet_tui.control.job_log import job_log
 from heet_tui.control.log_file import attach_log_file, detach_log_file
+from heet_tui.control.notices import Notices
 from heet_tui.control.plan_apply import apply_plan
 from heet_tui.control.profiling_rounds import profile_idle_types, profile_new_jobs, waits_for_profiling
 from heet_tui.control.recovery import rebuild_runs, reconcile_host
@@ -95,7 +96,7 @@ class Controller:
         self.rejected: set[str] = set()
         self.failed_plans: dict[str, float] = {}  # signature -> when applying it last failed
         self.applying: asyncio.Task | None = None
-        self.notices: list[str] = []
+        self.notices = Notices()
         self.store_health = StoreHealth(store, self.clock, self.notices)
         self.round_errors = RoundErrors(store.dir, self.notices)
         self._lock = ControllerLock(store.dir)

@@ -82,8 +82,8 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> in
     notices_shown = 0
     try:
         while not stop.is_set():
-            pending = controller.notices[notices_shown:]  # taken first: their events are written by then
-            notices_shown += len(pending)
+            pending = controller.notices.since(notices_shown)  # taken first: their events are written by then
+            notices_shown = controller.notices.total
             recent = store.events(limit=200)
             for e in recent:
                 if e.id > last_event:

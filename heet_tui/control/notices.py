@@ -1,0 +1,37 @@
+"""What the controller tells the user once (the TUI's toasts, `heet-tui run`'s "notice" lines).
+
+A plain list grew by one line per applied plan for as long as the controller ran. This one
+keeps the latest ``KEEP`` and counts every line ever added, so a reader that remembers the
+count it has seen gets exactly the new ones, however many were trimmed meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+KEEP = 200
+
+
+class Notices(list[str]):
+    def __init__(self) -> None:
+        super().__init__()
+        self.total = 0  # lines ever added
+
+    def append(self, notice: str) -> None:
+        self.extend((notice,))
+
+    def extend(self, notices: Iterable[str]) -> None:
+        added = list(notices)
+        super().extend(added)
+        self.total += len(added)
+        if len(self) > KEEP:
+            del self[:len(self) - KEEP]
+
+    def __iadd__(self, notices: Iterable[str]) -> Notices:  # type: ignore[override]
+        self.extend(notices)
+        return self
+
+    def since(self, seen: int) -> list[str]:
+        """The lines added after the first ``seen`` (those still kept)."""
+        new = min(len(self), self.total - seen)
+        return list(self[len(self) - new:]) if new > 0 else []
