@@ -328,13 +328,12 @@ class Controller:
                 continue  # ending: judged once its last rank is reported
             if run is not None and {r.host for r in run.ranks.values()} & self.host_grace.holding():
                 continue  # its host may come back with it still running: not moved on a guess
-            spec, total = job.spec, job.spec.target_samples
+            spec, total, mates = job.spec, job.spec.target_samples, self.book.class_mates(job.id)
             out.append(planning.JobInput(
                 job.id, job.state, spec.min_gpus, spec.max_gpus, spec.gpu_types, spec.priority, job.submitted_at,
                 job.attained_gpu_s + unreported_gpu_s(run, now), max(0.0, total - job.samples_done),
                 run.alloc if run else None, constraints.get(job.id, Constraints()), measured,
-                cost_of(job.id, restart_cost, self.book.class_mates(job.id)),
-                frozenset().union(*(crashed.get(j, ()) for j in {job.id} | self.book.class_mates(job.id)))))
+                cost_of(job.id, restart_cost, mates), frozenset().union(*(crashed.get(j, ()) for j in {job.id} | mates))))
         return out
 
     def replan(self, overrides: dict[str, Constraints] | None = None) -> Plan | None:

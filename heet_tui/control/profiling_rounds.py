@@ -86,7 +86,8 @@ def _one_per_class(ctl: Controller, new: list[Job], skip: set[str]) -> list[Job]
     """The new jobs to profile now: one per profile class that nobody is profiling. The rest
     wait, saying for which run, or are unmeasured when a class-mate's runs measured nothing."""
     executor, book, now = ctl.executor, ctl.book, ctl.clock()
-    profiling = {mate: job_id for job_id in executor.profiles for mate in book.class_mates(job_id)}
+    profiling = {mate: job_id for job_id in executor.profiles if executor.in_profiling_round(job_id)
+                 for mate in book.class_mates(job_id)}  # a side run measures a job its class has measured
     chosen: dict[object, Job] = {}
     for job in new:
         cls = book.classes.get(job.id, job.id)

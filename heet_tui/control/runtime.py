@@ -273,11 +273,12 @@ def record_unseen_progress(store: Store, run: Run, rank: RankProc, progress: dic
         step, samples, rate = int(progress["step"]), float(progress["samples"]), float(progress["samples_per_s"])
     except (KeyError, TypeError, ValueError):
         return
+    if run.progress and float(run.progress.get("samples", 0) or 0) >= samples:
+        return  # seen as it happened (a watched run's exit repeats its last line): nothing to record
     rec = store.job(run.job_id)
     unseen = max(0.0, samples - rec.job.samples_done) if rec else 0.0
     held_s = unseen / rate if rate > 0 and math.isfinite(rate) else 0.0  # the GPUs it held meanwhile count too
     checkpoint = progress.get("checkpoint")
     store.update_progress(run.job_id, step, samples, checkpoint if isinstance(checkpoint, str) else None,
                           held_s * run.alloc.num_gpus)
-    if not run.progress or float(run.progress.get("samples", 0) or 0) < samples:
-        run.progress = progress
+    run.progress = progress

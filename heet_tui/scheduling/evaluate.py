@@ -55,7 +55,6 @@ def _predict(problem: Problem, allocations: Mapping[str, Allocation],
     """job id -> (throughput, restart pause, seconds to completion or None)."""
     out: dict[str, tuple[float, float, float | None]] = {}
     free_at: dict[str, list[float]] = {t: [] for t in problem.types}  # per type, when each GPU frees: sorted
-    held = dict.fromkeys(problem.types, 0)
     waiting = []
     for info in problem.infos:
         alloc = allocations.get(info.id)
@@ -68,10 +67,9 @@ def _predict(problem: Problem, allocations: Mapping[str, Allocation],
         done = pause + _work_s(problem, info, thr) if thr > 0 else None
         out[info.id] = (thr, pause, done)
         if alloc.gpu_type in free_at:
-            held[alloc.gpu_type] += alloc.num_gpus
             free_at[alloc.gpu_type] += [math.inf if done is None else done] * alloc.num_gpus
-    for gpu_type, times in free_at.items():
-        times += [0.0] * max(0, problem.capacity[gpu_type] - held[gpu_type])
+    for gpu_type, times in free_at.items():  # so far the held GPUs: the rest are free now
+        times += [0.0] * max(0, problem.capacity[gpu_type] - len(times))
         times.sort()
     waiting.sort(key=lambda info: (info.view.submitted_at, info.id))
     for info in waiting:
