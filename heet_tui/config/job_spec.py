@@ -17,6 +17,7 @@ Schema::
     priority = 0
     checkpoint_dir = "/shared/ckpt/resnet-small"  # default: <host workdir>/checkpoints/<job id>
     dataset_samples = 50000               # samples per epoch, needed when target is in epochs
+    stall_timeout = 1800                  # seconds without a progress line that mean "hung"; 0: never
 
 Training resumes from whatever checkpoint its directory holds, so ``heet-tui submit`` refuses a
 ``checkpoint_dir`` that a live job uses, or that holds a finished job's checkpoint already past
@@ -35,7 +36,8 @@ from heet_tui.core.job import JobSpec, Target, TargetKind
 
 JOB_KEYS = frozenset(
     {"name", "command", "script", "args", "workdir", "env", "model", "batch_size", "target", "min_gpus",
-     "max_gpus", "gpu_types", "priority", "checkpoint_dir", "dataset_samples"}
+     "max_gpus", "gpu_types", "priority", "checkpoint_dir", "dataset_samples",
+     "stall_timeout"}
 )
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_NAME = 96
@@ -94,6 +96,7 @@ def parse_job_text(text: str, path: Path | str) -> JobSpec:
         priority=f.integer("priority", 0) or 0,
         checkpoint_dir=f.string("checkpoint_dir", "") or "",
         dataset_samples=dataset_samples,
+        stall_timeout_s=f.integer("stall_timeout", None, low=0),
     )
 
 

@@ -21,7 +21,7 @@ def spec_to_json(spec: JobSpec) -> str:
         "target": {"kind": spec.target.kind.value, "value": spec.target.value}, "workdir": spec.workdir,
         "env": [list(p) for p in spec.env], "min_gpus": spec.min_gpus, "max_gpus": spec.max_gpus,
         "gpu_types": list(spec.gpu_types), "priority": spec.priority, "checkpoint_dir": spec.checkpoint_dir,
-        "dataset_samples": spec.dataset_samples,
+        "dataset_samples": spec.dataset_samples, "stall_timeout_s": spec.stall_timeout_s,
     })
 
 
@@ -33,6 +33,7 @@ def spec_from_json(text: str) -> JobSpec:
         env=tuple((k, v) for k, v in d["env"]), min_gpus=int(d["min_gpus"]), max_gpus=int(d["max_gpus"]),
         gpu_types=tuple(d["gpu_types"]), priority=int(d["priority"]), checkpoint_dir=d["checkpoint_dir"],
         dataset_samples=int(d["dataset_samples"]),
+        stall_timeout_s=None if d.get("stall_timeout_s") is None else int(d["stall_timeout_s"]),  # older stores lack it
     )
 
 

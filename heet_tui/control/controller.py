@@ -249,7 +249,7 @@ class Controller:
             if not self.opt.read_only:
                 await self._resume_applying()
         if self.applying is None:  # a read-only executor starts and stops nothing (execution.py)
-            await self.executor.stop_overdue_profiling()
+            await self.executor.stop_silent_runs()
             await profile_new_jobs(self)
             await profile_idle_types(self)
             self._propose()

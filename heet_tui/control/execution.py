@@ -41,6 +41,7 @@ from heet_tui.control.runtime import (
     save_crashed_sizes,
     union_gpus,
 )
+from heet_tui.control.stalls import DEFAULT_STALL_S, stalled
 from heet_tui.control.store import Store
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.control.unmeasured import TIMED_OUT as UNMEASURED_TIMEOUT
@@ -59,6 +60,7 @@ class ExecOptions:
     retry_backoff_s: float = 2.0
     profile_reports: int = 2
     profile_timeout_s: float = 600.0  # a profiling run without its reports by then is stopped
+    stall_timeout_s: float = DEFAULT_STALL_S  # a job's default silence before it counts as hung
 
 
 class StepFailed(RuntimeError):
@@ -208,11 +210,15 @@ class Executor:
             self._after_exit(run)
         return len(candidates)
 
-    async def stop_overdue_profiling(self) -> None:
-        """Stop profiling runs that have not measured anything in ``profile_timeout_s``."""
-        for run in overdue_profiling(self.profiles, self.clock(), self.opt.profile_timeout_s,
-                                     self.opt.profile_reports):
+    async def stop_silent_runs(self) -> None:
+        """Stop profiling runs that measured nothing in ``profile_timeout_s``, and hung jobs (stalls.py)."""
+        now = self.clock()
+        for run in overdue_profiling(self.profiles, now, self.opt.profile_timeout_s, self.opt.profile_reports):
             await self.stop_run(run, UNMEASURED_TIMEOUT, wait=False)
+        spec_of = lambda job_id: rec.job.spec if (rec := self.store.job(job_id)) is not None else None  # noqa: E731
+        for run, why in stalled(list(self.runs.values()), spec_of, now, self.opt.stall_timeout_s):
+            log.warning("%s generation %d: %s", run.job_id, run.generation, why)
+            await self.stop_run(run, why, wait=False)
 
     # -- stopping ---------------------------------------------------------------------------
     async def stop_run(self, run: Run, reason: str | None, wait: bool = True) -> None:
@@ -310,9 +316,9 @@ class Executor:
             if run.reports >= self.opt.profile_reports and run.stop_reason is None:
                 self._spawn(self.stop_run(run, "profiled", wait=False))
             return True
-        self.store.update_progress(run.job_id, int(progress["step"]), float(progress["samples"]),
-                                   progress.get("checkpoint"), held * run.alloc.num_gpus)
-        if run.reports > 1:
+        new_ground = self.store.update_progress(run.job_id, int(progress["step"]), float(progress["samples"]),
+                                                progress.get("checkpoint"), held * run.alloc.num_gpus)
+        if run.reports > 1 and new_ground:  # a job that crashes, or hangs, at one step every time still fails
             self.store.count_crash(run.job_id, reset=True)
         return True
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 import statistics
 from typing import TYPE_CHECKING, Any
 
+from heet_tui.control.runtime import STALLED
+
 if TYPE_CHECKING:
     from heet_tui.control.runtime import Run
     from heet_tui.control.store import Store
@@ -47,8 +49,9 @@ def start_seconds(run: Run, progress: dict[str, Any], now: float) -> float | Non
 def stop_seconds(run: Run, now: float) -> float | None:
     """How long the run took to end after the controller's first SIGTERM; None when it was not
     stopped, or when a rank's end was never seen (its host was lost). A rank killed at the end
-    of the grace period counts: that slow stop is what the job costs."""
-    if run.stop_sent_at is None or run.stop_reason is None or run.stop_reason.startswith("host"):
+    of the grace period counts: that slow stop is what the job costs. A hung run's kill does not:
+    a healthy stop of the job is not that slow."""
+    if run.stop_sent_at is None or run.stop_reason is None or run.stop_reason.startswith(("host", STALLED)):
         return None
     if any(r.reason and r.reason.startswith("lost") for r in run.ranks.values()):
         return None

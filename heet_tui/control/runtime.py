@@ -159,6 +159,7 @@ def reached_target(spec: JobSpec, progress: dict[str, Any] | None) -> bool:
 
 
 LAUNCH_REFUSED = "launch refused"  # a rank's exit reason when its agent would not start it
+STALLED = "stalled"  # how the stop reason of a hung run starts (control/stalls.py)
 
 
 def judge(run: Run, spec: JobSpec | None = None) -> tuple[Outcome, str]:
@@ -175,6 +176,8 @@ def judge(run: Run, spec: JobSpec | None = None) -> tuple[Outcome, str]:
     if not run.profiling and not fenced and spec is not None and reached_target(spec, run.progress):
         return Outcome.DONE, "target reached (a rank failed while exiting)"
     if run.stop_reason is not None:
+        if run.stop_reason.startswith(STALLED):
+            return Outcome.CRASHED, run.stop_reason  # hung: retried like a crash, then failed
         if run.stop_reason.startswith("host"):
             return Outcome.INTERRUPTED, run.stop_reason
         return Outcome.STOPPED, run.stop_reason

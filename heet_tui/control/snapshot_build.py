@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from heet_tui.control.restart_costs import cost_of, restart_costs
 from heet_tui.control.runtime import foreign_gpus
+from heet_tui.control.stalls import quiet_note
 from heet_tui.control.throughput import parse_placement
 from heet_tui.core.allocation import placement_key
 from heet_tui.core.job import JobState, TargetKind
@@ -68,7 +69,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
             id=job.id, name=job.spec.name, state=job.state, model=job.spec.model,
             allocation=run.alloc if run else None, progress=progress, throughput=rate, eta_s=remaining,
             restarts=job.restarts, submitted_at=job.submitted_at, min_gpus=job.spec.min_gpus,
-            max_gpus=job.spec.max_gpus, message=job.message, log_tail=ex.log_tails.get(job.id, ()),
+            max_gpus=job.spec.max_gpus, message=quiet_note(run, job.spec, now, ex.opt.stall_timeout_s) or job.message, log_tail=ex.log_tails.get(job.id, ()),
             events=tuple(events_by_job.get(job.id, [])[-10:]),
             restart_s=cost_of(job.id, restart_cost, ctl.book.class_mates(job.id), None),
             ended_at=job.history[-1][0] if job.state.terminal and job.history else None,

@@ -218,11 +218,14 @@ class Store:
             return False
 
     def update_progress(self, job_id: str, steps: int, samples: float, checkpoint: str | None,
-                        gpu_seconds: float = 0.0) -> None:
+                        gpu_seconds: float = 0.0) -> bool:
+        """True when ``steps`` is past the furthest step the job had reported (new ground)."""
         with self._tx() as db:
+            row = db.execute("SELECT steps_done FROM jobs WHERE id = ?", (job_id,)).fetchone()
             db.execute("UPDATE jobs SET steps_done = MAX(steps_done, ?), samples_done = MAX(samples_done, ?), "
                        "checkpoint = COALESCE(?, checkpoint), attained_gpu_s = attained_gpu_s + ? WHERE id = ?",
                        (steps, samples, checkpoint, gpu_seconds, job_id))
+            return row is not None and steps > row[0]
 
     def request_cancel(self, job_id: str) -> None:
         with self._tx() as db:

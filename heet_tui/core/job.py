@@ -39,6 +39,7 @@ class JobSpec:
     priority: int = 0
     checkpoint_dir: str = ""
     dataset_samples: int = 0  # samples per epoch, when the target is in epochs
+    stall_timeout_s: int | None = None  # silence that counts as hung; None: the controller's default, 0: never
 
     def allows(self, gpu_type: str) -> bool:
         return type_allowed(gpu_type, self.gpu_types)

@@ -208,6 +208,34 @@ def test_crashing_job_is_retried_then_failed_with_its_log_tail(tmp_path: Path) -
     asyncio.run(scenario())
 
 
+def test_a_job_that_crashes_at_the_same_step_every_time_fails_instead_of_looping(tmp_path: Path) -> None:
+    """Any second progress line reset the crash count, so a job that resumed from its checkpoint
+    and hit the same bad batch at the same step was retried for ever. Only new ground resets it."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    script = tmp_path / "nan.py"
+    script.write_text("import json, sys, time\nfor step in (6, 8, 10):\n"
+                      "    print('@heet-progress ' + json.dumps({'step': step, 'samples': step * 32, 'samples_per_s': 50}))\n"
+                      "    time.sleep(0.4)\n"
+                      "print('loss is nan at step 10', flush=True)\nsys.exit(3)\n")
+    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False,
+                                execution=ExecOptions(max_retries=2, retry_backoff_s=0.2))
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, options)
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "nan", steps=100, max_gpus=1,
+                                                   command=[sys.executable, str(script)]))))
+            snap = await wait_for(ctl, lambda s: job(s, "nan").state is JobState.FAILED, 90, "nan to fail")
+        finally:
+            await ctl.stop()
+        assert "loss is nan at step 10" in job(snap, "nan").message
+        assert store.job("nan").crashes == 3 and store.job("nan").job.steps_done == 10
+
+    run_and_clean(scenario, tmp_path)
+
+
 def test_in_manual_mode_a_crashed_jobs_retry_waits_for_an_approval_and_says_so(tmp_path: Path) -> None:
     """It said "retry 1/2 in 2 s", and then nothing happened until someone approved a plan."""
     hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
