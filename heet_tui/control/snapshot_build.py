@@ -61,15 +61,15 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         job, run = rec.job, runs.get(rec.job.id)
         rate = float(run.progress.get("samples_per_s", 0.0)) if run and run.progress else 0.0
         progress = _progress(job.spec, job.steps_done, job.samples_done)
-        remaining = None
-        if rate > 0 and job.state is JobState.RUNNING:
+        remaining, quiet = None, quiet_note(run, job.spec, now, ex.opt.stall_timeout_s)
+        if rate > 0 and job.state is JobState.RUNNING and quiet is None:  # a silent job's ETA would be a guess
             total = job.samples_done / progress if progress > 0 else None
             remaining = (total - job.samples_done) / rate if total else None
         jobs.append(JobStatus(
             id=job.id, name=job.spec.name, state=job.state, model=job.spec.model,
             allocation=run.alloc if run else None, progress=progress, throughput=rate, eta_s=remaining,
             restarts=job.restarts, submitted_at=job.submitted_at, min_gpus=job.spec.min_gpus,
-            max_gpus=job.spec.max_gpus, message=quiet_note(run, job.spec, now, ex.opt.stall_timeout_s) or job.message, log_tail=ex.log_tails.get(job.id, ()),
+            max_gpus=job.spec.max_gpus, message=quiet or job.message, log_tail=ex.log_tails.get(job.id, ()),
             events=tuple(events_by_job.get(job.id, [])[-10:]),
             restart_s=cost_of(job.id, restart_cost, ctl.book.class_mates(job.id), None),
             ended_at=job.history[-1][0] if job.state.terminal and job.history else None,

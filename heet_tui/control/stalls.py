@@ -52,9 +52,9 @@ def stalled(runs: Iterable[Run], spec_of, now: float, default_s: float) -> list[
             continue
         spec = spec_of(run.job_id)
         limit = stall_limit(spec, default_s) if spec is not None else None
-        if limit is not None and (quiet := silent_for(run, now)) >= limit:
-            found.append((run, f"{STALLED}: no progress report for {minutes(quiet)} ({last_seen(run)}); "
-                               f"its stall_timeout is {minutes(limit)}"))
+        if limit is not None and silent_for(run, now) >= limit:
+            found.append((run, f"{STALLED}: no progress report in its stall_timeout of {span(limit)} "
+                               f"({last_seen(run)})"))
     return found
 
 
@@ -66,8 +66,8 @@ def quiet_note(run: Run | None, spec: JobSpec, now: float, default_s: float) -> 
     quiet = silent_for(run, now)
     if limit is None or quiet < limit * QUIET_FRACTION:
         return None
-    return (f"no progress report for {minutes(quiet)} ({last_seen(run)}); "
-            f"stopped as hung at {minutes(limit)} (stall_timeout)")
+    return (f"no progress report for {span(quiet)} ({last_seen(run)}); "
+            f"stopped as hung at {span(limit)} (stall_timeout)")
 
 
 def last_seen(run: Run) -> str:
@@ -76,6 +76,10 @@ def last_seen(run: Run) -> str:
     return f"the last at step {run.progress.get('step', '?')}"
 
 
-def minutes(seconds: float) -> str:
+def span(seconds: float) -> str:
     whole = int(seconds)
-    return f"{whole // 60}m{whole % 60:02d}s"
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"

@@ -71,7 +71,7 @@ def test_only_a_watched_run_silent_past_its_limit_counts_as_stalled() -> None:
     quiet = _run(progress_at=200.0)
     found = stalled([quiet], lambda _: spec, now=200.0 + 600, default_s=1800)
     assert [run for run, _ in found] == [quiet]
-    assert "no progress report for 10m00s (the last at step 40)" in found[0][1]
+    assert found[0][1] == "stalled: no progress report in its stall_timeout of 10m00s (the last at step 40)"
     assert not stalled([quiet], lambda _: spec, now=200.0 + 599, default_s=1800)
     never = _run(progress_at=None)  # counted from its launch
     assert "none since its launch" in stalled([never], lambda _: spec, now=700.0, default_s=1800)[0][1]
@@ -90,7 +90,7 @@ def test_the_message_warns_a_third_of_the_way_and_a_stalled_stop_is_a_crash() ->
     note = quiet_note(run, _spec(1800), now=1000.0 + 600, default_s=1800)
     assert note is not None and note.startswith("no progress report for 10m00s") and "at 30m00s" in note
     assert quiet_note(run, _spec(0), now=1e6, default_s=1800) is None
-    run.stop_reason = "stalled: no progress report for 30m00s"
+    run.stop_reason = "stalled: no progress report in its stall_timeout of 30m00s"
     for rank in run.ranks.values():
         rank.state, rank.signal = "exited", 9
     assert judge(run, _spec()) == (Outcome.CRASHED, run.stop_reason)
@@ -125,9 +125,9 @@ def test_a_hung_job_is_stopped_retried_and_failed_with_the_lines_that_show_where
                                                    extra="stall_timeout = 4\n"))))
             snap = await wait_for(ctl, lambda s: job(s, "hung").message.startswith("no progress report"), 60,
                                   "the running job's message to say it has been silent")
-            assert job(snap, "hung").state is JobState.RUNNING
+            assert job(snap, "hung").state is JobState.RUNNING and job(snap, "hung").eta_s is None
             snap = await wait_for(ctl, lambda s: "retry 1/1" in job(s, "hung").message, 60, "the first stall")
-            assert "stalled: no progress report for" in job(snap, "hung").message
+            assert "stalled: no progress report in its stall_timeout of 4s" in job(snap, "hung").message
             assert "the last at step 10" in job(snap, "hung").message
             snap = await wait_for(ctl, lambda s: job(s, "hung").state is JobState.FAILED, 90, "the job to fail")
         finally:
