@@ -39,7 +39,9 @@ def test_submit_list_cancel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert rows["cnn"]["jct_s"] == round(cancelled.history[-1][0] - cancelled.submitted_at, 3) >= 0
 
 
-def test_a_failed_jobs_whole_message_is_shown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_failed_jobs_whole_message_is_shown(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
     spec = tmp_path / "job.toml"
     spec.write_text(JOB)
     state = ["--state", str(tmp_path / "state")]
@@ -50,7 +52,12 @@ def test_a_failed_jobs_whole_message_is_shown(tmp_path: Path, capsys: pytest.Cap
     assert main([*state, "jobs"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].split()[:2] == ["cnn", "failed"] and lines[1].endswith("…")  # cut in the table
+    assert len(lines[1]) == 100, "the message takes what the terminal has left"
     assert f"cnn: {why}" in lines  # and whole below it
+    monkeypatch.setenv("COLUMNS", "220")  # a wide terminal: the table holds it, said once
+    assert main([*state, "jobs"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].endswith(why) and not any(line.startswith("cnn: ") for line in lines)
 
 
 def test_bad_input_is_a_located_message_not_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import time
 
 from heet_tui.cli.errors import CliError
@@ -12,7 +13,7 @@ from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store, StoreError
 from heet_tui.ui.format import duration
 
-MESSAGE_WIDTH = 60
+MIN_MESSAGE_WIDTH = 30
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -63,21 +64,27 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     now = time.time()
     table = [head] + [
         (r["id"], r["state"], str(r["steps"]), f"{r['target']['value']:g} {r['target']['kind']}", r["gpus"],
-         r["allocation"] or "-", _age(now - r["submitted_at"]), duration(r["jct_s"]),
-         _cut(r["message"])) for r in rows]
+         r["allocation"] or "-", _age(now - r["submitted_at"]), duration(r["jct_s"]), r["message"]) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(head) - 1)]
+    # the message takes what the terminal has left (COLUMNS, else the terminal, else 120)
+    room = max(MIN_MESSAGE_WIDTH, shutil.get_terminal_size((120, 24)).columns - sum(widths) - 2 * len(widths))
     for row in table:
-        print("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1])
+        print("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)) + "  " + _cut(row[-1], room))
     # Why a job failed is usually at the end of its message (the last log line): show it whole.
     for r in rows:
-        if r["state"] == "failed" and len(r["message"]) > MESSAGE_WIDTH:
+        if r["state"] == "failed" and _cut(r["message"], room) != r["message"]:
             print(f"{r['id']}: {r['message']}")
     print(f"controller: {f'running (pid {pid})' if pid else 'not running'}")
     return 0
 
 
-def _cut(message: str, width: int = MESSAGE_WIDTH) -> str:
-    return message if len(message) <= width else message[:width - 1] + "…"
+def _cut(message: str, width: int) -> str:
+    """The message's first line in ``width`` characters, "…" saying there is more."""
+    line = message.split("\n", 1)[0]
+    more = line != message
+    if len(line) + 2 * more <= width:
+        return line + (" …" if more else "")
+    return line[:width - 1] + "…"
 
 
 def _age(seconds: float) -> str:
