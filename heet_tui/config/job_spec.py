@@ -119,6 +119,22 @@ def workdir_hint(spec: JobSpec, path: Path | str) -> str | None:
     return None
 
 
+def gpu_types_hint(spec: JobSpec, declared: list[str | None], hosts_path: Path | str) -> str | None:
+    """A warning for ``gpu_types`` that no host of the hosts file has, said at submit time.
+
+    A typo ("V100" on a cluster of A100s) left the job waiting with nothing said until a
+    controller ran. ``declared`` is each host's declared GPU type (None: read from NVML when it
+    connects); with any host undeclared nothing can be told.
+    """
+    if not spec.gpu_types or not declared or None in declared:
+        return None
+    types = sorted({t for t in declared if t})
+    if any(spec.allows(t) for t in types):
+        return None
+    return (f"no host in {hosts_path} declares a GPU type in gpu_types {list(spec.gpu_types)} (they declare "
+            f"{', '.join(types)}): the job waits until a host of such a type is added")
+
+
 def _required_int(f: Fields, key: str) -> int:
     if key not in f.table:
         raise f.error(None, f'missing required key "{key}"')

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from heet_tui.cluster import ClusterError
 from heet_tui.config.errors import ConfigError
-from heet_tui.config.job_spec import load_job_spec, workdir_hint
+from heet_tui.config.job_spec import gpu_types_hint, load_job_spec, workdir_hint
 from heet_tui.control import planning
 from heet_tui.control.codec import constraints_to_obj
 from heet_tui.core.intents import (
@@ -112,8 +112,10 @@ class IntentHandler:
             raise ValueError(str(exc)) from None
         job = self.ctl.store.add_job(spec, self.ctl.clock())
         self.ctl.store.add_event(self.ctl.clock(), "submit", f"submitted {job.id}", job.id)
-        hint = workdir_hint(spec, intent.spec_path)
-        return f"submitted {job.id}" + (f"{WARNING_SEP}{hint}" if hint else "")
+        declared = [h.emulate.gpu_type if h.emulate else h.gpu_type for h in self.ctl.hosts.hosts]
+        hints = [h for h in (workdir_hint(spec, intent.spec_path),
+                             gpu_types_hint(spec, declared, self.ctl.hosts.path)) if h]
+        return f"submitted {job.id}" + "".join(f"{WARNING_SEP}{h}" for h in hints)
 
     async def _CancelJob(self, intent: CancelJob) -> str:
         return await self.cancel(intent.job_id)

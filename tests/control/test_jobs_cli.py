@@ -146,3 +146,23 @@ def test_heet_tui_run_says_a_plans_result_once(tmp_path: Path, capsys: pytest.Ca
     lines = capsys.readouterr().out.splitlines()
     results = [line for line in lines if "plan #1: 1 step(s) done" in line]
     assert len(results) == 1, lines
+
+
+def test_submit_warns_of_gpu_types_no_host_declares(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A typo ("V100" on a cluster of A100s) left the job waiting, with nothing said at submit time."""
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text('[[hosts]]\nname = "a"\ntransport = "local"\nemulate = { gpu_type = "A100", count = 2 }\n'
+                     '[[hosts]]\nname = "t"\ntransport = "local"\nemulate = { gpu_type = "T4", count = 1 }\n')
+    state = ["--state", str(tmp_path / "state"), "--hosts", str(hosts)]
+    spec = tmp_path / "job.toml"
+    spec.write_text(JOB + 'gpu_types = ["V100"]\n')
+    assert main([*state, "submit", str(spec)]) == 0
+    out = capsys.readouterr().out
+    assert f"warning: no host in {hosts} declares a GPU type in gpu_types ['V100'] (they declare A100, T4)" in out
+    spec.write_text(JOB + 'gpu_types = ["V100", "a100"]\n')  # one of them is there (any case)
+    assert main([*state, "submit", str(spec), "--json"]) == 0
+    assert "warning" not in json.loads(capsys.readouterr().out)
+    hosts.write_text(hosts.read_text() + '[[hosts]]\nname = "real"\naddress = "10.0.0.9"\n')  # type known on connect
+    spec.write_text(JOB.replace('"cnn"', '"cnn3"') + 'gpu_types = ["V100"]\n')
+    assert main([*state, "submit", str(spec)]) == 0
+    assert "warning" not in capsys.readouterr().out
