@@ -15,12 +15,13 @@ import time
 from heet_agent.checkpoint_dirs import claim_checkpoint_dir, make_scratch_dir, remove_scratch_dir
 from heet_agent.errors import STILL_STOPPING, JobError
 from heet_agent.jobstate import KEEP_FINISHED, StateFile, pid_alive, proc_start_time
-from heet_agent.progress import parse_progress_line
+from heet_agent.progress import parse_progress_line, read_progress_line
 
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,127}$")
 MAX_TAIL_LINES = 500
 MAX_TAIL_BYTES = 64 * 1024
 READ_CHUNK = 256 * 1024
+MAX_BAD_LINE = 300  # characters of a misformed progress line sent back to the controller
 
 
 def _key(job):
@@ -359,9 +360,14 @@ class JobTable:
         latest = None
         for line in data[:end].split(b"\n"):
             if b"@heet-progress" in line:
-                parsed = parse_progress_line(line)
+                parsed, problem = read_progress_line(line)
                 if parsed is not None:
                     latest = parsed
+                elif problem is not None and not job.get("bad_progress_said"):  # once per job process
+                    job["bad_progress_said"] = True
+                    text = line.decode("utf-8", errors="replace").rsplit("\r", 1)[-1].strip()
+                    self.send_event("progress_error", job_id=job["job_id"], generation=job["generation"],
+                                    line=text[:MAX_BAD_LINE], error=problem)
         if latest is not None:
             job["progress"] = latest
             self.send_event("progress", job_id=job["job_id"], generation=job["generation"], progress=latest)

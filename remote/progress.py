@@ -22,31 +22,53 @@ def parse_progress_line(line):
     ``step`` and ``samples`` become ints, other numbers floats; ``checkpoint`` is a string or
     ``None``; unknown keys are kept as they are so scripts can report extra values.
     """
+    return read_progress_line(line)[0]
+
+
+def progress_problem(line):
+    """Why a line that carries the prefix is not a progress line (None when it is one, or has no prefix).
+
+    Such lines were dropped without a word: a script printing ``str()`` of a dict (single
+    quotes, not JSON) or leaving out ``samples_per_s`` was never measured, and its author was
+    told only that it printed no progress lines.
+    """
+    return read_progress_line(line)[1]
+
+
+def read_progress_line(line):
+    """``(progress, None)``, ``(None, why it is not one)``, or ``(None, None)`` without the prefix."""
     try:
         if isinstance(line, bytes):
             line = line.decode("utf-8", errors="replace")
         if not isinstance(line, str):
-            return None
+            return None, None
         start = line.find(PREFIX.strip())
         if start < 0:
-            return None
+            return None, None
         body = line[start + len(PREFIX.strip()):].strip()
-        data = json.loads(body)
-        if not isinstance(data, dict) or any(k not in data for k in REQUIRED):
-            return None
+        try:
+            data = json.loads(body)
+        except ValueError:
+            quoted = body.startswith("{") and "'" in body
+            return None, "not JSON" + (" (single quotes: print json.dumps(d), not the dict itself)" if quoted else "")
+        if not isinstance(data, dict):
+            return None, "not a JSON object"
+        missing = [k for k in REQUIRED if k not in data]
+        if missing:
+            return None, "missing " + ", ".join(missing)
         out = dict(data)
         for key in _NUMERIC:
             if key not in data or data[key] is None and key not in REQUIRED:
                 continue
             value = data[key]
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                return None
+                return None, "{} is not a finite number".format(key)
             out[key] = int(value) if key in ("step", "samples") else float(value)
         if out["step"] < 0 or out["samples"] < 0 or out["samples_per_s"] < 0:
-            return None
+            return None, "step, samples and samples_per_s must not be negative"
         checkpoint = data.get("checkpoint")
         if checkpoint is not None and not isinstance(checkpoint, str):
-            return None
-        return out
-    except Exception:
-        return None
+            return None, "checkpoint is not a string"
+        return out, None
+    except Exception as exc:  # it reads arbitrary user output: never raise
+        return None, "unreadable ({})".format(type(exc).__name__)

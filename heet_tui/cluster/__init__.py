@@ -28,7 +28,9 @@ Events (``heet_tui.cluster.events``): ``HostChanged(host, status)`` on every sta
 heartbeat; ``JobsReported(host, jobs)`` after every (re)connect, including jobs a restarted agent
 re-adopted and jobs that ended meanwhile; ``JobProgress(host, job_id, generation, progress)``
 with the job's latest ``@heet-progress`` line (at most one per job every 0.25 s: the agent
-forwards the newest); ``JobExited(host, job)`` when a job process ends.
+forwards the newest); ``JobProgressError(host, job_id, generation, line, error)`` once per job
+process that prints a line with the progress prefix that is not a progress line;
+``JobExited(host, job)`` when a job process ends.
 
 Requests raise ``HostNotReady`` (host not ready), ``UnknownHost``, or ``AgentRequestError`` (the
 agent refused: bad arguments, job already running, generation fenced). Launch semantics: the
@@ -54,7 +56,15 @@ from heet_tui.cluster.errors import (
     HostNotReady,
     UnknownHost,
 )
-from heet_tui.cluster.events import ClusterEvent, HostChanged, JobExited, JobProgress, JobsReported, RemoteJob
+from heet_tui.cluster.events import (
+    ClusterEvent,
+    HostChanged,
+    JobExited,
+    JobProgress,
+    JobProgressError,
+    JobsReported,
+    RemoteJob,
+)
 from heet_tui.cluster.hostkeys import fetch_host_key_fingerprint, trust_host
 from heet_tui.cluster.options import ClusterOptions
 
@@ -70,6 +80,7 @@ __all__ = [
     "HostNotReady",
     "JobExited",
     "JobProgress",
+    "JobProgressError",
     "JobsReported",
     "RemoteJob",
     "UnknownHost",

@@ -68,6 +68,17 @@ class HostChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class JobProgressError:
+    """A job printed a line with the progress prefix that is not a progress line (sent once per process)."""
+
+    host: str
+    job_id: str
+    generation: int
+    line: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
 class JobsReported:
     """The full job list of a host's agent, sent on every (re)connect.
 
@@ -97,4 +108,4 @@ class JobExited:
     job: RemoteJob
 
 
-ClusterEvent = HostChanged | JobsReported | JobProgress | JobExited
+ClusterEvent = HostChanged | JobsReported | JobProgress | JobProgressError | JobExited

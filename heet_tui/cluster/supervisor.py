@@ -18,7 +18,15 @@ from typing import Any
 from heet_tui.cluster.agent_bundle import agent_bundle
 from heet_tui.cluster.agent_client import AgentClient
 from heet_tui.cluster.errors import AgentFailure, ConnectFailure, HostNotReady, Unreachable
-from heet_tui.cluster.events import ClusterEvent, HostChanged, JobExited, JobProgress, JobsReported, RemoteJob
+from heet_tui.cluster.events import (
+    ClusterEvent,
+    HostChanged,
+    JobExited,
+    JobProgress,
+    JobProgressError,
+    JobsReported,
+    RemoteJob,
+)
 from heet_tui.cluster.gpu_names import short_gpu_type
 from heet_tui.cluster.options import ClusterOptions
 from heet_tui.cluster.transport import Transport
@@ -214,7 +222,7 @@ class HostSupervisor:
     def _on_event(self, message: dict[str, Any]) -> None:
         self.last_seen = time.time()
         name = message.get("event")
-        if name in ("progress", "job_exit") and self.state is not HostState.READY:
+        if name in ("progress", "progress_error", "job_exit") and self.state is not HostState.READY:
             self._early.append(message)
             return
         if name == "heartbeat":
@@ -225,6 +233,10 @@ class HostSupervisor:
             if job is not None:
                 self.jobs[key] = replace(job, progress=message["progress"])
             self.publish(JobProgress(self.entry.name, key[0], key[1], message["progress"]))
+        elif name == "progress_error":
+            self.publish(JobProgressError(self.entry.name, str(message.get("job_id")),
+                                          int(message.get("generation") or 0), str(message.get("line", ""))[:300],
+                                          str(message.get("error", ""))[:200]))
         elif name == "job_exit":
             job = RemoteJob.from_wire(self.entry.name, message)
             self.jobs[(job.job_id, job.generation)] = job

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from heet_tui.cluster import Cluster, ClusterOptions, HostChanged, JobExited, JobProgress, JobsReported
 from heet_tui.cluster.aio import cancel_and_wait
+from heet_tui.cluster.events import JobProgressError
 from heet_tui.config.hosts_file import HostsFile
 from heet_tui.control import planning
 from heet_tui.control.attach import AttachServer
@@ -36,6 +37,7 @@ from heet_tui.control.profiling_rounds import profile_idle_types, profile_new_jo
 from heet_tui.control.recovery import rebuild_runs, reconcile_host
 from heet_tui.control.restart_costs import cost_of, restart_costs
 from heet_tui.control.round_errors import RoundErrors
+from heet_tui.control.runtime import note_bad_progress
 from heet_tui.control.snapshot_build import build_snapshot
 from heet_tui.control.snapshots import ControllerLock, SnapshotHub
 from heet_tui.control.store import Store, StoreWriteError
@@ -185,6 +187,8 @@ class Controller:
     async def _on_event(self, event) -> None:
         if isinstance(event, JobProgress):
             self.executor.on_progress(event.host, event.job_id, event.generation, event.progress)
+        elif isinstance(event, JobProgressError):
+            note_bad_progress(self.executor, event, self.clock())
         elif isinstance(event, JobExited):
             if not self.executor.on_exit(event.job):
                 log.debug("exit of an unknown process %s on %s", event.job.job_id, event.host)

@@ -22,6 +22,8 @@ from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import JobSpec, TargetKind
 
 if TYPE_CHECKING:
+    from heet_tui.cluster.events import JobProgressError
+    from heet_tui.control.execution import Executor
     from heet_tui.control.store import Store
     from heet_tui.control.throughput import ThroughputBook
 
@@ -159,6 +161,7 @@ def reached_target(spec: JobSpec, progress: dict[str, Any] | None) -> bool:
 
 
 LAUNCH_REFUSED = "launch refused"  # a rank's exit reason when its agent would not start it
+BAD_PROGRESS = "a @heet-progress line is not a progress line"
 STALLED = "stalled"  # how the stop reason of a hung run starts (control/stalls.py)
 
 
@@ -259,6 +262,20 @@ def note_other_rank_progress(store: Store, run: Run, rank: int, now: float) -> N
     store.add_event(now, "warning", f"{run.job_id}: rank {rank} prints progress lines too; only rank 0's count. "
                     f"If the script ignores WORLD_SIZE, each of the {run.alloc.num_gpus} GPUs runs a whole copy "
                     "of the training (docs/TRAINING.md)", run.job_id)
+
+
+def note_bad_progress(executor: Executor, bad: JobProgressError, now: float) -> None:
+    """A progress line the agent could not read: one event per job, naming why.
+
+    Such lines were dropped without a word; a script that printed ``str()`` of a dict was
+    marked "unmeasured" for printing no progress lines, although it printed hundreds.
+    """
+    found, store = executor.find(bad.host, bad.job_id, bad.generation), executor.store
+    if found is None or any(BAD_PROGRESS in e.message for e in store.events(found[0].job_id, limit=200)):
+        return
+    job_id = found[0].job_id
+    store.add_event(now, "warning", f"{job_id}: {BAD_PROGRESS} ({bad.error}), so it is not counted: {bad.line} "
+                    "(docs/TRAINING.md, Progress lines)", job_id)
 
 
 def record_unseen_progress(store: Store, run: Run, rank: RankProc, progress: dict[str, Any] | None) -> None:

@@ -1,0 +1,70 @@
+"""Progress lines that carry the prefix but cannot be read are reported, once per job, with why.
+
+Before, they were dropped without a word: a script printing ``str()`` of a dict (single quotes,
+not JSON) was profiled, marked "unmeasured" for printing no progress lines although it printed
+one per step, and its author had to guess why.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
+from heet_agent.progress import parse_progress_line, progress_problem
+
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.store import Store
+from heet_tui.core.intents import SubmitJob
+from heet_tui.core.job import JobState
+
+
+@pytest.mark.parametrize(("line", "why"), [
+    ("@heet-progress {'step': 5, 'samples': 160, 'samples_per_s': 80.0}",
+     "not JSON (single quotes: print json.dumps(d), not the dict itself)"),
+    ('@heet-progress step=5 samples=160', "not JSON"),
+    ('@heet-progress [5, 160, 80.0]', "not a JSON object"),
+    ('@heet-progress {"step": 5, "loss": 1.2}', "missing samples, samples_per_s"),
+    ('@heet-progress {"step": 5, "samples": 160, "samples_per_s": NaN}', "samples_per_s is not a finite number"),
+    ('@heet-progress {"step": "5", "samples": 160, "samples_per_s": 8}', "step is not a finite number"),
+    ('@heet-progress {"step": -1, "samples": 160, "samples_per_s": 8}',
+     "step, samples and samples_per_s must not be negative"),
+    ('@heet-progress {"step": 5, "samples": 160, "samples_per_s": 8, "checkpoint": 3}', "checkpoint is not a string"),
+])
+def test_each_way_a_line_can_be_wrong_is_named(line: str, why: str) -> None:
+    assert parse_progress_line(line) is None and progress_problem(line) == why
+
+
+def test_good_lines_and_other_output_have_no_problem() -> None:
+    good = 'INFO:root:@heet-progress {"step": 5, "samples": 160, "samples_per_s": 8}'
+    assert parse_progress_line(good) is not None and progress_problem(good) is None
+    assert progress_problem("epoch 1: loss 0.3") is None and progress_problem(b"\xff\xfe") is None
+
+
+def test_a_script_printing_python_dicts_is_told_why_once(tmp_path: Path) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 1, 1.0), ("slow", "T4", 1, 0.5)]))
+    store = Store(tmp_path / "state")
+    script = tmp_path / "dict_print.py"
+    script.write_text("import time\nfor step in range(1, 9):\n    time.sleep(0.1)\n"
+                      "    print(f'@heet-progress {dict(step=step, samples=step * 32, samples_per_s=320.0)}')\n")
+    options = ControllerOptions(interval_s=0.3, auto_approve=True)
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, options)
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "dicts", steps=8, max_gpus=1,
+                                                   command=[sys.executable, str(script)]))))
+            await wait_for(ctl, lambda s: job(s, "dicts").state is JobState.DONE, 90, "the job to end")
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+    runs = [e for e in store.events(limit=500) if e.kind in ("profile", "launch")]
+    assert len(runs) >= 2, "profiling and the job's own run each printed such lines"
+    warnings = [e.message for e in store.events("dicts", limit=500) if "not a progress line" in e.message]
+    assert warnings == ["dicts: a @heet-progress line is not a progress line (not JSON (single quotes: print "
+                        "json.dumps(d), not the dict itself)), so it is not counted: @heet-progress {'step': 1, "
+                        "'samples': 32, 'samples_per_s': 320.0} (docs/TRAINING.md, Progress lines)"]
