@@ -28,7 +28,7 @@ from heet_tui.control.store import Store
 from heet_tui.core.plan import PredictedEffect
 
 SETTING = "unmeasured"
-MESSAGE = ("its profiling runs measured no throughput (the script printed fewer than two @heet-progress "
+MESSAGE = ("its profiling runs measured no throughput (the script printed fewer than two readable @heet-progress "
            "lines, see docs/TRAINING.md); it is planned without measurements")
 TIMED_OUT = "profiling: no throughput reported in time"
 
