@@ -217,7 +217,7 @@ class Executor:
             await self.stop_run(run, UNMEASURED_TIMEOUT, wait=False)
         spec_of = lambda job_id: rec.job.spec if (rec := self.store.job(job_id)) is not None else None  # noqa: E731
         for run, why in stalled(list(self.runs.values()), spec_of, now, self.opt.stall_timeout_s):
-            log.warning("%s generation %d: %s", run.job_id, run.generation, why)
+            log.info("%s generation %d: %s", run.job_id, run.generation, why)  # the crash event says it
             await self.stop_run(run, why, wait=False)
 
     # -- stopping ---------------------------------------------------------------------------
