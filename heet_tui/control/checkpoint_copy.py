@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from heet_tui.cluster import ClusterOptions
@@ -102,9 +103,15 @@ async def _push(entry: HostEntry, directory: str, source: Path, names: list[str]
         await transport.close()
 
 
+@dataclass(frozen=True, slots=True)
+class Copied:
+    files: int
+    bytes: int
+
+
 async def copy_checkpoint(src: HostEntry, src_dir: str, dst: HostEntry, dst_dir: str,
-                          ssh_config: Path | None = None, options: ClusterOptions | None = None) -> int:
-    """Copy every file of ``src:src_dir`` to ``dst:dst_dir``; returns how many files were copied."""
+                          ssh_config: Path | None = None, options: ClusterOptions | None = None) -> Copied:
+    """Copy every file of ``src:src_dir`` to ``dst:dst_dir``; says how many files and bytes were copied."""
     options = options or ClusterOptions()
     with tempfile.TemporaryDirectory(prefix="heet-ckpt-") as tmp:
         try:
@@ -112,8 +119,8 @@ async def copy_checkpoint(src: HostEntry, src_dir: str, dst: HostEntry, dst_dir:
             if names:
                 await _push(dst, dst_dir, Path(tmp), names, ssh_config, options)
         except FileNotFoundError:
-            return 0  # nothing checkpointed yet: the job starts from scratch there
+            return Copied(0, 0)  # nothing checkpointed yet: the job starts from scratch there
         except Exception as exc:  # noqa: BLE001 - asyncssh, OS and cluster errors all mean "could not copy"
             raise CopyFailed(f"copying the checkpoint {src.name}:{src_dir} -> {dst.name}:{dst_dir} failed: "
                              f"{exc}") from None
-    return len(names)
+        return Copied(len(names), sum((Path(tmp) / n).stat().st_size for n in names))

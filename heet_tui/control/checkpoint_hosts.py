@@ -44,10 +44,12 @@ class CheckpointHosts:
         dst_dir = checkpoint_dir(job_id, spec, dst, store_id, reported)
         if not needs_copy(src, dst, src_dir, dst_dir):
             return
+        began = self.clock()
         try:
-            n = await copy_checkpoint(src, src_dir, dst, dst_dir, ssh_config, cluster_options)
-            self.store.add_event(self.clock(), "checkpoint", f"{job_id}: copied {n} file(s) {src.name} -> {dst.name}",
-                                 job_id)
+            done = await copy_checkpoint(src, src_dir, dst, dst_dir, ssh_config, cluster_options)
+            took = self.clock() - began
+            self.store.add_event(self.clock(), "checkpoint", f"{job_id}: copied {done.files} file(s), "
+                                 f"{done.bytes / 1e6:.1f} MB in {took:.1f} s, {src.name} -> {dst.name}", job_id)
         except CopyFailed as exc:
             # The old host may be gone for good; starting from what the new host has beats never starting.
             self.store.add_event(self.clock(), "checkpoint", f"{job_id}: {exc}; resuming from what {dst.name} has",

@@ -129,6 +129,7 @@ class Executor:
                 raise StepFailed(f"host {host} is not ready")
             if busy.get(host, set()) & set(gpus):
                 raise StepFailed(f"GPUs {sorted(busy[host] & set(gpus))} of {host} are still in use")
+        began = self.clock()  # a checkpoint copy is part of the job's start-up pause (restart_costs.py)
         await self.checkpoints.bring(job_id, rec.job.spec, entries, entries[alloc.hosts[0][0]], rec.checkpoint,
                                      getattr(self.hosts, "ssh_config", None), getattr(self.cluster, "options", None))
         generation = self.store.next_generation(job_id)
@@ -138,7 +139,7 @@ class Executor:
         now = self.clock()
         self.store.record_allocation(alloc, generation, now)
         run = Run(job_id, alloc, generation, {s.rank: RankProc(s.host, s.agent_id, s.rank, s.gpus, "launching")
-                                              for s in specs}, now, start_samples=rec.job.samples_done)
+                                              for s in specs}, began, start_samples=rec.job.samples_done)
         self.runs[job_id] = run
         await self._send_launches(run, specs)
         if not run.any_exited:

@@ -10,7 +10,7 @@ from support.sshd import SshLab
 
 from heet_tui.cluster import ClusterOptions
 from heet_tui.config.hosts_file import HostEntry, load_hosts
-from heet_tui.control.checkpoint_copy import CopyFailed, copy_checkpoint, needs_copy
+from heet_tui.control.checkpoint_copy import Copied, CopyFailed, copy_checkpoint, needs_copy
 
 
 def test_needs_copy_only_across_filesystems() -> None:
@@ -38,20 +38,77 @@ def test_copy_over_sftp_between_two_hosts(tmp_path: Path, monkeypatch: pytest.Mo
         on_src, on_dst = tmp_path / "on-src" / "ck", tmp_path / "on-dst" / "deep" / "ck"
         opts = ClusterOptions(connect_timeout_s=10.0)
 
-        async def scenario() -> tuple[int, int]:
+        async def scenario() -> tuple[Copied, Copied]:
             first = await copy_checkpoint(local, str(origin), hosts.host("src"), str(on_src), hosts.ssh_config, opts)
             second = await copy_checkpoint(hosts.host("src"), str(on_src), hosts.host("dst"), str(on_dst),
                                            hosts.ssh_config, opts)
             return first, second
 
-        assert asyncio.run(scenario()) == (2, 2), "the half-written temp file is not copied"
+        size = 256 * 400 + len('{"step": 40, "generation": 2}')
+        assert asyncio.run(scenario()) == (Copied(2, size), Copied(2, size)), "the half-written temp file is not copied"
         assert (on_dst / "checkpoint.pt").read_bytes() == (origin / "checkpoint.pt").read_bytes()
         assert (on_dst / "checkpoint.json").read_text() == '{"step": 40, "generation": 2}'
         assert asyncio.run(copy_checkpoint(hosts.host("src"), str(tmp_path / "none"), hosts.host("dst"),
-                                           str(on_dst), hosts.ssh_config, opts)) == 0, "nothing to copy yet"
+                                           str(on_dst), hosts.ssh_config, opts)) == Copied(0, 0), "nothing to copy yet"
         lab.server("src").kill()
         with pytest.raises(CopyFailed, match="src"):
             asyncio.run(copy_checkpoint(hosts.host("src"), str(on_src), hosts.host("dst"), str(on_dst),
                                         hosts.ssh_config, opts))
     finally:
         lab.close()
+
+
+def test_a_moves_checkpoint_copy_counts_in_its_measured_start_pause(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plans weigh moves against the measured pause. The copy ran before the run's clock started,
+    so however long it took, it was left out. The link is made slow here (6 s on top of the real
+    local copy); the copy, the launch and the training are real."""
+    from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
+
+    from heet_tui.control import checkpoint_hosts
+    from heet_tui.control.controller import Controller, ControllerOptions
+    from heet_tui.control.store import Store
+    from heet_tui.core.intents import DrainHost
+    from heet_tui.core.job import JobState
+
+    slow_s = 6.0
+
+    async def slow_copy(*args, **kwargs) -> Copied:
+        await asyncio.sleep(slow_s)
+        return await copy_checkpoint(*args, **kwargs)
+
+    monkeypatch.setattr(checkpoint_hosts, "copy_checkpoint", slow_copy)
+    hosts = load_hosts(write_local_hosts(tmp_path, [("a", "A100", 1, 1.0), ("b", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    spec = write_job(tmp_path, "mover", steps=600, max_gpus=1, every=10)
+    spec.write_text("\n".join(line for line in spec.read_text().splitlines() if not line.startswith("checkpoint_dir")))
+    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
+
+    async def scenario() -> None:
+        from heet_tui.core.intents import SubmitJob
+
+        ctl = Controller(hosts, store, options)
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(spec)))
+            snap = await wait_for(ctl, lambda s: job(s, "mover").state is JobState.RUNNING
+                                  and store.job("mover").job.steps_done >= 30, 90, "mover past step 30")
+            first = job(snap, "mover").allocation.host_names[0]
+            await ctl.post(DrainHost(first))
+            await wait_for(ctl, lambda s: job(s, "mover").allocation is not None and first not in
+                           job(s, "mover").allocation.host_names and len(_starts(store)) >= 2, 120,
+                           "mover started on the other host")
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+    copies = [e.message for e in store.events("mover", limit=200) if e.kind == "checkpoint"]
+    assert len(copies) == 1 and copies[0].startswith("mover: copied ") and " MB in " in copies[0], copies
+    took = float(copies[0].split(" in ")[1].split(" s")[0])
+    assert took >= slow_s
+    first_start, moved_start = _starts(store)[:2]
+    assert moved_start >= took > first_start, "the copy is part of the pause the move cost"
+
+
+def _starts(store) -> list[float]:
+    return [s for job_id, phase, s in store.restart_times() if job_id == "mover" and phase == "start"]
