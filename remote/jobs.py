@@ -169,7 +169,8 @@ class JobTable:
         env.update(env_extra)
         # stdout into a file is block-buffered: a plain print() of a progress line reached the
         # log, and the controller, only kilobytes later, so profiling runs measured nothing
-        env.setdefault("PYTHONUNBUFFERED", "1")
+        if not env.get("PYTHONUNBUFFERED"):  # set but empty is unset to Python
+            env["PYTHONUNBUFFERED"] = "1"
         env["HEET_JOB_ID"] = job_id
         env["HEET_GENERATION"] = str(generation)
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)

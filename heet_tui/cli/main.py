@@ -61,7 +61,9 @@ def main(argv: list[str] | None = None) -> int:
 
         func = run_tui
     try:
-        return int(func(args) or 0)
+        code = int(func(args) or 0)
+        sys.stdout.flush()  # a reader that went away shows here, not in the interpreter's last flush (exit 120)
+        return code
     except UsageError as exc:
         print(f"heet-tui: {exc}", file=sys.stderr)
         return EXIT_USAGE

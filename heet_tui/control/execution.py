@@ -213,6 +213,8 @@ class Executor:
 
     async def stop_silent_runs(self) -> None:
         """Stop profiling runs that measured nothing in ``profile_timeout_s``, and hung jobs (stalls.py)."""
+        if self.read_only:
+            return  # it stops nothing: judging the same runs every round would only fill the log
         now = self.clock()
         for run in overdue_profiling(self.profiles, now, self.opt.profile_timeout_s, self.opt.profile_reports):
             await self.stop_run(run, UNMEASURED_TIMEOUT, wait=False)

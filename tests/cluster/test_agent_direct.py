@@ -216,11 +216,15 @@ for step in range(1, 4):
 """
 
 
-def test_a_plain_print_beside_a_progress_bar_reaches_the_controller_while_the_script_runs(tmp_path):
+@pytest.mark.parametrize("host_value", [None, ""], ids=["unset", "set-but-empty"])
+def test_a_plain_print_beside_a_progress_bar_reaches_the_controller_while_the_script_runs(tmp_path, host_value):
     """No flush=True, a tqdm bar on stderr, and a host shell without PYTHONUNBUFFERED (ours has it):
     stdout was block-buffered into the log, so no line came until the script ended, and the
-    bar's last redraw in front of each line hid the prefix."""
+    bar's last redraw in front of each line hid the prefix. Set but empty is unset to Python;
+    the agent took it as the host's choice and left the script buffered."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if host_value is not None:
+        env["PYTHONUNBUFFERED"] = host_value
     process = AgentProcess(tmp_path, env=env)
     launched = None
     try:
