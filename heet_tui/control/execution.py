@@ -319,10 +319,8 @@ class Executor:
             if run.reports >= self.opt.profile_reports and run.stop_reason is None:
                 self._spawn(self.stop_run(run, "profiled", wait=False))
             return True
-        new_ground = self.store.update_progress(run.job_id, int(progress["step"]), float(progress["samples"]),
-                                                progress.get("checkpoint"), held * run.alloc.num_gpus)
-        if run.reports > 1 and new_ground:  # a job that crashes, or hangs, at one step every time still fails
-            self.store.count_crash(run.job_id, reset=True)
+        self.store.update_progress(run.job_id, int(progress["step"]), float(progress["samples"]),
+                                   progress.get("checkpoint"), held * run.alloc.num_gpus, clear_crashes=run.reports > 1)
         return True
 
     def _rank_exited(self, rank: RankProc, code: int | None, sig: int | None, reason: str | None) -> None:

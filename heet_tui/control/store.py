@@ -218,14 +218,15 @@ class Store:
             return False
 
     def update_progress(self, job_id: str, steps: int, samples: float, checkpoint: str | None,
-                        gpu_seconds: float = 0.0) -> bool:
-        """True when ``steps`` is past the furthest step the job had reported (new ground)."""
+                        gpu_seconds: float = 0.0, clear_crashes: bool = False) -> None:
+        """``clear_crashes``: the crash count restarts when ``steps`` is past the furthest step the
+        job had reported (new ground), so a job that crashes at one step after every resume fails.
+        One statement: it runs on every progress report (SET expressions read the old row)."""
         with self._tx() as db:
-            row = db.execute("SELECT steps_done FROM jobs WHERE id = ?", (job_id,)).fetchone()
             db.execute("UPDATE jobs SET steps_done = MAX(steps_done, ?), samples_done = MAX(samples_done, ?), "
-                       "checkpoint = COALESCE(?, checkpoint), attained_gpu_s = attained_gpu_s + ? WHERE id = ?",
-                       (steps, samples, checkpoint, gpu_seconds, job_id))
-            return row is not None and steps > row[0]
+                       "checkpoint = COALESCE(?, checkpoint), attained_gpu_s = attained_gpu_s + ?, "
+                       "crashes = CASE WHEN ? AND ? > steps_done THEN 0 ELSE crashes END WHERE id = ?",
+                       (steps, samples, checkpoint, gpu_seconds, clear_crashes, steps, job_id))
 
     def request_cancel(self, job_id: str) -> None:
         with self._tx() as db:
@@ -237,10 +238,9 @@ class Store:
             db.execute("UPDATE jobs SET generation = generation + 1 WHERE id = ?", (job_id,))
             return int(db.execute("SELECT generation FROM jobs WHERE id = ?", (job_id,)).fetchone()[0])
 
-    def count_crash(self, job_id: str, reset: bool = False) -> int:
+    def count_crash(self, job_id: str) -> int:
         with self._tx() as db:
-            db.execute("UPDATE jobs SET crashes = CASE WHEN ? THEN 0 ELSE crashes + 1 END WHERE id = ?",
-                       (reset, job_id))
+            db.execute("UPDATE jobs SET crashes = crashes + 1 WHERE id = ?", (job_id,))
             return int(db.execute("SELECT crashes FROM jobs WHERE id = ?", (job_id,)).fetchone()[0])
 
     # -- allocations ------------------------------------------------------------------------
