@@ -34,10 +34,10 @@ from heet_tui.control.log_file import attach_log_file, detach_log_file
 from heet_tui.control.notices import Notices
 from heet_tui.control.plan_apply import apply_plan
 from heet_tui.control.profiling_rounds import profile_idle_types, profile_new_jobs, waits_for_profiling
+from heet_tui.control.progress_reports import note_bad_progress
 from heet_tui.control.recovery import rebuild_runs, reconcile_host
 from heet_tui.control.restart_costs import cost_of, restart_costs
 from heet_tui.control.round_errors import RoundErrors
-from heet_tui.control.runtime import note_bad_progress
 from heet_tui.control.snapshot_build import build_snapshot
 from heet_tui.control.snapshots import ControllerLock, SnapshotHub
 from heet_tui.control.store import Store, StoreWriteError

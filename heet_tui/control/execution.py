@@ -21,9 +21,11 @@ from heet_tui.cluster import AgentRequestError, ClusterError, HostNotReady, Remo
 from heet_tui.cluster.aio import cancel_and_wait, spawn
 from heet_tui.config.hosts_file import HostsFile
 from heet_tui.control.checkpoint_hosts import CheckpointHosts
+from heet_tui.control.crashed_sizes import load_crashed_sizes, new_size_that_crashed, save_crashed_sizes
 from heet_tui.control.job_log import fail_with_log_tail
 from heet_tui.control.launch import LaunchSpec, choose_master_port, plan_launch, plan_profile_launch
 from heet_tui.control.profiling_rounds import finish_profiling_run
+from heet_tui.control.progress_reports import note_other_rank_progress, record_unseen_progress
 from heet_tui.control.restart_costs import start_seconds, stop_seconds
 from heet_tui.control.runtime import (
     LAUNCH_REFUSED,
@@ -34,11 +36,6 @@ from heet_tui.control.runtime import (
     foreign_gpus,
     gpus_held,
     judge,
-    load_crashed_sizes,
-    new_size_that_crashed,
-    note_other_rank_progress,
-    record_unseen_progress,
-    save_crashed_sizes,
     union_gpus,
 )
 from heet_tui.control.stalls import DEFAULT_STALL_S, stalled

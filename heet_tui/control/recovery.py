@@ -17,14 +17,8 @@ from dataclasses import dataclass
 
 from heet_tui.cluster import RemoteJob
 from heet_tui.control.execution import Executor
-from heet_tui.control.runtime import (
-    RankProc,
-    Run,
-    parse_agent_id,
-    rank_agent_id,
-    record_unseen_progress,
-    store_part,
-)
+from heet_tui.control.progress_reports import record_unseen_progress
+from heet_tui.control.runtime import RankProc, Run, parse_agent_id, rank_agent_id, store_part
 from heet_tui.control.store import Store
 from heet_tui.core.job import JobState
 

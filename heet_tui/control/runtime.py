@@ -9,23 +9,17 @@ pure so the exit rules can be tested without processes.
 from __future__ import annotations
 
 import asyncio
-import json
-import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from heet_tui.control.throughput import parse_placement
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import JobSpec, TargetKind
 
 if TYPE_CHECKING:
-    from heet_tui.cluster.events import JobProgressError
-    from heet_tui.control.execution import Executor
-    from heet_tui.control.store import Store
-    from heet_tui.control.throughput import ThroughputBook
+    pass
 
 EXIT_DONE, EXIT_FENCED, EXIT_STOPPED = 0, 3, 143  # examples/training.py's exit codes
 _AGENT_ID = re.compile(r"^(?P<job>.+)\.(?P<kind>[rp])(?P<n>\d+)(?:\.(?P<store>[0-9a-f]{8}))?$")
@@ -161,7 +155,6 @@ def reached_target(spec: JobSpec, progress: dict[str, Any] | None) -> bool:
 
 
 LAUNCH_REFUSED = "launch refused"  # a rank's exit reason when its agent would not start it
-BAD_PROGRESS = "a @heet-progress line is not a progress line"
 STALLED = "stalled"  # how the stop reason of a hung run starts (control/stalls.py)
 
 
@@ -211,94 +204,3 @@ def gpus_held(runs: Iterable[Run]) -> dict[str, set[int]]:
             if not r.exited:
                 held.setdefault(r.host, set()).update(r.gpus)
     return held
-
-
-def new_size_that_crashed(run: Run, book: ThroughputBook) -> tuple[str, int] | None:
-    """(GPU type, count) of a run that crashed before it reported anything, at a size the job
-    has no measurement for; None otherwise.
-
-    A job that trained at other sizes and dies at once at a new one most likely cannot run at
-    that size (a global batch the script will not split that way, memory that does not hold
-    the larger local batch): the same plan would only crash it again until it failed. A crash
-    after progress, or at a size it ran at before, says nothing about the size.
-    """
-    measured = book.measured(run.job_id)
-    if run.profiling or run.reports > 0 or not measured:
-        return None
-    if any(r.reason and r.reason.startswith(LAUNCH_REFUSED) for r in run.ranks.values()):
-        return None  # never started (a workdir or command missing on a host): says nothing of the size
-    size = (run.alloc.gpu_type, run.alloc.num_gpus)
-    return None if size in {(t, sum(parse_placement(k))) for t, k in measured} else size
-
-
-CRASHED_SIZES = "crashed_sizes"  # store setting: job -> [[type, count], ...] plans leave out
-
-
-def load_crashed_sizes(store: Store) -> dict[str, set[tuple[str, int]]]:
-    """The sizes jobs crashed at on launch, as the last controller left them (a restarted one
-    tried each such size once more, a retry lost). Unreadable, it is empty: a size is retried."""
-    try:
-        raw = json.loads(store.setting(CRASHED_SIZES) or "{}")
-        return {str(job): {(str(t), int(n)) for t, n in sizes} for job, sizes in raw.items()}
-    except (ValueError, TypeError, AttributeError):
-        return {}
-
-
-def save_crashed_sizes(store: Store, sizes: dict[str, set[tuple[str, int]]]) -> None:
-    live = {rec.job.id for rec in store.jobs(include_terminal=False)}
-    store.set_setting(CRASHED_SIZES, json.dumps({j: sorted(s) for j, s in sorted(sizes.items()) if j in live}))
-
-
-def note_other_rank_progress(store: Store, run: Run, rank: int, now: float) -> None:
-    """Progress is rank 0's alone; a run whose other ranks report too gets one event saying so.
-
-    A script that ignores ``WORLD_SIZE`` runs a whole copy of the training on every GPU it is
-    given, each printing its own progress: counted together, they made the job's steps jump
-    back and forth between the copies while the GPUs did the same work N times over.
-    """
-    if run.other_rank_reported:
-        return
-    run.other_rank_reported = True
-    store.add_event(now, "warning", f"{run.job_id}: rank {rank} prints progress lines too; only rank 0's count. "
-                    f"If the script ignores WORLD_SIZE, each of the {run.alloc.num_gpus} GPUs runs a whole copy "
-                    "of the training (docs/TRAINING.md)", run.job_id)
-
-
-def note_bad_progress(executor: Executor, bad: JobProgressError, now: float) -> None:
-    """A progress line the agent could not read: one event per job, naming why.
-
-    Such lines were dropped without a word; a script that printed ``str()`` of a dict was
-    marked "unmeasured" for printing no progress lines, although it printed hundreds.
-    """
-    found, store = executor.find(bad.host, bad.job_id, bad.generation), executor.store
-    if found is None or any(BAD_PROGRESS in e.message for e in store.events(found[0].job_id, limit=200)):
-        return
-    job_id = found[0].job_id
-    store.add_event(now, "warning", f"{job_id}: {BAD_PROGRESS} ({bad.error}), so it is not counted: {bad.line} "
-                    "(docs/TRAINING.md, Progress lines)", job_id)
-
-
-def record_unseen_progress(store: Store, run: Run, rank: RankProc, progress: dict[str, Any] | None) -> None:
-    """Progress a run made while no controller watched, from its agent's report of it.
-
-    A job that ran on, or ran to its end, while the controller was down was known by the step
-    it had when the controller went: done at 300 of 300 steps, it showed "done 27%". An agent
-    reports each job's latest progress line when it re-adopts the job or says it ended; rank
-    0's counts (the store keeps the larger of what it had and this). Profiling runs train a
-    scratch copy: their steps are not the job's.
-    """
-    if run.profiling or rank.rank != 0 or not progress:
-        return
-    try:
-        step, samples, rate = int(progress["step"]), float(progress["samples"]), float(progress["samples_per_s"])
-    except (KeyError, TypeError, ValueError):
-        return
-    if run.progress and float(run.progress.get("samples", 0) or 0) >= samples:
-        return  # seen as it happened (a watched run's exit repeats its last line): nothing to record
-    rec = store.job(run.job_id)
-    unseen = max(0.0, samples - rec.job.samples_done) if rec else 0.0
-    held_s = unseen / rate if rate > 0 and math.isfinite(rate) else 0.0  # the GPUs it held meanwhile count too
-    checkpoint = progress.get("checkpoint")
-    store.update_progress(run.job_id, step, samples, checkpoint if isinstance(checkpoint, str) else None,
-                          held_s * run.alloc.num_gpus)
-    run.progress = progress

@@ -200,7 +200,8 @@ def test_gpus_held_by_profiling_runs_are_not_given_out() -> None:
 def test_a_launch_the_agent_refused_says_nothing_of_the_size() -> None:
     """A workdir or command missing on one host made the run "crash" before its first report at a
     new size, and plans then left that size out for good."""
-    from heet_tui.control.runtime import LAUNCH_REFUSED, new_size_that_crashed
+    from heet_tui.control.crashed_sizes import new_size_that_crashed
+    from heet_tui.control.runtime import LAUNCH_REFUSED
 
     book = ThroughputBook()
     book.add("j", "T4", (1,), 100.0)

@@ -291,7 +291,7 @@ def test_a_size_a_job_crashes_at_on_launch_is_left_out_and_the_job_runs_at_anoth
     assert all("1xA100" in m for m in launches[1:]), launches
     assert any(m.startswith("twin ") for m in launches) and store.job("twin").crashes == 0
     # kept in the store: a restarted controller tried such a size once more, a retry lost
-    from heet_tui.control.runtime import CRASHED_SIZES, load_crashed_sizes
+    from heet_tui.control.crashed_sizes import CRASHED_SIZES, load_crashed_sizes
 
     assert load_crashed_sizes(store) == {"c": {("A100", 2)}}
     assert Controller(hosts, store, options).executor.crashed_sizes == {"c": {("A100", 2)}}, "read at start"

@@ -1,0 +1,71 @@
+"""Progress reports that need more than recording: another rank's, an unreadable line, and
+progress made while no controller watched. Each becomes an event or a store update once."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from heet_tui.control.runtime import RankProc, Run
+
+if TYPE_CHECKING:
+    from heet_tui.cluster.events import JobProgressError
+    from heet_tui.control.execution import Executor
+    from heet_tui.control.store import Store
+
+BAD_PROGRESS = "a @heet-progress line is not a progress line"
+
+
+def note_other_rank_progress(store: Store, run: Run, rank: int, now: float) -> None:
+    """Progress is rank 0's alone; a run whose other ranks report too gets one event saying so.
+
+    A script that ignores ``WORLD_SIZE`` runs a whole copy of the training on every GPU it is
+    given, each printing its own progress: counted together, they made the job's steps jump
+    back and forth between the copies while the GPUs did the same work N times over.
+    """
+    if run.other_rank_reported:
+        return
+    run.other_rank_reported = True
+    store.add_event(now, "warning", f"{run.job_id}: rank {rank} prints progress lines too; only rank 0's count. "
+                    f"If the script ignores WORLD_SIZE, each of the {run.alloc.num_gpus} GPUs runs a whole copy "
+                    "of the training (docs/TRAINING.md)", run.job_id)
+
+
+def note_bad_progress(executor: Executor, bad: JobProgressError, now: float) -> None:
+    """A progress line the agent could not read: one event per job, naming why.
+
+    Such lines were dropped without a word; a script that printed ``str()`` of a dict was
+    marked "unmeasured" for printing no progress lines, although it printed hundreds.
+    """
+    found, store = executor.find(bad.host, bad.job_id, bad.generation), executor.store
+    if found is None or any(BAD_PROGRESS in e.message for e in store.events(found[0].job_id, limit=200)):
+        return
+    job_id = found[0].job_id
+    store.add_event(now, "warning", f"{job_id}: {BAD_PROGRESS} ({bad.error}), so it is not counted: {bad.line} "
+                    "(docs/TRAINING.md, Progress lines)", job_id)
+
+
+def record_unseen_progress(store: Store, run: Run, rank: RankProc, progress: dict[str, Any] | None) -> None:
+    """Progress a run made while no controller watched, from its agent's report of it.
+
+    A job that ran on, or ran to its end, while the controller was down was known by the step
+    it had when the controller went: done at 300 of 300 steps, it showed "done 27%". An agent
+    reports each job's latest progress line when it re-adopts the job or says it ended; rank
+    0's counts (the store keeps the larger of what it had and this). Profiling runs train a
+    scratch copy: their steps are not the job's.
+    """
+    if run.profiling or rank.rank != 0 or not progress:
+        return
+    try:
+        step, samples, rate = int(progress["step"]), float(progress["samples"]), float(progress["samples_per_s"])
+    except (KeyError, TypeError, ValueError):
+        return
+    if run.progress and float(run.progress.get("samples", 0) or 0) >= samples:
+        return  # seen as it happened (a watched run's exit repeats its last line): nothing to record
+    rec = store.job(run.job_id)
+    unseen = max(0.0, samples - rec.job.samples_done) if rec else 0.0
+    held_s = unseen / rate if rate > 0 and math.isfinite(rate) else 0.0  # the GPUs it held meanwhile count too
+    checkpoint = progress.get("checkpoint")
+    store.update_progress(run.job_id, step, samples, checkpoint if isinstance(checkpoint, str) else None,
+                          held_s * run.alloc.num_gpus)
+    run.progress = progress
