@@ -72,7 +72,7 @@ class HostSupervisor:
         return HostStatus(name=self.entry.name, state=self.state, message=self.message, gpus=self.gpus,
                           rack=self.entry.rack, gpu_source=self.gpu_source, last_seen=self.last_seen,
                           rtt_ms=self.rtt_ms, gpu_jobs=gpu_jobs,
-                          declared_type=self.entry.emulate.gpu_type if self.entry.emulate else self.entry.gpu_type or "")
+                          declared_type=self.entry.declared_type or "")
 
     def _set(self, state: HostState, message: str) -> None:
         self.state, self.message = state, message

@@ -89,6 +89,11 @@ class HostEntry:
     shared_fs: bool = True
     line: int | None = None
 
+    @property
+    def declared_type(self) -> str | None:
+        """The GPU type the entry declares (``emulate`` or ``gpu_type``); None: NVML says, on connect."""
+        return self.emulate.gpu_type if self.emulate else self.gpu_type
+
 
 @dataclass(frozen=True, slots=True)
 class HostsFile:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from heet_tui.config.errors import parse_toml, read_config_text
 from heet_tui.config.fields import SAFE_NAME, Fields
+from heet_tui.config.hosts_file import HostsFile
 from heet_tui.config.locate import LineIndex
 from heet_tui.core.job import JobSpec, Target, TargetKind
 
@@ -119,19 +120,20 @@ def workdir_hint(spec: JobSpec, path: Path | str) -> str | None:
     return None
 
 
-def gpu_types_hint(spec: JobSpec, declared: list[str | None], hosts_path: Path | str) -> str | None:
+def gpu_types_hint(spec: JobSpec, hosts: HostsFile) -> str | None:
     """A warning for ``gpu_types`` that no host of the hosts file has, said at submit time.
 
     A typo ("V100" on a cluster of A100s) left the job waiting with nothing said until a
-    controller ran. ``declared`` is each host's declared GPU type (None: read from NVML when it
-    connects); with any host undeclared nothing can be told.
+    controller ran. A host that declares no type is read from NVML when it connects: with any
+    such host nothing can be told.
     """
+    declared = [h.declared_type for h in hosts.hosts]
     if not spec.gpu_types or not declared or None in declared:
         return None
     types = sorted({t for t in declared if t})
     if any(spec.allows(t) for t in types):
         return None
-    return (f"no host in {hosts_path} declares a GPU type in gpu_types {list(spec.gpu_types)} (they declare "
+    return (f"no host in {hosts.path} declares a GPU type in gpu_types {list(spec.gpu_types)} (they declare "
             f"{', '.join(types)}): the job waits until a host of such a type is added")
 
 

@@ -112,9 +112,7 @@ class IntentHandler:
             raise ValueError(str(exc)) from None
         job = self.ctl.store.add_job(spec, self.ctl.clock())
         self.ctl.store.add_event(self.ctl.clock(), "submit", f"submitted {job.id}", job.id)
-        declared = [h.emulate.gpu_type if h.emulate else h.gpu_type for h in self.ctl.hosts.hosts]
-        hints = [h for h in (workdir_hint(spec, intent.spec_path),
-                             gpu_types_hint(spec, declared, self.ctl.hosts.path)) if h]
+        hints = [h for h in (workdir_hint(spec, intent.spec_path), gpu_types_hint(spec, self.ctl.hosts)) if h]
         return f"submitted {job.id}" + "".join(f"{WARNING_SEP}{h}" for h in hints)
 
     async def _CancelJob(self, intent: CancelJob) -> str:

@@ -67,5 +67,4 @@ def _types_hint(spec, args: argparse.Namespace, store) -> str | None:
         hosts = load_hosts(path)
     except (ConfigError, OSError):
         return None
-    declared = [h.emulate.gpu_type if h.emulate else h.gpu_type for h in hosts.hosts]
-    return gpu_types_hint(spec, declared, path)
+    return gpu_types_hint(spec, hosts)
