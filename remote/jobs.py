@@ -366,7 +366,7 @@ class JobTable:
                     latest = parsed
                 elif problem is not None and not job.get("bad_progress_said"):  # once per job process
                     job["bad_progress_said"] = True
-                    text = line.decode("utf-8", errors="replace").rsplit("\r", 1)[-1].strip()
+                    text = _as_shown(line.decode("utf-8", errors="replace")).strip()
                     self.send_event("progress_error", job_id=job["job_id"], generation=job["generation"],
                                     line=text[:MAX_BAD_LINE], error=problem)
         if latest is not None:
