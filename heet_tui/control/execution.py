@@ -136,7 +136,8 @@ class Executor:
         now = self.clock()
         self.store.record_allocation(alloc, generation, now)
         run = Run(job_id, alloc, generation, {s.rank: RankProc(s.host, s.agent_id, s.rank, s.gpus, "launching")
-                                              for s in specs}, began, start_samples=rec.job.samples_done)
+                                              for s in specs}, began, start_samples=rec.job.samples_done,
+                  spec=rec.job.spec)
         self.runs[job_id] = run
         await self._send_launches(run, specs)
         if not run.any_exited:
@@ -215,8 +216,8 @@ class Executor:
         now = self.clock()
         for run in overdue_profiling(self.profiles, now, self.opt.profile_timeout_s, self.opt.profile_reports):
             await self.stop_run(run, UNMEASURED_TIMEOUT, wait=False)
-        spec_of = lambda job_id: rec.job.spec if (rec := self.store.job(job_id)) is not None else None  # noqa: E731
-        for run, why in stalled(list(self.runs.values()), spec_of, now, self.opt.stall_timeout_s):
+        for run, why in stalled(list(self.runs.values()), lambda job_id: self.runs[job_id].spec, now,
+                                self.opt.stall_timeout_s):
             log.info("%s generation %d: %s", run.job_id, run.generation, why)  # the crash event says it
             await self.stop_run(run, why, wait=False)
 

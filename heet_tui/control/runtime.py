@@ -119,6 +119,7 @@ class Run:
     start_samples: float | None = None  # the job's samples at launch; None: adopted, its start not timed
     stop_sent_at: float | None = None  # when the controller first asked it to stop
     other_rank_reported: bool = False  # a rank other than 0 printed progress (said once per run)
+    spec: JobSpec | None = None  # the job's, for rules read every round (stalls.py); None for profiling runs
 
     def rank_for(self, host: str, agent_id: str) -> RankProc | None:
         for r in self.ranks.values():

@@ -44,7 +44,7 @@ def watched(run: Run) -> bool:
 def stalled(runs: Iterable[Run], spec_of, now: float, default_s: float) -> list[tuple[Run, str]]:
     """(run, stop reason) for each watched run silent past its job's limit.
 
-    ``spec_of(job_id)`` gives the job's spec, or None for a job the store no longer has.
+    ``spec_of(job_id)`` gives the job's spec, or None when it is not known.
     """
     found = []
     for run in runs:
