@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from heet_tui.control.runtime import STALLED, Run
+from heet_tui.core.durations import duration
 from heet_tui.core.job import JobSpec
 
 DEFAULT_STALL_S = 1800  # torch.distributed's own default collective timeout is also 30 minutes
@@ -53,7 +54,7 @@ def stalled(runs: Iterable[Run], spec_of, now: float, default_s: float) -> list[
         spec = spec_of(run.job_id)
         limit = stall_limit(spec, default_s) if spec is not None else None
         if limit is not None and silent_for(run, now) >= limit:
-            found.append((run, f"{STALLED}: no progress report in its stall_timeout of {span(limit)} "
+            found.append((run, f"{STALLED}: no progress report in its stall_timeout of {duration(limit)} "
                                f"({last_seen(run)})"))
     return found
 
@@ -66,20 +67,11 @@ def quiet_note(run: Run | None, spec: JobSpec, now: float, default_s: float) -> 
     quiet = silent_for(run, now)
     if limit is None or quiet < limit * QUIET_FRACTION:
         return None
-    return (f"no progress report for {span(quiet)} ({last_seen(run)}); "
-            f"stopped as hung at {span(limit)} (stall_timeout)")
+    return (f"no progress report for {duration(quiet)} ({last_seen(run)}); "
+            f"stopped as hung at {duration(limit)} (stall_timeout)")
 
 
 def last_seen(run: Run) -> str:
     if run.progress is None:
         return "none since its launch"
     return f"the last at step {run.progress.get('step', '?')}"
-
-
-def span(seconds: float) -> str:
-    whole = int(seconds)
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"

@@ -5,19 +5,7 @@ from __future__ import annotations
 import hashlib
 import time
 
-
-def duration(seconds: float | None) -> str:
-    """``None`` (unknown) is a dash; otherwise the two largest units, e.g. ``1h05m`` or ``42s``."""
-    if seconds is None or seconds != seconds or seconds < 0:
-        return "-"
-    s = int(round(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
+from heet_tui.core.durations import duration
 
 
 def clock(now: float, mode: str) -> str:

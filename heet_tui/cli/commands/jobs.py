@@ -11,7 +11,7 @@ from heet_tui.cli.errors import CliError
 from heet_tui.cli.locations import add_state_option
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store, StoreError
-from heet_tui.ui.format import duration
+from heet_tui.core.durations import duration
 
 MIN_MESSAGE_WIDTH = 30
 
