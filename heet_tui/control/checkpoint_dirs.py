@@ -26,7 +26,14 @@ class CheckpointUser(NamedTuple):
 
 
 class CheckpointDirInUse(ValueError):
-    """A new job names a checkpoint directory that another job's checkpoints make unusable."""
+    """A new job names a checkpoint directory that another job's checkpoints make unusable.
+
+    ``index``: which of the specs submitted together was refused (``Store.add_jobs``).
+    """
+
+    def __init__(self, message: str, index: int = 0) -> None:
+        super().__init__(message)
+        self.index = index
 
 
 def same_dir(a: str, b: str) -> bool:

@@ -13,13 +13,14 @@ import json
 import os
 import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import replace
+from itertools import chain, count
 from pathlib import Path
 
 from heet_tui.control import checkpoint_dirs
-from heet_tui.control.checkpoint_dirs import CheckpointUser
+from heet_tui.control.checkpoint_dirs import CheckpointDirInUse, CheckpointUser
 from heet_tui.control.codec import (
     alloc_from_obj,
     alloc_to_obj,
@@ -128,19 +129,29 @@ class Store:
     # -- jobs -------------------------------------------------------------------------------
     def add_job(self, spec: JobSpec, now: float) -> Job:
         """Insert a queued job; its id is the spec name, suffixed when that name was used before."""
+        return self.add_jobs([spec], now)[0]
+
+    def add_jobs(self, specs: Sequence[JobSpec], now: float) -> list[Job]:
+        """All or, when one is refused (:class:`CheckpointDirInUse` with its ``index``), none: a
+        sweep whose third spec reuses a checkpoint directory was left two thirds queued."""
+        jobs = []
         with self._tx() as db:
-            if spec.checkpoint_dir:
-                checkpoint_dirs.refuse_shared(spec, _checkpoint_users(db, spec.checkpoint_dir))
             # Every id counts, not only this name's: a job may be named "train-2" by hand.
             taken = {r[0] for r in db.execute("SELECT id FROM jobs")}
-            job_id, n = spec.name, 1
-            while job_id in taken:
-                n += 1
-                job_id = f"{spec.name}-{n}"
-            db.execute("INSERT INTO jobs (id, name, spec, state, submitted_at) VALUES (?, ?, ?, ?, ?)",
-                       (job_id, spec.name, spec_to_json(spec), JobState.QUEUED.value, now))
-            db.execute("INSERT INTO job_states VALUES (?, ?, ?, ?)", (job_id, now, JobState.QUEUED.value, "submitted"))
-        return Job(job_id, spec, JobState.QUEUED, now, history=((now, JobState.QUEUED),))
+            for index, spec in enumerate(specs):
+                try:
+                    checkpoint_dirs.refuse_shared(spec, _checkpoint_users(db, spec.checkpoint_dir))
+                except CheckpointDirInUse as exc:
+                    raise CheckpointDirInUse(str(exc), index) from None
+                job_id = next(i for i in chain([spec.name], (f"{spec.name}-{n}" for n in count(2))) if i not in taken)
+                taken.add(job_id)
+                at = now + index * 1e-6  # jobs are ordered by submission time: keep the order given
+                db.execute("INSERT INTO jobs (id, name, spec, state, submitted_at) VALUES (?, ?, ?, ?, ?)",
+                           (job_id, spec.name, spec_to_json(spec), JobState.QUEUED.value, at))
+                db.execute("INSERT INTO job_states VALUES (?, ?, ?, ?)",
+                           (job_id, at, JobState.QUEUED.value, "submitted"))
+                jobs.append(Job(job_id, spec, JobState.QUEUED, at, history=((at, JobState.QUEUED),)))
+        return jobs
 
     def checkpoint_users(self, checkpoint_dir: str) -> list[CheckpointUser]:
         """The jobs whose spec names this checkpoint directory, oldest first."""
@@ -386,7 +397,9 @@ class Store:
                        (key, value))
 
 
-def _checkpoint_users(db: sqlite3.Connection, checkpoint_dir: str) -> list[CheckpointUser]:
+def _checkpoint_users(db: sqlite3.Connection, checkpoint_dir: str | None) -> list[CheckpointUser]:
+    if not checkpoint_dir:
+        return []
     rows = db.execute("SELECT id, state, samples_done, spec FROM jobs ORDER BY submitted_at, id")
     return [CheckpointUser(job_id, JobState(state), float(done or 0)) for job_id, state, done, spec in rows
             if checkpoint_dirs.same_dir(checkpoint_dir, spec_from_json(spec).checkpoint_dir)]

@@ -1,4 +1,8 @@
-"""``heet-tui cancel NAME``: cancel a job, whether or not a controller is running.
+"""``heet-tui cancel NAME [NAME ...]``: cancel jobs, whether or not a controller is running.
+
+A name is a job id, a job name (its newest job) or a shell-style pattern over the active jobs'
+ids (``'sweep-*'``, quoted so the shell leaves it alone). A name that matches nothing cancels
+nothing at all: a typo in a list should not leave half of it running unnoticed.
 
 The request is written to the store. A queued job is cancelled at once when no controller
 runs; a running job needs its processes stopped, which the controller does at its next round
@@ -8,36 +12,64 @@ runs; a running job needs its processes stopped, which the controller does at it
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import time
 
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import UsageError
 from heet_tui.cli.locations import add_state_option
 from heet_tui.control.snapshots import controller_running
-from heet_tui.core.job import JobState
+from heet_tui.control.store import Store
+from heet_tui.core.job import Job, JobState
+
+PATTERN_CHARS = "*?["
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("cancel", help="cancel a job by name or id")
+    p = sub.add_parser("cancel", help="cancel jobs by name, id or pattern ('sweep-*')")
     add_state_option(p, after_command=True)
-    p.add_argument("name")
+    p.add_argument("names", metavar="NAME", nargs="+",
+                   help="a job id, a job name (its newest job) or a quoted pattern over the active jobs' ids")
     p.set_defaults(func=cmd_cancel)
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
     store = open_store(args)
-    rec = store.find_job(args.name)
-    if rec is None:
-        known = ", ".join(r.job.id for r in store.jobs(include_terminal=False)) or "none"
-        raise UsageError(f'no job "{args.name}" (active jobs: {known})')
-    job = rec.job
+    jobs = _resolve(store, args.names)
+    pid = controller_running(store.dir)
+    for job in jobs:
+        _cancel(store, job, pid)
+    return 0
+
+
+def _resolve(store: Store, names: list[str]) -> list[Job]:
+    """The jobs the names mean, each once, in the order named; a name that means none is an error."""
+    active = [r.job for r in store.jobs(include_terminal=False)]
+    found: dict[str, Job] = {}
+    missing = []
+    for name in names:
+        if any(c in name for c in PATTERN_CHARS):
+            matched = [j for j in active if fnmatch.fnmatchcase(j.id, name)]
+        else:
+            rec = store.find_job(name)
+            matched = [rec.job] if rec else []
+        if not matched:
+            missing.append(name)
+        found.update((j.id, j) for j in matched)
+    if missing:
+        known = ", ".join(j.id for j in active) or "none"
+        what = " or ".join(f'"{m}"' for m in missing)
+        raise UsageError(f"no job {what} (active jobs: {known})" + ("; nothing cancelled" if len(names) > 1 else ""))
+    return list(found.values())
+
+
+def _cancel(store: Store, job: Job, pid: int | None) -> None:
     if job.state.terminal:
         print(f"{job.id} is already {job.state.value}")
-        return 0
+        return
     store.request_cancel(job.id)
     now = time.time()
     store.add_event(now, "cancel", f"cancel requested for {job.id}", job.id)
-    pid = controller_running(store.dir)
     if pid is None and job.state in (JobState.QUEUED, JobState.PROFILING) and not store.current_allocations().get(job.id):
         store.set_state(job.id, JobState.CANCELLED, now, "cancelled")
         print(f"cancelled {job.id}")
@@ -46,4 +78,3 @@ def cmd_cancel(args: argparse.Namespace) -> int:
               "controller next runs (heet-tui run)")
     else:
         print(f"cancelling {job.id}: the controller (pid {pid}) stops it at its next round")
-    return 0

@@ -1,10 +1,17 @@
-"""``heet-tui submit JOB.toml``: queue a job; a running controller picks it up at its next round."""
+"""``heet-tui submit JOB.toml [JOB.toml ...]``: queue jobs; a running controller picks them up at
+its next round.
+
+Several specs (a sweep: ``heet-tui submit sweep/*.toml``) are checked first and queued together
+or not at all, so a typo in the seventh file does not leave six jobs running and the rest to
+sort out by hand.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import time
+from collections import defaultdict
 
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import UsageError
@@ -13,58 +20,107 @@ from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
 from heet_tui.config.job_spec import gpu_types_hint, load_job_spec, workdir_hint
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse, resumed_from
+from heet_tui.control.store import Store
+from heet_tui.core.job import Job, JobSpec
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("submit", help="submit a job (job.toml) to the queue")
+    p = sub.add_parser("submit", help="submit jobs (job.toml files) to the queue")
     add_state_option(p, after_command=True)
     add_hosts_option(p, after_command=True)
-    p.add_argument("spec", metavar="JOB.toml")
-    p.add_argument("--json", action="store_true", help="print the new job as JSON")
+    p.add_argument("specs", metavar="JOB.toml", nargs="+",
+                   help="job spec files; all are checked before any is queued, and a bad one queues none")
+    p.add_argument("--json", action="store_true", help="print each new job as a JSON object, one per line")
     p.set_defaults(func=cmd_submit)
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    try:
-        spec = load_job_spec(args.spec)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
+    specs, problems = [], []
+    for path in args.specs:
+        try:
+            specs.append(load_job_spec(path))
+        except ConfigError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise UsageError("\n".join(problems) + _nothing_queued(len(problems), len(args.specs)))
     store = open_store(args)
     now = time.time()
-    earlier = store.checkpoint_users(spec.checkpoint_dir) if spec.checkpoint_dir else []
+    earlier = [store.checkpoint_users(s.checkpoint_dir) if s.checkpoint_dir else [] for s in specs]
     try:
-        job = store.add_job(spec, now)
+        jobs = store.add_jobs(specs, now)
     except CheckpointDirInUse as exc:
-        raise UsageError(f"{args.spec}: job {spec.name!r}: {exc}") from None
-    store.add_event(now, "submit", f"submitted {job.id} from {args.spec}", job.id)
-    resumes = resumed_from(earlier)
-    hints = [h for h in (workdir_hint(spec, args.spec), _types_hint(spec, args, store)) if h]
-    twins = [r.job.id for r in store.jobs() if r.job.id != job.id and r.job.spec.model == spec.model
-             and r.job.spec.batch_size == spec.batch_size]
+        spec = specs[exc.index]
+        raise UsageError(f"{args.specs[exc.index]}: job {spec.name!r}: {exc}"
+                         + _nothing_queued(1, len(specs))) from None
+    for path, job in zip(args.specs, jobs, strict=True):
+        store.add_event(now, "submit", f"submitted {job.id} from {path}", job.id)
+    warnings = _warnings(args, store, specs, jobs)
     if args.json:
-        print(json.dumps({"id": job.id, "state": job.state.value, **({"resumes_from": resumes.job_id} if resumes else {}),
-                          **({"warning": "; ".join(hints)} if hints else {})}))
+        for job, users in zip(jobs, earlier, strict=True):
+            resumes = resumed_from(users)
+            hints = [hint for hint, ids in warnings.items() if job.id in ids]
+            print(json.dumps({"id": job.id, "state": job.state.value,
+                              **({"resumes_from": resumes.job_id} if resumes else {}),
+                              **({"warning": "; ".join(hints)} if hints else {})}))
         return 0
-    print(f"submitted {job.id} ({spec.min_gpus}-{spec.max_gpus} GPUs, target "
-          f"{spec.target.value:g} {spec.target.kind.value})")
-    if resumes:
-        print(f"note: {spec.checkpoint_dir} holds the checkpoint of job {resumes.job_id} ({resumes.state.value}, "
-              f"{resumes.samples_done:g} samples done): {job.id} resumes from it")
-    if twins:
-        more = f" and {len(twins) - 1} more" if len(twins) > 1 else ""
-        print(f"note: model {spec.model} at batch {spec.batch_size}, as {twins[0]}{more}: they share throughput "
-              "measurements (a new model key keeps it apart)")
-    for hint in hints:
-        print(f"warning: {hint}")
+    for job, users in zip(jobs, earlier, strict=True):
+        spec = job.spec
+        print(f"submitted {job.id} ({spec.min_gpus}-{spec.max_gpus} GPUs, target "
+              f"{spec.target.value:g} {spec.target.kind.value})")
+        if resumes := resumed_from(users):
+            print(f"note: {spec.checkpoint_dir} holds the checkpoint of job {resumes.job_id} ({resumes.state.value}, "
+                  f"{resumes.samples_done:g} samples done): {job.id} resumes from it")
+    for note in _twin_notes(store, jobs):
+        print(f"note: {note}")
+    for hint, ids in warnings.items():
+        print(f"warning: {hint}" if len(ids) == len(jobs) else f"warning ({_ids(ids)}): {hint}")
     return 0
 
 
-def _types_hint(spec, args: argparse.Namespace, store) -> str | None:
-    """Checked against the hosts file a controller of this store last ran on, else the one given
-    or found; a file that does not load is the controller's to report, not the submitter's."""
+def _nothing_queued(bad: int, total: int) -> str:
+    return f"\nnothing submitted: {bad} of the {total} specs cannot be queued" if total > 1 else ""
+
+
+def _warnings(args: argparse.Namespace, store: Store, specs: list[JobSpec], jobs: list[Job]) -> dict[str, list[str]]:
+    """Each warning once, with the jobs it is about: a sweep of twenty specs made the same way
+    would otherwise print it twenty times."""
+    hosts = _hosts_file(args, store)
+    found: dict[str, list[str]] = defaultdict(list)
+    for path, spec, job in zip(args.specs, specs, jobs, strict=True):
+        for hint in (workdir_hint(spec, path), gpu_types_hint(spec, hosts) if hosts else None):
+            if hint:
+                found[hint].append(job.id)
+    return found
+
+
+def _twin_notes(store: Store, jobs: list[Job]) -> list[str]:
+    """One note per class (same model and batch size) that the new jobs share measurements in."""
+    new_ids = {j.id for j in jobs}
+    classes: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for j in jobs:
+        classes[(j.spec.model, j.spec.batch_size)].append(j.id)
+    notes = []
+    for (model, batch), ids in classes.items():
+        earlier = [r.job.id for r in store.jobs() if r.job.id not in new_ids and r.job.spec.model == model
+                   and r.job.spec.batch_size == batch]
+        if not earlier and len(ids) < 2:
+            continue
+        who = "they share" if len(ids) == 1 else f"{_ids(ids)} share"
+        as_ = f", as {earlier[0]}" + (f" and {len(earlier) - 1} more" if len(earlier) > 1 else "") if earlier else ""
+        notes.append(f"model {model} at batch {batch}{as_}: {who} throughput measurements (a new model key keeps "
+                     f"{'it' if len(ids) == 1 else 'one'} apart)")
+    return notes
+
+
+def _ids(ids: list[str]) -> str:
+    return ", ".join(ids) if len(ids) <= 3 else f"{', '.join(ids[:2])} and {len(ids) - 2} more"
+
+
+def _hosts_file(args: argparse.Namespace, store: Store):
+    """The hosts file a controller of this store last ran on, else the one given or found; a file
+    that does not load is the controller's to report, not the submitter's."""
     path = getattr(args, "hosts", None) or store.setting("hosts_path") or resolve_hosts_path(None)
     try:
-        hosts = load_hosts(path)
+        return load_hosts(path)
     except (ConfigError, OSError):
         return None
-    return gpu_types_hint(spec, hosts)

@@ -1,0 +1,79 @@
+"""``heet-tui submit`` and ``cancel`` with several specs or names (a sweep).
+
+Seen: ``heet-tui submit sweep/*.toml`` was refused ("unrecognized arguments"), so a sweep was a
+shell loop, which queued the first six specs of a sweep whose seventh had a typo.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from heet_tui.cli.main import main
+from heet_tui.control.store import Store
+from heet_tui.core.job import JobState
+
+
+def _spec(root: Path, name: str, extra: str = "", model: str = "m") -> Path:
+    path = root / f"{name}.toml"
+    path.write_text(f'name = "{name}"\ncommand = ["python3", "train.py"]\nmodel = "{model}"\nbatch_size = 32\n'
+                    f"target = {{ steps = 10 }}\n{extra}")
+    return path
+
+
+def test_a_sweep_is_queued_whole_or_not_at_all(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = ["--state", str(tmp_path / "state")]
+    good = [_spec(tmp_path, f"lr{i}") for i in range(3)]
+    typo = _spec(tmp_path, "lr3", "min_gpus = 0\n")
+    assert main([*state, "submit", *map(str, good), str(typo)]) == 2
+    err = capsys.readouterr().err
+    assert "lr3.toml:6" in err and "min_gpus" in err and "nothing submitted: 1 of the 4 specs cannot be queued" in err
+    assert Store(tmp_path / "state").jobs() == [], "the good specs were not queued either"
+    # The fourth reuses the second's checkpoint directory: refused in the same transaction.
+    ckpt = 'checkpoint_dir = "~/ckpt/shared"\n'
+    clash = [_spec(tmp_path, "a"), _spec(tmp_path, "b", ckpt), _spec(tmp_path, "c"), _spec(tmp_path, "d", ckpt)]
+    assert main([*state, "submit", *map(str, clash)]) == 2
+    err = capsys.readouterr().err
+    assert f"{clash[3]}: job 'd': checkpoint_dir '~/ckpt/shared' is in use by job b (queued)" in err
+    assert "nothing submitted" in err and Store(tmp_path / "state").jobs() == []
+    assert main([*state, "submit", *map(str, good), "--json"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(line)["id"] for line in lines] == ["lr0", "lr1", "lr2"], "one JSON object per job"
+    assert main([*state, "submit", *map(str, good)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:3] == [f"submitted lr{i}-2 (1-1 GPUs, target 10 steps)" for i in range(3)]
+    assert out[3:] == ["note: model m at batch 32, as lr0 and 2 more: lr0-2, lr1-2, lr2-2 share throughput "
+                       "measurements (a new model key keeps one apart)"], "one note for the class, not three"
+
+
+def test_a_sweeps_warnings_are_said_once_naming_the_jobs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text('[[hosts]]\nname = "a"\ntransport = "local"\nemulate = { gpu_type = "A100", count = 2 }\n')
+    state = ["--state", str(tmp_path / "state"), "--hosts", str(hosts)]
+    v100 = 'gpu_types = ["V100"]\n'
+    specs = [_spec(tmp_path, "x", v100, "p"), _spec(tmp_path, "y", "", "q"), _spec(tmp_path, "z", v100, "r")]
+    assert main([*state, "submit", *map(str, specs)]) == 0
+    warnings = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning")]
+    assert warnings == [f"warning (x, z): no host in {hosts} declares a GPU type in gpu_types ['V100'] (they "
+                        "declare A100): the job waits until a host of such a type is added"]
+
+
+def test_cancel_takes_several_names_and_patterns_and_a_miss_cancels_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = ["--state", str(tmp_path / "state")]
+    specs = [_spec(tmp_path, n) for n in ("sweep-a", "sweep-b", "sweep-c", "other")]
+    assert main([*state, "submit", *map(str, specs)]) == 0
+    store = Store(tmp_path / "state")
+    store.set_state("sweep-c", JobState.CANCELLED, 1.0)
+    capsys.readouterr()
+    assert main([*state, "cancel", "sweep-*", "nope"]) == 2
+    assert 'no job "nope" (active jobs: sweep-a, sweep-b, other); nothing cancelled' in capsys.readouterr().err
+    assert main([*state, "cancel", "x*"]) == 2
+    assert not any(r.cancel_requested for r in store.jobs()), "a miss cancels nothing"
+    assert main([*state, "cancel", "sweep-*", "sweep-a", "other"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["cancelled sweep-a", "cancelled sweep-b", "cancelled other"], "each once; ended jobs left out"
+    assert {r.job.id: r.job.state for r in store.jobs()} == {n: JobState.CANCELLED for n in
+                                                             ("sweep-a", "sweep-b", "sweep-c", "other")}
