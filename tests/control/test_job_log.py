@@ -1,13 +1,15 @@
-"""`l` on the Jobs screen: the controller reads a job's rank-0 log from its host on request,
+"""`l` on the Jobs screen and `heet-tui log`: the controller reads a job's rank-0 log from its host on request,
 for a TUI of its own or one attached over the socket, while the job runs and after it ended."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
 
+from heet_tui.cli.main import main
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.attach_client import AttachedBackend
 from heet_tui.control.controller import Controller, ControllerOptions
@@ -16,7 +18,8 @@ from heet_tui.core.intents import SubmitJob
 from heet_tui.core.job import JobState
 
 
-def test_a_jobs_log_is_read_from_its_host_running_and_ended_and_through_an_attached_tui(tmp_path: Path) -> None:
+def test_a_jobs_log_is_read_from_its_host_running_and_ended_and_through_an_attached_tui(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     hosts = load_hosts(write_local_hosts(tmp_path, [("solo", "T4", 1, 1.0)]))
     state = tmp_path / "state"
 
@@ -39,6 +42,10 @@ def test_a_jobs_log_is_read_from_its_host_running_and_ended_and_through_an_attac
             assert (await attached.job_log("a", 5))[0].startswith("a generation 1, rank 0 on solo")
             with pytest.raises(ValueError, match="no job 'nope'"):
                 await attached.job_log("nope")
+            # heet-tui log: the same request from the command line, through the same socket
+            assert await asyncio.to_thread(main, ["log", "a", "-n", "3", "--state", str(state)]) == 0
+            printed = capsys.readouterr().out.splitlines()
+            assert printed[0].startswith("a generation 1, rank 0 on solo") and 2 <= len(printed) <= 4
             await ctl.executor.stop_run(ctl.executor.runs["a"], "cancel")
             await wait_for(ctl, lambda s: job(s, "a").state.terminal, 60, "a to end")
             ended = await ctl.job_log("a", lines=50)

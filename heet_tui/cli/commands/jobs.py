@@ -1,4 +1,5 @@
-"""``heet-tui jobs [--json]``: every job in the state store, with or without a running controller."""
+"""``heet-tui jobs [NAME] [--json]``: every job in the state store (or one, in detail), with or without a
+running controller."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import shutil
 import time
 
+from heet_tui.cli.commands.job_details import job_row, show_job
 from heet_tui.cli.errors import CliError
 from heet_tui.cli.locations import add_state_option
 from heet_tui.control.snapshots import controller_running
@@ -19,7 +21,10 @@ MIN_MESSAGE_WIDTH = 30
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("jobs", help="list jobs and their state (reads the state store)")
     add_state_option(p, after_command=True)
+    p.add_argument("name", nargs="?", metavar="NAME",
+                   help="one job (id or name): its spec, progress, state history and latest events")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--events", type=int, default=20, metavar="N", help="with NAME: how many events (default 20)")
     p.set_defaults(func=cmd_jobs)
 
 
@@ -33,24 +38,13 @@ def open_store(args: argparse.Namespace) -> Store:
 
 def job_rows(store: Store) -> list[dict]:
     allocations = store.current_allocations()
-    rows = []
-    for rec in store.jobs():
-        job, spec = rec.job, rec.job.spec
-        alloc = allocations.get(job.id)
-        ended_at = job.history[-1][0] if job.state.terminal and job.history else None
-        rows.append({
-            "id": job.id, "name": spec.name, "state": job.state.value, "steps": job.steps_done,
-            "samples": job.samples_done, "target": {"kind": spec.target.kind.value, "value": spec.target.value},
-            "gpus": f"{spec.min_gpus}-{spec.max_gpus}", "allocation": alloc[0].describe() if alloc else None,
-            "generation": rec.generation, "restarts": job.restarts, "checkpoint": rec.checkpoint,
-            "submitted_at": job.submitted_at, "message": job.message, "cancel_requested": rec.cancel_requested,
-            "ended_at": ended_at, "jct_s": None if ended_at is None else round(ended_at - job.submitted_at, 3),
-        })
-    return rows
+    return [job_row(rec, allocations.get(rec.job.id)) for rec in store.jobs()]
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
     store = open_store(args)
+    if args.name is not None:
+        return show_job(store, args.name, args.json, args.events)
     rows = job_rows(store)
     pid = controller_running(store.dir)
     if args.json:

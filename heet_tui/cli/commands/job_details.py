@@ -1,0 +1,101 @@
+"""``heet-tui jobs NAME``: one job in full, from the state store.
+
+The table of ``heet-tui jobs`` has one line per job; a user whose job failed, waits or runs
+slower than expected wants the rest: what was asked for, where it got to, when it changed
+state and what the controller recorded about it (a failure's log tail is in its events).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from heet_tui.cli.errors import UsageError
+from heet_tui.control.store import Store
+from heet_tui.control.store_records import EventRecord, JobRecord
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.durations import duration
+
+
+def job_row(rec: JobRecord, alloc: tuple[Allocation, int] | None) -> dict:
+    """A job as ``heet-tui jobs --json`` lists it."""
+    job, spec = rec.job, rec.job.spec
+    ended_at = job.history[-1][0] if job.state.terminal and job.history else None
+    return {
+        "id": job.id, "name": spec.name, "state": job.state.value, "steps": job.steps_done,
+        "samples": job.samples_done, "target": {"kind": spec.target.kind.value, "value": spec.target.value},
+        "gpus": f"{spec.min_gpus}-{spec.max_gpus}", "allocation": alloc[0].describe() if alloc else None,
+        "generation": rec.generation, "restarts": job.restarts, "checkpoint": rec.checkpoint,
+        "submitted_at": job.submitted_at, "message": job.message, "cancel_requested": rec.cancel_requested,
+        "ended_at": ended_at, "jct_s": None if ended_at is None else round(ended_at - job.submitted_at, 3),
+    }
+
+
+def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
+    rec = store.find_job(name)
+    if rec is None:
+        known = ", ".join(r.job.id for r in store.jobs(include_terminal=False)) or "none"
+        raise UsageError(f'no job "{name}" (active jobs: {known})')
+    job, spec = rec.job, rec.job.spec
+    alloc = store.current_allocations().get(job.id)
+    found = store.events(job.id, limit=max(1, events))
+    if as_json:
+        print(json.dumps({**job_row(rec, alloc), "spec": _spec_obj(rec), "crashes": rec.crashes,
+                          "history": [{"at": at, "state": state.value} for at, state in job.history],
+                          "events": [_event_obj(e) for e in found]}, indent=2))
+        return 0
+    now = time.time()
+    print(f"{job.id}  {job.state.value}" + ("  (cancel requested)" if rec.cancel_requested and not job.state.terminal
+                                            else ""))
+    fields = [
+        ("command", " ".join(spec.command) + (f"   (in {spec.workdir})" if spec.workdir else "")),
+        ("class", f"model {spec.model}, batch {spec.batch_size}"),
+        ("gpus", f"{spec.min_gpus}-{spec.max_gpus}, " + (", ".join(spec.gpu_types) if spec.gpu_types else "any type")
+         + (f", priority {spec.priority}" if spec.priority else "")),
+        ("progress", _progress(rec)),
+        ("now", f"{alloc[0].describe()} (generation {alloc[1]})" if alloc else "-"),
+        ("restarts", f"{job.restarts}" + (f", {rec.crashes} crash(es) since the last new step" if rec.crashes else "")),
+        ("checkpoint", rec.checkpoint or spec.checkpoint_dir or "none reported yet"),
+        ("submitted", f"{_clock(job.submitted_at)} ({duration(now - job.submitted_at)} ago)"),
+        ("history", "  ".join(f"{_clock(at)} {state.value}" for at, state in job.history)),
+        ("message", job.message or "-"),
+    ]
+    if job.state.terminal and job.history:
+        fields.insert(8, ("took", duration(job.history[-1][0] - job.submitted_at)))
+    for label, value in fields:
+        print(f"  {label:<10} {value}")
+    print(f"events (the latest {len(found)}):" if found else "no events")
+    for e in found:
+        lines = e.message.splitlines() or [""]
+        where = f" [{e.host}]" if e.host else ""
+        print(f"  {_clock(e.at)} {e.kind:<10} {lines[0]}{where}")
+        for more in lines[1:]:
+            print(f"  {'':<8} {'':<10} {more}")
+    return 0
+
+
+def _progress(rec: JobRecord) -> str:
+    job, spec = rec.job, rec.job.spec
+    target = spec.target_samples
+    share = f" ({100 * job.samples_done / target:.0f}% of the target)" if target else ""
+    steps = f"{job.steps_done} step" + ("s" if job.steps_done != 1 else "")
+    return f"{steps}, {job.samples_done:g} samples{share}; target {spec.target.value:g} {spec.target.kind.value}"
+
+
+def _clock(at: float) -> str:
+    """Time of day, with the date when it is not today's."""
+    local, today = time.localtime(at), time.localtime()
+    same_day = local[:3] == today[:3]
+    return time.strftime("%H:%M:%S" if same_day else "%Y-%m-%d %H:%M:%S", local)
+
+
+def _spec_obj(rec: JobRecord) -> dict:
+    spec = rec.job.spec
+    return {"command": list(spec.command), "workdir": spec.workdir, "model": spec.model,
+            "batch_size": spec.batch_size, "min_gpus": spec.min_gpus, "max_gpus": spec.max_gpus,
+            "gpu_types": list(spec.gpu_types), "priority": spec.priority, "checkpoint_dir": spec.checkpoint_dir,
+            "stall_timeout_s": spec.stall_timeout_s}
+
+
+def _event_obj(e: EventRecord) -> dict:
+    return {"at": e.at, "kind": e.kind, "host": e.host, "message": e.message}

@@ -1,0 +1,69 @@
+"""``heet-tui jobs NAME`` and ``heet-tui log NAME`` with no controller running (with one:
+tests/control/test_job_log.py).
+
+Seen: the table's one line per job was all the command line showed; why a job failed (its log
+tail) was only in the TUI.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from heet_tui.cli.main import main
+from heet_tui.control.store import Store
+from heet_tui.core.job import JobState
+
+
+def _spec(root: Path, name: str, extra: str = "", model: str = "m") -> Path:
+    path = root / f"{name}.toml"
+    path.write_text(f'name = "{name}"\ncommand = ["python3", "train.py"]\nmodel = "{model}"\nbatch_size = 32\n'
+                    f"target = {{ steps = 10 }}\n{extra}")
+    return path
+
+
+def test_jobs_name_shows_one_job_with_its_history_and_events(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "submit", str(_spec(tmp_path, "cnn", 'gpu_types = ["T4"]\nmax_gpus = 2\n'))]) == 0
+    store = Store(tmp_path / "state")
+    store.set_state("cnn", JobState.RUNNING, 100.0)
+    store.update_progress("cnn", 4, 128, None)
+    tail = "rank 0 on gpu1 ended with exit code 1\nTraceback (most recent call last):\nValueError: loss is nan"
+    store.add_event(101.0, "failed", tail, "cnn", "gpu1")
+    store.set_state("cnn", JobState.FAILED, 102.0, "rank 0 on gpu1 ended with exit code 1 (3 attempts)")
+    capsys.readouterr()
+    assert main([*state, "jobs", "cnn"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0] == "cnn  failed"
+    assert "  command    python3 train.py" in lines and "  gpus       1-2, T4" in lines
+    assert "  progress   4 steps, 128 samples (40% of the target); target 10 steps" in lines
+    assert "queued" in out and "running" in out and "took" in out
+    failed = lines.index(next(line for line in lines if "failed     rank 0 on gpu1 ended" in line))
+    assert lines[failed].endswith("[gpu1]") and lines[failed + 2].strip() == "ValueError: loss is nan", \
+        "the failure's log tail, whole"
+    assert main([*state, "jobs", "cnn", "--json"]) == 0
+    detail = json.loads(capsys.readouterr().out)
+    assert detail["state"] == "failed" and detail["spec"]["gpu_types"] == ["T4"]
+    assert [h["state"] for h in detail["history"]] == ["queued", "running", "failed"]
+    assert [e["kind"] for e in detail["events"]] == ["submit", "failed"]
+    assert main([*state, "jobs", "nope"]) == 2
+    assert 'no job "nope"' in capsys.readouterr().err
+
+
+def test_log_without_a_controller_shows_a_failures_recorded_tail_or_says_why_not(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "submit", str(_spec(tmp_path, "a")), str(_spec(tmp_path, "b"))]) == 0
+    store = Store(tmp_path / "state")
+    store.add_event(5.0, "failed", "rank 0 ended with exit code 1\nline one\nValueError: nan", "a", "h")
+    store.set_state("a", JobState.FAILED, 6.0, "failed")
+    capsys.readouterr()
+    assert main([*state, "log", "a"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == ["line one", "ValueError: nan"]
+    assert main([*state, "log", "b"]) == 1
+    assert "no controller runs on" in capsys.readouterr().err
+    assert main([*state, "log", "b", "-n", "0"]) == 2
