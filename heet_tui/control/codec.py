@@ -11,6 +11,7 @@ from typing import Any
 
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import JobSpec, Target, TargetKind
+from heet_tui.core.metrics import Metrics
 from heet_tui.core.plan import Change, ChangeKind, JobPrediction, Plan, PredictedEffect
 from heet_tui.core.sched_input import Constraints
 
@@ -93,3 +94,13 @@ def change_to_json(c: Change) -> str:
 def change_from_json(text: str) -> Change:
     c = json.loads(text)
     return Change(c["job_id"], ChangeKind(c["kind"]), alloc_from_obj(c["before"]), alloc_from_obj(c["after"]))
+
+
+def metrics_from_json(text: str | None) -> Metrics:
+    """Tolerant: metrics are shown, never acted on, so an unreadable value shows as none rather
+    than making the job's row unreadable."""
+    try:
+        pairs = json.loads(text or "[]")
+        return tuple((str(k), float(v)) for k, v in pairs)
+    except (TypeError, ValueError):
+        return ()

@@ -45,6 +45,7 @@ from heet_tui.control.unmeasured import TIMED_OUT as UNMEASURED_TIMEOUT
 from heet_tui.control.unmeasured import overdue_profiling, unreported_gpu_s
 from heet_tui.core.allocation import Allocation, placement_key
 from heet_tui.core.job import JobState
+from heet_tui.core.metrics import training_metrics
 
 log = logging.getLogger(__name__)
 OBSERVE_EVERY_S = 10.0  # a running job's throughput is recorded this often, not on every progress line
@@ -318,7 +319,8 @@ class Executor:
                 self._spawn(self.stop_run(run, "profiled", wait=False))
             return True
         self.store.update_progress(run.job_id, int(progress["step"]), float(progress["samples"]),
-                                   progress.get("checkpoint"), held * run.alloc.num_gpus, clear_crashes=run.reports > 1)
+                                   progress.get("checkpoint"), held * run.alloc.num_gpus, clear_crashes=run.reports > 1,
+                                   metrics=training_metrics(progress))
         return True
 
     def _rank_exited(self, rank: RankProc, code: int | None, sig: int | None, reason: str | None) -> None:

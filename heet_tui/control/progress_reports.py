@@ -7,6 +7,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from heet_tui.control.runtime import RankProc, Run
+from heet_tui.core.metrics import training_metrics
 
 if TYPE_CHECKING:
     from heet_tui.cluster.events import JobProgressError
@@ -67,5 +68,5 @@ def record_unseen_progress(store: Store, run: Run, rank: RankProc, progress: dic
     held_s = unseen / rate if rate > 0 and math.isfinite(rate) else 0.0  # the GPUs it held meanwhile count too
     checkpoint = progress.get("checkpoint")
     store.update_progress(run.job_id, step, samples, checkpoint if isinstance(checkpoint, str) else None,
-                          held_s * run.alloc.num_gpus)
+                          held_s * run.alloc.num_gpus, metrics=training_metrics(progress))
     run.progress = progress

@@ -24,18 +24,16 @@ from heet_tui.control.checkpoint_dirs import CheckpointDirInUse, CheckpointUser
 from heet_tui.control.codec import (
     alloc_from_obj,
     alloc_to_obj,
-    change_from_json,
-    change_to_json,
-    plan_from_json,
-    plan_to_json,
+    metrics_from_json,
     spec_from_json,
     spec_to_json,
 )
-from heet_tui.control.store_records import EventRecord, JobRecord, PlanRecord, StepRecord
+from heet_tui.control.store_plans import PlanRows
+from heet_tui.control.store_records import EventRecord, JobRecord
 from heet_tui.control.store_schema import MIGRATIONS, SCHEMA_VERSION
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import InvalidTransition, Job, JobSpec, JobState
-from heet_tui.core.plan import Change, Plan
+from heet_tui.core.metrics import Metrics
 
 DB_NAME = "state.sqlite3"
 BUSY_TIMEOUT_S = 15.0
@@ -43,7 +41,6 @@ BUSY_TIMEOUT_S = 15.0
 _TERMINAL = tuple(s.value for s in JobState if s.terminal)
 _TERMINAL_MARKS = ", ".join("?" * len(_TERMINAL))  # SQL placeholders for _TERMINAL
 OBSERVATIONS_PER_CELL = 32  # per job, GPU type and placement: profiling.tensor.MAX_PER_CELL (not imported: numpy)
-PLAN_STATUSES = ("proposed", "approved", "rejected", "applying", "applied", "superseded", "failed")
 
 
 class StoreError(RuntimeError):
@@ -70,7 +67,7 @@ def default_state_dir() -> Path:
     return Path(base) / "heet-tui"
 
 
-class Store:
+class Store(PlanRows):
     def __init__(self, state_dir: Path | str | None = None) -> None:
         self.dir = Path(state_dir).expanduser() if state_dir else default_state_dir()
         self._store_id: str | None = None
@@ -203,7 +200,8 @@ class Store:
             history = tuple((at, JobState(s)) for at, s in self._db.execute(
                 "SELECT at, state FROM job_states WHERE job_id = ? ORDER BY rowid", (r["id"],)))
         job = Job(r["id"], spec_from_json(r["spec"]), JobState(r["state"]), r["submitted_at"], r["restarts"],
-                  r["samples_done"], r["steps_done"], r["attained_gpu_s"], r["message"], history)
+                  r["samples_done"], r["steps_done"], r["attained_gpu_s"], r["message"], history,
+                  metrics_from_json(r["metrics"]))
         return JobRecord(job, r["checkpoint"], r["generation"], bool(r["cancel_requested"]), r["crashes"])
 
     def set_state(self, job_id: str, new: JobState, at: float, message: str = "") -> Job:
@@ -229,15 +227,17 @@ class Store:
             return False
 
     def update_progress(self, job_id: str, steps: int, samples: float, checkpoint: str | None,
-                        gpu_seconds: float = 0.0, clear_crashes: bool = False) -> None:
+                        gpu_seconds: float = 0.0, clear_crashes: bool = False, metrics: Metrics = ()) -> None:
         """``clear_crashes``: the crash count restarts when ``steps`` is past the furthest step the
         job had reported (new ground), so a job that crashes at one step after every resume fails.
         One statement: it runs on every progress report (SET expressions read the old row)."""
         with self._tx() as db:
             db.execute("UPDATE jobs SET steps_done = MAX(steps_done, ?), samples_done = MAX(samples_done, ?), "
                        "checkpoint = COALESCE(?, checkpoint), attained_gpu_s = attained_gpu_s + ?, "
-                       "crashes = CASE WHEN ? AND ? > steps_done THEN 0 ELSE crashes END WHERE id = ?",
-                       (steps, samples, checkpoint, gpu_seconds, clear_crashes, steps, job_id))
+                       "crashes = CASE WHEN ? AND ? > steps_done THEN 0 ELSE crashes END, "
+                       "metrics = COALESCE(?, metrics) WHERE id = ?",
+                       (steps, samples, checkpoint, gpu_seconds, clear_crashes, steps,
+                        json.dumps(metrics) if metrics else None, job_id))
 
     def request_cancel(self, job_id: str) -> None:
         with self._tx() as db:
@@ -312,54 +312,6 @@ class Store:
                                 f"jobs WHERE state NOT IN ({_TERMINAL_MARKS})) ORDER BY rowid",
                                 _TERMINAL)
         return [(str(r[0]), str(r[1]), float(r[2])) for r in rows]
-
-    # -- plans ------------------------------------------------------------------------------
-    def add_plan(self, plan: Plan, status: str = "proposed") -> int:
-        with self._tx() as db:
-            db.execute("UPDATE plans SET status = 'superseded' WHERE status = 'proposed'")
-            cur = db.execute("INSERT INTO plans (created_at, policy, status, plan) VALUES (?, ?, ?, ?)",
-                             (plan.created_at, plan.policy, status, plan_to_json(plan)))
-            return int(cur.lastrowid or 0)
-
-    def plan(self, plan_id: int) -> PlanRecord | None:
-        row = self._db.execute("SELECT id, plan, status, edits, created_at FROM plans WHERE id = ?",
-                               (plan_id,)).fetchone()
-        return PlanRecord(row[0], plan_from_json(row[1]), row[2], json.loads(row[3]), row[4]) if row else None
-
-    def plans_with_status(self, *statuses: str) -> list[PlanRecord]:
-        marks = ",".join("?" * len(statuses))
-        ids = self._db.execute(f"SELECT id FROM plans WHERE status IN ({marks}) ORDER BY id", statuses)
-        return [p for (i,) in ids.fetchall() if (p := self.plan(i)) is not None]
-
-    def set_plan_status(self, plan_id: int, status: str, at: float, plan: Plan | None = None,
-                        edits: dict | None = None) -> None:
-        if status not in PLAN_STATUSES:
-            raise ValueError(f"unknown plan status {status!r}")
-        with self._tx() as db:
-            db.execute("UPDATE plans SET status = ?, decided_at = ? WHERE id = ?", (status, at, plan_id))
-            if plan is not None:
-                db.execute("UPDATE plans SET plan = ? WHERE id = ?", (plan_to_json(plan), plan_id))
-            if edits is not None:
-                db.execute("UPDATE plans SET edits = ? WHERE id = ?", (json.dumps(edits), plan_id))
-
-    def start_applying(self, plan_id: int, changes: tuple[Change, ...], at: float) -> None:
-        """Record every step before any runs, in one transaction: a crash leaves all or none."""
-        with self._tx() as db:
-            db.execute("UPDATE plans SET status = 'applying', decided_at = ? WHERE id = ?", (at, plan_id))
-            for i, c in enumerate(changes):
-                db.execute("INSERT OR IGNORE INTO plan_steps (plan_id, idx, job_id, change) VALUES (?, ?, ?, ?)",
-                           (plan_id, i, c.job_id, change_to_json(c)))
-
-    def steps(self, plan_id: int) -> list[StepRecord]:
-        rows = self._db.execute("SELECT plan_id, idx, change, status, message FROM plan_steps WHERE plan_id = ? "
-                                "ORDER BY idx", (plan_id,))
-        return [StepRecord(p, i, change_from_json(c), s, m) for p, i, c, s, m in rows]
-
-    def mark_step(self, plan_id: int, idx: int, status: str, at: float, message: str = "") -> None:
-        column = "started_at" if status == "running" else "finished_at"
-        with self._tx() as db:
-            db.execute(f"UPDATE plan_steps SET status = ?, {column} = ?, message = ? WHERE plan_id = ? AND idx = ?",
-                       (status, at, message, plan_id, idx))
 
     # -- events and settings ----------------------------------------------------------------
     def add_event(self, at: float, kind: str, message: str, job_id: str | None = None,

@@ -40,5 +40,9 @@ MIGRATIONS: tuple[str, ...] = (
     DELETE FROM observations WHERE rowid IN (SELECT rowid FROM (SELECT rowid, ROW_NUMBER() OVER (
         PARTITION BY job_id, gpu_type, placement ORDER BY rowid DESC) AS n FROM observations) WHERE n > 32);
     """,
+    # 3: the latest training metrics a job reported (loss, accuracy, ...: core/metrics.py), as JSON pairs
+    """
+    ALTER TABLE jobs ADD COLUMN metrics TEXT NOT NULL DEFAULT '[]';
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

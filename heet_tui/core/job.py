@@ -116,6 +116,7 @@ class Job:
     attained_gpu_s: float = 0.0
     message: str = ""
     history: tuple[tuple[float, JobState], ...] = field(default=())
+    metrics: tuple[tuple[str, float], ...] = ()  # the latest reported (core/metrics.py)
 
     def transition(self, new: JobState, at: float, message: str = "") -> Job:
         if not can_transition(self.state, new):

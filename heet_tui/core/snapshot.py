@@ -53,6 +53,7 @@ class JobStatus:
     events: tuple[str, ...] = ()
     restart_s: float | None = None  # what a restart pauses it for, measured; None: not yet measured
     ended_at: float | None = None  # when it ended (done, failed or cancelled)
+    metrics: tuple[tuple[str, float], ...] = ()  # the latest loss, accuracy, ... it reported (core/metrics.py)
 
 
 @dataclass(frozen=True, slots=True)

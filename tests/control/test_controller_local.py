@@ -23,6 +23,7 @@ from heet_tui.control.runtime import rank_agent_id
 from heet_tui.control.store import Store
 from heet_tui.core.intents import ApprovePlan, DrainHost, EditJob, RejectPlan, Replan, SubmitJob
 from heet_tui.core.job import JobState
+from heet_tui.core.metrics import metric
 from heet_tui.core.plan import ChangeKind
 from heet_tui.core.sched_input import Constraints
 
@@ -65,6 +66,7 @@ def test_approve_drain_move_and_restart_readopts(tmp_path: Path) -> None:
                                   and store.job("a").job.steps_done >= 70, 90, "a past step 70")
             first_host = job(snap, "a").allocation.host_names[0]
             gen_before = store.job("a").generation
+            assert metric(job(snap, "a").metrics, "loss") is not None, "its loss is shown while it runs"
 
             await ctl.post(DrainHost(first_host))
             snap = await wait_for(ctl, lambda s: s.plan is not None and any(
@@ -96,6 +98,8 @@ def test_approve_drain_move_and_restart_readopts(tmp_path: Path) -> None:
         assert after[0]["step"] >= 60 and after[0]["step"] <= before[-1]["step"] + 5
         assert after[0]["loss"] < before[0]["loss"] * 0.8, "the loss carries on from the checkpoint"
         assert after[-1]["step"] == STEPS
+        assert store.job("a").job.metrics == (("loss", after[-1]["loss"]), ("epoch", after[-1]["epoch"])), \
+            "the metrics of its last progress line"
 
     asyncio.run(scenario())
 

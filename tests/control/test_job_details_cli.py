@@ -30,7 +30,7 @@ def test_jobs_name_shows_one_job_with_its_history_and_events(tmp_path: Path,
     assert main([*state, "submit", str(_spec(tmp_path, "cnn", 'gpu_types = ["T4"]\nmax_gpus = 2\n'))]) == 0
     store = Store(tmp_path / "state")
     store.set_state("cnn", JobState.RUNNING, 100.0)
-    store.update_progress("cnn", 4, 128, None)
+    store.update_progress("cnn", 4, 128, None, metrics=(("loss", 0.25), ("acc", 0.875)))
     tail = "rank 0 on gpu1 ended with exit code 1\nTraceback (most recent call last):\nValueError: loss is nan"
     store.add_event(101.0, "failed", tail, "cnn", "gpu1")
     store.set_state("cnn", JobState.FAILED, 102.0, "rank 0 on gpu1 ended with exit code 1 (3 attempts)")
@@ -42,12 +42,20 @@ def test_jobs_name_shows_one_job_with_its_history_and_events(tmp_path: Path,
     assert "  command    python3 train.py" in lines and "  gpus       1-2, T4" in lines
     assert "  progress   4 steps, 128 samples (40% of the target); target 10 steps" in lines
     assert "queued" in out and "running" in out and "took" in out
+    assert "  reported   loss 0.25  acc 0.875" in lines
     failed = lines.index(next(line for line in lines if "failed     rank 0 on gpu1 ended" in line))
     assert lines[failed].endswith("[gpu1]") and lines[failed + 2].strip() == "ValueError: loss is nan", \
         "the failure's log tail, whole"
     assert main([*state, "jobs", "cnn", "--json"]) == 0
     detail = json.loads(capsys.readouterr().out)
     assert detail["state"] == "failed" and detail["spec"]["gpu_types"] == ["T4"]
+    assert detail["metrics"] == {"loss": 0.25, "acc": 0.875}
+    assert main([*state, "submit", str(_spec(tmp_path, "quiet"))]) == 0
+    capsys.readouterr()
+    assert main([*state, "jobs"]) == 0  # a LOSS column, since a job reported one
+    table = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert table[0][:5] == ["ID", "STATE", "STEPS", "TARGET", "LOSS"]
+    assert table[1][:6] == ["cnn", "failed", "4", "10", "steps", "0.25"] and table[2][5] == "-"
     assert [h["state"] for h in detail["history"]] == ["queued", "running", "failed"]
     assert [e["kind"] for e in detail["events"]] == ["submit", "failed"]
     assert main([*state, "jobs", "nope"]) == 2

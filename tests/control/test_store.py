@@ -146,6 +146,22 @@ def test_a_store_of_the_first_schema_is_upgraded_in_place_keeping_its_jobs(tmp_p
     assert [o[3] for o in kept if o[2] == "1"] == [60.0], "a cell with few rows loses none"
     store.add_restart_time("old", "start", 4.5, 2.0)
     assert store.restart_times() == [("old", "start", 4.5)]
+    assert store.job("old").job.metrics == (), "no metrics reported yet"
+
+
+def test_a_jobs_latest_metrics_are_kept_and_a_report_without_any_keeps_them(tmp_path: Path) -> None:
+    store = Store(tmp_path / "state")
+    store.add_job(_spec("a"), 1.0)
+    store.update_progress("a", 5, 160, None, metrics=(("loss", 2.5), ("acc", 0.1)))
+    store.update_progress("a", 10, 320, None, metrics=(("loss", 1.5), ("acc", 0.4)))
+    store.update_progress("a", 12, 384, None)  # a line that carried only bookkeeping
+    assert store.job("a").job.metrics == (("loss", 1.5), ("acc", 0.4))
+    assert Store(tmp_path / "state").jobs()[0].job.metrics == (("loss", 1.5), ("acc", 0.4)), "survives reopen"
+    db = sqlite3.connect(tmp_path / "state" / "state.sqlite3")
+    db.execute("UPDATE jobs SET metrics = '{not json'")
+    db.commit()
+    db.close()
+    assert store.job("a").job.metrics == () and store.job("a").job.steps_done == 12, "the row still reads"
 
 
 def _spec_json(name: str) -> str:

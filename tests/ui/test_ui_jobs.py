@@ -202,6 +202,23 @@ def test_the_details_say_how_long_a_restart_pauses_the_job_once_it_is_measured(m
     run(scenario())
 
 
+def test_the_reported_loss_is_a_column_to_sort_by_and_the_details_show_every_metric(make_app, backend):
+    """A sweep is compared by its loss; the progress lines carried it and nothing showed it."""
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            table = await four_jobs(pilot, app)
+            assert [str(c) for c in table.get_row_at(1)][6] == "0.08714"
+            while table.sort_name != "loss":
+                await pilot.press("s")
+            await wait_for(pilot, lambda: order(table) == ["j2", "j1", "j3", "j4"])  # lowest first, none last
+            table.select_key("j2")
+            detail = app.screen.query_one(JobDetail)
+            await wait_for(pilot, lambda: "reported loss 0.08714  accuracy 0.9731" in str(detail.render()))
+
+    run(scenario())
+
+
 def test_the_status_line_counts_ended_jobs_the_snapshot_leaves_out(make_app, backend):
     async def scenario():
         app = make_app("jobs")

@@ -43,9 +43,10 @@ def host(name: str, gpu_type: str, count: int, jobs: dict[int, str], rack: str =
 
 
 def job(job_id: str, name: str, state: JobState, alloc: Allocation | None, progress: float, tput: float,
-        submitted: float, restarts: int = 0) -> JobStatus:
+        submitted: float, restarts: int = 0, metrics: tuple[tuple[str, float], ...] = ()) -> JobStatus:
     return JobStatus(job_id, name, state, "cifar10", alloc, progress, tput, 600.0 if alloc else None, restarts,
-                     submitted, 1, 4, log_tail=(f"{name} step 10", f"{name} step 20"), events=("submitted",))
+                     submitted, 1, 4, log_tail=(f"{name} step 10", f"{name} step 20"), events=("submitted",),
+                     metrics=metrics)
 
 
 def small_snapshot(step: int = 0, plan: bool = True) -> Snapshot:
@@ -59,8 +60,8 @@ def small_snapshot(step: int = 0, plan: bool = True) -> Snapshot:
         host("t4-1", "T4", 4, {0: "j2"}, "r2"),
     )
     jobs = (
-        job("j1", "resnet", JobState.RUNNING, a1, 0.25 + step * 0.01, 410.0, 1.0, 1),
-        job("j2", "bert", JobState.RUNNING, a2, 0.60, 95.0, 2.0),
+        job("j1", "resnet", JobState.RUNNING, a1, 0.25 + step * 0.01, 410.0, 1.0, 1, (("loss", 0.4312),)),
+        job("j2", "bert", JobState.RUNNING, a2, 0.60, 95.0, 2.0, metrics=(("loss", 0.08714), ("accuracy", 0.9731))),
         job("j3", "yolo", JobState.QUEUED, None, 0.0, 0.0, 3.0),
         job("j4", "ncf", JobState.DONE, None, 1.0, 0.0, 0.5, 2),
     )

@@ -15,6 +15,7 @@ from heet_tui.control.store import Store
 from heet_tui.control.store_records import EventRecord, JobRecord
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.durations import duration
+from heet_tui.core.metrics import describe
 
 
 def job_row(rec: JobRecord, alloc: tuple[Allocation, int] | None) -> dict:
@@ -28,6 +29,7 @@ def job_row(rec: JobRecord, alloc: tuple[Allocation, int] | None) -> dict:
         "generation": rec.generation, "restarts": job.restarts, "checkpoint": rec.checkpoint,
         "submitted_at": job.submitted_at, "message": job.message, "cancel_requested": rec.cancel_requested,
         "ended_at": ended_at, "jct_s": None if ended_at is None else round(ended_at - job.submitted_at, 3),
+        "metrics": dict(job.metrics),
     }
 
 
@@ -53,6 +55,7 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
         ("gpus", f"{spec.min_gpus}-{spec.max_gpus}, " + (", ".join(spec.gpu_types) if spec.gpu_types else "any type")
          + (f", priority {spec.priority}" if spec.priority else "")),
         ("progress", _progress(rec)),
+        ("reported", describe(job.metrics) or "-"),
         ("now", f"{alloc[0].describe()} (generation {alloc[1]})" if alloc else "-"),
         ("restarts", f"{job.restarts}" + (f", {rec.crashes} crash(es) since the last new step" if rec.crashes else "")),
         ("checkpoint", rec.checkpoint or spec.checkpoint_dir or "none reported yet"),
@@ -61,7 +64,7 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
         ("message", job.message or "-"),
     ]
     if job.state.terminal and job.history:
-        fields.insert(8, ("took", duration(job.history[-1][0] - job.submitted_at)))
+        fields.insert(9, ("took", duration(job.history[-1][0] - job.submitted_at)))
     for label, value in fields:
         print(f"  {label:<10} {value}")
     print(f"events (the latest {len(found)}):" if found else "no events")

@@ -14,6 +14,7 @@ from heet_tui.cli.locations import add_state_option
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store, StoreError
 from heet_tui.core.durations import duration
+from heet_tui.core.metrics import number
 
 MIN_MESSAGE_WIDTH = 30
 
@@ -54,11 +55,15 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         print(f"no jobs in {store.dir}")
         return 0
     # TOOK: submission to end, the job completion time the scheduler works to shorten
-    head = ("ID", "STATE", "STEPS", "TARGET", "GPUS", "ALLOCATION", "AGE", "TOOK", "MESSAGE")
+    # LOSS: the latest the script reported, when any did (what a sweep is compared by)
+    losses = any("loss" in r["metrics"] for r in rows)
+    head = ("ID", "STATE", "STEPS", "TARGET", *(("LOSS",) if losses else ()), "GPUS", "ALLOCATION", "AGE", "TOOK",
+            "MESSAGE")
     now = time.time()
     table = [head] + [
-        (r["id"], r["state"], str(r["steps"]), f"{r['target']['value']:g} {r['target']['kind']}", r["gpus"],
-         r["allocation"] or "-", _age(now - r["submitted_at"]), duration(r["jct_s"]), r["message"]) for r in rows]
+        (r["id"], r["state"], str(r["steps"]), f"{r['target']['value']:g} {r['target']['kind']}",
+         *((number(r["metrics"].get("loss")),) if losses else ()), r["gpus"], r["allocation"] or "-",
+         _age(now - r["submitted_at"]), duration(r["jct_s"]), r["message"]) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(head) - 1)]
     # the message takes what the terminal has left (COLUMNS, else the terminal, else 120)
     room = max(MIN_MESSAGE_WIDTH, shutil.get_terminal_size((120, 24)).columns - sum(widths) - 2 * len(widths))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from heet_tui.core.metrics import describe
 from heet_tui.core.snapshot import JobStatus
 from heet_tui.ui.format import duration, rate
 
@@ -36,6 +37,8 @@ class JobDetail(Static):
         text.append(f"\nprogress {job.progress * 100:.1f}%  throughput {rate(job.throughput)}"
                     f"  {when}  restarts {job.restarts}"
                     + (f" (each pauses it ~{duration(job.restart_s)})" if job.restart_s is not None else ""))
+        if job.metrics:
+            text.append(f"\nreported {describe(job.metrics)}")
         if job.message:
             text.append(f"\n{job.message}", style="italic")
         if job.events:

@@ -7,14 +7,16 @@ from collections.abc import Callable, Hashable
 from rich.text import Text
 
 from heet_tui.core.job import JobState
+from heet_tui.core.metrics import metric, number
 from heet_tui.core.snapshot import JobStatus, Snapshot
 from heet_tui.ui.format import duration, job_colour, progress_bar, rate, short_id
 from heet_tui.ui.widgets.keyed_table import Cells, KeyedTable
 
 # Most telling first, so an 80-column terminal cuts the least: no Name column (an id is its job's
-# name, suffixed "-2" when reused; the details show both), and Hosts and Restarts last.
+# name, suffixed "-2" when reused; the details show both), and Hosts and Restarts last. Loss is the
+# latest the script reported (the details show its other metrics): what a sweep is compared by.
 COLUMNS = (("id", "Job"), ("state", "State"), ("gpus", "GPUs"), ("progress", "Progress"), ("eta", "ETA"),
-           ("tput", "Throughput"), ("hosts", "Hosts"), ("restarts", "Restarts"))
+           ("tput", "Throughput"), ("loss", "Loss"), ("hosts", "Hosts"), ("restarts", "Restarts"))
 
 _STATE_STYLE = {
     JobState.QUEUED: "dim", JobState.PROFILING: "cyan", JobState.RUNNING: "green", JobState.RESIZING: "yellow",
@@ -32,11 +34,16 @@ SORTS: dict[str, Callable[[JobStatus], Hashable]] = {
     "gpus": lambda j: (-(j.allocation.num_gpus if j.allocation else 0), j.id),
     "restarts": lambda j: (-j.restarts, j.id),
     "name": lambda j: (j.name, j.id),
+    "loss": lambda j: (_loss(j) is None, _loss(j) or 0.0, j.id),  # lowest first, jobs without one last
 }
 
 
 SORT_COLUMN = {"submitted": "id", "state": "state", "progress": "progress", "throughput": "tput", "eta": "eta",
-               "gpus": "gpus", "restarts": "restarts", "name": "id"}
+               "gpus": "gpus", "restarts": "restarts", "name": "id", "loss": "loss"}
+
+
+def _loss(job: JobStatus) -> float | None:
+    return metric(job.metrics, "loss")
 
 
 def gpus_text(job: JobStatus) -> str:
@@ -57,8 +64,8 @@ def hosts_text(job: JobStatus, limit: int = 3) -> str:
 
 def job_row(job: JobStatus) -> Cells:
     return (Text(short_id(job.id), style=job_colour(job.id)), Text(job.state.value, style=_STATE_STYLE[job.state]),
-            gpus_text(job), progress_bar(job.progress), duration(job.eta_s), rate(job.throughput), hosts_text(job),
-            str(job.restarts))
+            gpus_text(job), progress_bar(job.progress), duration(job.eta_s), rate(job.throughput),
+            number(_loss(job)), hosts_text(job), str(job.restarts))
 
 
 def matches(job: JobStatus, needle: str) -> bool:
