@@ -26,6 +26,7 @@ from heet_tui.control import planning
 from heet_tui.control.attach import AttachServer
 from heet_tui.control.codec import constraints_from_obj, constraints_to_obj
 from heet_tui.control.execution import ExecOptions, Executor
+from heet_tui.control.host_health import drain_broken_hosts, keep_off_crash_hosts
 from heet_tui.control.host_loss import HostLossGrace
 from heet_tui.control.hosts_reload import HostsReloader
 from heet_tui.control.intents import IntentHandler
@@ -252,6 +253,8 @@ class Controller:
             self.applying = None
             if not self.opt.read_only:
                 await self._resume_applying()
+        if not self.opt.read_only:
+            drain_broken_hosts(self)
         if self.applying is None:  # a read-only executor starts and stops nothing (execution.py)
             await self.executor.stop_silent_runs()
             await profile_new_jobs(self)
@@ -347,6 +350,7 @@ class Controller:
         if not inputs:
             return None
         cluster = self.cluster_view()
+        inputs = keep_off_crash_hosts(inputs, cluster, self.executor.health, self.book.classes)
         views = planning.job_views(inputs, self.book, self.clock())
         plan = planning.run_policy(self.policy, self.policy_name, cluster, views, self.book, self.clock())
         problems = planning.check_constraints(plan, views)

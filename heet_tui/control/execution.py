@@ -22,10 +22,15 @@ from heet_tui.cluster.aio import cancel_and_wait, spawn
 from heet_tui.config.hosts_file import HostsFile
 from heet_tui.control.checkpoint_hosts import CheckpointHosts
 from heet_tui.control.crashed_sizes import load_crashed_sizes, new_size_that_crashed, save_crashed_sizes
+from heet_tui.control.host_health import HostHealth
 from heet_tui.control.job_log import fail_with_log_tail
 from heet_tui.control.launch import LaunchSpec, choose_master_port, plan_launch, plan_profile_launch
 from heet_tui.control.profiling_rounds import finish_profiling_run
-from heet_tui.control.progress_reports import note_other_rank_progress, record_unseen_progress
+from heet_tui.control.progress_reports import (
+    note_other_rank_progress,
+    record_unseen_progress,
+    warn_unlike_twins,
+)
 from heet_tui.control.restart_costs import start_seconds, stop_seconds
 from heet_tui.control.runtime import (
     LAUNCH_REFUSED,
@@ -75,8 +80,9 @@ class Executor:
         self.backoff_until: dict[str, float] = {}
         self.side_profile_failed: set[tuple[str, str]] = set()  # (job, type) side runs that measured nothing
         self.silent_profiles: set[str] = set()  # jobs whose current profiling round had a run measure nothing
-        self.crashed_rounds: set[str] = set()  # jobs whose profiling round already counted a crash
+        self.crashed_rounds: dict[str, tuple[Run, str]] = {}  # job -> its profiling round's first crash
         self.crashed_sizes = load_crashed_sizes(store)  # job -> (type, GPUs) plans leave out
+        self.health = HostHealth()  # runs that died at once, by host (host_health.py)
         self.unlike_twins: set[str] = set()  # jobs warned that they measure unlike their profile class
         self.log_tails: dict[str, tuple[str, ...]] = {}
         self.checkpoints = CheckpointHosts(store, clock)
@@ -303,6 +309,7 @@ class Executor:
             return True
         held = now - run.progress_at if run.progress_at is not None else 0.0
         run.progress, run.progress_at, run.reports = progress, now, run.reports + 1
+        self.health.reported(run, self.book.classes.get(run.job_id))
         if (start_s := start_seconds(run, progress, now)) is not None:
             self.store.add_restart_time(run.job_id, "start", start_s, now)
         due = run.profiling or run.observed_at is None or now - run.observed_at >= OBSERVE_EVERY_S
@@ -313,7 +320,7 @@ class Executor:
                           source, now)
             self.store.add_observation(run.job_id, run.alloc.gpu_type, placement_key(run.alloc.placement),
                                        float(progress["samples_per_s"]), now, source)
-            self._warn_unlike_twins(run, now)
+            warn_unlike_twins(self, run, now)
         if run.profiling:
             if run.reports >= self.opt.profile_reports and run.stop_reason is None:
                 self._spawn(self.stop_run(run, "profiled", wait=False))
@@ -340,6 +347,8 @@ class Executor:
         now, job_id = self.clock(), run.job_id
         if (stop_s := stop_seconds(run, now)) is not None:
             self.store.add_restart_time(job_id, "stop", stop_s, now)
+        if outcome is Outcome.CRASHED:
+            self.health.crashed(run, self.book.classes.get(job_id), why, now, new_size_that_crashed(run, self.book))
         if run.profiling:
             finish_profiling_run(self, run, outcome, why, now)
             return
@@ -362,17 +371,6 @@ class Executor:
             self.store.try_set_state(job_id, JobState.QUEUED, now, f"{why}; resumes from its checkpoint (step {step})")
         else:
             self.crashed(run, why)
-
-    def _warn_unlike_twins(self, run: Run, now: float) -> None:
-        key = placement_key(run.alloc.placement)
-        ratio = None if run.job_id in self.unlike_twins else self.book.unlike_twins(run.job_id, run.alloc.gpu_type, key)
-        if ratio is None:
-            return
-        self.unlike_twins.add(run.job_id)
-        model, batch = self.book.classes[run.job_id]
-        self.store.add_event(now, "warning", f"{run.job_id} runs at {ratio:.2f}x the speed of its twins (model {model}, "
-                             f"batch {batch}) on {run.alloc.describe()}; they share throughput numbers, so if it is "
-                             "another model, give it a model key of its own", run.job_id)
 
     def crashed(self, run: Run, why: str) -> None:
         job_id, now = run.job_id, self.clock()

@@ -50,13 +50,15 @@ async def profile_new_jobs(ctl: Controller) -> None:
     cluster = ctl.cluster_view(for_plans=False)
     new = _one_per_class(ctl, [job for job in new if why_waiting(job.spec, cluster) is None], skip)
     busy = executor.busy_gpus()
+    ready = ready_hosts(ctl)
     coverage: dict[str, int] = {}
     for job_id in set(book.cells) | set(executor.profiles):  # in memory: the store's rows are many
         types = book.measured_types(job_id) | {r.alloc.gpu_type for r in executor.profiles.get(job_id, [])}
         for t in types:
             coverage[t] = coverage.get(t, 0) + 1
     for job in new:
-        options = {t: where for t, where in idle_gpu_per_type(ctl, busy).items() if job.spec.allows(t)}
+        avoid = executor.health.avoid(book.classes.get(job.id), ready, job.spec.gpu_types)  # its class died there
+        options = {t: where for t, where in idle_gpu_per_type(ctl, busy, avoid=avoid).items() if job.spec.allows(t)}
         chosen = sorted(options, key=lambda t: coverage.get(t, 0))[: ctl.opt.profile_types]
         for t in chosen:
             host, gpu = options[t]
@@ -108,15 +110,22 @@ def _one_per_class(ctl: Controller, new: list[Job], skip: set[str]) -> list[Job]
     return list(chosen.values())
 
 
-def idle_gpu_per_type(ctl: Controller, busy: dict[str, set[int]],
-                      keep_free: dict[str, set[int]] | None = None) -> dict[str, tuple[str, int]]:
+def ready_hosts(ctl: Controller) -> dict[str, str]:
+    """Name -> GPU type of the ready, undrained hosts, busy or not."""
+    drained = ctl.drained()
+    return {s.name: s.gpu_type for s in ctl.cluster.status()
+            if s.state.value == "ready" and s.gpus and s.name not in drained}
+
+
+def idle_gpu_per_type(ctl: Controller, busy: dict[str, set[int]], keep_free: dict[str, set[int]] | None = None,
+                      avoid: set[str] | None = None) -> dict[str, tuple[str, int]]:
     """One (host, GPU) per GPU type that no run holds, on a ready, undrained host, among the GPUs
-    the hosts file lets heet use; ``keep_free`` GPUs (a pending plan's) are skipped."""
+    the hosts file lets heet use; ``keep_free`` GPUs (a pending plan's) and ``avoid`` hosts are skipped."""
     usable = {h.name: h.gpus for h in ctl.hosts.hosts}
     view = planning.cluster_view(ctl.cluster.status(), usable, ctl.drained(), union_gpus(busy, keep_free or {}))
     out: dict[str, tuple[str, int]] = {}
     for host in view.hosts:
-        if not host.drained and host.gpu_type not in out:
+        if not host.drained and host.gpu_type not in out and host.name not in (avoid or ()):
             out[host.gpu_type] = (host.name, host.free[0])
     return out
 
@@ -137,11 +146,11 @@ async def profile_idle_types(ctl: Controller) -> None:
     pending = ctl.store.plan(ctl.pending_plan_id) if ctl.pending_plan_id else None
     keep_free = union_gpus(*({host: set(gpus)} for alloc in (pending.plan.allocations.values() if pending else ())
                              for host, gpus in alloc.hosts))
-    idle = idle_gpu_per_type(ctl, busy, keep_free)
-    if not idle:
+    if not idle_gpu_per_type(ctl, busy, keep_free):
         return
     skip = unmeasured_ids(ctl.store)
     now = ctl.clock()
+    ready = ready_hosts(ctl)
     jobs = [r.job for r in ctl.store.jobs(include_terminal=False)
             if r.job.state in (JobState.RUNNING, JobState.QUEUED)]
     jobs.sort(key=lambda j: (j.state is not JobState.RUNNING, j.submitted_at))  # running jobs can move
@@ -150,6 +159,8 @@ async def profile_idle_types(ctl: Controller) -> None:
                 or waits_for_profiling(ctl, job.id, job.id in executor.runs)
                 or executor.backoff_until.get(job.id, 0) > now):
             continue
+        avoid = executor.health.avoid(book.classes.get(job.id), ready, job.spec.gpu_types)
+        idle = idle_gpu_per_type(ctl, busy, keep_free, avoid=avoid)
         for gpu_type in sorted(idle):
             if (not job.spec.allows(gpu_type) or (job.id, gpu_type) in executor.side_profile_failed
                     or book.estimate(job.id, gpu_type, (1,)) > 0):
@@ -169,7 +180,8 @@ def side_profile_failed(executor: Executor, run: Run, crash: str) -> None:
 
 def finish_profiling_run(executor: Executor, run: Run, outcome: Outcome, why: str, now: float) -> None:
     """A profiling run ended: the job's round goes on, or ends profiled, unmeasured or crashed
-    (a round that crashed counts as one attempt, however many of its runs crashed)."""
+    (a round that crashed counts as one attempt, however many of its runs crashed, and none when
+    its other runs measured the job: the crash was the host's or the type's, kept off by host_health)."""
     job_id = run.job_id
     runs = executor.profiles.get(job_id, [])
     if run in runs:
@@ -182,21 +194,25 @@ def finish_profiling_run(executor: Executor, run: Run, outcome: Outcome, why: st
         return
     if outcome is not Outcome.CRASHED and silent(run):
         executor.silent_profiles.add(job_id)
-    round_silent = not runs and job_id in executor.silent_profiles
     if outcome is Outcome.CRASHED:
-        if job_id not in executor.crashed_rounds:  # a round's runs together are one attempt
-            executor.crashed(run, why)
-            executor.crashed_rounds.add(job_id)
-    elif round_silent and not executor.book.measured(job_id):
+        executor.crashed_rounds.setdefault(job_id, (run, why))  # judged with the round
+    if runs:
+        return
+    round_silent, crash = job_id in executor.silent_profiles, executor.crashed_rounds.pop(job_id, None)
+    executor.silent_profiles.discard(job_id)
+    measured = executor.book.measured(job_id)
+    if crash is not None and not measured:
+        executor.crashed(*crash)  # a round's runs together are one attempt
+    elif round_silent and not measured:
         mark_unmeasured(executor.store, job_id)
         executor.store.try_set_state(job_id, JobState.QUEUED, now, UNMEASURED)
         executor.store.add_event(now, "profile", f"{job_id}: {UNMEASURED}", job_id)
-    elif not runs:
+    else:
+        if crash is not None:  # measured on its other types: the job runs; the crash's host is kept off
+            executor.store.add_event(now, "profile", f"{job_id}: profiling on {crash[0].alloc.describe()} crashed "
+                                     f"({crash[1]}); not counted, as it measured elsewhere", job_id)
         executor.store.try_set_state(job_id, JobState.QUEUED, now, "profiled; waiting for a plan")
         for mate in sorted(executor.book.class_mates(job_id)):
             rec = executor.store.job(mate)
             if rec and rec.job.state is JobState.QUEUED and rec.job.message == TWIN_WAITING.format(job_id):
                 executor.store.try_set_state(mate, JobState.QUEUED, now, f"profiled as {job_id}; waiting for a plan")
-    if not runs:  # the round is over: its flags go
-        executor.silent_profiles.discard(job_id)
-        executor.crashed_rounds.discard(job_id)

@@ -1,5 +1,6 @@
-"""Progress reports that need more than recording: another rank's, an unreadable line, and
-progress made while no controller watched. Each becomes an event or a store update once."""
+"""Progress reports that need more than recording: another rank's, an unreadable line, a speed
+unlike its twins', and progress made while no controller watched. Each becomes an event or a
+store update once."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from heet_tui.control.runtime import RankProc, Run
+from heet_tui.core.allocation import placement_key
 from heet_tui.core.metrics import training_metrics
 
 if TYPE_CHECKING:
@@ -30,6 +32,21 @@ def note_other_rank_progress(store: Store, run: Run, rank: int, now: float) -> N
     store.add_event(now, "warning", f"{run.job_id}: rank {rank} prints progress lines too; only rank 0's count. "
                     f"If the script ignores WORLD_SIZE, each of the {run.alloc.num_gpus} GPUs runs a whole copy "
                     "of the training (docs/TRAINING.md)", run.job_id)
+
+
+def warn_unlike_twins(executor: Executor, run: Run, now: float) -> None:
+    """Twins share throughput numbers on the strength of their spec's model key; one that
+    measures far from them is most likely another model under a copied key (said once per job)."""
+    key = placement_key(run.alloc.placement)
+    ratio = (None if run.job_id in executor.unlike_twins
+             else executor.book.unlike_twins(run.job_id, run.alloc.gpu_type, key))
+    if ratio is None:
+        return
+    executor.unlike_twins.add(run.job_id)
+    model, batch = executor.book.classes[run.job_id]
+    executor.store.add_event(now, "warning", f"{run.job_id} runs at {ratio:.2f}x the speed of its twins (model "
+                             f"{model}, batch {batch}) on {run.alloc.describe()}; they share throughput numbers, so if "
+                             "it is another model, give it a model key of its own", run.job_id)
 
 
 def note_bad_progress(executor: Executor, bad: JobProgressError, now: float) -> None:

@@ -249,6 +249,11 @@ class Store(PlanRows):
             db.execute("UPDATE jobs SET generation = generation + 1 WHERE id = ?", (job_id,))
             return int(db.execute("SELECT generation FROM jobs WHERE id = ?", (job_id,)).fetchone()[0])
 
+    def forgive_crash(self, job_id: str) -> None:
+        """A crash that was the host's fault (control/host_health.py) does not use up a retry."""
+        with self._tx() as db:
+            db.execute("UPDATE jobs SET crashes = MAX(0, crashes - 1) WHERE id = ?", (job_id,))
+
     def count_crash(self, job_id: str) -> int:
         with self._tx() as db:
             db.execute("UPDATE jobs SET crashes = crashes + 1 WHERE id = ?", (job_id,))

@@ -1,4 +1,4 @@
-"""``heet-tui hosts list|check|add|remove|trust``: the host list from the command line."""
+"""``heet-tui hosts list|check|add|remove|trust|drain|undrain``: the host list from the command line."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from heet_tui.cli.errors import CliError, UsageError
+from heet_tui.cli.locations import add_state_option
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_edit import HostsDocument
 from heet_tui.config.hosts_file import (
@@ -50,6 +51,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = with_file(verbs.add_parser("remove", help="remove a host (edits the file in place)"))
     p.add_argument("name")
     p.set_defaults(func=cmd_remove)
+
+    for verb, what in (("drain", "plans move its jobs off it and put nothing new there"),
+                       ("undrain", "put a drained host back in service")):
+        p = with_file(verbs.add_parser(verb, help=f"{what} (the state store's; a running controller follows)"))
+        p.add_argument("name")
+        add_state_option(p, after_command=True)
+        p.set_defaults(func=cmd_drain, drained=verb == "drain")
 
     p = with_file(verbs.add_parser("trust", help="approve a host's SSH key after checking its fingerprint"))
     p.add_argument("name")
@@ -166,3 +174,27 @@ def cmd_trust(args: argparse.Namespace) -> int:
     if not args.yes and not sys.stdin.isatty():
         raise UsageError("refusing to trust a host key without a terminal to confirm on; pass --yes")
     return run_trust(hosts, args.name, bool(args.yes))
+
+
+def cmd_drain(args: argparse.Namespace) -> int:
+    """The drained set lives in the state store, as the TUI's d key writes it: a controller
+    that drained a host as broken (control/host_health.py) is undone here when heet-tui runs
+    headless."""
+    from heet_tui.cli.commands.jobs import open_store
+
+    store = open_store(args)
+    drained = set(json.loads(store.setting("drained") or "[]"))
+    if args.drained and args.name not in drained:
+        path = store.setting("hosts_path") or _path(args)  # the file the store's controller follows
+        try:
+            names = load_hosts(path).names()
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+        if args.name not in names:
+            raise UsageError(f'{path}: no host named "{args.name}" (hosts: {", ".join(names) or "none"})')
+    elif not args.drained and args.name not in drained:
+        print(f"{args.name} is not drained (drained: {', '.join(sorted(drained)) or 'none'})")
+        return 0
+    store.set_setting("drained", json.dumps(sorted(drained | {args.name} if args.drained else drained - {args.name})))
+    print(f"{args.name} drained: its jobs move at the next plan" if args.drained else f"{args.name} back in service")
+    return 0

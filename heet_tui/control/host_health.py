@@ -1,0 +1,158 @@
+"""Hosts where jobs die at once: the job is retried elsewhere, and a broken host is drained.
+
+A host whose driver lost its GPUs, or that lacks a mount or a module its peers have, crashes
+every run sent to it before its first progress line. Each crash counted against the job and
+the next try went wherever GPUs were free, often the same host: seen, job b was profiled
+three times on a T4 host without its GPUs ("CUDA error: no CUDA-capable device") and failed,
+while the A100 host beside it was free.
+
+- **Retry elsewhere.** A run alone on a host that crashes (or is refused) before its first
+  progress report makes its profile class keep off that host, in profiling and in plans, while
+  other hosts can hold it; a progress report from the class on that host lifts it.
+- **Drain a broken host.** When runs of at least two profile classes crashed so on one host,
+  with no run there reporting progress since, and one of those classes has made progress on
+  another host of the same GPU type at the same count (so neither the job's own bug nor a
+  model too large for the type's memory explains it), the host is drained: plans move nothing
+  there until the user puts it back in service. The crashes it caused are forgiven: they do
+  not count against the jobs' retries, and the sizes they marked as crashing are given back.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from heet_tui.control.crashed_sizes import save_crashed_sizes
+from heet_tui.control.runtime import Run
+from heet_tui.core.gpu import type_allowed
+from heet_tui.core.job import JobState
+
+if TYPE_CHECKING:
+    from heet_tui.control.controller import Controller
+    from heet_tui.control.execution import Executor
+    from heet_tui.control.planning import JobInput
+    from heet_tui.core.sched_input import ClusterView
+
+EVIDENCE_CLASSES = 2
+
+JobClass = tuple[str, int]  # (model, batch size): jobs of one class run the same code
+
+
+@dataclass(frozen=True, slots=True)
+class EarlyCrash:
+    at: float
+    job_id: str
+    job_class: JobClass
+    size: tuple[str, int]  # (GPU type, count) it ran at
+    why: str
+    crashed_size: tuple[str, int] | None  # the size this crash marked as one the job cannot run at
+
+
+@dataclass(slots=True)
+class HostHealth:
+    crashes: dict[str, list[EarlyCrash]] = field(default_factory=dict)  # host -> since its last progress report
+    ran_on: dict[JobClass, set[tuple[str, str, int]]] = field(default_factory=dict)  # (host, type, GPUs)
+    avoided: dict[JobClass, set[str]] = field(default_factory=dict)  # hosts the class crashed on at once
+
+    def reported(self, run: Run, job_class: JobClass | None) -> None:
+        """A run reported progress: its hosts work, for its class at its size."""
+        for host in run.alloc.host_names:
+            self.crashes.pop(host, None)
+            if job_class is not None:
+                self.ran_on.setdefault(job_class, set()).add((host, run.alloc.gpu_type, run.alloc.num_gpus))
+                self.avoided.get(job_class, set()).discard(host)
+
+    def crashed(self, run: Run, job_class: JobClass | None, why: str, at: float,
+                crashed_size: tuple[str, int] | None) -> None:
+        hosts = run.alloc.host_names
+        if run.reports > 0 or len(hosts) != 1 or job_class is None:
+            return  # it ran, or the fault could be on any of its hosts
+        size = (run.alloc.gpu_type, run.alloc.num_gpus)
+        self.crashes.setdefault(hosts[0], []).append(EarlyCrash(at, run.job_id, job_class, size, why, crashed_size))
+        self.avoided.setdefault(job_class, set()).add(hosts[0])
+
+    def avoid(self, job_class: JobClass | None, hosts: dict[str, str] | None = None,
+              gpu_types: tuple[str, ...] = ()) -> set[str]:
+        """The hosts the class keeps off; none when that would leave it no host of ``hosts``
+        (name -> GPU type) of its ``gpu_types``: a job that dies everywhere is its own fault,
+        and is retried until it fails rather than waiting for ever."""
+        avoid = set(self.avoided.get(job_class, ())) if job_class is not None else set()
+        if hosts is not None and not any(h not in avoid and type_allowed(t, gpu_types) for h, t in hosts.items()):
+            return set()
+        return avoid
+
+    def broken(self) -> dict[str, list[EarlyCrash]]:
+        """Hosts the rule above finds broken, with their evidence."""
+        return {host: crashes for host, crashes in self.crashes.items()
+                if len({c.job_class for c in crashes}) >= EVIDENCE_CLASSES and self.peers(host, crashes)}
+
+    def peers(self, host: str, crashes: list[EarlyCrash]) -> list[tuple[EarlyCrash, str]]:
+        """(crash, another host where its class ran on the same GPU type at the same count)."""
+        out = []
+        for c in crashes:
+            other = sorted(h for h, t, n in self.ran_on.get(c.job_class, ()) if h != host and (t, n) == c.size)
+            if other:
+                out.append((c, other[0]))
+        return out
+
+    def forget(self, host: str) -> None:
+        self.crashes.pop(host, None)
+        for hosts in self.avoided.values():
+            hosts.discard(host)  # drained: nothing goes there anyway, and once back it is fixed
+
+
+def keep_off_crash_hosts(inputs: list[JobInput], cluster: ClusterView, health: HostHealth,
+                         classes: dict[str, JobClass]) -> list[JobInput]:
+    """Each job's plan input with the hosts its class crashed on at once left out (as pinned
+    hosts: the others), unless the user pinned hosts or the others cannot hold the job."""
+    out = []
+    for job in inputs:
+        avoid = health.avoid(classes.get(job.id))
+        others = [h for h in cluster.hosts if h.name not in avoid]
+        room: dict[str, int] = {}
+        for h in others:
+            if not h.drained and type_allowed(h.gpu_type, job.gpu_types):
+                room[h.gpu_type] = room.get(h.gpu_type, 0) + h.gpu_count
+        if avoid and not job.constraints.pinned_hosts and max(room.values(), default=0) >= job.min_gpus:
+            job = replace(job, constraints=replace(job.constraints, pinned_hosts=tuple(h.name for h in others)))
+        out.append(job)
+    return out
+
+
+def describe(host: str, crashes: list[EarlyCrash], health: HostHealth) -> str:
+    jobs = sorted({c.job_id for c in crashes})
+    crash, peer = health.peers(host, crashes)[0]
+    return (f"{host} drained as broken: runs of {', '.join(jobs)} died there before their first progress report "
+            f"(last: {crashes[-1].why}), while {crash.job_id}'s ran on {peer} ({crash.size[1]}x{crash.size[0]} "
+            "there too); their crashes there do not count. Fix the host, then put it back in service (d on the "
+            f"Cluster screen, or heet-tui hosts undrain {host})")
+
+
+def drain_broken_hosts(ctl: Controller) -> None:
+    """Drain each host the rule finds broken, once, and forgive the crashes it caused."""
+    health, store = ctl.executor.health, ctl.store
+    for host, crashes in health.broken().items():
+        health.forget(host)
+        if host in ctl.drained():
+            continue  # drained already: nothing more goes there
+        now = ctl.clock()
+        message = describe(host, crashes, health)
+        store.set_setting("drained", json.dumps(sorted(ctl.drained_by_user() | {host})))
+        store.add_event(now, "drained", message, None, host)
+        ctl.notices.append(message)
+        for crash in crashes:
+            forgive(ctl.executor, crash, host, now)
+
+
+def forgive(executor: Executor, crash: EarlyCrash, host: str, now: float) -> None:
+    store, job_id = executor.store, crash.job_id
+    store.forgive_crash(job_id)
+    executor.backoff_until.pop(job_id, None)
+    if crash.crashed_size is not None and crash.crashed_size in executor.crashed_sizes.get(job_id, ()):
+        executor.crashed_sizes[job_id].discard(crash.crashed_size)
+        save_crashed_sizes(store, executor.crashed_sizes)
+    rec = store.job(job_id)
+    if rec is not None and rec.job.state is JobState.QUEUED and job_id not in executor.runs:
+        store.try_set_state(job_id, JobState.QUEUED, now, f"crashed on {host}, which was drained as broken (not "
+                            "counted); waiting for a plan")

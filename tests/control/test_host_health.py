@@ -1,0 +1,141 @@
+"""A host where jobs die at once while they run elsewhere is drained (control/host_health.py).
+
+Seen: with a T4 host whose GPUs were gone ("CUDA error: no CUDA-capable device") beside a good
+A100 host, job b was profiled on the T4 three times, crashing each time, and failed, while the
+A100 host was idle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from control_lab import job, run_and_clean, training_with, wait_for, write_job, write_local_hosts
+
+from heet_tui.cli.main import main
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.host_health import HostHealth
+from heet_tui.control.runtime import Run
+from heet_tui.control.store import Store
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.intents import SubmitJob
+from heet_tui.core.job import JobState
+
+
+def _run(job_id: str, hosts: dict[str, list[int]], reports: int = 0, profiling: bool = False,
+         gpu_type: str = "T4") -> Run:
+    return Run(job_id, Allocation.of(job_id, gpu_type, hosts), 1, {}, 0.0, profiling=profiling, reports=reports)
+
+
+def test_two_classes_dying_at_once_on_a_host_where_one_ran_on_a_peer_make_it_broken() -> None:
+    health = HostHealth()
+    health.reported(_run("a", {"good": [0]}, reports=1), ("m", 32))
+    health.crashed(_run("a", {"bad": [0]}, profiling=True), ("m", 32), "exit 1", 1.0, None)
+    assert health.broken() == {}, "one class could be the job's own bug"
+    assert health.avoid(("m", 32)) == {"bad"} and health.avoid(("n", 64)) == set()
+    health.crashed(_run("a2", {"bad": [1]}), ("m", 32), "exit 1", 2.0, None)
+    assert health.broken() == {}, "its twin is the same code"
+    health.crashed(_run("b", {"bad": [0]}), ("n", 64), "exit 1", 3.0, ("T4", 1))
+    assert [c.job_id for c in health.broken()["bad"]] == ["a", "a2", "b"]
+    health.reported(_run("a", {"bad": [0]}, reports=1), ("m", 32))
+    assert health.broken() == {} and health.avoid(("m", 32)) == set(), "it works there after all"
+
+
+@pytest.mark.parametrize("case", ["progress there since", "ran elsewhere at another count only",
+                                  "ran elsewhere on another type only", "crashed after reporting",
+                                  "spread over two hosts"])
+def test_what_is_not_evidence_of_a_broken_host(case: str) -> None:
+    health = HostHealth()
+    elsewhere = _run("a", {"good": [0, 1]} if case.startswith("ran elsewhere at") else {"good": [0]}, reports=1,
+                     gpu_type="A100" if case.endswith("type only") else "T4")  # a model the T4's memory cannot hold
+    health.reported(elsewhere, ("m", 32))
+    health.crashed(_run("a", {"bad": [0]}), ("m", 32), "exit 1", 1.0, None)
+    b = _run("b", {"bad": [0], "good": [1]} if case == "spread over two hosts" else {"bad": [0]},
+             reports=3 if case == "crashed after reporting" else 0)
+    if case == "progress there since":
+        health.reported(_run("c", {"bad": [1]}, reports=1), ("o", 8))
+    health.crashed(b, ("n", 64), "exit 1", 2.0, None)
+    assert health.broken() == {}
+
+
+def _fragile(root: Path) -> list[str]:
+    """A training script that dies at once on the host named "broken" (its GPUs are gone)."""
+    return training_with(root, "fragile", "if os.path.basename(os.getcwd()) == 'broken':\n"
+                         "    print('RuntimeError: CUDA error: no CUDA-capable device is detected', file=sys.stderr)\n"
+                         "    sys.exit(1)")
+
+
+def _run_all(root: Path, hosts_spec: list[tuple[str, str, int, float]], jobs: list[tuple[str, str]]) -> Store:
+    """Run (name, model) jobs of the fragile script to their end with auto-approve."""
+    hosts = load_hosts(write_local_hosts(root, hosts_spec))
+    store = Store(root / "state")
+    cmd = _fragile(root)
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=True))
+        await ctl.start()
+        try:
+            for name, model in jobs:
+                await ctl.post(SubmitJob(str(write_job(root, name, steps=60, max_gpus=1, command=cmd, model=model))))
+            await wait_for(ctl, lambda s: len(s.jobs) == len(jobs) and all(j.state.terminal for j in s.jobs), 180,
+                           "every job to end")
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, root)
+    return store
+
+
+def test_a_job_that_dies_at_once_on_a_host_is_retried_on_another(tmp_path: Path) -> None:
+    """The first report: T4 host broken, A100 host fine. b failed after three tries on the T4."""
+    store = _run_all(tmp_path, [("good", "A100", 1, 1.0), ("broken", "T4", 1, 1.0)], [("a", "a"), ("b", "b")])
+    assert {r.job.id: r.job.state for r in store.jobs()} == {"a": JobState.DONE, "b": JobState.DONE}
+    events = store.events(limit=500)
+    assert not any(e.kind == "drained" for e in events), "no peer of its type shows the host is broken"
+    assert all("good" in e.message for e in events if e.kind == "launch")
+    assert any("profiling on 1xT4 on broken[0] crashed" in e.message and "not counted" in e.message
+               for e in events if e.job_id == "a"), "a's round measured it on the A100: its T4 crash is no attempt"
+
+
+def test_a_broken_host_among_peers_is_drained_and_its_crashes_forgiven(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = _run_all(tmp_path, [("good", "T4", 1, 1.0), ("broken", "T4", 1, 1.0)],
+                     [("a", "m"), ("b", "n"), ("a2", "m")])
+    assert {r.job.state for r in store.jobs()} == {JobState.DONE}
+    events = store.events(limit=500)
+    drained = [e for e in events if e.kind == "drained"]
+    assert len(drained) == 1 and drained[0].host == "broken", [e.message for e in events]
+    assert "(1xT4 there too); their crashes there do not count" in drained[0].message
+    assert "heet-tui hosts undrain broken" in drained[0].message
+    assert all(r.crashes == 0 for r in store.jobs()), "the host's crashes used up no retry"
+    capsys.readouterr()
+    assert main(["hosts", "undrain", "broken", "--state", str(tmp_path / "state")]) == 0
+    assert capsys.readouterr().out.strip() == "broken back in service"
+    assert store.setting("drained") == "[]"
+
+
+def test_one_jobs_own_crash_on_a_host_drains_nothing(tmp_path: Path) -> None:
+    """A script that dies at once wherever it goes is the script's fault: no host is drained."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("one", "A100", 1, 1.0), ("two", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=True))
+        await ctl.start()
+        try:
+            for name in ("x", "y"):
+                await ctl.post(SubmitJob(str(write_job(tmp_path, name, steps=60, max_gpus=1,
+                                                       command=["python3", "-c", "import sys; sys.exit(3)"]))))
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not all(r.job.state.terminal for r in store.jobs()):
+                await asyncio.sleep(0.5)
+            snap = await wait_for(ctl, lambda s: True, 5, "a snapshot")
+            assert {job(snap, n).state for n in ("x", "y")} == {JobState.FAILED}
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+    assert not any(e.kind == "drained" for e in store.events(limit=500)) and store.setting("drained") is None
