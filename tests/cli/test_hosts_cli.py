@@ -126,3 +126,19 @@ def test_the_first_edit_of_the_bundled_config_makes_the_users_own_copy() -> None
     refused = heet("--hosts", str(bundled), "hosts", "add", "gpu10")
     assert refused.returncode == 2 and f"your hosts file is {user}" in refused.stderr
     assert bundled.read_text() == before
+
+
+def test_drain_and_undrain_write_the_state_stores_set(hosts: Path, tmp_path: Path) -> None:
+    """The set the TUI's d key writes, for a headless controller (heet-tui run) to follow."""
+    state = ["--state", str(tmp_path / "state")]
+    out = heet("hosts", "drain", "t4-9", "--hosts", str(hosts), *state)
+    assert out.returncode == 2 and 'no host named "t4-9" (hosts: a100-1, v100-1' in out.stderr
+    assert heet("hosts", "drain", "t4-1", "--hosts", str(hosts), *state).stdout.strip() == (
+        "t4-1 drained: its jobs move at the next plan")
+    assert heet("hosts", "drain", "t4-2", "--hosts", str(hosts), *state).returncode == 0
+    from heet_tui.control.store import Store
+
+    assert json.loads(Store(tmp_path / "state").setting("drained")) == ["t4-1", "t4-2"]
+    assert heet("hosts", "undrain", "t4-1", *state).stdout.strip() == "t4-1 back in service"
+    assert heet("hosts", "undrain", "t4-1", *state).stdout.strip() == "t4-1 is not drained (drained: t4-2)"
+    assert json.loads(Store(tmp_path / "state").setting("drained")) == ["t4-2"]
