@@ -14,6 +14,8 @@ from typing import NamedTuple
 
 from heet_tui.core.job import JobSpec, JobState
 
+# store setting: job -> the host its latest checkpoint is on (kept by control/checkpoint_hosts.py)
+HOSTS_SETTING = "checkpoint_hosts"
 FIX = "give this job its own checkpoint_dir, or leave the key out (each job then gets its own)"
 
 

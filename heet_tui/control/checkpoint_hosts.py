@@ -12,11 +12,12 @@ from collections.abc import Callable, Mapping
 
 from heet_tui.config.hosts_file import HostEntry
 from heet_tui.control.checkpoint_copy import CopyFailed, copy_checkpoint, needs_copy
+from heet_tui.control.checkpoint_dirs import HOSTS_SETTING
 from heet_tui.control.launch import checkpoint_dir
 from heet_tui.control.store import Store
 from heet_tui.core.job import JobSpec
 
-SETTING = "checkpoint_hosts"
+SETTING = HOSTS_SETTING
 
 
 class CheckpointHosts:

@@ -30,7 +30,8 @@ def test_jobs_name_shows_one_job_with_its_history_and_events(tmp_path: Path,
     assert main([*state, "submit", str(_spec(tmp_path, "cnn", 'gpu_types = ["T4"]\nmax_gpus = 2\n'))]) == 0
     store = Store(tmp_path / "state")
     store.set_state("cnn", JobState.RUNNING, 100.0)
-    store.update_progress("cnn", 4, 128, None, metrics=(("loss", 0.25), ("acc", 0.875)))
+    store.update_progress("cnn", 4, 128, "/ck/cnn/last.pt", metrics=(("loss", 0.25), ("acc", 0.875)))
+    store.set_setting("checkpoint_hosts", json.dumps({"cnn": "gpu1"}))  # where its last run's rank 0 was
     tail = "rank 0 on gpu1 ended with exit code 1\nTraceback (most recent call last):\nValueError: loss is nan"
     store.add_event(101.0, "failed", tail, "cnn", "gpu1")
     store.set_state("cnn", JobState.FAILED, 102.0, "rank 0 on gpu1 ended with exit code 1 (3 attempts)")
@@ -43,6 +44,7 @@ def test_jobs_name_shows_one_job_with_its_history_and_events(tmp_path: Path,
     assert "  progress   4 steps, 128 samples (40% of the target); target 10 steps" in lines
     assert "queued" in out and "running" in out and "took" in out
     assert "  reported   loss 0.25  acc 0.875" in lines
+    assert "  checkpoint /ck/cnn/last.pt   (on gpu1)" in lines
     failed = lines.index(next(line for line in lines if "failed     rank 0 on gpu1 ended" in line))
     assert lines[failed].endswith("[gpu1]") and lines[failed + 2].strip() == "ValueError: loss is nan", \
         "the failure's log tail, whole"

@@ -11,6 +11,7 @@ import json
 import time
 
 from heet_tui.cli.errors import UsageError
+from heet_tui.control.checkpoint_dirs import HOSTS_SETTING
 from heet_tui.control.store import Store
 from heet_tui.control.store_records import EventRecord, JobRecord
 from heet_tui.core.allocation import Allocation
@@ -58,7 +59,7 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
         ("reported", describe(job.metrics) or "-"),
         ("now", f"{alloc[0].describe()} (generation {alloc[1]})" if alloc else "-"),
         ("restarts", f"{job.restarts}" + (f", {rec.crashes} crash(es) since the last new step" if rec.crashes else "")),
-        ("checkpoint", rec.checkpoint or spec.checkpoint_dir or "none reported yet"),
+        ("checkpoint", _checkpoint(store, rec, alloc)),
         ("submitted", f"{_clock(job.submitted_at)} ({duration(now - job.submitted_at)} ago)"),
         ("history", "  ".join(f"{_clock(at)} {state.value}" for at, state in job.history)),
         ("message", job.message or "-"),
@@ -75,6 +76,16 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
         for more in lines[1:]:
             print(f"  {'':<8} {'':<10} {more}")
     return 0
+
+
+def _checkpoint(store: Store, rec: JobRecord, alloc: tuple[Allocation, int] | None) -> str:
+    """Where the latest checkpoint is: its path on the host rank 0 ran on (the same path may hold an
+    older one on other hosts that share no filesystem with it)."""
+    path = rec.checkpoint or rec.job.spec.checkpoint_dir
+    if not path:
+        return "none reported yet"
+    host = alloc[0].hosts[0][0] if alloc else json.loads(store.setting(HOSTS_SETTING) or "{}").get(rec.job.id)
+    return path + (f"   (on {host})" if host else "")
 
 
 def _progress(rec: JobRecord) -> str:
