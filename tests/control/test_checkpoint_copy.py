@@ -106,8 +106,9 @@ def test_a_moves_checkpoint_copy_counts_in_its_measured_start_pause(tmp_path: Pa
     assert len(copies) == 1 and copies[0].startswith("mover: copied ") and " MB in " in copies[0], copies
     took = float(copies[0].split(" in ")[1].split(" s")[0])
     assert took >= slow_s
-    first_start, moved_start = _starts(store)[:2]
-    assert moved_start >= took > first_start, "the copy is part of the pause the move cost"
+    moved_start = _starts(store)[1]
+    # (The first start is no yardstick: under load starting torch alone took 8 s, more than the copy.)
+    assert moved_start >= took, "the copy is part of the pause the move cost"
 
 
 def _starts(store) -> list[float]:
