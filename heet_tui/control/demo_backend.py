@@ -203,6 +203,7 @@ class DemoBackend:
         snap = sim_snapshot(self.sim, plan_id=self._plan_id if pending is not None else None,
                             policy=self.policy_name, auto_approve=not self.sim.manual_approval,
                             notices=tuple(self._notices[-5:]))
+        snap = replace(snap, notices_total=len(self._notices))
         if pending is not None and pending.effect.at is None:  # the tweak dialog compares on its clock
             pending = replace(pending, effect=replace(pending.effect, at=pending.created_at))
         return replace(snap, plan=pending, profiles=self._profiles())

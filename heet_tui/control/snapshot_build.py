@@ -82,7 +82,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         plan=pending.plan if pending and pending.status == "proposed" else None,
         plan_id=pending.id if pending and pending.status == "proposed" else None,
         profiles=tuple(profiles), policy=ctl.policy_name, auto_approve=ctl.auto_approve, mode="controller",
-        notices=tuple(ctl.notices[-20:]), hidden_ended=hidden_ended,
+        notices=tuple(ctl.notices[-20:]), notices_total=ctl.notices.total, hidden_ended=hidden_ended,
     )
 
 

@@ -82,7 +82,8 @@ class Snapshot:
     policy: str = "heet"
     auto_approve: bool = False
     mode: str = "controller"  # or "demo"
-    notices: tuple[str, ...] = field(default=())
+    notices: tuple[str, ...] = field(default=())  # the latest of them
+    notices_total: int = 0  # how many notices were ever published (0: not counted; the reader counts ``notices``)
     # Ended jobs beyond the latest few are left out (a lab's store holds thousands); per state,
     # how many, so the counts on screen stay whole.
     hidden_ended: tuple[tuple[JobState, int], ...] = ()

@@ -43,6 +43,8 @@ from heet_tui.ui.screens.jobs import JobsScreen
 from heet_tui.ui.screens.plan import PlanScreen
 from heet_tui.ui.screens.profiles import ProfilesScreen
 
+FIRST_NOTICES = 2  # of those published before the TUI's first snapshot, how many it shows
+
 
 def known_policies() -> list[str]:
     try:
@@ -78,7 +80,7 @@ class HeetApp(App[int]):
         self.start_mode = start_mode
         self.latest: Snapshot | None = None
         self.snapshots_seen = 0
-        self._notices_seen: set[str] = set()
+        self._notices_total: int | None = None  # notices published up to the last snapshot
         self._keys_asked: set[tuple[str, str]] = set()
 
     def on_mount(self) -> None:
@@ -117,11 +119,22 @@ class HeetApp(App[int]):
         base = self.screen_stack[0] if self.screen_stack else None
         if isinstance(base, SnapshotScreen):
             base.apply_snapshot(snap)
-        for notice in snap.notices:
-            if notice not in self._notices_seen:
-                self._notices_seen.add(notice)
-                self.notify(notice, timeout=6)
+        for notice in self._new_notices(snap):
+            self.notify(notice, timeout=6)
         self._offer_new_host_keys(snap.hosts)
+
+    def _new_notices(self, snap: Snapshot) -> tuple[str, ...]:
+        """The notices published since the last snapshot, by their running count: read by text, a
+        notice said twice (the hosts file failing again) was shown once, and a TUI attaching to a
+        controller that had run for hours toasted its last twenty at once. The first snapshot
+        brings its latest ``FIRST_NOTICES``, the news from just before the TUI opened."""
+        total = snap.notices_total or len(snap.notices)
+        seen = self._notices_total
+        if seen is None or total < seen:  # the first snapshot, or another controller's count
+            seen = max(0, total - FIRST_NOTICES)
+        self._notices_total = total
+        new = min(total - seen, len(snap.notices))
+        return snap.notices[len(snap.notices) - new:] if new > 0 else ()
 
     def on_backend_failed(self, message: BackendFailed) -> None:
         self.notify(f"no more updates: {message.reason}", title="backend", severity="error", timeout=30)

@@ -59,3 +59,34 @@ def test_a_host_never_reached_is_grouped_by_its_declared_type() -> None:
     down = replace(small_snapshot().hosts[1], gpus=(), state=HostState.UNREACHABLE, declared_type="A100")
     assert host_row(down, 100.0, "type")[1] == "A100"
     assert host_row(replace(down, declared_type=""), 100.0, "type")[1] == "?"
+
+
+def test_notices_are_shown_once_each_by_count_and_an_attached_tui_gets_only_the_latest(repo):
+    """Read by text, a notice said again later (the hosts file failing once more) was never shown
+    again, and a TUI attaching to a controller that had run for hours toasted twenty at once."""
+    from dataclasses import replace
+
+    from ui_fakes import FakeBackend
+
+    from heet_tui.ui.app import FIRST_NOTICES, HeetApp
+
+    old = tuple(f"plan #{i}: 1 step(s) done, 0 failed" for i in range(11, 31))
+    backend = FakeBackend(replace(small_snapshot(), notices=old, notices_total=30))
+
+    def toasts(app) -> list[str]:
+        return [n.message for n in app._notifications]
+
+    async def scenario():
+        app = HeetApp(backend, repo / "configs" / "local.toml", start_mode="jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None)
+            assert toasts(app) == list(old[-FIRST_NOTICES:])
+            again = old[1:] + ("plan #12: 1 step(s) done, 0 failed",)  # the same text, said anew
+            backend.push(replace(small_snapshot(1), notices=again, notices_total=31))
+            await wait_for(pilot, lambda: len(toasts(app)) == FIRST_NOTICES + 1)
+            assert toasts(app)[-1] == "plan #12: 1 step(s) done, 0 failed"
+            backend.push(replace(small_snapshot(2), notices=again, notices_total=31))  # nothing new
+            await wait_for(pilot, lambda: app.latest is not None and app.latest.now == 102.0)
+            assert len(toasts(app)) == FIRST_NOTICES + 1
+
+    run(scenario())
