@@ -166,3 +166,28 @@ def test_submit_warns_of_gpu_types_no_host_declares(tmp_path: Path, capsys: pyte
     spec.write_text(JOB.replace('"cnn"', '"cnn3"') + 'gpu_types = ["V100"]\n')
     assert main([*state, "submit", str(spec)]) == 0
     assert "warning" not in capsys.readouterr().out
+
+
+def test_the_listing_keeps_to_active_jobs_and_the_latest_ended_unless_all(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A lab's store holds thousands of ended jobs; `heet-tui jobs` printed every one of them."""
+    from heet_tui.cli.commands.jobs import SHOWN_ENDED
+    from heet_tui.config.job_spec import load_job_spec
+
+    spec = tmp_path / "job.toml"
+    spec.write_text(JOB)
+    store = Store(tmp_path / "state")
+    store.add_jobs([load_job_spec(spec)] * (SHOWN_ENDED + 6), 1.0)
+    ids = [r.job.id for r in store.jobs()]
+    for job_id in ids[:-1]:
+        store.set_state(job_id, JobState.CANCELLED, 2.0, "cancelled")
+    state = ["--state", str(tmp_path / "state")]
+    capsys.readouterr()
+    assert main([*state, "jobs"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    listed = [line.split()[0] for line in out[1:] if line.startswith("cnn")]
+    assert listed == ids[5:], "the active job and the latest ended ones"
+    assert "... and 5 older ended job(s): heet-tui jobs --all lists them" in out
+    assert main([*state, "jobs", "--all", "--json"]) == 0
+    everything = json.loads(capsys.readouterr().out)
+    assert [j["id"] for j in everything["jobs"]] == ids and everything["ended_not_listed"] == 0

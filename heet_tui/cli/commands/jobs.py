@@ -14,9 +14,11 @@ from heet_tui.cli.locations import add_state_option
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store, StoreError
 from heet_tui.core.durations import duration
+from heet_tui.core.job import JobState
 from heet_tui.core.metrics import number
 
 MIN_MESSAGE_WIDTH = 30
+SHOWN_ENDED = 20  # ended jobs listed without --all: the latest
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="one job (id or name): its spec, progress, state history and latest events")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--events", type=int, default=20, metavar="N", help="with NAME: how many events (default 20)")
+    p.add_argument("--all", action="store_true", help="every ended job too (default: active jobs and the latest "
+                   f"{SHOWN_ENDED} that ended)")
     p.set_defaults(func=cmd_jobs)
 
 
@@ -37,19 +41,24 @@ def open_store(args: argparse.Namespace) -> Store:
         raise CliError(str(exc)) from None
 
 
-def job_rows(store: Store) -> list[dict]:
+def job_rows(store: Store, ended: int | None = None) -> tuple[list[dict], int]:
+    """Every active job and the latest ``ended`` of those that ended (all with None), and how
+    many ended jobs were left out: a lab's store holds thousands."""
     allocations = store.current_allocations()
-    return [job_row(rec, allocations.get(rec.job.id)) for rec in store.jobs()]
+    records = store.jobs(ended=ended)
+    ended_in_store = sum(n for state, n in store.state_counts().items() if JobState(state).terminal)
+    left_out = ended_in_store - sum(r.job.state.terminal for r in records)
+    return [job_row(rec, allocations.get(rec.job.id)) for rec in records], left_out
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
     store = open_store(args)
     if args.name is not None:
         return show_job(store, args.name, args.json, args.events)
-    rows = job_rows(store)
+    rows, left_out = job_rows(store, None if args.all else SHOWN_ENDED)
     pid = controller_running(store.dir)
     if args.json:
-        print(json.dumps({"controller_pid": pid, "jobs": rows}, indent=2))
+        print(json.dumps({"controller_pid": pid, "jobs": rows, "ended_not_listed": left_out}, indent=2))
         return 0
     if not rows:
         print(f"no jobs in {store.dir}")
@@ -73,6 +82,8 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     for r in rows:
         if r["state"] == "failed" and _cut(r["message"], room) != r["message"]:
             print(f"{r['id']}: {r['message']}")
+    if left_out:
+        print(f"... and {left_out} older ended job(s): heet-tui jobs --all lists them")
     print(f"controller: {f'running (pid {pid})' if pid else 'not running'}")
     return 0
 
