@@ -26,10 +26,12 @@ the new target; one left by a cancelled, failed or shorter job is resumed from, 
 
 from __future__ import annotations
 
+import glob
+import os
 import re
 from pathlib import Path
 
-from heet_tui.config.errors import parse_toml, read_config_text
+from heet_tui.config.errors import ConfigError, parse_toml, read_config_text
 from heet_tui.config.fields import SAFE_NAME, Fields
 from heet_tui.config.hosts_file import HostsFile
 from heet_tui.config.locate import LineIndex
@@ -49,6 +51,21 @@ RESERVED_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_
 def load_job_spec(path: Path | str) -> JobSpec:
     path = Path(path)
     return parse_job_text(read_config_text(path), path)
+
+
+def spec_paths(text: str) -> list[Path]:
+    """The job files one typed answer names: a file, a directory (its ``*.toml``) or a glob
+    (``~/sweep/lr*.toml``), sorted; a sweep is submitted from the TUI as from the shell."""
+    expanded = os.path.expanduser(text.strip())
+    if os.path.isdir(expanded):
+        found = sorted(Path(expanded).glob("*.toml"))
+    elif any(c in expanded for c in "*?["):
+        found = sorted(Path(p) for p in glob.glob(expanded))
+    else:
+        return [Path(expanded)]
+    if not found:
+        raise ConfigError(expanded, f"no job files (*.toml) in {expanded}")
+    return found
 
 
 def parse_job_text(text: str, path: Path | str) -> JobSpec:

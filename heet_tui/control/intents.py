@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 
 from heet_tui.cluster import ClusterError
 from heet_tui.config.errors import ConfigError
-from heet_tui.config.job_spec import gpu_types_hint, load_job_spec, workdir_hint
+from heet_tui.config.job_spec import gpu_types_hint, load_job_spec, spec_paths, workdir_hint
 from heet_tui.control import planning
+from heet_tui.control.checkpoint_dirs import CheckpointDirInUse
 from heet_tui.control.codec import constraints_to_obj
 from heet_tui.core.intents import (
     WARNING_SEP,
@@ -106,14 +107,29 @@ class IntentHandler:
         return f"plan #{new_id} re-evaluated with the edit to {intent.job_id}; approve it to apply"
 
     async def _SubmitJob(self, intent: SubmitJob) -> str:
+        """One file, or every one a directory or glob names (all or none, as ``heet-tui submit``)."""
         try:
-            spec = load_job_spec(intent.spec_path)
+            paths = spec_paths(intent.spec_path)
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
-        job = self.ctl.store.add_job(spec, self.ctl.clock())
-        self.ctl.store.add_event(self.ctl.clock(), "submit", f"submitted {job.id}", job.id)
-        hints = [h for h in (workdir_hint(spec, intent.spec_path), gpu_types_hint(spec, self.ctl.hosts)) if h]
-        return f"submitted {job.id}" + "".join(f"{WARNING_SEP}{h}" for h in hints)
+        specs, problems = [], []
+        for path in paths:
+            try:
+                specs.append(load_job_spec(path))
+            except ConfigError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise ValueError("; ".join(problems) + ("; nothing submitted" if len(paths) > 1 else ""))
+        now = self.ctl.clock()
+        try:
+            jobs = self.ctl.store.add_jobs(specs, now)
+        except CheckpointDirInUse as exc:
+            raise ValueError(f"{paths[exc.index]}: {exc}" + ("; nothing submitted" if len(specs) > 1 else "")) from None
+        hints: list[str] = []
+        for path, spec, job in zip(paths, specs, jobs, strict=True):
+            self.ctl.store.add_event(now, "submit", f"submitted {job.id} from {path}", job.id)
+            hints += [h for h in (workdir_hint(spec, path), gpu_types_hint(spec, self.ctl.hosts)) if h and h not in hints]
+        return f"submitted {', '.join(j.id for j in jobs)}" + "".join(f"{WARNING_SEP}{h}" for h in hints)
 
     async def _CancelJob(self, intent: CancelJob) -> str:
         return await self.cancel(intent.job_id)

@@ -235,7 +235,8 @@ class HeetApp(App[int]):
         self.post_intent(SubmitJob(path), f"submit {Path(path).name}")
 
     def action_submit_job(self) -> None:
-        self._prompt("Job spec (job.toml) to submit:", [str(p) for p in example_job_specs()],
+        self._prompt("Job spec to submit (a job.toml, a directory of them or a glob):",
+                     [str(p) for p in example_job_specs()],
                      lambda v: (SubmitJob(str(Path(v).expanduser())), f"submit {Path(v).name}"))
 
     def action_connect_host(self) -> None:

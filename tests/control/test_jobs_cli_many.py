@@ -77,3 +77,34 @@ def test_cancel_takes_several_names_and_patterns_and_a_miss_cancels_nothing(
     assert out == ["cancelled sweep-a", "cancelled sweep-b", "cancelled other"], "each once; ended jobs left out"
     assert {r.job.id: r.job.state for r in store.jobs()} == {n: JobState.CANCELLED for n in
                                                              ("sweep-a", "sweep-b", "sweep-c", "other")}
+
+
+def test_the_tuis_submit_takes_a_directory_or_a_glob_whole_or_not_at_all(tmp_path: Path) -> None:
+    """The TUI asks for one path; a sweep's directory or glob is queued as heet-tui submit does."""
+    import asyncio
+
+    from control_lab import write_local_hosts
+
+    from heet_tui.config.hosts_file import load_hosts
+    from heet_tui.control.controller import Controller, ControllerOptions
+    from heet_tui.core.intents import SubmitJob
+
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    for name in ("lr3", "lr1", "lr2"):
+        _spec(sweep, name)
+    (sweep / "notes.txt").write_text("not a job")
+    store = Store(tmp_path / "state")
+    ctl = Controller(load_hosts(write_local_hosts(tmp_path, [("h", "T4", 1, 1.0)])), store, ControllerOptions())
+
+    async def submit(path: str) -> str:
+        return await ctl.intents.handle(SubmitJob(path))
+
+    assert asyncio.run(submit(str(sweep))) == "submitted lr1, lr2, lr3"
+    assert asyncio.run(submit(str(sweep / "lr[12].toml"))) == "submitted lr1-2, lr2-2"
+    _spec(sweep, "lr4", "min_gpus = 0\n")
+    with pytest.raises(ValueError, match=r"lr4.toml:\d+: .*min_gpus.*; nothing submitted"):
+        asyncio.run(submit(str(sweep)))
+    with pytest.raises(ValueError, match="no job files"):
+        asyncio.run(submit(str(tmp_path / "nothing-*.toml")))
+    assert [r.job.id for r in store.jobs()] == ["lr1", "lr2", "lr3", "lr1-2", "lr2-2"]
