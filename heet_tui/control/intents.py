@@ -12,6 +12,7 @@ from heet_tui.config.job_spec import gpu_types_hint, load_job_spec, spec_paths, 
 from heet_tui.control import planning
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse
 from heet_tui.control.codec import constraints_to_obj
+from heet_tui.control.retry import retry_job
 from heet_tui.core.intents import (
     WARNING_SEP,
     ApprovePlan,
@@ -22,6 +23,7 @@ from heet_tui.core.intents import (
     Intent,
     RejectPlan,
     Replan,
+    RetryJob,
     SetAutoApprove,
     SetPolicy,
     SubmitJob,
@@ -153,6 +155,17 @@ class IntentHandler:
             return f"cancelling {rec.job.id}: stopping its processes"
         ctl.store.try_set_state(rec.job.id, JobState.CANCELLED, ctl.clock(), "cancelled")
         return f"cancelled {rec.job.id}"
+
+    async def _RetryJob(self, intent: RetryJob) -> str:
+        ctl = self.ctl
+        rec = ctl.store.find_job(intent.job_id)
+        if rec is None:
+            raise ValueError(f"no job {intent.job_id!r}")
+        said = retry_job(ctl.store, rec, ctl.clock())
+        ctl.executor.backoff_until.pop(rec.job.id, None)
+        ctl.executor.log_tails.pop(rec.job.id, None)  # the failed run's: the details show the new run's
+        ctl.poke()
+        return said
 
     async def _DrainHost(self, intent: DrainHost) -> str:
         ctl = self.ctl

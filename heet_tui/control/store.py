@@ -219,6 +219,23 @@ class Store(PlanRows):
             self._db.execute("INSERT INTO job_states VALUES (?, ?, ?, ?)", (job_id, at, new.value, message))
         return job
 
+    def retry(self, job_id: str, at: float, message: str) -> Job:
+        """A failed or cancelled job queued again with its progress and checkpoint, its crash
+        count and cancel request cleared. Refused when another live job now names its
+        checkpoint directory (both would write there)."""
+        with self._tx() as db:
+            rec = self.job(job_id)
+            if rec is None:
+                raise KeyError(job_id)
+            job = rec.job.retried(at, message)
+            users = [u for u in _checkpoint_users(db, job.spec.checkpoint_dir) if u.job_id != job_id]
+            if live := [u.job_id for u in users if not u.state.terminal]:
+                raise CheckpointDirInUse(f"checkpoint_dir {job.spec.checkpoint_dir!r} is in use by job {live[0]}")
+            db.execute("UPDATE jobs SET state = ?, message = ?, crashes = 0, cancel_requested = 0 WHERE id = ?",
+                       (JobState.QUEUED.value, message, job_id))
+            db.execute("INSERT INTO job_states VALUES (?, ?, ?, ?)", (job_id, at, JobState.QUEUED.value, message))
+        return job
+
     def try_set_state(self, job_id: str, new: JobState, at: float, message: str = "") -> bool:
         try:
             self.set_state(job_id, new, at, message)

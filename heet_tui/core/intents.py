@@ -46,6 +46,13 @@ class CancelJob:
 
 
 @dataclass(frozen=True, slots=True)
+class RetryJob:
+    """Queue a failed or cancelled job again, from its last checkpoint."""
+
+    job_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class DrainHost:
     host: str
     drained: bool = True
@@ -73,6 +80,6 @@ class SetAutoApprove:
 
 
 Intent = (
-    ApprovePlan | RejectPlan | Replan | EditJob | SubmitJob | CancelJob | DrainHost | ConnectHost
+    ApprovePlan | RejectPlan | Replan | EditJob | SubmitJob | CancelJob | RetryJob | DrainHost | ConnectHost
     | TrustHostKey | SetPolicy | SetAutoApprove
 )

@@ -90,6 +90,9 @@ _ALLOWED: dict[JobState, frozenset[JobState]] = {
 }
 
 
+RETRYABLE = (JobState.FAILED, JobState.CANCELLED)  # ended jobs a user may put back in the queue
+
+
 class InvalidTransition(ValueError):
     """A state change the life cycle does not allow (e.g. ``done -> running``)."""
 
@@ -117,6 +120,16 @@ class Job:
     message: str = ""
     history: tuple[tuple[float, JobState], ...] = field(default=())
     metrics: tuple[tuple[str, float], ...] = ()  # the latest reported (core/metrics.py)
+
+    def retried(self, at: float, message: str) -> Job:
+        """Back in the queue by the user's hand: the one way out of ``failed`` or ``cancelled``.
+
+        Kept apart from ``transition``, whose table has no way out of an end state, so that a
+        late report from a host can never revive an ended job; only an explicit retry does.
+        """
+        if self.state not in RETRYABLE:
+            raise InvalidTransition(f"job {self.id!r} is {self.state.value}: only a failed or cancelled job is retried")
+        return replace(self, state=JobState.QUEUED, message=message, history=(*self.history, (at, JobState.QUEUED)))
 
     def transition(self, new: JobState, at: float, message: str = "") -> Job:
         if not can_transition(self.state, new):

@@ -7,7 +7,7 @@ from dataclasses import replace
 from ui_fakes import small_snapshot, with_job
 from ui_support import SIZE, run, wait_for
 
-from heet_tui.core.intents import CancelJob
+from heet_tui.core.intents import CancelJob, RetryJob
 from heet_tui.core.job import JobState
 from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.widgets.job_detail import JobDetail
@@ -142,6 +142,24 @@ def test_the_cancel_key_goes_when_the_selected_job_ends(make_app, backend):
             backend.push(with_job(small_snapshot(1), "j1", state=JobState.DONE))
             await wait_for(pilot, lambda: "Cancel&#160;job" not in app.export_screenshot())
             assert table.selected_key == "j1"
+
+    run(scenario())
+
+
+def test_r_retries_a_failed_job_and_is_offered_only_for_failed_or_cancelled_ones(make_app, backend):
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            table = await four_jobs(pilot, app)
+            table.select_key("j1")
+            await wait_for(pilot, lambda: "Cancel&#160;job" in app.export_screenshot())
+            assert "Retry&#160;job" not in app.export_screenshot(), "running: nothing to retry"
+            await pilot.press("r")
+            assert not any(isinstance(i, RetryJob) for i in backend.posted)
+            backend.push(with_job(small_snapshot(1), "j1", state=JobState.FAILED))
+            await wait_for(pilot, lambda: "Retry&#160;job" in app.export_screenshot())
+            await pilot.press("r")
+            await wait_for(pilot, lambda: RetryJob("j1") in backend.posted)
 
     run(scenario())
 

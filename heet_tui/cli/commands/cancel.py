@@ -35,21 +35,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_cancel(args: argparse.Namespace) -> int:
     store = open_store(args)
-    jobs = _resolve(store, args.names)
+    jobs = resolve_jobs(store, args.names)
     pid = controller_running(store.dir)
     for job in jobs:
         _cancel(store, job, pid)
     return 0
 
 
-def _resolve(store: Store, names: list[str]) -> list[Job]:
-    """The jobs the names mean, each once, in the order named; a name that means none is an error."""
-    active = [r.job for r in store.jobs(include_terminal=False)]
+def resolve_jobs(store: Store, names: list[str], ended: bool = False, verb: str = "cancelled") -> list[Job]:
+    """The jobs the names mean, each once, in the order named; a name that means none is an
+    error and nothing is done. Patterns match the active jobs' ids (the ended ones' with ``ended``)."""
+    pool = [r.job for r in store.jobs(include_terminal=ended) if r.job.state.terminal == ended]
     found: dict[str, Job] = {}
     missing = []
     for name in names:
         if any(c in name for c in PATTERN_CHARS):
-            matched = [j for j in active if fnmatch.fnmatchcase(j.id, name)]
+            matched = [j for j in pool if fnmatch.fnmatchcase(j.id, name)]
         else:
             rec = store.find_job(name)
             matched = [rec.job] if rec else []
@@ -57,9 +58,10 @@ def _resolve(store: Store, names: list[str]) -> list[Job]:
             missing.append(name)
         found.update((j.id, j) for j in matched)
     if missing:
-        known = ", ".join(j.id for j in active) or "none"
+        known = ", ".join(j.id for j in pool[-20:]) or "none"
         what = " or ".join(f'"{m}"' for m in missing)
-        raise UsageError(f"no job {what} (active jobs: {known})" + ("; nothing cancelled" if len(names) > 1 else ""))
+        raise UsageError(f"no job {what} ({'ended' if ended else 'active'} jobs: {known})"
+                         + (f"; nothing {verb}" if len(names) > 1 else ""))
     return list(found.values())
 
 

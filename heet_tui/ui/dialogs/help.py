@@ -22,6 +22,7 @@ HELP = """\
 | `s` | Jobs | next sort order (cursor stays on its job) |
 | `/` | Jobs | filter by words; `escape` clears |
 | `x` | Jobs | cancel the selected job (asks first) |
+| `r` | Jobs | retry the selected failed or cancelled job, from its checkpoint |
 | `l` | Jobs | the selected job's output: the last lines rank 0 of its latest run wrote; `r` reads them again |
 | `a` / `r` | Plan | approve / reject the pending plan |
 | `p` | Plan | plan again now, plans you rejected included |
@@ -39,7 +40,8 @@ Jobs with the same `model` and `batch_size` (a sweep) are profiled once and shar
 
 **When something goes wrong.** A job's own output is `l` on the Jobs screen; what the controller
 did and why is in `controller.log` in the state directory (an error inside the controller shows here
-once, as a notice, with its traceback there), and `heet-tui jobs` lists every job with its whole message.
+once, as a notice, with its traceback there), `heet-tui jobs NAME` shows a job's history and events, and
+`heet-tui log NAME` its output. A host where jobs die at once while they run elsewhere is drained as broken.
 """
 
 

@@ -1,4 +1,5 @@
-"""Jobs screen: queue and running jobs; sort, `/` filter, detail, `l` the job's log, cancel with confirmation."""
+"""Jobs screen: queue and running jobs; sort, `/` filter, detail, `l` the job's log, cancel with
+confirmation, `r` retry a failed or cancelled job."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Input
 
-from heet_tui.core.intents import CancelJob
+from heet_tui.core.intents import CancelJob, RetryJob
+from heet_tui.core.job import RETRYABLE
 from heet_tui.core.snapshot import JobStatus, Snapshot
 from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.dialogs.job_log import JobLogDialog
@@ -26,6 +28,7 @@ class JobsScreen(SnapshotScreen):
         Binding("slash", "filter", "Filter"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("x", "cancel_job", "Cancel job"),
+        Binding("r", "retry_job", "Retry job"),
         Binding("l", "show_log", "Log"),
     ]
 
@@ -45,7 +48,7 @@ class JobsScreen(SnapshotScreen):
         self.query_one(JobTable).show(snap)
         self._show_detail()
         selected = self.selected
-        self.refresh_bindings_when(selected.state.terminal if selected else None)  # it ended: "x" goes
+        self.refresh_bindings_when(selected.state if selected else None)  # it ended: "x" goes, "r" comes
 
     @property
     def selected(self) -> JobStatus | None:
@@ -77,6 +80,9 @@ class JobsScreen(SnapshotScreen):
                 return False
             job = self.selected
             return job is not None and not job.state.terminal
+        if action == "retry_job":
+            job = self.selected
+            return not self.read_only and job is not None and job.state in RETRYABLE
         if action == "show_log":
             return self.selected is not None
         return True
@@ -111,6 +117,11 @@ class JobsScreen(SnapshotScreen):
         box.value = ""
         box.remove_class("shown")
         self.query_one(JobTable).focus()
+
+    def action_retry_job(self) -> None:
+        job = self.selected
+        if job is not None and job.state in RETRYABLE:
+            self.request(RetryJob(job.id), f"retry {job.id}")
 
     def action_cancel_job(self) -> None:
         job = self.selected

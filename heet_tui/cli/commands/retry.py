@@ -1,0 +1,41 @@
+"""``heet-tui retry NAME [NAME ...]``: queue failed or cancelled jobs again, from their checkpoints.
+
+Works with or without a running controller: the job is queued in the state store, and the
+controller plans it at its next round. Names are as for ``heet-tui cancel``; a pattern
+(``'sweep-*'``) matches the ended jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from heet_tui.cli.commands.cancel import resolve_jobs
+from heet_tui.cli.commands.jobs import open_store
+from heet_tui.cli.errors import UsageError
+from heet_tui.cli.locations import add_state_option
+from heet_tui.control.retry import retry_job
+from heet_tui.core.job import RETRYABLE
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("retry", help="queue failed or cancelled jobs again, from their checkpoints")
+    add_state_option(p, after_command=True)
+    p.add_argument("names", metavar="NAME", nargs="+",
+                   help="a job id, a job name (its newest job) or a quoted pattern over the ended jobs' ids")
+    p.set_defaults(func=cmd_retry)
+
+
+def cmd_retry(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    jobs = resolve_jobs(store, args.names, ended=True, verb="retried")
+    refused = [f"{j.id} is {j.state.value}" for j in jobs if j.state not in RETRYABLE]
+    if refused:
+        raise UsageError("; ".join(refused) + ": only failed or cancelled jobs are retried"
+                         + ("; nothing retried" if len(jobs) > 1 else ""))
+    for job in jobs:
+        try:
+            print(retry_job(store, store.job(job.id), time.time()))
+        except ValueError as exc:
+            raise UsageError(f"{job.id}: {exc}") from None
+    return 0

@@ -1,0 +1,26 @@
+"""Queueing a failed or cancelled job again (``heet-tui retry``, the Jobs screen's ``r``).
+
+A job that failed after its retries (a transient filesystem error, a bug fixed since in the
+script, which hosts read at each launch) or that was cancelled by mistake had to be submitted
+anew, as a new job that started from step 0 in a checkpoint directory of its own. Retried,
+it keeps its id, its progress and its checkpoint, wherever that is.
+"""
+
+from __future__ import annotations
+
+from heet_tui.control.store import Store
+from heet_tui.control.store_records import JobRecord
+from heet_tui.core.job import InvalidTransition
+
+
+def retry_job(store: Store, rec: JobRecord, now: float) -> str:
+    """Queue it again; what to tell the user. ``ValueError`` says why it cannot be."""
+    job = rec.job
+    where = (f"from its last checkpoint (it had reached step {job.steps_done})" if rec.checkpoint
+             else "from the start (it reported no checkpoint)")
+    try:
+        store.retry(job.id, now, f"retried by you (it was {job.state.value}); resumes {where}")
+    except InvalidTransition as exc:
+        raise ValueError(str(exc)) from None
+    store.add_event(now, "retry", f"{job.id} queued again (it was {job.state.value}); it resumes {where}", job.id)
+    return f"{job.id} queued again; it resumes {where}"

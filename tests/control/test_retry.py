@@ -1,0 +1,118 @@
+"""Retrying a failed or cancelled job: ``heet-tui retry``, the Jobs screen's ``r`` (control/retry.py).
+
+Seen: a job that failed at step 40 of 80 on a bad batch, fixed in the script, could only be
+submitted anew: a new job in a new checkpoint directory, from step 0.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from control_lab import job, run_and_clean, training_with, wait_for, write_job, write_local_hosts
+
+from heet_tui.cli.main import main
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.config.job_spec import load_job_spec
+from heet_tui.control.checkpoint_dirs import CheckpointDirInUse
+from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.execution import ExecOptions
+from heet_tui.control.store import Store
+from heet_tui.core.intents import RetryJob, SubmitJob
+from heet_tui.core.job import InvalidTransition, Job, JobSpec, JobState, Target, TargetKind
+
+SPEC = JobSpec("j", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 10), checkpoint_dir="/ck/j")
+
+
+def test_only_a_failed_or_cancelled_job_is_retried_and_only_by_hand() -> None:
+    failed = Job("j", SPEC, JobState.FAILED, history=((1.0, JobState.FAILED),))
+    again = failed.retried(2.0, "retried")
+    assert again.state is JobState.QUEUED and again.history[-1] == (2.0, JobState.QUEUED)
+    with pytest.raises(InvalidTransition):
+        failed.transition(JobState.QUEUED, 2.0)  # a late report can never revive an ended job
+    with pytest.raises(InvalidTransition, match="only a failed or cancelled job"):
+        Job("j", SPEC, JobState.DONE).retried(2.0, "retried")
+
+
+def test_the_store_queues_it_again_with_its_progress_and_clears_its_crashes(tmp_path: Path) -> None:
+    store = Store(tmp_path / "state")
+    store.add_job(SPEC, 1.0)
+    store.set_state("j", JobState.RUNNING, 2.0)
+    store.update_progress("j", 4, 128, "/ck/j/c.pt")
+    for _ in range(3):
+        store.count_crash("j")
+    store.set_state("j", JobState.FAILED, 3.0, "crashed")
+    store.retry("j", 4.0, "retried by you")
+    rec = store.job("j")
+    assert (rec.job.state, rec.crashes, rec.job.steps_done, rec.checkpoint) == (JobState.QUEUED, 0, 4, "/ck/j/c.pt")
+    store.set_state("j", JobState.CANCELLED, 5.0)
+    store.add_job(SPEC, 6.0)  # resumes from j's checkpoint directory, as a cancelled job's may be
+    with pytest.raises(CheckpointDirInUse, match="in use by job j-2"):
+        store.retry("j", 7.0, "retried by you")
+
+
+def test_retry_from_the_command_line_names_patterns_and_refusals(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "job.toml"
+    spec.write_text('name = "s"\ncommand = ["python3", "t.py"]\nmodel = "m"\nbatch_size = 32\ntarget = { steps = 10 }\n')
+    store = Store(tmp_path / "state")
+    store.add_jobs([load_job_spec(spec)] * 4, 1.0)  # s, s-2, s-3, s-4
+    store.set_state("s", JobState.FAILED, 2.0, "crashed")
+    store.set_state("s-2", JobState.CANCELLED, 2.0, "cancelled")
+    store.set_state("s-3", JobState.RUNNING, 2.0)
+    store.set_state("s-3", JobState.DONE, 3.0)
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "retry", "s-3"]) == 2
+    assert "s-3 is done: only failed or cancelled jobs are retried" in capsys.readouterr().err
+    assert main([*state, "retry", "s-4"]) == 2  # queued: not ended
+    assert main([*state, "retry", "s", "s-2", "s-9"]) == 2
+    assert 'no job "s-9"' in capsys.readouterr().err and store.job("s").job.state is JobState.FAILED
+    assert main([*state, "retry", "s*"]) == 2, "the pattern takes in the done one: refused, nothing retried"
+    assert store.job("s").job.state is JobState.FAILED
+    capsys.readouterr()
+    assert main([*state, "retry", "s", "s-2"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "s queued again; it resumes from the start (it reported no checkpoint)",
+        "s-2 queued again; it resumes from the start (it reported no checkpoint)"]
+    assert [r.job.state for r in store.jobs()] == [JobState.QUEUED, JobState.QUEUED, JobState.DONE, JobState.QUEUED]
+    assert main([*state, "jobs", "s", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["events"][-1]["kind"] == "retry"
+
+
+def test_a_failed_job_fixed_and_retried_resumes_from_its_checkpoint_and_finishes(tmp_path: Path) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    bug = tmp_path / "bug"
+    bug.write_text("on")
+    # a bad batch at step 45 (after the checkpoint at 40, so every retry meets it) until the bug is fixed
+    command = training_with(tmp_path, "buggy", f"bug = {str(bug)!r}\n"
+                            "import builtins\n_print = builtins.print\n"
+                            "def print(*a, **k):\n"
+                            "    _print(*a, **k)\n"
+                            "    if os.path.exists(bug) and a and '\"step\": 45,' in str(a[0]):\n"
+                            "        _print('ValueError: bad batch', flush=True); os._exit(4)\n"
+                            "builtins.print = print")
+    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False,
+                                execution=ExecOptions(max_retries=1, retry_backoff_s=0.2))
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, options)
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "b", steps=80, max_gpus=1, every=20,
+                                                   command=[*command, "--checkpoint-every", "20"]))))
+            snap = await wait_for(ctl, lambda s: job(s, "b").state is JobState.FAILED, 90, "b to fail")
+            assert "bad batch" in job(snap, "b").message
+            bug.unlink()  # the script is fixed
+            said = await ctl.post(RetryJob("b"))
+            assert said == "b queued again; it resumes from its last checkpoint (it had reached step 45)", said
+            await wait_for(ctl, lambda s: job(s, "b").state is JobState.DONE, 90, "b to finish")
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+    launches = [e.message for e in store.events("b", limit=100) if e.kind == "launch"]
+    assert len(launches) == 3, launches  # the first try, its one retry, and the retry by hand
+    logs = sorted((tmp_path / "w-only").glob("**/logs/b.r0.*.log"))
+    assert "resumed from" in logs[-1].read_text() and store.job("b").job.steps_done == 80
