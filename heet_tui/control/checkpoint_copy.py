@@ -4,21 +4,31 @@ Hosts with ``shared_fs = true`` read the checkpoint directory in place. When a j
 or from a host without one, the controller copies the directory's files (the checkpoint and
 its sidecar) from the host whose rank 0 wrote them to the new rank-0 host, over SFTP on the
 same SSH settings the cluster layer uses (or as plain files for ``transport = "local"``).
-Files are written under a temporary name and renamed, so a reader never sees half a file.
+
+Each file streams from one host to the other through the controller in chunks, reading the
+next while the last is written: the copy once landed whole in the login node's temporary
+directory and was then sent on, which took twice as long and needed the checkpoint's size in
+free space on the login node (a 20 GB checkpoint and a small ``/tmp`` meant a job restarted
+from scratch). Files are written under a temporary name and renamed, so a reader never sees
+half a file.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
-import shutil
-import tempfile
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from heet_tui.cluster import ClusterOptions
 from heet_tui.config.hosts_file import HostEntry
 
 SKIP_SUFFIXES = (".tmp",)
+CHUNK = 4 << 20
+DEPTH = 4  # chunks in flight between the hosts: memory stays at DEPTH x CHUNK whatever the size
 
 
 class CopyFailed(RuntimeError):
@@ -45,62 +55,122 @@ def _sftp_path(path: str) -> str:
     return path[2:] if path.startswith("~/") else path
 
 
-async def _connect(entry: HostEntry, ssh_config: Path | None, options: ClusterOptions):
-    from heet_tui.cluster.ssh_transport import SshTransport
+class _LocalDir:
+    def __init__(self, directory: str) -> None:
+        self.path = Path(_local(directory))
 
-    transport = SshTransport(entry, ssh_config, options.known_hosts_fallback(), options.connect_timeout_s,
-                             options.keepalive_s)
-    conn = await transport.connect()
-    return transport, conn
+    async def files(self) -> list[str]:
+        if not self.path.is_dir():
+            return []
+        return sorted(p.name for p in self.path.iterdir() if p.is_file() and not p.name.endswith(SKIP_SUFFIXES))
+
+    async def chunks(self, name: str) -> AsyncIterator[bytes]:
+        with open(self.path / name, "rb") as fh:
+            while data := await asyncio.to_thread(fh.read, CHUNK):
+                yield data
+
+    async def write(self, name: str, chunks: AsyncIterator[bytes]) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        tmp = self.path / f".{name}.copy.tmp"
+        try:
+            with open(tmp, "wb") as fh:
+                async for data in chunks:
+                    await asyncio.to_thread(fh.write, data)
+            os.replace(tmp, self.path / name)
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # a copy cut short leaves nothing behind
+            raise
+
+    async def close(self) -> None:
+        pass
 
 
-async def _fetch(entry: HostEntry, directory: str, into: Path, ssh_config: Path | None,
-                 options: ClusterOptions) -> list[str]:
+class _SftpDir:
+    def __init__(self, transport: Any, sftp: Any, directory: str) -> None:
+        self.transport, self.sftp, self.path = transport, sftp, _sftp_path(directory)
+
+    @classmethod
+    async def open(cls, entry: HostEntry, directory: str, ssh_config: Path | None, options: ClusterOptions) -> _SftpDir:
+        from heet_tui.cluster.ssh_transport import SshTransport
+
+        transport = SshTransport(entry, ssh_config, options.known_hosts_fallback(), options.connect_timeout_s,
+                                 options.keepalive_s)
+        try:
+            conn = await transport.connect()
+            return cls(transport, await conn.start_sftp_client(), directory)
+        except BaseException:
+            await transport.close()
+            raise
+
+    async def files(self) -> list[str]:
+        import asyncssh
+
+        try:
+            listing = await self.sftp.listdir(self.path)
+        except asyncssh.SFTPNoSuchFile:
+            return []
+        names = [n for n in listing if n not in (".", "..") and not n.endswith(SKIP_SUFFIXES)]
+        return sorted([n for n in names if await self.sftp.isfile(f"{self.path}/{n}")])
+
+    async def chunks(self, name: str) -> AsyncIterator[bytes]:
+        async with self.sftp.open(f"{self.path}/{name}", "rb") as fh:
+            while data := await fh.read(CHUNK):
+                yield data
+
+    async def write(self, name: str, chunks: AsyncIterator[bytes]) -> None:
+        await self.sftp.makedirs(self.path, exist_ok=True)
+        tmp = f"{self.path}/.{name}.copy.tmp"
+        try:
+            async with self.sftp.open(tmp, "wb") as fh:
+                async for data in chunks:
+                    await fh.write(data)
+            await self.sftp.posix_rename(tmp, f"{self.path}/{name}")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self.sftp.remove(tmp)
+            raise
+
+    async def close(self) -> None:
+        self.sftp.exit()
+        await self.transport.close()
+
+
+async def _open(entry: HostEntry, directory: str, ssh_config: Path | None,
+                options: ClusterOptions) -> _LocalDir | _SftpDir:
     if entry.transport == "local":
-        src = Path(_local(directory))
-        names = [p.name for p in src.iterdir() if p.is_file() and not p.name.endswith(SKIP_SUFFIXES)]
-        for name in names:
-            shutil.copy2(src / name, into / name)
-        return names
-    import asyncssh
+        return _LocalDir(directory)
+    return await _SftpDir.open(entry, directory, ssh_config, options)
 
-    transport, conn = await _connect(entry, ssh_config, options)
+
+async def _relay(src: _LocalDir | _SftpDir, dst: _LocalDir | _SftpDir, name: str) -> int:
+    """Stream one file: the next chunk is read while the last is written."""
+    queue: asyncio.Queue[bytes | BaseException | None] = asyncio.Queue(DEPTH)
+    size = 0
+
+    async def read() -> None:
+        try:
+            async for data in src.chunks(name):
+                await queue.put(data)
+            await queue.put(None)
+        except Exception as exc:  # noqa: BLE001 - handed to the writer, which raises it
+            await queue.put(exc)
+
+    async def received() -> AsyncIterator[bytes]:
+        nonlocal size
+        while (item := await queue.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            size += len(item)
+            yield item
+
+    reader = asyncio.create_task(read())
     try:
-        async with conn.start_sftp_client() as sftp:
-            remote = _sftp_path(directory)
-            try:
-                listing = await sftp.listdir(remote)
-            except asyncssh.SFTPNoSuchFile:
-                return []
-            names = [n for n in listing
-                     if n not in (".", "..") and not n.endswith(SKIP_SUFFIXES) and await sftp.isfile(f"{remote}/{n}")]
-            for name in names:
-                await sftp.get(f"{remote}/{name}", str(into / name))
-        return names
+        await dst.write(name, received())
     finally:
-        await transport.close()
-
-
-async def _push(entry: HostEntry, directory: str, source: Path, names: list[str], ssh_config: Path | None,
-                options: ClusterOptions) -> None:
-    if entry.transport == "local":
-        dst = Path(_local(directory))
-        dst.mkdir(parents=True, exist_ok=True)
-        for name in names:
-            shutil.copy2(source / name, dst / f".{name}.copy.tmp")
-            os.replace(dst / f".{name}.copy.tmp", dst / name)
-        return
-    transport, conn = await _connect(entry, ssh_config, options)
-    try:
-        async with conn.start_sftp_client() as sftp:
-            remote = _sftp_path(directory)
-            await sftp.makedirs(remote, exist_ok=True)
-            for name in names:
-                tmp = f"{remote}/.{name}.copy.tmp"
-                await sftp.put(str(source / name), tmp)
-                await sftp.posix_rename(tmp, f"{remote}/{name}")
-    finally:
-        await transport.close()
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
+    return size
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,14 +183,23 @@ async def copy_checkpoint(src: HostEntry, src_dir: str, dst: HostEntry, dst_dir:
                           ssh_config: Path | None = None, options: ClusterOptions | None = None) -> Copied:
     """Copy every file of ``src:src_dir`` to ``dst:dst_dir``; says how many files and bytes were copied."""
     options = options or ClusterOptions()
-    with tempfile.TemporaryDirectory(prefix="heet-ckpt-") as tmp:
-        try:
-            names = await _fetch(src, src_dir, Path(tmp), ssh_config, options)
-            if names:
-                await _push(dst, dst_dir, Path(tmp), names, ssh_config, options)
-        except FileNotFoundError:
+    opened: list[_LocalDir | _SftpDir] = []
+    try:
+        source = await _open(src, src_dir, ssh_config, options)
+        opened.append(source)
+        names = await source.files()
+        if not names:
             return Copied(0, 0)  # nothing checkpointed yet: the job starts from scratch there
-        except Exception as exc:  # noqa: BLE001 - asyncssh, OS and cluster errors all mean "could not copy"
-            raise CopyFailed(f"copying the checkpoint {src.name}:{src_dir} -> {dst.name}:{dst_dir} failed: "
-                             f"{exc}") from None
-        return Copied(len(names), sum((Path(tmp) / n).stat().st_size for n in names))
+        target = await _open(dst, dst_dir, ssh_config, options)
+        opened.append(target)
+        total = 0
+        for name in names:
+            total += await _relay(source, target, name)
+        return Copied(len(names), total)
+    except Exception as exc:  # noqa: BLE001 - asyncssh, OS and cluster errors all mean "could not copy"
+        raise CopyFailed(f"copying the checkpoint {src.name}:{src_dir} -> {dst.name}:{dst_dir} failed: "
+                         f"{exc}") from None
+    finally:
+        for side in opened:
+            with contextlib.suppress(Exception):
+                await side.close()

@@ -58,6 +58,43 @@ def test_copy_over_sftp_between_two_hosts(tmp_path: Path, monkeypatch: pytest.Mo
         lab.close()
 
 
+def test_a_copy_streams_host_to_host_without_the_login_nodes_disk(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """It landed whole in the login node's temp directory first: a checkpoint bigger than the
+    free space there failed to copy, and the job restarted from scratch."""
+    import tempfile
+
+    from heet_tui.control import checkpoint_copy
+
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-dir"))  # any use of it fails
+    monkeypatch.setattr(checkpoint_copy, "CHUNK", 4096)  # many chunks, several in flight
+    lab = SshLab(tmp_path / "lab")
+    try:
+        servers = [lab.add_host(n) for n in ("src", "dst")]
+        hosts = load_hosts(lab.hosts_toml([lab.entry_for(s, shared_fs=False) for s in servers]))
+        on_src, on_dst = tmp_path / "on-src", tmp_path / "on-dst"
+        on_src.mkdir()
+        payload = bytes(range(251)) * 1000  # not a multiple of the chunk
+        (on_src / "checkpoint.pt").write_bytes(payload)
+        opts = ClusterOptions(connect_timeout_s=10.0)
+        done = asyncio.run(copy_checkpoint(hosts.host("src"), str(on_src), hosts.host("dst"), str(on_dst),
+                                           hosts.ssh_config, opts))
+        assert done == Copied(1, len(payload)) and (on_dst / "checkpoint.pt").read_bytes() == payload
+
+        async def failing_chunks(self, name):  # the source host goes away mid-file
+            yield payload[:4096]
+            raise ConnectionResetError("connection lost")
+
+        monkeypatch.setattr(checkpoint_copy._SftpDir, "chunks", failing_chunks)
+        with pytest.raises(CopyFailed, match="connection lost"):
+            asyncio.run(copy_checkpoint(hosts.host("src"), str(on_src), hosts.host("dst"), str(tmp_path / "again"),
+                                        hosts.ssh_config, opts))
+        assert list((tmp_path / "again").iterdir()) == [], "a copy cut short leaves no file behind"
+    finally:
+        lab.close()
+
+
 def test_a_moves_checkpoint_copy_counts_in_its_measured_start_pause(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """Plans weigh moves against the measured pause. The copy ran before the run's clock started,
