@@ -25,6 +25,7 @@ from heet_tui.config.hosts_file import HostsFile
 from heet_tui.control import planning
 from heet_tui.control.attach import AttachServer
 from heet_tui.control.codec import constraints_from_obj, constraints_to_obj
+from heet_tui.control.drains import drained_hosts
 from heet_tui.control.execution import ExecOptions, Executor
 from heet_tui.control.host_health import drain_broken_hosts, keep_off_crash_hosts
 from heet_tui.control.host_loss import HostLossGrace
@@ -305,7 +306,7 @@ class Controller:
         return self.drained_by_user() | self.hosts_reloader.leaving
 
     def drained_by_user(self) -> set[str]:
-        return set(json.loads(self.store.setting("drained") or "[]"))
+        return drained_hosts(self.store)
 
     def constraints(self) -> dict[str, Constraints]:
         raw = json.loads(self.store.setting("constraints") or "{}")

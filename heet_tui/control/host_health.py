@@ -19,11 +19,11 @@ while the A100 host beside it was free.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from heet_tui.control.crashed_sizes import save_crashed_sizes
+from heet_tui.control.drains import set_drained
 from heet_tui.control.runtime import Run
 from heet_tui.core.gpu import type_allowed
 from heet_tui.core.job import JobState
@@ -138,7 +138,7 @@ def drain_broken_hosts(ctl: Controller) -> None:
             continue  # drained already: nothing more goes there
         now = ctl.clock()
         message = describe(host, crashes, health)
-        store.set_setting("drained", json.dumps(sorted(ctl.drained_by_user() | {host})))
+        set_drained(store, host, True, message)
         store.add_event(now, "drained", message, None, host)
         ctl.notices.append(message)
         for crash in crashes:

@@ -12,6 +12,7 @@ from heet_tui.config.job_spec import gpu_types_hint, load_job_spec, spec_paths, 
 from heet_tui.control import planning
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse
 from heet_tui.control.codec import constraints_to_obj
+from heet_tui.control.drains import set_drained
 from heet_tui.control.retry import retry_job
 from heet_tui.core.intents import (
     WARNING_SEP,
@@ -171,9 +172,7 @@ class IntentHandler:
         ctl = self.ctl
         if intent.host not in ctl.hosts.names():
             raise ValueError(f"no host {intent.host!r} in {ctl.hosts.path}")
-        drained = ctl.drained_by_user()
-        drained = drained | {intent.host} if intent.drained else drained - {intent.host}
-        ctl.store.set_setting("drained", json.dumps(sorted(drained)))
+        set_drained(ctl.store, intent.host, intent.drained, "drained by you" if intent.drained else "")
         return f"{intent.host} {'drained: its jobs move at the next plan' if intent.drained else 'back in service'}"
 
     async def _ConnectHost(self, intent: ConnectHost) -> str:

@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from heet_tui.control.drains import drain_reasons
 from heet_tui.control.restart_costs import cost_of, restart_costs
 from heet_tui.control.runtime import foreign_gpus
 from heet_tui.control.stalls import quiet_note
@@ -42,7 +43,10 @@ def build_snapshot(ctl: Controller) -> Snapshot:
                 gpu_jobs.setdefault(r.host, []).extend((g, run.job_id) for g in r.gpus)
     for host, gpus in foreign_gpus(ctl.cluster, ctl.store.store_id).items():  # left running, not ours
         gpu_jobs.setdefault(host, []).extend((g, OTHER_STORE) for g in gpus)
-    hosts = tuple(replace(s, drained=s.name in drained, gpu_jobs=tuple(sorted(gpu_jobs.get(s.name, ()))))
+    why = drain_reasons(ctl.store) | {h: "removed from the hosts file: its jobs move off first"
+                                      for h in ctl.hosts_reloader.leaving}
+    hosts = tuple(replace(s, drained=s.name in drained, gpu_jobs=tuple(sorted(gpu_jobs.get(s.name, ()))),
+                          drained_why=why.get(s.name, "") if s.name in drained else "")
                   for s in ctl.cluster.status())
     events_by_job: dict[str, list[str]] = {}
     for e in ctl.store.events(limit=200):

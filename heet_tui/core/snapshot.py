@@ -28,6 +28,7 @@ class HostStatus:
     rtt_ms: float | None = None
     gpu_jobs: tuple[tuple[int, str], ...] = ()  # (gpu index, job id) for GPUs in use
     declared_type: str = ""  # the hosts file's GPU type (emulate or gpu_type), known before any connection
+    drained_why: str = ""  # what drained it, when known (by hand, removed from the hosts file, found broken)
 
     @property
     def gpu_type(self) -> str:

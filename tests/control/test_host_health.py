@@ -17,6 +17,7 @@ from control_lab import job, run_and_clean, training_with, wait_for, write_job, 
 from heet_tui.cli.main import main
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.drains import drain_reasons
 from heet_tui.control.host_health import HostHealth
 from heet_tui.control.runtime import Run
 from heet_tui.control.store import Store
@@ -110,11 +111,12 @@ def test_a_broken_host_among_peers_is_drained_and_its_crashes_forgiven(
     assert len(drained) == 1 and drained[0].host == "broken", [e.message for e in events]
     assert "(1xT4 there too); their crashes there do not count" in drained[0].message
     assert "heet-tui hosts undrain broken" in drained[0].message
+    assert drain_reasons(store) == {"broken": drained[0].message}, "the Cluster screen says why"
     assert all(r.crashes == 0 for r in store.jobs()), "the host's crashes used up no retry"
     capsys.readouterr()
     assert main(["hosts", "undrain", "broken", "--state", str(tmp_path / "state")]) == 0
     assert capsys.readouterr().out.strip() == "broken back in service"
-    assert store.setting("drained") == "[]"
+    assert store.setting("drained") == "[]" and drain_reasons(store) == {}
 
 
 def test_one_jobs_own_crash_on_a_host_drains_nothing(tmp_path: Path) -> None:

@@ -181,3 +181,17 @@ def test_a_cell_keeps_only_its_latest_observations(tmp_path: Path) -> None:
     rows = store.observations()
     assert [r[3] for r in rows if r[:3] == ("a", "T4", "2")] == [100.0 + i for i in range(10, OBSERVATIONS_PER_CELL + 10)]
     assert [r[3] for r in rows if r[:3] != ("a", "T4", "2")] == [50.0, 70.0]
+
+
+def test_drained_hosts_keep_why_until_undrained(tmp_path: Path) -> None:
+    from heet_tui.control.drains import drain_reasons, drained_hosts, set_drained
+
+    store = Store(tmp_path / "state")
+    set_drained(store, "b", True, "found broken")
+    set_drained(store, "a", True)
+    set_drained(store, "b", True)  # drained again by hand: the known reason stays
+    assert drained_hosts(store) == {"a", "b"} and drain_reasons(store) == {"b": "found broken"}
+    set_drained(store, "b", False)
+    assert drained_hosts(store) == {"a"} and drain_reasons(store) == {}
+    store.set_setting("drain_reasons", "[not a dict")
+    assert drain_reasons(store) == {}, "unreadable: no reasons, the drained set still holds"

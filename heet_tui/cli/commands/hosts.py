@@ -181,9 +181,10 @@ def cmd_drain(args: argparse.Namespace) -> int:
     that drained a host as broken (control/host_health.py) is undone here when heet-tui runs
     headless."""
     from heet_tui.cli.commands.jobs import open_store
+    from heet_tui.control.drains import drained_hosts, set_drained
 
     store = open_store(args)
-    drained = set(json.loads(store.setting("drained") or "[]"))
+    drained = drained_hosts(store)
     if args.drained and args.name not in drained:
         path = store.setting("hosts_path") or _path(args)  # the file the store's controller follows
         try:
@@ -195,6 +196,6 @@ def cmd_drain(args: argparse.Namespace) -> int:
     elif not args.drained and args.name not in drained:
         print(f"{args.name} is not drained (drained: {', '.join(sorted(drained)) or 'none'})")
         return 0
-    store.set_setting("drained", json.dumps(sorted(drained | {args.name} if args.drained else drained - {args.name})))
+    set_drained(store, args.name, args.drained, "drained with heet-tui hosts drain" if args.drained else "")
     print(f"{args.name} drained: its jobs move at the next plan" if args.drained else f"{args.name} back in service")
     return 0

@@ -71,6 +71,8 @@ class HostDetail(Vertical):
             text.append(f"  rtt {host.rtt_ms:.1f} ms")
         if host.drained:
             text.append("  drained: no new work is placed here", style="yellow")
+            if host.drained_why:
+                text.append(f"\n{host.drained_why}", style="yellow")
         owners = dict(host.gpu_jobs)
         for gpu in host.gpus:
             job = owners.get(gpu.index)

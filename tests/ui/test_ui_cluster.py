@@ -1,0 +1,34 @@
+"""Cluster screen: a drained host says why it takes no work."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from textual.widgets import Static
+from ui_fakes import small_snapshot
+from ui_support import SIZE, run, wait_for
+
+from heet_tui.ui.widgets.host_detail import HostDetail
+from heet_tui.ui.widgets.host_table import HostTable
+
+
+def test_a_drained_hosts_details_say_why_it_was_drained(make_app, backend):
+    """Drained as broken by the controller, a host said so only in a notice gone in six seconds."""
+    why = "t4-1 drained as broken: runs of a, b died there before their first progress report"
+
+    async def scenario():
+        app = make_app("cluster")
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.screen.query_one(HostTable)
+            await wait_for(pilot, lambda: table.row_count == 3)
+            table.select_key("t4-1")
+            detail = app.screen.query_one(HostDetail).query_one("#host-info", Static)
+            await wait_for(pilot, lambda: "t4-1" in str(detail.render()))
+            assert "drained" not in str(detail.render())
+            snap = small_snapshot(1)
+            hosts = tuple(replace(h, drained=True, drained_why=why) if h.name == "t4-1" else h for h in snap.hosts)
+            backend.push(replace(snap, hosts=hosts))
+            await wait_for(pilot, lambda: why in str(detail.render()))
+            assert "drained: no new work is placed here" in str(detail.render())
+
+    run(scenario())
