@@ -50,6 +50,11 @@ def evaluate_problem(problem: Problem, allocations: Mapping[str, Allocation]) ->
     return PredictedEffect(tuple(preds), _avg_jct(problem, after), _avg_jct(problem, before))
 
 
+def predict_completions(problem: Problem, allocations: Mapping[str, Allocation]) -> dict[str, float | None]:
+    """job id -> seconds to completion under ``allocations`` (restarts counted), None: never."""
+    return {job_id: done for job_id, (_, _, done) in _predict(problem, allocations, count_restarts=True).items()}
+
+
 def _predict(problem: Problem, allocations: Mapping[str, Allocation],
              count_restarts: bool) -> dict[str, tuple[float, float, float | None]]:
     """job id -> (throughput, restart pause, seconds to completion or None)."""

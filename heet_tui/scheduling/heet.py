@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 from heet_tui.core.plan import Plan
 from heet_tui.core.sched_input import ClusterView, JobView
+from heet_tui.scheduling.deferral import defer_slow_starts
 from heet_tui.scheduling.evaluate import evaluate_problem
 from heet_tui.scheduling.matching import match
 from heet_tui.scheduling.placement import place
@@ -59,5 +60,7 @@ class HeetPolicy:
         problem = Problem(cluster, jobs, shapes=self.shapes)
         targets, order = self.targets(problem)
         allocations = place(problem, targets, order)
+        if self.params.defer_starts:
+            allocations = defer_slow_starts(problem, allocations)
         effect = evaluate_problem(problem, allocations) if self.predict else None
         return Plan.build(problem.current, allocations, self.name, now, effect)

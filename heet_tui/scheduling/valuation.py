@@ -45,6 +45,7 @@ class HeetParams:
     scaling_exponent: float = 1.0  # value grows as (speedup over one best GPU) ** this
     jct_guard: bool = True  # a grow must save more seconds than it costs the job it takes from
     switch_types: bool = True  # cross-type trading (switching.py); False: the matching's types stand
+    defer_starts: bool = True  # a start on a slow type waits when a faster one frees sooner (deferral.py)
 
     def __post_init__(self) -> None:
         for name in ("horizon_s", "age_scale_s"):

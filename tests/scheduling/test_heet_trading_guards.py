@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sched_cases import alloc, curve, host, job
 
-from heet_tui.core.sched_input import ClusterView
+from heet_tui.core.sched_input import ClusterView, JobView
 from heet_tui.scheduling.evaluate import evaluate
 from heet_tui.scheduling.heet import HeetPolicy
 from heet_tui.scheduling.placement import place
@@ -72,8 +72,33 @@ def test_a_job_that_is_mostly_its_start_pause_does_not_take_the_fast_gpus_from_a
                 restart_cost_s=30.0)]
     plan = HeetPolicy(predict=False).plan(cluster, jobs, 0.0)
     assert plan.allocations["long"].gpu_type == "A100", plan.allocations
-    before = HeetPolicy(predict=False, first_start_weight=0.0).plan(cluster, jobs, 0.0)
+    before = HeetPolicy(predict=False, first_start_weight=0.0, defer_starts=False).plan(cluster, jobs, 0.0)
     assert before.allocations["short"].num_gpus == 2 and before.allocations["long"].gpu_type == "T4", \
         "ignoring the pause, two A100s for the short job (4 s instead of 7) beat one for the long job"
     with_plan, without = (evaluate(p, cluster, jobs).avg_jct_s for p in (plan, before))
     assert with_plan < without - 10.0, (with_plan, without)
+
+
+def _two_jobs_near_their_end_and_two_new(holders_left: float) -> tuple[ClusterView, list[JobView]]:
+    """Two A100s held by jobs with ``holders_left`` samples to go (1,500/s each), four idle T4s
+    five times slower, and two new short jobs (27,000 samples: 18 s on an A100, 90 s on a T4)."""
+    cluster = ClusterView((host("fast", "A100", 2), host("slow", "T4", 4)))
+    fn = curve(A100=1_500, T4=300, serial=0.05)
+    running = [job(f"r{i}", lo=1, hi=1, work=holders_left, fn=fn, current=alloc(f"r{i}", "A100", fast=(i,)),
+                   restart_cost_s=5.0) for i in range(2)]
+    new = [job(f"n{i}", lo=1, hi=1, work=27_000, fn=fn, restart_cost_s=5.0, submitted_at=float(i)) for i in range(2)]
+    return cluster, running + new
+
+
+def test_a_new_job_waits_for_a_fast_gpu_that_frees_soon_instead_of_a_slow_one_now() -> None:
+    """make run on the lab: two short jobs went to one T4 each (1m09s) while the A100s freed in 18 s,
+    and the plan's own prediction was 48 s of average JCT against 37 s for waiting."""
+    cluster, jobs = _two_jobs_near_their_end_and_two_new(holders_left=27_000)
+    plan = HeetPolicy().plan(cluster, jobs, 0.0)
+    assert "n0" not in plan.allocations and "n1" not in plan.allocations, plan.allocations
+    eager = HeetPolicy(defer_starts=False).plan(cluster, jobs, 0.0)
+    assert eager.allocations["n0"].gpu_type == "T4", "without the rule: a slow GPU at once"
+    assert plan.effect.avg_jct_s < eager.effect.avg_jct_s
+    # The A100s busy for an hour: starting on the T4s at once is right.
+    cluster, jobs = _two_jobs_near_their_end_and_two_new(holders_left=1_500 * 3_600)
+    assert {HeetPolicy().plan(cluster, jobs, 0.0).allocations[n].gpu_type for n in ("n0", "n1")} == {"T4"}
