@@ -26,11 +26,16 @@ PATTERN_CHARS = "*?["
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("cancel", help="cancel jobs by name, id or pattern ('sweep-*')")
+    add_names_command(sub, "cancel", "cancel jobs by name, id or pattern ('sweep-*')", cmd_cancel, ended=False)
+
+
+def add_names_command(sub: argparse._SubParsersAction, name: str, help: str, func, ended: bool) -> None:
+    """A command over job names (``resolve_jobs``): cancel takes active jobs, retry ended ones."""
+    p = sub.add_parser(name, help=help)
     add_state_option(p, after_command=True)
-    p.add_argument("names", metavar="NAME", nargs="+",
-                   help="a job id, a job name (its newest job) or a quoted pattern over the active jobs' ids")
-    p.set_defaults(func=cmd_cancel)
+    p.add_argument("names", metavar="NAME", nargs="+", help="a job id, a job name (its newest job) or a quoted "
+                   f"pattern over the {'ended' if ended else 'active'} jobs' ids")
+    p.set_defaults(func=func)
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:

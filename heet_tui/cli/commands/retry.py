@@ -10,20 +10,16 @@ from __future__ import annotations
 import argparse
 import time
 
-from heet_tui.cli.commands.cancel import resolve_jobs
+from heet_tui.cli.commands.cancel import add_names_command, resolve_jobs
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import UsageError
-from heet_tui.cli.locations import add_state_option
 from heet_tui.control.retry import retry_job
 from heet_tui.core.job import RETRYABLE
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("retry", help="queue failed or cancelled jobs again, from their checkpoints")
-    add_state_option(p, after_command=True)
-    p.add_argument("names", metavar="NAME", nargs="+",
-                   help="a job id, a job name (its newest job) or a quoted pattern over the ended jobs' ids")
-    p.set_defaults(func=cmd_retry)
+    add_names_command(sub, "retry", "queue failed or cancelled jobs again, from their checkpoints", cmd_retry,
+                      ended=True)
 
 
 def cmd_retry(args: argparse.Namespace) -> int:
