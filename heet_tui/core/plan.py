@@ -91,6 +91,14 @@ class PredictedEffect:
         return None
 
 
+def count_changes(changes: tuple[Change, ...]) -> str:
+    """"2 grow, 5 start": what a plan does, by kind."""
+    counts: dict[str, int] = {}
+    for change in changes:
+        counts[change.kind.value] = counts.get(change.kind.value, 0) + 1
+    return ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no changes"
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     """Proposed allocations for every job that should hold GPUs, with the diff to apply."""

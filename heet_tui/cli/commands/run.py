@@ -22,6 +22,10 @@ from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
 from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.log_file import LOG_NAME
 from heet_tui.control.planning import make_named_policy
+from heet_tui.core.durations import duration
+from heet_tui.core.plan import count_changes
+
+SETTLE_S = 3.0  # a proposed plan is announced once it has stood this long
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -80,6 +84,7 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> in
           f"(log: {store.dir / LOG_NAME})", flush=True)
     last_event = max((e.id for e in store.events(limit=1)), default=0)
     notices_shown = 0
+    proposed: tuple[int | None, float, bool] = (None, 0.0, False)
     try:
         while not stop.is_set():
             pending = controller.notices.since(notices_shown)  # taken first: their events are written by then
@@ -97,6 +102,7 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> in
             for notice in pending:
                 if notice not in said:
                     print(f"{time.strftime('%H:%M:%S')} {'notice':<10} {notice}", flush=True)
+            proposed = _proposed(controller, proposed)
             if until_idle and controller.all_done():
                 break
             try:
@@ -111,3 +117,26 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> in
     print(f"controller stopped: {sum(r.job.state.value == 'done' for r in jobs)} done, {len(failed)} failed, "
           f"{sum(not r.job.state.terminal for r in jobs)} still active", flush=True)
     return 1 if until_idle and failed else 0
+
+
+def _proposed(controller: Controller, seen: tuple[int | None, float, bool]) -> tuple[int | None, float, bool]:
+    """Say once that a plan waits for approval: headless, nothing else shows it (the TUI does).
+
+    ``seen``: the pending plan, since when, and whether it was said. A plan is said once it has
+    stood for ``SETTLE_S``: while profiling results arrive, plans replace each other every second.
+    """
+    plan_id, since, said = seen
+    now = time.monotonic()
+    if controller.pending_plan_id != plan_id:
+        return controller.pending_plan_id, now, False
+    if plan_id is None or said or controller.auto_approve or now - since < SETTLE_S:
+        return seen
+    rec = controller.store.plan(plan_id)
+    if rec is None or rec.status != "proposed":
+        return seen
+    effect = rec.plan.effect
+    jct = (f"; predicted average JCT {duration(effect.avg_jct_s)} with it, {duration(effect.avg_jct_before_s)} "
+           "without" if effect.avg_jct_s is not None and effect.avg_jct_before_s is not None else "")
+    print(f"{time.strftime('%H:%M:%S')} {'plan':<10} plan #{plan_id} proposed: {count_changes(rec.plan.changes)}{jct}; "
+          f"heet-tui plan show|approve|reject --id {plan_id}, or the TUI", flush=True)
+    return plan_id, since, True

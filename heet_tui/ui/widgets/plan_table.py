@@ -9,7 +9,7 @@ from rich.text import Text
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.host import HostState
 from heet_tui.core.job import CANNOT_START, PROFILE_WAITING, TWIN_WAITING_END, JobState
-from heet_tui.core.plan import ChangeKind, JobPrediction, Plan
+from heet_tui.core.plan import ChangeKind, JobPrediction, Plan, count_changes
 from heet_tui.core.snapshot import Snapshot
 from heet_tui.ui.format import clock, duration, rate, short_id, signed_percent
 from heet_tui.ui.widgets.keyed_table import Cells, KeyedTable
@@ -115,10 +115,7 @@ def summary(snap: Snapshot) -> Text:
         return text
     text.append(f"Plan #{snap.plan_id}", style="bold")
     text.append(f" by {plan.policy or snap.policy}, proposed at {clock(plan.created_at, snap.mode)}")
-    counts: dict[str, int] = {}
-    for change in plan.changes:
-        counts[change.kind.value] = counts.get(change.kind.value, 0) + 1
-    text.append("  " + (", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no changes"))
+    text.append("  " + count_changes(plan.changes))
     restarts = sum(1 for c in plan.changes if c.needs_restart)
     text.append(f"  restarts {restarts}")
     text.append("   auto-approve " + ("ON: plans apply without asking" if snap.auto_approve else "off"))

@@ -1,0 +1,87 @@
+"""``heet-tui plan [approve|reject] [--id N]``: the pending plan, from the command line.
+
+``heet-tui run`` without ``--auto-approve`` proposes plans and waits for a person; on a server
+with no TUI open, the only way to approve one was to open the TUI. This asks the running
+controller over its attach socket, as an attached TUI does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+
+from heet_tui.cli.commands.jobs import open_store
+from heet_tui.cli.errors import CliError, UsageError
+from heet_tui.cli.locations import add_state_option
+from heet_tui.control.attach_client import AttachedBackend, ControllerGone
+from heet_tui.control.snapshots import controller_running
+from heet_tui.core.durations import duration
+from heet_tui.core.intents import ApprovePlan, RejectPlan
+from heet_tui.core.plan import count_changes
+from heet_tui.core.snapshot import Snapshot
+
+REPLY_TIMEOUT_S = 30.0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("plan", help="show, approve or reject the pending plan (through the running controller)")
+    add_state_option(p, after_command=True)
+    p.add_argument("action", nargs="?", choices=("show", "approve", "reject"), default="show")
+    p.add_argument("--id", type=int, metavar="N", help="act only if plan #N is the one pending (what you looked at)")
+    p.set_defaults(func=cmd_plan)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    if controller_running(store.dir) is None:
+        raise CliError(f"no controller runs on {store.dir}: plans are made by a running one (heet-tui run)")
+    try:
+        return asyncio.run(_plan(store.dir, args.action, args.id))
+    except (ControllerGone, TimeoutError) as exc:
+        raise CliError(str(exc) or "the controller did not answer in time") from None
+
+
+async def _plan(state_dir, action: str, expected: int | None) -> int:
+    backend = AttachedBackend(state_dir)
+    await backend.start()
+    try:
+        snap = await asyncio.wait_for(anext(backend.snapshots()), REPLY_TIMEOUT_S)
+        if snap.plan is None or snap.plan_id is None:
+            print("no plan pending: the current allocation stands" + (" (auto-approve is on)" if snap.auto_approve
+                                                                       else ""))
+            return 0 if action == "show" else 1
+        if expected is not None and expected != snap.plan_id:
+            raise UsageError(f"plan #{expected} is not the one pending (plan #{snap.plan_id} is): look at it first")
+        if action == "show":
+            _show(snap)
+            return 0
+        intent = ApprovePlan(snap.plan_id) if action == "approve" else RejectPlan(snap.plan_id)
+        try:
+            print(await asyncio.wait_for(backend.post(intent), REPLY_TIMEOUT_S))
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+        return 0
+    finally:
+        await backend.stop()
+
+
+def _show(snap: Snapshot) -> None:
+    plan = snap.plan
+    assert plan is not None
+    created = time.strftime("%H:%M:%S", time.localtime(plan.created_at))
+    print(f"plan #{snap.plan_id} by {plan.policy or snap.policy}, proposed at {created}: {count_changes(plan.changes)}")
+    effect = plan.effect
+    if effect.avg_jct_s is not None:
+        without = f", {duration(effect.avg_jct_before_s)} without it" if effect.avg_jct_before_s is not None else ""
+        print(f"predicted average JCT {duration(effect.avg_jct_s)} with it{without}")
+    rows = [("JOB", "CHANGE", "NOW", "PLANNED", "COMPLETES IN")]
+    for change in plan.changes:
+        pred = effect.for_job(change.job_id)
+        rows.append((change.job_id, change.kind.value, change.before.describe() if change.before else "-",
+                     change.after.describe() if change.after else "-",
+                     duration(pred.completion_s) if pred is not None else "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    print(f"approve: heet-tui plan approve --id {snap.plan_id}   reject: heet-tui plan reject --id {snap.plan_id}")

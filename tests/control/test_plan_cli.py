@@ -1,0 +1,64 @@
+"""Headless manual mode: ``heet-tui run`` says when a plan waits, ``heet-tui plan`` shows, approves
+or rejects it through the running controller.
+
+Seen: ``heet-tui run`` without ``--auto-approve`` printed nothing when it proposed a plan, and
+nothing but the TUI could approve one: on a server, jobs waited with no word why.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from control_lab import write_job, write_local_hosts
+
+from heet_tui.cli.main import main
+
+
+def _read_until(proc: subprocess.Popen, needle: str, timeout: float) -> list[str]:
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line.rstrip("\n"))
+        if needle in line:
+            return lines
+    raise AssertionError(f"no {needle!r} in {lines}")
+
+
+def test_a_plan_is_announced_shown_and_approved_from_the_command_line(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from support.sshd import kill_jobs_under
+
+    hosts = write_local_hosts(tmp_path, [("only", "T4", 1, 1.0)])
+    state = ["--state", str(tmp_path / "state")]
+    assert main(["plan", *state]) == 1
+    assert "no controller runs on" in capsys.readouterr().err
+    assert main(["submit", str(write_job(tmp_path, "a", steps=20, max_gpus=1)), *state]) == 0
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    run = subprocess.Popen([sys.executable, "-m", "heet_tui.cli.main", "run", "--until-idle", "--interval", "0.3",
+                            "--no-profile", "--hosts", str(hosts), *state], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        said = _read_until(run, "proposed", 60)[-1]
+        assert "plan #1 proposed: 1 start" in said and "heet-tui plan show|approve|reject --id 1" in said
+        capsys.readouterr()
+        assert main(["plan", *state]) == 0
+        shown = capsys.readouterr().out.splitlines()
+        assert shown[0].startswith("plan #1 by heet, proposed at ") and shown[0].endswith(": 1 start")
+        assert any(line.split()[:3] == ["a", "start", "-"] and "1xT4 on only[0]" in line for line in shown)
+        assert main(["plan", "approve", "--id", "2", *state]) == 2
+        assert "plan #2 is not the one pending (plan #1 is)" in capsys.readouterr().err
+        assert main(["plan", "approve", "--id", "1", *state]) == 0
+        assert "approved" in capsys.readouterr().out
+        _read_until(run, "controller stopped", 90)
+        assert run.wait(30) == 0
+    finally:
+        run.kill()
+        kill_jobs_under(tmp_path)
