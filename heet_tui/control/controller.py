@@ -291,7 +291,7 @@ class Controller:
                 now = self.clock()
                 self.failed_plans = {sig: at for sig, at in self.failed_plans.items()
                                      if now - at < RETRY_FAILED_PLAN_S}  # only recent failures matter
-                self.failed_plans[signature(self.store.plan(plan_id).plan)] = now
+                self.failed_plans[planning.signature(self.store.plan(plan_id).plan)] = now
         except Exception as exc:
             log.exception("applying plan %d", plan_id)
             self.store.set_plan_status(plan_id, "failed", self.clock())
@@ -372,9 +372,9 @@ class Controller:
                 self.store.set_plan_status(self.pending_plan_id, "superseded", self.clock())
                 self.pending_plan_id = None
             return
-        sig = signature(plan)
+        sig = planning.signature(plan)
         pending = self.store.plan(self.pending_plan_id) if self.pending_plan_id else None
-        if pending is not None and pending.status == "proposed" and signature(pending.plan) == sig:
+        if pending is not None and pending.status == "proposed" and planning.signature(pending.plan) == sig:
             plan_id = pending.id
         elif sig in self.rejected:
             return
@@ -396,7 +396,3 @@ class Controller:
     def all_done(self) -> bool:
         return (not self.store.jobs(include_terminal=False) and not self.executor.all_runs()
                 and (self.applying is None or self.applying.done()))
-
-
-def signature(plan: Plan) -> str:
-    return json.dumps(sorted((j, a.gpu_type, a.hosts) for j, a in plan.allocations.items()))

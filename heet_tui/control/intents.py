@@ -77,12 +77,11 @@ class IntentHandler:
         return f"plan #{rec.id} approved: applying {len(rec.plan.changes)} change(s)"
 
     async def _RejectPlan(self, intent: RejectPlan) -> str:
-        from heet_tui.control.controller import signature
 
         ctl = self.ctl
         rec = self._pending(intent.plan_id)
         ctl.store.set_plan_status(rec.id, "rejected", ctl.clock())
-        ctl.rejected.add(signature(rec.plan))
+        ctl.rejected.add(planning.signature(rec.plan))
         ctl.pending_plan_id = None
         return f"plan #{rec.id} rejected; it is not proposed again unless something changes (p plans again)"
 

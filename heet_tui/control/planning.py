@@ -8,6 +8,7 @@ single-GPU rate, so a small model does not outweigh a big one), per job.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -170,3 +171,8 @@ def gain(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str] = frozense
         ref = ref or max(p.throughput_before, p.throughput_after, 1e-9)
         total += (p.throughput_after - p.throughput_before) / ref
     return total / len(plan.effect.jobs)
+
+
+def signature(plan: Plan) -> str:
+    """What makes two plans the same plan: who goes where (a rejected or failed plan is known again)."""
+    return json.dumps(sorted((j, a.gpu_type, a.hosts) for j, a in plan.allocations.items()))
