@@ -4,6 +4,7 @@ for a TUI of its own or one attached over the socket, while the job runs and aft
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,38 @@ def test_a_jobs_log_is_read_from_its_host_running_and_ended_and_through_an_attac
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_log_follow_prints_each_line_once_until_the_job_ends(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`heet-tui log NAME -f`: tail -f of a job's output from the login node."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("solo", "T4", 1, 1.0)]))
+    state = tmp_path / "state"
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, Store(state), ControllerOptions(interval_s=0.2, auto_approve=True, profile=False))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=120, max_gpus=1))))
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
+            follow = asyncio.create_task(asyncio.to_thread(main, ["log", "a", "-n", "2", "-f", "--state", str(state)]))
+            assert await asyncio.wait_for(follow, 120) == 0, "it returns when the job ends"
+            assert ctl.store.job("a").job.state is JobState.DONE
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+    out = capsys.readouterr().out.splitlines()
+    steps = [json.loads(line.split("@heet-progress ", 1)[1])["step"] for line in out if "@heet-progress" in line]
+    assert steps == sorted(set(steps)), "each line once, in order"
+    assert steps[-1] == 120 and len(steps) >= 3, steps
+
+
+def test_new_lines_continue_from_the_overlap_and_a_new_run_from_its_header() -> None:
+    from heet_tui.cli.commands.log import new_lines
+
+    first, again = "a generation 1, rank 0 on h, last 3 line(s):", "a generation 1, rank 0 on h, last 500 line(s):"
+    assert list(new_lines((first, "x", "y", "z"), (again, "x", "y", "z", "w"))) == ["w"]
+    assert list(new_lines((first, "y", "y"), (again, "y", "y", "y"))) == ["y"], "repeated lines are not lost"
+    assert new_lines((first, "x"), (again, "p", "q")) == ["...", "p", "q"], "more came than one read holds"
+    moved = ("a generation 2, rank 0 on g, last 1 line(s):", "n")
+    assert new_lines((first, "x"), moved) == list(moved)

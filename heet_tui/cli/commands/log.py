@@ -20,6 +20,7 @@ from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store
 
 REPLY_TIMEOUT_S = 30.0
+FOLLOW_EVERY_S = 2.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_state_option(p, after_command=True)
     p.add_argument("name", metavar="NAME", help="job id or name")
     p.add_argument("-n", "--lines", type=int, default=50, metavar="N", help=f"how many lines (1-{MAX_LINES}, default 50)")
+    p.add_argument("-f", "--follow", action="store_true",
+                   help=f"go on printing new lines (read every {FOLLOW_EVERY_S:g} s) until the job ends or ctrl+c")
     p.set_defaults(func=cmd_log)
 
 
@@ -41,21 +44,53 @@ def cmd_log(args: argparse.Namespace) -> int:
     if controller_running(store.dir) is None:
         return _recorded_tail(store, rec.job.id)
     try:
-        lines = asyncio.run(_ask(store, rec.job.id, args.lines))
+        asyncio.run(_ask(store, rec.job.id, args.lines, args.follow))
     except (ControllerGone, ValueError, TimeoutError) as exc:
         raise CliError(f"{rec.job.id}: {exc or 'the controller did not answer in time'}") from None
-    for line in lines:
-        print(line)
+    except KeyboardInterrupt:
+        pass
     return 0
 
 
-async def _ask(store: Store, job_id: str, lines: int) -> tuple[str, ...]:
+async def _ask(store: Store, job_id: str, lines: int, follow: bool) -> None:
     backend = AttachedBackend(store.dir)
     await backend.start()
     try:
-        return await asyncio.wait_for(backend.job_log(job_id, lines), REPLY_TIMEOUT_S)
+        shown = await asyncio.wait_for(backend.job_log(job_id, lines), REPLY_TIMEOUT_S)
+        for line in shown:
+            print(line, flush=True)
+        while follow:
+            rec = store.job(job_id)
+            ended = rec is None or rec.job.state.terminal  # read before the last fetch: nothing after it is missed
+            await asyncio.sleep(0 if ended else FOLLOW_EVERY_S)
+            fetched = await asyncio.wait_for(backend.job_log(job_id, MAX_LINES), REPLY_TIMEOUT_S)
+            for line in new_lines(shown, fetched):
+                print(line, flush=True)
+            shown = fetched
+            if ended:
+                return
     finally:
         await backend.stop()
+
+
+def new_lines(before: tuple[str, ...], now: tuple[str, ...]) -> list[str]:
+    """The lines of ``now`` after what ``before`` showed. Both start with a header naming the run;
+    a new run (another generation, after a restart) is shown from its header. The overlap is the
+    longest end of ``before`` that ``now`` continues from; none means more came than one read
+    holds, said with "...".
+    """
+    if not before or not now or _run_of(before[0]) != _run_of(now[0]):
+        return list(now)
+    old, cur = before[1:], now[1:]
+    for k in range(min(len(old), len(cur)), 0, -1):
+        if old[-k:] == cur[:k]:
+            return cur[k:]
+    return ["..."] + list(cur) if cur and old else list(cur)
+
+
+def _run_of(header: str) -> str:
+    """ "a generation 3, rank 0 on h1" of "a generation 3, rank 0 on h1, last 50 line(s):" """
+    return header.split(", last ")[0]
 
 
 def _recorded_tail(store: Store, job_id: str) -> int:
