@@ -132,21 +132,7 @@ def test_status_line_counts_failed_and_cancelled_jobs_apart_from_done(make_app, 
     run(scenario())
 
 
-def test_the_cancel_key_goes_when_the_selected_job_ends(make_app, backend):
-    async def scenario():
-        app = make_app("jobs")
-        async with app.run_test(size=SIZE) as pilot:
-            table = await four_jobs(pilot, app)
-            table.select_key("j1")
-            await wait_for(pilot, lambda: "Cancel&#160;job" in app.export_screenshot())
-            backend.push(with_job(small_snapshot(1), "j1", state=JobState.DONE))
-            await wait_for(pilot, lambda: "Cancel&#160;job" not in app.export_screenshot())
-            assert table.selected_key == "j1"
-
-    run(scenario())
-
-
-def test_r_retries_a_failed_job_and_is_offered_only_for_failed_or_cancelled_ones(make_app, backend):
+def test_the_selected_jobs_keys_follow_its_state_cancel_while_it_lives_retry_once_it_failed(make_app, backend):
     async def scenario():
         app = make_app("jobs")
         async with app.run_test(size=SIZE) as pilot:
@@ -158,8 +144,12 @@ def test_r_retries_a_failed_job_and_is_offered_only_for_failed_or_cancelled_ones
             assert not any(isinstance(i, RetryJob) for i in backend.posted)
             backend.push(with_job(small_snapshot(1), "j1", state=JobState.FAILED))
             await wait_for(pilot, lambda: "Retry&#160;job" in app.export_screenshot())
+            assert "Cancel&#160;job" not in app.export_screenshot() and table.selected_key == "j1"
             await pilot.press("r")
             await wait_for(pilot, lambda: RetryJob("j1") in backend.posted)
+            backend.push(with_job(small_snapshot(2), "j1", state=JobState.DONE))
+            await wait_for(pilot, lambda: "Retry&#160;job" not in app.export_screenshot())
+            assert "Cancel&#160;job" not in app.export_screenshot(), "done: neither"
 
     run(scenario())
 
