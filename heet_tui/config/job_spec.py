@@ -53,6 +53,18 @@ def load_job_spec(path: Path | str) -> JobSpec:
     return parse_job_text(read_config_text(path), path)
 
 
+def load_job_specs(paths: list[Path] | list[str]) -> tuple[list[JobSpec], list[str]]:
+    """Every spec of a sweep, and every problem with them (one message per bad file): all are
+    read before any is queued, so one typo queues none and the user sees every typo at once."""
+    specs, problems = [], []
+    for path in paths:
+        try:
+            specs.append(load_job_spec(path))
+        except ConfigError as exc:
+            problems.append(str(exc))
+    return specs, problems
+
+
 def spec_paths(text: str) -> list[Path]:
     """The job files one typed answer names: a file, a directory (its ``*.toml``) or a glob
     (``~/sweep/lr*.toml``), sorted; a sweep is submitted from the TUI as from the shell."""

@@ -17,13 +17,17 @@ from heet_tui.core.sched_input import Constraints
 
 
 def spec_to_json(spec: JobSpec) -> str:
-    return json.dumps({
+    return json.dumps(spec_to_obj(spec))
+
+
+def spec_to_obj(spec: JobSpec) -> dict[str, Any]:
+    return {
         "name": spec.name, "command": list(spec.command), "model": spec.model, "batch_size": spec.batch_size,
         "target": {"kind": spec.target.kind.value, "value": spec.target.value}, "workdir": spec.workdir,
         "env": [list(p) for p in spec.env], "min_gpus": spec.min_gpus, "max_gpus": spec.max_gpus,
         "gpu_types": list(spec.gpu_types), "priority": spec.priority, "checkpoint_dir": spec.checkpoint_dir,
         "dataset_samples": spec.dataset_samples, "stall_timeout_s": spec.stall_timeout_s,
-    })
+    }
 
 
 def spec_from_json(text: str) -> JobSpec:

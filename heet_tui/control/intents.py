@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from heet_tui.cluster import ClusterError
 from heet_tui.config.errors import ConfigError
-from heet_tui.config.job_spec import gpu_types_hint, load_job_spec, spec_paths, workdir_hint
+from heet_tui.config.job_spec import gpu_types_hint, load_job_specs, spec_paths, workdir_hint
 from heet_tui.control import planning
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse
 from heet_tui.control.codec import constraints_to_obj
@@ -114,12 +114,7 @@ class IntentHandler:
             paths = spec_paths(intent.spec_path)
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
-        specs, problems = [], []
-        for path in paths:
-            try:
-                specs.append(load_job_spec(path))
-            except ConfigError as exc:
-                problems.append(str(exc))
+        specs, problems = load_job_specs(paths)
         if problems:
             raise ValueError("; ".join(problems) + ("; nothing submitted" if len(paths) > 1 else ""))
         now = self.ctl.clock()

@@ -15,6 +15,7 @@ from heet_tui.control.unmeasured import MESSAGE as UNMEASURED
 from heet_tui.control.unmeasured import mark_unmeasured, silent, unmeasured_ids
 from heet_tui.control.waiting import why_waiting
 from heet_tui.core.job import PROFILE_WAITING, TWIN_WAITING, Job, JobState
+from heet_tui.core.sched_input import HostView
 
 if TYPE_CHECKING:
     from heet_tui.control.controller import Controller
@@ -121,11 +122,21 @@ def idle_gpu_per_type(ctl: Controller, busy: dict[str, set[int]], keep_free: dic
                       avoid: set[str] | None = None) -> dict[str, tuple[str, int]]:
     """One (host, GPU) per GPU type that no run holds, on a ready, undrained host, among the GPUs
     the hosts file lets heet use; ``keep_free`` GPUs (a pending plan's) and ``avoid`` hosts are skipped."""
+    return one_per_type(idle_hosts(ctl, busy, keep_free), avoid)
+
+
+def idle_hosts(ctl: Controller, busy: dict[str, set[int]],
+               keep_free: dict[str, set[int]] | None = None) -> list[HostView]:
+    """The ready, undrained hosts with a GPU that no run holds and no pending plan hands out."""
     usable = {h.name: h.gpus for h in ctl.hosts.hosts}
     view = planning.cluster_view(ctl.cluster.status(), usable, ctl.drained(), union_gpus(busy, keep_free or {}))
+    return [host for host in view.hosts if not host.drained]
+
+
+def one_per_type(hosts: list[HostView], avoid: set[str] | None = None) -> dict[str, tuple[str, int]]:
     out: dict[str, tuple[str, int]] = {}
-    for host in view.hosts:
-        if not host.drained and host.gpu_type not in out and host.name not in (avoid or ()):
+    for host in hosts:
+        if host.gpu_type not in out and host.name not in (avoid or ()):
             out[host.gpu_type] = (host.name, host.free[0])
     return out
 
@@ -146,7 +157,8 @@ async def profile_idle_types(ctl: Controller) -> None:
     pending = ctl.store.plan(ctl.pending_plan_id) if ctl.pending_plan_id else None
     keep_free = union_gpus(*({host: set(gpus)} for alloc in (pending.plan.allocations.values() if pending else ())
                              for host, gpus in alloc.hosts))
-    if not idle_gpu_per_type(ctl, busy, keep_free):
+    hosts = idle_hosts(ctl, busy, keep_free)  # read once: nothing starts until the one run this round
+    if not hosts:
         return
     skip = unmeasured_ids(ctl.store)
     now = ctl.clock()
@@ -160,7 +172,7 @@ async def profile_idle_types(ctl: Controller) -> None:
                 or executor.backoff_until.get(job.id, 0) > now):
             continue
         avoid = executor.health.avoid(book.classes.get(job.id), ready, job.spec.gpu_types)
-        idle = idle_gpu_per_type(ctl, busy, keep_free, avoid=avoid)
+        idle = one_per_type(hosts, avoid)
         for gpu_type in sorted(idle):
             if (not job.spec.allows(gpu_type) or (job.id, gpu_type) in executor.side_profile_failed
                     or book.estimate(job.id, gpu_type, (1,)) > 0):

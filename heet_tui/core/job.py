@@ -121,6 +121,11 @@ class Job:
     history: tuple[tuple[float, JobState], ...] = field(default=())
     metrics: tuple[tuple[str, float], ...] = ()  # the latest reported (core/metrics.py)
 
+    @property
+    def ended_at(self) -> float | None:
+        """When it reached its end state; None while it lives."""
+        return self.history[-1][0] if self.state.terminal and self.history else None
+
     def retried(self, at: float, message: str) -> Job:
         """Back in the queue by the user's hand: the one way out of ``failed`` or ``cancelled``.
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_state_option
+from heet_tui.cli.table import aligned
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_edit import HostsDocument
 from heet_tui.config.hosts_file import (
@@ -110,10 +111,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             gpus += f" idx {','.join(map(str, h.gpus))}"
         address = "-" if h.transport == "local" else f"{h.address}:{h.port}"
         rows.append((h.name, h.transport, address, h.user or "-", h.rack or "-", gpus))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     print(f"# {hosts.path}")
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    print("\n".join(aligned(rows)))
     return 0
 
 

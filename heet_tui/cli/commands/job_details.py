@@ -12,6 +12,7 @@ import time
 
 from heet_tui.cli.errors import UsageError
 from heet_tui.control.checkpoint_dirs import HOSTS_SETTING
+from heet_tui.control.codec import spec_to_obj
 from heet_tui.control.store import Store
 from heet_tui.control.store_records import EventRecord, JobRecord
 from heet_tui.core.allocation import Allocation
@@ -22,7 +23,7 @@ from heet_tui.core.metrics import describe
 def job_row(rec: JobRecord, alloc: tuple[Allocation, int] | None) -> dict:
     """A job as ``heet-tui jobs --json`` lists it."""
     job, spec = rec.job, rec.job.spec
-    ended_at = job.history[-1][0] if job.state.terminal and job.history else None
+    ended_at = job.ended_at
     return {
         "id": job.id, "name": spec.name, "state": job.state.value, "steps": job.steps_done,
         "samples": job.samples_done, "target": {"kind": spec.target.kind.value, "value": spec.target.value},
@@ -34,16 +35,23 @@ def job_row(rec: JobRecord, alloc: tuple[Allocation, int] | None) -> dict:
     }
 
 
-def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
+def job_named(store: Store, name: str) -> JobRecord:
+    """The job ``name`` means (an id, else the newest job of that name), or a usage error listing
+    the active ones."""
     rec = store.find_job(name)
     if rec is None:
         known = ", ".join(r.job.id for r in store.jobs(include_terminal=False)) or "none"
         raise UsageError(f'no job "{name}" (active jobs: {known})')
+    return rec
+
+
+def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
+    rec = job_named(store, name)
     job, spec = rec.job, rec.job.spec
     alloc = store.current_allocations().get(job.id)
     found = store.events(job.id, limit=max(1, events))
     if as_json:
-        print(json.dumps({**job_row(rec, alloc), "spec": _spec_obj(rec), "crashes": rec.crashes,
+        print(json.dumps({**job_row(rec, alloc), "spec": spec_to_obj(spec), "crashes": rec.crashes,
                           "history": [{"at": at, "state": state.value} for at, state in job.history],
                           "events": [_event_obj(e) for e in found]}, indent=2))
         return 0
@@ -64,8 +72,8 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
         ("history", "  ".join(f"{_clock(at)} {state.value}" for at, state in job.history)),
         ("message", job.message or "-"),
     ]
-    if job.state.terminal and job.history:
-        fields.insert(9, ("took", duration(job.history[-1][0] - job.submitted_at)))
+    if job.ended_at is not None:
+        fields.insert(9, ("took", duration(job.ended_at - job.submitted_at)))
     for label, value in fields:
         print(f"  {label:<10} {value}")
     print(f"events (the latest {len(found)}):" if found else "no events")
@@ -101,14 +109,6 @@ def _clock(at: float) -> str:
     local, today = time.localtime(at), time.localtime()
     same_day = local[:3] == today[:3]
     return time.strftime("%H:%M:%S" if same_day else "%Y-%m-%d %H:%M:%S", local)
-
-
-def _spec_obj(rec: JobRecord) -> dict:
-    spec = rec.job.spec
-    return {"command": list(spec.command), "workdir": spec.workdir, "model": spec.model,
-            "batch_size": spec.batch_size, "min_gpus": spec.min_gpus, "max_gpus": spec.max_gpus,
-            "gpu_types": list(spec.gpu_types), "priority": spec.priority, "checkpoint_dir": spec.checkpoint_dir,
-            "stall_timeout_s": spec.stall_timeout_s}
 
 
 def _event_obj(e: EventRecord) -> dict:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+from heet_tui.cli.commands.job_details import job_named
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_state_option
@@ -37,10 +38,7 @@ def cmd_log(args: argparse.Namespace) -> int:
     if not 1 <= args.lines <= MAX_LINES:
         raise UsageError(f"--lines must be 1-{MAX_LINES}, got {args.lines}")
     store = open_store(args)
-    rec = store.find_job(args.name)
-    if rec is None:
-        known = ", ".join(r.job.id for r in store.jobs(include_terminal=False)) or "none"
-        raise UsageError(f'no job "{args.name}" (active jobs: {known})')
+    rec = job_named(store, args.name)
     if controller_running(store.dir) is None:
         return _recorded_tail(store, rec.job.id)
     try:

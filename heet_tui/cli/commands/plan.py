@@ -14,11 +14,12 @@ import time
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_state_option
+from heet_tui.cli.table import aligned
 from heet_tui.control.attach_client import AttachedBackend, ControllerGone
 from heet_tui.control.snapshots import controller_running
 from heet_tui.core.durations import duration
 from heet_tui.core.intents import ApprovePlan, RejectPlan
-from heet_tui.core.plan import count_changes
+from heet_tui.core.plan import PredictedEffect, count_changes
 from heet_tui.core.snapshot import Snapshot
 
 REPLY_TIMEOUT_S = 30.0
@@ -66,22 +67,27 @@ async def _plan(state_dir, action: str, expected: int | None) -> int:
         await backend.stop()
 
 
+def predicted_jct(effect: PredictedEffect) -> str:
+    """The plan's predicted average JCT against running on without it ("" when unknown)."""
+    if effect.avg_jct_s is None:
+        return ""
+    without = f", {duration(effect.avg_jct_before_s)} without it" if effect.avg_jct_before_s is not None else ""
+    return f"predicted average JCT {duration(effect.avg_jct_s)} with it{without}"
+
+
 def _show(snap: Snapshot) -> None:
     plan = snap.plan
     assert plan is not None
     created = time.strftime("%H:%M:%S", time.localtime(plan.created_at))
     print(f"plan #{snap.plan_id} by {plan.policy or snap.policy}, proposed at {created}: {count_changes(plan.changes)}")
     effect = plan.effect
-    if effect.avg_jct_s is not None:
-        without = f", {duration(effect.avg_jct_before_s)} without it" if effect.avg_jct_before_s is not None else ""
-        print(f"predicted average JCT {duration(effect.avg_jct_s)} with it{without}")
+    if said := predicted_jct(effect):
+        print(said)
     rows = [("JOB", "CHANGE", "NOW", "PLANNED", "COMPLETES IN")]
     for change in plan.changes:
         pred = effect.for_job(change.job_id)
         rows.append((change.job_id, change.kind.value, change.before.describe() if change.before else "-",
                      change.after.describe() if change.after else "-",
                      duration(pred.completion_s) if pred is not None else "-"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    print("\n".join(aligned(rows)))
     print(f"approve: heet-tui plan approve --id {snap.plan_id}   reject: heet-tui plan reject --id {snap.plan_id}")

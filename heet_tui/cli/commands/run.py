@@ -15,6 +15,7 @@ import sys
 import time
 
 from heet_tui.cli.commands.jobs import open_store
+from heet_tui.cli.commands.plan import predicted_jct
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_hosts_option, add_state_option
 from heet_tui.config.errors import ConfigError
@@ -22,7 +23,6 @@ from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
 from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.log_file import LOG_NAME
 from heet_tui.control.planning import make_named_policy
-from heet_tui.core.durations import duration
 from heet_tui.core.plan import count_changes
 
 SETTLE_S = 3.0  # a proposed plan is announced once it has stood this long
@@ -134,9 +134,7 @@ def _proposed(controller: Controller, seen: tuple[int | None, float, bool]) -> t
     rec = controller.store.plan(plan_id)
     if rec is None or rec.status != "proposed":
         return seen
-    effect = rec.plan.effect
-    jct = (f"; predicted average JCT {duration(effect.avg_jct_s)} with it, {duration(effect.avg_jct_before_s)} "
-           "without" if effect.avg_jct_s is not None and effect.avg_jct_before_s is not None else "")
-    print(f"{time.strftime('%H:%M:%S')} {'plan':<10} plan #{plan_id} proposed: {count_changes(rec.plan.changes)}{jct}; "
-          f"heet-tui plan show|approve|reject --id {plan_id}, or the TUI", flush=True)
+    jct = predicted_jct(rec.plan.effect)
+    print(f"{time.strftime('%H:%M:%S')} {'plan':<10} plan #{plan_id} proposed: {count_changes(rec.plan.changes)}"
+          f"{'; ' + jct if jct else ''}; heet-tui plan show|approve|reject --id {plan_id}, or the TUI", flush=True)
     return plan_id, since, True

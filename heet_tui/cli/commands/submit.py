@@ -18,7 +18,7 @@ from heet_tui.cli.errors import UsageError
 from heet_tui.cli.locations import add_hosts_option, add_state_option
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
-from heet_tui.config.job_spec import gpu_types_hint, load_job_spec, workdir_hint
+from heet_tui.config.job_spec import gpu_types_hint, load_job_specs, workdir_hint
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse, resumed_from
 from heet_tui.control.store import Store
 from heet_tui.core.job import Job, JobSpec
@@ -35,12 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    specs, problems = [], []
-    for path in args.specs:
-        try:
-            specs.append(load_job_spec(path))
-        except ConfigError as exc:
-            problems.append(str(exc))
+    specs, problems = load_job_specs(args.specs)
     if problems:
         raise UsageError("\n".join(problems) + _nothing_queued(len(problems), len(args.specs)))
     store = open_store(args)
