@@ -3,7 +3,10 @@
 ``heet-tui submit job.toml --state st`` is how people type it; argparse alone takes global
 options only before the subcommand and answered "unrecognized arguments: --state st". The
 subcommands that use them repeat them with a suppressed default, so a value given after the
-subcommand overrides one given before, and one given only before is kept.
+subcommand overrides one given before, and one given only before is kept. Every subcommand
+takes both (``add_location_options``), whether it reads them or not: ``heet-tui jobs --state st
+--hosts lab.toml``, typed like every other command in a script, was refused for a ``--hosts``
+it does not need.
 """
 
 from __future__ import annotations
@@ -22,3 +25,9 @@ def add_hosts_option(parser: argparse.ArgumentParser, *, after_command: bool = F
 def add_state_option(parser: argparse.ArgumentParser, *, after_command: bool = False) -> None:
     parser.add_argument("--state", metavar="DIR", help=STATE_HELP,
                         **({"default": argparse.SUPPRESS} if after_command else {}))
+
+
+def add_location_options(parser: argparse.ArgumentParser) -> None:
+    """Both options after a subcommand (module docstring)."""
+    add_hosts_option(parser, after_command=True)
+    add_state_option(parser, after_command=True)

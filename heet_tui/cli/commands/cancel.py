@@ -17,7 +17,7 @@ import time
 
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import UsageError
-from heet_tui.cli.locations import add_state_option
+from heet_tui.cli.locations import add_location_options
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store
 from heet_tui.core.job import Job, JobState
@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def add_names_command(sub: argparse._SubParsersAction, name: str, help: str, func, ended: bool) -> None:
     """A command over job names (``resolve_jobs``): cancel takes active jobs, retry ended ones."""
     p = sub.add_parser(name, help=help)
-    add_state_option(p, after_command=True)
+    add_location_options(p)
     p.add_argument("names", metavar="NAME", nargs="+", help="a job id, a job name (its newest job) or a quoted "
                    f"pattern over the {'ended' if ended else 'active'} jobs' ids")
     p.set_defaults(func=func)

@@ -28,6 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     def with_file(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         p.add_argument("--hosts", dest="hosts_file", metavar="FILE", help="hosts file (overrides the global --hosts)")
+        add_state_option(p, after_command=True)
         return p
 
     p = with_file(verbs.add_parser("list", help="show the hosts file as a table"))
@@ -57,7 +58,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                        ("undrain", "put a drained host back in service")):
         p = with_file(verbs.add_parser(verb, help=f"{what} (the state store's; a running controller follows)"))
         p.add_argument("name")
-        add_state_option(p, after_command=True)
         p.set_defaults(func=cmd_drain, drained=verb == "drain")
 
     p = with_file(verbs.add_parser("trust", help="approve a host's SSH key after checking its fingerprint"))

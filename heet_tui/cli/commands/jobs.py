@@ -10,7 +10,7 @@ import time
 
 from heet_tui.cli.commands.job_details import job_row, show_job
 from heet_tui.cli.errors import CliError
-from heet_tui.cli.locations import add_state_option
+from heet_tui.cli.locations import add_location_options
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store, StoreError
 from heet_tui.core.durations import duration
@@ -23,7 +23,7 @@ SHOWN_ENDED = 20  # ended jobs listed without --all: the latest
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("jobs", help="list jobs and their state (reads the state store)")
-    add_state_option(p, after_command=True)
+    add_location_options(p)
     p.add_argument("name", nargs="?", metavar="NAME",
                    help="one job (id or name): its spec, progress, state history and latest events")
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -14,7 +14,7 @@ import asyncio
 from heet_tui.cli.commands.job_details import job_named
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import CliError, UsageError
-from heet_tui.cli.locations import add_state_option
+from heet_tui.cli.locations import add_location_options
 from heet_tui.control.attach_client import AttachedBackend, ControllerGone
 from heet_tui.control.job_log import MAX_LINES
 from heet_tui.control.snapshots import controller_running
@@ -26,7 +26,7 @@ FOLLOW_EVERY_S = 2.0
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("log", help="a job's latest output (rank 0), read from its host by the running controller")
-    add_state_option(p, after_command=True)
+    add_location_options(p)
     p.add_argument("name", metavar="NAME", help="job id or name")
     p.add_argument("-n", "--lines", type=int, default=50, metavar="N", help=f"how many lines (1-{MAX_LINES}, default 50)")
     p.add_argument("-f", "--follow", action="store_true",

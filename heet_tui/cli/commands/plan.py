@@ -13,7 +13,7 @@ import time
 
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import CliError, UsageError
-from heet_tui.cli.locations import add_state_option
+from heet_tui.cli.locations import add_location_options
 from heet_tui.cli.table import aligned
 from heet_tui.control.attach_client import AttachedBackend, ControllerGone
 from heet_tui.control.snapshots import controller_running
@@ -27,7 +27,7 @@ REPLY_TIMEOUT_S = 30.0
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plan", help="show, approve or reject the pending plan (through the running controller)")
-    add_state_option(p, after_command=True)
+    add_location_options(p)
     p.add_argument("action", nargs="?", choices=("show", "approve", "reject"), default="show")
     p.add_argument("--id", type=int, metavar="N", help="act only if plan #N is the one pending (what you looked at)")
     p.set_defaults(func=cmd_plan)

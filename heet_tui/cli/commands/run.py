@@ -17,7 +17,7 @@ import time
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.commands.plan import predicted_jct
 from heet_tui.cli.errors import CliError, UsageError
-from heet_tui.cli.locations import add_hosts_option, add_state_option
+from heet_tui.cli.locations import add_location_options
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
 from heet_tui.control.controller import Controller, ControllerOptions
@@ -30,8 +30,7 @@ SETTLE_S = 3.0  # a proposed plan is announced once it has stood this long
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run the controller headless (no TUI)")
-    add_hosts_option(p, after_command=True)
-    add_state_option(p, after_command=True)
+    add_location_options(p)
     p.add_argument("--auto-approve", action="store_true", help="apply plans whose predicted gain is above "
                    "--gain-threshold, and plans that move jobs off drained hosts, without asking")
     p.add_argument("--until-idle", action="store_true", help="exit when every job is done, failed or cancelled")

@@ -15,7 +15,7 @@ from collections import defaultdict
 
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import UsageError
-from heet_tui.cli.locations import add_hosts_option, add_state_option
+from heet_tui.cli.locations import add_location_options
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
 from heet_tui.config.job_spec import gpu_types_hint, load_job_specs, workdir_hint
@@ -26,8 +26,7 @@ from heet_tui.core.job import Job, JobSpec
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("submit", help="submit jobs (job.toml files) to the queue")
-    add_state_option(p, after_command=True)
-    add_hosts_option(p, after_command=True)
+    add_location_options(p)
     p.add_argument("specs", metavar="JOB.toml", nargs="+",
                    help="job spec files; all are checked before any is queued, and a bad one queues none")
     p.add_argument("--json", action="store_true", help="print each new job as a JSON object, one per line")
