@@ -62,6 +62,15 @@ def rebuild_runs(store: Store, executor: Executor, now: float) -> list[str]:
     return notes
 
 
+def note_picked_up(store: Store, run: Run, now: float) -> None:
+    """Said once every rank of a job found running after a controller restart is confirmed:
+    the restart notice said "looking for them", and nothing said they were found."""
+    rec = store.job(run.job_id)
+    step = f" at step {rec.job.steps_done}" if rec is not None else ""
+    store.add_event(now, "adopt", f"{run.job_id} generation {run.generation}: found running "
+                    f"({run.alloc.describe()}){step}; carried on, not restarted", run.job_id)
+
+
 def judge_reported(executor: Executor, store: Store, host: str, jobs: tuple[RemoteJob, ...]) -> list[Verdict]:
     """What to do with each process an agent reported (pure apart from reading state)."""
     out = []
@@ -98,8 +107,10 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
         if v.action == "adopt":
             found = executor.find(host, r.job_id, r.generation)
             if found is not None and found[1].state in ("unknown", "launching"):
-                found[1].state = "running"
+                recovered, found[1].state = found[1].state == "unknown", "running"
                 record_unseen_progress(store, found[0], found[1], r.progress)
+                if recovered and all(rank.state == "running" for rank in found[0].ranks.values()):
+                    note_picked_up(store, found[0], now)
         elif v.action == "exited":
             executor.on_exit(r)
         elif v.action == "fence" and not executor.read_only:

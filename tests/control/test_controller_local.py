@@ -91,6 +91,9 @@ def test_approve_drain_move_and_restart_readopts(tmp_path: Path) -> None:
         assert store.job("a").generation == moved.generation, "re-adopted, not launched again"
         launches = [e for e in store.events(job_id="a", limit=500) if e.kind == "launch"]
         assert len(launches) == 2, [e.message for e in launches]
+        (adopted,) = [e.message for e in store.events(job_id="a", limit=500) if e.kind == "adopt"]
+        assert adopted.startswith(f"a generation {moved.generation}: found running (") and f"on {second_host}[" in adopted \
+            and adopted.endswith("; carried on, not restarted") and " at step " in adopted, adopted
 
         rank0 = rank_agent_id("a", 0, store.store_id)
         before = _progress(next((tmp_path / f"w-{first_host}").glob(f"**/logs/{rank0}-g{gen_before}.log")))
