@@ -70,7 +70,8 @@ def plan_to_json(plan: Plan) -> str:
         "changes": [{"job_id": c.job_id, "kind": c.kind.value, "before": alloc_to_obj(c.before),
                      "after": alloc_to_obj(c.after)} for c in plan.changes],
         "effect": {
-            "jobs": [[p.job_id, p.throughput_before, p.throughput_after, p.completion_s, p.restart_pause_s]
+            "jobs": [[p.job_id, p.throughput_before, p.throughput_after, p.completion_s, p.restart_pause_s,
+                      p.starts_in_s, p.starts_on]
                      for p in plan.effect.jobs],
             "avg_jct_s": plan.effect.avg_jct_s, "avg_jct_before_s": plan.effect.avg_jct_before_s,
             "at": plan.effect.at,

@@ -24,7 +24,6 @@ from heet_tui.cluster.events import JobProgressError
 from heet_tui.config.hosts_file import HostsFile
 from heet_tui.control import planning
 from heet_tui.control.attach import AttachServer
-from heet_tui.control.codec import constraints_from_obj, constraints_to_obj
 from heet_tui.control.drains import drained_hosts
 from heet_tui.control.execution import ExecOptions, Executor
 from heet_tui.control.host_health import drain_broken_hosts, keep_off_crash_hosts
@@ -46,7 +45,8 @@ from heet_tui.control.store import Store, StoreWriteError
 from heet_tui.control.store_health import StoreHealth
 from heet_tui.control.throughput import ThroughputBook, profiling_model
 from heet_tui.control.unmeasured import hide_nominal, unmeasured_ids, unreported_gpu_s
-from heet_tui.control.waiting import explain_waiting
+from heet_tui.control.user_constraints import user_constraints
+from heet_tui.control.waiting import PlanMade, explain_waiting
 from heet_tui.core.host import HostState
 from heet_tui.core.intents import EditJob, Intent
 from heet_tui.core.plan import Plan, PredictedEffect
@@ -97,6 +97,7 @@ class Controller:
         self.auto_approve = not self.opt.read_only and json.loads(store.setting("auto_approve") or "false")
         self.executor.read_only = self.opt.read_only
         self.pending_plan_id: int | None = None
+        self.plan_made: PlanMade | None = None  # the latest plan, proposed or not (waiting.py)
         self.rejected: set[str] = set()
         self.failed_plans: dict[str, float] = {}  # signature -> when applying it last failed
         self.applying: asyncio.Task | None = None
@@ -308,18 +309,9 @@ class Controller:
     def drained_by_user(self) -> set[str]:
         return drained_hosts(self.store)
 
-    def constraints(self) -> dict[str, Constraints]:
-        raw = json.loads(self.store.setting("constraints") or "{}")
-        return {job: constraints_from_obj(c) for job, c in raw.items()}
-
-    def set_constraints(self, job_id: str, c: Constraints) -> None:
-        raw = json.loads(self.store.setting("constraints") or "{}")
-        raw[job_id] = constraints_to_obj(c)
-        self.store.set_setting("constraints", json.dumps(raw))
-
     def job_inputs(self, overrides: dict[str, Constraints] | None = None) -> list[planning.JobInput]:
         """Jobs to plan: measured ones, and those that cannot be (control/unmeasured.py)."""
-        constraints = self.constraints() | (overrides or {})
+        constraints = user_constraints(self.store) | (overrides or {})
         out, now = [], self.clock()
         unmeasured, restart_cost = unmeasured_ids(self.store), restart_costs(self.store)
         crashed = self.executor.crashed_sizes  # a size a twin could not run at, this job cannot either
@@ -367,6 +359,7 @@ class Controller:
         except ValueError as exc:
             self.notices.append(f"planning: {exc}")
             return
+        self.plan_made = PlanMade(plan, frozenset(j.id for j in inputs)) if plan else None
         if plan is None or plan.is_empty:
             if self.pending_plan_id is not None:
                 self.store.set_plan_status(self.pending_plan_id, "superseded", self.clock())

@@ -14,6 +14,7 @@ from heet_tui.control.checkpoint_dirs import CheckpointDirInUse
 from heet_tui.control.codec import constraints_to_obj
 from heet_tui.control.drains import set_drained
 from heet_tui.control.retry import retry_job
+from heet_tui.control.user_constraints import set_user_constraints
 from heet_tui.core.intents import (
     WARNING_SEP,
     ApprovePlan,
@@ -102,7 +103,7 @@ class IntentHandler:
         plan = ctl.replan({intent.job_id: intent.constraints})  # raises ValueError when infeasible
         if plan is None:
             raise ValueError(f"job {intent.job_id} cannot be planned now")
-        ctl.set_constraints(intent.job_id, intent.constraints)
+        set_user_constraints(ctl.store, intent.job_id, intent.constraints)
         new_id = ctl.pending_plan_id = ctl.store.add_plan(plan)
         ctl.store.set_plan_status(new_id, "proposed", ctl.clock(),
                                   edits={intent.job_id: constraints_to_obj(intent.constraints)})

@@ -12,6 +12,7 @@ from heet_tui.control.runtime import foreign_gpus
 from heet_tui.control.stalls import quiet_note
 from heet_tui.control.throughput import parse_placement
 from heet_tui.core.allocation import placement_key
+from heet_tui.core.durations import duration
 from heet_tui.core.job import JobState, TargetKind
 from heet_tui.core.snapshot import JobProfile, JobStatus, ProfileCell, Snapshot
 
@@ -69,6 +70,8 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         if rate > 0 and job.state is JobState.RUNNING and quiet is None:  # a silent job's ETA would be a guess
             total = job.samples_done / progress if progress > 0 else None
             remaining = (total - job.samples_done) / rate if total else None
+        elif job.state is JobState.QUEUED and run is None:  # quiet_note is None without a run
+            remaining, quiet = _queued_prediction(ctl, job.id, job.message, now)
         jobs.append(JobStatus(
             id=job.id, name=job.spec.name, state=job.state, model=job.spec.model,
             allocation=run.alloc if run else None, progress=progress, throughput=rate, eta_s=remaining,
@@ -88,6 +91,19 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         profiles=tuple(profiles), policy=ctl.policy_name, auto_approve=ctl.auto_approve, mode="controller",
         notices=tuple(ctl.notices[-20:]), notices_total=ctl.notices.total, hidden_ended=hidden_ended,
     )
+
+
+def _queued_prediction(ctl: Controller, job_id: str, message: str, now: float) -> tuple[float | None, str | None]:
+    """A job the latest plan leaves waiting: its predicted time to completion, and its message
+    with the predicted start added (the store's message has no countdown: waiting.py)."""
+    made = ctl.plan_made
+    pred = made.plan.effect.for_job(job_id) if made and job_id in made.weighed else None
+    if pred is None or pred.starts_in_s is None or job_id in made.plan.allocations:
+        return None, None
+    elapsed = now - (made.plan.effect.at or now)
+    done = None if pred.completion_s is None else max(0.0, pred.completion_s - elapsed)
+    start = max(0.0, pred.starts_in_s - elapsed)
+    return done, f"{message} (predicted start on {pred.starts_on} in ~{duration(start)})"
 
 
 RECENT_DONE_PROFILES = 10

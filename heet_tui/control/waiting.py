@@ -1,22 +1,45 @@
-"""Why a queued job cannot start on the cluster as it is now.
+"""Why a queued job has no GPUs: it cannot fit on the cluster as it is, or the latest plan
+leaves it waiting (and for what), or a plan that starts it waits for approval.
 
 A job that asks for a GPU type no ready host has, or for more GPUs of one type than the
 cluster holds, gets no plan and, without a word, looks like it is waiting for its turn. The
 controller puts the reason in the job's message, and takes it back once a host that can hold
 the job is ready.
+
+A job that fits but that the plan leaves queued said "profiled; waiting for a plan" while a
+plan stood. Seen in a lab of two A100 and two T4 hosts: a job held for the A100s sat beside
+eight idle T4s for a minute and a half with that message, which read like a hang. It now says
+which of three it is: every GPU it may use is taken, the policy holds it for a faster type
+that frees soon, or the policy leaves it out though GPUs are free. The message names no
+countdown (it would rewrite the store every round); the TUI adds the plan's predicted start.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from heet_tui.core.job import CANNOT_START, JobSpec, JobState
+from heet_tui.control.planning import signature
+from heet_tui.control.user_constraints import user_constraints
+from heet_tui.core.job import CANNOT_START, HELD_FOR_FASTER, LEFT_QUEUED, WAITING_FOR_GPUS, JobSpec, JobState
+from heet_tui.core.plan import ChangeKind, Plan
 from heet_tui.core.sched_input import ClusterView
 
 if TYPE_CHECKING:
     from heet_tui.control.controller import Controller
 
 PREFIX = CANNOT_START
+NO_PLAN_YET = "waiting for a plan"
+
+
+@dataclass(frozen=True, slots=True)
+class PlanMade:
+    """The latest plan the controller made, whether proposed or not, and the jobs it weighed
+    (a job the plan did not weigh, such as one backing off after a crash, keeps its message)."""
+
+    plan: Plan
+    weighed: frozenset[str]
 
 
 def why_waiting(spec: JobSpec, cluster: ClusterView) -> str | None:
@@ -37,6 +60,50 @@ def why_waiting(spec: JobSpec, cluster: ClusterView) -> str | None:
     return None
 
 
+def free_after(plan: Plan, cluster: ClusterView, kept: dict[str, set[int]]) -> Counter[str]:
+    """GPUs per type that nothing holds once ``plan`` is applied; ``kept``: GPUs of runs the
+    plan did not weigh (they keep them)."""
+    taken: dict[str, set[int]] = {h: set(ix) for h, ix in kept.items()}
+    for alloc in plan.allocations.values():
+        for host, ix in alloc.hosts:
+            taken.setdefault(host, set()).update(ix)
+    out: Counter[str] = Counter()
+    for h in cluster.hosts:
+        if not h.drained:
+            out[h.gpu_type] += len(set(h.free) - taken.get(h.name, set()))
+    return out
+
+
+def plan_reason(job_id: str, spec: JobSpec, plan: Plan, pending_id: int | None, rejected: bool,
+                free: Counter[str], held: bool) -> str | None:
+    """The message for a queued job the latest plan weighed (module docstring); None: leave it.
+    ``pending_id``: the plan waits for approval under that id; ``rejected``: the user rejected it."""
+    if job_id in plan.allocations:
+        start = next((c.after for c in plan.changes if c.job_id == job_id and c.kind is ChangeKind.START), None)
+        if start is None:
+            return None
+        if rejected:
+            return f"{LEFT_QUEUED}a plan that starts it was rejected (p on the Plan screen plans again)"
+        if pending_id is None:
+            return None  # being started now
+        return (f"in plan #{pending_id} (start on {start.num_gpus}x{start.gpu_type}), waiting for approval: "
+                "a on the Plan screen, or heet-tui plan approve")
+    if held:
+        return f"{LEFT_QUEUED}held by hand (e on the Plan screen changes it)"
+    usable = sorted(t for t, n in free.items() if n >= spec.min_gpus and spec.allows(t))
+    pred = plan.effect.for_job(job_id)
+    target = pred.starts_on if pred else None
+    if usable and target and target not in usable:
+        return (f"{HELD_FOR_FASTER}the plan waits for {target} GPUs, predicted to free soon enough to finish it "
+                f"sooner than a start now on the free {' or '.join(usable)} GPUs")
+    if usable:
+        return (f"{LEFT_QUEUED}the {plan.policy or 'policy'} plan gives the free "
+                f"{', '.join(f'{free[t]}x{t}' for t in usable)} GPUs to no job; it is planned again as jobs come and go")
+    types = " or ".join(spec.gpu_types) + " " if spec.gpu_types else ""
+    then = f"; it should start on {target} as running jobs end" if target else ""
+    return f"{WAITING_FOR_GPUS}every {types}GPU it may use is taken{then}"
+
+
 def explain_waiting(ctl: Controller, now: float) -> None:
     """Put each queued job's reason in its message, and take it back once it could run."""
     queued = [rec.job for rec in ctl.store.jobs(include_terminal=False)
@@ -44,9 +111,28 @@ def explain_waiting(ctl: Controller, now: float) -> None:
     if not queued:
         return
     cluster = ctl.cluster_view(for_plans=False)  # whether it could ever fit, not whether it fits now
+    made: PlanMade | None = ctl.plan_made
+    free: Counter[str] = Counter()
+    held: set[str] = set()
+    pending_id, rejected = None, False
+    if made is not None:
+        kept: dict[str, set[int]] = {}
+        for run in ctl.executor.all_runs():
+            if run.job_id not in made.weighed:
+                for host, ix in run.alloc.hosts:
+                    kept.setdefault(host, set()).update(ix)
+        free = free_after(made.plan, ctl.cluster_view(), kept)
+        held = {j for j, c in user_constraints(ctl.store).items() if c.held}
+        sig = signature(made.plan)
+        pending = ctl.store.plan(ctl.pending_plan_id) if ctl.pending_plan_id else None
+        if pending is not None and pending.status == "proposed" and signature(pending.plan) == sig:
+            pending_id = pending.id
+        rejected = sig in ctl.rejected
     for job in queued:
         why = why_waiting(job.spec, cluster)
+        if why is None and made is not None and job.id in made.weighed:
+            why = plan_reason(job.id, job.spec, made.plan, pending_id, rejected, free, job.id in held)
+        elif why is None and job.message.startswith(PREFIX):
+            why = NO_PLAN_YET
         if why is not None and job.message != why:
             ctl.store.try_set_state(job.id, JobState.QUEUED, now, why)
-        elif why is None and job.message.startswith(PREFIX):
-            ctl.store.try_set_state(job.id, JobState.QUEUED, now, "waiting for a plan")

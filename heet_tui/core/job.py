@@ -59,6 +59,11 @@ TWIN_WAITING = "waiting for {}'s profiling (same model and batch size)"
 TWIN_WAITING_END = TWIN_WAITING.split("{}")[1]
 # A new job's message while no GPU of its types is idle to profile it on.
 PROFILE_WAITING = "waiting to be profiled: "
+# A planned job's message when the latest plan leaves it without GPUs (control/waiting.py):
+# every GPU it may use is taken, or the policy keeps it for a faster type, or by choice.
+WAITING_FOR_GPUS = "waiting for GPUs: "
+HELD_FOR_FASTER = "held for faster GPUs: "
+LEFT_QUEUED = "left queued: "
 
 
 class JobState(StrEnum):

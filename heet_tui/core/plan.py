@@ -75,6 +75,10 @@ class JobPrediction:
     throughput_after: float
     completion_s: float | None  # seconds from now until done; None when unknown/never
     restart_pause_s: float
+    # a job the plan leaves waiting: when (seconds from now) and on which GPU type the queue
+    # is predicted to start it; None when it holds GPUs or no start is foreseen
+    starts_in_s: float | None = None
+    starts_on: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,13 +40,16 @@ def evaluate(plan: Plan | Mapping[str, Allocation], cluster: ClusterView, jobs: 
 def evaluate_problem(problem: Problem, allocations: Mapping[str, Allocation]) -> PredictedEffect:
     """``evaluate`` on an already-built Problem (policies reuse its throughput memo)."""
     _check_allocations(allocations, problem)
-    after = _predict(problem, allocations, count_restarts=True)
+    starts: dict[str, tuple[float, str]] = {}
+    after = _predict(problem, allocations, count_restarts=True, starts=starts)
     before = _predict(problem, problem.current, count_restarts=False)
     preds = []
     for info in problem.infos:
         thr_after, pause, done_after = after[info.id]
         raw = 1.0 / info.view.statistical_efficiency  # shown as the samples/s a job reports
-        preds.append(JobPrediction(info.id, before[info.id][0] * raw, thr_after * raw, done_after, pause))
+        start = starts.get(info.id)
+        preds.append(JobPrediction(info.id, before[info.id][0] * raw, thr_after * raw, done_after, pause,
+                                   *(start or (None, None))))
     return PredictedEffect(tuple(preds), _avg_jct(problem, after), _avg_jct(problem, before))
 
 
@@ -55,9 +58,10 @@ def predict_completions(problem: Problem, allocations: Mapping[str, Allocation])
     return {job_id: done for job_id, (_, _, done) in _predict(problem, allocations, count_restarts=True).items()}
 
 
-def _predict(problem: Problem, allocations: Mapping[str, Allocation],
-             count_restarts: bool) -> dict[str, tuple[float, float, float | None]]:
-    """job id -> (throughput, restart pause, seconds to completion or None)."""
+def _predict(problem: Problem, allocations: Mapping[str, Allocation], count_restarts: bool,
+             starts: dict[str, tuple[float, str]] | None = None) -> dict[str, tuple[float, float, float | None]]:
+    """job id -> (throughput, restart pause, seconds to completion or None); ``starts`` gets,
+    for each job left waiting, when and on which type the queue is predicted to start it."""
     out: dict[str, tuple[float, float, float | None]] = {}
     free_at: dict[str, list[float]] = {t: [] for t in problem.types}  # per type, when each GPU frees: sorted
     waiting = []
@@ -90,6 +94,8 @@ def _predict(problem: Problem, allocations: Mapping[str, Allocation],
         out[info.id] = (0.0, 0.0, best[0] if best else None)
         if best is not None:  # it holds the k GPUs that free first until it is done
             times = free_at[best[1]]
+            if starts is not None:
+                starts[info.id] = (times[info.min_gpus - 1], best[1])
             del times[:info.min_gpus]
             at = bisect.bisect_left(times, best[0])
             times[at:at] = [best[0]] * info.min_gpus

@@ -120,7 +120,8 @@ def test_a_sweep_is_profiled_through_one_twin_and_planned_whole(tmp_path: Path) 
             events = [e.message for e in store.events(limit=200)]
             assert sum("profiling on" in m for m in events) == 1, events
             twins = sorted({"s1", "s2", "s3"} - {leader})
-            assert all(job(snap, t).message == f"profiled as {leader}; waiting for a plan" for t in twins), \
+            # each says the plan that starts it waits for approval (control/waiting.py)
+            assert all(job(snap, t).message.startswith(f"in plan #{snap.plan_id} (start on 1x") for t in twins), \
                 [job(snap, t).message for t in twins]
             assert all(job(snap, t).restart_s == job(snap, leader).restart_s is not None for t in twins)
             await ctl.post(ApprovePlan(snap.plan_id))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from pathlib import Path
 
 from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
@@ -10,9 +11,11 @@ from control_lab import job, run_and_clean, wait_for, write_job, write_local_hos
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.store import Store
-from heet_tui.control.waiting import why_waiting
-from heet_tui.core.intents import SubmitJob
-from heet_tui.core.job import JobSpec, Target, TargetKind
+from heet_tui.control.waiting import free_after, plan_reason, why_waiting
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.intents import ApprovePlan, CancelJob, SubmitJob
+from heet_tui.core.job import JobSpec, JobState, Target, TargetKind
+from heet_tui.core.plan import JobPrediction, Plan, PredictedEffect
 from heet_tui.core.sched_input import ClusterView, HostView
 
 
@@ -55,6 +58,86 @@ def test_a_job_too_big_for_the_cluster_says_so_until_a_host_joins(tmp_path: Path
             await wait_for(ctl, lambda s: not job(s, "big").message.startswith("cannot start yet"), 60,
                            "the reason gone once a host joined")
             await wait_for(ctl, lambda s: any(e.kind == "profile" for e in store.events()), 60, "profiling once it fits")
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+
+
+# -- a job the latest plan leaves waiting ---------------------------------------------------------
+
+def _plan_leaving_j_waiting(starts_on: str | None) -> Plan:
+    """``r`` keeps one A100; ``j`` is left waiting, predicted to start on ``starts_on`` in 40 s."""
+    running = Allocation.of("r", "A100", {"a": [0]})
+    effect = PredictedEffect((JobPrediction("r", 100.0, 100.0, 40.0, 0.0),
+                              JobPrediction("j", 0.0, 0.0, 90.0, 0.0, 40.0 if starts_on else None, starts_on)))
+    return Plan.build({"r": running}, {"r": running}, "heet", 0.0, effect)
+
+
+def test_a_job_left_waiting_says_for_what() -> None:
+    cluster = ClusterView((HostView("a", "A100", 1, (0,)), HostView("t", "T4", 4, (0, 1, 2, 3))))
+    plan = _plan_leaving_j_waiting("A100")
+    free = free_after(plan, cluster, kept={})
+    assert free == {"A100": 0, "T4": 4}
+    assert plan_reason("j", _spec(), plan, None, False, free, held=False) == (
+        "held for faster GPUs: the plan waits for A100 GPUs, predicted to free soon enough to finish it sooner "
+        "than a start now on the free T4 GPUs")
+    assert plan_reason("j", _spec(lo=5), plan, None, False, free, held=False) == (
+        "waiting for GPUs: every GPU it may use is taken; it should start on A100 as running jobs end")
+    assert plan_reason("j", _spec(types=("A100",)), plan, None, False, free, held=False) == (
+        "waiting for GPUs: every A100 GPU it may use is taken; it should start on A100 as running jobs end")
+    assert plan_reason("j", _spec(), plan, None, False, free, held=True) == (
+        "left queued: held by hand (e on the Plan screen changes it)")
+    undecided = _plan_leaving_j_waiting(None)  # no start foreseen, GPUs free: the policy's choice
+    assert plan_reason("j", _spec(), undecided, None, False, free, held=False) == (
+        "left queued: the heet plan gives the free 4xT4 GPUs to no job; it is planned again as jobs come and go")
+    # GPUs a run outside the plan keeps are not free
+    assert free_after(plan, cluster, kept={"t": {0, 1, 2, 3}})["T4"] == 0
+
+
+def test_a_job_a_plan_starts_says_whether_it_waits_for_approval() -> None:
+    start = Allocation.of("j", "T4", {"t": [0, 1]})
+    plan = Plan.build({}, {"j": start}, "heet", 0.0)
+    free: Counter[str] = Counter()
+    assert plan_reason("j", _spec(), plan, 7, False, free, held=False) == (
+        "in plan #7 (start on 2xT4), waiting for approval: a on the Plan screen, or heet-tui plan approve")
+    assert plan_reason("j", _spec(), plan, None, False, free, held=False) is None, "approved: being started"
+    assert plan_reason("j", _spec(), plan, None, True, free, held=False) == (
+        "left queued: a plan that starts it was rejected (p on the Plan screen plans again)")
+
+
+def test_a_queued_job_says_it_waits_for_approval_then_for_gpus(tmp_path: Path) -> None:
+    """Manual mode, one GPU, a long job and its short twin (measured together): the plan
+    starts the short one, which waits for approval; the long one waits for the GPU, with the
+    start the plan predicts for it; once the GPU frees, it is in the next plan."""
+    path = write_local_hosts(tmp_path, [("one", "T4", 1, 1.0)])
+    store = Store(tmp_path / "state")
+    long = write_job(tmp_path, "long", steps=5000, max_gpus=1, model="m")
+    short = write_job(tmp_path, "short", steps=2000, max_gpus=1, model="m")
+
+    async def scenario() -> None:
+        ctl = Controller(load_hosts(path), store, ControllerOptions(interval_s=0.2, auto_approve=False))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(long)))
+            await ctl.post(SubmitJob(str(short)))
+            snap = await wait_for(ctl, lambda s: s.plan_id is not None and
+                                  job(s, "short").message.startswith(f"in plan #{s.plan_id} "), 90,
+                                  "a plan that starts the short job, waiting for approval")
+            assert "long" not in snap.plan.allocations
+            assert job(snap, "short").message == (f"in plan #{snap.plan_id} (start on 1xT4), waiting for approval: "
+                                                  "a on the Plan screen, or heet-tui plan approve")
+            assert store.job("long").job.message == (
+                "waiting for GPUs: every GPU it may use is taken; it should start on T4 as running jobs end")
+            await ctl.post(ApprovePlan(snap.plan_id))
+            await wait_for(ctl, lambda s: job(s, "short").state is JobState.RUNNING, 60, "the short job running")
+            snap = await wait_for(ctl, lambda s: "predicted start on T4 in ~" in job(s, "long").message, 30,
+                                  "the long job's predicted start")
+            assert job(snap, "long").eta_s is not None, "a predicted completion too"
+            assert "predicted start" not in store.job("long").job.message, "no countdown in the store"
+            await ctl.post(CancelJob("short"))
+            await wait_for(ctl, lambda s: job(s, "long").message.startswith("in plan #"), 60,
+                           "the long job in the next plan once the GPU frees")
         finally:
             await ctl.stop()
 

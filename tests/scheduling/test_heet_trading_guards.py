@@ -99,6 +99,11 @@ def test_a_new_job_waits_for_a_fast_gpu_that_frees_soon_instead_of_a_slow_one_no
     eager = HeetPolicy(defer_starts=False).plan(cluster, jobs, 0.0)
     assert eager.allocations["n0"].gpu_type == "T4", "without the rule: a slow GPU at once"
     assert plan.effect.avg_jct_s < eager.effect.avg_jct_s
+    # what the controller tells the user of them (control/waiting.py): the type, and when it frees
+    waits = [plan.effect.for_job(n) for n in ("n0", "n1")]
+    assert [(p.starts_on, p.starts_in_s) for p in waits] == [("A100", 18.0), ("A100", 18.0)]
+    assert [p.completion_s for p in waits] == [18.0 + 5.0 + 18.0] * 2  # start, restart pause, 18 s of work
+    assert plan.effect.for_job("r0").starts_in_s is None, "a job that holds GPUs has no predicted start"
     # The A100s busy for an hour: starting on the T4s at once is right.
     cluster, jobs = _two_jobs_near_their_end_and_two_new(holders_left=1_500 * 3_600)
     assert {HeetPolicy().plan(cluster, jobs, 0.0).allocations[n].gpu_type for n in ("n0", "n1")} == {"T4"}

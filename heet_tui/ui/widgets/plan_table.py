@@ -8,7 +8,7 @@ from rich.text import Text
 
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.host import HostState
-from heet_tui.core.job import CANNOT_START, PROFILE_WAITING, TWIN_WAITING_END, JobState
+from heet_tui.core.job import CANNOT_START, HELD_FOR_FASTER, PROFILE_WAITING, TWIN_WAITING_END, JobState
 from heet_tui.core.plan import ChangeKind, JobPrediction, Plan, count_changes
 from heet_tui.core.snapshot import Snapshot
 from heet_tui.ui.format import clock, duration, rate, short_id, signed_percent
@@ -90,12 +90,15 @@ def _why_waiting(snap: Snapshot) -> str:
     profiling = [j.id for j in waiting if j.state is JobState.PROFILING or j.message.endswith(TWIN_WAITING_END)
                  or j.message.startswith(PROFILE_WAITING)]
     blocked = [j.id for j in waiting if j.state is not JobState.PROFILING and j.message.startswith(CANNOT_START)]
-    rest = [j.id for j in waiting if j.id not in profiling and j.id not in blocked]
+    held = [j.id for j in waiting if j.message.startswith(HELD_FOR_FASTER)]
+    rest = [j.id for j in waiting if j.id not in profiling and j.id not in blocked and j.id not in held]
     out = ""
     if profiling:
         out += f" {_some(profiling)}: being profiled, planned once measured."
     if blocked:
         out += f" {_some(blocked)}: cannot start on the hosts as they are (see the Jobs screen)."
+    if held:
+        out += f" {_some(held)}: held for faster GPUs that free soon (see the Jobs screen)."
     ready = [h for h in snap.hosts if h.state is HostState.READY]
     gpus = sum(len(h.gpus) for h in ready)
     if rest and gpus and sum(len(h.gpu_jobs) for h in ready) >= gpus:
