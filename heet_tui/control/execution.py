@@ -22,7 +22,7 @@ from heet_tui.cluster.aio import cancel_and_wait, spawn
 from heet_tui.config.hosts_file import HostsFile
 from heet_tui.control.checkpoint_hosts import CheckpointHosts
 from heet_tui.control.crashed_sizes import load_crashed_sizes, new_size_that_crashed, save_crashed_sizes
-from heet_tui.control.host_health import HostHealth
+from heet_tui.control.host_health import stored_health
 from heet_tui.control.job_log import fail_with_log_tail
 from heet_tui.control.launch import LaunchSpec, choose_master_port, plan_launch, plan_profile_launch
 from heet_tui.control.profiling_rounds import finish_profiling_run
@@ -82,7 +82,7 @@ class Executor:
         self.silent_profiles: set[str] = set()  # jobs whose current profiling round had a run measure nothing
         self.crashed_rounds: dict[str, tuple[Run, str]] = {}  # job -> its profiling round's first crash
         self.crashed_sizes = load_crashed_sizes(store)  # job -> (type, GPUs) plans leave out
-        self.health = HostHealth()  # runs that died at once, by host (host_health.py)
+        self.health = stored_health(store)  # runs that died at once, by host (host_health.py)
         self.unlike_twins: set[str] = set()  # jobs warned that they measure unlike their profile class
         self.log_tails: dict[str, tuple[str, ...]] = {}
         self.checkpoints = CheckpointHosts(store, clock)

@@ -15,10 +15,16 @@ while the A100 host beside it was free.
   model too large for the type's memory explains it), the host is drained: plans move nothing
   there until the user puts it back in service. The crashes it caused are forgiven: they do
   not count against the jobs' retries, and the sizes they marked as crashing are given back.
+
+Which hosts each class keeps off is kept in the store (``AVOIDED``): a restarted controller
+sent each class back once to the host it had crashed on, a retry lost per class and restart.
+The drain's evidence is not kept: a drain needs crashes seen afresh.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -32,9 +38,11 @@ if TYPE_CHECKING:
     from heet_tui.control.controller import Controller
     from heet_tui.control.execution import Executor
     from heet_tui.control.planning import JobInput
+    from heet_tui.control.store import Store
     from heet_tui.core.sched_input import ClusterView
 
 EVIDENCE_CLASSES = 2
+AVOIDED = "crash_avoided"  # store setting: [[model, batch, [hosts]], ...]
 
 JobClass = tuple[str, int]  # (model, batch size): jobs of one class run the same code
 
@@ -54,6 +62,7 @@ class HostHealth:
     crashes: dict[str, list[EarlyCrash]] = field(default_factory=dict)  # host -> since its last progress report
     ran_on: dict[JobClass, set[tuple[str, str, int]]] = field(default_factory=dict)  # (host, type, GPUs)
     avoided: dict[JobClass, set[str]] = field(default_factory=dict)  # hosts the class crashed on at once
+    saved: Callable[[dict[JobClass, set[str]]], None] = lambda avoided: None  # called when ``avoided`` changes
 
     def reported(self, run: Run, job_class: JobClass | None) -> None:
         """A run reported progress: its hosts work, for its class at its size."""
@@ -61,7 +70,9 @@ class HostHealth:
             self.crashes.pop(host, None)
             if job_class is not None:
                 self.ran_on.setdefault(job_class, set()).add((host, run.alloc.gpu_type, run.alloc.num_gpus))
-                self.avoided.get(job_class, set()).discard(host)
+                if host in self.avoided.get(job_class, ()):
+                    self.avoided[job_class].discard(host)
+                    self.saved(self.avoided)
 
     def crashed(self, run: Run, job_class: JobClass | None, why: str, at: float,
                 crashed_size: tuple[str, int] | None) -> None:
@@ -71,6 +82,7 @@ class HostHealth:
         size = (run.alloc.gpu_type, run.alloc.num_gpus)
         self.crashes.setdefault(hosts[0], []).append(EarlyCrash(at, run.job_id, job_class, size, why, crashed_size))
         self.avoided.setdefault(job_class, set()).add(hosts[0])
+        self.saved(self.avoided)
 
     def avoid(self, job_class: JobClass | None, hosts: dict[str, str] | None = None,
               gpu_types: tuple[str, ...] = ()) -> set[str]:
@@ -100,6 +112,27 @@ class HostHealth:
         self.crashes.pop(host, None)
         for hosts in self.avoided.values():
             hosts.discard(host)  # drained: nothing goes there anyway, and once back it is fixed
+        self.saved(self.avoided)
+
+
+def stored_health(store: Store) -> HostHealth:
+    """A HostHealth that keeps ``avoided`` in ``store``, starting from what it holds there for
+    the classes of live jobs (unreadable: nothing is avoided, and a class may crash once more)."""
+    def live() -> set[JobClass]:
+        return {(rec.job.spec.model, rec.job.spec.batch_size) for rec in store.jobs(include_terminal=False)}
+
+    def save(avoided: dict[JobClass, set[str]]) -> None:
+        keep = live()
+        store.set_setting(AVOIDED, json.dumps([[m, b, sorted(hosts)] for (m, b), hosts in sorted(avoided.items())
+                                               if hosts and (m, b) in keep]))
+
+    try:
+        rows = json.loads(store.setting(AVOIDED) or "[]")
+        avoided = {(str(m), int(b)): {str(h) for h in hosts} for m, b, hosts in rows}
+    except (ValueError, TypeError):
+        avoided = {}
+    keep = live()
+    return HostHealth(avoided={c: hosts for c, hosts in avoided.items() if c in keep}, saved=save)
 
 
 def keep_off_crash_hosts(inputs: list[JobInput], cluster: ClusterView, health: HostHealth,

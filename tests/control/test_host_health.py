@@ -18,12 +18,12 @@ from heet_tui.cli.main import main
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.drains import drain_reasons
-from heet_tui.control.host_health import HostHealth
+from heet_tui.control.host_health import HostHealth, stored_health
 from heet_tui.control.runtime import Run
 from heet_tui.control.store import Store
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.intents import SubmitJob
-from heet_tui.core.job import JobState
+from heet_tui.core.job import JobSpec, JobState, Target, TargetKind
 
 
 def _run(job_id: str, hosts: dict[str, list[int]], reports: int = 0, profiling: bool = False,
@@ -117,6 +117,26 @@ def test_a_broken_host_among_peers_is_drained_and_its_crashes_forgiven(
     assert main(["hosts", "undrain", "broken", "--state", str(tmp_path / "state")]) == 0
     assert capsys.readouterr().out.strip() == "broken back in service"
     assert store.setting("drained") == "[]" and drain_reasons(store) == {}
+
+
+def test_the_hosts_a_class_keeps_off_outlive_a_controller_restart(tmp_path: Path) -> None:
+    """A restarted controller sent each class back once to the host it had crashed on."""
+    store = Store(tmp_path / "state")
+    for name, model in (("a", "m"), ("b", "n")):
+        store.add_job(JobSpec(name, ("python3", "t.py"), model, 32, Target(TargetKind.STEPS, 10)), 0.0)
+    health = stored_health(store)
+    health.crashed(_run("a", {"bad": [0]}), ("m", 32), "exit 1", 1.0, None)
+    health.crashed(_run("b", {"bad": [1]}), ("n", 32), "exit 1", 2.0, None)
+    health.crashed(_run("b", {"worse": [0]}), ("n", 32), "exit 1", 3.0, None)
+    again = stored_health(store)
+    assert again.avoid(("m", 32)) == {"bad"} and again.avoid(("n", 32)) == {"bad", "worse"}
+    again.reported(_run("b", {"bad": [1]}, reports=1), ("n", 32))  # it ran there after all
+    assert stored_health(store).avoid(("n", 32)) == {"worse"}
+    store.set_state("a", JobState.CANCELLED, 4.0)  # a class with no live job is forgotten
+    again.forget("worse")
+    assert stored_health(store).avoided == {}
+    store.set_setting("crash_avoided", "[[\"m\", \"not a batch\"]]")
+    assert stored_health(store).avoided == {}, "unreadable: nothing avoided, not a crash"
 
 
 def test_one_jobs_own_crash_on_a_host_drains_nothing(tmp_path: Path) -> None:
