@@ -36,10 +36,11 @@ def note_other_rank_progress(store: Store, run: Run, rank: int, now: float) -> N
 
 def warn_unlike_twins(executor: Executor, run: Run, now: float) -> None:
     """Twins share throughput numbers on the strength of their spec's model key; one that
-    measures far from them is most likely another model under a copied key (said once per job)."""
+    measures far from them, running at the same time, is most likely another model under a
+    copied key (said once per job)."""
     key = placement_key(run.alloc.placement)
     ratio = (None if run.job_id in executor.unlike_twins
-             else executor.book.unlike_twins(run.job_id, run.alloc.gpu_type, key))
+             else executor.book.unlike_twins(run.job_id, run.alloc.gpu_type, key, now))
     if ratio is None:
         return
     executor.unlike_twins.add(run.job_id)

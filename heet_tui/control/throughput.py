@@ -30,6 +30,10 @@ from heet_tui.profiling.configs import TYPICAL_MULTI_HOST_FACTOR, TYPICAL_SCALIN
 
 RECENT = 5  # a cell's value is the mean of its last few observations: jobs warm up, hosts get busy
 UNLIKE_TWINS = 1.5  # twins measured this far apart are probably not twins (busy hosts vary by 1.3x)
+# Twins are compared on what they measured while running within this window of each other: a
+# sweep on emulated GPUs compared running twins (five trainings sharing the CPU) with the leader's
+# profiling runs (two), and warned that 0.37x was "probably another model".
+TWIN_WINDOW_S = 60.0
 
 
 def parse_placement(key: str) -> tuple[int, ...]:
@@ -60,6 +64,9 @@ class ThroughputBook:
     classes: dict[str, ProfileClass] = field(default_factory=dict)
     _members: dict[ProfileClass, set[str]] = field(default_factory=dict)
     _pooled: dict[ProfileClass, dict[tuple[str, str], float]] = field(default_factory=dict)
+    # running jobs' own reports, (when, samples/s) by job and cell: what twins are compared on
+    _running: dict[str, dict[tuple[str, str], list[tuple[float, float]]]] = field(
+        default_factory=lambda: defaultdict(dict))
 
     def register(self, job_id: str, model: str, global_batch: int) -> None:
         """Say which profile class a job is; jobs that share one share their measurements (and a row
@@ -82,6 +89,10 @@ class ThroughputBook:
         kept = self.cells[job_id].setdefault((gpu_type, key), [])
         kept.append(samples_per_s)
         del kept[:-RECENT]
+        if source == "running":
+            dated = self._running[job_id].setdefault((gpu_type, key), [])
+            dated.append((at, samples_per_s))
+            del dated[:-RECENT]
         self._pooled.pop(self.classes.get(job_id), None)  # type: ignore[arg-type]
         if self.predictor is not None and job_id in self.keys:
             try:
@@ -130,13 +141,18 @@ class ThroughputBook:
             pooled = self._pooled[cls] = {k: sum(v) / len(v) for k, v in values.items()}
         return dict(pooled)
 
-    def unlike_twins(self, job_id: str, gpu_type: str, key: str) -> float | None:
-        """The job's speed on a cell over its twins' there, when it has settled (``RECENT``
-        reports) and differs by more than ``UNLIKE_TWINS``: a sign that the spec's ``model``
-        names two different jobs, whose pooled numbers are then wrong for both."""
-        own = self.cells.get(job_id, {}).get((gpu_type, key), [])
-        mates = [m[(gpu_type, key)] for m in map(self.own, sorted(self.class_mates(job_id)))
-                 if (gpu_type, key) in m]
+    def unlike_twins(self, job_id: str, gpu_type: str, key: str, now: float) -> float | None:
+        """The job's running speed on a cell over its twins' there, when it has settled
+        (``RECENT`` reports), they ran there within ``TWIN_WINDOW_S`` of ``now``, and the two
+        differ by more than ``UNLIKE_TWINS``: a sign that the spec's ``model`` names two
+        different jobs, whose pooled numbers are then wrong for both."""
+        cell = (gpu_type, key)
+        own = [v for _, v in self._running.get(job_id, {}).get(cell, [])]
+        mates = []
+        for mate in sorted(self.class_mates(job_id)):
+            recent = [v for at, v in self._running.get(mate, {}).get(cell, []) if at >= now - TWIN_WINDOW_S]
+            if recent:
+                mates.append(sum(recent) / len(recent))
         if len(own) < RECENT or not mates:
             return None
         ratio = (sum(own) / len(own)) / (sum(mates) / len(mates))

@@ -58,20 +58,39 @@ def test_a_job_that_measures_unlike_its_twins_is_told_so_once(tmp_path: Path) ->
     for name in ("small", "wide"):
         store.add_job(JobSpec(name, ("python3", "t.py"), "cifar10", 64, Target(TargetKind.STEPS, 10)), 0.0)
         book.register(name, "cifar10", 64)
-    book.add("small", "A100", (1,), 600.0)
     rank = RankProc("h", rank_agent_id("wide", 0, store.store_id), 0, (0,), "running")
     executor.runs["wide"] = Run("wide", Allocation.of("wide", "A100", {"h": [0]}), 3, {0: rank}, 0.0)
+    book.add("small", "A100", (1,), 3000.0, "profiling", 0.0)  # measured alone: not what running twins compare on
     for step in range(1, 12):
+        book.add("small", "A100", (1,), 600.0, "running", step * 22.0)  # running beside it
         executor.on_progress("h", rank.agent_id, 3, {"step": step, "samples": step * 64, "samples_per_s": 1100.0})
     warnings = [e.message for e in store.events(limit=100) if e.kind == "warning"]
     assert warnings == ["wide runs at 1.83x the speed of its twins (model cifar10, batch 64) on 1xA100 on h[0]; "
                         "they share throughput numbers, so if it is another model, give it a model key of its own"]
-    book.add("small", "T4", (1,), 100.0)
-    assert book.unlike_twins("small", "T4", "1") is None, "nothing to compare with"
+    book.add("small", "T4", (1,), 100.0, "running", 300.0)
+    assert book.unlike_twins("small", "T4", "1", 300.0) is None, "nothing to compare with"
     book.register("calm", "cifar10", 64)
-    for _ in range(5):
-        book.add("calm", "A100", (1,), 700.0)
-    assert book.unlike_twins("calm", "A100", "1") is None, "700 against (600 + 1100) / 2: within 1.5x"
+    for t in range(5):
+        book.add("calm", "A100", (1,), 700.0, "running", 300.0 + t)
+    assert book.unlike_twins("calm", "A100", "1", 305.0) is None, "700 against (600 + 1100) / 2: within 1.5x"
+    assert book.unlike_twins("wide", "A100", "1", 240.0) is not None
+    assert book.unlike_twins("wide", "A100", "1", 1000.0) is None, "twins that ran apart in time are not compared"
+
+
+def test_twins_are_not_compared_with_profiling_runs_measured_under_another_load() -> None:
+    """Seen on a sweep of emulated GPUs: five trainings shared the CPU and ran at ~120 samples/s
+    while the leader's profiling runs (two at a time) had measured 511; each twin was warned
+    at 0.37x that it was "probably another model"."""
+    book = ThroughputBook()
+    for name in ("lead", "twin"):
+        book.register(name, "cifar10", 64)
+    book.add("lead", "T4", (1,), 627.0, "profiling", 25.0)
+    book.add("lead", "T4", (1,), 395.0, "profiling", 25.5)
+    for t in range(5):
+        book.add("twin", "T4", (1,), 120.0, "running", 71.0 + 12 * t)
+    assert book.unlike_twins("twin", "T4", "1", 120.0) is None
+    book.add("lead", "T4", (1,), 118.0, "running", 119.0)  # running now, at the twin's speed
+    assert book.unlike_twins("twin", "T4", "1", 120.0) is None
 
 
 def test_restart_pause_of_a_twin_that_never_ran_is_its_class_median() -> None:
