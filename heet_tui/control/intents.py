@@ -68,10 +68,14 @@ class IntentHandler:
             raise ValueError("another plan is being applied; wait for it to finish")
         current = {j: r.alloc for j, r in ctl.executor.runs.items()}
         stale = [c.job_id for c in rec.plan.changes if current.get(c.job_id) != c.before]
-        if stale:
+        # a host drained since the plan was made (heet-tui hosts drain, then plan approve, within a round)
+        drained = sorted({h for c in rec.plan.changes if c.after is not None for h in c.after.host_names
+                          if h in ctl.drained() and (c.before is None or h not in c.before.host_names)})
+        if stale or drained:
             ctl.store.set_plan_status(rec.id, "superseded", ctl.clock())
             ctl.pending_plan_id = None
-            raise ValueError(f"plan #{rec.id} is out of date (jobs {', '.join(stale)} changed); a new plan follows")
+            why = f"jobs {', '.join(stale)} changed" if stale else f"it puts jobs on {', '.join(drained)}, drained since"
+            raise ValueError(f"plan #{rec.id} is out of date ({why}); a new plan follows")
         ctl.store.set_plan_status(rec.id, "approved", ctl.clock())
         ctl.store.add_event(ctl.clock(), "plan", f"plan #{rec.id} approved")
         ctl.start_apply(rec.id)

@@ -14,9 +14,15 @@ import time
 from pathlib import Path
 
 import pytest
-from control_lab import write_job, write_local_hosts
+from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
 
 from heet_tui.cli.main import main
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.drains import set_drained
+from heet_tui.control.store import Store
+from heet_tui.core.intents import ApprovePlan, SubmitJob
+from heet_tui.core.job import JobState
 
 
 def _read_until(proc: subprocess.Popen, needle: str, timeout: float) -> list[str]:
@@ -62,3 +68,30 @@ def test_a_plan_is_announced_shown_and_approved_from_the_command_line(tmp_path: 
     finally:
         run.kill()
         kill_jobs_under(tmp_path)
+
+
+def test_a_plan_made_before_a_host_was_drained_is_not_applied_onto_it(tmp_path: Path) -> None:
+    """Seen: ``heet-tui hosts drain t4b`` then ``heet-tui plan approve`` within one round applied
+    the pending plan, made before the drain, and started two jobs on the drained host."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("x", "T4", 1, 1.0), ("y", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=False, profile=False))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=2000, max_gpus=1))))
+            snap = await wait_for(ctl, lambda s: s.plan_id is not None, 60, "a plan")
+            (target,) = snap.plan.allocations["a"].host_names
+            set_drained(store, target, True)  # as heet-tui hosts drain does: the store, not an intent
+            with pytest.raises(ValueError, match=f"out of date \\(it puts jobs on {target}, drained since\\); "
+                                                 "a new plan follows"):
+                await ctl.post(ApprovePlan(snap.plan_id))
+            snap = await wait_for(ctl, lambda s: s.plan_id is not None and "a" in s.plan.allocations, 60, "a new plan")
+            assert snap.plan.allocations["a"].host_names == (({"x", "y"} - {target}).pop(),)
+            await ctl.post(ApprovePlan(snap.plan_id))
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running off the drained host")
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
