@@ -1,0 +1,153 @@
+"""``heet-tui status``: the cluster at a glance, from a shell (what ``sinfo`` and ``squeue -s``
+give a Slurm user).
+
+With ``heet-tui run`` in tmux on a server, what the hosts were doing took the TUI: ``hosts
+check`` opens connections of its own and knows nothing of jobs or drains, and ``jobs`` nothing
+of hosts. This asks the running controller for one snapshot over its attach socket (as ``plan``
+does) and prints its hosts, GPUs in use and by whom, job counts, the pending plan and the latest
+notices. With no controller running, it prints what the store and the hosts file know.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from heet_tui.cli.commands.jobs import open_store
+from heet_tui.cli.errors import CliError, UsageError
+from heet_tui.cli.locations import add_location_options
+from heet_tui.cli.table import aligned
+from heet_tui.config.errors import ConfigError
+from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
+from heet_tui.control.attach_client import AttachedBackend, ControllerGone
+from heet_tui.control.drains import drain_reasons, drained_hosts
+from heet_tui.control.snapshots import controller_running
+from heet_tui.control.store import Store
+from heet_tui.core.host import HostState
+from heet_tui.core.job import JobState
+from heet_tui.core.plan import count_changes
+from heet_tui.core.snapshot import HostStatus, Snapshot
+
+REPLY_TIMEOUT_S = 30.0
+JOBS_SHOWN = 3  # job names per host row, then "+N"
+STATE_ORDER = [s.value for s in JobState]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("status", help="hosts, GPUs in use, job counts and the pending plan at a glance")
+    add_location_options(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_status)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    pid = controller_running(store.dir)
+    if pid is not None:
+        try:
+            snap = asyncio.run(_one_snapshot(store.dir))
+        except (ControllerGone, TimeoutError) as exc:
+            raise CliError(str(exc) or "the controller did not answer in time") from None
+        report = _live_report(snap, pid, store)
+    else:
+        report = _stored_report(store, getattr(args, "hosts", None))
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print("\n".join(_lines(report)))
+    return 0
+
+
+async def _one_snapshot(state_dir: Path) -> Snapshot:
+    backend = AttachedBackend(state_dir)
+    await backend.start()
+    try:
+        return await asyncio.wait_for(anext(backend.snapshots()), REPLY_TIMEOUT_S)
+    finally:
+        await backend.stop()
+
+
+def _host_row(h: HostStatus) -> dict[str, Any]:
+    jobs = sorted({j for _, j in h.gpu_jobs})
+    if h.drained:
+        note = h.drained_why or "drained by hand"
+    else:
+        note = "" if h.state is HostState.READY else h.message
+    return {"name": h.name, "state": h.state.value, "gpu_type": h.gpu_type or h.declared_type,
+            "gpus": len(h.gpus), "busy": len(h.gpu_jobs), "jobs": jobs, "drained": h.drained, "note": note}
+
+
+def _live_report(snap: Snapshot, pid: int, store: Store) -> dict[str, Any]:
+    counts = Counter(j.state.value for j in snap.jobs)
+    for state, n in snap.hidden_ended:
+        counts[state.value] += n
+    plan = None
+    if snap.plan is not None and snap.plan_id is not None:
+        plan = {"id": snap.plan_id, "changes": count_changes(snap.plan.changes)}
+    return {"controller": {"running": True, "pid": pid, "policy": snap.policy, "auto_approve": snap.auto_approve,
+                           "log": str(store.dir / "controller.log")},
+            "hosts": [_host_row(h) for h in snap.hosts], "jobs": _ordered(counts), "plan": plan,
+            "notices": list(snap.notices[-2:])}
+
+
+def _stored_report(store: Store, hosts_arg: str | None) -> dict[str, Any]:
+    """No controller: hosts as the hosts file declares them, drains and jobs as the store has them."""
+    path = hosts_arg or store.setting("hosts_path")
+    try:
+        hosts = load_hosts(resolve_hosts_path(path)).hosts
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    drained, why = drained_hosts(store), drain_reasons(store)
+    rows = [{"name": h.name, "state": "-", "gpu_type": h.emulate.gpu_type if h.emulate else (h.gpu_type or ""),
+             "gpus": h.emulate.count if h.emulate else len(h.gpus or ()), "busy": None, "jobs": [],
+             "drained": h.name in drained, "note": why.get(h.name, "drained by hand") if h.name in drained else ""}
+            for h in hosts]
+    return {"controller": {"running": False}, "hosts": rows, "jobs": _ordered(Counter(store.state_counts())),
+            "plan": None, "notices": []}
+
+
+def _ordered(counts: Counter[str]) -> dict[str, int]:
+    return {s: counts[s] for s in STATE_ORDER if counts[s]}
+
+
+def _lines(report: dict[str, Any]) -> list[str]:
+    ctl, hosts = report["controller"], report["hosts"]
+    if ctl["running"]:
+        out = [f"controller  running (pid {ctl['pid']}), policy {ctl['policy']}, auto-approve "
+               f"{'on' if ctl['auto_approve'] else 'off'}; log {ctl['log']}"]
+        ready = sum(h["state"] == HostState.READY.value for h in hosts)
+        busy, total = sum(h["busy"] for h in hosts), sum(h["gpus"] for h in hosts)
+        out.append(f"hosts       {ready} of {len(hosts)} ready, {busy} of {total} GPUs in use")
+    else:
+        out = ["controller  not running (heet-tui run, or the TUI, starts one); hosts as the hosts file declares them",
+               f"hosts       {len(hosts)}"]
+    if hosts:
+        rows = [["HOST", "STATE", "GPUS", "IN USE", "JOBS", "NOTE"]]
+        for h in hosts:
+            jobs = ", ".join(h["jobs"][:JOBS_SHOWN]) + (f" +{len(h['jobs']) - JOBS_SHOWN}"
+                                                         if len(h["jobs"]) > JOBS_SHOWN else "")
+            gpus = f"{h['gpus']}x{h['gpu_type']}" if h["gpus"] else "-"
+            in_use = "-" if h["busy"] is None else f"{h['busy']}/{h['gpus']}"
+            state = ("drained" if h["state"] == "-" else f"{h['state']}, drained") if h["drained"] else h["state"]
+            rows.append([h["name"], state, gpus, in_use, jobs or "-", _first_line(h["note"])])
+        out += ["  " + line for line in aligned(rows)]
+    jobs = report["jobs"]
+    as_left = "" if ctl["running"] else ", as the last controller left them"
+    out.append("jobs        " + (", ".join(f"{n} {s}" for s, n in jobs.items()) + f"{as_left}  (heet-tui jobs)"
+                                 if jobs else "none"))
+    plan = report["plan"]
+    if ctl["running"]:
+        out.append(f"plan        #{plan['id']} pending ({plan['changes']}): heet-tui plan show" if plan
+                   else "plan        none pending: the current allocation stands")
+    for notice in report["notices"]:
+        out.append(f"notice      {_first_line(notice)}")
+    return out
+
+
+def _first_line(text: str, width: int = 100) -> str:
+    line = text.splitlines()[0] if text else ""
+    return line if len(line) <= width else line[:width - 1] + "…"

@@ -1,0 +1,79 @@
+"""``heet-tui status``: hosts, GPUs in use and by whom, job counts and the pending plan, from a
+shell, through the running controller or, with none running, from the store and hosts file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
+
+from heet_tui.cli.main import main
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.drains import set_drained
+from heet_tui.control.store import Store
+from heet_tui.core.intents import ApprovePlan, SubmitJob
+from heet_tui.core.job import JobSpec, JobState, Target, TargetKind
+
+
+def test_with_no_controller_it_shows_the_declared_hosts_drains_and_job_counts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hosts = write_local_hosts(tmp_path, [("a1", "A100", 2, 1.0), ("t1", "T4", 4, 0.25)])
+    store = Store(tmp_path / "state")
+    for name in ("x", "y", "z"):
+        store.add_job(JobSpec(name, ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 10)), 0.0)
+    store.set_state("z", JobState.CANCELLED, 1.0)
+    set_drained(store, "t1", True, "t1 drained as broken: runs died there")
+    state = ["--state", str(store.dir), "--hosts", str(hosts)]
+    assert main(["status", *state]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("controller  not running")
+    assert out[2].split() == ["HOST", "STATE", "GPUS", "IN", "USE", "JOBS", "NOTE"]
+    assert out[3].split() == ["a1", "-", "2xA100", "-", "-"]
+    assert out[4].split()[:4] == ["t1", "drained", "4xT4", "-"] and out[4].endswith(
+        "t1 drained as broken: runs died there")
+    assert out[5] == "jobs        2 queued, 1 cancelled, as the last controller left them  (heet-tui jobs)"
+    assert main(["status", "--json", *state]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["controller"] == {"running": False} and report["jobs"] == {"queued": 2, "cancelled": 1}
+    assert [(h["name"], h["gpus"], h["drained"]) for h in report["hosts"]] == [("a1", 2, False), ("t1", 4, True)]
+
+
+def test_with_a_controller_it_shows_who_holds_which_gpus_and_the_pending_plan(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("one", "T4", 2, 1.0), ("two", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    state = ["--state", str(store.dir)]
+
+    async def status(*extra: str) -> list[str]:
+        assert await asyncio.to_thread(main, ["status", *extra, *state]) == 0
+        return capsys.readouterr().out.splitlines()
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=False, profile=False))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=5000, max_gpus=2))))
+            snap = await wait_for(ctl, lambda s: s.plan_id is not None, 60, "a plan")
+            out = await status()
+            assert out[0].startswith("controller  running (pid ") and "policy heet, auto-approve off" in out[0]
+            assert out[1] == "hosts       2 of 2 ready, 0 of 3 GPUs in use"
+            assert out[-1] == f"plan        #{snap.plan_id} pending (1 start): heet-tui plan show"
+            await ctl.post(ApprovePlan(snap.plan_id))
+            snap = await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
+            held = snap.plan.allocations["a"] if snap.plan else job(snap, "a").allocation
+            out = await status()
+            rows = {line.split()[0]: line.split() for line in out[3:5]}
+            for host, gpus in held.hosts:
+                assert rows[host][3] == f"{len(gpus)}/{2 if host == 'one' else 1}" and rows[host][4] == "a"
+            assert "jobs        1 running  (heet-tui jobs)" in out
+            report = json.loads("\n".join(await status("--json")))
+            assert report["controller"]["running"] and report["jobs"] == {"running": 1}
+            assert sum(h["busy"] for h in report["hosts"]) == held.num_gpus
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
