@@ -69,7 +69,7 @@ def test_an_empty_jobs_screen_says_how_to_submit_and_an_empty_filter_says_why(ma
             await pilot.press("enter", "escape")
             await wait_for(pilot, lambda: table.row_count == 4)
             backend.push(replace(small_snapshot(2), jobs=()))
-            await wait_for(pilot, lambda: "No jobs yet. Submit one with ctrl+p" in str(detail.render()))
+            await wait_for(pilot, lambda: "No jobs yet. Submit one with n (a job.toml" in str(detail.render()))
 
     run(scenario())
 
@@ -170,6 +170,23 @@ def test_submit_then_enter_in_the_palette_asks_for_a_path_and_submits_nothing(ma
             await pilot.press("enter")
             await wait_for(pilot, lambda: isinstance(app.screen, PromptDialog))
             assert backend.posted == []
+
+    run(scenario())
+
+
+def test_n_on_the_jobs_screen_asks_for_a_spec_and_submits_it(make_app, backend, tmp_path):
+    """Submitting took ctrl+p, "submit job", then the path: n asks for the path at once."""
+    from heet_tui.core.intents import SubmitJob
+    from heet_tui.ui.dialogs.prompt import PromptDialog
+
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None)
+            await pilot.press("n")
+            await wait_for(pilot, lambda: isinstance(app.screen, PromptDialog))
+            await pilot.press(*str(tmp_path / "sweep"), "enter")
+            await wait_for(pilot, lambda: backend.posted == [SubmitJob(str(tmp_path / "sweep"))])
 
     run(scenario())
 

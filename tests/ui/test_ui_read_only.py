@@ -19,13 +19,13 @@ def test_read_only_hides_every_changing_action(make_app, backend, tmp_path):
             assert not {"approve", "reject", "tweak", "toggle_auto", "replan"} & enabled
             assert "switch_mode('jobs')" in shown
             await pilot.press("a", "r", "t", "e", "p")
-            for mode, keys in (("jobs", ("x",)), ("cluster", ("d", "c")), ("hosts", ("n", "x", "o"))):
+            for mode, keys in (("jobs", ("x", "n")), ("cluster", ("d", "c")), ("hosts", ("n", "x", "o"))):
                 app.switch_mode(mode)
                 await pilot.pause()
                 await pilot.press(*keys)
                 await pilot.pause()
                 assert not any(x.enabled for x in app.screen.active_bindings.values()
-                               if x.binding.action in {"cancel_job", "drain", "connect", "add_host",
+                               if x.binding.action in {"cancel_job", "submit_job", "drain", "connect", "add_host",
                                                        "remove_host", "open_editor", "edit_host"})
             assert app.screen.query_one(Footer) is not None
             names = [name for name, _, _ in HeetCommands(app.screen)._commands()]

@@ -19,6 +19,7 @@ HELP = """\
 | `q` | everywhere | quit |
 | `g` | Cluster | group hosts by GPU type or by rack |
 | `d` / `c` / `k` | Cluster | drain or undrain, reconnect, trust a new host key |
+| `n` | Jobs | submit a job: a job.toml, a directory of them or a glob (a sweep) |
 | `s` | Jobs | next sort order (cursor stays on its job) |
 | `/` | Jobs | filter by words; `escape` clears |
 | `x` | Jobs | cancel the selected job (asks first) |

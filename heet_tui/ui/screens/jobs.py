@@ -24,6 +24,7 @@ SORT_CYCLE = tuple(SORTS)
 class JobsScreen(SnapshotScreen):
     DEFAULT_CSS = "JobsScreen #filter { dock: bottom; display: none; } JobsScreen #filter.shown { display: block; }"
     BINDINGS = [
+        Binding("n", "submit_job", "Submit"),
         Binding("s", "cycle_sort", "Sort"),
         Binding("slash", "filter", "Filter"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
@@ -63,8 +64,8 @@ class JobsScreen(SnapshotScreen):
         if not self._jobs:
             if self.read_only:
                 return "No jobs yet."
-            return ("No jobs yet. Submit one with ctrl+p, then \"submit job\" (the examples are listed there), "
-                    "or from a shell: heet-tui submit JOB.toml")
+            return ("No jobs yet. Submit one with n (a job.toml, a directory or a glob), or with ctrl+p, then "
+                    "\"submit job\" (the examples are listed there), or from a shell: heet-tui submit JOB.toml")
         words = self.query_one("#filter", Input).value.strip()
         if words and self.query_one(JobTable).row_count == 0:
             return f"No job matches \"{words}\" ({len(self._jobs)} hidden); escape clears the filter."
@@ -75,6 +76,8 @@ class JobsScreen(SnapshotScreen):
         self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "submit_job":
+            return not self.read_only
         if action == "cancel_job":
             if self.read_only:
                 return False
@@ -86,6 +89,9 @@ class JobsScreen(SnapshotScreen):
         if action == "show_log":
             return self.selected is not None
         return True
+
+    def action_submit_job(self) -> None:
+        self.app.action_submit_job()  # type: ignore[attr-defined]
 
     def action_show_log(self) -> None:
         job = self.selected
