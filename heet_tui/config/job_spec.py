@@ -19,6 +19,9 @@ Schema::
     dataset_samples = 50000               # samples per epoch, needed when target is in epochs
     stall_timeout = 1800                  # seconds without a progress line that mean "hung"; 0: never
 
+    [sweep]                               # optional: one job per combination (job_sweep.py)
+    lr = [0.01, 0.1]                      # written where "{lr}" appears in the strings above
+
 Training resumes from whatever checkpoint its directory holds, so ``heet-tui submit`` refuses a
 ``checkpoint_dir`` that a live job uses, or that holds a finished job's checkpoint already past
 the new target; one left by a cancelled, failed or shorter job is resumed from, and says so.
@@ -29,11 +32,14 @@ from __future__ import annotations
 import glob
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from heet_tui.config.errors import ConfigError, parse_toml, read_config_text
 from heet_tui.config.fields import SAFE_NAME, Fields
 from heet_tui.config.hosts_file import HostsFile
+from heet_tui.config.job_sweep import TABLE as SWEEP
+from heet_tui.config.job_sweep import substituted, sweep_points
 from heet_tui.config.locate import LineIndex
 from heet_tui.core.job import JobSpec, Target, TargetKind
 
@@ -53,16 +59,28 @@ def load_job_spec(path: Path | str) -> JobSpec:
     return parse_job_text(read_config_text(path), path)
 
 
-def load_job_specs(paths: list[Path] | list[str]) -> tuple[list[JobSpec], list[str]]:
-    """Every spec of a sweep, and every problem with them (one message per bad file): all are
-    read before any is queued, so one typo queues none and the user sees every typo at once."""
-    specs, problems = [], []
+def load_job_file(path: Path | str) -> list[JobSpec]:
+    """The jobs of one file: one, or one per combination of its ``[sweep]`` (job_sweep.py)."""
+    path = Path(path)
+    return parse_job_file(read_config_text(path), path)
+
+
+def load_job_specs(paths: list[Path] | list[str]) -> tuple[list[JobSpec], list[Path], list[str]]:
+    """Every spec of a sweep, the file each came from, and every problem with them (one message
+    per bad file): all are read before any is queued, so one typo queues none and the user sees
+    every typo at once."""
+    specs: list[JobSpec] = []
+    origins: list[Path] = []
+    problems: list[str] = []
     for path in paths:
         try:
-            specs.append(load_job_spec(path))
+            found = load_job_file(path)
         except ConfigError as exc:
             problems.append(str(exc))
-    return specs, problems
+            continue
+        specs += found
+        origins += [Path(path)] * len(found)
+    return specs, origins, problems
 
 
 def spec_paths(text: str) -> list[Path]:
@@ -81,11 +99,17 @@ def spec_paths(text: str) -> list[Path]:
 
 
 def parse_job_text(text: str, path: Path | str) -> JobSpec:
+    """One job's spec; a file with a ``[sweep]`` is refused here (``parse_job_file`` reads it)."""
+    specs = parse_job_file(text, path)
+    if len(specs) != 1:
+        raise ConfigError(path, f"a sweep of {len(specs)} jobs where one job was expected")
+    return specs[0]
+
+
+def parse_job_file(text: str, path: Path | str) -> list[JobSpec]:
     path = Path(path)
     data = parse_toml(text, path, "a job needs at least name, command, model, batch_size, target")
     index = LineIndex(text)
-    name = data.get("name")
-    subject = f'job "{name}"' if isinstance(name, str) and name else "job"
 
     def line_of(key: str) -> int | None:
         if not key:
@@ -95,6 +119,23 @@ def parse_job_text(text: str, path: Path | str) -> JobSpec:
                 return number
         return index.table_line(key)
 
+    if SWEEP not in data:
+        return [_spec_from(data, path, line_of)]
+    specs = [_spec_from(substituted(data, point), path, line_of) for point in sweep_points(data, path, line_of)]
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise ConfigError(path, f'the sweep names two jobs "{twice}": put every sweep key in "name"', line_of("name"))
+    dirs = [s.checkpoint_dir for s in specs]
+    if dirs[0] and len(set(dirs)) != len(dirs):
+        raise ConfigError(path, "jobs of the sweep would share a checkpoint_dir (each resumes from what it holds): "
+                          'put the sweep keys in it, e.g. checkpoint_dir = "/ckpt/run-{lr}"', line_of("checkpoint_dir"))
+    return specs
+
+
+def _spec_from(data: dict, path: Path, line_of: Callable[[str], int | None]) -> JobSpec:
+    name = data.get("name")
+    subject = f'job "{name}"' if isinstance(name, str) and name else "job"
     f = Fields(path, data, subject, line_of)
     f.reject_unknown(JOB_KEYS)
     name = f.required_string("name", SAFE_NAME, "a valid job name (letters, digits, . _ -)")

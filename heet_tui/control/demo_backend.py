@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from heet_tui.config.hosts_file import bundled_config
-from heet_tui.config.job_spec import load_job_spec
+from heet_tui.config.job_spec import load_job_file
 from heet_tui.core.intents import (
     ApprovePlan,
     CancelJob,
@@ -290,22 +290,28 @@ class DemoBackend:
         from heet_tui.config.errors import ConfigError
 
         try:
-            spec = load_job_spec(spec_path)
+            specs = load_job_file(spec_path)
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
-        if spec.model not in self.sim.physics.models:
-            known = ", ".join(sorted(self.sim.physics.models))
-            raise ValueError(f"{Path(spec_path).name}: the simulator has no profile for model "
-                             f'"{spec.model}" (it has: {known})')
-        name, n = spec.name, 1
-        while name in self.sim.jobs:
-            n += 1
-            name = f"{spec.name}-{n}"
-        self.sim.submit(WorkloadJob(name, self.sim.now, spec.model, max(spec.min_gpus, 1), spec.batch_size,
-                                    spec.min_gpus, spec.max_gpus))
+        for spec in specs:
+            if spec.model not in self.sim.physics.models:
+                known = ", ".join(sorted(self.sim.physics.models))
+                raise ValueError(f"{Path(spec_path).name}: the simulator has no profile for model "
+                                 f'"{spec.model}" (it has: {known})')
+        names = []
+        for spec in specs:
+            name, n = spec.name, 1
+            while name in self.sim.jobs:
+                n += 1
+                name = f"{spec.name}-{n}"
+            self.sim.submit(WorkloadJob(name, self.sim.now, spec.model, max(spec.min_gpus, 1), spec.batch_size,
+                                        spec.min_gpus, spec.max_gpus))
+            names.append(name)
         self._rejected_key = None
         self.sim.replan()
-        return f"submitted {name} ({spec.model}, {spec.min_gpus}-{spec.max_gpus} GPUs): profiling, then planned"
+        spec = specs[0]
+        return (f"submitted {', '.join(names)} ({spec.model}, {spec.min_gpus}-{spec.max_gpus} GPUs): profiling, "
+                "then planned")
 
     def _preview(self, edit: EditJob) -> PredictedEffect:
         self._require_plan(edit.plan_id)

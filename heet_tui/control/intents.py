@@ -119,16 +119,16 @@ class IntentHandler:
             paths = spec_paths(intent.spec_path)
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
-        specs, problems = load_job_specs(paths)
+        specs, origins, problems = load_job_specs(paths)
         if problems:
             raise ValueError("; ".join(problems) + ("; nothing submitted" if len(paths) > 1 else ""))
         now = self.ctl.clock()
         try:
             jobs = self.ctl.store.add_jobs(specs, now)
         except CheckpointDirInUse as exc:
-            raise ValueError(f"{paths[exc.index]}: {exc}" + ("; nothing submitted" if len(specs) > 1 else "")) from None
+            raise ValueError(f"{origins[exc.index]}: {exc}" + ("; nothing submitted" if len(specs) > 1 else "")) from None
         hints: list[str] = []
-        for path, spec, job in zip(paths, specs, jobs, strict=True):
+        for path, spec, job in zip(origins, specs, jobs, strict=True):
             self.ctl.store.add_event(now, "submit", f"submitted {job.id} from {path}", job.id)
             hints += [h for h in (workdir_hint(spec, path), gpu_types_hint(spec, self.ctl.hosts)) if h and h not in hints]
         return f"submitted {', '.join(j.id for j in jobs)}" + "".join(f"{WARNING_SEP}{h}" for h in hints)

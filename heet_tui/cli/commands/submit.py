@@ -12,6 +12,7 @@ import argparse
 import json
 import time
 from collections import defaultdict
+from pathlib import Path
 
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import UsageError
@@ -21,7 +22,7 @@ from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
 from heet_tui.config.job_spec import gpu_types_hint, load_job_specs, workdir_hint
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse, resumed_from
 from heet_tui.control.store import Store
-from heet_tui.core.job import Job, JobSpec
+from heet_tui.core.job import Job
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    specs, problems = load_job_specs(args.specs)
+    specs, origins, problems = load_job_specs(args.specs)
     if problems:
         raise UsageError("\n".join(problems) + _nothing_queued(len(problems), len(args.specs)))
     store = open_store(args)
@@ -44,11 +45,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
         jobs = store.add_jobs(specs, now)
     except CheckpointDirInUse as exc:
         spec = specs[exc.index]
-        raise UsageError(f"{args.specs[exc.index]}: job {spec.name!r}: {exc}"
+        raise UsageError(f"{origins[exc.index]}: job {spec.name!r}: {exc}"
                          + _nothing_queued(1, len(specs))) from None
-    for path, job in zip(args.specs, jobs, strict=True):
+    for path, job in zip(origins, jobs, strict=True):
         store.add_event(now, "submit", f"submitted {job.id} from {path}", job.id)
-    warnings = _warnings(args, store, specs, jobs)
+    warnings = _warnings(args, store, origins, jobs)
     if args.json:
         for job, users in zip(jobs, earlier, strict=True):
             resumes = resumed_from(users)
@@ -75,12 +76,13 @@ def _nothing_queued(bad: int, total: int) -> str:
     return f"\nnothing submitted: {bad} of the {total} specs cannot be queued" if total > 1 else ""
 
 
-def _warnings(args: argparse.Namespace, store: Store, specs: list[JobSpec], jobs: list[Job]) -> dict[str, list[str]]:
+def _warnings(args: argparse.Namespace, store: Store, origins: list[Path], jobs: list[Job]) -> dict[str, list[str]]:
     """Each warning once, with the jobs it is about: a sweep of twenty specs made the same way
     would otherwise print it twenty times."""
     hosts = _hosts_file(args, store)
     found: dict[str, list[str]] = defaultdict(list)
-    for path, spec, job in zip(args.specs, specs, jobs, strict=True):
+    for path, job in zip(origins, jobs, strict=True):
+        spec = job.spec
         for hint in (workdir_hint(spec, path), gpu_types_hint(spec, hosts) if hosts else None):
             if hint:
                 found[hint].append(job.id)
