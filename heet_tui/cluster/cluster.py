@@ -275,12 +275,18 @@ class Cluster:
             raise ClusterError(f"host {host}: job {job_id} did not exit within {grace_s:g} s + SIGKILL") from None
 
     async def log_tail(self, host: str, job_id: str, lines: int = 50, generation: int | None = None) -> tuple[str, ...]:
+        return (await self.log_file_tail(host, job_id, lines, generation))[1]
+
+    async def log_file_tail(self, host: str, job_id: str, lines: int = 50,
+                            generation: int | None = None) -> tuple[str, tuple[str, ...]]:
+        """(the log file's path on the host, its last ``lines`` lines): the path is what a user
+        copies the whole log with."""
         _, client = self._client(host)
         args: dict[str, object] = {"job_id": job_id, "lines": int(lines)}
         if generation is not None:
             args["generation"] = int(generation)
         result = await client.request("log_tail", args, self.options.request_timeout_s)
-        return tuple(str(line) for line in result.get("lines") or ())
+        return str(result.get("log") or ""), tuple(str(line) for line in result.get("lines") or ())
 
     async def fence(self, host: str, job_id: str, min_generation: int, grace_s: float = 10.0) -> tuple[RemoteJob, ...]:
         """Stop the job's processes older than ``min_generation`` and refuse older launches from now on."""

@@ -36,10 +36,11 @@ async def job_log(ctl: Controller, job_id: str, lines: int = 200) -> tuple[str, 
         alloc, generation = last
         host, agent_id = alloc.hosts[0][0], rank_agent_id(job_id, 0, ctl.store.store_id)
     try:
-        found = await ctl.cluster.log_tail(host, agent_id, lines=lines, generation=generation)
+        path, found = await ctl.cluster.log_file_tail(host, agent_id, lines=lines, generation=generation)
     except ClusterError as exc:
         raise ValueError(f"{job_id}: cannot read its log on {host}: {exc}") from None
-    header = f"{job_id} generation {generation}, rank 0 on {host}, last {len(found)} line(s):"
+    where = f" ({host}:{path})" if path else ""
+    header = f"{job_id} generation {generation}, rank 0 on {host}, last {len(found)} line(s){where}:"
     return (header, *found)
 
 

@@ -38,6 +38,8 @@ def test_a_jobs_log_is_read_from_its_host_running_and_ended_and_through_an_attac
                            >= 10, 60, "a reporting")
             running = await ctl.job_log("a", lines=5)
             assert running[0].startswith("a generation 1, rank 0 on solo")
+            path = running[0].split("(solo:", 1)[1].removesuffix("):")  # where the whole log is, to copy
+            assert path.endswith("-g1.log") and Path(path).is_file() and "@heet-progress" in Path(path).read_text()
             assert 2 <= len(running) <= 6 and any("@heet-progress" in line for line in running[1:])
             await attached.start()
             assert (await attached.job_log("a", 5))[0].startswith("a generation 1, rank 0 on solo")
