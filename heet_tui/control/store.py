@@ -155,7 +155,9 @@ class Store(PlanRows):
         return _checkpoint_users(self._db, checkpoint_dir)
 
     def jobs(self, include_terminal: bool = True, ended: int | None = None) -> list[JobRecord]:
-        """Oldest first; ``ended`` keeps only the latest that many of the jobs that ended.
+        """Oldest first; ``ended`` keeps only the latest ``ended`` of the jobs that ended (by when
+        they ended: a long job submitted first and ended today was left out behind a hundred
+        short ones submitted after it).
 
         The controller asks for the active ones several times a round and a lab's store holds
         thousands of ended jobs: they are filtered in SQL, and histories come in one query (one
@@ -166,9 +168,10 @@ class Store(PlanRows):
         if not include_terminal:
             where, params = f" WHERE state NOT IN ({marks})", _TERMINAL
         elif ended is not None:
-            where = (f" WHERE state NOT IN ({marks}) OR id IN (SELECT id FROM jobs WHERE state IN ({marks}) "
-                     "ORDER BY submitted_at DESC, id DESC LIMIT ?)")
-            params = (*_TERMINAL, *_TERMINAL, ended)
+            where = (f" WHERE state NOT IN ({marks}) OR id IN (SELECT s.job_id FROM job_states s JOIN jobs j ON "
+                     f"j.id = s.job_id WHERE j.state IN ({marks}) AND s.state IN ({marks}) GROUP BY s.job_id "
+                     "ORDER BY MAX(s.at) DESC, j.submitted_at DESC, j.id DESC LIMIT ?)")
+            params = (*_TERMINAL, *_TERMINAL, *_TERMINAL, ended)
         cur = self._db.execute(f"SELECT * FROM jobs{where} ORDER BY submitted_at, id", params)
         cols = [c[0] for c in cur.description]
         rows = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]

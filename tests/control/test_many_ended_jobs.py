@@ -35,6 +35,21 @@ def test_active_jobs_come_alone_and_with_their_history(tmp_path: Path) -> None:
     assert {r.job.id for r in latest[:-1]} == {r.job.id for r in every[25:35]}, "the latest ended ones"
 
 
+def test_the_latest_ended_are_those_that_ended_last_not_those_submitted_last(tmp_path: Path) -> None:
+    store = _store_with_ended_jobs(tmp_path, done=30, failed=1)
+    long = store.add_job(JobSpec("long", ("python3", "t.py"), "cifar10", 64, Target(TargetKind.STEPS, 10)), -5.0)
+    store.set_state(long.id, JobState.RUNNING, 0.0)
+    store.set_state(long.id, JobState.DONE, 1e5)  # submitted before all, ended after all
+    assert "long" in {r.job.id for r in store.jobs(ended=10)}
+    retried = store.jobs()[1].job.id  # failed early, then retried and ended last
+    assert store.job(retried).job.state is JobState.FAILED
+    store.retry(retried, 2e5, "retried")
+    store.set_state(retried, JobState.RUNNING, 2e5 + 1)
+    store.set_state(retried, JobState.DONE, 2e5 + 2)
+    latest = [r.job.id for r in store.jobs(ended=2)]
+    assert set(latest) == {"long", retried, "live"}
+
+
 def test_a_snapshot_shows_the_latest_ended_jobs_and_counts_them_all(tmp_path: Path) -> None:
     store = _store_with_ended_jobs(tmp_path, done=SHOWN_ENDED + 40, failed=20)
     ctl = Controller(load_hosts(write_local_hosts(tmp_path, [("only", "T4", 1, 1.0)])), store, ControllerOptions())
