@@ -359,7 +359,7 @@ class Controller:
         except ValueError as exc:
             self.notices.append(f"planning: {exc}")
             return
-        self.plan_made = PlanMade(plan, frozenset(j.id for j in inputs)) if plan else None
+        self.plan_made = PlanMade.of(plan, frozenset(j.id for j in inputs)) if plan else None
         if plan is None or plan.is_empty:
             if self.pending_plan_id is not None:
                 self.store.set_plan_status(self.pending_plan_id, "superseded", self.clock())

@@ -97,7 +97,7 @@ def _queued_prediction(ctl: Controller, job_id: str, message: str, now: float) -
     """A job the latest plan leaves waiting: its predicted time to completion, and its message
     with the predicted start added (the store's message has no countdown: waiting.py)."""
     made = ctl.plan_made
-    pred = made.plan.effect.for_job(job_id) if made and job_id in made.weighed else None
+    pred = made.predictions.get(job_id) if made and job_id in made.weighed else None
     if pred is None or pred.starts_in_s is None or job_id in made.plan.allocations:
         return None, None
     elapsed = now - (made.plan.effect.at or now)

@@ -17,13 +17,14 @@ countdown (it would rewrite the store every round); the TUI adds the plan's pred
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from heet_tui.control.planning import signature
 from heet_tui.control.user_constraints import user_constraints
+from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import CANNOT_START, HELD_FOR_FASTER, LEFT_QUEUED, WAITING_FOR_GPUS, JobSpec, JobState
-from heet_tui.core.plan import ChangeKind, Plan
+from heet_tui.core.plan import ChangeKind, JobPrediction, Plan
 from heet_tui.core.sched_input import ClusterView
 
 if TYPE_CHECKING:
@@ -36,10 +37,18 @@ NO_PLAN_YET = "waiting for a plan"
 @dataclass(frozen=True, slots=True)
 class PlanMade:
     """The latest plan the controller made, whether proposed or not, and the jobs it weighed
-    (a job the plan did not weigh, such as one backing off after a crash, keeps its message)."""
+    (a job the plan did not weigh, such as one backing off after a crash, keeps its message).
+    Predictions and starts by job: looked up for every queued job every round."""
 
     plan: Plan
     weighed: frozenset[str]
+    predictions: dict[str, JobPrediction] = field(default_factory=dict)
+    starts: dict[str, Allocation] = field(default_factory=dict)
+
+    @staticmethod
+    def of(plan: Plan, weighed: frozenset[str]) -> PlanMade:
+        return PlanMade(plan, weighed, {p.job_id: p for p in plan.effect.jobs},
+                        {c.job_id: c.after for c in plan.changes if c.kind is ChangeKind.START and c.after})
 
 
 def why_waiting(spec: JobSpec, cluster: ClusterView) -> str | None:
@@ -74,12 +83,13 @@ def free_after(plan: Plan, cluster: ClusterView, kept: dict[str, set[int]]) -> C
     return out
 
 
-def plan_reason(job_id: str, spec: JobSpec, plan: Plan, pending_id: int | None, rejected: bool,
+def plan_reason(job_id: str, spec: JobSpec, made: PlanMade, pending_id: int | None, rejected: bool,
                 free: Counter[str], held: bool) -> str | None:
     """The message for a queued job the latest plan weighed (module docstring); None: leave it.
     ``pending_id``: the plan waits for approval under that id; ``rejected``: the user rejected it."""
+    plan = made.plan
     if job_id in plan.allocations:
-        start = next((c.after for c in plan.changes if c.job_id == job_id and c.kind is ChangeKind.START), None)
+        start = made.starts.get(job_id)
         if start is None:
             return None
         if rejected:
@@ -91,7 +101,7 @@ def plan_reason(job_id: str, spec: JobSpec, plan: Plan, pending_id: int | None, 
     if held:
         return f"{LEFT_QUEUED}held by hand (e on the Plan screen changes it)"
     usable = sorted(t for t, n in free.items() if n >= spec.min_gpus and spec.allows(t))
-    pred = plan.effect.for_job(job_id)
+    pred = made.predictions.get(job_id)
     target = pred.starts_on if pred else None
     if usable and target and target not in usable:
         return (f"{HELD_FOR_FASTER}the plan waits for {target} GPUs, predicted to free soon enough to finish it "
@@ -131,7 +141,7 @@ def explain_waiting(ctl: Controller, now: float) -> None:
     for job in queued:
         why = why_waiting(job.spec, cluster)
         if why is None and made is not None and job.id in made.weighed:
-            why = plan_reason(job.id, job.spec, made.plan, pending_id, rejected, free, job.id in held)
+            why = plan_reason(job.id, job.spec, made, pending_id, rejected, free, job.id in held)
         elif why is None and job.message.startswith(PREFIX):
             why = NO_PLAN_YET
         if why is not None and job.message != why:

@@ -11,7 +11,7 @@ from control_lab import job, run_and_clean, wait_for, write_job, write_local_hos
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.store import Store
-from heet_tui.control.waiting import free_after, plan_reason, why_waiting
+from heet_tui.control.waiting import PlanMade, free_after, plan_reason, why_waiting
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.intents import ApprovePlan, CancelJob, SubmitJob
 from heet_tui.core.job import JobSpec, JobState, Target, TargetKind
@@ -66,6 +66,8 @@ def test_a_job_too_big_for_the_cluster_says_so_until_a_host_joins(tmp_path: Path
 
 # -- a job the latest plan leaves waiting ---------------------------------------------------------
 
+WEIGHED = frozenset({"r", "j"})
+
 def _plan_leaving_j_waiting(starts_on: str | None) -> Plan:
     """``r`` keeps one A100; ``j`` is left waiting, predicted to start on ``starts_on`` in 40 s."""
     running = Allocation.of("r", "A100", {"a": [0]})
@@ -77,19 +79,20 @@ def _plan_leaving_j_waiting(starts_on: str | None) -> Plan:
 def test_a_job_left_waiting_says_for_what() -> None:
     cluster = ClusterView((HostView("a", "A100", 1, (0,)), HostView("t", "T4", 4, (0, 1, 2, 3))))
     plan = _plan_leaving_j_waiting("A100")
+    made = PlanMade.of(plan, WEIGHED)
     free = free_after(plan, cluster, kept={})
     assert free == {"A100": 0, "T4": 4}
-    assert plan_reason("j", _spec(), plan, None, False, free, held=False) == (
+    assert plan_reason("j", _spec(), made, None, False, free, held=False) == (
         "held for faster GPUs: the plan waits for A100 GPUs, predicted to free soon enough to finish it sooner "
         "than a start now on the free T4 GPUs")
-    assert plan_reason("j", _spec(lo=5), plan, None, False, free, held=False) == (
+    assert plan_reason("j", _spec(lo=5), made, None, False, free, held=False) == (
         "waiting for GPUs: every GPU it may use is taken; it should start on A100 as running jobs end")
-    assert plan_reason("j", _spec(types=("A100",)), plan, None, False, free, held=False) == (
+    assert plan_reason("j", _spec(types=("A100",)), made, None, False, free, held=False) == (
         "waiting for GPUs: every A100 GPU it may use is taken; it should start on A100 as running jobs end")
-    assert plan_reason("j", _spec(), plan, None, False, free, held=True) == (
+    assert plan_reason("j", _spec(), made, None, False, free, held=True) == (
         "left queued: held by hand (e on the Plan screen changes it)")
     undecided = _plan_leaving_j_waiting(None)  # no start foreseen, GPUs free: the policy's choice
-    assert plan_reason("j", _spec(), undecided, None, False, free, held=False) == (
+    assert plan_reason("j", _spec(), PlanMade.of(undecided, WEIGHED), None, False, free, held=False) == (
         "left queued: the heet plan gives the free 4xT4 GPUs to no job; it is planned again as jobs come and go")
     # GPUs a run outside the plan keeps are not free
     assert free_after(plan, cluster, kept={"t": {0, 1, 2, 3}})["T4"] == 0
@@ -97,12 +100,12 @@ def test_a_job_left_waiting_says_for_what() -> None:
 
 def test_a_job_a_plan_starts_says_whether_it_waits_for_approval() -> None:
     start = Allocation.of("j", "T4", {"t": [0, 1]})
-    plan = Plan.build({}, {"j": start}, "heet", 0.0)
+    made = PlanMade.of(Plan.build({}, {"j": start}, "heet", 0.0), WEIGHED)
     free: Counter[str] = Counter()
-    assert plan_reason("j", _spec(), plan, 7, False, free, held=False) == (
+    assert plan_reason("j", _spec(), made, 7, False, free, held=False) == (
         "in plan #7 (start on 2xT4), waiting for approval: a on the Plan screen, or heet-tui plan approve")
-    assert plan_reason("j", _spec(), plan, None, False, free, held=False) is None, "approved: being started"
-    assert plan_reason("j", _spec(), plan, None, True, free, held=False) == (
+    assert plan_reason("j", _spec(), made, None, False, free, held=False) is None, "approved: being started"
+    assert plan_reason("j", _spec(), made, None, True, free, held=False) == (
         "left queued: a plan that starts it was rejected (p on the Plan screen plans again)")
 
 
