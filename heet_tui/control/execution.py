@@ -25,7 +25,7 @@ from heet_tui.control.crashed_sizes import load_crashed_sizes, new_size_that_cra
 from heet_tui.control.host_health import stored_health
 from heet_tui.control.job_log import fail_with_log_tail
 from heet_tui.control.launch import LaunchSpec, choose_master_port, plan_launch, plan_profile_launch
-from heet_tui.control.profiling_rounds import finish_profiling_run
+from heet_tui.control.profiling_rounds import finish_profiling_run, profiling_message
 from heet_tui.control.progress_reports import (
     note_other_rank_progress,
     record_unseen_progress,
@@ -212,6 +212,8 @@ class Executor:
         what = f"profiling on {len(candidates)} GPU type(s)" if not side else \
             f"profiling on {', '.join(types)}, idle GPUs it had no estimate for"
         self.store.add_event(self.clock(), "profile", f"{job_id}: {what}", job_id)
+        if not side:  # "profiling" alone left the user to guess where, and for how long
+            self.store.try_set_state(job_id, JobState.PROFILING, self.clock(), profiling_message(runs))
         for run in list(runs):
             self._after_exit(run)
         return len(candidates)

@@ -181,6 +181,14 @@ async def profile_idle_types(ctl: Controller) -> None:
             return
 
 
+def profiling_message(runs: list[Run]) -> str:
+    """A profiling job's message: where its short runs are (a run refused at launch is left out)."""
+    where = [r.alloc.describe() for r in runs if not r.all_exited]
+    if not where:
+        return "profiling"
+    return f"profiling: a short run on {' and '.join(where)}; planned once they report its speed"
+
+
 def side_profile_failed(executor: Executor, run: Run, crash: str) -> None:
     """A side run that measured nothing (it crashed, or reported no throughput) is not retried."""
     gpu_type, job_id = run.alloc.gpu_type, run.job_id
