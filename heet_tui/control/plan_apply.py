@@ -5,6 +5,13 @@ and ``done``/``failed`` after. A controller that dies mid-plan finds the plan ``
 restart and calls :func:`apply_plan` again: finished steps are skipped and the others are
 re-executed, which is safe because a step is stated as a target ("job X on allocation A"),
 not as an action, and a step whose target already holds does nothing.
+
+Steps run in an order that frees GPUs before they are claimed: a step waits while its target's
+GPUs are held by another job the plan still has to move. Seen: a plan moved job A onto the
+GPUs job B held while B moved to an A100; A's step came first (by kind, then name), stopped A,
+found B's GPUs in use and failed, and A, stopped, lost its place. Jobs that wait on each other
+in a ring (A takes B's GPUs, B takes A's) are broken by stopping one of them first. A step
+whose GPUs something outside the plan holds fails before it stops the job, which keeps running.
 """
 
 from __future__ import annotations
@@ -12,7 +19,9 @@ from __future__ import annotations
 import logging
 
 from heet_tui.control.execution import Executor, StepFailed
+from heet_tui.control.runtime import gpus_held
 from heet_tui.control.store import Store
+from heet_tui.control.store_records import StepRecord
 from heet_tui.core.job import JobState
 from heet_tui.core.plan import Change
 
@@ -30,6 +39,12 @@ async def execute_change(executor: Executor, store: Store, change: Change, now: 
     target = change.after
     if run is not None and target is not None and run.alloc == target and not run.any_exited:
         return "already in place"
+    if target is not None:
+        own = gpus_held([run]) if run is not None else {}
+        for host, gpus in target.hosts:
+            taken = (executor.busy_gpus().get(host, set()) - own.get(host, set())) & set(gpus)
+            if taken:
+                raise StepFailed(f"GPUs {sorted(taken)} of {host} are still in use")
     if run is not None:
         if target is not None:
             store.try_set_state(change.job_id, JobState.RESIZING, now, f"resizing to {target.describe()}")
@@ -46,6 +61,39 @@ async def execute_change(executor: Executor, store: Store, change: Change, now: 
     return f"running generation {new.generation} on {target.describe()}"
 
 
+def _waits_for(executor: Executor, step: StepRecord, moving: set[str]) -> set[str]:
+    """The other jobs still to move that hold GPUs of the step's target now."""
+    target = step.change.after
+    if target is None:
+        return set()
+    out = set()
+    for job_id in moving - {step.change.job_id}:
+        run = executor.runs.get(job_id)
+        held = gpus_held([run]) if run is not None else {}
+        if any(held.get(host, set()) & set(gpus) for host, gpus in target.hosts):
+            out.add(job_id)
+    return out
+
+
+async def _next_step(executor: Executor, store: Store, pending: list[StepRecord], now: float) -> StepRecord:
+    """The first step no other pending step's job stands in the way of; in a ring, the first
+    step's job is stopped so that the others can go (its step then starts it)."""
+    moving = {step.change.job_id for step in pending}
+    free = [step for step in pending if not _waits_for(executor, step, moving)]
+    if free:
+        return free[0]
+    first = pending[0]
+    run = executor.runs.get(first.change.job_id)
+    if run is not None:
+        log.info("plan steps wait on each other in a ring: stopping %s first", first.change.job_id)
+        after = first.change.after
+        store.try_set_state(first.change.job_id, JobState.RESIZING, now,
+                            f"resizing to {after.describe()}" if after else "stopping")
+        await executor.stop_run(run, "resize" if after else "preempt")
+    free = [step for step in pending if not _waits_for(executor, step, moving)]
+    return free[0] if free else first
+
+
 async def apply_plan(executor: Executor, store: Store, plan_id: int, clock) -> str:
     rec = store.plan(plan_id)
     if rec is None:
@@ -53,12 +101,13 @@ async def apply_plan(executor: Executor, store: Store, plan_id: int, clock) -> s
     if rec.status not in ("approved", "applying"):
         raise ValueError(f"plan #{plan_id} is {rec.status}, not approved")
     store.start_applying(plan_id, rec.plan.changes, clock())
-    done = failed = 0
-    for step in store.steps(plan_id):
-        if step.status in ("done", "failed"):
-            done += step.status == "done"
-            failed += step.status == "failed"
-            continue
+    steps = store.steps(plan_id)
+    done = sum(step.status == "done" for step in steps)
+    failed = sum(step.status == "failed" for step in steps)
+    pending = [step for step in steps if step.status not in ("done", "failed")]
+    while pending:
+        step = await _next_step(executor, store, pending, clock())
+        pending.remove(step)
         store.mark_step(plan_id, step.idx, "running", clock())
         try:
             message = await execute_change(executor, store, step.change, clock())

@@ -1,0 +1,85 @@
+"""A plan's steps free GPUs before they are claimed (control/plan_apply.py).
+
+Seen in the SSH lab: a plan moved big-wide onto the two T4s a sweep job held while that job
+moved to an A100. big-wide's step came first (by kind, then name): it stopped big-wide, found
+the T4s in use, failed, and big-wide, stopped, was back in the queue.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
+
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.config.job_spec import load_job_spec
+from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.store import Store
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.job import JobState
+from heet_tui.core.plan import Plan
+
+
+def _on(job_id: str, *gpus: int) -> Allocation:
+    return Allocation.of(job_id, "T4", {"h": list(gpus)})
+
+
+async def _apply(ctl: Controller, store: Store, allocations: dict[str, Allocation]) -> int:
+    """Approve a hand-made plan and wait until the controller has applied it."""
+    current = {j: r.alloc for j, r in ctl.executor.runs.items()}
+    plan_id = store.add_plan(Plan.build(current, allocations, "hand", ctl.clock()))
+    store.set_plan_status(plan_id, "approved", ctl.clock())
+    await wait_for(ctl, lambda s: store.plan(plan_id).status in ("applied", "failed"), 90, f"plan #{plan_id} applied")
+    return plan_id
+
+
+def _scenario(tmp_path: Path, jobs: tuple[str, ...], start: dict[str, tuple[int, ...]],
+              then: dict[str, tuple[int, ...]], check) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("h", "T4", 3, 1.0)]))
+    store = Store(tmp_path / "state")
+    for name in jobs:
+        store.add_job(load_job_spec(write_job(tmp_path, name, steps=100_000, max_gpus=1)), 0.0)
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=False, profile=False))
+        await ctl.start()
+        try:
+            await _apply(ctl, store, {j: _on(j, *g) for j, g in start.items()})
+            await wait_for(ctl, lambda s: all(job(s, j).state is JobState.RUNNING for j in start), 60, "running")
+            before = {j: store.job(j).generation for j in jobs}
+            plan_id = await _apply(ctl, store, {j: _on(j, *g) for j, g in then.items()})
+            await check(ctl, store, plan_id, before)
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+
+
+def test_a_job_moving_onto_gpus_another_job_leaves_waits_for_it(tmp_path: Path) -> None:
+    async def check(ctl, store, plan_id, before) -> None:
+        assert [s.status for s in store.steps(plan_id)] == ["done", "done"], store.steps(plan_id)
+        assert ctl.executor.runs["a"].alloc == _on("a", 1) and ctl.executor.runs["b"].alloc == _on("b", 2)
+        launches = [e.message for e in store.events(limit=100) if e.kind == "launch"]
+        assert launches[-2].startswith("b generation") and launches[-1].startswith("a generation"), launches
+
+    _scenario(tmp_path, ("a", "b"), {"a": (0,), "b": (1,)}, {"a": (1,), "b": (2,)}, check)
+
+
+def test_two_jobs_that_swap_gpus_are_both_moved(tmp_path: Path) -> None:
+    async def check(ctl, store, plan_id, before) -> None:
+        assert [s.status for s in store.steps(plan_id)] == ["done", "done"], store.steps(plan_id)
+        assert ctl.executor.runs["a"].alloc == _on("a", 1) and ctl.executor.runs["b"].alloc == _on("b", 0)
+
+    _scenario(tmp_path, ("a", "b"), {"a": (0,), "b": (1,)}, {"a": (1,), "b": (0,)}, check)
+
+
+def test_a_step_onto_gpus_a_job_outside_the_plan_holds_fails_without_stopping_its_job(tmp_path: Path) -> None:
+    """b keeps GPU 1 (no step of its own), so a's move there cannot happen: a runs on where it is."""
+    async def check(ctl, store, plan_id, before) -> None:
+        (step,) = store.steps(plan_id)
+        assert step.status == "failed" and step.message == "GPUs [1] of h are still in use", step
+        await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 10, "a still running")
+        assert store.job("a").generation == before["a"], "a was not stopped"
+        assert ctl.executor.runs["a"].alloc == _on("a", 0)
+
+    _scenario(tmp_path, ("a", "b"), {"a": (0,), "b": (1,)}, {"a": (1,), "b": (1,)}, check)
