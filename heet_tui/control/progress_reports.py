@@ -37,7 +37,14 @@ def note_other_rank_progress(store: Store, run: Run, rank: int, now: float) -> N
 def warn_unlike_twins(executor: Executor, run: Run, now: float) -> None:
     """Twins share throughput numbers on the strength of their spec's model key; one that
     measures far from them, running at the same time, is most likely another model under a
-    copied key (said once per job)."""
+    copied key (said once per job).
+
+    Not on emulated GPUs: they all train on the login node's few cores, so their speeds follow
+    how many trainings share those cores, not the model (a six-job sweep on ``make run``'s
+    config warned twins at 1.51x as jobs around them finished)."""
+    emulated = {h.name for h in getattr(executor.hosts, "hosts", ()) if h.emulate is not None}
+    if emulated & set(run.alloc.host_names):
+        return
     key = placement_key(run.alloc.placement)
     ratio = (None if run.job_id in executor.unlike_twins
              else executor.book.unlike_twins(run.job_id, run.alloc.gpu_type, key, now))

@@ -47,12 +47,12 @@ def test_twins_share_their_measurements_and_count_once_when_types_are_compared()
     assert abs(book.type_ratio("A100", "T4") - ((400 / 120) * 2.0) ** 0.5) < 1e-9
 
 
-def test_a_job_that_measures_unlike_its_twins_is_told_so_once(tmp_path: Path) -> None:
-    """Sharing numbers rests on the spec's model key; a job copied from another spec with the key
-    left unchanged would quietly get, and spoil, its twins' numbers."""
-    store = Store(tmp_path / "state")
+def _wide_beside_small(root: Path, hosts) -> tuple[Store, ThroughputBook]:
+    """Job "wide" running on h at 1,100 samples/s beside its twin "small" at 600 (the same
+    model key, so twins), reported on an executor whose hosts file is ``hosts``."""
+    store = Store(root / "state")
     book = ThroughputBook()
-    executor = Executor(None, None, store, book, ExecOptions())
+    executor = Executor(None, hosts, store, book, ExecOptions())
     clock = iter(range(0, 10_000, 11))
     executor.clock = lambda: float(next(clock))
     for name in ("small", "wide"):
@@ -64,6 +64,13 @@ def test_a_job_that_measures_unlike_its_twins_is_told_so_once(tmp_path: Path) ->
     for step in range(1, 12):
         book.add("small", "A100", (1,), 600.0, "running", step * 22.0)  # running beside it
         executor.on_progress("h", rank.agent_id, 3, {"step": step, "samples": step * 64, "samples_per_s": 1100.0})
+    return store, book
+
+
+def test_a_job_that_measures_unlike_its_twins_is_told_so_once(tmp_path: Path) -> None:
+    """Sharing numbers rests on the spec's model key; a job copied from another spec with the key
+    left unchanged would quietly get, and spoil, its twins' numbers."""
+    store, book = _wide_beside_small(tmp_path, hosts=None)
     warnings = [e.message for e in store.events(limit=100) if e.kind == "warning"]
     assert warnings == ["wide runs at 1.83x the speed of its twins (model cifar10, batch 64) on 1xA100 on h[0]; "
                         "they share throughput numbers, so if it is another model, give it a model key of its own"]
@@ -75,6 +82,17 @@ def test_a_job_that_measures_unlike_its_twins_is_told_so_once(tmp_path: Path) ->
     assert book.unlike_twins("calm", "A100", "1", 305.0) is None, "700 against (600 + 1100) / 2: within 1.5x"
     assert book.unlike_twins("wide", "A100", "1", 240.0) is not None
     assert book.unlike_twins("wide", "A100", "1", 1000.0) is None, "twins that ran apart in time are not compared"
+
+
+def test_twins_on_emulated_gpus_are_not_compared(tmp_path: Path) -> None:
+    """Emulated GPUs share the login node's cores: their speeds say how busy it is, not which model."""
+    from control_lab import write_local_hosts
+
+    from heet_tui.config.hosts_file import load_hosts
+
+    store, book = _wide_beside_small(tmp_path, hosts=load_hosts(write_local_hosts(tmp_path, [("h", "A100", 1, 1.0)])))
+    assert book.unlike_twins("wide", "A100", "1", 240.0) is not None, "the numbers differ as in the test above"
+    assert not [e for e in store.events(limit=100) if e.kind == "warning"]
 
 
 def test_twins_are_not_compared_with_profiling_runs_measured_under_another_load() -> None:
