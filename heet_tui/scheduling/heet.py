@@ -61,6 +61,11 @@ class HeetPolicy:
         targets, order = self.targets(problem)
         allocations = place(problem, targets, order)
         if self.params.defer_starts:
-            allocations = defer_slow_starts(problem, allocations)
+            kept = defer_slow_starts(problem, allocations)
+            deferred = set(allocations) - set(kept)
+            if deferred:  # plan the others without them: GPUs taken from others for their starts go back
+                rest = Problem(cluster, [j for j in jobs if j.id not in deferred], shapes=self.shapes)
+                targets, order = self.targets(rest)
+                allocations = place(rest, targets, order)
         effect = evaluate_problem(problem, allocations) if self.predict else None
         return Plan.build(problem.current, allocations, self.name, now, effect)

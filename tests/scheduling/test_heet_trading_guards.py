@@ -107,3 +107,18 @@ def test_a_new_job_waits_for_a_fast_gpu_that_frees_soon_instead_of_a_slow_one_no
     # The A100s busy for an hour: starting on the T4s at once is right.
     cluster, jobs = _two_jobs_near_their_end_and_two_new(holders_left=1_500 * 3_600)
     assert {HeetPolicy().plan(cluster, jobs, 0.0).allocations[n].gpu_type for n in ("n0", "n1")} == {"T4"}
+
+
+def test_a_deferred_start_takes_no_gpus_from_a_running_job() -> None:
+    """Seen in the SSH lab: two sweep jobs were shrunk from 2 T4s to 1 to make room for a job
+    that the same plan then held back for the A100s: restarts for nothing, and idle T4s."""
+    cluster, jobs = _two_jobs_near_their_end_and_two_new(holders_left=27_000)
+    fn = curve(A100=1_500, T4=300, serial=0.05)
+    elastic = job("s", lo=1, hi=4, work=300 * 4 * 3600, fn=fn, current=alloc("s", "T4", slow=(0, 1, 2, 3)),
+                  restart_cost_s=5.0)
+    eager = HeetPolicy(defer_starts=False).plan(cluster, [*jobs, elastic], 0.0)
+    assert eager.allocations["s"].num_gpus < 4 and "n0" in eager.allocations, "the T4s it gives the new jobs"
+    plan = HeetPolicy().plan(cluster, [*jobs, elastic], 0.0)
+    assert "n0" not in plan.allocations and "n1" not in plan.allocations, "held for the A100s"
+    assert plan.allocations["s"] == elastic.current, "so s keeps its four T4s"
+    assert plan.effect.for_job("n0").starts_on == "A100"
