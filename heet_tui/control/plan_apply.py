@@ -76,22 +76,28 @@ def _waits_for(executor: Executor, step: StepRecord, moving: set[str]) -> set[st
 
 
 async def _next_step(executor: Executor, store: Store, pending: list[StepRecord], now: float) -> StepRecord:
-    """The first step no other pending step's job stands in the way of; in a ring, the first
-    step's job is stopped so that the others can go (its step then starts it)."""
+    """The first step no other pending step's job stands in the way of; in a ring, one job of
+    the ring is stopped so that the others can go (its own step then starts it)."""
     moving = {step.change.job_id for step in pending}
     free = [step for step in pending if not _waits_for(executor, step, moving)]
     if free:
         return free[0]
-    first = pending[0]
-    run = executor.runs.get(first.change.job_id)
+    # every step waits on another: follow the waits from the first until a job comes round again
+    by_job = {step.change.job_id: step for step in pending}
+    seen: list[str] = []
+    step = pending[0]
+    while step.change.job_id not in seen:
+        seen.append(step.change.job_id)
+        step = by_job[min(_waits_for(executor, step, moving))]
+    run = executor.runs.get(step.change.job_id)
     if run is not None:
-        log.info("plan steps wait on each other in a ring: stopping %s first", first.change.job_id)
-        after = first.change.after
-        store.try_set_state(first.change.job_id, JobState.RESIZING, now,
+        log.info("plan steps wait on each other in a ring: stopping %s first", step.change.job_id)
+        after = step.change.after
+        store.try_set_state(step.change.job_id, JobState.RESIZING, now,
                             f"resizing to {after.describe()}" if after else "stopping")
         await executor.stop_run(run, "resize" if after else "preempt")
     free = [step for step in pending if not _waits_for(executor, step, moving)]
-    return free[0] if free else first
+    return free[0] if free else pending[0]
 
 
 async def apply_plan(executor: Executor, store: Store, plan_id: int, clock) -> str:

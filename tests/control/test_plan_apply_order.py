@@ -34,11 +34,11 @@ async def _apply(ctl: Controller, store: Store, allocations: dict[str, Allocatio
 
 
 def _scenario(tmp_path: Path, jobs: tuple[str, ...], start: dict[str, tuple[int, ...]],
-              then: dict[str, tuple[int, ...]], check) -> None:
-    hosts = load_hosts(write_local_hosts(tmp_path, [("h", "T4", 3, 1.0)]))
+              then: dict[str, tuple[int, ...]], check, gpus: int = 3) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("h", "T4", gpus, 1.0)]))
     store = Store(tmp_path / "state")
     for name in jobs:
-        store.add_job(load_job_spec(write_job(tmp_path, name, steps=100_000, max_gpus=1)), 0.0)
+        store.add_job(load_job_spec(write_job(tmp_path, name, steps=100_000, max_gpus=2)), 0.0)
 
     async def scenario() -> None:
         ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=False, profile=False))
@@ -71,6 +71,18 @@ def test_two_jobs_that_swap_gpus_are_both_moved(tmp_path: Path) -> None:
         assert ctl.executor.runs["a"].alloc == _on("a", 1) and ctl.executor.runs["b"].alloc == _on("b", 0)
 
     _scenario(tmp_path, ("a", "b"), {"a": (0,), "b": (1,)}, {"a": (1,), "b": (0,)}, check)
+
+
+def test_a_ring_is_broken_at_a_job_in_it_not_at_one_waiting_on_it(tmp_path: Path) -> None:
+    """b and c wait on each other (b takes GPU 3 from c, c takes GPU 1 from b); a, first by
+    name, waits on b for GPU 2. Stopping a would free nothing anyone needs."""
+    async def check(ctl, store, plan_id, before) -> None:
+        assert [s.status for s in store.steps(plan_id)] == ["done", "done", "done"], store.steps(plan_id)
+        assert {j: ctl.executor.runs[j].alloc for j in "abc"} == {"a": _on("a", 2), "b": _on("b", 3, 4),
+                                                                    "c": _on("c", 1)}
+
+    _scenario(tmp_path, ("a", "b", "c"), {"a": (0,), "b": (1, 2), "c": (3,)},
+              {"a": (2,), "b": (3, 4), "c": (1,)}, check, gpus=5)
 
 
 def test_a_step_onto_gpus_a_job_outside_the_plan_holds_fails_without_stopping_its_job(tmp_path: Path) -> None:
