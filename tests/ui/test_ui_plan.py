@@ -198,3 +198,25 @@ def test_with_no_plan_the_table_shows_the_allocation_that_stands() -> None:
     cells = plan_cells(rows["j1"])
     assert cells[1].plain == "keep" and cells[2] == cells[3] == "2xA100 @a100-1"
     assert cells[4] == "410/s → 410/s" and cells[7] == "-", "measured speed, no pause"
+
+
+def test_a_job_the_plan_leaves_waiting_has_a_row_with_its_predicted_start() -> None:
+    """A plan that held a job back for faster GPUs showed nothing of it; the row says when and
+    where the plan predicts it starts, and the summary counts it among the held."""
+    from dataclasses import replace
+
+    from heet_tui.core.job import HELD_FOR_FASTER
+    from heet_tui.core.plan import JobPrediction
+    from heet_tui.ui.widgets.plan_table import plan_cells, plan_rows
+
+    snap = small_snapshot()
+    effect = replace(snap.plan.effect, jobs=(*snap.plan.effect.jobs,
+                                             JobPrediction("j9", 0.0, 0.0, 130.0, 0.0, 40.0, "A100")))
+    rows = plan_rows(replace(snap.plan, effect=effect))
+    assert list(rows)[-1] == "j9" and rows["j9"].waiting
+    cells = plan_cells(rows["j9"])
+    assert cells[1].plain == "wait" and cells[2] == "-" and cells[3] == "→ A100 in 40s" and cells[6] == "2m10s"
+    jobs = tuple(replace(j, message=HELD_FOR_FASTER + "the plan waits for A100 GPUs") if j.id == "j3" else j
+                 for j in small_snapshot(plan=False).jobs)
+    text = summary(replace(small_snapshot(plan=False), jobs=jobs)).plain
+    assert "j3: held for faster GPUs that free soon (see the Jobs screen)." in text

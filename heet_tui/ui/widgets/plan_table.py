@@ -40,10 +40,13 @@ class PlanRow:
     before: Allocation | None
     after: Allocation | None
     prediction: JobPrediction | None
+    waiting: bool = False  # a queued job the plan leaves waiting
 
 
 def plan_rows(plan: Plan) -> dict[str, PlanRow]:
-    """Changed jobs first (by kind), then jobs the plan leaves as they are (before == after for those)."""
+    """Changed jobs first (by kind), then jobs the plan leaves as they are (before == after for
+    those), then the queued jobs it leaves waiting, with the start the plan predicts for them:
+    a plan that held a job back for faster GPUs showed nothing of it."""
     kinds = {c.job_id: c for c in plan.changes}
     predictions = {p.job_id: p for p in plan.effect.jobs}
     job_ids = sorted(set(kinds) | set(plan.allocations), key=lambda j: (_KIND_ORDER[kinds[j].kind if j in kinds
@@ -54,6 +57,9 @@ def plan_rows(plan: Plan) -> dict[str, PlanRow]:
         after = change.after if change else plan.allocations.get(job_id)
         before = change.before if change else after
         rows[job_id] = PlanRow(job_id, change.kind if change else None, before, after, predictions.get(job_id))
+    for pred in sorted(plan.effect.jobs, key=lambda p: p.job_id):
+        if pred.job_id not in rows:
+            rows[pred.job_id] = PlanRow(pred.job_id, None, None, None, pred, waiting=True)
     return rows
 
 
@@ -67,6 +73,9 @@ def current_rows(snap: Snapshot) -> dict[str, PlanRow]:
 
 def plan_cells(row: PlanRow) -> Cells:
     pred = row.prediction
+    if row.waiting and pred is not None:
+        starts = f"→ {pred.starts_on} in {duration(pred.starts_in_s)}" if pred.starts_on else "-"
+        return (short_id(row.job_id), Text("wait", style="dim"), "-", starts, "-", "-", duration(pred.completion_s), "-")
     if pred is None:
         tput, delta, done, pause = "-", "-", "-", "-"
     else:
