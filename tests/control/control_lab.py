@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 from heet_tui.core.snapshot import Snapshot
@@ -75,3 +76,18 @@ def run_and_clean(scenario: Callable[[], Awaitable[None]], root: Path) -> None:
     finally:
         for workdir in root.glob("w-*"):
             kill_jobs_under(workdir)
+
+
+@contextlib.asynccontextmanager
+async def manual_controller(hosts, store, **options) -> AsyncIterator:
+    """A started controller that waits for plans to be approved, profiling nothing unless
+    ``profile=True``; stopped on the way out."""
+    from heet_tui.control.controller import Controller, ControllerOptions
+
+    ctl = Controller(hosts, store, ControllerOptions(**({"interval_s": 0.3, "auto_approve": False, "profile": False}
+                                                        | options)))
+    await ctl.start()
+    try:
+        yield ctl
+    finally:
+        await ctl.stop()

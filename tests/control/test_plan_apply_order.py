@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
+from control_lab import job, manual_controller, run_and_clean, wait_for, write_job, write_local_hosts
 
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.config.job_spec import load_job_spec
-from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.controller import Controller
 from heet_tui.control.store import Store
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import JobState
@@ -41,16 +41,12 @@ def _scenario(tmp_path: Path, jobs: tuple[str, ...], start: dict[str, tuple[int,
         store.add_job(load_job_spec(write_job(tmp_path, name, steps=100_000, max_gpus=2)), 0.0)
 
     async def scenario() -> None:
-        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=False, profile=False))
-        await ctl.start()
-        try:
+        async with manual_controller(hosts, store) as ctl:
             await _apply(ctl, store, {j: _on(j, *g) for j, g in start.items()})
             await wait_for(ctl, lambda s: all(job(s, j).state is JobState.RUNNING for j in start), 60, "running")
             before = {j: store.job(j).generation for j in jobs}
             plan_id = await _apply(ctl, store, {j: _on(j, *g) for j, g in then.items()})
             await check(ctl, store, plan_id, before)
-        finally:
-            await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
 

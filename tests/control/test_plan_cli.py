@@ -14,11 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
-from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
+from control_lab import job, manual_controller, run_and_clean, wait_for, write_job, write_local_hosts
 
 from heet_tui.cli.main import main
 from heet_tui.config.hosts_file import load_hosts
-from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.drains import set_drained
 from heet_tui.control.store import Store
 from heet_tui.core.intents import ApprovePlan, SubmitJob
@@ -77,9 +76,7 @@ def test_a_plan_made_before_a_host_was_drained_is_not_applied_onto_it(tmp_path: 
     store = Store(tmp_path / "state")
 
     async def scenario() -> None:
-        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=False, profile=False))
-        await ctl.start()
-        try:
+        async with manual_controller(hosts, store) as ctl:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=2000, max_gpus=1))))
             snap = await wait_for(ctl, lambda s: s.plan_id is not None, 60, "a plan")
             (target,) = snap.plan.allocations["a"].host_names
@@ -91,7 +88,5 @@ def test_a_plan_made_before_a_host_was_drained_is_not_applied_onto_it(tmp_path: 
             assert snap.plan.allocations["a"].host_names == (({"x", "y"} - {target}).pop(),)
             await ctl.post(ApprovePlan(snap.plan_id))
             await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running off the drained host")
-        finally:
-            await ctl.stop()
 
     run_and_clean(scenario, tmp_path)

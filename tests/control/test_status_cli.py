@@ -8,11 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
+from control_lab import job, manual_controller, run_and_clean, wait_for, write_job, write_local_hosts
 
 from heet_tui.cli.main import main
 from heet_tui.config.hosts_file import load_hosts
-from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.drains import set_drained
 from heet_tui.control.store import Store
 from heet_tui.core.intents import ApprovePlan, SubmitJob
@@ -53,9 +52,7 @@ def test_with_a_controller_it_shows_who_holds_which_gpus_and_the_pending_plan(
         return capsys.readouterr().out.splitlines()
 
     async def scenario() -> None:
-        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=False, profile=False))
-        await ctl.start()
-        try:
+        async with manual_controller(hosts, store) as ctl:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=5000, max_gpus=2))))
             snap = await wait_for(ctl, lambda s: s.plan_id is not None, 60, "a plan")
             out = await status()
@@ -73,7 +70,5 @@ def test_with_a_controller_it_shows_who_holds_which_gpus_and_the_pending_plan(
             report = json.loads("\n".join(await status("--json")))
             assert report["controller"]["running"] and report["jobs"] == {"running": 1}
             assert sum(h["busy"] for h in report["hosts"]) == held.num_gpus
-        finally:
-            await ctl.stop()
 
     run_and_clean(scenario, tmp_path)

@@ -6,7 +6,7 @@ import asyncio
 from collections import Counter
 from pathlib import Path
 
-from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
+from control_lab import job, manual_controller, run_and_clean, wait_for, write_job, write_local_hosts
 
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
@@ -119,9 +119,7 @@ def test_a_queued_job_says_it_waits_for_approval_then_for_gpus(tmp_path: Path) -
     short = write_job(tmp_path, "short", steps=2000, max_gpus=1, model="m")
 
     async def scenario() -> None:
-        ctl = Controller(load_hosts(path), store, ControllerOptions(interval_s=0.2, auto_approve=False))
-        await ctl.start()
-        try:
+        async with manual_controller(load_hosts(path), store, interval_s=0.2, profile=True) as ctl:
             await ctl.post(SubmitJob(str(long)))
             await ctl.post(SubmitJob(str(short)))
             snap = await wait_for(ctl, lambda s: s.plan_id is not None and
@@ -141,7 +139,5 @@ def test_a_queued_job_says_it_waits_for_approval_then_for_gpus(tmp_path: Path) -
             await ctl.post(CancelJob("short"))
             await wait_for(ctl, lambda s: job(s, "long").message.startswith("in plan #"), 60,
                            "the long job in the next plan once the GPU frees")
-        finally:
-            await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
