@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from textual.widgets import Input, Static
+from textual.widgets import Input, Label, Static
 from ui_fakes import small_snapshot
 from ui_support import SIZE, run, wait_for
 
@@ -220,3 +220,32 @@ def test_a_job_the_plan_leaves_waiting_has_a_row_with_its_predicted_start() -> N
                  for j in small_snapshot(plan=False).jobs)
     text = summary(replace(small_snapshot(plan=False), jobs=jobs)).plain
     assert "j3: held for faster GPUs that free soon (see the Jobs screen)." in text
+
+
+def test_a_waiting_row_can_be_tweaked(make_app, backend):
+    """e on a job the plan leaves waiting opens the tweak dialog with no GPUs proposed (to pin
+    it to the free type, say)."""
+    from dataclasses import replace
+
+    from heet_tui.core.plan import JobPrediction
+
+    snap = small_snapshot()
+    plan = snap.plan
+    effect = replace(plan.effect, jobs=tuple(p for p in plan.effect.jobs if p.job_id != "j3")
+                     + (JobPrediction("j3", 0.0, 0.0, 130.0, 0.0, 40.0, "A100"),))
+    waiting = replace(plan, allocations={j: a for j, a in plan.allocations.items() if j != "j3"},
+                      changes=tuple(c for c in plan.changes if c.job_id != "j3"), effect=effect)
+
+    async def scenario():
+        app = make_app("plan")
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.screen.query_one(PlanTable)
+            backend.push(replace(snap, plan=waiting))
+            await wait_for(pilot, lambda: table.row_count == 3 and table.get_row("j3")[1].plain == "wait")
+            table.select_key("j3")
+            await pilot.press("e")
+            await wait_for(pilot, lambda: isinstance(app.screen, TweakDialog))
+            titles = [str(label.render()) for label in app.screen.query(Label)]
+            assert "proposed: no GPUs" in titles, titles
+
+    run(scenario())
