@@ -50,11 +50,12 @@ def sweep_points(data: dict[str, Any], path: Path, line_of: Callable[[str], int 
             raise ConfigError(path, f'sweep key "{key}": expected a non-empty list of strings or numbers', where)
         if len({_text(v) for v in values}) != len(values):
             raise ConfigError(path, f'sweep key "{key}": a value is listed twice', where)
-    unknown = sorted(_placeholders(data) - set(table))
+    used = _placeholders(data)
+    unknown = sorted(used - set(table))
     if unknown:
         raise ConfigError(path, f'{{{unknown[0]}}} is no sweep key (the [{TABLE}] table has '
                           f'{", ".join(table)})', where)
-    unused = [k for k in table if not _uses(data, k)]
+    unused = [k for k in table if k not in used]
     if unused:
         raise ConfigError(path, f'sweep key "{unused[0]}" appears in no value: write {{{unused[0]}}} where it goes '
                           '(args, env, checkpoint_dir, ...)', where)
@@ -100,16 +101,6 @@ def _placeholders(value: Any) -> set[str]:
     if isinstance(value, dict):
         return set().union(*(_placeholders(v) for k, v in value.items() if k != TABLE)) if value else set()
     return set()
-
-
-def _uses(value: Any, key: str) -> bool:
-    if isinstance(value, str):
-        return _placeholder(key) in value
-    if isinstance(value, list):
-        return any(_uses(v, key) for v in value)
-    if isinstance(value, dict):
-        return any(_uses(v, key) for k, v in value.items() if k != TABLE)
-    return False
 
 
 def _placeholder(key: str) -> str:

@@ -359,20 +359,22 @@ class Controller:
         except ValueError as exc:
             self.notices.append(f"planning: {exc}")
             return
-        self.plan_made = PlanMade.of(plan, frozenset(j.id for j in inputs)) if plan else None
-        if plan is None or plan.is_empty:
+        self.plan_made = made = PlanMade.of(plan, frozenset(j.id for j in inputs)) if plan else None
+        if made is None or made.plan.is_empty:
             if self.pending_plan_id is not None:
                 self.store.set_plan_status(self.pending_plan_id, "superseded", self.clock())
                 self.pending_plan_id = None
             return
-        sig = planning.signature(plan)
+        plan, sig = made.plan, planning.signature(made.plan)
         pending = self.store.plan(self.pending_plan_id) if self.pending_plan_id else None
         if pending is not None and pending.status == "proposed" and planning.signature(pending.plan) == sig:
             plan_id = pending.id
         elif sig in self.rejected:
+            self.plan_made = replace(made, rejected=True)
             return
         else:
             plan_id = self.pending_plan_id = self.store.add_plan(plan)
+        self.plan_made = replace(made, plan_id=plan_id)
         failed_at = self.failed_plans.get(sig)
         if failed_at is not None and self.clock() - failed_at < RETRY_FAILED_PLAN_S:
             return  # the same plan just failed: not again at once, in a loop (the user may approve it)

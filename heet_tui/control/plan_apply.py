@@ -41,8 +41,9 @@ async def execute_change(executor: Executor, store: Store, change: Change, now: 
         return "already in place"
     if target is not None:
         own = gpus_held([run]) if run is not None else {}
+        busy = executor.busy_gpus()
         for host, gpus in target.hosts:
-            taken = (executor.busy_gpus().get(host, set()) - own.get(host, set())) & set(gpus)
+            taken = (busy.get(host, set()) - own.get(host, set())) & set(gpus)
             if taken:
                 raise StepFailed(f"GPUs {sorted(taken)} of {host} are still in use")
     if run is not None:

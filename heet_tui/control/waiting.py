@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from heet_tui.control.planning import signature
+from heet_tui.control.runtime import gpus_held, union_gpus
 from heet_tui.control.user_constraints import user_constraints
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import CANNOT_START, HELD_FOR_FASTER, LEFT_QUEUED, WAITING_FOR_GPUS, JobSpec, JobState
@@ -38,12 +38,15 @@ NO_PLAN_YET = "waiting for a plan"
 class PlanMade:
     """The latest plan the controller made, whether proposed or not, and the jobs it weighed
     (a job the plan did not weigh, such as one backing off after a crash, keeps its message).
-    Predictions and starts by job: looked up for every queued job every round."""
+    Predictions and starts by job: looked up for every queued job every round. ``plan_id``:
+    the id it was proposed under; ``rejected``: the user rejected this plan before."""
 
     plan: Plan
     weighed: frozenset[str]
     predictions: dict[str, JobPrediction] = field(default_factory=dict)
     starts: dict[str, Allocation] = field(default_factory=dict)
+    plan_id: int | None = None
+    rejected: bool = False
 
     @staticmethod
     def of(plan: Plan, weighed: frozenset[str]) -> PlanMade:
@@ -124,24 +127,21 @@ def explain_waiting(ctl: Controller, now: float) -> None:
     made: PlanMade | None = ctl.plan_made
     free: Counter[str] = Counter()
     held: set[str] = set()
-    pending_id, rejected = None, False
+    pending_id = None
     if made is not None:
-        kept: dict[str, set[int]] = {}
-        for run in ctl.executor.all_runs():
-            if run.job_id not in made.weighed:
-                for host, ix in run.alloc.hosts:
-                    kept.setdefault(host, set()).update(ix)
-        free = free_after(made.plan, ctl.cluster_view(), kept)
+        # GPUs the plan does not hand out stay where they are: runs it did not weigh (profiling
+        # runs among them) and other state stores' processes
+        kept = union_gpus(gpus_held(r for r in ctl.executor.all_runs() if r.job_id not in made.weighed),
+                          ctl.executor.reserved_gpus())
+        free = free_after(made.plan, cluster, kept)
         held = {j for j, c in user_constraints(ctl.store).items() if c.held}
-        sig = signature(made.plan)
-        pending = ctl.store.plan(ctl.pending_plan_id) if ctl.pending_plan_id else None
-        if pending is not None and pending.status == "proposed" and signature(pending.plan) == sig:
-            pending_id = pending.id
-        rejected = sig in ctl.rejected
+        applying = ctl.applying is not None and not ctl.applying.done()
+        if made.plan_id is not None and made.plan_id == ctl.pending_plan_id and not applying:
+            pending_id = made.plan_id  # approved, it is being applied: its starts are under way
     for job in queued:
         why = why_waiting(job.spec, cluster)
         if why is None and made is not None and job.id in made.weighed:
-            why = plan_reason(job.id, job.spec, made, pending_id, rejected, free, job.id in held)
+            why = plan_reason(job.id, job.spec, made, pending_id, made.rejected, free, job.id in held)
         elif why is None and job.message.startswith(PREFIX):
             why = NO_PLAN_YET
         if why is not None and job.message != why:

@@ -79,15 +79,22 @@ def run_and_clean(scenario: Callable[[], Awaitable[None]], root: Path) -> None:
 
 
 @contextlib.asynccontextmanager
-async def manual_controller(hosts, store, **options) -> AsyncIterator:
-    """A started controller that waits for plans to be approved, profiling nothing unless
-    ``profile=True``; stopped on the way out."""
-    from heet_tui.control.controller import Controller, ControllerOptions
+async def started_controller(hosts, store, options) -> AsyncIterator:
+    """A controller started with ``options`` (ControllerOptions), stopped on the way out."""
+    from heet_tui.control.controller import Controller
 
-    ctl = Controller(hosts, store, ControllerOptions(**({"interval_s": 0.3, "auto_approve": False, "profile": False}
-                                                        | options)))
+    ctl = Controller(hosts, store, options)
     await ctl.start()
     try:
         yield ctl
     finally:
         await ctl.stop()
+
+
+def manual_controller(hosts, store, **options):
+    """A started controller that waits for plans to be approved, profiling nothing unless
+    ``profile=True``."""
+    from heet_tui.control.controller import ControllerOptions
+
+    return started_controller(hosts, store, ControllerOptions(**({"interval_s": 0.3, "auto_approve": False,
+                                                                  "profile": False} | options)))

@@ -13,7 +13,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from control_lab import job, run_and_clean, training_with, wait_for, write_job, write_local_hosts
+from control_lab import (
+    job,
+    run_and_clean,
+    started_controller,
+    training_with,
+    wait_for,
+    write_job,
+    write_local_hosts,
+)
 from support.sshd import kill_jobs_under
 
 from heet_tui.config.hosts_file import load_hosts
@@ -200,13 +208,9 @@ def test_crashing_job_is_retried_then_failed_with_its_log_tail(tmp_path: Path) -
     options = ControllerOptions(interval_s=0.3, execution=ExecOptions(max_retries=2, retry_backoff_s=0.2))
 
     async def scenario() -> None:
-        ctl = Controller(hosts, store, options)
-        await ctl.start()
-        try:
+        async with started_controller(hosts, store, options) as ctl:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "bad", steps=10, max_gpus=1, command=crash))))
             snap = await wait_for(ctl, lambda s: job(s, "bad").state is JobState.FAILED, 60, "bad to fail")
-        finally:
-            await ctl.stop()
         bad = job(snap, "bad")
         assert "exit code 5" in bad.message and "bad shard 7" in bad.message
         assert any("bad shard 7" in line for line in bad.log_tail)
@@ -229,14 +233,10 @@ def test_a_job_that_crashes_at_the_same_step_every_time_fails_instead_of_looping
                                 execution=ExecOptions(max_retries=2, retry_backoff_s=0.2))
 
     async def scenario() -> None:
-        ctl = Controller(hosts, store, options)
-        await ctl.start()
-        try:
+        async with started_controller(hosts, store, options) as ctl:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "nan", steps=100, max_gpus=1,
                                                    command=[sys.executable, str(script)]))))
             snap = await wait_for(ctl, lambda s: job(s, "nan").state is JobState.FAILED, 90, "nan to fail")
-        finally:
-            await ctl.stop()
         assert "loss is nan at step 10" in job(snap, "nan").message
         assert store.job("nan").crashes == 3 and store.job("nan").job.steps_done == 10
 
@@ -251,9 +251,7 @@ def test_in_manual_mode_a_crashed_jobs_retry_waits_for_an_approval_and_says_so(t
     options = ControllerOptions(interval_s=0.3, execution=ExecOptions(max_retries=2, retry_backoff_s=0.2))
 
     async def scenario() -> None:
-        ctl = Controller(hosts, store, options)
-        await ctl.start()
-        try:
+        async with started_controller(hosts, store, options) as ctl:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "c", steps=400, max_gpus=1,
                                                    command=command))))
             snap = await wait_for(ctl, lambda s: s.plan_id is not None, 90, "a proposed plan")
@@ -263,8 +261,6 @@ def test_in_manual_mode_a_crashed_jobs_retry_waits_for_an_approval_and_says_so(t
             assert "retry 1/2 in a plan for you to approve" in job(snap, "c").message
             await asyncio.sleep(1.5)  # well past the backoff: no restart without an approval
             assert store.job("c").crashes == 1 and job(ctl.hub.latest, "c").state is JobState.QUEUED
-        finally:
-            await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
 
@@ -279,9 +275,7 @@ def test_a_size_a_job_crashes_at_on_launch_is_left_out_and_the_job_runs_at_anoth
                                 execution=ExecOptions(max_retries=2, retry_backoff_s=0.2))
 
     async def scenario() -> None:
-        ctl = Controller(hosts, store, options)
-        await ctl.start()
-        try:
+        async with started_controller(hosts, store, options) as ctl:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "c", steps=150, max_gpus=2,
                                                    command=command))))
             await wait_for(ctl, lambda s: job(s, "c").state is JobState.DONE, 120, "c done")
@@ -289,8 +283,6 @@ def test_a_size_a_job_crashes_at_on_launch_is_left_out_and_the_job_runs_at_anoth
             await ctl.post(SubmitJob(str(write_job(tmp_path, "twin", steps=150, max_gpus=2,
                                                    command=command, model="c"))))
             await wait_for(ctl, lambda s: job(s, "twin").state is JobState.DONE, 120, "twin done")
-        finally:
-            await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
     launches = [e.message for e in store.events(limit=200) if e.kind == "launch"]
@@ -319,14 +311,10 @@ def test_progress_from_ranks_other_than_0_is_ignored_and_said_once(tmp_path: Pat
     options = ControllerOptions(interval_s=0.3, auto_approve=True)
 
     async def scenario() -> None:
-        ctl = Controller(hosts, store, options)
-        await ctl.start()
-        try:
+        async with started_controller(hosts, store, options) as ctl:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "nd", steps=100, max_gpus=2,
                                                    command=[sys.executable, str(script)]))))
             await wait_for(ctl, lambda s: job(s, "nd").state is JobState.DONE, 60, "nd done")
-        finally:
-            await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
     launches = [e.message for e in store.events(limit=200) if e.kind == "launch"]

@@ -10,13 +10,21 @@ import json
 from pathlib import Path
 
 import pytest
-from control_lab import job, run_and_clean, training_with, wait_for, write_job, write_local_hosts
+from control_lab import (
+    job,
+    run_and_clean,
+    started_controller,
+    training_with,
+    wait_for,
+    write_job,
+    write_local_hosts,
+)
 
 from heet_tui.cli.main import main
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.config.job_spec import load_job_spec
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse
-from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.controller import ControllerOptions
 from heet_tui.control.execution import ExecOptions
 from heet_tui.control.store import Store
 from heet_tui.core.intents import RetryJob, SubmitJob
@@ -97,9 +105,7 @@ def test_a_failed_job_fixed_and_retried_resumes_from_its_checkpoint_and_finishes
                                 execution=ExecOptions(max_retries=1, retry_backoff_s=0.2))
 
     async def scenario() -> None:
-        ctl = Controller(hosts, store, options)
-        await ctl.start()
-        try:
+        async with started_controller(hosts, store, options) as ctl:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "b", steps=80, max_gpus=1, every=20,
                                                    command=[*command, "--checkpoint-every", "20"]))))
             snap = await wait_for(ctl, lambda s: job(s, "b").state is JobState.FAILED, 90, "b to fail")
@@ -108,8 +114,6 @@ def test_a_failed_job_fixed_and_retried_resumes_from_its_checkpoint_and_finishes
             said = await ctl.post(RetryJob("b"))
             assert said == "b queued again; it resumes from its last checkpoint (it had reached step 45)", said
             await wait_for(ctl, lambda s: job(s, "b").state is JobState.DONE, 90, "b to finish")
-        finally:
-            await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
     launches = [e.message for e in store.events("b", limit=100) if e.kind == "launch"]
