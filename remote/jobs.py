@@ -14,6 +14,7 @@ import time
 
 from heet_agent.checkpoint_dirs import claim_checkpoint_dir, make_scratch_dir, remove_scratch_dir
 from heet_agent.errors import STILL_STOPPING, JobError
+from heet_agent.job_env import job_environment
 from heet_agent.jobstate import KEEP_FINISHED, StateFile, pid_alive, proc_start_time
 from heet_agent.progress import parse_progress_line, read_progress_line
 
@@ -165,23 +166,7 @@ class JobTable:
         workdir = os.path.expanduser(str(workdir))
         if not os.path.isdir(workdir):
             raise JobError(f"workdir {workdir} does not exist")
-        env = dict(os.environ)
-        env.update(env_extra)
-        # stdout into a file is block-buffered: a plain print() of a progress line reached the
-        # log, and the controller, only kilobytes later, so profiling runs measured nothing
-        if not env.get("PYTHONUNBUFFERED"):  # set but empty is unset to Python
-            env["PYTHONUNBUFFERED"] = "1"
-        env["HEET_JOB_ID"] = job_id
-        env["HEET_GENERATION"] = str(generation)
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
-        # CUDA numbers GPUs fastest-first unless told otherwise; NVML and nvidia-smi (where our
-        # indices come from) number them by PCI bus. Make the two agree.
-        env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
-        if self.emulated_speed is not None:
-            env["HEET_EMULATED_SPEED"] = repr(float(self.emulated_speed))
-            # The indices name emulated GPUs: real ones (if the host has any) stay out of the job.
-            env["HEET_EMULATED_GPUS"] = env["CUDA_VISIBLE_DEVICES"]
-            env["CUDA_VISIBLE_DEVICES"] = ""
+        env = job_environment(os.environ, env_extra, job_id, generation, gpus, self.emulated_speed)
         import shutil
 
         exe = argv[0]

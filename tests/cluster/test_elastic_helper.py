@@ -1,0 +1,188 @@
+"""heet_agent.elastic, the helper a user's training script imports: reachable from every job the
+agent starts with nothing installed, and doing what docs/TRAINING.md asks of an elastic script.
+(examples/training.py uses it too: tests/control/test_training_example.py covers resizes and
+fencing through that script.)"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from helpers import make_cluster, wait_until
+
+from heet_tui.cluster import JobExited
+
+PREFIX = "@heet-progress "
+
+# The docstring's loop, on a linear model: the smallest script a user would write.
+SCRIPT = """
+import sys
+import torch
+import torch.nn.functional as F
+from heet_agent import elastic
+
+try:
+    run = elastic.start(report_every=1, checkpoint_interval_s=float(sys.argv[1]) if len(sys.argv) > 1 else 600.0)
+except elastic.ElasticError as exc:
+    sys.exit(f"train.py: {exc}")
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+resumed = run.resume(model=model, optimizer=opt)
+print(f"resumed={resumed} step={run.step}", file=sys.stderr, flush=True)
+net = run.wrap(model)
+part = run.shard()
+g = torch.Generator().manual_seed(1)
+xs, ys = torch.randn(64, 4, generator=g), torch.randint(0, 2, (64,), generator=g)
+while run.running:
+    ids = torch.arange(run.samples, run.samples + run.batch_size) % 64
+    x, y = xs[ids][part], ys[ids][part]
+    loss = F.cross_entropy(net(x), y, reduction="sum") * run.loss_scale
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    accuracy = float((net(x).argmax(1) == y).float().mean())
+    run.step_done(loss=loss.item(), accuracy=accuracy)
+run.exit()
+"""
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEET_") and k not in ("RANK", "WORLD_SIZE")}
+    env.update(OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="", **extra)
+    return env
+
+
+def _progress(text: str) -> list[dict]:
+    return [json.loads(line[len(PREFIX):]) for line in text.splitlines() if line.startswith(PREFIX)]
+
+
+def _script(tmp_path: Path) -> Path:
+    path = tmp_path / "train.py"
+    path.write_text(SCRIPT)
+    return path
+
+
+def test_a_job_the_agent_starts_imports_the_helper_with_nothing_installed(tmp_path):
+    """`python -S` leaves site-packages (where heet-tui is installed here) off the path: only the
+    agent's bundle, on the job's PYTHONPATH after the user's own entries, can provide it."""
+    workdir = tmp_path / "work"
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text(f'[[hosts]]\nname = "here"\ntransport = "local"\npython = "{sys.executable}"\n'
+                     f'workdir = "{workdir}"\nemulate = {{ gpu_type = "T4", count = 1, speed = 1.0 }}\n')
+    probe = ("import os, sys; from heet_agent import elastic; "
+             "print(elastic.__file__); print(os.environ['PYTHONPATH'])")
+
+    async def scenario():
+        cluster = make_cluster(hosts)
+        events = cluster.events()
+        exits = []
+
+        async def collect():
+            async for event in events:
+                if isinstance(event, JobExited):
+                    exits.append(event.job)
+
+        collector = asyncio.ensure_future(collect())
+        await cluster.start()
+        try:
+            assert await cluster.wait_settled(timeout=20)
+            await cluster.launch("here", "probe", 1, [sys.executable, "-S", "-c", probe], env={"PYTHONPATH": "/mine"})
+            assert await wait_until(lambda: exits, timeout=20)
+            return exits[0]
+        finally:
+            collector.cancel()
+            await cluster.stop()
+
+    job = asyncio.run(scenario())
+    log = (workdir / "hosts" / "here" / "logs" / "probe-g1.log").read_text()
+    assert job.exit_code == 0, log
+    helper, path = log.splitlines()[:2]
+    bundle = next(workdir.glob("heet-agent-*.d"))
+    assert Path(helper) == bundle / "heet_agent" / "elastic.py"
+    assert path.split(os.pathsep) == ["/mine", str(bundle)]
+
+
+def test_targets_batch_and_epochs_come_from_the_job_spec_and_metrics_are_reported(tmp_path):
+    done = subprocess.run([sys.executable, str(_script(tmp_path))], capture_output=True, text=True, timeout=120,
+                          env=_env(HEET_BATCH_SIZE="8", HEET_TARGET_EPOCHS="1.5", HEET_DATASET_SAMPLES="40"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = _progress(done.stdout)
+    assert [p["step"] for p in lines] == list(range(1, 9)), "1.5 epochs of 40 samples at batch 8: 8 steps"
+    assert lines[-1]["samples"] == 64 and lines[-1]["epoch"] == 1.6
+    assert all(0 <= p["accuracy"] <= 1 and p["samples_per_s"] > 0 for p in lines)
+    assert lines[-1]["checkpoint"] is None, "no checkpoint directory given: none written"
+
+
+def test_settings_the_run_cannot_start_with_are_named(tmp_path):
+    script = _script(tmp_path)
+    no_batch = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                              env=_env(HEET_TARGET_STEPS="3"))
+    assert no_batch.returncode == 1 and "train.py: no global batch size" in no_batch.stderr
+    epochs = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                            env=_env(HEET_BATCH_SIZE="8", HEET_TARGET_EPOCHS="2"))
+    assert "HEET_TARGET_EPOCHS needs HEET_DATASET_SAMPLES" in epochs.stderr
+    bad = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                         env=_env(HEET_BATCH_SIZE="eight", HEET_TARGET_STEPS="3"))
+    assert "HEET_BATCH_SIZE='eight' is not a number" in bad.stderr
+
+
+def test_a_reserved_metric_name_is_refused(tmp_path):
+    script = tmp_path / "clash.py"
+    script.write_text(SCRIPT.replace("accuracy=accuracy", "samples=1"))
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                         env=_env(HEET_BATCH_SIZE="8", HEET_TARGET_STEPS="3"))
+    assert run.returncode != 0 and "metrics may not be named samples" in run.stderr
+
+
+def test_checkpoints_by_time_survive_a_kill_and_the_run_resumes_from_them(tmp_path):
+    """A crash (SIGKILL: no chance to save) loses at most the checkpoint interval; here 0 s, so
+    every reported step is on disk, and the next launch starts from it."""
+    ckpt = tmp_path / "ckpt"
+    env = _env(HEET_BATCH_SIZE="8", HEET_TARGET_STEPS="100000", HEET_CHECKPOINT_DIR=str(ckpt), HEET_GENERATION="1")
+    proc = subprocess.Popen([sys.executable, str(_script(tmp_path)), "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith(PREFIX) and json.loads(line[len(PREFIX):])["step"] >= 5:
+            seen = json.loads(line[len(PREFIX):])
+            proc.send_signal(signal.SIGKILL)
+            break
+    proc.communicate(timeout=30)
+    meta = json.loads((ckpt / "checkpoint.json").read_text())
+    assert meta["step"] >= seen["step"] and meta["generation"] == 1
+    assert seen["checkpoint"] == str(ckpt / "checkpoint.pt")
+    saved = torch.load(ckpt / "checkpoint.pt", weights_only=True)
+    assert set(saved["objects"]) == {"model", "optimizer"}
+
+    resumed = subprocess.run([sys.executable, str(_script(tmp_path))], capture_output=True, text=True, timeout=60,
+                             env=env | {"HEET_TARGET_STEPS": str(meta["step"] + 3), "HEET_GENERATION": "2"})
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert f"resumed=True step={meta['step']}" in resumed.stderr
+    assert [p["step"] for p in _progress(resumed.stdout)] == [meta["step"] + i for i in (1, 2, 3)]
+
+
+def test_a_checkpoint_written_by_the_older_example_layout_is_resumed(tmp_path):
+    """examples/training.py kept model and optimizer at the checkpoint's top level before it used
+    the helper: a job stopped then must not start again from scratch."""
+    model = torch.nn.Linear(4, 2)
+    with torch.no_grad():
+        model.weight.fill_(0.5)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 7, "samples": 56, "loss": 0.3,
+                "generation": 1}, ckpt / "checkpoint.pt")
+    (ckpt / "checkpoint.json").write_text(json.dumps({"step": 7, "samples": 56, "loss": 0.3, "generation": 1}))
+    run = subprocess.run([sys.executable, str(_script(tmp_path))], capture_output=True, text=True, timeout=60,
+                         env=_env(HEET_BATCH_SIZE="8", HEET_TARGET_STEPS="9", HEET_CHECKPOINT_DIR=str(ckpt),
+                                  HEET_GENERATION="2"))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "resumed=True step=7" in run.stderr
+    assert [(p["step"], p["samples"]) for p in _progress(run.stdout)] == [(8, 64), (9, 72)]
