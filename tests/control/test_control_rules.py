@@ -133,6 +133,26 @@ def test_throughput_estimates_use_measurements_then_scale_and_borrow_type_ratios
     assert book.estimate("b", "V100", (1,)) == 0.0, "never measured anywhere: not offered"
 
 
+
+def test_a_job_that_scaled_badly_on_one_type_is_not_expected_to_scale_on_another() -> None:
+    """Seen on the local config: a small MLP ran at 52k samples/s on one A100 and 5k on two (its
+    step is all communication); the plan then moved it to 4 T4s, estimated at 4^0.85 x one T4's
+    26k, then to 2, then to 1: three restarts of a lone job on an idle cluster."""
+    book = ThroughputBook()
+    book.add("mlp", "A100", (1,), 52_000.0)
+    book.add("mlp", "T4", (1,), 26_000.0)
+    book.add("mlp", "A100", (2,), 5_000.0)
+    assert book.estimate("mlp", "T4", (4,)) < 5_000.0 < 26_000.0 == book.estimate("mlp", "T4", (1,))
+    assert book.estimate("mlp", "T4", (2,)) < book.estimate("mlp", "T4", (1,))
+    assert book.estimate("mlp", "A100", (4,)) < book.estimate("mlp", "A100", (2,))
+    # A job that scaled well keeps scaling, and never better than linearly.
+    book.add("cnn", "A100", (1,), 100.0)
+    book.add("cnn", "A100", (4,), 380.0)
+    book.add("cnn", "T4", (1,), 30.0)
+    assert 0.9 * 4 * 30.0 < book.estimate("cnn", "T4", (4,)) <= 4 * 30.0
+    book.add("cnn", "T4", (2,), 70.0)  # noise above linear on T4 does not make 8 GPUs super-linear
+    assert book.estimate("cnn", "T4", (8,)) <= 70.0 * 4
+
 def test_store_codec_round_trip(tmp_path: Path) -> None:
     from heet_tui.control.codec import plan_from_json, plan_to_json
     from heet_tui.core.plan import JobPrediction, Plan, PredictedEffect
