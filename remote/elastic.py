@@ -13,14 +13,15 @@ loop needs a handful of lines::
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     run.resume(model=model, optimizer=opt)     # claims the checkpoint directory, loads it
     net = run.wrap(model)                      # DistributedDataParallel when world > 1
-    part = run.shard()                         # this rank's slice of the global batch
-    while run.running:
-        x, y = global_batch(first_sample=run.samples, size=run.batch_size)
-        loss = F.cross_entropy(net(x[part]), y[part], reduction="sum") * run.loss_scale
+    loader = run.data_loader(dataset, num_workers=4)  # workers outlive the stop signal
+    for x, y in loader:                        # this rank's part of each global batch left
+        loss = F.cross_entropy(net(x), y, reduction="sum") * run.loss_scale
         opt.zero_grad()
         loss.backward()
         opt.step()
         run.step_done(loss=loss.item())
+        if not run.running:
+            break
     run.exit()                                 # 0 done, 143 stopped, 3 fenced
 
 Why each piece is here:
@@ -28,8 +29,9 @@ Why each piece is here:
 * ``step_done`` does one all-reduce per step (loss, "asked to stop", step time, "checkpoint
   due"), so every rank ends on the same step, saves together and sleeps the same emulation
   delay. A rank that decided alone would leave its peers blocked in a collective.
-* The global batch stays fixed across sizes and ``samples`` counts it across restarts: a script
-  that picks the batch from ``run.samples`` alone trains on the same samples at any world size.
+* The global batch stays fixed across sizes and ``samples`` counts it across restarts:
+  ``batch_sampler`` (or a script that picks the batch from ``run.samples`` alone) gives a step
+  the same samples at any world size.
   ``shard`` splits a batch the size does not divide unevenly, and ``loss_scale`` (world / batch)
   turns each rank's *summed* loss into a gradient equal to the global-batch mean under DDP.
 * Checkpoints record the launch generation (``HEET_GENERATION``). A new launch claims the
@@ -45,8 +47,6 @@ Why each piece is here:
 Python 3.8 syntax: the agent bundle is unpacked on hosts whatever their Python.
 """
 
-import contextlib
-import fcntl
 import json
 import math
 import os
@@ -54,12 +54,19 @@ import signal
 import sys
 import time
 
+from heet_agent.elastic_checkpoint import (
+    CHECKPOINT_NAME,
+    META_NAME,
+    atomic_write,
+    claim,
+    directory_lock,
+    owned_by_newer,
+    read_meta,
+)
+from heet_agent.elastic_data import BatchSampler, WorkerInit, ignore_sigterm  # noqa: F401 (ignore_sigterm: for users)
 from heet_agent.progress import PREFIX
 
 EXIT_DONE, EXIT_FENCED, EXIT_STOPPED = 0, 3, 143
-CHECKPOINT_NAME = "checkpoint.pt"
-META_NAME = "checkpoint.json"
-LOCK_NAME = ".checkpoint.lock"
 RESERVED = frozenset(("step", "samples", "samples_per_s", "loss", "epoch", "checkpoint", "world_size"))
 
 
@@ -173,6 +180,38 @@ class ElasticRun:
         size = self.batch_size if size is None else size
         return slice(self.rank * size // self.world_size, (self.rank + 1) * size // self.world_size)
 
+    def batch_sampler(self, dataset_size, seed=0, shuffle=True):
+        """This rank's sample indices for every step left, for ``DataLoader(batch_sampler=...)``.
+
+        Global step ``s`` always reads the same samples, whatever the world size: positions
+        ``samples .. samples + batch`` of an endless sequence of epochs, each a permutation of the
+        dataset drawn from ``seed`` and the epoch (or in order, without ``shuffle``), of which
+        this rank takes its ``shard``. A DistributedSampler instead deals whole epochs out by
+        world size and starts each launch at the epoch's beginning: after a resize the job would
+        see other samples, and after every restart the start of the epoch again.
+        Create it after ``resume``: it starts at the step the run resumed from.
+        """
+        if dataset_size <= 0:
+            raise ElasticError("dataset_size must be > 0, got %r" % (dataset_size,))
+        return BatchSampler(dataset_size, seed, shuffle, self.samples, self.batch_size,
+                             self.target_steps - self.step, self.shard())
+
+    def data_loader(self, dataset, seed=0, shuffle=True, **kwargs):
+        """A DataLoader of this rank's part of every global batch left (``batch_sampler``), whose
+        worker processes ignore SIGTERM.
+
+        heet-tui stops a job by signalling its whole process group. A DataLoader worker dies of
+        it, and the main process then raises "DataLoader worker ... is killed by signal:
+        Terminated" from inside its step, before it can save: the stop of a resize lost everything
+        since the last checkpoint. The workers exit on their own once the main process has gone.
+        Other keywords (``num_workers``, ``pin_memory``, ``worker_init_fn``, ...) go to the DataLoader.
+        """
+        from torch.utils.data import DataLoader
+
+        init = WorkerInit(kwargs.pop("worker_init_fn", None))
+        return DataLoader(dataset, batch_sampler=self.batch_sampler(len(dataset), seed, shuffle),
+                          worker_init_fn=init, **kwargs)
+
     def _join(self):
         import torch
         import torch.distributed as dist
@@ -216,7 +255,7 @@ class ElasticRun:
         self._restart_clock()
         if self.checkpoint_dir is None:
             return False
-        stale = self.is_main and not _claim(self.checkpoint_dir, self.generation)
+        stale = self.is_main and not claim(self.checkpoint_dir, self.generation)
         if self._any_rank(stale):
             self._code = EXIT_FENCED
             if self.is_main:
@@ -296,12 +335,12 @@ class ElasticRun:
                        "samples": self.samples, "loss": self.loss, "generation": self.generation}
             meta = {"step": self.step, "samples": self.samples, "loss": self.loss, "generation": self.generation}
             path = os.path.join(self.checkpoint_dir, CHECKPOINT_NAME)
-            with _directory_lock(self.checkpoint_dir):
-                if _owned_by_newer(_read_meta(self.checkpoint_dir), self.generation):
+            with directory_lock(self.checkpoint_dir):
+                if owned_by_newer(read_meta(self.checkpoint_dir), self.generation):
                     fenced = True
                 else:
-                    _atomic_write(path, lambda fh: torch.save(payload, fh))
-                    _atomic_write(os.path.join(self.checkpoint_dir, META_NAME),
+                    atomic_write(path, lambda fh: torch.save(payload, fh))
+                    atomic_write(os.path.join(self.checkpoint_dir, META_NAME),
                                   lambda fh: fh.write(json.dumps(meta).encode()))
                     self.checkpoint = path
             if fenced:
@@ -362,47 +401,3 @@ class ElasticRun:
 
     def _say_stale(self):
         self._say("%s belongs to a newer generation; this copy is stale, exiting" % self.checkpoint_dir)
-
-
-def _read_meta(directory):
-    try:
-        with open(os.path.join(directory, META_NAME)) as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return None
-
-
-def _owned_by_newer(meta, generation):
-    return isinstance(meta, dict) and int(meta.get("generation", -1)) > generation
-
-
-def _atomic_write(path, write):
-    tmp = os.path.join(os.path.dirname(path), ".%s.%d.tmp" % (os.path.basename(path), os.getpid()))
-    with open(tmp, "wb") as fh:
-        write(fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-@contextlib.contextmanager
-def _directory_lock(directory):
-    """Serialises check-then-write between copies of the job: the fence must not race a save."""
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, LOCK_NAME), "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        yield
-
-
-def _claim(directory, generation):
-    """Record this generation as the directory's owner; False when a newer one owns it already."""
-    with _directory_lock(directory):
-        meta = _read_meta(directory)
-        if _owned_by_newer(meta, generation):
-            return False
-        info = {"step": 0, "samples": 0, "loss": None}
-        if isinstance(meta, dict):
-            info.update(meta)
-        info["generation"] = generation
-        _atomic_write(os.path.join(directory, META_NAME), lambda fh: fh.write(json.dumps(info).encode()))
-    return True

@@ -186,3 +186,79 @@ def test_a_checkpoint_written_by_the_older_example_layout_is_resumed(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     assert "resumed=True step=7" in run.stderr
     assert [(p["step"], p["samples"]) for p in _progress(run.stdout)] == [(8, 64), (9, 72)]
+
+
+def _indices_by_step(monkeypatch, world: int, first_step: int, steps: int) -> dict[int, list[int]]:
+    """Every rank's sampler of a launch that resumed at ``first_step``, concatenated in rank order."""
+    from heet_agent.elastic import ElasticRun
+
+    by_step: dict[int, list[int]] = {}
+    for rank in range(world):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", str(world))
+        run = ElasticRun(10, first_step + steps, None, 0, None, 1, None, "t")
+        run.step, run.samples = first_step, first_step * 10  # as resume() leaves them
+        loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(25)),
+                                             batch_sampler=run.batch_sampler(25, seed=3))
+        assert len(loader) == steps
+        for k, (ids,) in enumerate(loader):
+            by_step.setdefault(first_step + k, []).extend(ids.tolist())
+    return by_step
+
+
+def test_the_batch_sampler_reads_the_same_samples_at_any_size_after_a_resume(monkeypatch):
+    """A DataLoader with a DistributedSampler deals each epoch out by world size and starts every
+    launch at the epoch's start: after a resize from 1 GPU to 3 the job trained on other samples."""
+    alone = _indices_by_step(monkeypatch, 1, 0, 8)
+    resized = _indices_by_step(monkeypatch, 3, 3, 5)
+    assert resized == {s: alone[s] for s in range(3, 8)}
+    positions = [i for s in range(8) for i in alone[s]]
+    assert sorted(positions[:25]) == sorted(positions[25:50]) == list(range(25)), "epochs of 25 samples"
+    assert positions[:25] != positions[25:50] != list(range(25)), "each epoch shuffled anew"
+
+
+LOADER_SCRIPT = """
+import sys
+import torch
+import torch.nn.functional as F
+from torch.utils.data import TensorDataset
+from heet_agent import elastic
+
+run = elastic.start(report_every=1)
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+run.resume(model=model, optimizer=opt)
+g = torch.Generator().manual_seed(1)
+data = TensorDataset(torch.randn(64, 4, generator=g), torch.randint(0, 2, (64,), generator=g))
+for x, y in run.data_loader(data, num_workers=2):
+    loss = F.cross_entropy(model(x), y, reduction="sum") * run.loss_scale
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    run.step_done(loss=loss.item())
+    if not run.running:
+        break
+run.exit()
+"""
+
+
+def test_a_stop_signalled_to_the_whole_process_group_saves_despite_dataloader_workers(tmp_path):
+    """The agent stops a job with SIGTERM to its process group. A plain DataLoader's workers died
+    of it and the main process raised "DataLoader worker ... killed by signal: Terminated" from
+    inside its step (exit 1, no checkpoint: a resize lost 600 steps of a job on the local config)."""
+    script = tmp_path / "loader.py"
+    script.write_text(LOADER_SCRIPT)
+    ckpt = tmp_path / "ckpt"
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True,
+                            env=_env(HEET_BATCH_SIZE="8", HEET_TARGET_STEPS="1000000", HEET_CHECKPOINT_DIR=str(ckpt)))
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith(PREFIX) and json.loads(line[len(PREFIX):])["step"] >= 20:
+            os.killpg(proc.pid, signal.SIGTERM)
+            break
+    rest, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err[-2000:]
+    last = _progress(rest)[-1]
+    assert json.loads((ckpt / "checkpoint.json").read_text())["step"] == last["step"] > 20
+    assert last["checkpoint"] == str(ckpt / "checkpoint.pt")

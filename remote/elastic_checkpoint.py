@@ -1,0 +1,59 @@
+"""Checkpoint files of ``heet_agent.elastic``: written atomically, owned by a launch generation.
+
+A copy of a job left running on a host that was unreachable must never overwrite the checkpoint
+of the launch that replaced it; every check of the owner and every write happen under one lock
+file, so the fence cannot race a save. Python 3.8 syntax, like the rest of the agent bundle.
+"""
+
+import contextlib
+import fcntl
+import json
+import os
+
+CHECKPOINT_NAME = "checkpoint.pt"
+META_NAME = "checkpoint.json"
+LOCK_NAME = ".checkpoint.lock"
+
+
+def read_meta(directory):
+    try:
+        with open(os.path.join(directory, META_NAME)) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def owned_by_newer(meta, generation):
+    return isinstance(meta, dict) and int(meta.get("generation", -1)) > generation
+
+
+def atomic_write(path, write):
+    tmp = os.path.join(os.path.dirname(path), ".%s.%d.tmp" % (os.path.basename(path), os.getpid()))
+    with open(tmp, "wb") as fh:
+        write(fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def directory_lock(directory):
+    """Serialises check-then-write between copies of the job: the fence must not race a save."""
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, LOCK_NAME), "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+def claim(directory, generation):
+    """Record this generation as the directory's owner; False when a newer one owns it already."""
+    with directory_lock(directory):
+        meta = read_meta(directory)
+        if owned_by_newer(meta, generation):
+            return False
+        info = {"step": 0, "samples": 0, "loss": None}
+        if isinstance(meta, dict):
+            info.update(meta)
+        info["generation"] = generation
+        atomic_write(os.path.join(directory, META_NAME), lambda fh: fh.write(json.dumps(info).encode()))
+    return True

@@ -1,0 +1,58 @@
+"""Data for ``heet_agent.elastic``: the sample order of ``ElasticRun.batch_sampler`` (one fixed
+sequence of epochs, whatever the world size) and DataLoader workers that outlive a stop.
+
+Python 3.8 syntax, like the rest of the agent bundle.
+"""
+
+import signal
+
+
+class BatchSampler:
+    """This rank's share of global positions ``first + step * batch ..``, each mapped through its
+    epoch's permutation (drawn from the seed and the epoch only, on the CPU generator, so every
+    rank and every host draws the same)."""
+
+    def __init__(self, size, seed, shuffle, first, batch, steps, part):
+        self.size, self.seed, self.shuffle = size, seed, shuffle
+        self.first, self.batch, self.steps, self.part = first, batch, max(0, steps), part
+        self._epoch, self._order = None, None
+
+    def __len__(self):
+        return self.steps
+
+    def _position(self, pos):
+        epoch, offset = divmod(pos, self.size)
+        if epoch != self._epoch:
+            import torch
+
+            if self.shuffle:
+                generator = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
+                self._order = torch.randperm(self.size, generator=generator).tolist()
+            else:
+                self._order = list(range(self.size))
+            self._epoch = epoch
+        return self._order[offset]
+
+    def __iter__(self):
+        for step in range(self.steps):
+            start = self.first + step * self.batch
+            positions = range(start, start + self.batch)[self.part]
+            yield [self._position(pos) for pos in positions]
+
+
+def ignore_sigterm(worker_id=None):
+    """A ``worker_init_fn`` for DataLoaders built by hand: the worker outlives the group's SIGTERM
+    and leaves the stop to the main process (see ``ElasticRun.data_loader``)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+class WorkerInit:
+    """Picklable (for the ``spawn`` start method): ignore SIGTERM, then the user's own init."""
+
+    def __init__(self, then):
+        self.then = then
+
+    def __call__(self, worker_id):
+        ignore_sigterm(worker_id)
+        if self.then is not None:
+            self.then(worker_id)
