@@ -27,6 +27,7 @@ from heet_tui.control.job_log import fail_with_log_tail
 from heet_tui.control.launch import LaunchSpec, choose_master_port, plan_launch, plan_profile_launch
 from heet_tui.control.profiling_rounds import finish_profiling_run, profiling_message
 from heet_tui.control.progress_reports import (
+    note_lost_progress,
     note_other_rank_progress,
     record_unseen_progress,
     warn_unlike_twins,
@@ -327,6 +328,8 @@ class Executor:
             if run.reports >= self.opt.profile_reports and run.stop_reason is None:
                 self._spawn(self.stop_run(run, "profiled", wait=False))
             return True
+        if run.reports == 1 and run.start_samples is not None:  # adopted runs were not relaunched
+            note_lost_progress(self.store, run, progress, now)
         self.store.update_progress(run.job_id, int(progress["step"]), float(progress["samples"]),
                                    progress.get("checkpoint"), held * run.alloc.num_gpus, clear_crashes=run.reports > 1,
                                    metrics=training_metrics(progress))

@@ -71,6 +71,30 @@ def note_bad_progress(executor: Executor, bad: JobProgressError, now: float) -> 
                     "(docs/TRAINING.md, Progress lines)", job_id)
 
 
+def note_lost_progress(store: Store, run: Run, progress: dict[str, Any], now: float) -> None:
+    """A launch whose first report is behind the step the job had reached resumed from an older
+    checkpoint, or from none: say how much is trained again (once, at the first report).
+
+    Seen on the local config: a resize's SIGTERM killed a script's DataLoader workers, the main
+    process raised inside its step before it saved, and the next launch started from step 0.
+    The job's row kept showing step 600 (the store keeps the furthest step, which also counts
+    "new ground" for crashes) and nothing said 600 steps were being trained again.
+    """
+    rec = store.job(run.job_id)
+    try:
+        step = int(progress["step"])
+    except (KeyError, TypeError, ValueError):
+        return
+    if rec is None or step >= rec.job.steps_done:
+        return
+    behind = rec.job.steps_done - step
+    store.add_event(now, "warning", f"{run.job_id} resumed behind where it was: generation {run.generation} reports "
+                    f"step {step}, and it had reached step {rec.job.steps_done}, so about {behind} steps are trained "
+                    "again. Its last launch ended after its last checkpoint (a crash, or a stop that saved none: "
+                    "DataLoader workers killed by SIGTERM, docs/TRAINING.md), or the script does not resume",
+                    run.job_id)
+
+
 def record_unseen_progress(store: Store, run: Run, rank: RankProc, progress: dict[str, Any] | None) -> None:
     """Progress a run made while no controller watched, from its agent's report of it.
 

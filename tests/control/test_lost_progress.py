@@ -1,0 +1,62 @@
+"""A relaunched job that reports a step behind the one it had reached says so (progress_reports.py).
+
+Seen on the local config: a resize's SIGTERM killed a script's DataLoader workers, its main
+process raised before it saved, and the next launch trained from step 0 while the job's row
+still showed step 600. Nothing said 600 steps were being trained again.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from control_lab import (
+    job,
+    run_and_clean,
+    started_controller,
+    training_with,
+    wait_for,
+    write_job,
+    write_local_hosts,
+)
+
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control.controller import ControllerOptions
+from heet_tui.control.execution import ExecOptions
+from heet_tui.control.store import Store
+from heet_tui.core.intents import SubmitJob
+from heet_tui.core.job import JobState
+
+
+def test_a_crash_after_the_last_checkpoint_warns_of_the_steps_trained_again(tmp_path: Path) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    once = tmp_path / "crash-once"
+    once.write_text("on")
+    # checkpoints only on a stop: the crash at step 30 leaves none, so the retry starts at step 0
+    command = training_with(tmp_path, "crashy", f"once = {str(once)!r}\n"
+                            "import builtins\n_print = builtins.print\n"
+                            "def print(*a, **k):\n"
+                            "    _print(*a, **k)\n"
+                            "    if os.path.exists(once) and a and '\"step\": 30,' in str(a[0]):\n"
+                            "        os.unlink(once); os._exit(4)\n"
+                            "builtins.print = print")
+    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False,
+                                execution=ExecOptions(max_retries=2, retry_backoff_s=0.2))
+
+    async def scenario() -> None:
+        async with started_controller(hosts, store, options) as ctl:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "c", steps=40, max_gpus=1,
+                                                   command=[*command, "--checkpoint-every", "0"]))))
+            await wait_for(ctl, lambda s: job(s, "c").state is JobState.DONE, 90, "c to finish")
+
+    run_and_clean(scenario, tmp_path)
+    warnings = [e.message for e in store.events("c", limit=100) if e.kind == "warning"]
+    assert len(warnings) == 1, warnings
+    said = re.match(r"c resumed behind where it was: generation \d+ reports step (\d+), and it had reached "
+                    r"step 30, so about (\d+) steps are trained again", warnings[0])
+    assert said, warnings[0]
+    # the agent forwards the latest line it finds, so the first one seen may be a few reports in
+    assert 0 < int(said[1]) < 30 and int(said[2]) == 30 - int(said[1])
+    launches = [e for e in store.events("c", limit=100) if e.kind == "launch"]
+    assert len(launches) == 2, "the first launch and its retry; the job's first launch warned of nothing"
