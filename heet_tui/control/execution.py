@@ -85,6 +85,7 @@ class Executor:
         self.crashed_sizes = load_crashed_sizes(store)  # job -> (type, GPUs) plans leave out
         self.health = stored_health(store)  # runs that died at once, by host (host_health.py)
         self.unlike_twins: set[str] = set()  # jobs warned that they measure unlike their profile class
+        self.last_steps: dict[str, int] = {}  # each job's latest reported step, whichever launch reported it
         self.log_tails: dict[str, tuple[str, ...]] = {}
         self.checkpoints = CheckpointHosts(store, clock)
         self.read_only = False  # a watch-only controller: launch, profile and stop nothing
@@ -328,8 +329,7 @@ class Executor:
             if run.reports >= self.opt.profile_reports and run.stop_reason is None:
                 self._spawn(self.stop_run(run, "profiled", wait=False))
             return True
-        if run.reports == 1 and run.start_samples is not None:  # adopted runs were not relaunched
-            note_lost_progress(self.store, run, progress, now)
+        note_lost_progress(self.store, run, progress, self.last_steps, now)
         self.store.update_progress(run.job_id, int(progress["step"]), float(progress["samples"]),
                                    progress.get("checkpoint"), held * run.alloc.num_gpus, clear_crashes=run.reports > 1,
                                    metrics=training_metrics(progress))

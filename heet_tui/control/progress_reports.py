@@ -71,27 +71,31 @@ def note_bad_progress(executor: Executor, bad: JobProgressError, now: float) -> 
                     "(docs/TRAINING.md, Progress lines)", job_id)
 
 
-def note_lost_progress(store: Store, run: Run, progress: dict[str, Any], now: float) -> None:
-    """A launch whose first report is behind the step the job had reached resumed from an older
-    checkpoint, or from none: say how much is trained again (once, at the first report).
+def note_lost_progress(store: Store, run: Run, progress: dict[str, Any], last_steps: dict[str, int],
+                       now: float) -> None:
+    """A launch whose first report is behind the step the job's previous launch had reported
+    resumed from an older checkpoint, or from none: say how much is trained again.
 
-    Seen on the local config: a resize's SIGTERM killed a script's DataLoader workers, the main
+    Seen on the local config: a resize's SIGTERM killed a script's DataLoader workers, its main
     process raised inside its step before it saved, and the next launch started from step 0.
     The job's row kept showing step 600 (the store keeps the furthest step, which also counts
-    "new ground" for crashes) and nothing said 600 steps were being trained again.
+    "new ground" for crashes) and nothing said 600 steps were being trained again. Compared with
+    the previous launch's last report, not the furthest step: after one such loss, every later
+    relaunch would be behind the furthest. A restarted controller knows no previous launch, and
+    an adopted run was not relaunched: neither warns.
     """
-    rec = store.job(run.job_id)
     try:
         step = int(progress["step"])
     except (KeyError, TypeError, ValueError):
         return
-    if rec is None or step >= rec.job.steps_done:
+    previous = last_steps.get(run.job_id)
+    last_steps[run.job_id] = step
+    if run.reports != 1 or run.start_samples is None or previous is None or step >= previous:
         return
-    behind = rec.job.steps_done - step
     store.add_event(now, "warning", f"{run.job_id} resumed behind where it was: generation {run.generation} reports "
-                    f"step {step}, and it had reached step {rec.job.steps_done}, so about {behind} steps are trained "
-                    "again. Its last launch ended after its last checkpoint (a crash, or a stop that saved none: "
-                    "DataLoader workers killed by SIGTERM, docs/TRAINING.md), or the script does not resume",
+                    f"step {step}, and its last launch had reached step {previous}, so about {previous - step} steps "
+                    "are trained again. That launch ended after its last checkpoint (a crash, or a stop that saved "
+                    "none: DataLoader workers killed by SIGTERM, docs/TRAINING.md), or the script does not resume",
                     run.job_id)
 
 

@@ -23,9 +23,12 @@ from control_lab import (
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.controller import ControllerOptions
 from heet_tui.control.execution import ExecOptions
+from heet_tui.control.progress_reports import note_lost_progress
+from heet_tui.control.runtime import Run
 from heet_tui.control.store import Store
+from heet_tui.core.allocation import Allocation
 from heet_tui.core.intents import SubmitJob
-from heet_tui.core.job import JobState
+from heet_tui.core.job import JobSpec, JobState, Target, TargetKind
 
 
 def test_a_crash_after_the_last_checkpoint_warns_of_the_steps_trained_again(tmp_path: Path) -> None:
@@ -53,10 +56,35 @@ def test_a_crash_after_the_last_checkpoint_warns_of_the_steps_trained_again(tmp_
     run_and_clean(scenario, tmp_path)
     warnings = [e.message for e in store.events("c", limit=100) if e.kind == "warning"]
     assert len(warnings) == 1, warnings
-    said = re.match(r"c resumed behind where it was: generation \d+ reports step (\d+), and it had reached "
-                    r"step 30, so about (\d+) steps are trained again", warnings[0])
+    said = re.match(r"c resumed behind where it was: generation \d+ reports step (\d+), and its last launch had "
+                    r"reached step 30, so about (\d+) steps are trained again", warnings[0])
     assert said, warnings[0]
     # the agent forwards the latest line it finds, so the first one seen may be a few reports in
     assert 0 < int(said[1]) < 30 and int(said[2]) == 30 - int(said[1])
     launches = [e for e in store.events("c", limit=100) if e.kind == "launch"]
     assert len(launches) == 2, "the first launch and its retry; the job's first launch warned of nothing"
+
+
+def test_only_a_launch_behind_the_previous_one_warns(tmp_path: Path) -> None:
+    """Compared with the furthest step instead, every relaunch after one loss warned, although it
+    resumed exactly where its predecessor had stopped (seen in the SSH lab after a drain)."""
+    store = Store(tmp_path / "state")
+    store.add_job(JobSpec("j", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 100)), 0.0)
+    last: dict[str, int] = {}
+
+    def launch(generation: int, steps: list[int], adopted: bool = False) -> None:
+        run = Run("j", Allocation.of("j", "T4", {"h": [0]}), generation, {}, 0.0,
+                  start_samples=None if adopted else 0.0)
+        for step in steps:
+            run.reports += 1
+            note_lost_progress(store, run, {"step": step}, last, float(generation))
+            store.update_progress("j", step, step * 32.0, None)
+
+    launch(1, [10, 20, 30])  # crashed at 30 with no checkpoint
+    launch(2, [5, 10])  # from scratch
+    launch(3, [15, 20])  # stopped at 10 with a checkpoint, resumed there: nothing lost, though behind 30
+    launch(4, [25], adopted=True)  # found running by a restarted controller
+    last.clear()  # ... whose memory starts empty
+    launch(5, [5])
+    warned = [e.message for e in store.events("j", limit=20) if e.kind == "warning"]
+    assert len(warned) == 1 and "generation 2 reports step 5, and its last launch had reached step 30" in warned[0]
