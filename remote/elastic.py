@@ -4,25 +4,7 @@ Every job heet-tui starts can import this module: the agent that launches the jo
 own directory to the job's ``PYTHONPATH``, so the helper matches the agent and nothing has to be
 installed on the hosts (``pip install heet-tui`` provides it for runs by hand). It does what
 docs/TRAINING.md asks of a script that is resized, moved and fenced, so that a plain PyTorch
-loop needs a handful of lines::
-
-    from heet_agent import elastic
-
-    run = elastic.start()                      # joins the process group, catches SIGTERM
-    model = Net().to(run.device)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    run.resume(model=model, optimizer=opt)     # claims the checkpoint directory, loads it
-    net = run.wrap(model)                      # DistributedDataParallel when world > 1
-    loader = run.data_loader(dataset, num_workers=4)  # workers outlive the stop signal
-    for x, y in loader:                        # this rank's part of each global batch left
-        loss = F.cross_entropy(net(x), y, reduction="sum") * run.loss_scale
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        run.step_done(loss=loss.item())
-        if not run.running:
-            break
-    run.exit()                                 # 0 done, 143 stopped, 3 fenced
+loop needs a handful of lines (docs/TRAINING.md, "The quick way", shows the loop).
 
 Why each piece is here:
 
@@ -47,6 +29,7 @@ Why each piece is here:
 Python 3.8 syntax: the agent bundle is unpacked on hosts whatever their Python.
 """
 
+import atexit
 import json
 import math
 import os
@@ -225,10 +208,19 @@ class ElasticRun:
         if self.world_size > 1:
             dist.init_process_group("nccl" if use_cuda else "gloo", rank=self.rank, world_size=self.world_size)
         signal.signal(signal.SIGTERM, self._on_sigterm)
+        atexit.register(self._at_interpreter_exit)
         self._restart_clock()
 
     def _on_sigterm(self, *_):
         self._stop_asked = True
+
+    def _at_interpreter_exit(self):
+        """A script that ends without ``exit()`` after a stop would exit 0, which heet-tui reads as
+        "target reached": the job would be marked done part-way. It ends with the stop's code."""
+        if self._code in (EXIT_STOPPED, EXIT_FENCED):
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(self._code)
 
     def _restart_clock(self):
         self._mark = (time.perf_counter(), time.process_time())

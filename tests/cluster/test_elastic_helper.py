@@ -262,3 +262,21 @@ def test_a_stop_signalled_to_the_whole_process_group_saves_despite_dataloader_wo
     last = _progress(rest)[-1]
     assert json.loads((ckpt / "checkpoint.json").read_text())["step"] == last["step"] > 20
     assert last["checkpoint"] == str(ckpt / "checkpoint.pt")
+
+
+def test_a_script_that_forgets_exit_still_ends_a_stop_with_143(tmp_path):
+    """Exit 0 means "target reached": a loop that just ended after a stop would mark the job done."""
+    script = tmp_path / "no_exit.py"
+    script.write_text(SCRIPT.replace("run.exit()", "print('fell off the end', file=sys.stderr)"))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=_env(HEET_BATCH_SIZE="8", HEET_TARGET_STEPS="1000000"))
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith(PREFIX) and json.loads(line[len(PREFIX):])["step"] >= 5:
+            proc.send_signal(signal.SIGTERM)
+            break
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and "fell off the end" in err
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                          env=_env(HEET_BATCH_SIZE="8", HEET_TARGET_STEPS="3"))
+    assert done.returncode == 0, done.stderr[-2000:]
