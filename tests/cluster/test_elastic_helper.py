@@ -217,39 +217,15 @@ def test_the_batch_sampler_reads_the_same_samples_at_any_size_after_a_resume(mon
     assert positions[:25] != positions[25:50] != list(range(25)), "each epoch shuffled anew"
 
 
-LOADER_SCRIPT = """
-import sys
-import torch
-import torch.nn.functional as F
-from torch.utils.data import TensorDataset
-from heet_agent import elastic
-
-run = elastic.start(report_every=1)
-model = torch.nn.Linear(4, 2)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-run.resume(model=model, optimizer=opt)
-g = torch.Generator().manual_seed(1)
-data = TensorDataset(torch.randn(64, 4, generator=g), torch.randint(0, 2, (64,), generator=g))
-for x, y in run.data_loader(data, num_workers=2):
-    loss = F.cross_entropy(model(x), y, reduction="sum") * run.loss_scale
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    run.step_done(loss=loss.item())
-    if not run.running:
-        break
-run.exit()
-"""
+LOADER_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "loader_training.py"
 
 
 def test_a_stop_signalled_to_the_whole_process_group_saves_despite_dataloader_workers(tmp_path):
-    """The agent stops a job with SIGTERM to its process group. A plain DataLoader's workers died
+    """examples/loader_training.py, a DataLoader with a worker process. The agent stops a job with SIGTERM to its process group. A plain DataLoader's workers died
     of it and the main process raised "DataLoader worker ... killed by signal: Terminated" from
     inside its step (exit 1, no checkpoint: a resize lost 600 steps of a job on the local config)."""
-    script = tmp_path / "loader.py"
-    script.write_text(LOADER_SCRIPT)
     ckpt = tmp_path / "ckpt"
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen([sys.executable, str(LOADER_EXAMPLE)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True,
                             env=_env(HEET_BATCH_SIZE="8", HEET_TARGET_STEPS="1000000", HEET_CHECKPOINT_DIR=str(ckpt)))
     assert proc.stdout is not None

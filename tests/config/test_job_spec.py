@@ -13,11 +13,12 @@ from heet_tui.core.job import TargetKind
 
 def test_bundled_example_jobs_load(repo: Path) -> None:
     specs = [load_job_spec(p) for p in sorted((repo / "examples" / "jobs").glob("*.toml"))]
-    assert len(specs) == 3
+    assert [s.name for s in specs] == ["loader-mlp", "small-cnn", "t4-only", "wide-cnn"]
     for spec in specs:
         assert spec.min_gpus <= spec.max_gpus
         script = Path(spec.workdir) / spec.command[1]
-        assert script.resolve() == (repo / "examples" / "training.py").resolve()
+        expected = "loader_training.py" if spec.name == "loader-mlp" else "training.py"
+        assert script.resolve() == (repo / "examples" / expected).resolve()
 
 
 BASE = 'name = "j"\nscript = "train.py"\nmodel = "cifar10"\nbatch_size = 64\ntarget = { steps = 10 }\n'
