@@ -243,7 +243,10 @@ class ElasticRun:
         with ``state_dict`` / ``load_state_dict``). Returns True when a checkpoint was loaded. A copy
         whose generation is older than the directory's owner is stale: it says so and exits 3.
         """
-        self._objects = dict(objects)
+        # A model passed already wrapped in DDP saves its keys as "module.*", which the same model
+        # unwrapped (a launch at world size 1) cannot load: keep what it wraps.
+        self._objects = {k: getattr(o, "module", o) if type(o).__name__ == "DistributedDataParallel" else o
+                         for k, o in objects.items()}
         self._restart_clock()
         if self.checkpoint_dir is None:
             return False

@@ -256,3 +256,33 @@ def test_a_script_that_forgets_exit_still_ends_a_stop_with_143(tmp_path):
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
                           env=_env(HEET_BATCH_SIZE="8", HEET_TARGET_STEPS="3"))
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_model_passed_wrapped_in_ddp_resumes_at_world_one(tmp_path):
+    """A script that calls resume(model=net) with the DDP-wrapped model saved "module.*" keys, which
+    the same script at world size 1 (no wrapper) could not load: the job crashed after a shrink."""
+    script = tmp_path / "wrapped.py"
+    script.write_text(SCRIPT.replace("net = run.wrap(model)\n", "").replace(
+        "resumed = run.resume(model=model, optimizer=opt)",
+        "net = run.wrap(model)\nresumed = run.resume(model=net, optimizer=opt)"))
+    ckpt = tmp_path / "ckpt"
+    port = _free_port()
+    two = [subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=_env(HEET_BATCH_SIZE="8", HEET_TARGET_STEPS="4", HEET_CHECKPOINT_DIR=str(ckpt),
+                                     RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+                                     MASTER_PORT=str(port))) for r in range(2)]
+    outs = [p.communicate(timeout=120) for p in two]
+    assert [p.returncode for p in two] == [0, 0], outs[0][1][-2000:]
+    assert not any(k.startswith("module.") for k in torch.load(ckpt / "checkpoint.pt")["objects"]["model"])
+    one = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                         env=_env(HEET_BATCH_SIZE="8", HEET_TARGET_STEPS="6", HEET_CHECKPOINT_DIR=str(ckpt),
+                                  HEET_GENERATION="1"))
+    assert one.returncode == 0 and "resumed=True step=4" in one.stderr, one.stderr[-2000:]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
