@@ -227,9 +227,37 @@ def _command(f: Fields) -> tuple[str, ...]:
         argv = f.string_list("command")
         if not argv:
             raise f.error("command", 'key "command": must not be empty')
+        _refuse_launcher(f, argv)
         return argv
     script = f.required_string("script")
     return ("python3", script, *f.string_list("args"))
+
+
+LAUNCHERS = frozenset({"torchrun", "deepspeed", "horovodrun", "mpirun", "mpiexec", "srun"})
+LAUNCHER_MODULES = frozenset({"torch.distributed.run", "torch.distributed.launch", "deepspeed.launcher.runner"})
+
+
+def _refuse_launcher(f: Fields, argv: tuple[str, ...]) -> None:
+    """A command that starts its own processes per GPU (torchrun, accelerate launch, mpirun, ...).
+
+    heet-tui already starts one process per GPU with ``RANK``, ``WORLD_SIZE`` and ``MASTER_ADDR``
+    set, so every one of them would start a launcher of its own: N launchers that each spawn
+    their workers and rendezvous with each other, or train N separate copies. It can never work,
+    so it is refused at submit time with the command to use instead.
+    """
+    exe = Path(argv[0]).name
+    if exe in LAUNCHERS or (exe == "accelerate" and argv[1:2] == ("launch",)):
+        launcher = " ".join(argv[:2]) if exe == "accelerate" else exe
+    elif exe.startswith("python") and "-m" in argv[:-1] and argv[argv.index("-m") + 1] in LAUNCHER_MODULES:
+        launcher = f"python -m {argv[argv.index('-m') + 1]}"
+    else:
+        return
+    script = next((i for i, a in enumerate(argv) if a.endswith(".py") and i > 0), None)
+    instead = (", ".join(f'"{a}"' for a in ("python", *argv[script:])) if script is not None
+               else '"python", "train.py", ...')
+    raise f.error("command", f'key "command": {launcher} starts a process per GPU itself, and so does heet-tui '
+                  "(one per GPU of the allocation, with RANK, WORLD_SIZE and MASTER_ADDR set, at whatever size "
+                  f"the plan gives): run the script directly, command = [{instead}] (docs/TRAINING.md)")
 
 
 def _target(f: Fields) -> Target:

@@ -87,3 +87,35 @@ def test_gpu_types_match_whatever_their_case(tmp_path: Path) -> None:
     assert spec.allows("A100") and spec.allows("RTX2080Ti") and not spec.allows("T4")
     view = JobView("j", 1, 1, lambda t, p: 1.0, gpu_types=spec.gpu_types)
     assert view.allows("A100") and not view.allows("T4")
+
+
+CMD = 'name = "j"\nmodel = "cifar10"\nbatch_size = 64\ntarget = { steps = 10 }\ncommand = [%s]\n'
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ('"torchrun", "--nproc_per_node=4", "train.py", "--lr", "0.1"',
+         'job.toml:5: job "j": key "command": torchrun starts a process per GPU itself, and so does heet-tui'),
+        ('"/opt/conda/bin/torchrun", "--nnodes", "2", "train.py"', 'command = ["python", "train.py"]'),
+        ('"python3", "-m", "torch.distributed.run", "--nproc_per_node", "2", "t.py", "-x"',
+         'python -m torch.distributed.run starts a process per GPU itself'),
+        ('"accelerate", "launch", "--multi_gpu", "train.py"', 'accelerate launch starts a process per GPU itself'),
+        ('"mpirun", "-np", "4", "./a.out"', 'command = ["python", "train.py", ...]'),
+    ],
+)
+def test_a_command_run_by_a_distributed_launcher_is_refused_with_the_command_to_use(
+        tmp_path: Path, command: str, expected: str) -> None:
+    """heet-tui starts a process per GPU itself: under torchrun each of them started a launcher of
+    its own (N launchers racing for one rendezvous, or N copies of the training)."""
+    with pytest.raises(ConfigError) as info:
+        parse_job_text(CMD % command, tmp_path / "job.toml")
+    assert expected in str(info.value), str(info.value)
+    if "--lr" in command:
+        assert 'command = ["python", "train.py", "--lr", "0.1"]' in str(info.value)
+
+
+def test_commands_that_only_look_like_launchers_are_accepted(tmp_path: Path) -> None:
+    for command in ('"python", "train.py", "--launcher", "torchrun"', '"python", "-m", "mypkg.train"',
+                    '"accelerate-config-check"', '"python", "-m"'):
+        assert parse_job_text(CMD % command, tmp_path / "job.toml").command[0]
