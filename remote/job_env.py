@@ -18,7 +18,10 @@ def bundle_root():
     return None
 
 
-def job_environment(base, extra, job_id, generation, gpus, emulated_speed):
+def job_environment(base, extra, job_id, generation, gpus, visible, emulated_speed):
+    """``gpus``: the process's own GPUs; ``visible``: what it sees, its job's GPUs on the host in
+    ``LOCAL_RANK`` order, so that ``torch.cuda.set_device(LOCAL_RANK)`` picks its own, as under
+    torchrun (with only its own GPU visible, that call failed on every rank but the first)."""
     env = dict(base)
     env.update(extra)
     # stdout into a file is block-buffered: a plain print() of a progress line reached the
@@ -27,14 +30,14 @@ def job_environment(base, extra, job_id, generation, gpus, emulated_speed):
         env["PYTHONUNBUFFERED"] = "1"
     env["HEET_JOB_ID"] = job_id
     env["HEET_GENERATION"] = str(generation)
-    env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
+    env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in visible)
     # CUDA numbers GPUs fastest-first unless told otherwise; NVML and nvidia-smi (where our
     # indices come from) number them by PCI bus. Make the two agree.
     env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     if emulated_speed is not None:
         env["HEET_EMULATED_SPEED"] = repr(float(emulated_speed))
         # The indices name emulated GPUs: real ones (if the host has any) stay out of the job.
-        env["HEET_EMULATED_GPUS"] = env["CUDA_VISIBLE_DEVICES"]
+        env["HEET_EMULATED_GPUS"] = ",".join(str(g) for g in gpus)
         env["CUDA_VISIBLE_DEVICES"] = ""
     root = bundle_root()
     if root is not None:

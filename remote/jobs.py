@@ -151,6 +151,11 @@ class JobTable:
         gpus = args.get("gpus") or []
         if not isinstance(gpus, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in gpus):
             raise JobError("gpus must be a list of integers")
+        visible = args.get("visible") or gpus
+        if not isinstance(visible, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in visible):
+            raise JobError("visible must be a list of integers")
+        if not set(gpus) <= set(visible):
+            raise JobError("visible must include every one of gpus")
         floor = self.floors.get(job_id, 0)
         if generation < floor:
             raise JobError("job %s generation %d is fenced (generations below %d may not run)"
@@ -166,7 +171,7 @@ class JobTable:
         workdir = os.path.expanduser(str(workdir))
         if not os.path.isdir(workdir):
             raise JobError(f"workdir {workdir} does not exist")
-        env = job_environment(os.environ, env_extra, job_id, generation, gpus, self.emulated_speed)
+        env = job_environment(os.environ, env_extra, job_id, generation, gpus, visible, self.emulated_speed)
         import shutil
 
         exe = argv[0]

@@ -34,7 +34,7 @@ process that prints a line with the progress prefix that is not a progress line;
 
 Requests raise ``HostNotReady`` (host not ready), ``UnknownHost``, or ``AgentRequestError`` (the
 agent refused: bad arguments, job already running, generation fenced). Launch semantics: the
-job gets ``HEET_JOB_ID``, ``HEET_GENERATION``, ``CUDA_VISIBLE_DEVICES`` (from ``gpus``) or, on
+job gets ``HEET_JOB_ID``, ``HEET_GENERATION``, ``CUDA_VISIBLE_DEVICES`` (from ``visible``, else ``gpus``) or, on
 emulated hosts, ``HEET_EMULATED_SPEED`` and ``HEET_EMULATED_GPUS`` (``CUDA_VISIBLE_DEVICES`` empty); everything else (``RANK``, ``MASTER_ADDR``,
 ``HEET_CHECKPOINT_DIR``...) comes in ``env``. ``workdir=None`` runs the job in the agent's
 state directory on the host; ``log=None`` writes ``<state>/logs/<job>-g<generation>.log``.

@@ -246,11 +246,14 @@ class Cluster:
 
     async def launch(self, host: str, job_id: str, generation: int, argv: Sequence[str],
                      env: Mapping[str, str] | None = None, workdir: str | None = None,
-                     gpus: Sequence[int] = (), log: str | None = None) -> RemoteJob:
-        """Start a job process; returns it running (its pid, log path). See the package docstring."""
+                     gpus: Sequence[int] = (), log: str | None = None, visible: Sequence[int] = ()) -> RemoteJob:
+        """Start a job process; returns it running (its pid, log path). See the package docstring.
+        ``visible``: the GPUs it sees (``CUDA_VISIBLE_DEVICES``), ``gpus`` among them; default ``gpus``."""
         sup, client = self._client(host)
         args = {"job_id": job_id, "generation": int(generation), "argv": list(argv), "env": dict(env or {}),
                 "workdir": workdir, "gpus": [int(g) for g in gpus], "log": log}
+        if visible:
+            args["visible"] = [int(g) for g in visible]
         job = RemoteJob.from_wire(host, await client.request("launch", args, self.options.request_timeout_s))
         sup.jobs[(job.job_id, job.generation)] = job
         return job

@@ -162,7 +162,7 @@ class Executor:
         while True:
             try:
                 await self.cluster.launch(s.host, s.agent_id, generation, list(s.argv), env=dict(s.env),
-                                          workdir=s.workdir, gpus=s.gpus)
+                                          workdir=s.workdir, gpus=s.gpus, visible=s.visible)
                 return
             except AgentRequestError as exc:
                 if STILL_STOPPING not in str(exc) or self.clock() > deadline:

@@ -30,6 +30,9 @@ class LaunchSpec:
     env: tuple[tuple[str, str], ...]
     gpus: tuple[int, ...]
     workdir: str | None
+    # CUDA_VISIBLE_DEVICES: the job's GPUs on the host, in LOCAL_RANK order (torchrun's contract:
+    # scripts call torch.cuda.set_device(LOCAL_RANK)); empty means just ``gpus``
+    visible: tuple[int, ...] = ()
 
 
 def checkpoint_dir(job_id: str, spec: JobSpec, host: HostEntry, store_id: str = "",
@@ -112,7 +115,7 @@ def plan_launch(job_id: str, spec: JobSpec, alloc: Allocation, generation: int,
         for local_rank, gpu in enumerate(gpus):
             env = common | {"RANK": str(rank), "LOCAL_RANK": str(local_rank), "LOCAL_WORLD_SIZE": str(len(gpus))}
             out.append(LaunchSpec(host_name, rank_agent_id(job_id, rank, owner), rank, host_argv(spec.command, host),
-                                  tuple(sorted(env.items())), (gpu,), spec.workdir or None))
+                                  tuple(sorted(env.items())), (gpu,), spec.workdir or None, tuple(gpus)))
             rank += 1
     return out
 

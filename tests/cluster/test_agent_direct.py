@@ -243,3 +243,19 @@ def test_a_plain_print_beside_a_progress_bar_reaches_the_controller_while_the_sc
             os.killpg(launched["result"]["pid"], 9)
         process.proc.kill()
         process.proc.wait()
+
+
+def test_a_rank_sees_its_jobs_gpus_on_the_host_in_local_rank_order(agent, tmp_path):
+    """Scripts written for torchrun call torch.cuda.set_device(LOCAL_RANK). With only its own GPU
+    visible, every rank but the first asked for a device that did not exist ("invalid device
+    ordinal"): a standard DDP script crashed on any host where a job had two GPUs."""
+    agent.line()
+    agent.request("hello", protocol=1, probes=[])
+    log = tmp_path / "env.log"
+    show = "import os; print(os.environ['CUDA_VISIBLE_DEVICES'], os.environ.get('HEET_EMULATED_GPUS'))"
+    assert agent.request("launch", job_id="r1", generation=1, argv=[sys.executable, "-c", show], gpus=[5],
+                         visible=[2, 5], env={"LOCAL_RANK": "1"}, log=str(log))["ok"]
+    agent.events_until("job_exit")
+    assert log.read_text().split() == ["2,5", "None"], "physical GPU 5 is device LOCAL_RANK = 1"
+    refused = agent.request("launch", job_id="r2", generation=1, argv=["true"], gpus=[3], visible=[2, 5])
+    assert "visible must include every one of gpus" in refused["error"]

@@ -35,6 +35,9 @@ def test_one_process_per_gpu_with_distributed_env() -> None:
     launches = plan_launch("cnn", _spec(), alloc, 7, hosts, 29600)
     assert [(s.host, s.rank, s.gpus, s.agent_id) for s in launches] == [
         ("a", 0, (0,), "cnn.r0"), ("b", 1, (1,), "cnn.r1"), ("b", 2, (3,), "cnn.r2")]
+    # each sees the job's GPUs on its host, its own at index LOCAL_RANK (torchrun's contract)
+    assert [s.visible for s in launches] == [(0,), (1, 3), (1, 3)]
+    assert all(s.visible[int(dict(s.env)["LOCAL_RANK"])] == s.gpus[0] for s in launches)
     env = [dict(s.env) for s in launches]
     assert {e["MASTER_ADDR"] for e in env} == {"10.0.0.1"} and {e["WORLD_SIZE"] for e in env} == {"3"}
     assert [(e["RANK"], e["LOCAL_RANK"], e["LOCAL_WORLD_SIZE"]) for e in env] == [("0", "0", "1"), ("1", "0", "2"),

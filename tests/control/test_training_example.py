@@ -18,7 +18,7 @@ PREFIX = "@heet-progress "
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "HEET_EMULATED_SPEED")}
     # CPU and gloo, also on a machine with one GPU: two unmasked ranks there would both pick it,
-    # which nccl refuses (the agent gives each rank its own GPU through CUDA_VISIBLE_DEVICES).
+    # which nccl refuses (under the agent each rank sets its own device: the job's GPUs, its own at LOCAL_RANK).
     env.update(OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="", **extra)
     return env
 
