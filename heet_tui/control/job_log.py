@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from heet_tui.cluster import ClusterError
+from heet_tui.control.crash_hints import crash_hint
 from heet_tui.control.runtime import LAUNCH_REFUSED, Run, rank_agent_id
 from heet_tui.core.job import JobState
 
@@ -57,7 +58,11 @@ async def fail_with_log_tail(executor: Executor, run: Run, why: str, crashes: in
         tail = [f"(log tail unavailable: {exc})"]
     executor.log_tails[run.job_id] = tuple(tail)
     last = next((line for line in reversed(tail) if line.strip()), "")
-    message = f"{why} ({crashes} attempts)" + (f"; last log line: {last}" if not never_started else "")
+    emulated = {h.name for h in getattr(executor.hosts, "hosts", ()) if h.emulate is not None}
+    hint = crash_hint(tail, rank.host in emulated)
+    message = f"{why} ({crashes} attempts)" + (f": {hint}" if hint else "") + (
+        f"; last log line: {last}" if not never_started else "")
     executor.store.try_set_state(run.job_id, JobState.FAILED, executor.clock(), message[:500])
-    executor.store.add_event(executor.clock(), "failed", "\n".join([why, *tail])[-4000:], run.job_id, rank.host)
+    lines = [why, *tail, *([f"hint: {hint}"] if hint else [])]
+    executor.store.add_event(executor.clock(), "failed", "\n".join(lines)[-4000:], run.job_id, rank.host)
     executor.notify()

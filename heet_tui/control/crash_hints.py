@@ -1,0 +1,47 @@
+"""Advice for the crashes a script brought to heet-tui runs into, read from its log's last lines.
+
+A failed job's message quoted its last log line, which says what broke but not why here: an
+"invalid device ordinal" does not say that heet-tui numbers the GPUs a rank sees, nor does an
+NCCL error on an emulated host say that its GPUs are the CPU.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+CPU_BACKEND = ("emulated GPUs are this host's CPU: use the gloo backend and the CPU while HEET_EMULATED_SPEED "
+               "is set (heet_agent.elastic does), docs/TRAINING.md")
+
+# (pattern, advice, only on emulated hosts); advice may name the pattern's groups as {1}
+HINTS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
+    (re.compile(r"DataLoader worker \(pid \d+\) is killed by signal: Terminated"),
+     "the stop signal (SIGTERM, sent to the job's whole process group) killed its DataLoader workers before "
+     "it saved: use heet_agent.elastic's run.data_loader, or give the DataLoader "
+     "worker_init_fn=elastic.ignore_sigterm (docs/TRAINING.md)", False),
+    (re.compile(r"invalid device ordinal", re.I),
+     "it asked for a GPU it cannot see: CUDA_VISIBLE_DEVICES holds the job's GPUs on its host, the "
+     "process's own at index LOCAL_RANK (not RANK)", False),
+    (re.compile(r"ProcessGroupNCCL|NCCL (?:error|is not available)|doesn't have NCCL built in", re.I),
+     CPU_BACKEND, True),
+    (re.compile(r"Found no NVIDIA driver|Torch not compiled with CUDA|No CUDA GPUs are available", re.I),
+     CPU_BACKEND, True),
+    (re.compile(r"ModuleNotFoundError: No module named '([^']+)'"),
+     "the Python it ran under has no module {1}: install it on the host, or name an interpreter that has it "
+     "as the host's python in the hosts file", False),
+    (re.compile(r"CUDA out of memory|OutOfMemoryError", re.I),
+     "the local batch (batch_size / GPUs) does not fit one GPU: raise min_gpus, or leave this GPU type out "
+     "of gpu_types", False),
+)
+
+
+def crash_hint(tail: Sequence[str], emulated: bool) -> str | None:
+    """The advice for the last matching line of ``tail``, or None."""
+    for line in reversed(tail):
+        for pattern, advice, emulated_only in HINTS:
+            if emulated_only and not emulated:
+                continue
+            found = pattern.search(line)
+            if found:
+                return advice.replace("{1}", found.group(1)) if found.groups() else advice
+    return None

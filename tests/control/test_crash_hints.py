@@ -1,0 +1,65 @@
+"""A failed job's message says what to do about the usual crashes (control/crash_hints.py).
+
+Seen: "last log line: RuntimeError: ProcessGroupNCCL is only supported with GPUs" on an emulated
+host, and "invalid device ordinal", with nothing to say that emulated GPUs are the CPU or how
+heet-tui numbers the GPUs a rank sees.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from control_lab import job, run_and_clean, started_controller, wait_for, write_job, write_local_hosts
+
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control.controller import ControllerOptions
+from heet_tui.control.crash_hints import crash_hint
+from heet_tui.control.execution import ExecOptions
+from heet_tui.control.store import Store
+from heet_tui.core.intents import SubmitJob
+from heet_tui.core.job import JobState
+
+
+@pytest.mark.parametrize(
+    ("line", "emulated", "advice"),
+    [
+        ("RuntimeError: DataLoader worker (pid 6988) is killed by signal: Terminated. ", False,
+         "worker_init_fn=elastic.ignore_sigterm"),
+        ("torch.AcceleratorError: CUDA error: invalid device ordinal", False, "the process's own at index LOCAL_RANK"),
+        ("RuntimeError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!", True, "use the gloo backend"),
+        ("AssertionError: Torch not compiled with CUDA enabled", True, "emulated GPUs are this host's CPU"),
+        ("ModuleNotFoundError: No module named 'timm'", False, "has no module timm: install it on the host"),
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", False, "raise min_gpus"),
+    ],
+)
+def test_the_usual_crashes_get_advice(line: str, emulated: bool, advice: str) -> None:
+    assert advice in (crash_hint(["Traceback (most recent call last):", "  ...", line], emulated) or "")
+
+
+def test_no_advice_where_it_would_mislead() -> None:
+    nccl = "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error"
+    assert crash_hint([nccl], emulated=False) is None, "on real GPUs an NCCL error is not about the CPU"
+    assert crash_hint(["ValueError: bad batch"], emulated=True) is None
+    assert crash_hint([], emulated=True) is None
+
+
+def test_a_job_that_fails_on_a_missing_module_says_where_to_install_it(tmp_path: Path) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False,
+                                execution=ExecOptions(max_retries=0, retry_backoff_s=0.2))
+
+    async def scenario() -> None:
+        async with started_controller(hosts, store, options) as ctl:
+            command = [sys.executable, "-c", "import heet_no_such_module"]
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "m", steps=10, max_gpus=1, command=command))))
+            snap = await wait_for(ctl, lambda s: job(s, "m").state is JobState.FAILED, 60, "m to fail")
+            assert "has no module heet_no_such_module: install it on the host" in job(snap, "m").message
+            assert "last log line: ModuleNotFoundError" in job(snap, "m").message
+
+    run_and_clean(scenario, tmp_path)
+    failed = [e.message for e in store.events("m", limit=20) if e.kind == "failed"]
+    assert failed and failed[0].endswith("install it on the host, or name an interpreter that has it as the host's "
+                                         "python in the hosts file")
