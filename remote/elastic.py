@@ -79,9 +79,9 @@ def _env_number(name, kind):
     raw = os.environ.get(name, "")
     if not raw:
         return None
-    try:
-        value = kind(raw)
-    except ValueError:
+    try:  # a count may come as "300.0" or "12.5" (the job spec's target is a number): round it up
+        value = int(math.ceil(float(raw))) if kind is int else kind(raw)
+    except (ValueError, OverflowError):
         raise ElasticError("%s=%r is not a number" % (name, raw))
     if not value > 0:
         raise ElasticError("%s=%r must be > 0" % (name, raw))

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from helpers import make_cluster, wait_until
 
@@ -23,6 +24,7 @@ PREFIX = "@heet-progress "
 # The docstring's loop, on a linear model: the smallest script a user would write.
 SCRIPT = """
 import sys
+import pytest
 import torch
 import torch.nn.functional as F
 from heet_agent import elastic
@@ -286,3 +288,16 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_counts_from_the_environment_may_be_written_as_numbers(monkeypatch):
+    """The job spec's target is a number: 300.0 or 12.5 steps must not read as "not a number"."""
+    from heet_agent.elastic import ElasticError, ElasticRun
+
+    monkeypatch.setenv("HEET_BATCH_SIZE", "8.0")
+    for raw, steps in (("300.0", 300), ("12.5", 13)):
+        monkeypatch.setenv("HEET_TARGET_STEPS", raw)
+        assert ElasticRun(None, None, None, 0, None, 1, None, "t").target_steps == steps
+    monkeypatch.setenv("HEET_TARGET_STEPS", "inf")
+    with pytest.raises(ElasticError, match="HEET_TARGET_STEPS='inf' is not a number"):
+        ElasticRun(None, None, None, 0, None, 1, None, "t")
