@@ -288,6 +288,8 @@ class ElasticRun:
         wall0, cpu0 = self._mark
         cpu_s = time.process_time() - cpu0
         due = self.is_main and self._checkpoint_due_by_time()
+        if hasattr(loss, "detach"):  # a loss tensor as it comes: float() of one that needs grad warns
+            loss = loss.detach()
         values = [float(loss) if loss is not None else 0.0, 1.0 if self._stop_asked else 0.0, cpu_s, 1.0 if due else 0.0]
         if self.world_size > 1:
             import torch.distributed as dist
@@ -353,7 +355,8 @@ class ElasticRun:
             line["loss"] = round(self.loss, 5)
         if self.dataset_samples:
             line["epoch"] = round(self.samples / self.dataset_samples, 4)
-        line.update(metrics)
+        # a tensor or numpy scalar (accuracy.mean()) is not JSON: its number is
+        line.update({k: v.item() if hasattr(v, "item") else v for k, v in metrics.items()})
         line.update({"checkpoint": self.checkpoint, "world_size": self.world_size})
         print(PREFIX + json.dumps(line), flush=True)
         self._window = (time.perf_counter(), 0, 0.0)
