@@ -30,6 +30,7 @@ from heet_tui.control.progress_reports import (
     note_lost_progress,
     note_other_rank_progress,
     record_unseen_progress,
+    remember_exit_step,
     warn_unlike_twins,
 )
 from heet_tui.control.restart_costs import start_seconds, stop_seconds
@@ -296,6 +297,7 @@ class Executor:
             return False
         run, rank = found
         record_unseen_progress(self.store, run, rank, job.progress)
+        remember_exit_step(self.last_steps, run, rank, job.progress)
         self._rank_exited(rank, job.exit_code, job.signal, job.reason)
         if not run.all_exited and run.stop_reason is None and rank.exit_code != 0:
             self._spawn(self.stop_run(run, None))  # peers of a failed rank would hang in a collective

@@ -99,6 +99,19 @@ def note_lost_progress(store: Store, run: Run, progress: dict[str, Any], last_st
                     run.job_id)
 
 
+def remember_exit_step(last_steps: dict[str, int], run: Run, rank: RankProc, progress: dict[str, Any] | None) -> None:
+    """The step rank 0 printed last, from its agent's exit report: the agent forwards only the
+    latest line of each poll, so a crash right after a line could leave the last one seen behind."""
+    if run.profiling or rank.rank != 0 or not progress:
+        return
+    try:
+        step = int(progress["step"])
+    except (KeyError, TypeError, ValueError):
+        return
+    # what this launch reported is in last_steps only once it reported: else it is the previous one's
+    last_steps[run.job_id] = max(step, last_steps.get(run.job_id, 0)) if run.reports else step
+
+
 def record_unseen_progress(store: Store, run: Run, rank: RankProc, progress: dict[str, Any] | None) -> None:
     """Progress a run made while no controller watched, from its agent's report of it.
 

@@ -23,8 +23,8 @@ from control_lab import (
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.controller import ControllerOptions
 from heet_tui.control.execution import ExecOptions
-from heet_tui.control.progress_reports import note_lost_progress
-from heet_tui.control.runtime import Run
+from heet_tui.control.progress_reports import note_lost_progress, remember_exit_step
+from heet_tui.control.runtime import RankProc, Run
 from heet_tui.control.store import Store
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.intents import SubmitJob
@@ -36,12 +36,14 @@ def test_a_crash_after_the_last_checkpoint_warns_of_the_steps_trained_again(tmp_
     store = Store(tmp_path / "state")
     once = tmp_path / "crash-once"
     once.write_text("on")
-    # checkpoints only on a stop: the crash at step 30 leaves none, so the retry starts at step 0
+    # checkpoints only on a stop: the crash at step 100 leaves none, so the retry starts at step 0
     command = training_with(tmp_path, "crashy", f"once = {str(once)!r}\n"
                             "import builtins\n_print = builtins.print\n"
                             "def print(*a, **k):\n"
                             "    _print(*a, **k)\n"
-                            "    if os.path.exists(once) and a and '\"step\": 30,' in str(a[0]):\n"
+                            "    if a and '@heet-progress' in str(a[0]):\n"
+                            "        time.sleep(0.1)  # one line per agent poll, even on a busy machine\n"
+                            "    if os.path.exists(once) and a and '\"step\": 100,' in str(a[0]):\n"
                             "        os.unlink(once); os._exit(4)\n"
                             "builtins.print = print")
     options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False,
@@ -49,7 +51,7 @@ def test_a_crash_after_the_last_checkpoint_warns_of_the_steps_trained_again(tmp_
 
     async def scenario() -> None:
         async with started_controller(hosts, store, options) as ctl:
-            await ctl.post(SubmitJob(str(write_job(tmp_path, "c", steps=40, max_gpus=1,
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "c", steps=110, max_gpus=1,
                                                    command=[*command, "--checkpoint-every", "0"]))))
             await wait_for(ctl, lambda s: job(s, "c").state is JobState.DONE, 90, "c to finish")
 
@@ -57,10 +59,10 @@ def test_a_crash_after_the_last_checkpoint_warns_of_the_steps_trained_again(tmp_
     warnings = [e.message for e in store.events("c", limit=100) if e.kind == "warning"]
     assert len(warnings) == 1, warnings
     said = re.match(r"c resumed behind where it was: generation \d+ reports step (\d+), and its last launch had "
-                    r"reached step 30, so about (\d+) steps are trained again", warnings[0])
+                    r"reached step 100, so about (\d+) steps are trained again", warnings[0])
     assert said, warnings[0]
     # the agent forwards the latest line it finds, so the first one seen may be a few reports in
-    assert 0 < int(said[1]) < 30 and int(said[2]) == 30 - int(said[1])
+    assert 0 < int(said[1]) < 100 and int(said[2]) == 100 - int(said[1])
     launches = [e for e in store.events("c", limit=100) if e.kind == "launch"]
     assert len(launches) == 2, "the first launch and its retry; the job's first launch warned of nothing"
 
@@ -72,19 +74,27 @@ def test_only_a_launch_behind_the_previous_one_warns(tmp_path: Path) -> None:
     store.add_job(JobSpec("j", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 100)), 0.0)
     last: dict[str, int] = {}
 
-    def launch(generation: int, steps: list[int], adopted: bool = False) -> None:
+    def launch(generation: int, steps: list[int], adopted: bool = False, exit_step: int | None = None) -> None:
         run = Run("j", Allocation.of("j", "T4", {"h": [0]}), generation, {}, 0.0,
                   start_samples=None if adopted else 0.0)
         for step in steps:
             run.reports += 1
             note_lost_progress(store, run, {"step": step}, last, float(generation))
             store.update_progress("j", step, step * 32.0, None)
+        if exit_step is not None:  # the agent's exit report repeats the line it printed last
+            remember_exit_step(last, run, RankProc("h", "j.r0", 0, (0,)), {"step": exit_step})
 
     launch(1, [10, 20, 30])  # crashed at 30 with no checkpoint
     launch(2, [5, 10])  # from scratch
     launch(3, [15, 20])  # stopped at 10 with a checkpoint, resumed there: nothing lost, though behind 30
     launch(4, [25], adopted=True)  # found running by a restarted controller
     last.clear()  # ... whose memory starts empty
-    launch(5, [5])
+    launch(5, [5], exit_step=12)  # crashed at 12, after the last line the controller saw (5)
+    launch(6, [10])
+    launch(7, [], exit_step=3)  # crashed at 3, its only line unseen: it had reached 3, not 10
+    launch(8, [2])
     warned = [e.message for e in store.events("j", limit=20) if e.kind == "warning"]
-    assert len(warned) == 1 and "generation 2 reports step 5, and its last launch had reached step 30" in warned[0]
+    assert len(warned) == 3, warned
+    assert "generation 2 reports step 5, and its last launch had reached step 30" in warned[0]
+    assert "generation 6 reports step 10, and its last launch had reached step 12," in warned[1]
+    assert "generation 8 reports step 2, and its last launch had reached step 3," in warned[2]
