@@ -49,6 +49,33 @@ def training_with(root: Path, name: str, prelude: str) -> list[str]:
     return [sys.executable, str(script), "--report-every", "5"]
 
 
+def crashing_at(root: Path, name: str, step: int, switch: Path, *, say: str = "", once: bool = False,
+                pace_s: float = 0.0) -> list[str]:
+    """examples/training.py that exits 4 right after printing step ``step``'s progress line while
+    the file ``switch`` exists (``once``: it removes the file, so only the first time), printing
+    ``say`` first; ``pace_s`` after each progress line keeps the agent from folding lines together."""
+    switch.write_text("on")
+    return training_with(root, name, f"switch = {str(switch)!r}\n"
+                         "import builtins\n_print = builtins.print\n"
+                         "def print(*a, **k):\n"
+                         "    _print(*a, **k)\n"
+                         "    if not (a and '@heet-progress' in str(a[0])):\n"
+                         "        return\n"
+                         f"    time.sleep({pace_s!r})\n"
+                         f"    if os.path.exists(switch) and '\"step\": {step},' in str(a[0]):\n"
+                         f"        {'os.unlink(switch); ' if once else ''}_print({say!r}, flush=True); os._exit(4)\n"
+                         "builtins.print = print")
+
+
+def fast_retries(max_retries: int, **options):
+    """Options of an auto-approving controller that retries a crashed job at once (0.3 s rounds)."""
+    from heet_tui.control.controller import ControllerOptions
+    from heet_tui.control.execution import ExecOptions
+
+    return ControllerOptions(**({"interval_s": 0.3, "auto_approve": True, "profile": False} | options),
+                             execution=ExecOptions(max_retries=max_retries, retry_backoff_s=0.2))
+
+
 async def wait_for(ctl, predicate: Callable[[Snapshot], bool], timeout: float, what: str) -> Snapshot:
     """Poll published snapshots until ``predicate`` holds; fail with the last snapshot's jobs."""
     deadline = time.monotonic() + timeout

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from control_lab import (
+    fast_retries,
     job,
     run_and_clean,
     started_controller,
@@ -229,8 +230,7 @@ def test_a_job_that_crashes_at_the_same_step_every_time_fails_instead_of_looping
                       "    print('@heet-progress ' + json.dumps({'step': step, 'samples': step * 32, 'samples_per_s': 50}))\n"
                       "    time.sleep(0.4)\n"
                       "print('loss is nan at step 10', flush=True)\nsys.exit(3)\n")
-    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False,
-                                execution=ExecOptions(max_retries=2, retry_backoff_s=0.2))
+    options = fast_retries(2)
 
     async def scenario() -> None:
         async with started_controller(hosts, store, options) as ctl:

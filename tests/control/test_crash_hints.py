@@ -11,12 +11,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from control_lab import job, run_and_clean, started_controller, wait_for, write_job, write_local_hosts
+from control_lab import (
+    fast_retries,
+    job,
+    run_and_clean,
+    started_controller,
+    wait_for,
+    write_job,
+    write_local_hosts,
+)
 
 from heet_tui.config.hosts_file import load_hosts
-from heet_tui.control.controller import ControllerOptions
 from heet_tui.control.crash_hints import crash_hint
-from heet_tui.control.execution import ExecOptions
 from heet_tui.control.store import Store
 from heet_tui.core.intents import SubmitJob
 from heet_tui.core.job import JobState
@@ -48,8 +54,7 @@ def test_no_advice_where_it_would_mislead() -> None:
 def test_a_job_that_fails_on_a_missing_module_says_where_to_install_it(tmp_path: Path) -> None:
     hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
     store = Store(tmp_path / "state")
-    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False,
-                                execution=ExecOptions(max_retries=0, retry_backoff_s=0.2))
+    options = fast_retries(0)
 
     async def scenario() -> None:
         async with started_controller(hosts, store, options) as ctl:

@@ -11,18 +11,17 @@ import re
 from pathlib import Path
 
 from control_lab import (
+    crashing_at,
+    fast_retries,
     job,
     run_and_clean,
     started_controller,
-    training_with,
     wait_for,
     write_job,
     write_local_hosts,
 )
 
 from heet_tui.config.hosts_file import load_hosts
-from heet_tui.control.controller import ControllerOptions
-from heet_tui.control.execution import ExecOptions
 from heet_tui.control.progress_reports import note_lost_progress, remember_exit_step
 from heet_tui.control.runtime import RankProc, Run
 from heet_tui.control.store import Store
@@ -34,20 +33,9 @@ from heet_tui.core.job import JobSpec, JobState, Target, TargetKind
 def test_a_crash_after_the_last_checkpoint_warns_of_the_steps_trained_again(tmp_path: Path) -> None:
     hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
     store = Store(tmp_path / "state")
-    once = tmp_path / "crash-once"
-    once.write_text("on")
     # checkpoints only on a stop: the crash at step 100 leaves none, so the retry starts at step 0
-    command = training_with(tmp_path, "crashy", f"once = {str(once)!r}\n"
-                            "import builtins\n_print = builtins.print\n"
-                            "def print(*a, **k):\n"
-                            "    _print(*a, **k)\n"
-                            "    if a and '@heet-progress' in str(a[0]):\n"
-                            "        time.sleep(0.1)  # one line per agent poll, even on a busy machine\n"
-                            "    if os.path.exists(once) and a and '\"step\": 100,' in str(a[0]):\n"
-                            "        os.unlink(once); os._exit(4)\n"
-                            "builtins.print = print")
-    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False,
-                                execution=ExecOptions(max_retries=2, retry_backoff_s=0.2))
+    command = crashing_at(tmp_path, "crashy", 100, tmp_path / "crash-once", once=True, pace_s=0.1)
+    options = fast_retries(2)
 
     async def scenario() -> None:
         async with started_controller(hosts, store, options) as ctl:

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 from control_lab import (
+    crashing_at,
+    fast_retries,
     job,
     run_and_clean,
     started_controller,
-    training_with,
     wait_for,
     write_job,
     write_local_hosts,
@@ -24,8 +25,6 @@ from heet_tui.cli.main import main
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.config.job_spec import load_job_spec
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse
-from heet_tui.control.controller import ControllerOptions
-from heet_tui.control.execution import ExecOptions
 from heet_tui.control.store import Store
 from heet_tui.core.intents import RetryJob, SubmitJob
 from heet_tui.core.job import InvalidTransition, Job, JobSpec, JobState, Target, TargetKind
@@ -92,17 +91,9 @@ def test_a_failed_job_fixed_and_retried_resumes_from_its_checkpoint_and_finishes
     hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
     store = Store(tmp_path / "state")
     bug = tmp_path / "bug"
-    bug.write_text("on")
     # a bad batch at step 45 (after the checkpoint at 40, so every retry meets it) until the bug is fixed
-    command = training_with(tmp_path, "buggy", f"bug = {str(bug)!r}\n"
-                            "import builtins\n_print = builtins.print\n"
-                            "def print(*a, **k):\n"
-                            "    _print(*a, **k)\n"
-                            "    if os.path.exists(bug) and a and '\"step\": 45,' in str(a[0]):\n"
-                            "        _print('ValueError: bad batch', flush=True); os._exit(4)\n"
-                            "builtins.print = print")
-    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False,
-                                execution=ExecOptions(max_retries=1, retry_backoff_s=0.2))
+    command = crashing_at(tmp_path, "buggy", 45, bug, say="ValueError: bad batch")
+    options = fast_retries(1)
 
     async def scenario() -> None:
         async with started_controller(hosts, store, options) as ctl:
