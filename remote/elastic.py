@@ -181,18 +181,19 @@ class ElasticRun:
 
     def data_loader(self, dataset, seed=0, shuffle=True, **kwargs):
         """A DataLoader of this rank's part of every global batch left (``batch_sampler``), whose
-        worker processes ignore SIGTERM.
-
-        heet-tui stops a job by signalling its whole process group. A DataLoader worker dies of
-        it, and the main process then raises "DataLoader worker ... is killed by signal:
-        Terminated" from inside its step, before it can save: the stop of a resize lost everything
-        since the last checkpoint. The workers exit on their own once the main process has gone.
-        Other keywords (``num_workers``, ``pin_memory``, ``worker_init_fn``, ...) go to the DataLoader.
+        workers ignore SIGTERM: heet-tui signals the whole process group to stop a job, a worker
+        died of it, and the main process raised from inside its step before it could save. The
+        workers exit on their own once the main process has gone. Other keywords go to the DataLoader.
         """
         from torch.utils.data import DataLoader
 
+        try:
+            size = len(dataset)
+        except TypeError:  # an IterableDataset has no length, and no sample a step could be told to read
+            raise ElasticError("data_loader needs a dataset with a length (map-style); with an iterable one, skip "
+                               "the first run.samples samples and take run.shard() of each batch yourself")
         init = WorkerInit(kwargs.pop("worker_init_fn", None))
-        return DataLoader(dataset, batch_sampler=self.batch_sampler(len(dataset), seed, shuffle),
+        return DataLoader(dataset, batch_sampler=self.batch_sampler(size, seed, shuffle),
                           worker_init_fn=init, **kwargs)
 
     def _join(self):

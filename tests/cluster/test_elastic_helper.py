@@ -304,3 +304,16 @@ def test_counts_from_the_environment_may_be_written_as_numbers(monkeypatch):
     monkeypatch.setenv("HEET_TARGET_STEPS", "inf")
     with pytest.raises(ElasticError, match="HEET_TARGET_STEPS='inf' is not a number"):
         ElasticRun(None, None, None, 0, None, 1, None, "t")
+
+
+def test_an_iterable_dataset_is_refused_by_name(monkeypatch):
+    from heet_agent.elastic import ElasticError, ElasticRun
+
+    class Stream(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter(range(10))
+
+    monkeypatch.setenv("HEET_BATCH_SIZE", "4")
+    monkeypatch.setenv("HEET_TARGET_STEPS", "3")
+    with pytest.raises(ElasticError, match="needs a dataset with a length"):
+        ElasticRun(None, None, None, 0, None, 1, None, "t").data_loader(Stream())
