@@ -334,7 +334,7 @@ class Executor:
         note_lost_progress(self.store, run, progress, self.last_steps, now)
         self.store.update_progress(run.job_id, int(progress["step"]), float(progress["samples"]),
                                    progress.get("checkpoint"), held * run.alloc.num_gpus, clear_crashes=run.reports > 1,
-                                   metrics=training_metrics(progress))
+                                   metrics=training_metrics(progress), current=True)
         return True
 
     def _rank_exited(self, rank: RankProc, code: int | None, sig: int | None, reason: str | None) -> None:

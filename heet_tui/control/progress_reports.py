@@ -78,8 +78,8 @@ def note_lost_progress(store: Store, run: Run, progress: dict[str, Any], last_st
 
     Seen on the local config: a resize's SIGTERM killed a script's DataLoader workers, its main
     process raised inside its step before it saved, and the next launch started from step 0.
-    The job's row kept showing step 600 (the store keeps the furthest step, which also counts
-    "new ground" for crashes) and nothing said 600 steps were being trained again. Compared with
+    The job's row kept showing step 600 (the store kept the furthest step; it now shows where the
+    launch is) and nothing said 600 steps were being trained again. Compared with
     the previous launch's last report, not the furthest step: after one such loss, every later
     relaunch would be behind the furthest. A restarted controller knows no previous launch, and
     an adopted run was not relaunched: neither warns.

@@ -247,17 +247,23 @@ class Store(PlanRows):
             return False
 
     def update_progress(self, job_id: str, steps: int, samples: float, checkpoint: str | None,
-                        gpu_seconds: float = 0.0, clear_crashes: bool = False, metrics: Metrics = ()) -> None:
+                        gpu_seconds: float = 0.0, clear_crashes: bool = False, metrics: Metrics = (),
+                        current: bool = False) -> None:
         """``clear_crashes``: the crash count restarts when ``steps`` is past the furthest step the
         job had reported (new ground), so a job that crashes at one step after every resume fails.
-        One statement: it runs on every progress report (SET expressions read the old row)."""
+        ``current``: the running launch's own report, kept even below what the job had (it resumed
+        from an older checkpoint: its remaining work is what it has left now); otherwise the
+        larger of the two stays. One statement: it runs on every progress report (SET expressions
+        read the old row)."""
         with self._tx() as db:
-            db.execute("UPDATE jobs SET steps_done = MAX(steps_done, ?), samples_done = MAX(samples_done, ?), "
+            db.execute("UPDATE jobs SET steps_done = CASE WHEN ? THEN ? ELSE MAX(steps_done, ?) END, "
+                       "samples_done = CASE WHEN ? THEN ? ELSE MAX(samples_done, ?) END, "
+                       "furthest_steps = MAX(furthest_steps, ?), "
                        "checkpoint = COALESCE(?, checkpoint), attained_gpu_s = attained_gpu_s + ?, "
-                       "crashes = CASE WHEN ? AND ? > steps_done THEN 0 ELSE crashes END, "
+                       "crashes = CASE WHEN ? AND ? > furthest_steps THEN 0 ELSE crashes END, "
                        "metrics = COALESCE(?, metrics) WHERE id = ?",
-                       (steps, samples, checkpoint, gpu_seconds, clear_crashes, steps,
-                        json.dumps(metrics) if metrics else None, job_id))
+                       (current, steps, steps, current, samples, samples, steps, checkpoint, gpu_seconds,
+                        clear_crashes, steps, json.dumps(metrics) if metrics else None, job_id))
 
     def request_cancel(self, job_id: str) -> None:
         with self._tx() as db:

@@ -44,5 +44,11 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE jobs ADD COLUMN metrics TEXT NOT NULL DEFAULT '[]';
     """,
+    # 4: the furthest step a job reached, apart from where it is: a launch that resumed from an
+    # older checkpoint shows its real step, while crashes still count until it passes the furthest
+    """
+    ALTER TABLE jobs ADD COLUMN furthest_steps INTEGER NOT NULL DEFAULT 0;
+    UPDATE jobs SET furthest_steps = steps_done;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

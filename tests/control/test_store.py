@@ -127,8 +127,8 @@ def test_a_store_of_the_first_schema_is_upgraded_in_place_keeping_its_jobs(tmp_p
     path.mkdir(mode=0o700)
     db = sqlite3.connect(path / "state.sqlite3")
     db.executescript(MIGRATIONS[0])
-    db.execute("INSERT INTO jobs (id, name, spec, state, submitted_at) VALUES ('old', 'old', ?, 'queued', 1.0)",
-               (_spec_json("old"),))
+    db.execute("INSERT INTO jobs (id, name, spec, state, submitted_at, steps_done, crashes) "
+               "VALUES ('old', 'old', ?, 'queued', 1.0, 40, 2)", (_spec_json("old"),))
     db.execute("PRAGMA user_version=1")
     db.commit()
     db.close()
@@ -147,6 +147,8 @@ def test_a_store_of_the_first_schema_is_upgraded_in_place_keeping_its_jobs(tmp_p
     store.add_restart_time("old", "start", 4.5, 2.0)
     assert store.restart_times() == [("old", "start", 4.5)]
     assert store.job("old").job.metrics == (), "no metrics reported yet"
+    store.update_progress("old", 40, 1280.0, None, clear_crashes=True, current=True)
+    assert store.job("old").crashes == 2, "the furthest step it had (40) came along: 40 is no new ground"
 
 
 def test_a_jobs_latest_metrics_are_kept_and_a_report_without_any_keeps_them(tmp_path: Path) -> None:
@@ -195,3 +197,20 @@ def test_drained_hosts_keep_why_until_undrained(tmp_path: Path) -> None:
     assert drained_hosts(store) == {"a"} and drain_reasons(store) == {}
     store.set_setting("drain_reasons", "[not a dict")
     assert drain_reasons(store) == {}, "unreadable: no reasons, the drained set still holds"
+
+
+def test_a_launch_behind_the_furthest_step_shows_where_it_is_and_crashes_still_count(tmp_path: Path) -> None:
+    """A launch that resumed from an older checkpoint showed the furthest step ever reached, and
+    its remaining work was counted from there. Crashes must still count until it passes that step,
+    or a job that crashes at one step after every resume from scratch is retried for ever."""
+    store = Store(tmp_path / "state")
+    store.add_job(JobSpec("j", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 100)), 0.0)
+    store.update_progress("j", 60, 1920.0, None, current=True)
+    store.count_crash("j")
+    store.update_progress("j", 10, 320.0, None, clear_crashes=True, current=True)  # from scratch
+    rec = store.job("j")
+    assert (rec.job.steps_done, rec.job.samples_done, rec.crashes) == (10, 320.0, 1)
+    store.update_progress("j", 5, 160.0, None)  # not the launch's own: an agent's late report
+    assert store.job("j").job.steps_done == 10
+    store.update_progress("j", 61, 1952.0, None, clear_crashes=True, current=True)
+    assert (store.job("j").job.steps_done, store.job("j").crashes) == (61, 0), "new ground"
