@@ -37,7 +37,6 @@ from pathlib import Path
 
 from heet_tui.config.errors import ConfigError, parse_toml, read_config_text
 from heet_tui.config.fields import SAFE_NAME, Fields
-from heet_tui.config.hosts_file import HostsFile
 from heet_tui.config.job_sweep import TABLE as SWEEP
 from heet_tui.config.job_sweep import substituted, sweep_points
 from heet_tui.config.locate import LineIndex
@@ -169,42 +168,6 @@ def _spec_from(data: dict, path: Path, line_of: Callable[[str], int | None]) -> 
         dataset_samples=dataset_samples,
         stall_timeout_s=f.integer("stall_timeout", None, low=0),
     )
-
-
-def workdir_hint(spec: JobSpec, path: Path | str) -> str | None:
-    """A warning for a command that names a file beside the job file while no ``workdir`` is set.
-
-    Without ``workdir`` the command runs in the agent's own directory on each host, where a
-    relative ``train.py`` is not found; every launch would then crash the same way, after the
-    profiling runs. Said at submit time, the fix is one line.
-    """
-    if spec.workdir:
-        return None
-    here = Path(path).resolve().parent
-    for arg in spec.command:
-        if arg.startswith("-") or Path(arg).is_absolute():
-            continue
-        if (here / arg).is_file():
-            return (f'"{arg}" is beside {Path(path).name}, but with no "workdir" the command runs in each host\'s '
-                    f'agent directory, where it is not found; add workdir = "." to run it from {here}')
-    return None
-
-
-def gpu_types_hint(spec: JobSpec, hosts: HostsFile) -> str | None:
-    """A warning for ``gpu_types`` that no host of the hosts file has, said at submit time.
-
-    A typo ("V100" on a cluster of A100s) left the job waiting with nothing said until a
-    controller ran. A host that declares no type is read from NVML when it connects: with any
-    such host nothing can be told.
-    """
-    declared = [h.declared_type for h in hosts.hosts]
-    if not spec.gpu_types or not declared or None in declared:
-        return None
-    types = sorted({t for t in declared if t})
-    if any(spec.allows(t) for t in types):
-        return None
-    return (f"no host in {hosts.path} declares a GPU type in gpu_types {list(spec.gpu_types)} (they declare "
-            f"{', '.join(types)}): the job waits until a host of such a type is added")
 
 
 def _required_int(f: Fields, key: str) -> int:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 from heet_tui.cluster import ClusterError
 from heet_tui.config.errors import ConfigError
-from heet_tui.config.job_spec import gpu_types_hint, load_job_specs, spec_paths, workdir_hint
+from heet_tui.config.job_hints import submit_hints
+from heet_tui.config.job_spec import load_job_specs, spec_paths
 from heet_tui.control import planning
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse
 from heet_tui.control.codec import constraints_to_obj
@@ -130,7 +131,7 @@ class IntentHandler:
         hints: list[str] = []
         for path, spec, job in zip(origins, specs, jobs, strict=True):
             self.ctl.store.add_event(now, "submit", f"submitted {job.id} from {path}", job.id)
-            hints += [h for h in (workdir_hint(spec, path), gpu_types_hint(spec, self.ctl.hosts)) if h and h not in hints]
+            hints += [h for h in submit_hints(spec, path, self.ctl.hosts) if h not in hints]
         return f"submitted {', '.join(j.id for j in jobs)}" + "".join(f"{WARNING_SEP}{h}" for h in hints)
 
     async def _CancelJob(self, intent: CancelJob) -> str:

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from heet_tui.config.errors import ConfigError
-from heet_tui.config.job_spec import load_job_spec, parse_job_text, workdir_hint
+from heet_tui.config.job_hints import workdir_hint
+from heet_tui.config.job_spec import load_job_spec, parse_job_text
 from heet_tui.core.job import TargetKind
 
 
@@ -119,3 +120,19 @@ def test_commands_that_only_look_like_launchers_are_accepted(tmp_path: Path) -> 
     for command in ('"python", "train.py", "--launcher", "torchrun"', '"python", "-m", "mypkg.train"',
                     '"accelerate-config-check"', '"python", "-m"'):
         assert parse_job_text(CMD % command, tmp_path / "job.toml").command[0]
+
+
+def test_submit_notes_a_script_that_reports_no_progress(tmp_path: Path) -> None:
+    """A user's own script without progress lines runs unmeasured; they learnt it only from the job list."""
+    from heet_tui.config.job_hints import progress_hint
+
+    path = tmp_path / "job.toml"
+    (tmp_path / "train.py").write_text("import torch\nprint('epoch 1 loss 0.3')\n")
+    spec = parse_job_text(BASE + 'workdir = "."\n', path)
+    assert "train.py neither uses heet_agent.elastic nor prints @heet-progress lines" in (progress_hint(spec, path) or "")
+    (tmp_path / "train.py").write_text("from heet_agent import elastic\n")
+    assert progress_hint(spec, path) is None
+    (tmp_path / "train.py").write_text("print('@heet-progress ' + json.dumps(d))\n")
+    assert progress_hint(spec, path) is None
+    (tmp_path / "train.py").unlink()
+    assert progress_hint(spec, path) is None, "a script it cannot read says nothing (workdir_hint covers it)"

@@ -19,7 +19,8 @@ from heet_tui.cli.errors import UsageError
 from heet_tui.cli.locations import add_location_options
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
-from heet_tui.config.job_spec import gpu_types_hint, load_job_specs, workdir_hint
+from heet_tui.config.job_hints import submit_hints
+from heet_tui.config.job_spec import load_job_specs
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse, resumed_from
 from heet_tui.control.store import Store
 from heet_tui.core.job import Job
@@ -82,10 +83,8 @@ def _warnings(args: argparse.Namespace, store: Store, origins: list[Path], jobs:
     hosts = _hosts_file(args, store)
     found: dict[str, list[str]] = defaultdict(list)
     for path, job in zip(origins, jobs, strict=True):
-        spec = job.spec
-        for hint in (workdir_hint(spec, path), gpu_types_hint(spec, hosts) if hosts else None):
-            if hint:
-                found[hint].append(job.id)
+        for hint in submit_hints(job.spec, path, hosts):
+            found[hint].append(job.id)
     return found
 
 

@@ -1,0 +1,81 @@
+"""Warnings said when jobs are submitted: a job spec that loads but will not run as meant.
+
+Each is one line the user can act on at once, instead of a crash after the profiling runs or a
+job that waits with nothing said.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from heet_tui.config.hosts_file import HostsFile
+from heet_tui.core.job import JobSpec
+
+MAX_SCRIPT_BYTES = 2_000_000  # read no further: a progress line's marker in a huge file is not worth the wait
+
+
+def submit_hints(spec: JobSpec, path: Path | str, hosts: HostsFile | None) -> list[str]:
+    found = (workdir_hint(spec, path), gpu_types_hint(spec, hosts) if hosts else None, progress_hint(spec, path))
+    return [h for h in found if h]
+
+
+def workdir_hint(spec: JobSpec, path: Path | str) -> str | None:
+    """A warning for a command that names a file beside the job file while no ``workdir`` is set.
+
+    Without ``workdir`` the command runs in the agent's own directory on each host, where a
+    relative ``train.py`` is not found; every launch would then crash the same way, after the
+    profiling runs. Said at submit time, the fix is one line.
+    """
+    if spec.workdir:
+        return None
+    here = Path(path).resolve().parent
+    for arg in spec.command:
+        if arg.startswith("-") or Path(arg).is_absolute():
+            continue
+        if (here / arg).is_file():
+            return (f'"{arg}" is beside {Path(path).name}, but with no "workdir" the command runs in each host\'s '
+                    f'agent directory, where it is not found; add workdir = "." to run it from {here}')
+    return None
+
+
+def gpu_types_hint(spec: JobSpec, hosts: HostsFile) -> str | None:
+    """A warning for ``gpu_types`` that no host of the hosts file has, said at submit time.
+
+    A typo ("V100" on a cluster of A100s) left the job waiting with nothing said until a
+    controller ran. A host that declares no type is read from NVML when it connects: with any
+    such host nothing can be told.
+    """
+    declared = [h.declared_type for h in hosts.hosts]
+    if not spec.gpu_types or not declared or None in declared:
+        return None
+    types = sorted({t for t in declared if t})
+    if any(spec.allows(t) for t in types):
+        return None
+    return (f"no host in {hosts.path} declares a GPU type in gpu_types {list(spec.gpu_types)} (they declare "
+            f"{', '.join(types)}): the job waits until a host of such a type is added")
+
+
+def progress_hint(spec: JobSpec, path: Path | str) -> str | None:
+    """A note for a Python script that neither imports ``heet_agent`` nor prints ``@heet-progress``.
+
+    Such a job still runs, but its profiling runs measure nothing and it is planned on nominal
+    throughput with unknown remaining work (docs/TRAINING.md); a user adapting their own script
+    learnt that only from "unmeasured" in the job list. A module it imports may print the
+    lines, so this is a note, not a refusal.
+    """
+    base = Path(spec.workdir) if spec.workdir else Path(path).resolve().parent
+    for arg in spec.command[1:]:
+        if not arg.endswith(".py"):
+            continue
+        script = Path(arg) if Path(arg).is_absolute() else base / arg
+        try:
+            with open(script, "rb") as fh:
+                text = fh.read(MAX_SCRIPT_BYTES)
+        except OSError:
+            return None
+        if b"heet_agent" in text or b"heet-progress" in text:
+            return None
+        return (f"{arg} neither uses heet_agent.elastic nor prints @heet-progress lines: unless something it "
+                "imports prints them, heet-tui cannot measure its speed or progress (docs/TRAINING.md: the "
+                "helper does it in a few lines)")
+    return None
