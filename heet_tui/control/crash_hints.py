@@ -22,6 +22,9 @@ HINTS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
     (re.compile(r"invalid device ordinal", re.I),
      "it asked for a GPU it cannot see: CUDA_VISIBLE_DEVICES holds the job's GPUs on its host, the "
      "process's own at index LOCAL_RANK (not RANK)", False),
+    (re.compile(r"Duplicate GPU detected", re.I),
+     "its ranks on one host all used the first visible GPU: CUDA_VISIBLE_DEVICES holds the job's GPUs on the "
+     "host, so call torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) before using CUDA", False),
     (re.compile(r"ProcessGroupNCCL|NCCL (?:error|is not available)|doesn't have NCCL built in", re.I),
      CPU_BACKEND, True),
     (re.compile(r"Found no NVIDIA driver|Torch not compiled with CUDA|No CUDA GPUs are available", re.I),

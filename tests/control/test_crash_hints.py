@@ -34,6 +34,8 @@ from heet_tui.core.job import JobState
         ("RuntimeError: DataLoader worker (pid 6988) is killed by signal: Terminated. ", False,
          "worker_init_fn=elastic.ignore_sigterm"),
         ("torch.AcceleratorError: CUDA error: invalid device ordinal", False, "the process's own at index LOCAL_RANK"),
+        ("torch.distributed.DistBackendError: NCCL error ... Duplicate GPU detected : rank 1 and rank 0 both on CUDA "
+         "device 3b000", False, "torch.cuda.set_device(int(os.environ['LOCAL_RANK']))"),
         ("RuntimeError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!", True, "use the gloo backend"),
         ("AssertionError: Torch not compiled with CUDA enabled", True, "emulated GPUs are this host's CPU"),
         ("ModuleNotFoundError: No module named 'timm'", False, "has no module timm: install it on the host"),
