@@ -51,14 +51,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--checkpoint-every", type=int, default=50, help="steps between checkpoints (0 = only on stop)")
     p.add_argument("--report-every", type=int, default=10, help="steps between progress lines")
     args = p.parse_args(argv)
-    if args.steps is None and args.samples is None and args.epochs is None:
-        # The controller passes the job.toml target this way; without one, a short default run.
-        args.steps = _env_int("HEET_TARGET_STEPS", None)
-        args.samples = _env_int("HEET_TARGET_SAMPLES", None)
-        epochs = os.environ.get("HEET_TARGET_EPOCHS")
-        args.epochs = float(epochs) if epochs else None
-        if args.steps is None and args.samples is None and args.epochs is None:
-            args.steps = 100
+    no_flag = args.steps is None and args.samples is None and args.epochs is None
+    if no_flag and not any(os.environ.get(f"HEET_TARGET_{k}") for k in ("STEPS", "SAMPLES", "EPOCHS")):
+        args.steps = 100  # no target given anywhere: a short default run
     for name in ("steps", "samples", "batch_size", "dataset_samples"):
         value = getattr(args, name)
         if value is not None and value <= 0:
@@ -76,9 +71,12 @@ def _env_int(name: str, default: int | None) -> int | None:
         sys.exit(f"training.py: {name}={raw!r} is not a number")
 
 
-def target_steps(args: argparse.Namespace) -> int:
+def target_steps(args: argparse.Namespace) -> int | None:
+    """From the command line; None: the job spec's, which elastic.start() reads from the environment."""
     if args.steps is not None:
         return args.steps
+    if args.samples is None and args.epochs is None:
+        return None
     samples = args.samples if args.samples is not None else args.epochs * args.dataset_samples
     return max(1, math.ceil(samples / args.batch_size))
 

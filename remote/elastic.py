@@ -37,15 +37,7 @@ import signal
 import sys
 import time
 
-from heet_agent.elastic_checkpoint import (
-    CHECKPOINT_NAME,
-    META_NAME,
-    atomic_write,
-    claim,
-    directory_lock,
-    owned_by_newer,
-    read_meta,
-)
+from heet_agent.elastic_checkpoint import CHECKPOINT_NAME, claim, save_owned
 from heet_agent.elastic_data import BatchSampler, WorkerInit, ignore_sigterm  # noqa: F401 (ignore_sigterm: for users)
 from heet_agent.progress import PREFIX
 
@@ -139,8 +131,7 @@ class ElasticRun:
         self._code = None  # set once the run is over: done, stopped or fenced
         self._objects = {}
         self._saved_at = time.monotonic()
-        self._window = (time.perf_counter(), 0, 0.0)  # wall start, samples, emulated GPU seconds
-        self._mark = (time.perf_counter(), time.process_time())
+        self._restart_clock()
 
     @property
     def is_main(self):
@@ -224,8 +215,8 @@ class ElasticRun:
             os._exit(self._code)
 
     def _restart_clock(self):
-        self._mark = (time.perf_counter(), time.process_time())
-        self._window = (time.perf_counter(), 0, 0.0)
+        self._mark = (time.perf_counter(), time.process_time())  # the step's start: wall and CPU time
+        self._window = (time.perf_counter(), 0, 0.0)  # the report's: wall start, samples, emulated GPU seconds
 
     def wrap(self, model):
         """The model under DistributedDataParallel when the world has more than one rank."""
@@ -279,8 +270,6 @@ class ElasticRun:
         Call it on every rank after each step. ``loss`` is this rank's and is averaged over the
         ranks; ``metrics`` (accuracy, lr, ...) are reported as rank 0 gives them.
         """
-        import torch
-
         if not self.running:
             raise ElasticError("step_done() after the run ended (check run.running)")
         taken = RESERVED.intersection(metrics)
@@ -293,6 +282,7 @@ class ElasticRun:
             loss = loss.detach()
         values = [float(loss) if loss is not None else 0.0, 1.0 if self._stop_asked else 0.0, cpu_s, 1.0 if due else 0.0]
         if self.world_size > 1:
+            import torch
             import torch.distributed as dist
 
             t = torch.tensor(values, dtype=torch.float64, device=self.device)
@@ -329,20 +319,13 @@ class ElasticRun:
         if self.is_main:
             import torch
 
-            payload = {"objects": {k: o.state_dict() for k, o in self._objects.items()}, "step": self.step,
-                       "samples": self.samples, "loss": self.loss, "generation": self.generation}
             meta = {"step": self.step, "samples": self.samples, "loss": self.loss, "generation": self.generation}
-            path = os.path.join(self.checkpoint_dir, CHECKPOINT_NAME)
-            with directory_lock(self.checkpoint_dir):
-                if owned_by_newer(read_meta(self.checkpoint_dir), self.generation):
-                    fenced = True
-                else:
-                    atomic_write(path, lambda fh: torch.save(payload, fh))
-                    atomic_write(os.path.join(self.checkpoint_dir, META_NAME),
-                                  lambda fh: fh.write(json.dumps(meta).encode()))
-                    self.checkpoint = path
+            payload = dict(meta, objects={k: o.state_dict() for k, o in self._objects.items()})
+            fenced = not save_owned(self.checkpoint_dir, self.generation, lambda fh: torch.save(payload, fh), meta)
             if fenced:
                 self._say_stale()
+            else:
+                self.checkpoint = os.path.join(self.checkpoint_dir, CHECKPOINT_NAME)
         self._saved_at = time.monotonic()
         if self._any_rank(fenced):
             self._code = EXIT_FENCED

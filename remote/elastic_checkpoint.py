@@ -45,6 +45,17 @@ def directory_lock(directory):
         yield
 
 
+def save_owned(directory, generation, write_checkpoint, meta):
+    """Write the checkpoint (``write_checkpoint(fh)``), then the small file ``meta`` beside it,
+    unless a newer generation owns the directory: then nothing, and False."""
+    with directory_lock(directory):
+        if owned_by_newer(read_meta(directory), generation):
+            return False
+        atomic_write(os.path.join(directory, CHECKPOINT_NAME), write_checkpoint)
+        atomic_write(os.path.join(directory, META_NAME), lambda fh: fh.write(json.dumps(meta).encode()))
+    return True
+
+
 def claim(directory, generation):
     """Record this generation as the directory's owner; False when a newer one owns it already."""
     with directory_lock(directory):

@@ -36,6 +36,13 @@ def _check_int(args, name, low=0):
     return value
 
 
+def _check_int_list(args, name, default):
+    value = args.get(name) or default
+    if not isinstance(value, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in value):
+        raise JobError("%s must be a list of integers" % name)
+    return value
+
+
 def _check_job_id(args):
     job_id = args.get("job_id")
     if not isinstance(job_id, str) or not JOB_ID.match(job_id):
@@ -148,12 +155,8 @@ class JobTable:
             isinstance(k, str) and isinstance(v, str) for k, v in env_extra.items()
         ):
             raise JobError("env must be an object of strings")
-        gpus = args.get("gpus") or []
-        if not isinstance(gpus, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in gpus):
-            raise JobError("gpus must be a list of integers")
-        visible = args.get("visible") or gpus
-        if not isinstance(visible, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in visible):
-            raise JobError("visible must be a list of integers")
+        gpus = _check_int_list(args, "gpus", [])
+        visible = _check_int_list(args, "visible", gpus)
         if not set(gpus) <= set(visible):
             raise JobError("visible must include every one of gpus")
         floor = self.floors.get(job_id, 0)

@@ -111,6 +111,10 @@ class HostsFile:
     def names(self) -> tuple[str, ...]:
         return tuple(h.name for h in self.hosts)
 
+    def emulated_names(self) -> frozenset[str]:
+        """Hosts whose GPUs are declared and run on the CPU: speeds there follow the login node's load."""
+        return frozenset(h.name for h in self.hosts if h.emulate is not None)
+
 
 def load_hosts(path: Path | str) -> HostsFile:
     path = Path(path)

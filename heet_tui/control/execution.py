@@ -20,19 +20,13 @@ from heet_agent.errors import STILL_STOPPING
 from heet_tui.cluster import AgentRequestError, ClusterError, HostNotReady, RemoteJob
 from heet_tui.cluster.aio import cancel_and_wait, spawn
 from heet_tui.config.hosts_file import HostsFile
+from heet_tui.control import progress_reports as reports
 from heet_tui.control.checkpoint_hosts import CheckpointHosts
 from heet_tui.control.crashed_sizes import load_crashed_sizes, new_size_that_crashed, save_crashed_sizes
 from heet_tui.control.host_health import stored_health
 from heet_tui.control.job_log import fail_with_log_tail
 from heet_tui.control.launch import LaunchSpec, choose_master_port, plan_launch, plan_profile_launch
 from heet_tui.control.profiling_rounds import finish_profiling_run, profiling_message
-from heet_tui.control.progress_reports import (
-    note_lost_progress,
-    note_other_rank_progress,
-    record_unseen_progress,
-    remember_exit_step,
-    warn_unlike_twins,
-)
 from heet_tui.control.restart_costs import start_seconds, stop_seconds
 from heet_tui.control.runtime import (
     LAUNCH_REFUSED,
@@ -296,8 +290,8 @@ class Executor:
         if found is None:
             return False
         run, rank = found
-        record_unseen_progress(self.store, run, rank, job.progress)
-        remember_exit_step(self.last_steps, run, rank, job.progress)
+        reports.record_unseen_progress(self.store, run, rank, job.progress)
+        reports.remember_exit_step(self.last_steps, run, rank, job.progress)
         self._rank_exited(rank, job.exit_code, job.signal, job.reason)
         if not run.all_exited and run.stop_reason is None and rank.exit_code != 0:
             self._spawn(self.stop_run(run, None))  # peers of a failed rank would hang in a collective
@@ -311,7 +305,7 @@ class Executor:
         run, rank = found
         now = self.clock()
         if rank.rank != 0:
-            note_other_rank_progress(self.store, run, rank.rank, now)
+            reports.note_other_rank_progress(self.store, run, rank.rank, now)
             return True
         held = now - run.progress_at if run.progress_at is not None else 0.0
         run.progress, run.progress_at, run.reports = progress, now, run.reports + 1
@@ -326,12 +320,12 @@ class Executor:
                           source, now)
             self.store.add_observation(run.job_id, run.alloc.gpu_type, placement_key(run.alloc.placement),
                                        float(progress["samples_per_s"]), now, source)
-            warn_unlike_twins(self, run, now)
+            reports.warn_unlike_twins(self, run, now)
         if run.profiling:
             if run.reports >= self.opt.profile_reports and run.stop_reason is None:
                 self._spawn(self.stop_run(run, "profiled", wait=False))
             return True
-        note_lost_progress(self.store, run, progress, self.last_steps, now)
+        reports.note_lost_progress(self.store, run, progress, self.last_steps, now)
         self.store.update_progress(run.job_id, int(progress["step"]), float(progress["samples"]),
                                    progress.get("checkpoint"), held * run.alloc.num_gpus, clear_crashes=run.reports > 1,
                                    metrics=training_metrics(progress), current=True)

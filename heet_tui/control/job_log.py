@@ -58,8 +58,7 @@ async def fail_with_log_tail(executor: Executor, run: Run, why: str, crashes: in
         tail = [f"(log tail unavailable: {exc})"]
     executor.log_tails[run.job_id] = tuple(tail)
     last = next((line for line in reversed(tail) if line.strip()), "")
-    emulated = {h.name for h in getattr(executor.hosts, "hosts", ()) if h.emulate is not None}
-    hint = crash_hint(tail, rank.host in emulated)
+    hint = crash_hint(tail, executor.hosts is not None and rank.host in executor.hosts.emulated_names())
     message = f"{why} ({crashes} attempts)" + (f": {hint}" if hint else "") + (
         f"; last log line: {last}" if not never_started else "")
     executor.store.try_set_state(run.job_id, JobState.FAILED, executor.clock(), message[:500])

@@ -42,8 +42,7 @@ def warn_unlike_twins(executor: Executor, run: Run, now: float) -> None:
     Not on emulated GPUs: they all train on the login node's few cores, so their speeds follow
     how many trainings share those cores, not the model (a six-job sweep on ``make run``'s
     config warned twins at 1.51x as jobs around them finished)."""
-    emulated = {h.name for h in getattr(executor.hosts, "hosts", ()) if h.emulate is not None}
-    if emulated & set(run.alloc.host_names):
+    if executor.hosts is not None and executor.hosts.emulated_names() & set(run.alloc.host_names):
         return
     key = placement_key(run.alloc.placement)
     ratio = (None if run.job_id in executor.unlike_twins
@@ -84,10 +83,7 @@ def note_lost_progress(store: Store, run: Run, progress: dict[str, Any], last_st
     relaunch would be behind the furthest. A restarted controller knows no previous launch, and
     an adopted run was not relaunched: neither warns.
     """
-    try:
-        step = int(progress["step"])
-    except (KeyError, TypeError, ValueError):
-        return
+    step = int(progress["step"])  # checked by the agent (heet_agent.progress), as on_progress reads it too
     previous = last_steps.get(run.job_id)
     last_steps[run.job_id] = step
     if run.reports != 1 or run.start_samples is None or previous is None or step >= previous:

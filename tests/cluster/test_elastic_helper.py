@@ -18,6 +18,7 @@ import torch
 from helpers import make_cluster, wait_until
 
 from heet_tui.cluster import JobExited
+from heet_tui.cluster.loopback_sshd import free_port
 
 PREFIX = "@heet-progress "
 
@@ -271,7 +272,7 @@ def test_a_model_passed_wrapped_in_ddp_resumes_at_world_one(tmp_path):
         "resumed = run.resume(model=model, optimizer=opt)",
         "net = run.wrap(model)\nresumed = run.resume(model=net, optimizer=opt)"))
     ckpt = tmp_path / "ckpt"
-    port = _free_port()
+    port = free_port("127.0.0.1")
     two = [subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=_env(HEET_BATCH_SIZE="8", HEET_TARGET_STEPS="4", HEET_CHECKPOINT_DIR=str(ckpt),
                                      RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
@@ -283,14 +284,6 @@ def test_a_model_passed_wrapped_in_ddp_resumes_at_world_one(tmp_path):
                          env=_env(HEET_BATCH_SIZE="8", HEET_TARGET_STEPS="6", HEET_CHECKPOINT_DIR=str(ckpt),
                                   HEET_GENERATION="1"))
     assert one.returncode == 0 and "resumed=True step=4" in one.stderr, one.stderr[-2000:]
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_counts_from_the_environment_may_be_written_as_numbers(monkeypatch):

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
+
+from heet_tui.cluster.loopback_sshd import free_port
 
 SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "training.py"
 PREFIX = "@heet-progress "
@@ -25,12 +26,6 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _progress(text: str) -> list[dict]:
     return [json.loads(line[len(PREFIX):]) for line in text.splitlines() if line.startswith(PREFIX)]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _run_until_sigterm(ckpt: Path, stop_after_step: int) -> tuple[int, list[dict]]:
@@ -59,7 +54,7 @@ def test_sigterm_checkpoint_then_resume_at_world_two(tmp_path: Path) -> None:
     initial_loss, last_loss = before[0]["loss"], before[-1]["loss"]
     assert last_loss < initial_loss
 
-    port, goal = _free_port(), stopped_at + 10
+    port, goal = free_port("127.0.0.1"), stopped_at + 10
     procs = [
         subprocess.Popen(
             [sys.executable, str(SCRIPT), "--steps", str(goal), "--report-every", "2",
@@ -98,7 +93,7 @@ def test_sigterm_checkpoint_then_resume_at_world_two(tmp_path: Path) -> None:
 
 
 def _losses(world: int, steps: int) -> list[float]:
-    port = _free_port()
+    port = free_port("127.0.0.1")
     procs = [subprocess.Popen(
         [sys.executable, str(SCRIPT), "--steps", str(steps), "--report-every", "2"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
