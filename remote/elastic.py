@@ -42,7 +42,7 @@ from heet_agent.elastic_data import BatchSampler, WorkerInit, ignore_sigterm  # 
 from heet_agent.progress import PREFIX
 
 EXIT_DONE, EXIT_FENCED, EXIT_STOPPED = 0, 3, 143
-RESERVED = frozenset(("step", "samples", "samples_per_s", "loss", "epoch", "checkpoint", "world_size"))
+RESERVED = frozenset(("step", "samples", "samples_per_s", "loss", "epoch", "checkpoint", "checkpoint_s", "world_size"))
 
 
 class ElasticError(Exception):
@@ -126,6 +126,7 @@ class ElasticRun:
         self.samples = 0
         self.loss = None
         self.checkpoint = None  # the path of the last checkpoint this launch wrote
+        self.checkpoint_s = None  # how long writing it took: heet-tui warns when a stop could not fit it
         self.device = None
         self._stop_asked = False
         self._code = None  # set once the run is over: done, stopped or fenced
@@ -319,6 +320,7 @@ class ElasticRun:
         if self.is_main:
             import torch
 
+            began = time.perf_counter()
             meta = {"step": self.step, "samples": self.samples, "loss": self.loss, "generation": self.generation}
             payload = dict(meta, objects={k: o.state_dict() for k, o in self._objects.items()})
             fenced = not save_owned(self.checkpoint_dir, self.generation, lambda fh: torch.save(payload, fh), meta)
@@ -326,6 +328,7 @@ class ElasticRun:
                 self._say_stale()
             else:
                 self.checkpoint = os.path.join(self.checkpoint_dir, CHECKPOINT_NAME)
+                self.checkpoint_s = round(time.perf_counter() - began, 3)
         self._saved_at = time.monotonic()
         if self._any_rank(fenced):
             self._code = EXIT_FENCED
@@ -342,6 +345,8 @@ class ElasticRun:
         # a tensor or numpy scalar (accuracy.mean()) is not JSON: its number is
         line.update({k: v.item() if hasattr(v, "item") else v for k, v in metrics.items()})
         line.update({"checkpoint": self.checkpoint, "world_size": self.world_size})
+        if self.checkpoint_s is not None:
+            line["checkpoint_s"] = self.checkpoint_s
         print(PREFIX + json.dumps(line), flush=True)
         self._window = (time.perf_counter(), 0, 0.0)
 

@@ -18,6 +18,8 @@ Schema::
     checkpoint_dir = "/shared/ckpt/resnet-small"  # default: <host workdir>/checkpoints/<job id>
     dataset_samples = 50000               # samples per epoch, needed when target is in epochs
     stall_timeout = 1800                  # seconds without a progress line that mean "hung"; 0: never
+    stop_grace = 30                       # seconds from the stop signal (SIGTERM) to SIGKILL: the last step
+                                          # and checkpoint must fit in it
 
     [sweep]                               # optional: one job per combination (job_sweep.py)
     lr = [0.01, 0.1]                      # written where "{lr}" appears in the strings above
@@ -45,10 +47,11 @@ from heet_tui.core.job import JobSpec, Target, TargetKind
 JOB_KEYS = frozenset(
     {"name", "command", "script", "args", "workdir", "env", "model", "batch_size", "target", "min_gpus",
      "max_gpus", "gpu_types", "priority", "checkpoint_dir", "dataset_samples",
-     "stall_timeout"}
+     "stall_timeout", "stop_grace"}
 )
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_NAME = 96
+MAX_STOP_GRACE_S = 3600  # a plan step waits out the grace: an hour is already a long wait for the others
 RESERVED_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
                 "CUDA_VISIBLE_DEVICES")
 
@@ -167,6 +170,7 @@ def _spec_from(data: dict, path: Path, line_of: Callable[[str], int | None]) -> 
         checkpoint_dir=f.string("checkpoint_dir", "") or "",
         dataset_samples=dataset_samples,
         stall_timeout_s=f.integer("stall_timeout", None, low=0),
+        stop_grace_s=f.integer("stop_grace", None, low=1, high=MAX_STOP_GRACE_S),
     )
 
 

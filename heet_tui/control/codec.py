@@ -27,6 +27,7 @@ def spec_to_obj(spec: JobSpec) -> dict[str, Any]:
         "env": [list(p) for p in spec.env], "min_gpus": spec.min_gpus, "max_gpus": spec.max_gpus,
         "gpu_types": list(spec.gpu_types), "priority": spec.priority, "checkpoint_dir": spec.checkpoint_dir,
         "dataset_samples": spec.dataset_samples, "stall_timeout_s": spec.stall_timeout_s,
+        "stop_grace_s": spec.stop_grace_s,
     }
 
 
@@ -39,6 +40,7 @@ def spec_from_json(text: str) -> JobSpec:
         gpu_types=tuple(d["gpu_types"]), priority=int(d["priority"]), checkpoint_dir=d["checkpoint_dir"],
         dataset_samples=int(d["dataset_samples"]),
         stall_timeout_s=None if d.get("stall_timeout_s") is None else int(d["stall_timeout_s"]),  # older stores lack it
+        stop_grace_s=None if d.get("stop_grace_s") is None else int(d["stop_grace_s"]),
     )
 
 

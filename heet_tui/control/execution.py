@@ -40,12 +40,13 @@ from heet_tui.control.runtime import (
     union_gpus,
 )
 from heet_tui.control.stalls import DEFAULT_STALL_S, stalled
+from heet_tui.control.stop_grace import grace_s, note_killed_at_stop, warn_slow_stop
 from heet_tui.control.store import Store
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.control.unmeasured import TIMED_OUT as UNMEASURED_TIMEOUT
 from heet_tui.control.unmeasured import overdue_profiling, unreported_gpu_s
 from heet_tui.core.allocation import Allocation, placement_key
-from heet_tui.core.job import JobState
+from heet_tui.core.job import DEFAULT_STOP_GRACE_S, JobState
 from heet_tui.core.metrics import training_metrics
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ OBSERVE_EVERY_S = 10.0  # a running job's throughput is recorded this often, not
 
 @dataclass(frozen=True, slots=True)
 class ExecOptions:
-    stop_grace_s: float = 30.0
+    stop_grace_s: float = DEFAULT_STOP_GRACE_S  # for jobs whose spec sets no stop_grace
     max_retries: int = 2
     retry_backoff_s: float = 2.0
     profile_reports: int = 2
@@ -79,7 +80,7 @@ class Executor:
         self.crashed_rounds: dict[str, tuple[Run, str]] = {}  # job -> its profiling round's first crash
         self.crashed_sizes = load_crashed_sizes(store)  # job -> (type, GPUs) plans leave out
         self.health = stored_health(store)  # runs that died at once, by host (host_health.py)
-        self.unlike_twins: set[str] = set()  # jobs warned that they measure unlike their profile class
+        self.warned: set[tuple[str, str]] = set()  # (job, warning) said once per controller
         self.last_steps: dict[str, int] = {}  # each job's latest reported step, whichever launch reported it
         self.log_tails: dict[str, tuple[str, ...]] = {}
         self.checkpoints = CheckpointHosts(store, clock)
@@ -136,6 +137,7 @@ class Executor:
         generation = self.store.next_generation(job_id)
         port = choose_master_port(job_id, generation, entries[alloc.hosts[0][0]])
         specs = plan_launch(job_id, rec.job.spec, alloc, generation, entries, port, owner=self.store.store_id,
+                            stop_grace_s=grace_s(rec.job.spec, self.opt.stop_grace_s),
                             reported_checkpoint=rec.checkpoint)
         now = self.clock()
         self.store.record_allocation(alloc, generation, now)
@@ -150,10 +152,10 @@ class Executor:
         self._after_exit(run)
         return run
 
-    async def _launch_when_old_exits(self, s: LaunchSpec, generation: int) -> None:
+    async def _launch_when_old_exits(self, s: LaunchSpec, generation: int, grace: float) -> None:
         """Launch; while an older generation there is still exiting (just fenced or stopped),
         wait for it: it is on its way out, and refusing the launch would count as a crash."""
-        deadline = self.clock() + self.opt.stop_grace_s + 15.0
+        deadline = self.clock() + grace + 15.0
         while True:
             try:
                 await self.cluster.launch(s.host, s.agent_id, generation, list(s.argv), env=dict(s.env),
@@ -168,7 +170,7 @@ class Executor:
         for s in specs:
             rank = run.ranks[s.rank]
             try:
-                await self._launch_when_old_exits(s, run.generation)
+                await self._launch_when_old_exits(s, run.generation, grace_s(run.spec, self.opt.stop_grace_s))
                 if rank.state == "launching":
                     rank.state = "running"
             except HostNotReady as exc:
@@ -198,7 +200,7 @@ class Executor:
         for host, gpu in candidates:
             generation = self.store.next_generation(job_id)
             spec = plan_profile_launch(job_id, rec.job.spec, entries[host], gpu, generation,
-                                       owner=self.store.store_id)
+                                       owner=self.store.store_id, stop_grace_s=self.opt.stop_grace_s)
             gpu_type = self.cluster.host_status(host).gpu_type
             types.append(gpu_type)
             run = Run(job_id, Allocation.of(job_id, gpu_type, {host: [gpu]}), generation,
@@ -237,12 +239,11 @@ class Executor:
             return
         if reason is not None and run.stop_reason is None:
             run.stop_reason, run.stop_sent_at = reason, self.clock()
-        for rank in run.ranks.values():
-            if rank.exited:
-                continue
+        grace = grace_s(run.spec, self.opt.stop_grace_s)
+        for rank in [r for r in run.ranks.values() if not r.exited]:
             try:
-                await self.cluster.stop_job(rank.host, rank.agent_id, generation=run.generation,
-                                            grace_s=self.opt.stop_grace_s, wait=False)
+                await self.cluster.stop_job(rank.host, rank.agent_id, generation=run.generation, grace_s=grace,
+                                            wait=False)
             except HostNotReady as exc:
                 self._rank_exited(rank, None, None, f"lost: {exc}")
             except ClusterError as exc:
@@ -253,11 +254,10 @@ class Executor:
         self._after_exit(run)
         if wait and not run.ended.is_set():
             try:
-                await asyncio.wait_for(run.ended.wait(), self.opt.stop_grace_s + 15.0)
+                await asyncio.wait_for(run.ended.wait(), grace + 15.0)
             except TimeoutError:
-                for rank in run.ranks.values():
-                    if not rank.exited:
-                        self._rank_exited(rank, None, None, "lost: no exit reported after stop")
+                for rank in [r for r in run.ranks.values() if not r.exited]:
+                    self._rank_exited(rank, None, None, "lost: no exit reported after stop")
                 self._after_exit(run)
 
     def unconfirm(self, host: str) -> bool:
@@ -326,6 +326,7 @@ class Executor:
                 self._spawn(self.stop_run(run, "profiled", wait=False))
             return True
         reports.note_lost_progress(self.store, run, progress, self.last_steps, now)
+        warn_slow_stop(self.store, self.warned, run, progress, grace_s(run.spec, self.opt.stop_grace_s), now)
         self.store.update_progress(run.job_id, int(progress["step"]), float(progress["samples"]),
                                    progress.get("checkpoint"), held * run.alloc.num_gpus, clear_crashes=run.reports > 1,
                                    metrics=training_metrics(progress), current=True)
@@ -348,6 +349,7 @@ class Executor:
         now, job_id = self.clock(), run.job_id
         if (stop_s := stop_seconds(run, now)) is not None:
             self.store.add_restart_time(job_id, "stop", stop_s, now)
+            note_killed_at_stop(self.store, run, grace_s(run.spec, self.opt.stop_grace_s), now)
         if outcome is Outcome.CRASHED:
             self.health.crashed(run, self.book.classes.get(job_id), why, now, new_size_that_crashed(run, self.book))
         if run.profiling:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from heet_tui.config.hosts_file import HostEntry
 from heet_tui.control.runtime import profile_agent_id, rank_agent_id
 from heet_tui.core.allocation import Allocation
-from heet_tui.core.job import JobSpec, TargetKind
+from heet_tui.core.job import DEFAULT_STOP_GRACE_S, JobSpec, TargetKind
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 PORT_RANGE = (29500, 49500)
@@ -80,9 +80,10 @@ def choose_master_port(job_id: str, generation: int, first: HostEntry) -> int:
     return PORT_RANGE[0] + digest % (PORT_RANGE[1] - PORT_RANGE[0])
 
 
-def target_env(spec: JobSpec) -> dict[str, str]:
-    """The job's target and global batch, for scripts (like examples/training.py) that read them."""
-    env = {"HEET_BATCH_SIZE": str(spec.batch_size)}
+def target_env(spec: JobSpec, stop_grace_s: float = DEFAULT_STOP_GRACE_S) -> dict[str, str]:
+    """The job's target, global batch and stop grace, for scripts (like examples/training.py)
+    that read them."""
+    env = {"HEET_BATCH_SIZE": str(spec.batch_size), "HEET_STOP_GRACE": f"{stop_grace_s:g}"}
     value = spec.target.value
     shown = str(int(value)) if float(value).is_integer() else repr(value)
     env[{TargetKind.STEPS: "HEET_TARGET_STEPS", TargetKind.SAMPLES: "HEET_TARGET_SAMPLES",
@@ -94,7 +95,7 @@ def target_env(spec: JobSpec) -> dict[str, str]:
 
 def plan_launch(job_id: str, spec: JobSpec, alloc: Allocation, generation: int,
                 hosts: Mapping[str, HostEntry], master_port: int, owner: str = "",
-                reported_checkpoint: str | None = None) -> list[LaunchSpec]:
+                reported_checkpoint: str | None = None, stop_grace_s: float = DEFAULT_STOP_GRACE_S) -> list[LaunchSpec]:
     """One launch per rank. ``owner`` (the state store's id) names the ranks' processes
     (``rank_agent_id``) and lets the agents refuse a checkpoint directory that another store's
     job has used."""
@@ -105,7 +106,7 @@ def plan_launch(job_id: str, spec: JobSpec, alloc: Allocation, generation: int,
         raise ValueError(f"job {job_id}: allocation names unknown host(s) {', '.join(missing)}")
     first = hosts[alloc.hosts[0][0]]
     world = alloc.num_gpus
-    common = dict(spec.env) | target_env(spec) | {
+    common = dict(spec.env) | target_env(spec, stop_grace_s) | {
         "WORLD_SIZE": str(world), "MASTER_ADDR": master_address(first), "MASTER_PORT": str(master_port),
         "HEET_CHECKPOINT_DIR": checkpoint_dir(job_id, spec, first, owner, reported_checkpoint),
     } | ({"HEET_CHECKPOINT_OWNER": owner} if owner else {})
@@ -121,7 +122,7 @@ def plan_launch(job_id: str, spec: JobSpec, alloc: Allocation, generation: int,
 
 
 def plan_profile_launch(job_id: str, spec: JobSpec, host: HostEntry, gpu: int, n: int,
-                        owner: str = "") -> LaunchSpec:
+                        owner: str = "", stop_grace_s: float = DEFAULT_STOP_GRACE_S) -> LaunchSpec:
     """A single-GPU run of the job's own command, stopped after a few reports.
 
     Each run gets a scratch checkpoint dir of its own, which the agent creates and removes when
@@ -131,7 +132,7 @@ def plan_profile_launch(job_id: str, spec: JobSpec, host: HostEntry, gpu: int, n
     """
     agent_id = profile_agent_id(job_id, n, owner)
     scratch = f"{host.workdir.rstrip('/')}/profiling/{agent_id}"
-    env = dict(spec.env) | target_env(spec) | {
+    env = dict(spec.env) | target_env(spec, stop_grace_s) | {
         "WORLD_SIZE": "1", "RANK": "0", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
         "HEET_CHECKPOINT_DIR": scratch, "HEET_CHECKPOINT_SCRATCH": "1", "HEET_PROFILING": "1",
     } | ({"HEET_CHECKPOINT_OWNER": owner} if owner else {})

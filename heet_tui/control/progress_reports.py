@@ -45,11 +45,11 @@ def warn_unlike_twins(executor: Executor, run: Run, now: float) -> None:
     if executor.hosts is not None and executor.hosts.emulated_names() & set(run.alloc.host_names):
         return
     key = placement_key(run.alloc.placement)
-    ratio = (None if run.job_id in executor.unlike_twins
+    ratio = (None if (run.job_id, "twins") in executor.warned
              else executor.book.unlike_twins(run.job_id, run.alloc.gpu_type, key, now))
     if ratio is None:
         return
-    executor.unlike_twins.add(run.job_id)
+    executor.warned.add((run.job_id, "twins"))
     model, batch = executor.book.classes[run.job_id]
     executor.store.add_event(now, "warning", f"{run.job_id} runs at {ratio:.2f}x the speed of its twins (model "
                              f"{model}, batch {batch}) on {run.alloc.describe()}; they share throughput numbers, so if "

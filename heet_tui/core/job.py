@@ -22,6 +22,9 @@ class Target:
     value: float
 
 
+DEFAULT_STOP_GRACE_S = 30.0  # a job's stop grace when its spec sets none (control.execution.ExecOptions)
+
+
 @dataclass(frozen=True, slots=True)
 class JobSpec:
     """What the user asked for (from ``job.toml``), validated by ``heet_tui.config.job_spec``."""
@@ -40,6 +43,7 @@ class JobSpec:
     checkpoint_dir: str = ""
     dataset_samples: int = 0  # samples per epoch, when the target is in epochs
     stall_timeout_s: int | None = None  # silence that counts as hung; None: the controller's default, 0: never
+    stop_grace_s: int | None = None  # SIGTERM to SIGKILL when it is stopped; None: the controller's default
 
     def allows(self, gpu_type: str) -> bool:
         return type_allowed(gpu_type, self.gpu_types)

@@ -14,7 +14,7 @@ from typing import Any
 Metrics = tuple[tuple[str, float], ...]
 
 # what the scheduler reads (docs/TRAINING.md, Progress lines): not a metric of the training
-BOOKKEEPING = frozenset({"step", "samples", "samples_per_s", "checkpoint", "world_size"})
+BOOKKEEPING = frozenset({"step", "samples", "samples_per_s", "checkpoint", "checkpoint_s", "world_size"})
 MAX_METRICS = 8  # a script that prints a whole dict of statistics cannot grow every snapshot
 MAX_NAME = 32
 

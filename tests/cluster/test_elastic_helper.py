@@ -121,6 +121,7 @@ def test_targets_batch_and_epochs_come_from_the_job_spec_and_metrics_are_reporte
     assert lines[-1]["samples"] == 64 and lines[-1]["epoch"] == 1.6
     assert all(0 <= p["accuracy"] <= 1 and p["samples_per_s"] > 0 for p in lines)
     assert lines[-1]["checkpoint"] is None, "no checkpoint directory given: none written"
+    assert not any("checkpoint_s" in p for p in lines), "nor a time to write one"
 
 
 def test_settings_the_run_cannot_start_with_are_named(tmp_path):
@@ -163,7 +164,7 @@ def test_checkpoints_by_time_survive_a_kill_and_the_run_resumes_from_them(tmp_pa
     saved = torch.load(ckpt / "checkpoint.pt", weights_only=True)
     meta = json.loads((ckpt / "checkpoint.json").read_text())
     assert saved["step"] >= meta["step"] >= seen["step"] and meta["generation"] == saved["generation"] == 1
-    assert seen["checkpoint"] == str(ckpt / "checkpoint.pt")
+    assert seen["checkpoint"] == str(ckpt / "checkpoint.pt") and 0 <= seen["checkpoint_s"] < 30  # how long it took
     assert set(saved["objects"]) == {"model", "optimizer"}
 
     resumed = subprocess.run([sys.executable, str(_script(tmp_path))], capture_output=True, text=True, timeout=60,

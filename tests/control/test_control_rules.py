@@ -76,8 +76,8 @@ def test_master_port_is_free_locally_and_varies_by_generation_remotely() -> None
         s.bind(("127.0.0.1", port))  # it really is free
     remote = HostEntry("r", "gpu7.example.org")
     assert choose_master_port("cnn", 1, remote) != choose_master_port("cnn", 2, remote)
-    assert target_env(JobSpec("e", ("x",), "m", 8, Target(TargetKind.EPOCHS, 1.5), dataset_samples=100)) == {
-        "HEET_BATCH_SIZE": "8", "HEET_TARGET_EPOCHS": "1.5", "HEET_DATASET_SAMPLES": "100"}
+    assert target_env(JobSpec("e", ("x",), "m", 8, Target(TargetKind.EPOCHS, 1.5), dataset_samples=100), 45) == {
+        "HEET_BATCH_SIZE": "8", "HEET_TARGET_EPOCHS": "1.5", "HEET_DATASET_SAMPLES": "100", "HEET_STOP_GRACE": "45"}
 
 
 def _run(*exits: tuple[int | None, str | None], stop: str | None = None, profiling: bool = False) -> Run:

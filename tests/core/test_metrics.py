@@ -8,8 +8,8 @@ from heet_tui.core.metrics import MAX_METRICS, describe, metric, number, trainin
 
 
 def test_the_numbers_besides_bookkeeping_are_kept_loss_first() -> None:
-    progress = {"step": 10, "samples": 640, "samples_per_s": 99.0, "checkpoint": "c.pt", "world_size": 2,
-                "accuracy": 0.91, "lr": 3e-4, "loss": 1.25, "epoch": 2}
+    progress = {"step": 10, "samples": 640, "samples_per_s": 99.0, "checkpoint": "c.pt", "checkpoint_s": 4.5,
+                "world_size": 2, "accuracy": 0.91, "lr": 3e-4, "loss": 1.25, "epoch": 2}
     assert training_metrics(progress) == (("loss", 1.25), ("accuracy", 0.91), ("lr", 3e-4), ("epoch", 2.0))
 
 

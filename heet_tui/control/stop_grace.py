@@ -1,0 +1,72 @@
+"""A job's stop grace: the time from the stop signal (SIGTERM) to SIGKILL, and the warnings when
+the job needs more than it has.
+
+Every resize, move and preemption stops the job this way, and the job must finish its step and
+save its checkpoint inside the grace. Thirty seconds suit the small models of a lab, not a
+model whose checkpoint takes a minute to write: such a job was killed in the middle of every
+save, trained again from its previous checkpoint after each move, and nothing said why. The
+spec's ``stop_grace`` gives it more; these warnings say when it needs it.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+from typing import TYPE_CHECKING, Any
+
+from heet_tui.control.runtime import Run
+from heet_tui.core.job import JobSpec
+
+if TYPE_CHECKING:
+    from heet_tui.control.store import Store
+
+KILLED_AT_STOP = "was still running at the end of its stop grace"
+SLOW_STOP = "may not stop within its stop grace"
+MARGIN = 0.8  # a stop must fit in this share of the grace: steps and saves vary
+
+
+def grace_s(spec: JobSpec | None, default: float) -> float:
+    return float(spec.stop_grace_s) if spec is not None and spec.stop_grace_s else default
+
+
+def suggested_grace(needed_s: float) -> int:
+    """Twice what a stop was seen to need, in tens of seconds."""
+    return int(10 * math.ceil(2 * needed_s / 10))
+
+
+def note_killed_at_stop(store: Store, run: Run, grace: float, now: float) -> None:
+    """A run the controller stopped whose ranks were SIGKILLed: say so, with what to change.
+
+    Before, the run counted as stopped like any other, and the next launch resumed from an older
+    checkpoint (or from none) with at most a lost-progress warning that could not say why.
+    """
+    if run.profiling or run.stop_reason is None or run.stop_reason.startswith("host"):
+        return
+    killed = sorted(r.rank for r in run.ranks.values() if r.signal == signal.SIGKILL)
+    if not killed:
+        return
+    ranks = f"rank {killed[0]}" if len(killed) == 1 else f"ranks {', '.join(map(str, killed))}"
+    store.add_event(now, "warning", f"{run.job_id} generation {run.generation} {KILLED_AT_STOP} ({grace:g} s) and "
+                    f"was killed ({ranks}, SIGKILL): a checkpoint it was writing is lost, and its next launch resumes "
+                    "from the one before. If its last step and checkpoint take longer, give it a larger stop_grace "
+                    "(seconds) in its job spec (docs/TRAINING.md)", run.job_id)
+
+
+def warn_slow_stop(store: Store, warned: set[tuple[str, str]], run: Run, progress: dict[str, Any],
+                   grace: float, now: float) -> None:
+    """A job whose last checkpoint save (``checkpoint_s`` in its progress line) plus one step
+    takes most of its stop grace is warned once, before a stop kills it."""
+    save_s, rate = progress.get("checkpoint_s"), progress.get("samples_per_s")
+    if run.profiling or run.spec is None or (run.job_id, SLOW_STOP) in warned:
+        return
+    if isinstance(save_s, bool) or not isinstance(save_s, int | float) or not math.isfinite(save_s) or save_s < 0:
+        return
+    step_s = run.spec.batch_size / rate if isinstance(rate, int | float) and rate > 0 else 0.0
+    needed = float(save_s) + step_s
+    if needed <= MARGIN * grace:
+        return
+    warned.add((run.job_id, SLOW_STOP))
+    store.add_event(now, "warning", f"{run.job_id} {SLOW_STOP} ({grace:g} s): its checkpoint took {save_s:.0f} s to "
+                    f"save and a step takes {step_s:.1f} s, so a resize or move may kill it (SIGKILL) before it saves, "
+                    f"and it would train again from its previous checkpoint. Give it stop_grace = "
+                    f"{suggested_grace(needed)} in its job spec", run.job_id)
