@@ -29,6 +29,12 @@ class PlanRows:
                              (plan.created_at, plan.policy, status, plan_to_json(plan)))
             return int(cur.lastrowid or 0)
 
+    def refresh_proposed_plan(self, plan_id: int, plan: Plan) -> None:
+        """The pending plan's predictions made again for the same moves, under the same id (an
+        approval in flight still names it)."""
+        with self._tx() as db:
+            db.execute("UPDATE plans SET plan = ? WHERE id = ? AND status = 'proposed'", (plan_to_json(plan), plan_id))
+
     def plan(self, plan_id: int) -> PlanRecord | None:
         row = self._db.execute("SELECT id, plan, status, edits, created_at FROM plans WHERE id = ?",
                                (plan_id,)).fetchone()

@@ -141,3 +141,28 @@ def test_a_queued_job_says_it_waits_for_approval_then_for_gpus(tmp_path: Path) -
                            "the long job in the next plan once the GPU frees")
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_pending_plan_shows_a_job_that_arrived_after_it_under_the_same_id(tmp_path: Path) -> None:
+    """The same moves planned again keep the pending plan (its id is what an approval names),
+    but its predictions are remade: a job submitted after it and left waiting had no wait row
+    and counted in none of its averages, while the job's own message spoke of the plan."""
+    path = write_local_hosts(tmp_path, [("one", "T4", 1, 1.0)])
+    store = Store(tmp_path / "state")
+    first, later = write_job(tmp_path, "first", steps=5000, max_gpus=1), write_job(tmp_path, "later", steps=50,
+                                                                                   max_gpus=1)
+
+    async def scenario() -> None:
+        async with manual_controller(load_hosts(path), store, interval_s=0.2) as ctl:
+            await ctl.post(SubmitJob(str(first)))
+            snap = await wait_for(ctl, lambda s: s.plan is not None and "first" in s.plan.allocations, 60,
+                                  "a plan that starts the first job")
+            plan_id, created = snap.plan_id, snap.plan.created_at
+            assert {p.job_id for p in snap.plan.effect.jobs} == {"first"}
+            await ctl.post(SubmitJob(str(later)))
+            snap = await wait_for(ctl, lambda s: s.plan is not None and "later" in {p.job_id for p in s.plan.effect.jobs},
+                                  60, "the pending plan to predict the later job's wait")
+            assert (snap.plan_id, snap.plan.created_at) == (plan_id, created), "the same plan, proposed when it was"
+            assert "later" not in snap.plan.allocations and store.plan(plan_id).status == "proposed"
+
+    run_and_clean(scenario, tmp_path)
