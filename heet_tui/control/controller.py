@@ -31,6 +31,7 @@ from heet_tui.control.host_loss import HostLossGrace
 from heet_tui.control.hosts_reload import HostsReloader
 from heet_tui.control.intents import IntentHandler
 from heet_tui.control.job_log import job_log
+from heet_tui.control.job_update import follow_spec
 from heet_tui.control.log_file import attach_log_file, detach_log_file
 from heet_tui.control.notices import Notices
 from heet_tui.control.plan_apply import apply_plan
@@ -246,7 +247,7 @@ class Controller:
         for rec in self.store.jobs(include_terminal=False):  # jobs other processes submitted
             self.book.register(rec.job.id, rec.job.spec.model, rec.job.spec.batch_size)
         if not self.opt.read_only:
-            await self._handle_cancels()
+            await self._handle_requests()
         settling = any(s.state is HostState.CONNECTING for s in self.cluster.status())
         if settling and now - self._started_at <= self.opt.settle_timeout_s:
             await self.publish()  # plans wait until every host has connected or given up
@@ -272,10 +273,12 @@ class Controller:
         reserved = self.executor.reserved_gpus() if for_plans else None
         return planning.cluster_view(self.cluster.status(), usable, self.drained(), reserved)
 
-    async def _handle_cancels(self) -> None:
+    async def _handle_requests(self) -> None:  # written to the store by heet-tui cancel, heet-tui update
         for rec in self.store.jobs(include_terminal=False):
             if rec.cancel_requested:
                 await self.intents.cancel(rec.job.id)
+            elif (run := self.executor.runs.get(rec.job.id)) is not None and run.spec != rec.job.spec:
+                await follow_spec(self.executor, run, rec.job.spec)
 
     async def _resume_applying(self) -> None:
         for rec in self.store.plans_with_status("approved", "applying"):

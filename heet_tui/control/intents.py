@@ -14,6 +14,7 @@ from heet_tui.control import planning
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse
 from heet_tui.control.codec import constraints_to_obj
 from heet_tui.control.drains import set_drained
+from heet_tui.control.job_update import apply_update, planned_updates
 from heet_tui.control.retry import retry_job
 from heet_tui.control.user_constraints import set_user_constraints
 from heet_tui.core.intents import (
@@ -31,6 +32,7 @@ from heet_tui.core.intents import (
     SetPolicy,
     SubmitJob,
     TrustHostKey,
+    UpdateJobs,
 )
 from heet_tui.core.job import JobState
 
@@ -133,6 +135,15 @@ class IntentHandler:
             self.ctl.store.add_event(now, "submit", f"submitted {job.id} from {path}", job.id)
             hints += [h for h in submit_hints(spec, path, self.ctl.hosts) if h not in hints]
         return f"submitted {', '.join(j.id for j in jobs)}" + "".join(f"{WARNING_SEP}{h}" for h in hints)
+
+    async def _UpdateJobs(self, intent: UpdateJobs) -> str:
+        """As ``heet-tui update``; a running job's processes follow at the next round (job_update.py)."""
+        try:
+            paths = spec_paths(intent.spec_path)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        found = planned_updates(self.ctl.store, *load_job_specs(paths))
+        return "; ".join(apply_update(self.ctl.store, rec, spec, path, self.ctl.clock()) for rec, spec, path in found)
 
     async def _CancelJob(self, intent: CancelJob) -> str:
         return await self.cancel(intent.job_id)

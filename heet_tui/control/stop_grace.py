@@ -49,7 +49,7 @@ def note_killed_at_stop(store: Store, run: Run, grace: float, now: float) -> Non
     store.add_event(now, "warning", f"{run.job_id} generation {run.generation} {KILLED_AT_STOP} ({grace:g} s) and "
                     f"was killed ({ranks}, SIGKILL): a checkpoint it was writing is lost, and its next launch resumes "
                     "from the one before. If its last step and checkpoint take longer, give it a larger stop_grace "
-                    "(seconds) in its job spec (docs/TRAINING.md)", run.job_id)
+                    "(seconds) in its job spec: heet-tui update JOB.toml (docs/TRAINING.md)", run.job_id)
 
 
 def warn_slow_stop(store: Store, warned: set[tuple[str, str]], run: Run, progress: dict[str, Any],
@@ -69,4 +69,4 @@ def warn_slow_stop(store: Store, warned: set[tuple[str, str]], run: Run, progres
     store.add_event(now, "warning", f"{run.job_id} {SLOW_STOP} ({grace:g} s): its checkpoint took {save_s:.0f} s to "
                     f"save and a step takes {step_s:.1f} s, so a resize or move may kill it (SIGKILL) before it saves, "
                     f"and it would train again from its previous checkpoint. Give it stop_grace = "
-                    f"{suggested_grace(needed)} in its job spec", run.job_id)
+                    f"{suggested_grace(needed)} in its job spec (heet-tui update JOB.toml)", run.job_id)

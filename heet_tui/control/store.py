@@ -265,6 +265,11 @@ class Store(PlanRows):
                        (current, steps, steps, current, samples, samples, steps, checkpoint, gpu_seconds,
                         clear_crashes, steps, json.dumps(metrics) if metrics else None, job_id))
 
+    def replace_spec(self, job_id: str, spec: JobSpec) -> None:
+        """``heet-tui update``: a running controller follows it at its next round (job_update.py)."""
+        with self._tx() as db:
+            db.execute("UPDATE jobs SET spec = ? WHERE id = ?", (spec_to_json(spec), job_id))
+
     def request_cancel(self, job_id: str) -> None:
         with self._tx() as db:
             db.execute("UPDATE jobs SET cancel_requested = 1 WHERE id = ?", (job_id,))

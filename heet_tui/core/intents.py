@@ -41,6 +41,13 @@ class SubmitJob:
 
 
 @dataclass(frozen=True, slots=True)
+class UpdateJobs:
+    """Give submitted jobs the changed specs of these files (a file, directory or glob), by name."""
+
+    spec_path: str
+
+
+@dataclass(frozen=True, slots=True)
 class CancelJob:
     job_id: str
 
@@ -80,6 +87,6 @@ class SetAutoApprove:
 
 
 Intent = (
-    ApprovePlan | RejectPlan | Replan | EditJob | SubmitJob | CancelJob | RetryJob | DrainHost | ConnectHost
-    | TrustHostKey | SetPolicy | SetAutoApprove
+    ApprovePlan | RejectPlan | Replan | EditJob | SubmitJob | UpdateJobs | CancelJob | RetryJob | DrainHost
+    | ConnectHost | TrustHostKey | SetPolicy | SetAutoApprove
 )

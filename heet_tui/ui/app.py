@@ -28,6 +28,7 @@ from heet_tui.core.intents import (
     SetPolicy,
     SubmitJob,
     TrustHostKey,
+    UpdateJobs,
 )
 from heet_tui.core.plan import PredictedEffect
 from heet_tui.core.snapshot import HostStatus, Snapshot
@@ -223,13 +224,13 @@ class HeetApp(App[int]):
     def _host_names(self) -> list[str]:
         return [h.name for h in self.latest.hosts] if self.latest else []
 
-    def _prompt(self, question: str, suggestions: list[str], make) -> None:
+    def _prompt(self, question: str, suggestions: list[str], make, value: str = "") -> None:
         def answered(value: str | None) -> None:
             if value:
                 intent, describe = make(value)
                 self.post_intent(intent, describe)
 
-        self.push_screen(PromptDialog(question, suggestions), answered)
+        self.push_screen(PromptDialog(question, suggestions, value), answered)
 
     def submit_job_file(self, path: str) -> None:
         self.post_intent(SubmitJob(path), f"submit {Path(path).name}")
@@ -238,6 +239,11 @@ class HeetApp(App[int]):
         self._prompt("Job spec to submit (a job.toml, a directory of them or a glob):",
                      [str(p) for p in example_job_specs()],
                      lambda v: (SubmitJob(str(Path(v).expanduser())), f"submit {Path(v).name}"))
+
+    def action_update_job(self, submitted_from: str = "") -> None:
+        self._prompt("Job spec with the changes (the job of its name takes it: a job.toml, a directory or a glob):",
+                     [str(p) for p in example_job_specs()],
+                     lambda v: (UpdateJobs(str(Path(v).expanduser())), f"update from {Path(v).name}"), submitted_from)
 
     def action_connect_host(self) -> None:
         self._prompt("Host to (re)connect:", self._host_names(), lambda v: (ConnectHost(v), f"connect {v}"))

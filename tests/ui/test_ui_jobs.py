@@ -191,6 +191,28 @@ def test_n_on_the_jobs_screen_asks_for_a_spec_and_submits_it(make_app, backend, 
     run(scenario())
 
 
+def test_u_gives_the_selected_job_its_changed_spec_from_the_file_it_was_submitted_from(make_app, backend):
+    from heet_tui.core.intents import UpdateJobs
+    from heet_tui.ui.dialogs.prompt import PromptDialog
+
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            backend.push(with_job(small_snapshot(1), "j1", events=("submit: submitted j1 from sweeps/j1.toml",
+                                                                   "launch: j1 generation 1: 2xA100 on a")))
+            table = await four_jobs(pilot, app)
+            table.select_key("j1")
+            await wait_for(pilot, lambda: "Update&#160;spec" in app.export_screenshot())
+            await pilot.press("u")
+            await wait_for(pilot, lambda: isinstance(app.screen, PromptDialog))
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: backend.posted == [UpdateJobs("sweeps/j1.toml")])
+            backend.push(with_job(small_snapshot(2), "j1", state=JobState.DONE))
+            await wait_for(pilot, lambda: "Update&#160;spec" not in app.export_screenshot())
+
+    run(scenario())
+
+
 def test_l_shows_the_selected_jobs_log_as_plain_text_and_r_reads_it_again(make_app, backend):
     from heet_tui.ui.dialogs.job_log import JobLogDialog
 

@@ -80,7 +80,7 @@ def _nothing_queued(bad: int, total: int) -> str:
 def _warnings(args: argparse.Namespace, store: Store, origins: list[Path], jobs: list[Job]) -> dict[str, list[str]]:
     """Each warning once, with the jobs it is about: a sweep of twenty specs made the same way
     would otherwise print it twenty times."""
-    hosts = _hosts_file(args, store)
+    hosts = hosts_file(args, store)
     found: dict[str, list[str]] = defaultdict(list)
     for path, job in zip(origins, jobs, strict=True):
         for hint in submit_hints(job.spec, path, hosts):
@@ -111,7 +111,7 @@ def _ids(ids: list[str]) -> str:
     return ", ".join(ids) if len(ids) <= 3 else f"{', '.join(ids[:2])} and {len(ids) - 2} more"
 
 
-def _hosts_file(args: argparse.Namespace, store: Store):
+def hosts_file(args: argparse.Namespace, store: Store):
     """The hosts file a controller of this store last ran on, else the one given or found; a file
     that does not load is the controller's to report, not the submitter's."""
     path = getattr(args, "hosts", None) or store.setting("hosts_path") or resolve_hosts_path(None)

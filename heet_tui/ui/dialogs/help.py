@@ -24,6 +24,7 @@ HELP = """\
 | `/` | Jobs | filter by words; `escape` clears |
 | `x` | Jobs | cancel the selected job (asks first) |
 | `r` | Jobs | retry the selected failed or cancelled job, from its checkpoint |
+| `u` | Jobs | give the selected job its changed spec file (heet-tui update): id, progress and checkpoint kept |
 | `l` | Jobs | the selected job's output: the last lines rank 0 of its latest run wrote; `r` reads them again |
 | `a` / `r` | Plan | approve / reject the pending plan |
 | `p` | Plan | plan again now, plans you rejected included |

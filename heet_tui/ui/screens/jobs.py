@@ -1,14 +1,16 @@
 """Jobs screen: queue and running jobs; sort, `/` filter, detail, `l` the job's log, cancel with
-confirmation, `r` retry a failed or cancelled job."""
+confirmation, `r` retry a failed or cancelled job, `u` give a job its changed spec."""
 
 from __future__ import annotations
+
+import re
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Input
 
 from heet_tui.core.intents import CancelJob, RetryJob
-from heet_tui.core.job import RETRYABLE
+from heet_tui.core.job import RETRYABLE, JobState
 from heet_tui.core.snapshot import JobStatus, Snapshot
 from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.dialogs.job_log import JobLogDialog
@@ -19,6 +21,7 @@ from heet_tui.ui.widgets.keyed_table import KeyedTable
 from heet_tui.ui.widgets.status_line import StatusLine
 
 SORT_CYCLE = tuple(SORTS)
+SUBMITTED_FROM = re.compile(r"^submit: submitted \S+ from (.+)$")  # the submit event (control/intents.py)
 
 
 class JobsScreen(SnapshotScreen):
@@ -30,6 +33,7 @@ class JobsScreen(SnapshotScreen):
         Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("x", "cancel_job", "Cancel job"),
         Binding("r", "retry_job", "Retry job"),
+        Binding("u", "update_job", "Update spec"),
         Binding("l", "show_log", "Log"),
     ]
 
@@ -86,12 +90,22 @@ class JobsScreen(SnapshotScreen):
         if action == "retry_job":
             job = self.selected
             return not self.read_only and job is not None and job.state in RETRYABLE
+        if action == "update_job":
+            job = self.selected
+            return not self.read_only and job is not None and job.state is not JobState.DONE
         if action == "show_log":
             return self.selected is not None
         return True
 
     def action_submit_job(self) -> None:
         self.app.action_submit_job()  # type: ignore[attr-defined]
+
+    def action_update_job(self) -> None:
+        """The prompt offers the file the job was submitted from (its submit event names it)."""
+        job = self.selected
+        if job is not None:
+            found = (SUBMITTED_FROM.match(e) for e in job.events)
+            self.app.action_update_job(next((m.group(1) for m in found if m), ""))  # type: ignore[attr-defined]
 
     def action_show_log(self) -> None:
         job = self.selected

@@ -1,0 +1,113 @@
+"""A submitted job's spec changed in place (``heet-tui update JOB.toml``), keeping its id, place
+in the queue, progress, measurements and checkpoint.
+
+Before, a job submitted with ``max_gpus = 2`` that should have had 8, a target to extend, or a
+command with a typo in one flag could only be cancelled and submitted again: a new id at the
+back of the queue, and its history and crash count gone.
+
+What the scheduler reads (GPU range and types, priority, stall timeout, stop grace) applies at
+the next plan. What the processes were started with (command, arguments, workdir, env, target)
+applies at their next launch, so a running job is stopped and relaunched from its checkpoint.
+``model`` and ``batch_size`` name the measurements the job shares with its twins and
+``checkpoint_dir`` holds its progress: those cannot change (submit a new job instead).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from heet_tui.core.job import JobSpec, JobState
+
+if TYPE_CHECKING:
+    from heet_tui.control.execution import Executor
+    from heet_tui.control.runtime import Run
+    from heet_tui.control.store import Store
+    from heet_tui.control.store_records import JobRecord
+
+UPDATED = "its spec was updated"
+FIXED = {"model": "its measurements are kept under its model and batch size",
+         "batch_size": "its measurements are kept under its model and batch size",
+         "checkpoint_dir": "its checkpoints are there"}
+RELAUNCH = ("command", "workdir", "env", "target", "dataset_samples")
+ALL_FIELDS = ("command", "workdir", "env", "target", "dataset_samples", "min_gpus", "max_gpus", "gpu_types",
+              "priority", "stall_timeout_s", "stop_grace_s")
+
+
+def _shown(spec: JobSpec, field: str) -> str:
+    value = getattr(spec, field)
+    if field == "target":
+        return f"{spec.target.value:g} {spec.target.kind.value}"
+    if field == "command":
+        return " ".join(value)
+    if field == "gpu_types":
+        return ", ".join(value) or "any"
+    if field == "env":
+        return ", ".join(f"{k}={v}" for k, v in value) or "none"
+    return "default" if value is None else str(value)
+
+
+def spec_changes(old: JobSpec, new: JobSpec) -> list[str]:
+    """What differs, as ``key: old -> new`` (the spec file's key names)."""
+    return [f"{field.removesuffix('_s')}: {_shown(old, field)} -> {_shown(new, field)}"
+            for field in ALL_FIELDS if getattr(old, field) != getattr(new, field)]
+
+
+def update_problem(old: JobSpec, new: JobSpec, state: JobState) -> str | None:
+    """Why the job cannot take this spec, or None."""
+    if state is JobState.DONE:
+        return "it is done; submit it as a new job"
+    for field, why in FIXED.items():
+        if getattr(old, field) != getattr(new, field):
+            return (f"{field} cannot change ({why}: {_shown(old, field)} -> {_shown(new, field)}); "
+                    "cancel it and submit a new job")
+    return None
+
+
+class UpdateRefused(ValueError):
+    def __init__(self, problems: list[str], several: bool) -> None:
+        self.problems = problems + (["nothing updated"] if several else [])
+        super().__init__("; ".join(self.problems))
+
+
+def planned_updates(store: Store, specs: list[JobSpec], origins: list[Path],
+                    problems: list[str]) -> list[tuple[JobRecord, JobSpec, Path]]:
+    """The job each spec updates (the newest of its name); :class:`UpdateRefused` naming every
+    problem, ``problems`` (from reading the files) included: one bad file changes none."""
+    found = []
+    for spec, path in zip(specs, origins, strict=True):
+        rec = store.find_job(spec.name)
+        if rec is None:
+            problems.append(f"{path}: no job named {spec.name!r} (heet-tui submit queues a new one)")
+        elif (why := update_problem(rec.job.spec, spec, rec.job.state)) is not None:
+            problems.append(f"{path}: job {rec.job.id}: {why}")
+        else:
+            found.append((rec, spec, path))
+    if problems:
+        raise UpdateRefused(problems, len(specs) + len(problems) > 1)
+    return found
+
+
+def apply_update(store: Store, rec: JobRecord, spec: JobSpec, path: Path, now: float) -> str:
+    """Store the new spec with an event; what changed, as the user is told."""
+    job, changes = rec.job, spec_changes(rec.job.spec, spec)
+    if not changes:
+        return f"{job.id}: nothing changed"
+    store.replace_spec(job.id, spec)
+    store.add_event(now, "update", f"updated {job.id} from {path}: {'; '.join(changes)}", job.id)
+    restarts = needs_relaunch(job.spec, spec) and job.state is JobState.RUNNING
+    return f"updated {job.id}: {'; '.join(changes)}" + ("; it restarts from its checkpoint" if restarts else "")
+
+
+def needs_relaunch(old: JobSpec, new: JobSpec) -> bool:
+    return any(getattr(old, field) != getattr(new, field) for field in RELAUNCH)
+
+
+async def follow_spec(executor: Executor, run: Run, spec: JobSpec) -> None:
+    """The running job takes the store's new spec: at once for what the controller reads, by a
+    stop and relaunch from its checkpoint for what its processes were started with (unless it
+    is being stopped already: its next launch reads the new spec)."""
+    relaunch = run.spec is not None and needs_relaunch(run.spec, spec) and run.stop_reason is None
+    run.spec = spec
+    if relaunch:
+        await executor.stop_run(run, UPDATED, wait=False)

@@ -1,0 +1,109 @@
+"""``heet-tui update JOB.toml``: a submitted job takes a changed spec and keeps its id, place,
+progress and checkpoint (control/job_update.py). A running job whose processes were started
+with the old command or target is relaunched from its checkpoint; the rest applies at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from control_lab import job, run_and_clean, started_controller, wait_for, write_job, write_local_hosts
+
+from heet_tui.cli.main import main
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.config.job_spec import load_job_spec
+from heet_tui.control.controller import ControllerOptions
+from heet_tui.control.job_update import UPDATED, needs_relaunch, spec_changes, update_problem
+from heet_tui.control.store import Store
+from heet_tui.core.intents import SubmitJob, UpdateJobs
+from heet_tui.core.job import JobSpec, JobState, Target, TargetKind
+
+SPEC = JobSpec("j", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 10), checkpoint_dir="/ck/j")
+BASE = 'name = "{}"\ncommand = ["python3", "t.py"]\nmodel = "m"\nbatch_size = 32\ntarget = {{ steps = 10 }}\n'
+
+
+def test_what_changed_is_named_and_what_names_the_job_measurements_or_checkpoints_is_refused() -> None:
+    wider = JobSpec("j", ("python3", "t.py", "--lr", "0.1"), "m", 32, Target(TargetKind.STEPS, 20),
+                    checkpoint_dir="/ck/j", max_gpus=8, gpu_types=("A100",), stop_grace_s=90)
+    assert spec_changes(SPEC, wider) == ["command: python3 t.py -> python3 t.py --lr 0.1",
+                                         "target: 10 steps -> 20 steps", "max_gpus: 1 -> 8",
+                                         "gpu_types: any -> A100", "stop_grace: default -> 90"]
+    assert spec_changes(SPEC, SPEC) == [] and update_problem(SPEC, wider, JobState.RUNNING) is None
+    assert needs_relaunch(SPEC, wider)
+    assert not needs_relaunch(SPEC, JobSpec("j", SPEC.command, "m", 32, SPEC.target, checkpoint_dir="/ck/j",
+                                            max_gpus=8, priority=3, stop_grace_s=90)), "the scheduler's alone"
+    other = JobSpec("j", SPEC.command, "m", 64, SPEC.target, checkpoint_dir="/ck/j")
+    assert update_problem(SPEC, other, JobState.QUEUED).startswith("batch_size cannot change (its measurements")
+    moved = JobSpec("j", SPEC.command, "m", 32, SPEC.target, checkpoint_dir="/elsewhere")
+    assert "checkpoint_dir cannot change (its checkpoints are there: /ck/j -> /elsewhere)" in update_problem(
+        SPEC, moved, JobState.FAILED)
+    assert update_problem(SPEC, SPEC, JobState.DONE) == "it is done; submit it as a new job"
+
+
+def test_update_from_the_command_line_changes_all_or_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = Store(tmp_path / "state")
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.toml").write_text(BASE.format(name))
+        store.add_jobs([load_job_spec(tmp_path / f"{name}.toml")], 1.0)
+    store.update_progress("a", 4, 128, "/ck/a.pt")
+    state = ["--state", str(tmp_path / "state")]
+    (tmp_path / "a.toml").write_text(BASE.format("a") + "max_gpus = 4\npriority = 2\n")
+    (tmp_path / "b.toml").write_text(BASE.format("b").replace("model = \"m\"", "model = \"other\""))
+    assert main([*state, "update", str(tmp_path / "a.toml"), str(tmp_path / "b.toml")]) == 2
+    err = capsys.readouterr().err
+    assert "b.toml: job b: model cannot change" in err and "nothing updated" in err
+    assert store.job("a").job.spec.max_gpus == 1, "one bad file: none changes"
+    assert main([*state, "update", str(tmp_path / "missing.toml")]) == 2
+
+    assert main([*state, "update", str(tmp_path / "a.toml")]) == 0
+    assert capsys.readouterr().out.startswith("updated a: max_gpus: 1 -> 4; priority: 0 -> 2")
+    rec = store.job("a")
+    assert (rec.job.spec.max_gpus, rec.job.spec.priority, rec.job.steps_done, rec.checkpoint) == (4, 2, 4, "/ck/a.pt")
+    assert any(e.kind == "update" and "max_gpus: 1 -> 4" in e.message for e in store.events("a"))
+    assert main([*state, "update", str(tmp_path / "a.toml")]) == 0
+    assert capsys.readouterr().out == "a: nothing changed\n"
+    (tmp_path / "c.toml").write_text(BASE.format("c"))
+    assert main([*state, "update", str(tmp_path / "c.toml")]) == 2
+    assert "no job named 'c' (heet-tui submit queues a new one)" in capsys.readouterr().err
+
+
+def test_a_running_job_given_a_new_target_is_relaunched_from_its_checkpoint_and_keeps_its_id(tmp_path: Path) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 0.05)]))  # slow: it stops where updated
+    store = Store(tmp_path / "state")
+    path = write_job(tmp_path, "long", steps=100_000, max_gpus=1, every=10)
+    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
+
+    async def scenario() -> None:
+        async with started_controller(hosts, store, options) as ctl:
+            await ctl.post(SubmitJob(str(path)))
+            await wait_for(ctl, lambda _: store.job("long").job.steps_done >= 20, 90, "the job running")
+            target = store.job("long").job.steps_done + 60
+            path.write_text(path.read_text().replace("steps = 100000", f"steps = {target}"))
+            assert main(["--state", str(tmp_path / "state"), "update", str(path)]) == 0
+            snap = await wait_for(ctl, lambda s: job(s, "long").state is JobState.DONE, 120, "the job done")
+        assert job(snap, "long").restarts >= 1 and store.job("long").job.steps_done == target
+        events = store.events("long", limit=100)
+        assert any(UPDATED in e.message and e.kind == "stopped" for e in events)
+        assert not any("resumed behind" in e.message for e in events), "it went on from its checkpoint"
+        assert [r.job.id for r in store.jobs()] == ["long"], "the same job, not a new one"
+
+    run_and_clean(scenario, tmp_path)
+
+
+def test_the_tui_intent_updates_as_the_command_does(tmp_path: Path) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    path = tmp_path / "a.toml"
+    path.write_text(BASE.format("a") + "min_gpus = 2\nmax_gpus = 2\n")  # cannot start on one GPU: stays queued
+
+    async def scenario() -> None:
+        async with started_controller(hosts, store, ControllerOptions(interval_s=0.3, profile=False)) as ctl:
+            await ctl.post(SubmitJob(str(path)))
+            path.write_text(BASE.format("a") + "min_gpus = 2\nmax_gpus = 2\npriority = 5\n")
+            assert await ctl.post(UpdateJobs(str(path))) == "updated a: priority: 0 -> 5"
+            path.write_text(BASE.format("a").replace("batch_size = 32", "batch_size = 64"))
+            with pytest.raises(ValueError, match=r"a.toml: job a: batch_size cannot change"):
+                await ctl.post(UpdateJobs(str(path)))
+        assert store.job("a").job.spec.priority == 5 and store.job("a").job.spec.batch_size == 32
+
+    run_and_clean(scenario, tmp_path)
