@@ -277,8 +277,8 @@ class Controller:
         for rec in self.store.jobs(include_terminal=False):
             if rec.cancel_requested:
                 await self.intents.cancel(rec.job.id)
-            elif (run := self.executor.runs.get(rec.job.id)) is not None and run.spec != rec.job.spec:
-                await follow_spec(self.executor, run, rec.job.spec)
+            elif (run := self.executor.runs.get(rec.job.id)) is not None:
+                await follow_spec(self.executor, run, rec)
 
     async def _resume_applying(self) -> None:
         for rec in self.store.plans_with_status("approved", "applying"):

@@ -140,7 +140,7 @@ class Executor:
                             stop_grace_s=grace_s(rec.job.spec, self.opt.stop_grace_s),
                             reported_checkpoint=rec.checkpoint)
         now = self.clock()
-        self.store.record_allocation(alloc, generation, now)
+        self.store.record_allocation(alloc, generation, now, rec.job.spec)
         run = Run(job_id, alloc, generation, {s.rank: RankProc(s.host, s.agent_id, s.rank, s.gpus, "launching")
                                               for s in specs}, began, start_samples=rec.job.samples_done,
                   spec=rec.job.spec)

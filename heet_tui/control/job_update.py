@@ -93,7 +93,7 @@ def apply_update(store: Store, rec: JobRecord, spec: JobSpec, path: Path, now: f
     job, changes = rec.job, spec_changes(rec.job.spec, spec)
     if not changes:
         return f"{job.id}: nothing changed"
-    store.replace_spec(job.id, spec)
+    store.replace_spec(job.id, spec, needs_relaunch(job.spec, spec))
     store.add_event(now, "update", f"updated {job.id} from {path}: {'; '.join(changes)}", job.id)
     restarts = needs_relaunch(job.spec, spec) and job.state is JobState.RUNNING
     return f"updated {job.id}: {'; '.join(changes)}" + ("; it restarts from its checkpoint" if restarts else "")
@@ -103,11 +103,11 @@ def needs_relaunch(old: JobSpec, new: JobSpec) -> bool:
     return any(getattr(old, field) != getattr(new, field) for field in RELAUNCH)
 
 
-async def follow_spec(executor: Executor, run: Run, spec: JobSpec) -> None:
+async def follow_spec(executor: Executor, run: Run, rec: JobRecord) -> None:
     """The running job takes the store's new spec: at once for what the controller reads, by a
-    stop and relaunch from its checkpoint for what its processes were started with (unless it
-    is being stopped already: its next launch reads the new spec)."""
-    relaunch = run.spec is not None and needs_relaunch(run.spec, spec) and run.stop_reason is None
-    run.spec = spec
-    if relaunch:
+    stop and relaunch from its checkpoint when an update changed what its processes were started
+    with (the request stays in the store until a launch carries it out, so a controller started
+    after the update relaunches too; a run being stopped already relaunches with the new spec)."""
+    run.spec = rec.job.spec
+    if rec.relaunch_requested and run.stop_reason is None:
         await executor.stop_run(run, UPDATED, wait=False)

@@ -205,7 +205,8 @@ class Store(PlanRows):
         job = Job(r["id"], spec_from_json(r["spec"]), JobState(r["state"]), r["submitted_at"], r["restarts"],
                   r["samples_done"], r["steps_done"], r["attained_gpu_s"], r["message"], history,
                   metrics_from_json(r["metrics"]))
-        return JobRecord(job, r["checkpoint"], r["generation"], bool(r["cancel_requested"]), r["crashes"])
+        return JobRecord(job, r["checkpoint"], r["generation"], bool(r["cancel_requested"]), r["crashes"],
+                         bool(r["relaunch_requested"]))
 
     def set_state(self, job_id: str, new: JobState, at: float, message: str = "") -> Job:
         """Move a job along its life cycle; refuses transitions the life cycle forbids."""
@@ -265,10 +266,12 @@ class Store(PlanRows):
                        (current, steps, steps, current, samples, samples, steps, checkpoint, gpu_seconds,
                         clear_crashes, steps, json.dumps(metrics) if metrics else None, job_id))
 
-    def replace_spec(self, job_id: str, spec: JobSpec) -> None:
-        """``heet-tui update``: a running controller follows it at its next round (job_update.py)."""
+    def replace_spec(self, job_id: str, spec: JobSpec, relaunch: bool) -> None:
+        """``heet-tui update``; ``relaunch``: its processes must restart to take it, which the
+        controller does at its next round, or when it next starts (job_update.py)."""
         with self._tx() as db:
-            db.execute("UPDATE jobs SET spec = ? WHERE id = ?", (spec_to_json(spec), job_id))
+            db.execute("UPDATE jobs SET spec = ?, relaunch_requested = MAX(relaunch_requested, ?) WHERE id = ?",
+                       (spec_to_json(spec), relaunch, job_id))
 
     def request_cancel(self, job_id: str) -> None:
         with self._tx() as db:
@@ -291,12 +294,16 @@ class Store(PlanRows):
             return int(db.execute("SELECT crashes FROM jobs WHERE id = ?", (job_id,)).fetchone()[0])
 
     # -- allocations ------------------------------------------------------------------------
-    def record_allocation(self, alloc: Allocation, generation: int, at: float) -> None:
+    def record_allocation(self, alloc: Allocation, generation: int, at: float, spec: JobSpec | None = None) -> None:
+        """``spec``: what the launch was built from, which carries out an update's relaunch to it."""
         with self._tx() as db:
             db.execute("UPDATE allocations SET released_at = ? WHERE job_id = ? AND released_at IS NULL",
                        (at, alloc.job_id))
             db.execute("INSERT INTO allocations VALUES (?, ?, ?, ?, NULL)",
                        (alloc.job_id, generation, json.dumps(alloc_to_obj(alloc)), at))
+            row = db.execute("SELECT spec FROM jobs WHERE id = ?", (alloc.job_id,)).fetchone()
+            if spec is not None and row is not None and spec_from_json(row[0]) == spec:
+                db.execute("UPDATE jobs SET relaunch_requested = 0 WHERE id = ?", (alloc.job_id,))
 
     def release_allocation(self, job_id: str, at: float) -> None:
         with self._tx() as db:

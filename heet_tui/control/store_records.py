@@ -17,6 +17,7 @@ class JobRecord:
     generation: int
     cancel_requested: bool
     crashes: int
+    relaunch_requested: bool = False  # heet-tui update changed what its processes were started with
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,5 +50,10 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE jobs ADD COLUMN furthest_steps INTEGER NOT NULL DEFAULT 0;
     UPDATE jobs SET furthest_steps = steps_done;
     """,
+    # 5: a job whose spec heet-tui update changed in what its processes were started with: the
+    # controller relaunches it, also when it was not running at the time (control/job_update.py)
+    """
+    ALTER TABLE jobs ADD COLUMN relaunch_requested INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

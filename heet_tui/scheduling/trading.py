@@ -67,6 +67,7 @@ def _trade_type(problem: Problem, valuation: Valuation, active: list[JobInfo],
 
     members = [info for info in active if gpu_type in info.caps]
     for info in members:
+        free += _shed(valuation, info, state, gpu_type)
         push(info)
     by_id = {info.id: info for info in members}
 
@@ -109,6 +110,26 @@ def _trade_type(problem: Problem, valuation: Valuation, active: list[JobInfo],
         state[job_id] = (gpu_type, k + 1)
         push(by_id[donor_id])
         push(by_id[job_id])
+
+
+def _shed(valuation: Valuation, info: JobInfo, state: dict[str, tuple[str, int]], gpu_type: str) -> int:
+    """GPUs a holder gives back because it is worth more without them (how many).
+
+    Trading moves a GPU only to a higher bid, and a free GPU bids nothing, so a job whose last
+    GPUs *lower* its value kept them: a lone job whose step is all communication ran at 12k
+    samples/s on two A100s, 55k on one, and the plan moved it to one T4 (26k) instead, then
+    back to one A100 in the next round. Queued, the same job got nothing: two A100s, switched
+    to one T4, then held back for the A100s that were free all along (deferral), every round.
+    Each GPU given back raises the total value, as every trade does.
+    """
+    t_k = state.get(info.id)
+    if t_k is None or t_k[0] != gpu_type:
+        return 0
+    k = t_k[1]
+    while k > max(info.min_gpus, 1) and valuation.value(info, gpu_type, k - 1) > valuation.value(info, gpu_type, k) + _EPS:
+        k -= 1
+    state[info.id] = (gpu_type, k)
+    return t_k[1] - k
 
 
 def _pays_in_time(problem: Problem, valuation: Valuation, receiver: JobInfo, k: int, donor: JobInfo, dk: int,

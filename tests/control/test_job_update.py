@@ -67,16 +67,24 @@ def test_update_from_the_command_line_changes_all_or_nothing(tmp_path: Path, cap
     assert "no job named 'c' (heet-tui submit queues a new one)" in capsys.readouterr().err
 
 
-def test_a_running_job_given_a_new_target_is_relaunched_from_its_checkpoint_and_keeps_its_id(tmp_path: Path) -> None:
-    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 0.05)]))  # slow: it stops where updated
-    store = Store(tmp_path / "state")
+def _slow_job(tmp_path: Path) -> tuple:
+    """A one-GPU host slow enough that a job stops near where it was updated, and a long job."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 0.05)]))
     path = write_job(tmp_path, "long", steps=100_000, max_gpus=1, every=10)
-    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
+    return hosts, Store(tmp_path / "state"), path, ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
+
+
+async def _submitted_and_running(ctl, store: Store, path: Path) -> None:
+    await ctl.post(SubmitJob(str(path)))
+    await wait_for(ctl, lambda _: store.job("long").job.steps_done >= 20, 90, "the job running")
+
+
+def test_a_running_job_given_a_new_target_is_relaunched_from_its_checkpoint_and_keeps_its_id(tmp_path: Path) -> None:
+    hosts, store, path, options = _slow_job(tmp_path)
 
     async def scenario() -> None:
         async with started_controller(hosts, store, options) as ctl:
-            await ctl.post(SubmitJob(str(path)))
-            await wait_for(ctl, lambda _: store.job("long").job.steps_done >= 20, 90, "the job running")
+            await _submitted_and_running(ctl, store, path)
             target = store.job("long").job.steps_done + 60
             path.write_text(path.read_text().replace("steps = 100000", f"steps = {target}"))
             assert main(["--state", str(tmp_path / "state"), "update", str(path)]) == 0
@@ -105,5 +113,45 @@ def test_the_tui_intent_updates_as_the_command_does(tmp_path: Path) -> None:
             with pytest.raises(ValueError, match=r"a.toml: job a: batch_size cannot change"):
                 await ctl.post(UpdateJobs(str(path)))
         assert store.job("a").job.spec.priority == 5 and store.job("a").job.spec.batch_size == 32
+
+    run_and_clean(scenario, tmp_path)
+
+
+def test_a_relaunch_request_lasts_until_a_launch_built_from_the_new_spec(tmp_path: Path) -> None:
+    """So a job updated while no controller ran is relaunched by the next one, whose recovered
+    run knows only the store's (new) spec; and an update made while a launch was being prepared
+    from the old spec still relaunches."""
+    from heet_tui.core.allocation import Allocation
+
+    store = Store(tmp_path / "state")
+    store.add_job(SPEC, 1.0)
+    longer = JobSpec("j", SPEC.command, "m", 32, Target(TargetKind.STEPS, 20), checkpoint_dir="/ck/j")
+    alloc = Allocation.of("j", "T4", {"h": [0]})
+    store.replace_spec("j", longer, relaunch=True)
+    store.replace_spec("j", JobSpec("j", SPEC.command, "m", 32, longer.target, checkpoint_dir="/ck/j", priority=1),
+                       relaunch=False)
+    assert store.job("j").relaunch_requested, "a later update of the scheduler's fields keeps the request"
+    store.record_allocation(alloc, 1, 2.0, SPEC)
+    assert store.job("j").relaunch_requested, "launched from the old spec"
+    store.record_allocation(alloc, 2, 3.0, store.job("j").job.spec)
+    assert not store.job("j").relaunch_requested
+
+
+def test_a_job_updated_while_no_controller_runs_is_relaunched_by_the_next_one(tmp_path: Path,
+                                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    hosts, store, path, options = _slow_job(tmp_path)
+
+    async def scenario() -> None:
+        async with started_controller(hosts, store, options) as ctl:
+            await _submitted_and_running(ctl, store, path)
+        target = store.job("long").job.steps_done + 80  # it trains on while no controller runs
+        path.write_text(path.read_text().replace("steps = 100000", f"steps = {target}"))
+        capsys.readouterr()
+        assert main(["--state", str(tmp_path / "state"), "update", str(path)]) == 0
+        assert "it restarts from its checkpoint when the controller next runs" in capsys.readouterr().out
+        async with started_controller(hosts, store, options) as ctl:
+            await wait_for(ctl, lambda s: job(s, "long").state is JobState.DONE, 120, "the job done at its new target")
+        assert store.job("long").job.steps_done == target
+        assert any(UPDATED in e.message and e.kind == "stopped" for e in store.events("long", limit=100))
 
     run_and_clean(scenario, tmp_path)

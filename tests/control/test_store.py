@@ -149,6 +149,7 @@ def test_a_store_of_the_first_schema_is_upgraded_in_place_keeping_its_jobs(tmp_p
     assert store.job("old").job.metrics == (), "no metrics reported yet"
     store.update_progress("old", 40, 1280.0, None, clear_crashes=True, current=True)
     assert store.job("old").crashes == 2, "the furthest step it had (40) came along: 40 is no new ground"
+    assert not store.job("old").relaunch_requested, "no update asked for a relaunch"
 
 
 def test_a_jobs_latest_metrics_are_kept_and_a_report_without_any_keeps_them(tmp_path: Path) -> None:

@@ -122,3 +122,27 @@ def test_a_deferred_start_takes_no_gpus_from_a_running_job() -> None:
     assert "n0" not in plan.allocations and "n1" not in plan.allocations, "held for the A100s"
     assert plan.allocations["s"] == elastic.current, "so s keeps its four T4s"
     assert plan.effect.for_job("n0").starts_on == "A100"
+
+
+def _worse_with_more(gpu_type: str, placement: tuple[int, ...]) -> float:
+    """An MLP whose step is all communication: one A100 55k samples/s, two 12k; one T4 26k."""
+    k = sum(placement)
+    return {"A100": 55_000.0, "T4": 26_000.0}[gpu_type] * (1.0 if k == 1 else 12_000.0 / 55_000.0 / k)
+
+
+def test_a_job_worth_more_on_fewer_gpus_gives_them_back_instead_of_moving_type() -> None:
+    # Seen on the local config: the plan moved it from 2xA100 to 1xT4, and the next to 1xA100.
+    cluster = ClusterView((host("a", "A100", 2), host("t", "T4", 4)))
+    lone = JobView("mlp", 1, 2, _worse_with_more, current=alloc("mlp", "A100", a=(0, 1)),
+                   remaining_samples=768_000.0, restart_cost_s=2.7, age_s=40.0)
+    plan = HeetPolicy(predict=False).plan(cluster, [lone], 0.0)
+    assert (plan.allocations["mlp"].gpu_type, plan.allocations["mlp"].num_gpus) == ("A100", 1)
+    # queued, it got nothing at all: two A100s, switched to one T4, then held back for the A100s
+    # that were free all along (deferral), round after round
+    queued = JobView("mlp", 1, 4, _worse_with_more, remaining_samples=768_000.0, restart_cost_s=2.7)
+    started = HeetPolicy(predict=False).plan(cluster, [queued], 0.0).allocations["mlp"]
+    assert (started.gpu_type, started.num_gpus) == ("A100", 1)
+    stay = JobView("mlp", 1, 2, lambda t, p: 55_000.0 / sum(p) ** 0.01, current=alloc("mlp", "A100", a=(0, 1)),
+                   remaining_samples=1e9, restart_cost_s=600.0)
+    assert HeetPolicy(predict=False).plan(cluster, [stay], 0.0).allocations["mlp"].num_gpus == 2, \
+        "a hair slower on two is not worth a 600 s restart"
