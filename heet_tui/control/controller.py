@@ -42,7 +42,7 @@ from heet_tui.control.restart_costs import cost_of, restart_costs
 from heet_tui.control.round_errors import RoundErrors
 from heet_tui.control.snapshot_build import build_snapshot
 from heet_tui.control.snapshots import ControllerLock, SnapshotHub
-from heet_tui.control.store import Store, StoreWriteError
+from heet_tui.control.store import JobRecord, Store, StoreWriteError
 from heet_tui.control.store_health import StoreHealth
 from heet_tui.control.throughput import ThroughputBook, profiling_model
 from heet_tui.control.unmeasured import hide_nominal, unmeasured_ids, unreported_gpu_s
@@ -244,10 +244,11 @@ class Controller:
             for status in self.cluster.status():
                 if status.state is HostState.CONNECTING and status.name not in self.host_grace.holding():
                     self.executor.lose_host(status.name, "still connecting")
-        for rec in self.store.jobs(include_terminal=False):  # jobs other processes submitted
+        active = self.store.jobs(include_terminal=False)
+        for rec in active:  # jobs other processes submitted
             self.book.register(rec.job.id, rec.job.spec.model, rec.job.spec.batch_size)
         if not self.opt.read_only:
-            await self._handle_requests()
+            await self._handle_requests(active)
         settling = any(s.state is HostState.CONNECTING for s in self.cluster.status())
         if settling and now - self._started_at <= self.opt.settle_timeout_s:
             await self.publish()  # plans wait until every host has connected or given up
@@ -273,8 +274,8 @@ class Controller:
         reserved = self.executor.reserved_gpus() if for_plans else None
         return planning.cluster_view(self.cluster.status(), usable, self.drained(), reserved)
 
-    async def _handle_requests(self) -> None:  # written to the store by heet-tui cancel, heet-tui update
-        for rec in self.store.jobs(include_terminal=False):
+    async def _handle_requests(self, active: list[JobRecord]) -> None:  # by heet-tui cancel and update
+        for rec in active:
             if rec.cancel_requested:
                 await self.intents.cancel(rec.job.id)
             elif (run := self.executor.runs.get(rec.job.id)) is not None:

@@ -143,7 +143,8 @@ class IntentHandler:
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         found = planned_updates(self.ctl.store, *load_job_specs(paths))
-        return "; ".join(apply_update(self.ctl.store, rec, spec, path, self.ctl.clock()) for rec, spec, path in found)
+        return "; ".join(str(apply_update(self.ctl.store, rec, spec, path, self.ctl.clock()))
+                         for rec, spec, path in found)
 
     async def _CancelJob(self, intent: CancelJob) -> str:
         return await self.cancel(intent.job_id)

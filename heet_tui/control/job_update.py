@@ -14,6 +14,7 @@ applies at their next launch, so a running job is stopped and relaunched from it
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,12 +27,10 @@ if TYPE_CHECKING:
     from heet_tui.control.store_records import JobRecord
 
 UPDATED = "its spec was updated"
-FIXED = {"model": "its measurements are kept under its model and batch size",
-         "batch_size": "its measurements are kept under its model and batch size",
-         "checkpoint_dir": "its checkpoints are there"}
-RELAUNCH = ("command", "workdir", "env", "target", "dataset_samples")
-ALL_FIELDS = ("command", "workdir", "env", "target", "dataset_samples", "min_gpus", "max_gpus", "gpu_types",
-              "priority", "stall_timeout_s", "stop_grace_s")
+MEASURED = "its measurements are kept under its model and batch size"
+FIXED = {"model": MEASURED, "batch_size": MEASURED, "checkpoint_dir": "its checkpoints are there"}
+RELAUNCH = ("command", "workdir", "env", "target", "dataset_samples")  # what its processes were started with
+ALL_FIELDS = RELAUNCH + ("min_gpus", "max_gpus", "gpu_types", "priority", "stall_timeout_s", "stop_grace_s")
 
 
 def _shown(spec: JobSpec, field: str) -> str:
@@ -88,15 +87,29 @@ def planned_updates(store: Store, specs: list[JobSpec], origins: list[Path],
     return found
 
 
-def apply_update(store: Store, rec: JobRecord, spec: JobSpec, path: Path, now: float) -> str:
-    """Store the new spec with an event; what changed, as the user is told."""
-    job, changes = rec.job, spec_changes(rec.job.spec, spec)
-    if not changes:
-        return f"{job.id}: nothing changed"
-    store.replace_spec(job.id, spec, needs_relaunch(job.spec, spec))
-    store.add_event(now, "update", f"updated {job.id} from {path}: {'; '.join(changes)}", job.id)
-    restarts = needs_relaunch(job.spec, spec) and job.state is JobState.RUNNING
-    return f"updated {job.id}: {'; '.join(changes)}" + ("; it restarts from its checkpoint" if restarts else "")
+@dataclass(frozen=True, slots=True)
+class Updated:
+    """What an update did to one job, as its user is told."""
+
+    job_id: str
+    changes: tuple[str, ...]
+    restarts: bool  # a running job whose processes restart from its checkpoint to take it
+
+    def __str__(self) -> str:
+        if not self.changes:
+            return f"{self.job_id}: nothing changed"
+        return f"updated {self.job_id}: {'; '.join(self.changes)}" + (
+            "; it restarts from its checkpoint" if self.restarts else "")
+
+
+def apply_update(store: Store, rec: JobRecord, spec: JobSpec, path: Path, now: float) -> Updated:
+    """Store the new spec with an event."""
+    job, changes = rec.job, tuple(spec_changes(rec.job.spec, spec))
+    relaunch = needs_relaunch(job.spec, spec)
+    if changes:
+        store.replace_spec(job.id, spec, relaunch)
+        store.add_event(now, "update", f"updated {job.id} from {path}: {'; '.join(changes)}", job.id)
+    return Updated(job.id, changes, relaunch and job.state is JobState.RUNNING)
 
 
 def needs_relaunch(old: JobSpec, new: JobSpec) -> bool:

@@ -301,8 +301,8 @@ class Store(PlanRows):
                        (at, alloc.job_id))
             db.execute("INSERT INTO allocations VALUES (?, ?, ?, ?, NULL)",
                        (alloc.job_id, generation, json.dumps(alloc_to_obj(alloc)), at))
-            row = db.execute("SELECT spec FROM jobs WHERE id = ?", (alloc.job_id,)).fetchone()
-            if spec is not None and row is not None and spec_from_json(row[0]) == spec:
+            row = spec and db.execute("SELECT spec FROM jobs WHERE id = ?", (alloc.job_id,)).fetchone()
+            if row and spec_from_json(row[0]) == spec:
                 db.execute("UPDATE jobs SET relaunch_requested = 0 WHERE id = ?", (alloc.job_id,))
 
     def release_allocation(self, job_id: str, at: float) -> None:

@@ -37,10 +37,9 @@ def cmd_update(args: argparse.Namespace) -> int:
         raise UsageError("\n".join(exc.problems)) from None
     pid, hosts, now = controller_running(store.dir), hosts_file(args, store), time.time()
     for rec, spec, path in found:
-        said = apply_update(store, rec, spec, path, now)
-        if said.endswith("restarts from its checkpoint"):
-            said += f" at the controller's next round (pid {pid})" if pid else " when the controller next runs"
-        print(said)
-        for hint in submit_hints(spec, path, hosts) if not said.endswith("nothing changed") else ():
+        done = apply_update(store, rec, spec, path, now)
+        when = (f" at the controller's next round (pid {pid})" if pid else " when the controller next runs")
+        print(str(done) + (when if done.restarts else ""))
+        for hint in submit_hints(spec, path, hosts) if done.changes else ():
             print(f"  warning: {hint}")
     return 0
