@@ -120,6 +120,7 @@ class Run:
     stop_sent_at: float | None = None  # when the controller first asked it to stop
     other_rank_reported: bool = False  # a rank other than 0 printed progress (said once per run)
     spec: JobSpec | None = None  # the job's, for rules read every round (stalls.py); None for profiling runs
+    resize_inherited: bool = False  # a previous controller was resizing it when it stopped (recovery.py)
 
     def rank_for(self, host: str, agent_id: str) -> RankProc | None:
         for r in self.ranks.values():
@@ -188,7 +189,9 @@ def judge(run: Run, spec: JobSpec | None = None) -> tuple[Outcome, str]:
             return Outcome.CRASHED, f"rank {r.rank} on {r.host}: {r.reason}"  # the agent's reason, not a bare 127
         return Outcome.CRASHED, f"rank {r.rank} on {r.host} ended with {how}"
     if any(r.exit_code == EXIT_STOPPED for r in run.ranks.values()):
-        # Nobody in this controller stopped it: a person, or a controller killed mid-resize.
+        # Nobody in this controller stopped it: a previous controller killed mid-resize, or a person.
+        if run.resize_inherited:
+            return Outcome.INTERRUPTED, "stopped for a resize the previous controller began before it stopped"
         return Outcome.INTERRUPTED, "stopped by a SIGTERM this controller did not send"
     return Outcome.CRASHED, "exited before reaching its target"
 

@@ -91,6 +91,11 @@ def test_exit_verdicts() -> None:
     assert judge(_run((143, None), stop="resize"))[0] is Outcome.STOPPED
     assert judge(_run((None, "lost: x"), stop="host h lost"))[0] is Outcome.INTERRUPTED
     assert judge(_run((143, None)))[0] is Outcome.INTERRUPTED, "a SIGTERM from elsewhere is not a crash"
+    assert "did not send" in judge(_run((143, None)))[1]
+    inherited = _run((143, None))
+    inherited.resize_inherited = True
+    assert judge(inherited) == (Outcome.INTERRUPTED, "stopped for a resize the previous controller began before "
+                                                     "it stopped"), "not blamed on someone else's SIGTERM"
     outcome, why = judge(_run((143, None), (5, None)))
     assert outcome is Outcome.CRASHED and "rank 1" in why and "exit code 5" in why
     outcome, why = judge(_run((127, "launch refused: checkpoint dir /c holds another store's checkpoints")))
