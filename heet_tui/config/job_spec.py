@@ -100,6 +100,13 @@ def spec_paths(text: str) -> list[Path]:
     return found
 
 
+def spec_file(path: Path | str) -> str:
+    """How a job remembers the file its spec came from: absolute, because the controller that
+    reads it again (``u`` on the Jobs screen, a TUI attached to ``heet-tui run``) may run in
+    another directory than the shell that submitted it."""
+    return os.path.abspath(os.path.expanduser(str(path)))
+
+
 def parse_job_text(text: str, path: Path | str) -> JobSpec:
     """One job's spec; a file with a ``[sweep]`` is refused here (``parse_job_file`` reads it)."""
     specs = parse_job_file(text, path)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from heet_tui.cluster import ClusterError
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.job_hints import submit_hints
-from heet_tui.config.job_spec import load_job_specs, spec_paths
+from heet_tui.config.job_spec import load_job_specs, spec_file, spec_paths
 from heet_tui.control import planning
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse
 from heet_tui.control.codec import constraints_to_obj
@@ -127,12 +127,12 @@ class IntentHandler:
             raise ValueError("; ".join(problems) + ("; nothing submitted" if len(paths) > 1 else ""))
         now = self.ctl.clock()
         try:
-            jobs = self.ctl.store.add_jobs(specs, now)
+            jobs = self.ctl.store.add_jobs(specs, now, [spec_file(path) for path in origins])
         except CheckpointDirInUse as exc:
             raise ValueError(f"{origins[exc.index]}: {exc}" + ("; nothing submitted" if len(specs) > 1 else "")) from None
         hints: list[str] = []
         for path, spec, job in zip(origins, specs, jobs, strict=True):
-            self.ctl.store.add_event(now, "submit", f"submitted {job.id} from {path}", job.id)
+            self.ctl.store.add_event(now, "submit", f"submitted {job.id} from {spec_file(path)}", job.id)
             hints += [h for h in submit_hints(spec, path, self.ctl.hosts) if h not in hints]
         return f"submitted {', '.join(j.id for j in jobs)}" + "".join(f"{WARNING_SEP}{h}" for h in hints)
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from heet_tui.config.job_spec import spec_file
 from heet_tui.core.job import JobSpec, JobState
 
 if TYPE_CHECKING:
@@ -107,8 +108,8 @@ def apply_update(store: Store, rec: JobRecord, spec: JobSpec, path: Path, now: f
     job, changes = rec.job, tuple(spec_changes(rec.job.spec, spec))
     relaunch = needs_relaunch(job.spec, spec)
     if changes:
-        store.replace_spec(job.id, spec, relaunch)
-        store.add_event(now, "update", f"updated {job.id} from {path}: {'; '.join(changes)}", job.id)
+        store.replace_spec(job.id, spec, relaunch, spec_file(path))
+        store.add_event(now, "update", f"updated {job.id} from {spec_file(path)}: {'; '.join(changes)}", job.id)
     return Updated(job.id, changes, relaunch and job.state is JobState.RUNNING)
 
 

@@ -79,7 +79,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
             max_gpus=job.spec.max_gpus, message=quiet or job.message, log_tail=ex.log_tails.get(job.id, ()),
             events=tuple(events_by_job.get(job.id, [])[-10:]),
             restart_s=cost_of(job.id, restart_cost, ctl.book.class_mates(job.id), None),
-            ended_at=job.ended_at, metrics=job.metrics,
+            ended_at=job.ended_at, metrics=job.metrics, spec_file=rec.spec_file,
         ))
         if not job.state.terminal or job.id in recent_done:
             profiles.append(_profile(ctl, job.id, job.spec, hosts))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import replace
@@ -28,8 +27,9 @@ from heet_tui.control.codec import (
     spec_from_json,
     spec_to_json,
 )
+from heet_tui.control.store_events import EventRows
 from heet_tui.control.store_plans import PlanRows
-from heet_tui.control.store_records import EventRecord, JobRecord
+from heet_tui.control.store_records import JobRecord
 from heet_tui.control.store_schema import MIGRATIONS, SCHEMA_VERSION
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import InvalidTransition, Job, JobSpec, JobState
@@ -67,7 +67,7 @@ def default_state_dir() -> Path:
     return Path(base) / "heet-tui"
 
 
-class Store(PlanRows):
+class Store(PlanRows, EventRows):
     def __init__(self, state_dir: Path | str | None = None) -> None:
         self.dir = Path(state_dir).expanduser() if state_dir else default_state_dir()
         self._store_id: str | None = None
@@ -128,10 +128,12 @@ class Store(PlanRows):
         """Insert a queued job; its id is the spec name, suffixed when that name was used before."""
         return self.add_jobs([spec], now)[0]
 
-    def add_jobs(self, specs: Sequence[JobSpec], now: float) -> list[Job]:
+    def add_jobs(self, specs: Sequence[JobSpec], now: float, spec_files: Sequence[str] = ()) -> list[Job]:
         """All or, when one is refused (:class:`CheckpointDirInUse` with its ``index``), none: a
-        sweep whose third spec reuses a checkpoint directory was left two thirds queued."""
+        sweep whose third spec reuses a checkpoint directory was left two thirds queued.
+        ``spec_files``: the file each spec was read from, the one ``heet-tui update`` reads again."""
         jobs = []
+        files = list(spec_files) + [""] * (len(specs) - len(spec_files))
         with self._tx() as db:
             # Every id counts, not only this name's: a job may be named "train-2" by hand.
             taken = {r[0] for r in db.execute("SELECT id FROM jobs")}
@@ -143,8 +145,8 @@ class Store(PlanRows):
                 job_id = next(i for i in chain([spec.name], (f"{spec.name}-{n}" for n in count(2))) if i not in taken)
                 taken.add(job_id)
                 at = now + index * 1e-6  # jobs are ordered by submission time: keep the order given
-                db.execute("INSERT INTO jobs (id, name, spec, state, submitted_at) VALUES (?, ?, ?, ?, ?)",
-                           (job_id, spec.name, spec_to_json(spec), JobState.QUEUED.value, at))
+                db.execute("INSERT INTO jobs (id, name, spec, state, submitted_at, spec_file) VALUES (?, ?, ?, ?, ?, ?)",
+                           (job_id, spec.name, spec_to_json(spec), JobState.QUEUED.value, at, files[index]))
                 db.execute("INSERT INTO job_states VALUES (?, ?, ?, ?)",
                            (job_id, at, JobState.QUEUED.value, "submitted"))
                 jobs.append(Job(job_id, spec, JobState.QUEUED, at, history=((at, JobState.QUEUED),)))
@@ -206,7 +208,7 @@ class Store(PlanRows):
                   r["samples_done"], r["steps_done"], r["attained_gpu_s"], r["message"], history,
                   metrics_from_json(r["metrics"]))
         return JobRecord(job, r["checkpoint"], r["generation"], bool(r["cancel_requested"]), r["crashes"],
-                         bool(r["relaunch_requested"]))
+                         bool(r["relaunch_requested"]), r["spec_file"])
 
     def set_state(self, job_id: str, new: JobState, at: float, message: str = "") -> Job:
         """Move a job along its life cycle; refuses transitions the life cycle forbids."""
@@ -266,12 +268,13 @@ class Store(PlanRows):
                        (current, steps, steps, current, samples, samples, steps, checkpoint, gpu_seconds,
                         clear_crashes, steps, json.dumps(metrics) if metrics else None, job_id))
 
-    def replace_spec(self, job_id: str, spec: JobSpec, relaunch: bool) -> None:
+    def replace_spec(self, job_id: str, spec: JobSpec, relaunch: bool, spec_file: str = "") -> None:
         """``heet-tui update``; ``relaunch``: its processes must restart to take it, which the
         controller does at its next round, or when it next starts (job_update.py)."""
         with self._tx() as db:
-            db.execute("UPDATE jobs SET spec = ?, relaunch_requested = MAX(relaunch_requested, ?) WHERE id = ?",
-                       (spec_to_json(spec), relaunch, job_id))
+            db.execute("UPDATE jobs SET spec = ?, relaunch_requested = MAX(relaunch_requested, ?), "
+                       "spec_file = CASE WHEN ? = '' THEN spec_file ELSE ? END WHERE id = ?",
+                       (spec_to_json(spec), relaunch, spec_file, spec_file, job_id))
 
     def request_cancel(self, job_id: str) -> None:
         with self._tx() as db:
@@ -355,41 +358,6 @@ class Store(PlanRows):
                                 f"jobs WHERE state NOT IN ({_TERMINAL_MARKS})) ORDER BY rowid",
                                 _TERMINAL)
         return [(str(r[0]), str(r[1]), float(r[2])) for r in rows]
-
-    # -- events and settings ----------------------------------------------------------------
-    def add_event(self, at: float, kind: str, message: str, job_id: str | None = None,
-                  host: str | None = None) -> None:
-        with self._tx() as db:
-            db.execute("INSERT INTO events (at, kind, job_id, host, message) VALUES (?, ?, ?, ?, ?)",
-                       (at, kind, job_id, host, message))
-
-    def events(self, job_id: str | None = None, limit: int = 50) -> list[EventRecord]:
-        where = " WHERE job_id = ?" if job_id else ""
-        rows = self._db.execute(f"SELECT id, at, kind, job_id, host, message FROM events{where} "
-                                "ORDER BY id DESC LIMIT ?", ((job_id,) if job_id else ()) + (limit,))
-        return [EventRecord(*r) for r in reversed(rows.fetchall())]
-
-    @property
-    def store_id(self) -> str:
-        """A random id made once per state directory: the agents mark each job's checkpoint
-        directory with it, so another store's job (another user, or this one started afresh)
-        cannot resume from checkpoints that are not its own."""
-        if self._store_id is None:
-            with self._tx() as db:
-                row = db.execute("SELECT value FROM settings WHERE key = 'store_id'").fetchone()
-                self._store_id = row[0] if row else uuid.uuid4().hex
-                if not row:
-                    db.execute("INSERT INTO settings VALUES ('store_id', ?)", (self._store_id,))
-        return self._store_id
-
-    def setting(self, key: str, default: str | None = None) -> str | None:
-        row = self._db.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else default
-
-    def set_setting(self, key: str, value: str) -> None:
-        with self._tx() as db:
-            db.execute("INSERT INTO settings VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                       (key, value))
 
 
 def _checkpoint_users(db: sqlite3.Connection, checkpoint_dir: str | None) -> list[CheckpointUser]:

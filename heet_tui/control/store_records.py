@@ -18,6 +18,7 @@ class JobRecord:
     cancel_requested: bool
     crashes: int
     relaunch_requested: bool = False  # heet-tui update changed what its processes were started with
+    spec_file: str = ""  # the file its spec was last read from (submit or update); "" when not known
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,5 +55,13 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE jobs ADD COLUMN relaunch_requested INTEGER NOT NULL DEFAULT 0;
     """,
+    # 6: the file a job's spec was last read from (submit, then update), which `u` on the Jobs
+    # screen offers; older jobs take it from their submit event
+    """
+    ALTER TABLE jobs ADD COLUMN spec_file TEXT NOT NULL DEFAULT '';
+    UPDATE jobs SET spec_file = COALESCE((SELECT substr(e.message, length('submitted ' || jobs.id || ' from ') + 1)
+        FROM events e WHERE e.job_id = jobs.id AND e.kind = 'submit'
+        AND e.message LIKE 'submitted ' || jobs.id || ' from %' ORDER BY e.id DESC LIMIT 1), '');
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -55,6 +55,7 @@ class JobStatus:
     restart_s: float | None = None  # what a restart pauses it for, measured; None: not yet measured
     ended_at: float | None = None  # when it ended (done, failed or cancelled)
     metrics: tuple[tuple[str, float], ...] = ()  # the latest loss, accuracy, ... it reported (core/metrics.py)
+    spec_file: str = ""  # the file its spec was last read from (submit or update); "" when not known
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
 
+from heet_tui.config.job_spec import spec_file
 from heet_tui.core.backend import Backend
 from heet_tui.core.host import HostState
 from heet_tui.core.intents import (
@@ -233,17 +234,19 @@ class HeetApp(App[int]):
         self.push_screen(PromptDialog(question, suggestions, value), answered)
 
     def submit_job_file(self, path: str) -> None:
-        self.post_intent(SubmitJob(path), f"submit {Path(path).name}")
+        self.post_intent(SubmitJob(spec_file(path)), f"submit {Path(path).name}")
 
     def action_submit_job(self) -> None:
+        # spec_file: a path typed here is relative to this TUI's directory, not to that of the
+        # controller it may be attached to, which reads the file
         self._prompt("Job spec to submit (a job.toml, a directory of them or a glob):",
                      [str(p) for p in example_job_specs()],
-                     lambda v: (SubmitJob(str(Path(v).expanduser())), f"submit {Path(v).name}"))
+                     lambda v: (SubmitJob(spec_file(v)), f"submit {Path(v).name}"))
 
     def action_update_job(self, submitted_from: str = "") -> None:
         self._prompt("Job spec with the changes (the job of its name takes it: a job.toml, a directory or a glob):",
                      [str(p) for p in example_job_specs()],
-                     lambda v: (UpdateJobs(str(Path(v).expanduser())), f"update from {Path(v).name}"), submitted_from)
+                     lambda v: (UpdateJobs(spec_file(v)), f"update from {Path(v).name}"), submitted_from)
 
     def action_connect_host(self) -> None:
         self._prompt("Host to (re)connect:", self._host_names(), lambda v: (ConnectHost(v), f"connect {v}"))

@@ -67,6 +67,27 @@ def test_update_from_the_command_line_changes_all_or_nothing(tmp_path: Path, cap
     assert "no job named 'c' (heet-tui submit queues a new one)" in capsys.readouterr().err
 
 
+def test_a_job_remembers_the_file_its_spec_was_last_read_from_as_an_absolute_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `u` on the Jobs screen offers; relative to where heet-tui ran, not to where the
+    controller that reads it again runs."""
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "a.toml").write_text(BASE.format("a"))
+    monkeypatch.chdir(tmp_path / "jobs")
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "submit", "a.toml"]) == 0
+    store = Store(tmp_path / "state")
+    assert store.job("a").spec_file == str(tmp_path / "jobs" / "a.toml")
+    assert f"submitted a from {tmp_path / 'jobs' / 'a.toml'}" in [e.message for e in store.events("a")]
+    (tmp_path / "v2").mkdir()
+    (tmp_path / "v2" / "a.toml").write_text(BASE.format("a") + "max_gpus = 2\n")
+    assert main([*state, "update", "../v2/a.toml"]) == 0
+    assert store.job("a").spec_file == str(tmp_path / "v2" / "a.toml")
+    (tmp_path / "v2" / "same.toml").write_text(BASE.format("a") + "max_gpus = 2\n")
+    assert main([*state, "update", "../v2/same.toml"]) == 0
+    assert store.job("a").spec_file == str(tmp_path / "v2" / "a.toml"), "nothing changed: nothing recorded"
+
+
 def _slow_job(tmp_path: Path) -> tuple:
     """A one-GPU host slow enough that a job stops near where it was updated, and a long job."""
     hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 0.05)]))
@@ -107,6 +128,7 @@ def test_the_tui_intent_updates_as_the_command_does(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with started_controller(hosts, store, ControllerOptions(interval_s=0.3, profile=False)) as ctl:
             await ctl.post(SubmitJob(str(path)))
+            assert store.job("a").spec_file == str(path)
             path.write_text(BASE.format("a") + "min_gpus = 2\nmax_gpus = 2\npriority = 5\n")
             assert await ctl.post(UpdateJobs(str(path))) == "updated a: priority: 0 -> 5"
             path.write_text(BASE.format("a").replace("batch_size = 32", "batch_size = 64"))

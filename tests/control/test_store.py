@@ -129,6 +129,8 @@ def test_a_store_of_the_first_schema_is_upgraded_in_place_keeping_its_jobs(tmp_p
     db.executescript(MIGRATIONS[0])
     db.execute("INSERT INTO jobs (id, name, spec, state, submitted_at, steps_done, crashes) "
                "VALUES ('old', 'old', ?, 'queued', 1.0, 40, 2)", (_spec_json("old"),))
+    db.execute("INSERT INTO events (at, kind, job_id, message) VALUES (1.0, 'submit', 'old', 'submitted old from "
+               "/lab/jobs/my old.toml')")
     db.execute("PRAGMA user_version=1")
     db.commit()
     db.close()
@@ -150,6 +152,7 @@ def test_a_store_of_the_first_schema_is_upgraded_in_place_keeping_its_jobs(tmp_p
     store.update_progress("old", 40, 1280.0, None, clear_crashes=True, current=True)
     assert store.job("old").crashes == 2, "the furthest step it had (40) came along: 40 is no new ground"
     assert not store.job("old").relaunch_requested, "no update asked for a relaunch"
+    assert store.job("old").spec_file == "/lab/jobs/my old.toml", "taken from its submit event"
 
 
 def test_a_jobs_latest_metrics_are_kept_and_a_report_without_any_keeps_them(tmp_path: Path) -> None:

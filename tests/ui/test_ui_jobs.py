@@ -174,8 +174,9 @@ def test_submit_then_enter_in_the_palette_asks_for_a_path_and_submits_nothing(ma
     run(scenario())
 
 
-def test_n_on_the_jobs_screen_asks_for_a_spec_and_submits_it(make_app, backend, tmp_path):
-    """Submitting took ctrl+p, "submit job", then the path: n asks for the path at once."""
+def test_n_on_the_jobs_screen_asks_for_a_spec_and_submits_it(make_app, backend, tmp_path, monkeypatch):
+    """Submitting took ctrl+p, "submit job", then the path: n asks for the path at once. A
+    relative path is this TUI's: the controller it is attached to may run in another directory."""
     from heet_tui.core.intents import SubmitJob
     from heet_tui.ui.dialogs.prompt import PromptDialog
 
@@ -187,26 +188,34 @@ def test_n_on_the_jobs_screen_asks_for_a_spec_and_submits_it(make_app, backend, 
             await wait_for(pilot, lambda: isinstance(app.screen, PromptDialog))
             await pilot.press(*str(tmp_path / "sweep"), "enter")
             await wait_for(pilot, lambda: backend.posted == [SubmitJob(str(tmp_path / "sweep"))])
+            (tmp_path / "sub").mkdir()
+            monkeypatch.chdir(tmp_path / "sub")
+            await pilot.press("n")
+            await wait_for(pilot, lambda: isinstance(app.screen, PromptDialog))
+            await pilot.press(*"../jobs/a.toml", "enter")
+            await wait_for(pilot, lambda: backend.posted[1:] == [SubmitJob(str(tmp_path / "jobs" / "a.toml"))])
 
     run(scenario())
 
 
 def test_u_gives_the_selected_job_its_changed_spec_from_the_file_it_was_submitted_from(make_app, backend):
+    """The file comes with the job, not from its submit event: that one drops out of the
+    snapshot's recent events on a busy cluster."""
     from heet_tui.core.intents import UpdateJobs
     from heet_tui.ui.dialogs.prompt import PromptDialog
 
     async def scenario():
         app = make_app("jobs")
         async with app.run_test(size=SIZE) as pilot:
-            backend.push(with_job(small_snapshot(1), "j1", events=("submit: submitted j1 from sweeps/j1.toml",
-                                                                   "launch: j1 generation 1: 2xA100 on a")))
+            backend.push(with_job(small_snapshot(1), "j1", spec_file="/lab/sweeps/j1.toml",
+                                  events=("launch: j1 generation 1: 2xA100 on a",)))
             table = await four_jobs(pilot, app)
             table.select_key("j1")
             await wait_for(pilot, lambda: "Update&#160;spec" in app.export_screenshot())
             await pilot.press("u")
             await wait_for(pilot, lambda: isinstance(app.screen, PromptDialog))
             await pilot.press("enter")
-            await wait_for(pilot, lambda: backend.posted == [UpdateJobs("sweeps/j1.toml")])
+            await wait_for(pilot, lambda: backend.posted == [UpdateJobs("/lab/sweeps/j1.toml")])
             backend.push(with_job(small_snapshot(2), "j1", state=JobState.DONE))
             await wait_for(pilot, lambda: "Update&#160;spec" not in app.export_screenshot())
 

@@ -31,7 +31,7 @@ def job_row(rec: JobRecord, alloc: tuple[Allocation, int] | None) -> dict:
         "generation": rec.generation, "restarts": job.restarts, "checkpoint": rec.checkpoint,
         "submitted_at": job.submitted_at, "message": job.message, "cancel_requested": rec.cancel_requested,
         "ended_at": ended_at, "jct_s": None if ended_at is None else round(ended_at - job.submitted_at, 3),
-        "metrics": dict(job.metrics),
+        "metrics": dict(job.metrics), "spec_file": rec.spec_file or None,
     }
 
 
@@ -60,6 +60,7 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
                                             else ""))
     fields = [
         ("command", " ".join(spec.command) + (f"   (in {spec.workdir})" if spec.workdir else "")),
+        ("spec file", rec.spec_file or "-"),
         ("class", f"model {spec.model}, batch {spec.batch_size}"),
         ("gpus", f"{spec.min_gpus}-{spec.max_gpus}, " + (", ".join(spec.gpu_types) if spec.gpu_types else "any type")
          + (f", priority {spec.priority}" if spec.priority else "")),
@@ -73,7 +74,7 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
         ("message", job.message or "-"),
     ]
     if job.ended_at is not None:
-        fields.insert(9, ("took", duration(job.ended_at - job.submitted_at)))
+        fields.insert(10, ("took", duration(job.ended_at - job.submitted_at)))
     for label, value in fields:
         print(f"  {label:<10} {value}")
     print(f"events (the latest {len(found)}):" if found else "no events")

@@ -20,7 +20,7 @@ from heet_tui.cli.locations import add_location_options
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
 from heet_tui.config.job_hints import submit_hints
-from heet_tui.config.job_spec import load_job_specs
+from heet_tui.config.job_spec import load_job_specs, spec_file
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse, resumed_from
 from heet_tui.control.store import Store
 from heet_tui.core.job import Job
@@ -43,13 +43,13 @@ def cmd_submit(args: argparse.Namespace) -> int:
     now = time.time()
     earlier = [store.checkpoint_users(s.checkpoint_dir) if s.checkpoint_dir else [] for s in specs]
     try:
-        jobs = store.add_jobs(specs, now)
+        jobs = store.add_jobs(specs, now, [spec_file(path) for path in origins])
     except CheckpointDirInUse as exc:
         spec = specs[exc.index]
         raise UsageError(f"{origins[exc.index]}: job {spec.name!r}: {exc}"
                          + _nothing_queued(1, len(specs))) from None
     for path, job in zip(origins, jobs, strict=True):
-        store.add_event(now, "submit", f"submitted {job.id} from {path}", job.id)
+        store.add_event(now, "submit", f"submitted {job.id} from {spec_file(path)}", job.id)
     warnings = _warnings(args, store, origins, jobs)
     if args.json:
         for job, users in zip(jobs, earlier, strict=True):

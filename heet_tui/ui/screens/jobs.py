@@ -3,8 +3,6 @@ confirmation, `r` retry a failed or cancelled job, `u` give a job its changed sp
 
 from __future__ import annotations
 
-import re
-
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Input
@@ -21,7 +19,6 @@ from heet_tui.ui.widgets.keyed_table import KeyedTable
 from heet_tui.ui.widgets.status_line import StatusLine
 
 SORT_CYCLE = tuple(SORTS)
-SUBMITTED_FROM = re.compile(r"^submit: submitted \S+ from (.+)$")  # the submit event (control/intents.py)
 
 
 class JobsScreen(SnapshotScreen):
@@ -101,11 +98,10 @@ class JobsScreen(SnapshotScreen):
         self.app.action_submit_job()  # type: ignore[attr-defined]
 
     def action_update_job(self) -> None:
-        """The prompt offers the file the job was submitted from (its submit event names it)."""
+        """The prompt offers the file the job's spec was last read from."""
         job = self.selected
         if job is not None:
-            found = (SUBMITTED_FROM.match(e) for e in job.events)
-            self.app.action_update_job(next((m.group(1) for m in found if m), ""))  # type: ignore[attr-defined]
+            self.app.action_update_job(job.spec_file)  # type: ignore[attr-defined]
 
     def action_show_log(self) -> None:
         job = self.selected

@@ -1,0 +1,54 @@
+"""The event log and the settings of the state store (part of ``Store``).
+
+A mixin like ``store_plans``: one object, one connection, one transaction rule, with the
+append-only rows kept apart from the job rows.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+from heet_tui.control.store_records import EventRecord
+
+
+class EventRows:
+    _db: sqlite3.Connection
+    _tx: Callable[[], AbstractContextManager[sqlite3.Connection]]
+    _store_id: str | None
+
+    def add_event(self, at: float, kind: str, message: str, job_id: str | None = None,
+                  host: str | None = None) -> None:
+        with self._tx() as db:
+            db.execute("INSERT INTO events (at, kind, job_id, host, message) VALUES (?, ?, ?, ?, ?)",
+                       (at, kind, job_id, host, message))
+
+    def events(self, job_id: str | None = None, limit: int = 50) -> list[EventRecord]:
+        where = " WHERE job_id = ?" if job_id else ""
+        rows = self._db.execute(f"SELECT id, at, kind, job_id, host, message FROM events{where} "
+                                "ORDER BY id DESC LIMIT ?", ((job_id,) if job_id else ()) + (limit,))
+        return [EventRecord(*r) for r in reversed(rows.fetchall())]
+
+    @property
+    def store_id(self) -> str:
+        """A random id made once per state directory: the agents mark each job's checkpoint
+        directory with it, so another store's job (another user, or this one started afresh)
+        cannot resume from checkpoints that are not its own."""
+        if self._store_id is None:
+            with self._tx() as db:
+                row = db.execute("SELECT value FROM settings WHERE key = 'store_id'").fetchone()
+                self._store_id = row[0] if row else uuid.uuid4().hex
+                if not row:
+                    db.execute("INSERT INTO settings VALUES ('store_id', ?)", (self._store_id,))
+        return self._store_id
+
+    def setting(self, key: str, default: str | None = None) -> str | None:
+        row = self._db.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def set_setting(self, key: str, value: str) -> None:
+        with self._tx() as db:
+            db.execute("INSERT INTO settings VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                       (key, value))
