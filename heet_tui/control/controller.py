@@ -373,8 +373,7 @@ class Controller:
         pending = self.store.plan(self.pending_plan_id) if self.pending_plan_id else None
         if pending is not None and pending.status == "proposed" and planning.signature(pending.plan) == sig:
             plan_id = pending.id
-            if {p.job_id for p in pending.plan.effect.jobs} != {p.job_id for p in plan.effect.jobs}:
-                # a job profiled since waits in it too: its row, and the averages, had left it out
+            if planning.drifted(pending.plan.effect, plan.effect):  # e.g. a job profiled since waits in it
                 self.store.refresh_proposed_plan(plan_id, replace(plan, created_at=pending.plan.created_at))
         elif sig in self.rejected:
             self.plan_made = replace(made, rejected=True)

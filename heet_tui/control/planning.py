@@ -176,3 +176,22 @@ def gain(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str] = frozense
 def signature(plan: Plan) -> str:
     """What makes two plans the same plan: who goes where (a rejected or failed plan is known again)."""
     return json.dumps(sorted((j, a.gpu_type, a.hosts) for j, a in plan.allocations.items()))
+
+
+DRIFT = 0.1  # how far a pending plan's figures may be from what it would say now before they are remade
+
+
+def drifted(shown: PredictedEffect, now: PredictedEffect, tolerance: float = DRIFT) -> bool:
+    """Whether a pending plan's predictions no longer say what planning says now: a job came or
+    went, one's predicted start moved to another type, or a throughput it shows is off by more
+    than ``tolerance`` (measured since the plan was made). Seen: "551/s -> 1233/s" on the Plan
+    screen half a minute on, while the job ran at 772/s, because the same moves kept the plan."""
+    old, new = {p.job_id: p for p in shown.jobs}, {p.job_id: p for p in now.jobs}
+    if old.keys() != new.keys():
+        return True
+
+    def off(a: float, b: float) -> bool:
+        return abs(a - b) > tolerance * max(abs(a), abs(b), 1e-9)
+
+    return any(off(p.throughput_before, q.throughput_before) or off(p.throughput_after, q.throughput_after)
+               or p.starts_on != q.starts_on for p, q in ((old[j], new[j]) for j in old))

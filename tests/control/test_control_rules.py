@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -197,6 +198,23 @@ def test_auto_approve_takes_a_plan_that_vacates_a_drained_host_whatever_it_gains
     move = Plan.build({"j": on_a}, {"j": on_b}, "heet", 0.0)
     assert vacates(move, {"a"}) and not vacates(move, {"b"}) and not vacates(move, set())
     assert not vacates(Plan.build({}, {"j": on_a}, "heet", 0.0), {"a"}), "a start vacates nothing"
+
+
+def test_a_pending_plans_figures_are_remade_when_what_it_shows_is_no_longer_so() -> None:
+    from heet_tui.control.planning import drifted
+    from heet_tui.core.plan import JobPrediction, PredictedEffect
+
+    shown = PredictedEffect((JobPrediction("a", 551.0, 1233.0, 60.0, 5.0),
+                             JobPrediction("w", 0.0, 0.0, None, 0.0, starts_in_s=30.0, starts_on="A100")))
+
+    def now(**changes) -> PredictedEffect:
+        return PredictedEffect((replace(shown.jobs[0], **changes), shown.jobs[1]))
+
+    assert not drifted(shown, now(throughput_after=1200.0, completion_s=30.0)), "within 10%, and time passes"
+    assert drifted(shown, now(throughput_after=772.0)) and drifted(shown, now(throughput_before=700.0))
+    assert drifted(shown, PredictedEffect((shown.jobs[0],))), "a job left"
+    assert drifted(shown, PredictedEffect((shown.jobs[0], replace(shown.jobs[1], starts_on="T4"))))
+    assert not drifted(shown, shown)
 
 
 def test_gpus_held_by_profiling_runs_are_not_given_out() -> None:
