@@ -183,15 +183,21 @@ DRIFT = 0.1  # how far a pending plan's figures may be from what it would say no
 
 def drifted(shown: PredictedEffect, now: PredictedEffect, tolerance: float = DRIFT) -> bool:
     """Whether a pending plan's predictions no longer say what planning says now: a job came or
-    went, one's predicted start moved to another type, or a throughput it shows is off by more
-    than ``tolerance`` (measured since the plan was made). Seen: "551/s -> 1233/s" on the Plan
-    screen half a minute on, while the job ran at 772/s, because the same moves kept the plan."""
+    went, one's predicted start moved to another type, or a throughput, completion or start time
+    it shows is off by more than ``tolerance`` (measured since, or the jobs ran on meanwhile: its
+    times count from approval). Seen: "551/s -> 1233/s" on the Plan screen half a minute on,
+    while the job ran at 772/s, because the same moves kept the plan and its figures."""
     old, new = {p.job_id: p for p in shown.jobs}, {p.job_id: p for p in now.jobs}
     if old.keys() != new.keys():
         return True
 
-    def off(a: float, b: float) -> bool:
+    def off(a: float | None, b: float | None) -> bool:
+        if a is None or b is None:
+            return (a is None) != (b is None)
         return abs(a - b) > tolerance * max(abs(a), abs(b), 1e-9)
 
-    return any(off(p.throughput_before, q.throughput_before) or off(p.throughput_after, q.throughput_after)
-               or p.starts_on != q.starts_on for p, q in ((old[j], new[j]) for j in old))
+    return any(p.starts_on != q.starts_on or any(off(getattr(p, f), getattr(q, f)) for f in _SHOWN)
+               for p, q in ((old[j], new[j]) for j in old))
+
+
+_SHOWN = ("throughput_before", "throughput_after", "completion_s", "starts_in_s")  # the Plan screen's figures

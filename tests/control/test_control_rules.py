@@ -210,8 +210,11 @@ def test_a_pending_plans_figures_are_remade_when_what_it_shows_is_no_longer_so()
     def now(**changes) -> PredictedEffect:
         return PredictedEffect((replace(shown.jobs[0], **changes), shown.jobs[1]))
 
-    assert not drifted(shown, now(throughput_after=1200.0, completion_s=30.0)), "within 10%, and time passes"
+    assert not drifted(shown, now(throughput_after=1200.0, completion_s=57.0)), "within 10%"
     assert drifted(shown, now(throughput_after=772.0)) and drifted(shown, now(throughput_before=700.0))
+    assert drifted(shown, now(completion_s=50.0)), "it ran on meanwhile: less is left"
+    assert drifted(shown, now(completion_s=None)) and not drifted(now(completion_s=None), now(completion_s=None))
+    assert drifted(shown, PredictedEffect((shown.jobs[0], replace(shown.jobs[1], starts_in_s=20.0))))
     assert drifted(shown, PredictedEffect((shown.jobs[0],))), "a job left"
     assert drifted(shown, PredictedEffect((shown.jobs[0], replace(shown.jobs[1], starts_on="T4"))))
     assert not drifted(shown, shown)
