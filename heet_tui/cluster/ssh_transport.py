@@ -16,6 +16,7 @@ import asyncssh
 from heet_tui.cluster.agent_bundle import AgentBundle
 from heet_tui.cluster.channel import AgentChannel
 from heet_tui.cluster.errors import AgentFailure, AuthFailed, ConnectFailure, HostKeyUnknown, Unreachable
+from heet_tui.cluster.login_output import after_login, first_command_line
 from heet_tui.cluster.remote_command import (
     check_python,
     check_workdir,
@@ -138,8 +139,8 @@ class SshTransport:
 
     async def _start(self, conn: asyncssh.SSHClientConnection, bundle: AgentBundle) -> AgentChannel:
         command = start_agent(self.python, self.workdir, bundle.file_name, self.entry.name, self.check_only)
-        proc = await conn.create_process(command, encoding=None)
-        first = await asyncio.wait_for(proc.stdout.readline(), self.timeout)
+        proc = await conn.create_process(after_login(command), encoding=None)
+        first = await first_command_line(proc.stdout, self.timeout, self.target.describe())
         for use_sftp in (True, False):
             if not is_need_agent(first):
                 break

@@ -82,6 +82,21 @@ def test_garbage_on_agent_stdout_is_agent_error_quoting_it(lab):
     assert status["quiet"].state is HostState.READY
 
 
+def test_what_the_login_shell_prints_first_is_skipped_unless_it_never_ends(lab):
+    """A .bashrc that echoes a welcome line is common on lab hosts and often not the user's to
+    change: every such host was refused as "printed 'Welcome ...' before the agent banner"."""
+    chatty, endless = lab.add_host("chatty"), lab.add_host("endless")
+    chatty.home.mkdir(parents=True, exist_ok=True)
+    (chatty.home / ".bashrc").write_text('echo "Welcome to the lab. Quota: 80% used"\necho \'{"event": "x"}\'\n')
+    endless.home.mkdir(parents=True, exist_ok=True)
+    (endless.home / ".bashrc").write_text("yes 'module: loaded cuda/12' | head -n 2000\n")
+    status = _run(lab.hosts_toml([lab.entry_for(chatty), lab.entry_for(endless)]), _snapshot)
+    assert status["chatty"].state is HostState.READY, status["chatty"].message
+    assert status["endless"].state is HostState.AGENT_ERROR
+    assert "the login shell printed over 500 lines" in status["endless"].message
+    assert "module: loaded cuda/12" in status["endless"].message
+
+
 def test_missing_python_is_agent_error_with_the_shells_message(lab):
     a = lab.add_host("nopython")
     path = lab.hosts_toml([lab.entry_for(a, python="/nonexistent/python3")])
