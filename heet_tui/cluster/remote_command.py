@@ -82,6 +82,14 @@ def start_agent(python: str, workdir: str, file_name: str, host: str, check_only
     return f"{enter_workdir(workdir)} && {{ {run}; while read -r _; do {run}; done; }}"
 
 
+def in_sh(command: str) -> str:
+    """``command`` run by ``/bin/sh`` whatever the user's login shell is: sshd hands an exec
+    request to that shell, and the commands here are POSIX, which tcsh ("Badly placed ()'s", a
+    common login shell on older HPC sites) and fish refuse. ``exec /bin/sh -c '...'`` reads the
+    same in sh, bash, zsh, tcsh and fish."""
+    return f"exec /bin/sh -c {shlex.quote(command)}"
+
+
 def upload_with_cat(workdir: str, file_name: str) -> str:
     """Write stdin to the agent file atomically (for hosts whose sshd has no SFTP subsystem)."""
     wd, name = shell_path(workdir), shlex.quote(_check_file(file_name))

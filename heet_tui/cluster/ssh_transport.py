@@ -20,6 +20,7 @@ from heet_tui.cluster.login_output import after_login, first_command_line
 from heet_tui.cluster.remote_command import (
     check_python,
     check_workdir,
+    in_sh,
     sftp_path,
     start_agent,
     upload_with_cat,
@@ -139,7 +140,7 @@ class SshTransport:
 
     async def _start(self, conn: asyncssh.SSHClientConnection, bundle: AgentBundle) -> AgentChannel:
         command = start_agent(self.python, self.workdir, bundle.file_name, self.entry.name, self.check_only)
-        proc = await conn.create_process(after_login(command), encoding=None)
+        proc = await conn.create_process(in_sh(after_login(command)), encoding=None)
         first = await first_command_line(proc.stdout, self.timeout, self.target.describe())
         for use_sftp in (True, False):
             if not is_need_agent(first):
@@ -178,7 +179,7 @@ class SshTransport:
                 return
             except (asyncssh.Error, OSError):
                 pass  # no SFTP subsystem (or it failed): fall back to a plain shell upload
-        result = await conn.run(upload_with_cat(self.workdir, bundle.file_name), input=bundle.data,
+        result = await conn.run(in_sh(upload_with_cat(self.workdir, bundle.file_name)), input=bundle.data,
                                 encoding=None, timeout=self.timeout)
         if result.exit_status != 0:
             err = (result.stderr or b"").decode("utf-8", "replace").strip()

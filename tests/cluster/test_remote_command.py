@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 
 import pytest
 
+from heet_tui.cluster.login_output import SHELL_READY, after_login
 from heet_tui.cluster.remote_command import (
     NEED_AGENT,
     UnsafeValue,
     check_python,
     check_workdir,
+    in_sh,
     start_agent,
     upload_with_cat,
 )
@@ -71,3 +74,22 @@ def test_values_that_cannot_be_commands_are_refused():
         check_workdir("h", "work\ndir")
     with pytest.raises(UnsafeValue):
         start_agent("python3", "/w", "../../evil.pyz", "h")
+
+
+@pytest.mark.parametrize("shell", ["sh", "bash", "tcsh", "fish"])
+def test_the_commands_run_whatever_the_login_shell(tmp_path, shell):
+    """sshd hands the command to the user's login shell: tcsh (common on older HPC sites) said
+    "Badly placed ()'s" to the POSIX start command, fish refused it too. `.ci/run` installs both."""
+    path = shutil.which(shell)
+    if path is None:
+        pytest.skip(f"{shell} is not installed here")
+    workdir = "~/w dir/it's $(touch PWNED)"
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    start = in_sh(after_login(start_agent("python3", workdir, NAME, "h1")))
+    out = subprocess.run([path, "-c", start], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, timeout=30).stdout
+    assert out.split() == [SHELL_READY, NEED_AGENT]
+    subprocess.run([path, "-c", in_sh(upload_with_cat(workdir, NAME))], env=env, input="payload", text=True,
+                   check=True, timeout=30)
+    assert (tmp_path / "w dir" / "it's $(touch PWNED)" / NAME).read_text() == "payload"
+    assert not list(tmp_path.rglob("PWNED"))
