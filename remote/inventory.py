@@ -99,6 +99,20 @@ def _find_on_path(name):
     return None
 
 
+def parse_compute_apps_csv(text, gpus):
+    """Set each GPU dict's ``processes`` from ``nvidia-smi --query-compute-apps=gpu_uuid,pid
+    --format=csv,noheader,nounits`` (GPUs named by UUID); malformed lines are skipped."""
+    by_uuid = {g["uuid"]: g for g in gpus if g.get("uuid")}
+    for g in gpus:
+        g["processes"] = []
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != 2 or parts[0] not in by_uuid or not parts[1].isdigit():
+            continue
+        by_uuid[parts[0]]["processes"].append(int(parts[1]))
+    return gpus
+
+
 def gpus_from_nvidia_smi(timeout=10.0):
     exe = _find_on_path("nvidia-smi")
     if exe is None:
@@ -112,7 +126,15 @@ def gpus_from_nvidia_smi(timeout=10.0):
     if out.returncode != 0:  # its own words (say, no driver) tell the user more than the exit code
         said = (_text(out.stderr).strip() or _text(out.stdout).strip()).splitlines()
         raise OSError(f"exit code {out.returncode}" + (f": {said[0][:200]}" if said else ""))
-    return parse_nvidia_smi_csv(out.stdout.decode("utf-8", errors="replace"))
+    gpus = parse_nvidia_smi_csv(out.stdout.decode("utf-8", errors="replace"))
+    try:
+        apps = subprocess.run([exe, "--query-compute-apps=gpu_uuid,pid", "--format=csv,noheader,nounits"],
+                              capture_output=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError):
+        return gpus  # processes stay unknown (None)
+    if apps.returncode == 0:
+        parse_compute_apps_csv(apps.stdout.decode("utf-8", errors="replace"), gpus)
+    return gpus
 
 
 def emulated_gpus(spec):
@@ -194,7 +216,9 @@ def host_facts():
 
 
 def utilization(source, gpus_before):
-    """Fresh per-GPU utilization and memory for a heartbeat, from the same source as the inventory."""
+    """Fresh per-GPU utilization, memory and compute processes for a heartbeat, from the same
+    source as the inventory; what cannot be read fresh is None (old processes would mislead)."""
+    fresh = None
     try:
         if source == "nvml":
             import pynvml  # type: ignore
@@ -202,9 +226,9 @@ def utilization(source, gpus_before):
             fresh = gpus_from_nvml(pynvml)
         elif source == "nvidia-smi":
             fresh = gpus_from_nvidia_smi(timeout=5.0)
-        else:
-            fresh = gpus_before
     except Exception:
-        fresh = gpus_before
-    return [{"index": g["index"], "utilization": g.get("utilization"), "memory_used_mb": g.get("memory_used_mb")}
-            for g in fresh]
+        pass
+    if fresh is None:
+        fresh = [dict(g, processes=None) for g in gpus_before]
+    return [{"index": g["index"], "utilization": g.get("utilization"), "memory_used_mb": g.get("memory_used_mb"),
+             "processes": g.get("processes")} for g in fresh]

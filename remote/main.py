@@ -12,6 +12,7 @@ import sys
 import time
 
 from heet_agent import inventory
+from heet_agent.gpu_users import mark_others
 from heet_agent.jobs import JobError, JobTable
 from heet_agent.takeover import take_over
 from heet_agent.protocol import (
@@ -109,6 +110,7 @@ class Agent:
             self.lock = take_over(self.workdir, owner)  # refuses when another controller's agent serves here
         inv = self.op_inventory({})
         jobs = [] if self.check_only else self.jobs.adopt()
+        mark_others(inv["gpus"], self.jobs.jobs)
         self.next_heartbeat = time.time() + self.heartbeat_s
         return {"protocol": PROTOCOL_VERSION, "agent_version": AGENT_VERSION, "pid": os.getpid(),
                 "inventory": inv, "jobs": jobs, "notes": self.jobs.notes}
@@ -145,8 +147,8 @@ class Agent:
     # ---- loop
     def heartbeat(self):
         self.seq += 1
-        self.send_event("heartbeat", seq=self.seq, time=time.time(),
-                        gpus=inventory.utilization(self.source, self.gpus), jobs=self.jobs.recent_summaries())
+        gpus = mark_others(inventory.utilization(self.source, self.gpus), self.jobs.jobs)
+        self.send_event("heartbeat", seq=self.seq, time=time.time(), gpus=gpus, jobs=self.jobs.recent_summaries())
 
     def serve(self):
         self.send_event("agent_start", protocol=PROTOCOL_VERSION, agent_version=AGENT_VERSION, pid=os.getpid())

@@ -28,6 +28,7 @@ from heet_tui.cluster.events import (
     RemoteJob,
 )
 from heet_tui.cluster.gpu_names import short_gpu_type
+from heet_tui.cluster.gpu_users import other_processes
 from heet_tui.cluster.options import ClusterOptions
 from heet_tui.cluster.transport import Transport
 from heet_tui.config.hosts_file import HostEntry
@@ -166,7 +167,8 @@ class HostSupervisor:
             gpu_type = self.entry.gpu_type or (name if self.gpu_source == "emulated" else short_gpu_type(name))
             gpus.append(Gpu(index=index, gpu_type=gpu_type, memory_mb=int(raw.get("memory_mb") or 0),
                             uuid=str(raw.get("uuid") or ""), source=self.gpu_source,
-                            utilization=raw.get("utilization"), memory_used_mb=raw.get("memory_used_mb")))
+                            utilization=raw.get("utilization"), memory_used_mb=raw.get("memory_used_mb"),
+                            others=other_processes(raw)))
         self.gpus = tuple(gpus)
         if not gpus:  # a ready host that can run nothing: say why, or it reads as a healthy empty box
             found = len(inventory.get("gpus") or ())
@@ -248,7 +250,8 @@ class HostSupervisor:
     def _on_heartbeat(self, message: dict[str, Any]) -> None:
         fresh = {int(g.get("index", -1)): g for g in message.get("gpus") or () if isinstance(g, dict)}
         self.gpus = tuple(
-            replace(g, utilization=fresh[g.index].get("utilization"), memory_used_mb=fresh[g.index].get("memory_used_mb"))
+            replace(g, utilization=fresh[g.index].get("utilization"), memory_used_mb=fresh[g.index].get("memory_used_mb"),
+                    others=other_processes(fresh[g.index]))
             if g.index in fresh else g for g in self.gpus
         )
         for raw in message.get("jobs") or ():

@@ -34,9 +34,9 @@ from heet_tui.control.runtime import (
     RankProc,
     Run,
     backoff_s,
-    foreign_gpus,
     gpus_held,
     judge,
+    outside_gpus,
     union_gpus,
 )
 from heet_tui.control.stalls import DEFAULT_STALL_S, stalled
@@ -92,17 +92,17 @@ class Executor:
         return [*self.runs.values(), *(r for rs in self.profiles.values() for r in rs)]
 
     def busy_gpus(self) -> dict[str, set[int]]:
-        return union_gpus(gpus_held(self.all_runs()), foreign_gpus(self.cluster, self.store.store_id))
+        return union_gpus(gpus_held(self.all_runs()), outside_gpus(self.cluster, self.store.store_id))
 
     def in_profiling_round(self, job_id: str) -> bool:
         """Profiled as a new job (not planned meanwhile); a side run leaves the job to the plans."""
         return any(not r.side for r in self.profiles.get(job_id, ()))
 
     def reserved_gpus(self) -> dict[str, set[int]]:
-        """GPUs in use yet in no allocation a plan knows of: profiling runs', and other state
-        stores' processes'."""
+        """GPUs in use yet in no allocation a plan knows of: profiling runs', and processes this
+        store did not start."""
         return union_gpus(gpus_held(r for rs in self.profiles.values() for r in rs),
-                          foreign_gpus(self.cluster, self.store.store_id))
+                          outside_gpus(self.cluster, self.store.store_id))
 
     def find(self, host: str, agent_id: str, generation: int) -> tuple[Run, RankProc] | None:
         for run in self.all_runs():

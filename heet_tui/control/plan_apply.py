@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 
+from heet_tui.cluster.gpu_users import users_of
 from heet_tui.control.execution import Executor, StepFailed
 from heet_tui.control.runtime import gpus_held
 from heet_tui.control.store import Store
@@ -45,7 +46,9 @@ async def execute_change(executor: Executor, store: Store, change: Change, now: 
         for host, gpus in target.hosts:
             taken = (busy.get(host, set()) - own.get(host, set())) & set(gpus)
             if taken:
-                raise StepFailed(f"GPUs {sorted(taken)} of {host} are still in use")
+                who = users_of(executor.cluster.host_status(host), taken)
+                raise StepFailed(f"GPUs {sorted(taken)} of {host} are still in use"
+                                 + (f" by processes heet did not start ({who})" if who else ""))
     if run is not None:
         if target is not None:
             store.try_set_state(change.job_id, JobState.RESIZING, now, f"resizing to {target.describe()}")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from heet_tui.cluster.gpu_users import gpus_used_by_others
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import JobSpec, TargetKind
 
@@ -61,6 +62,12 @@ def foreign_gpus(cluster, store_id: str) -> dict[str, set[int]]:
             if other is not None and other != store_id[:8]:
                 held.setdefault(status.name, set()).update(job.gpus)
     return held
+
+
+def outside_gpus(cluster, store_id: str) -> dict[str, set[int]]:
+    """host -> GPUs in use by processes this state store did not start: another store's jobs,
+    and processes heet did not start at all (someone's notebook: cluster/gpu_users.py)."""
+    return union_gpus(foreign_gpus(cluster, store_id), gpus_used_by_others(cluster.status()))
 
 
 def union_gpus(*parts: dict[str, set[int]]) -> dict[str, set[int]]:

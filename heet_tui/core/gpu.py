@@ -39,3 +39,6 @@ class Gpu:
     source: str = "emulated"
     utilization: float | None = None
     memory_used_mb: int | None = None
+    # processes heet did not start, computing on it while no heet job holds it ("pid 4242 python
+    # (alice)"): someone's notebook on a shared host; plans keep off it (gpu_users.py on the agent)
+    others: tuple[str, ...] = ()

@@ -32,3 +32,27 @@ def test_a_drained_hosts_details_say_why_it_was_drained(make_app, backend):
             assert "drained: no new work is placed here" in str(detail.render())
 
     run(scenario())
+
+
+def test_a_gpu_someone_else_computes_on_is_marked_and_named(make_app, backend):
+    """Plans keep off such a GPU; a free-looking GPU that no plan uses needs saying why."""
+    from heet_tui.ui.widgets.host_table import gpu_cells
+
+    async def scenario():
+        app = make_app("cluster")
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.screen.query_one(HostTable)
+            await wait_for(pilot, lambda: table.row_count == 3)
+            snap = small_snapshot(1)
+            hosts = tuple(replace(h, gpus=tuple(replace(g, others=("pid 4242 python (alice)",)) if g.index == 3 else g
+                                                for g in h.gpus)) if h.name == "t4-1" else h for h in snap.hosts)
+            backend.push(replace(snap, hosts=hosts))
+            table.select_key("t4-1")
+            detail = app.screen.query_one(HostDetail).query_one("#host-info", Static)
+            await wait_for(pilot, lambda: "t4-1" in str(detail.render()) and "outside" in str(detail.render()))
+            shown = str(detail.render())
+            assert "gpu3 T4         in use outside heet: pid 4242 python (alice)" in shown, shown
+            assert "gpu2 T4         free" in shown
+            assert gpu_cells(hosts[2]).plain == "■▢▢▨"
+
+    run(scenario())

@@ -77,8 +77,13 @@ def _host_row(h: HostStatus) -> dict[str, Any]:
         note = h.drained_why or "drained by hand"
     else:
         note = "" if h.state is HostState.READY else h.message
+    outside = {str(g.index): list(g.others) for g in h.gpus if g.others}
+    if outside:  # someone's notebook on a GPU heet would otherwise use: plans keep off it
+        note = "; ".join(filter(None, [note, "in use outside heet: " + "; ".join(
+            f"gpu{i} {', '.join(who)}" for i, who in outside.items())]))
     return {"name": h.name, "state": h.state.value, "gpu_type": h.gpu_type or h.declared_type,
-            "gpus": len(h.gpus), "busy": len(h.gpu_jobs), "jobs": jobs, "drained": h.drained, "note": note}
+            "gpus": len(h.gpus), "busy": len(h.gpu_jobs), "jobs": jobs, "drained": h.drained, "note": note,
+            "outside": outside}
 
 
 def _live_report(snap: Snapshot, pid: int, store: Store) -> dict[str, Any]:

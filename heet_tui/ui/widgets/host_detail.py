@@ -77,7 +77,10 @@ class HostDetail(Vertical):
         for gpu in host.gpus:
             job = owners.get(gpu.index)
             text.append(f"\n  gpu{gpu.index} {gpu.gpu_type:<10} ")
-            text.append(job or "free", style=job_colour(job) if job else "dim")
+            if job is None and gpu.others:
+                text.append(f"in use outside heet: {', '.join(gpu.others)}", style="yellow")
+            else:
+                text.append(job or "free", style=job_colour(job) if job else "dim")
             if gpu.utilization is not None:
                 text.append(f"  util {gpu.utilization:.0f}%")
             if gpu.memory_used_mb is not None and gpu.memory_mb:

@@ -28,12 +28,15 @@ def staleness(host: HostStatus, now: float) -> float | None:
 
 
 def gpu_cells(host: HostStatus) -> Text:
-    """One block per GPU, coloured by the job holding it; free GPUs are dim, drained ones crossed."""
+    """One block per GPU, coloured by the job holding it; free GPUs are dim, drained ones crossed,
+    ones that processes heet did not start use hatched."""
     owners = dict(host.gpu_jobs)
     text = Text()
     for gpu in host.gpus:
         job = owners.get(gpu.index)
-        if job is None:
+        if job is None and gpu.others:
+            text.append("▨", style="bold yellow")
+        elif job is None:
             text.append("▢" if not host.drained else "✕", style="dim")
         else:
             text.append("■", style=job_colour(job))

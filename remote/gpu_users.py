@@ -1,0 +1,74 @@
+"""Which processes this agent did not start are computing on a GPU its jobs do not hold.
+
+On a shared lab host, people also run notebooks and scripts on the GPUs by hand. heet used to
+see such a GPU as free and launch a job onto it (out of memory, or both running at half speed).
+The GPU's compute processes come from NVML (or nvidia-smi); a GPU that one of this agent's live
+jobs holds is the job's, whatever runs there; on any other GPU, a process that is not in one of
+this agent's job process groups (ended jobs' too: NVML may list a process for a moment after it
+exits) is someone else's. A PID this agent cannot see is left out: it is gone, or it lives in
+another PID namespace (a container), where nothing tells whose it is. Each is described by
+PID, user and command name.
+"""
+
+import os
+
+MAX_LISTED = 8  # processes described per GPU; a long tail is counted, not listed
+
+
+def _describe(pid):
+    who, name = None, None
+    try:
+        with open("/proc/%d/status" % pid) as fh:
+            for line in fh:
+                if line.startswith("Name:"):
+                    name = line.split(None, 1)[1].strip() if len(line.split(None, 1)) > 1 else None
+                elif line.startswith("Uid:"):
+                    who = _user(int(line.split()[1]))
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    return {"pid": pid, "user": who, "name": name}
+
+
+def _user(uid):
+    try:
+        import pwd  # only when there is someone to name
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return str(uid)
+
+
+def _group(pid):
+    try:
+        return os.getpgid(pid)
+    except OSError:  # gone, or not visible from here (another PID namespace)
+        return None
+
+
+def mark_others(gpus, jobs):
+    """Set ``others`` on each GPU dict whose ``processes`` are known: the processes this agent's
+    ``jobs`` (its job records) do not account for, on GPUs none of its live jobs hold."""
+    held = set()
+    groups = set()
+    for job in jobs:
+        if job.get("pgid"):
+            groups.add(job["pgid"])
+        if job.get("state") != "exited":
+            held.update(job.get("gpus") or ())
+    for gpu in gpus:
+        pids = gpu.get("processes")
+        if pids is None:
+            continue
+        if gpu.get("index") in held:
+            gpu["others"] = []
+            continue
+        theirs = []
+        for pid in pids:
+            group = _group(pid)
+            if group is not None and group not in groups:  # None: gone, or not visible from here
+                theirs.append(pid)
+        gpu["others"] = [_describe(pid) for pid in theirs[:MAX_LISTED]]
+        if len(theirs) > MAX_LISTED:
+            gpu["others_more"] = len(theirs) - MAX_LISTED
+    return gpus

@@ -1,0 +1,75 @@
+"""A GPU that a process heet did not start computes on is kept out of plans and shown.
+
+On a shared lab host people also run notebooks on the GPUs by hand; heet saw such a GPU as
+free and launched onto it. No GPU here: the host's ``nvidia-smi`` is a recorded answer (two
+A100s) whose compute-apps listing names a real process of this machine, as the driver would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pwd
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from control_lab import job, run_and_clean, started_controller, wait_for, write_job
+
+from heet_tui.cli.main import main
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control.controller import ControllerOptions
+from heet_tui.control.store import Store
+from heet_tui.core.intents import SubmitJob
+from heet_tui.core.job import JobState
+
+DATA = Path(__file__).resolve().parents[1] / "cluster" / "data"
+SECOND_GPU = "GPU-9b0f4a7e-2d61-4c3b-8e55-71c9d0e3a222"  # in nvidia-smi-a100.csv
+
+
+def _recorded_box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A local host without emulation whose nvidia-smi answers from files; returns the hosts
+    file and the compute-apps file the test edits."""
+    bin_dir, apps = tmp_path / "bin", tmp_path / "compute-apps.csv"
+    bin_dir.mkdir()
+    apps.write_text("")
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(f'#!/bin/sh\ncase "$1" in --query-compute-apps*) cat {apps} ;; '
+                   f'*) cat {DATA / "nvidia-smi-a100.csv"} ;; esac\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text(f'[defaults]\npython = "{sys.executable}"\n\n[[hosts]]\nname = "box"\ntransport = "local"\n'
+                     f'workdir = "{tmp_path / "w-box"}"\n')
+    return hosts, apps
+
+
+def test_a_gpu_someone_else_computes_on_is_left_alone_until_they_are_done(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    hosts_path, apps = _recorded_box(tmp_path, monkeypatch)
+    notebook = subprocess.Popen(["sleep", "600"], start_new_session=True)  # someone's, not heet's
+    apps.write_text(f"{SECOND_GPU}, {notebook.pid}\n")
+    store = Store(tmp_path / "state")
+    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
+
+    async def scenario() -> None:
+        async with started_controller(load_hosts(hosts_path), store, options) as ctl:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=100_000, max_gpus=2))))
+            snap = await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 90, "a running")
+            (box,) = snap.hosts
+            me = pwd.getpwuid(os.getuid()).pw_name
+            assert box.gpu_type == "A100" and box.gpus[1].others == (f"pid {notebook.pid} sleep ({me})",), box.gpus
+            assert job(snap, "a").allocation.hosts == (("box", (0,)),), "only the GPU nobody else uses"
+            assert not box.gpus[0].others, "a heet job's own GPU is its own"
+            assert await asyncio.to_thread(main, ["--state", str(tmp_path / "state"), "status"]) == 0
+            assert f"in use outside heet: gpu1 pid {notebook.pid} sleep ({me})" in capsys.readouterr().out
+            notebook.kill()
+            notebook.wait()
+            apps.write_text("")
+            await wait_for(ctl, lambda s: not s.hosts[0].gpus[1].others, 30, "the GPU seen free again")
+
+    try:
+        run_and_clean(scenario, tmp_path)
+    finally:
+        notebook.kill()
