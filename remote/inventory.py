@@ -119,10 +119,13 @@ def gpus_from_nvidia_smi(timeout=10.0):
         raise OSError("nvidia-smi not found")
     import subprocess  # only when there is something to run
 
-    out = subprocess.run(
-        [exe, "--query-gpu=" + ",".join(SMI_FIELDS), "--format=csv,noheader,nounits"],
-        capture_output=True, timeout=timeout,
-    )
+    try:
+        out = subprocess.run(
+            [exe, "--query-gpu=" + ",".join(SMI_FIELDS), "--format=csv,noheader,nounits"],
+            capture_output=True, timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        raise OSError("did not answer within %g s" % timeout) from None
     if out.returncode != 0:  # its own words (say, no driver) tell the user more than the exit code
         said = (_text(out.stderr).strip() or _text(out.stdout).strip()).splitlines()
         raise OSError(f"exit code {out.returncode}" + (f": {said[0][:200]}" if said else ""))
@@ -215,20 +218,24 @@ def host_facts():
     }
 
 
-def utilization(source, gpus_before):
-    """Fresh per-GPU utilization, memory and compute processes for a heartbeat, from the same
-    source as the inventory; what cannot be read fresh is None (old processes would mislead)."""
-    fresh = None
-    try:
-        if source == "nvml":
+def reader(source):
+    """A function that reads the GPUs afresh from ``source`` (raising when it cannot), or None
+    for a source with nothing to read again (emulated, none)."""
+    if source == "nvml":
+        def read():
             import pynvml  # type: ignore
 
-            fresh = gpus_from_nvml(pynvml)
-        elif source == "nvidia-smi":
-            fresh = gpus_from_nvidia_smi(timeout=5.0)
-    except Exception:
-        pass
+            return gpus_from_nvml(pynvml)
+        return read
+    if source == "nvidia-smi":
+        return lambda: gpus_from_nvidia_smi(timeout=5.0)
+    return None
+
+
+def utilization(fresh, gpus_before):
+    """Per-GPU utilization, memory and compute processes for a heartbeat: from ``fresh`` (a
+    recent reading), else unknown (None), never the inventory's old values."""
     if fresh is None:
-        fresh = [dict(g, processes=None) for g in gpus_before]
+        fresh = [{"index": g["index"]} for g in gpus_before]
     return [{"index": g["index"], "utilization": g.get("utilization"), "memory_used_mb": g.get("memory_used_mb"),
              "processes": g.get("processes")} for g in fresh]

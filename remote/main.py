@@ -12,6 +12,7 @@ import sys
 import time
 
 from heet_agent import inventory
+from heet_agent.gpu_sampler import GpuSampler
 from heet_agent.gpu_users import mark_others
 from heet_agent.jobs import JobError, JobTable
 from heet_agent.takeover import take_over
@@ -39,6 +40,7 @@ class Agent:
         self.out_fd = os.dup(1)
         self.jobs = JobTable(workdir, self_argv, self.send_event)
         self.heartbeat_s = 3.0
+        self.sampler = None  # reads the GPUs beside the loop (gpu_sampler.py), once hello found some
         self.next_heartbeat = None
         self.seq = 0
         self.source, self.gpus = "none", []
@@ -111,6 +113,10 @@ class Agent:
         inv = self.op_inventory({})
         jobs = [] if self.check_only else self.jobs.adopt()
         mark_others(inv["gpus"], self.jobs.jobs)
+        read = inventory.reader(self.source)
+        if read is not None and self.sampler is None and not self.check_only:
+            self.sampler = GpuSampler(read, self.heartbeat_s, self.source)
+            self.sampler.start()
         self.next_heartbeat = time.time() + self.heartbeat_s
         return {"protocol": PROTOCOL_VERSION, "agent_version": AGENT_VERSION, "pid": os.getpid(),
                 "inventory": inv, "jobs": jobs, "notes": self.jobs.notes}
@@ -147,8 +153,10 @@ class Agent:
     # ---- loop
     def heartbeat(self):
         self.seq += 1
-        gpus = mark_others(inventory.utilization(self.source, self.gpus), self.jobs.jobs)
-        self.send_event("heartbeat", seq=self.seq, time=time.time(), gpus=gpus, jobs=self.jobs.recent_summaries())
+        fresh, problem = self.sampler.sample() if self.sampler is not None else (None, None)
+        gpus = mark_others(inventory.utilization(fresh, self.gpus), self.jobs.jobs)
+        self.send_event("heartbeat", seq=self.seq, time=time.time(), gpus=gpus, jobs=self.jobs.recent_summaries(),
+                        gpu_probe=problem)
 
     def serve(self):
         self.send_event("agent_start", protocol=PROTOCOL_VERSION, agent_version=AGENT_VERSION, pid=os.getpid())

@@ -54,6 +54,7 @@ class HostSupervisor:
         self.gpus: tuple[Gpu, ...] = ()
         self.gpu_source = ""
         self.warnings: list[str] = []  # what the agent says a user must see (real GPUs left unused)
+        self.gpu_probe: str | None = None  # why the agent's last heartbeat had no fresh GPU reading
         self.agent_version = ""
         self.rtt_ms: float | None = None
         self.last_seen: float | None = None
@@ -74,6 +75,11 @@ class HostSupervisor:
                           rack=self.entry.rack, gpu_source=self.gpu_source, last_seen=self.last_seen,
                           rtt_ms=self.rtt_ms, gpu_jobs=gpu_jobs,
                           declared_type=self.entry.declared_type or "")
+
+    def _ready_message(self) -> str:
+        warnings = "".join(f"; {w}" for w in self.warnings)
+        probe = f"; GPUs not read: {self.gpu_probe}" if self.gpu_probe else ""
+        return f"ready: {len(self.gpus)} GPU(s) ({self.gpu_source}), agent {self.agent_version}{warnings}{probe}"
 
     def _set(self, state: HostState, message: str) -> None:
         self.state, self.message = state, message
@@ -144,8 +150,8 @@ class HostSupervisor:
         self._apply_hello(result)
         self.client = client
         self.last_seen = time.time()
-        warnings = "".join(f"; {w}" for w in self.warnings)
-        self._set(HostState.READY, f"ready: {len(self.gpus)} GPU(s) ({self.gpu_source}), agent {self.agent_version}{warnings}")
+        self.gpu_probe = None
+        self._set(HostState.READY, self._ready_message())
         self.publish(JobsReported(self.entry.name, tuple(self.jobs.values())))
         early, self._early = self._early, []
         for message in early:
@@ -248,6 +254,12 @@ class HostSupervisor:
                     future.set_result(job)
 
     def _on_heartbeat(self, message: dict[str, Any]) -> None:
+        probe = message.get("gpu_probe")
+        probe = str(probe)[:300] if isinstance(probe, str) and probe else None
+        if probe != self.gpu_probe:  # a hung nvidia-smi is how a GPU falling off the bus first shows
+            self.gpu_probe = probe
+            if self.state is HostState.READY:
+                self.message = self._ready_message()
         fresh = {int(g.get("index", -1)): g for g in message.get("gpus") or () if isinstance(g, dict)}
         self.gpus = tuple(
             replace(g, utilization=fresh[g.index].get("utilization"), memory_used_mb=fresh[g.index].get("memory_used_mb"),
