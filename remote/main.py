@@ -112,7 +112,8 @@ class Agent:
             self.lock = take_over(self.workdir, owner)  # refuses when another controller's agent serves here
         inv = self.op_inventory({})
         jobs = [] if self.check_only else self.jobs.adopt()
-        mark_others(inv["gpus"], self.jobs.jobs)
+        if not self.check_only:  # a check-only agent has not read the job table: it cannot tell whose
+            mark_others(inv["gpus"], self.jobs.jobs)
         read = inventory.reader(self.source)
         if read is not None and self.sampler is None and not self.check_only:
             self.sampler = GpuSampler(read, self.heartbeat_s, self.source)
