@@ -15,8 +15,10 @@ One round:
 5. ``switch_types`` lets a job buy GPUs of another type from the holders that lose least
    (cross-type trading: the matching's type choice is not final), then trading runs again.
 6. ``place`` maps type and count to hosts and GPU indices (stay put, the priced placement,
-   one rack, best fit; a grow re-packs when that spans fewer hosts), and ``evaluate`` predicts
-   the effect.
+   one rack, best fit; a grow re-packs when that spans fewer hosts).
+7. Starts on a slow type that waiting would beat are dropped (``deferral``), the jobs it starts
+   exchange allocations where that finishes jobs sooner (``start_swaps``), and ``evaluate``
+   predicts the effect.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from heet_tui.scheduling.evaluate import evaluate_problem
 from heet_tui.scheduling.matching import match
 from heet_tui.scheduling.placement import place
 from heet_tui.scheduling.problem import Problem
+from heet_tui.scheduling.start_swaps import swap_starts
 from heet_tui.scheduling.switching import switch_types
 from heet_tui.scheduling.trading import trade
 from heet_tui.scheduling.valuation import HeetParams, Valuation
@@ -67,5 +70,7 @@ class HeetPolicy:
                 rest = Problem(cluster, [j for j in jobs if j.id not in deferred], shapes=self.shapes)
                 targets, order = self.targets(rest)
                 allocations = place(rest, targets, order)
+        if self.params.swap_starts:
+            allocations = swap_starts(problem, allocations)
         effect = evaluate_problem(problem, allocations) if self.predict else None
         return Plan.build(problem.current, allocations, self.name, now, effect)

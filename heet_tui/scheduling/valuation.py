@@ -46,6 +46,7 @@ class HeetParams:
     jct_guard: bool = True  # a grow must save more seconds than it costs the job it takes from
     switch_types: bool = True  # cross-type trading (switching.py); False: the matching's types stand
     defer_starts: bool = True  # a start on a slow type waits when a faster one frees sooner (deferral.py)
+    swap_starts: bool = True  # new jobs exchange allocations when that finishes jobs sooner (start_swaps.py)
 
     def __post_init__(self) -> None:
         for name in ("horizon_s", "age_scale_s"):

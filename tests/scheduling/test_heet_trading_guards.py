@@ -72,7 +72,8 @@ def test_a_job_that_is_mostly_its_start_pause_does_not_take_the_fast_gpus_from_a
                 restart_cost_s=30.0)]
     plan = HeetPolicy(predict=False).plan(cluster, jobs, 0.0)
     assert plan.allocations["long"].gpu_type == "A100", plan.allocations
-    before = HeetPolicy(predict=False, first_start_weight=0.0, defer_starts=False).plan(cluster, jobs, 0.0)
+    before = HeetPolicy(predict=False, first_start_weight=0.0, defer_starts=False, swap_starts=False).plan(
+        cluster, jobs, 0.0)
     assert before.allocations["short"].num_gpus == 2 and before.allocations["long"].gpu_type == "T4", \
         "ignoring the pause, two A100s for the short job (4 s instead of 7) beat one for the long job"
     with_plan, without = (evaluate(p, cluster, jobs).avg_jct_s for p in (plan, before))
