@@ -10,6 +10,7 @@ from ui_support import SIZE, run, wait_for
 
 from heet_tui.ui.widgets.host_detail import HostDetail
 from heet_tui.ui.widgets.host_table import HostTable
+from heet_tui.ui.widgets.status_line import StatusLine
 
 
 def test_a_drained_hosts_details_say_why_it_was_drained(make_app, backend):
@@ -54,5 +55,7 @@ def test_a_gpu_someone_else_computes_on_is_marked_and_named(make_app, backend):
             assert "gpu3 T4         in use outside heet: pid 4242 python (alice)" in shown, shown
             assert "gpu2 T4         free" in shown
             assert gpu_cells(hosts[2]).plain == "■▢▢▨"
+            line = app.screen.query_one(StatusLine)
+            await wait_for(pilot, lambda: "GPUs 3/12 +1 outside " in line.render().plain)
 
     run(scenario())

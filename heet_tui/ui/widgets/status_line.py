@@ -20,13 +20,15 @@ class _Figures:
     gpus: int
     busy: int
     states: Counter
+    outside: int = 0  # GPUs processes heet did not start compute on: plans keep off them
 
     @staticmethod
     def of(snap: Snapshot) -> _Figures:
         states = Counter(j.state for j in snap.jobs)
         states.update(dict(snap.hidden_ended))
         return _Figures(sum(1 for h in snap.hosts if h.state is HostState.READY), sum(len(h.gpus) for h in snap.hosts),
-                        sum(len(h.gpu_jobs) for h in snap.hosts), states)
+                        sum(len(h.gpu_jobs) for h in snap.hosts), states,
+                        sum(1 for h in snap.hosts for g in h.gpus if g.others))
 
 
 class StatusLine(Static):
@@ -85,11 +87,16 @@ class StatusLine(Static):
                 text.append(f"  {clock(snap.now, snap.mode)}")
             if level == 0:
                 text.append(f"  hosts {ready}/{len(snap.hosts)} ready  GPUs {f.busy}/{f.gpus} busy")
+                if f.outside:
+                    text.append(f" ({f.outside} outside heet)", style="yellow")
                 text.append(f"  jobs {running} run · {queued} wait · {done} done")
             else:
                 if level < 3 or ready < len(snap.hosts):
                     text.append(f"  hosts {ready}/{len(snap.hosts)}")
-                text.append(f"  GPUs {f.busy}/{f.gpus}  {running} run · {queued} wait · {done} done")
+                text.append(f"  GPUs {f.busy}/{f.gpus}")
+                if f.outside:
+                    text.append(f" +{f.outside} outside", style="yellow")
+                text.append(f"  {running} run · {queued} wait · {done} done")
             if states[JobState.CANCELLED]:  # not "done": they never reached their target
                 text.append(f" · {states[JobState.CANCELLED]} cancelled", style="dim")
             if states[JobState.FAILED]:  # a failure is not "done": it needs the user
