@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import COPY_HEADER, HostEntry, is_bundled, load_hosts, user_hosts_path
+from heet_tui.control.runtime import gpus_held
 
 if TYPE_CHECKING:
     from heet_tui.control.controller import Controller
@@ -101,7 +102,9 @@ class HostsReloader:
         except ConfigError as exc:
             self._pending = False
             return self._say(f"{NOT_RELOADED}{exc}; the controller keeps the {len(ctl.hosts.hosts)} hosts it had")
-        diff = diff_hosts(ctl.hosts.hosts, new.hosts, set(ctl.executor.busy_gpus()))
+        # hosts this controller's jobs run on wait for them to leave; someone else's processes
+        # there (another store's, a notebook) would keep an edited host waiting for good
+        diff = diff_hosts(ctl.hosts.hosts, new.hosts, set(gpus_held(ctl.executor.all_runs())))
         self._pending = bool(diff.waiting)
         self.leaving = frozenset(n for n in diff.waiting if n not in {h.name for h in new.hosts})
         for name in (*diff.removed, *diff.changed):

@@ -73,3 +73,28 @@ def test_a_gpu_someone_else_computes_on_is_left_alone_until_they_are_done(
         run_and_clean(scenario, tmp_path)
     finally:
         notebook.kill()
+
+
+def test_a_host_someone_else_computes_on_is_removed_from_the_hosts_file_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only this controller's jobs hold an edited or removed host back: it waited for the
+    notebook to end."""
+    hosts_path, apps = _recorded_box(tmp_path, monkeypatch)
+    notebook = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    apps.write_text(f"{SECOND_GPU}, {notebook.pid}\n")
+    store = Store(tmp_path / "state")
+    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
+
+    async def scenario() -> None:
+        async with started_controller(load_hosts(hosts_path), store, options) as ctl:
+            await wait_for(ctl, lambda s: s.hosts and s.hosts[0].gpus and s.hosts[0].gpus[1].others, 60,
+                           "the notebook seen")
+            hosts_path.write_text(f'[defaults]\npython = "{sys.executable}"\n\n[[hosts]]\nname = "other"\n'
+                                  f'transport = "local"\nworkdir = "{tmp_path / "w-other"}"\n'
+                                  'emulate = { gpu_type = "T4", count = 1, speed = 1.0 }\n')
+            await wait_for(ctl, lambda s: [h.name for h in s.hosts] == ["other"], 30, "the box removed")
+
+    try:
+        run_and_clean(scenario, tmp_path)
+    finally:
+        notebook.kill()
