@@ -4,22 +4,18 @@ nor goes unsaid: the agent reads the GPUs beside its loop and reports what is wr
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 from heet_agent.gpu_sampler import GpuSampler
 from helpers import wait_until
+from support.gpu_box import recorded_gpu_box
 
 from heet_tui.cluster import Cluster
 from heet_tui.cluster.options import ClusterOptions
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.core.host import HostState
-
-DATA = Path(__file__).resolve().parent / "data"
 
 
 def test_a_reading_that_never_returns_is_reported_stuck_and_not_sent_as_current() -> None:
@@ -58,16 +54,8 @@ def test_a_reading_that_never_returns_is_reported_stuck_and_not_sent_as_current(
 
 
 def test_the_agent_answers_while_nvidia_smi_hangs_and_the_host_says_so(tmp_path, monkeypatch) -> None:
-    flag, bin_dir = tmp_path / "hang", tmp_path / "bin"
-    bin_dir.mkdir()
-    smi = bin_dir / "nvidia-smi"
-    smi.write_text(f'#!/bin/sh\nif [ -e {flag} ]; then sleep 27; fi\ncase "$1" in --query-compute-apps*) ;; '
-                   f'*) cat {DATA / "nvidia-smi-a100.csv"} ;; esac\n')
-    smi.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    hosts = tmp_path / "hosts.toml"
-    hosts.write_text(f'[defaults]\npython = "{sys.executable}"\n\n[[hosts]]\nname = "box"\ntransport = "local"\n'
-                     f'workdir = "{tmp_path / "w"}"\n')
+    flag = tmp_path / "hang"
+    hosts, _ = recorded_gpu_box(tmp_path, monkeypatch, prelude=f"if [ -e {flag} ]; then sleep 27; fi")
 
     async def scenario() -> None:
         async with Cluster(load_hosts(hosts), ClusterOptions(heartbeat_s=0.5)) as cluster:

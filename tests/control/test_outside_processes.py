@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from control_lab import job, run_and_clean, started_controller, wait_for, write_job
+from support.gpu_box import SECOND_GPU, recorded_gpu_box
 
 from heet_tui.cli.main import main
 from heet_tui.config.hosts_file import load_hosts
@@ -24,30 +25,10 @@ from heet_tui.control.store import Store
 from heet_tui.core.intents import SubmitJob
 from heet_tui.core.job import JobState
 
-DATA = Path(__file__).resolve().parents[1] / "cluster" / "data"
-SECOND_GPU = "GPU-9b0f4a7e-2d61-4c3b-8e55-71c9d0e3a222"  # in nvidia-smi-a100.csv
-
-
-def _recorded_box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    """A local host without emulation whose nvidia-smi answers from files; returns the hosts
-    file and the compute-apps file the test edits."""
-    bin_dir, apps = tmp_path / "bin", tmp_path / "compute-apps.csv"
-    bin_dir.mkdir()
-    apps.write_text("")
-    smi = bin_dir / "nvidia-smi"
-    smi.write_text(f'#!/bin/sh\ncase "$1" in --query-compute-apps*) cat {apps} ;; '
-                   f'*) cat {DATA / "nvidia-smi-a100.csv"} ;; esac\n')
-    smi.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    hosts = tmp_path / "hosts.toml"
-    hosts.write_text(f'[defaults]\npython = "{sys.executable}"\n\n[[hosts]]\nname = "box"\ntransport = "local"\n'
-                     f'workdir = "{tmp_path / "w-box"}"\n')
-    return hosts, apps
-
 
 def test_a_gpu_someone_else_computes_on_is_left_alone_until_they_are_done(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    hosts_path, apps = _recorded_box(tmp_path, monkeypatch)
+    hosts_path, apps = recorded_gpu_box(tmp_path, monkeypatch)
     notebook = subprocess.Popen(["sleep", "600"], start_new_session=True)  # someone's, not heet's
     apps.write_text(f"{SECOND_GPU}, {notebook.pid}\n")
     store = Store(tmp_path / "state")
@@ -79,7 +60,7 @@ def test_a_host_someone_else_computes_on_is_removed_from_the_hosts_file_at_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Only this controller's jobs hold an edited or removed host back: it waited for the
     notebook to end."""
-    hosts_path, apps = _recorded_box(tmp_path, monkeypatch)
+    hosts_path, apps = recorded_gpu_box(tmp_path, monkeypatch)
     notebook = subprocess.Popen(["sleep", "600"], start_new_session=True)
     apps.write_text(f"{SECOND_GPU}, {notebook.pid}\n")
     store = Store(tmp_path / "state")
