@@ -50,3 +50,21 @@ def test_a_python_too_old_for_the_agent_is_named_before_anything_else_runs(tmp_p
     assert run.returncode == 2 and run.stdout == b""
     assert b"the agent needs Python 3.8 or newer" in run.stderr and sys.executable.encode() in run.stderr
     assert not (tmp_path / bundle.unpacked_entry).exists()  # it stopped before unpacking
+
+
+def test_the_agent_is_python_3_8_and_the_standard_library_only() -> None:
+    """It runs on each host's own python, often a distribution's old one with nothing
+    installed: a newer syntax or a third-party import there is a host that never comes up.
+    nvidia-ml-py and torch are optional and imported where used, behind a fallback."""
+    import ast
+    from pathlib import Path
+
+    optional = {"heet_agent", "pynvml", "torch"}
+    for path in sorted((Path(__file__).resolve().parents[2] / "remote").glob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path), feature_version=(3, 8))
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+            for name in names:
+                top = name.split(".")[0]
+                assert top in sys.stdlib_module_names or top in optional, f"{path.name}:{node.lineno} imports {name}"
