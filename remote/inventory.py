@@ -118,7 +118,9 @@ def gpus_from_nvidia_smi(timeout=10.0):
     if exe is None:
         raise OSError("nvidia-smi not found")
     import subprocess  # only when there is something to run
+    import time
 
+    began = time.monotonic()
     try:
         out = subprocess.run(
             [exe, "--query-gpu=" + ",".join(SMI_FIELDS), "--format=csv,noheader,nounits"],
@@ -130,9 +132,12 @@ def gpus_from_nvidia_smi(timeout=10.0):
         said = (_text(out.stderr).strip() or _text(out.stdout).strip()).splitlines()
         raise OSError(f"exit code {out.returncode}" + (f": {said[0][:200]}" if said else ""))
     gpus = parse_nvidia_smi_csv(out.stdout.decode("utf-8", errors="replace"))
+    left = timeout - (time.monotonic() - began)  # both calls within ``timeout``: a slow nvidia-smi
+    if left <= 0.5:  # (no persistence mode) must not double the connect's wait
+        return gpus
     try:
         apps = subprocess.run([exe, "--query-compute-apps=gpu_uuid,pid", "--format=csv,noheader,nounits"],
-                              capture_output=True, timeout=timeout)
+                              capture_output=True, timeout=left)
     except (OSError, subprocess.SubprocessError):
         return gpus  # processes stay unknown (None)
     if apps.returncode == 0:
