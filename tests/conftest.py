@@ -13,10 +13,13 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The real-sshd and tmux tests are the point of the suite (no mocks of SSH), so they never skip:
-    a machine without those tools is a broken setup, reported once before anything runs."""
+    """The real-sshd, tmux and login-shell tests are the point of the suite (no mocks of SSH or
+    shells), so they never skip: a machine without those tools is a broken setup, reported once
+    before anything runs."""
     needed = {"OpenSSH (openssh-server's sshd and ssh-keygen)": sshd_available(),
-              "tmux": shutil.which("tmux") is not None}
+              "tmux": shutil.which("tmux") is not None,
+              "tcsh and fish (login shells the remote commands must survive)":
+                  shutil.which("tcsh") is not None and shutil.which("fish") is not None}
     missing = [name for name, present in needed.items() if not present]
     if missing:
         raise pytest.UsageError(f"the tests need {', '.join(missing)}: run .ci/run (it installs them with apt) "
