@@ -125,14 +125,14 @@ class IntentHandler:
         specs, origins, problems = load_job_specs(paths)
         if problems:
             raise ValueError("; ".join(problems) + ("; nothing submitted" if len(paths) > 1 else ""))
-        now = self.ctl.clock()
+        now, files = self.ctl.clock(), [spec_file(path) for path in origins]
         try:
-            jobs = self.ctl.store.add_jobs(specs, now, [spec_file(path) for path in origins])
+            jobs = self.ctl.store.add_jobs(specs, now, files)
         except CheckpointDirInUse as exc:
             raise ValueError(f"{origins[exc.index]}: {exc}" + ("; nothing submitted" if len(specs) > 1 else "")) from None
         hints: list[str] = []
-        for path, spec, job in zip(origins, specs, jobs, strict=True):
-            self.ctl.store.add_event(now, "submit", f"submitted {job.id} from {spec_file(path)}", job.id)
+        for path, file, spec, job in zip(origins, files, specs, jobs, strict=True):
+            self.ctl.store.add_event(now, "submit", f"submitted {job.id} from {file}", job.id)
             hints += [h for h in submit_hints(spec, path, self.ctl.hosts) if h not in hints]
         return f"submitted {', '.join(j.id for j in jobs)}" + "".join(f"{WARNING_SEP}{h}" for h in hints)
 

@@ -108,8 +108,9 @@ def apply_update(store: Store, rec: JobRecord, spec: JobSpec, path: Path, now: f
     job, changes = rec.job, tuple(spec_changes(rec.job.spec, spec))
     relaunch = needs_relaunch(job.spec, spec)
     if changes:
-        store.replace_spec(job.id, spec, relaunch, spec_file(path))
-        store.add_event(now, "update", f"updated {job.id} from {spec_file(path)}: {'; '.join(changes)}", job.id)
+        file = spec_file(path)
+        store.replace_spec(job.id, spec, relaunch, file)
+        store.add_event(now, "update", f"updated {job.id} from {file}: {'; '.join(changes)}", job.id)
     return Updated(job.id, changes, relaunch and job.state is JobState.RUNNING)
 
 

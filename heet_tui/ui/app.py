@@ -243,10 +243,10 @@ class HeetApp(App[int]):
                      [str(p) for p in example_job_specs()],
                      lambda v: (SubmitJob(spec_file(v)), f"submit {Path(v).name}"))
 
-    def action_update_job(self, submitted_from: str = "") -> None:
+    def action_update_job(self, last_read_from: str = "") -> None:
         self._prompt("Job spec with the changes (the job of its name takes it: a job.toml, a directory or a glob):",
                      [str(p) for p in example_job_specs()],
-                     lambda v: (UpdateJobs(spec_file(v)), f"update from {Path(v).name}"), submitted_from)
+                     lambda v: (UpdateJobs(spec_file(v)), f"update from {Path(v).name}"), last_read_from)
 
     def action_connect_host(self) -> None:
         self._prompt("Host to (re)connect:", self._host_names(), lambda v: (ConnectHost(v), f"connect {v}"))

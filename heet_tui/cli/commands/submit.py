@@ -42,14 +42,15 @@ def cmd_submit(args: argparse.Namespace) -> int:
     store = open_store(args)
     now = time.time()
     earlier = [store.checkpoint_users(s.checkpoint_dir) if s.checkpoint_dir else [] for s in specs]
+    files = [spec_file(path) for path in origins]
     try:
-        jobs = store.add_jobs(specs, now, [spec_file(path) for path in origins])
+        jobs = store.add_jobs(specs, now, files)
     except CheckpointDirInUse as exc:
         spec = specs[exc.index]
         raise UsageError(f"{origins[exc.index]}: job {spec.name!r}: {exc}"
                          + _nothing_queued(1, len(specs))) from None
-    for path, job in zip(origins, jobs, strict=True):
-        store.add_event(now, "submit", f"submitted {job.id} from {spec_file(path)}", job.id)
+    for file, job in zip(files, jobs, strict=True):
+        store.add_event(now, "submit", f"submitted {job.id} from {file}", job.id)
     warnings = _warnings(args, store, origins, jobs)
     if args.json:
         for job, users in zip(jobs, earlier, strict=True):
