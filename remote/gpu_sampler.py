@@ -11,6 +11,8 @@ that is recent enough, and says when there is none and why ("nvidia-smi has not 
 import threading
 import time
 
+from heet_agent.inventory import BUS_HINT
+
 STUCK_S = 10.0  # a reading in flight this long is reported as stuck
 FRESH_PERIODS = 3  # a reading older than this many periods is not sent as current
 
@@ -55,8 +57,7 @@ class GpuSampler:
             latest, error, busy = self._latest, self._error, self._busy_since
         problem = None
         if busy is not None and now - busy > self.stuck_s:
-            problem = "%s has not answered for %.0f s (a GPU may have fallen off the bus: look for Xid errors " \
-                      "in dmesg)" % (self.what, now - busy)
+            problem = "%s has not answered for %.0f s (%s)" % (self.what, now - busy, BUS_HINT)
         elif error is not None:
             problem = "%s: %s" % (self.what, error[:200])
         if latest is None or now - latest[0] > FRESH_PERIODS * self.period_s + self.stuck_s:

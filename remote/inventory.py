@@ -7,6 +7,8 @@ Every optional NVML query is wrapped: a GPU that cannot report utilization or pr
 
 import os
 import sys
+import threading
+import time
 
 # shutil, subprocess and platform are imported where used: agent start-up time is paid on
 # every host at every connect.
@@ -14,6 +16,36 @@ import sys
 SMI_FIELDS = ("index", "uuid", "name", "memory.total", "memory.used", "utilization.gpu")
 SHADOWED = "not used: this host declares emulated GPUs"  # ends the note a user must see
 _SMI_MISSING = ("[n/a]", "[not supported]", "n/a", "not supported", "")
+PROBE_LIMIT_S = 10.0  # all of a connect's GPU reading; below the controller's 15 s connect timeout
+BUS_HINT = "a GPU may have fallen off the bus: look for Xid errors in dmesg"
+
+
+class ProbeTimeout(OSError):
+    """A GPU reading that did not finish in time. Unlike "no driver" or "no GPUs", it says
+    nothing about what the host has: the connect fails and is retried, instead of bringing the
+    host up as an empty box that stays empty until it reconnects."""
+
+
+def within(read, limit_s):
+    """``read()``, in a thread so that a reading stuck where no signal reaches it (NVML inside
+    the driver, nvidia-smi in the kernel after an Xid 79) cannot stop the caller; raises
+    ProbeTimeout after ``limit_s`` and leaves the stuck thread behind (a daemon)."""
+    box = {}
+
+    def run():
+        try:
+            box["value"] = read()
+        except BaseException as exc:  # handed to the caller as is
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, name="gpu-probe", daemon=True)
+    thread.start()
+    thread.join(max(0.0, limit_s))
+    if thread.is_alive():
+        raise ProbeTimeout("has not answered within %g s (%s)" % (round(limit_s, 1), BUS_HINT))
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def _optional(call, *args):
@@ -118,7 +150,6 @@ def gpus_from_nvidia_smi(timeout=10.0):
     if exe is None:
         raise OSError("nvidia-smi not found")
     import subprocess  # only when there is something to run
-    import time
 
     began = time.monotonic()
     try:
@@ -127,7 +158,7 @@ def gpus_from_nvidia_smi(timeout=10.0):
             capture_output=True, timeout=timeout,
         )
     except subprocess.TimeoutExpired:
-        raise OSError("did not answer within %g s" % timeout) from None
+        raise ProbeTimeout("did not answer within %g s" % round(timeout, 1)) from None
     if out.returncode != 0:  # its own words (say, no driver) tell the user more than the exit code
         said = (_text(out.stderr).strip() or _text(out.stdout).strip()).splitlines()
         raise OSError(f"exit code {out.returncode}" + (f": {said[0][:200]}" if said else ""))
@@ -154,24 +185,37 @@ def emulated_gpus(spec):
     ]
 
 
-def probe_gpus(emulate=None, probes=("nvml", "nvidia-smi")):
+def _read_nvml():
+    import pynvml  # type: ignore  # optional: nvidia-ml-py
+
+    return gpus_from_nvml(pynvml)
+
+
+def probe_gpus(emulate=None, probes=("nvml", "nvidia-smi"), limit_s=PROBE_LIMIT_S):
     """``(source, gpus, notes)``: the first source that works, with why the others did not.
 
     A declared ``emulate`` always wins: the user asked for that mode (to stand in for GPUs this
     host lacks, or to keep its real GPUs out of the cluster). Real GPUs found beside it are
     named in a note, so a leftover ``emulate`` line on a GPU host does not go unnoticed.
+    Without one, a source that does not answer within ``limit_s`` (all sources together)
+    raises ProbeTimeout naming it: the next source would hang on the same driver.
     """
     notes = []
+    deadline = time.monotonic() + limit_s
     for probe in probes:
+        left = deadline - time.monotonic()
         try:
             if probe == "nvml":
-                import pynvml  # type: ignore  # optional: nvidia-ml-py
-
-                gpus = gpus_from_nvml(pynvml)
+                gpus = within(_read_nvml, left)
             elif probe == "nvidia-smi":
-                gpus = gpus_from_nvidia_smi()
+                gpus = within(lambda: gpus_from_nvidia_smi(timeout=max(0.5, left - 0.5)), left)
             else:
                 continue
+        except ProbeTimeout as exc:
+            if not emulate:
+                raise ProbeTimeout(f"{probe}: {exc}") from None
+            notes.append(f"{probe}: {exc}")
+            break
         except Exception as exc:
             notes.append(f"{probe}: {_text(exc) or type(exc).__name__}")
             continue

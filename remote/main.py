@@ -44,6 +44,8 @@ class Agent:
         self.next_heartbeat = None
         self.seq = 0
         self.source, self.gpus = "none", []
+        self.emulate, self.probes = None, ("nvml", "nvidia-smi")  # hello sets both
+        self.probe_limit_s = inventory.PROBE_LIMIT_S
         self.running = True
 
     def send(self, message):
@@ -110,7 +112,14 @@ class Agent:
             raise JobError("owner must be a string")
         if not self.check_only and self.lock is None:
             self.lock = take_over(self.workdir, owner)  # refuses when another controller's agent serves here
-        inv = self.op_inventory({})
+        limit = args.get("probe_limit_s", inventory.PROBE_LIMIT_S)
+        if isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit > 0:
+            self.probe_limit_s = float(limit)
+        try:
+            inv = self.op_inventory({})
+        except inventory.ProbeTimeout as exc:  # unknown is not empty: fail, and be tried again
+            raise JobError("GPUs not read: %s; jobs here keep running, and the connect is tried again" % exc) \
+                from None
         jobs = [] if self.check_only else self.jobs.adopt()
         if not self.check_only:  # a check-only agent has not read the job table: it cannot tell whose
             mark_others(inv["gpus"], self.jobs.jobs)
@@ -123,8 +132,7 @@ class Agent:
                 "inventory": inv, "jobs": jobs, "notes": self.jobs.notes}
 
     def op_inventory(self, args):
-        self.source, self.gpus, notes = inventory.probe_gpus(getattr(self, "emulate", None),
-                                                             getattr(self, "probes", ("nvml", "nvidia-smi")))
+        self.source, self.gpus, notes = inventory.probe_gpus(self.emulate, self.probes, self.probe_limit_s)
         warnings = [n for n in notes if n.endswith(inventory.SHADOWED)]
         return {"source": self.source, "gpus": self.gpus, "notes": notes, "warnings": warnings,
                 "facts": inventory.host_facts()}

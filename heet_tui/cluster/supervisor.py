@@ -135,6 +135,7 @@ class HostSupervisor:
             "host": self.entry.name,
             "owner": self.options.owner,
             "heartbeat_s": self.options.heartbeat_s,
+            "probe_limit_s": self.options.connect_timeout_s * 2 / 3,  # a stuck GPU reading fails in time to say so
             "probes": list(self.options.probes),
             "emulate": None if emulate is None else
             {"gpu_type": emulate.gpu_type, "count": emulate.count, "speed": emulate.speed},
