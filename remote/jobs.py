@@ -15,12 +15,12 @@ import time
 from heet_agent.checkpoint_dirs import claim_checkpoint_dir, make_scratch_dir, remove_scratch_dir
 from heet_agent.errors import STILL_STOPPING, JobError
 from heet_agent.job_env import job_environment
+from heet_agent.job_logs import MIN_ROTATE_BYTES, ROTATE_BYTES, as_shown, read_tail, remove_log, rotate
 from heet_agent.jobstate import KEEP_FINISHED, StateFile, pid_alive, proc_start_time
 from heet_agent.progress import parse_progress_line, read_progress_line
 
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,127}$")
 MAX_TAIL_LINES = 500
-MAX_TAIL_BYTES = 64 * 1024
 READ_CHUNK = 256 * 1024
 MAX_BAD_LINE = 300  # characters of a misformed progress line sent back to the controller
 
@@ -48,29 +48,6 @@ def _check_job_id(args):
     if not isinstance(job_id, str) or not JOB_ID.match(job_id):
         raise JobError(f"job_id must be letters, digits, '.', '_' or '-', got {job_id!r}")
     return job_id
-
-
-def _as_shown(line):
-    """A line as a terminal shows it: a progress bar redraws itself after ``\r``, so a log
-    holds thousands of its updates on one line, and only the last one is worth reading."""
-    return line.rstrip("\r").rsplit("\r", 1)[-1]
-
-
-def read_tail(path, lines):
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - MAX_TAIL_BYTES))
-            data = fh.read()
-    except OSError:
-        return []
-    text = [_as_shown(line) for line in data.decode("utf-8", errors="replace").split("\n")]
-    if text and not text[-1]:
-        text.pop()
-    if size > MAX_TAIL_BYTES and text:
-        text = text[1:]  # the first line is probably cut
-    return text[-lines:] if lines else []
 
 
 class JobTable:
@@ -125,10 +102,7 @@ class JobTable:
                 path = job.get(key)
                 own = os.path.join(os.path.realpath(self.workdir), folder)
                 if path and os.path.dirname(os.path.realpath(path)) == own:  # never a path the controller chose
-                    try:
-                        os.remove(path)
-                    except OSError:
-                        pass
+                    remove_log(path)
 
     def _log_size(self, job):
         try:
@@ -156,6 +130,8 @@ class JobTable:
         ):
             raise JobError("env must be an object of strings")
         gpus = _check_int_list(args, "gpus", [])
+        log_max = args.get("log_max_bytes")
+        log_max = ROTATE_BYTES if log_max is None else _check_int(args, "log_max_bytes", MIN_ROTATE_BYTES)
         visible = _check_int_list(args, "visible", gpus)
         if not set(gpus) <= set(visible):
             raise JobError("visible must include every one of gpus")
@@ -183,12 +159,12 @@ class JobTable:
         scratch = make_scratch_dir(env, workdir)
         try:
             claim_checkpoint_dir(env, workdir)
-            return self._start(job_id, generation, argv, env, workdir, gpus, args.get("log"), scratch)
+            return self._start(job_id, generation, argv, env, workdir, gpus, args.get("log"), scratch, log_max)
         except BaseException:
             remove_scratch_dir(scratch)
             raise
 
-    def _start(self, job_id, generation, argv, env, workdir, gpus, log, scratch):
+    def _start(self, job_id, generation, argv, env, workdir, gpus, log, scratch, log_max):
         import subprocess
 
         log = log or os.path.join(self.workdir, "logs", "%s-g%d.log" % (job_id, generation))
@@ -218,7 +194,7 @@ class JobTable:
         job = {
             "job_id": job_id, "generation": generation, "pid": child.pid, "pgid": child.pid,
             "start_time": proc_start_time(child.pid), "argv": argv, "workdir": workdir, "gpus": gpus,
-            "log": log, "exit_file": exit_file, "offset": offset, "started_at": time.time(),
+            "log": log, "log_max": log_max, "exit_file": exit_file, "offset": offset, "started_at": time.time(),
             "state": "running", "exit_code": None, "signal": None, "reason": None, "kill_at": None,
             "adopted": False, "reported": False, "progress": None, "scratch": scratch,
         }
@@ -341,10 +317,20 @@ class JobTable:
     def _forward_progress(self, job):
         try:
             with open(job["log"], "rb") as fh:
+                if fh.seek(0, os.SEEK_END) < job.get("offset", 0):
+                    job["offset"] = 0  # truncated (rotated here, or by the user): read from the top
                 fh.seek(job.get("offset", 0))
                 data = fh.read(READ_CHUNK)
         except OSError:
             return
+        if len(data) < READ_CHUNK and job.get("offset", 0) + len(data) > job.get("log_max", ROTATE_BYTES):
+            if rotate(job["log"]):  # caught up: all but the last partial line was forwarded below
+                self._forward_lines(job, data)
+                job["offset"] = 0
+                return
+        self._forward_lines(job, data)
+
+    def _forward_lines(self, job, data):
         end = data.rfind(b"\n")
         if end < 0:
             if len(data) >= READ_CHUNK:  # a huge line without newline: skip it
@@ -359,7 +345,7 @@ class JobTable:
                     latest = parsed
                 elif problem is not None and not job.get("bad_progress_said"):  # once per job process
                     job["bad_progress_said"] = True
-                    text = _as_shown(line.decode("utf-8", errors="replace")).strip()
+                    text = as_shown(line.decode("utf-8", errors="replace")).strip()
                     self.send_event("progress_error", job_id=job["job_id"], generation=job["generation"],
                                     line=text[:MAX_BAD_LINE], error=problem)
         if latest is not None:

@@ -246,14 +246,18 @@ class Cluster:
 
     async def launch(self, host: str, job_id: str, generation: int, argv: Sequence[str],
                      env: Mapping[str, str] | None = None, workdir: str | None = None,
-                     gpus: Sequence[int] = (), log: str | None = None, visible: Sequence[int] = ()) -> RemoteJob:
+                     gpus: Sequence[int] = (), log: str | None = None, visible: Sequence[int] = (),
+                     log_max_bytes: int | None = None) -> RemoteJob:
         """Start a job process; returns it running (its pid, log path). See the package docstring.
-        ``visible``: the GPUs it sees (``CUDA_VISIBLE_DEVICES``), ``gpus`` among them; default ``gpus``."""
+        ``visible``: the GPUs it sees (``CUDA_VISIBLE_DEVICES``), ``gpus`` among them; default ``gpus``.
+        ``log_max_bytes``: the log's size bound (remote/job_logs.py; the agent's default: 32 MiB)."""
         sup, client = self._client(host)
         args = {"job_id": job_id, "generation": int(generation), "argv": list(argv), "env": dict(env or {}),
                 "workdir": workdir, "gpus": [int(g) for g in gpus], "log": log}
         if visible:
             args["visible"] = [int(g) for g in visible]
+        if log_max_bytes is not None:
+            args["log_max_bytes"] = int(log_max_bytes)
         job = RemoteJob.from_wire(host, await client.request("launch", args, self.options.request_timeout_s))
         sup.jobs[(job.job_id, job.generation)] = job
         return job

@@ -1,0 +1,87 @@
+"""A job's log file: its tail as a user reads it, and a bound on its size.
+
+A training script that prints a line per step, or a progress bar that redraws itself ten times
+a second, writes hundreds of megabytes in a week of training, per run; on a lab host the agent's
+workdir is usually in a home directory with a quota, and a full quota stops every job there.
+The job holds its log open (O_APPEND), so the file cannot be renamed under it: past its bound
+the log is copied to ``<log>.1`` (replacing the previous one) and truncated in place, where the
+job's next write lands at offset 0 (what logrotate's copytruncate does). At most twice the bound
+is kept; what the job writes between the copy and the truncation is lost, a few lines at most.
+"""
+
+import os
+
+MAX_TAIL_BYTES = 64 * 1024
+ROTATE_BYTES = 32 * 1024 * 1024  # a log past this is rotated; launch's log_max_bytes overrides it
+MIN_ROTATE_BYTES = 4096
+_COPY_CHUNK = 1024 * 1024
+
+
+def as_shown(line):
+    """A line as a terminal shows it: a progress bar redraws itself after ``\r``, so a log
+    holds thousands of its updates on one line, and only the last one is worth reading."""
+    return line.rstrip("\r").rsplit("\r", 1)[-1]
+
+
+def rotated_path(path):
+    return path + ".1"
+
+
+def _tail_lines(path):
+    """``(lines, complete)``: the log's last lines as shown; ``complete`` when the whole file was read."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - MAX_TAIL_BYTES))
+            data = fh.read()
+    except OSError:
+        return [], True
+    text = [as_shown(line) for line in data.decode("utf-8", errors="replace").split("\n")]
+    if text and not text[-1]:
+        text.pop()
+    if size > MAX_TAIL_BYTES and text:
+        text = text[1:]  # the first line is probably cut
+    return text, size <= MAX_TAIL_BYTES
+
+
+def read_tail(path, lines):
+    """The last ``lines`` lines; those before a rotation come from ``<log>.1``, so a job that
+    crashes just after its log was rotated still shows what led up to it."""
+    if not lines:
+        return []
+    text, complete = _tail_lines(path)
+    if complete and len(text) < lines:
+        before, _ = _tail_lines(rotated_path(path))
+        text = before + text
+    return text[-lines:]
+
+
+def rotate(path):
+    """Copy the log to ``<log>.1`` and truncate it; False (and nothing changed) when it cannot."""
+    kept = rotated_path(path)
+    tmp = kept + ".tmp"
+    try:
+        with open(path, "rb") as src, open(tmp, "wb") as dst:
+            while True:
+                chunk = src.read(_COPY_CHUNK)
+                if not chunk:
+                    break
+                dst.write(chunk)
+        os.replace(tmp, kept)
+        os.truncate(path, 0)
+    except OSError:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        return False
+    return True
+
+
+def remove_log(path):
+    for name in (path, rotated_path(path)):
+        try:
+            os.remove(name)
+        except OSError:
+            pass

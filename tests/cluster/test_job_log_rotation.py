@@ -1,0 +1,84 @@
+"""A job's log stays within its bound while the job runs (remote/job_logs.py), and neither
+progress forwarding nor the log tail loses track of it across rotations."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import textwrap
+
+from heet_agent.job_logs import read_tail, rotate
+from helpers import make_cluster, wait_until
+
+from heet_tui.cluster import JobProgress
+
+CHATTY = textwrap.dedent("""
+    import json, sys, time
+    pad = "x" * 80
+    for step in range(1, 3001):
+        print("@heet-progress " + json.dumps({"step": step, "samples": step * 8, "samples_per_s": 80.0, "pad": pad}))
+        sys.stdout.flush()
+        time.sleep(0.002)
+    print("the last line", flush=True)
+    time.sleep(60)
+""")
+
+
+def test_the_tail_reads_on_into_the_rotated_part(tmp_path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text("".join(f"line {i}\n" for i in range(10)))
+    assert rotate(str(log))
+    assert log.read_text() == "" and (tmp_path / "job.log.1").read_text().startswith("line 0\n")
+    with open(log, "a") as fh:
+        fh.write("line 10\nline 11\n")
+    assert read_tail(str(log), 4) == ["line 8", "line 9", "line 10", "line 11"]
+    assert read_tail(str(log), 2) == ["line 10", "line 11"]
+    assert not rotate(str(tmp_path / "missing.log")), "a log that cannot be read is left alone"
+
+
+def test_a_chatty_job_log_is_bounded_and_still_followed(tmp_path) -> None:
+    path = tmp_path / "hosts.toml"
+    path.write_text(f'[[hosts]]\nname = "here"\ntransport = "local"\npython = "{sys.executable}"\n'
+                    f'workdir = "{tmp_path / "work"}"\nemulate = {{ gpu_type = "T4", count = 1, speed = 1.0 }}\n')
+    script = tmp_path / "chatty.py"
+    script.write_text(CHATTY)
+    bound = 20_000
+
+    async def scenario() -> None:
+        cluster = make_cluster(path)
+        steps: list[int] = []
+        events = cluster.events()
+
+        async def collect() -> None:
+            async for event in events:
+                if isinstance(event, JobProgress):
+                    steps.append(int(event.progress["step"]))
+
+        collector = asyncio.ensure_future(collect())
+        await cluster.start()
+        try:
+            assert await cluster.wait_settled(timeout=20)
+            job = await cluster.launch("here", "chatty", 1, [sys.executable, str(script)], log_max_bytes=bound)
+            assert await wait_until(lambda: steps and steps[-1] == 3000, 60), steps[-3:]
+            for _ in range(50):
+                tail = await cluster.log_tail("here", "chatty", 200)
+                if tail[-1:] == ("the last line",):
+                    break
+                await asyncio.sleep(0.2)
+            assert tail[-1] == "the last line" and tail[-2].startswith('@heet-progress {"step": 3000,')
+            shown = [json.loads(line.split(" ", 1)[1])["step"] for line in tail[:-1]]
+            assert shown == sorted(set(shown)) and shown[-1] == 3000, "in order across the rotation, none twice"
+            assert len(tail) > bound // 150, "the lines from before the last rotation are in the tail"
+            written = 3000 * 150
+            size, kept = os.path.getsize(job.log), os.path.getsize(job.log + ".1")
+            assert size + kept < written / 4, (size, kept)
+            assert kept <= bound * 4, "rotated soon after passing the bound"
+            assert steps == sorted(steps) and len(steps) > 10
+            await cluster.stop_job("here", "chatty", grace_s=1.0)
+        finally:
+            collector.cancel()
+            await cluster.stop()
+
+    asyncio.run(scenario())
