@@ -217,6 +217,7 @@ class Controller:
         while not self._stopping:
             try:
                 if self.store_health.writable():
+                    await self.store_health.resync(self.executor, self.cluster, self._on_event)
                     await self.round()
                     self.round_errors.succeeded()
                 else:

@@ -340,7 +340,8 @@ class Executor:
     def _after_exit(self, run: Run) -> None:
         if run.all_exited and not run.ended.is_set():
             run.ended.set()
-            self._finish(run)
+            with self.store.batch():  # refused (disk full): none of it; rebuilt when writes come back
+                self._finish(run)
             self.notify()
 
     def _finish(self, run: Run) -> None:

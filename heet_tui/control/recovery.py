@@ -31,21 +31,25 @@ class Verdict:
     action: str  # adopt | exited | fence | foreign | ignore
 
 
-def rebuild_runs(store: Store, executor: Executor, now: float) -> list[str]:
-    """Runs for every job the store says is running, with ranks not yet confirmed by any agent."""
+def rebuild_runs(store: Store, executor: Executor, now: float, why: str = "controller restarted") -> list[str]:
+    """Runs for every job the store says is running, with ranks not yet confirmed by any agent.
+    Jobs the executor still holds runs for are left as they are: after a store outage (``why``)
+    only the runs it let go of while an event's writes failed are rebuilt."""
     notes: list[str] = []
     expected: list[str] = []
     allocations = store.current_allocations()
     for rec in store.jobs(include_terminal=False):
         job = rec.job
+        if job.id in executor.runs or job.id in executor.profiles:
+            continue
         if job.state is JobState.PROFILING:
-            store.try_set_state(job.id, JobState.QUEUED, now, "controller restarted during profiling")
+            store.try_set_state(job.id, JobState.QUEUED, now, f"{why} during profiling")
             continue
         if job.state not in (JobState.RUNNING, JobState.RESIZING):
             continue
         current = allocations.get(job.id)
         if current is None:
-            store.try_set_state(job.id, JobState.QUEUED, now, "controller restarted; no allocation on record")
+            store.try_set_state(job.id, JobState.QUEUED, now, f"{why}; no allocation on record")
             continue
         alloc, generation = current
         ranks, rank = {}, 0
@@ -59,7 +63,8 @@ def rebuild_runs(store: Store, executor: Executor, now: float) -> list[str]:
     if expected:  # one notice, not one toast per job naming a generation
         some = ", ".join(expected[:3]) + (f" and {len(expected) - 3} more" if len(expected) > 3 else "")
         notes.append(f"{len(expected)} job(s) were running when the controller last stopped ({some}): "
-                     "looking for them on their hosts")
+                     "looking for them on their hosts" if why == "controller restarted" else
+                     f"{len(expected)} job(s) to look for on their hosts after {why} ({some})")
     return notes
 
 

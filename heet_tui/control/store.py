@@ -13,7 +13,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import replace
 from itertools import chain, count
 from pathlib import Path
@@ -92,6 +92,9 @@ class Store(PlanRows, EventRows):
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
+        if self._db.in_transaction:  # within batch(): the outer transaction commits or rolls back
+            yield self._db
+            return
         try:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -108,7 +111,17 @@ class Store(PlanRows, EventRows):
                 self._db.execute("ROLLBACK")
             raise StoreWriteError(f"state store {self.dir}: cannot write ({exc})") from None
 
+    def batch(self) -> AbstractContextManager[sqlite3.Connection]:
+        """The writes within, all or none: a run's end (its allocation released, its event, its
+        new state) half written when the disk filled left a job neither running nor ended."""
+        return self._tx()
+
     def _migrate(self) -> None:
+        """Bring the schema up to date. A store already up to date is only read: ``heet-tui jobs``,
+        ``status`` and ``log`` must still work when the disk is full or another process holds
+        the write lock, which is when a user most needs to see what is going on."""
+        if self.schema_version == SCHEMA_VERSION:
+            return
         with self._tx() as db:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:

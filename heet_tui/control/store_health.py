@@ -6,14 +6,24 @@ controller makes no changes (no rounds, events not acted on; jobs keep running o
 hosts), says so once, tries one small write each round, and goes on when one succeeds. It
 used to print a traceback for every progress line and half-handle each event: a profiling
 run it should have stopped after two reports ran on for minutes.
+
+The events dropped meanwhile, and those half-handled when their writes failed, are not lost for
+good: on going on, the controller does what a restarted one does (``resync``): it rebuilds the
+runs the store says are running that it let go of, and acts on where every host and process
+stands now. Without that, a job that finished during the outage stayed "running" for ever, or
+was launched again.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
+from heet_tui.cluster import HostChanged, JobsReported
+from heet_tui.control.execution import Executor
+from heet_tui.control.recovery import rebuild_runs
 from heet_tui.control.store import Store, StoreWriteError
+from heet_tui.core.host import HostState
 
 log = logging.getLogger(__name__)
 
@@ -22,6 +32,7 @@ class StoreHealth:
     def __init__(self, store: Store, clock: Callable[[], float], notices: list[str]) -> None:
         self.store, self.clock, self.notices = store, clock, notices
         self.error: str | None = None  # why writes fail, while they do
+        self._recovered = False
 
     def failed(self, exc: StoreWriteError) -> None:
         if self.error is None:
@@ -40,5 +51,17 @@ class StoreHealth:
             return False
         self.notices.append("the state store takes writes again: the controller goes on")
         self.store.add_event(self.clock(), "controller", f"state store writable again (after: {self.error})")
-        self.error = None
+        self.error, self._recovered = None, True
         return True
+
+    async def resync(self, executor: Executor, cluster, handle: Callable[[object], Awaitable[None]]) -> None:
+        """Once after writes came back: the dropped runs rebuilt, then each host's state and
+        processes as the cluster knows them now, handled as the events that would have said so."""
+        if not self._recovered:
+            return
+        self._recovered = False
+        self.notices += rebuild_runs(self.store, executor, self.clock(), "a state store outage")
+        for status in cluster.status():
+            await handle(HostChanged(status.name, status))
+            if status.state is HostState.READY:
+                await handle(JobsReported(status.name, cluster.jobs(status.name)))

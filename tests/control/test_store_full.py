@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,8 @@ from control_lab import job, run_and_clean, wait_for, write_job, write_local_hos
 
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
-from heet_tui.control.store import Store, StoreWriteError
+from heet_tui.control.store import DB_NAME, Store, StoreWriteError
+from heet_tui.control.store_schema import SCHEMA_VERSION
 from heet_tui.core.intents import SubmitJob
 from heet_tui.core.job import JobState
 
@@ -70,3 +72,46 @@ def test_the_controller_changes_nothing_while_it_cannot_write_and_goes_on_after(
     assert log.stat().st_mode & 0o777 == 0o600
     assert not [h for h in logging.getLogger("heet_tui").handlers if getattr(h, "baseFilename", "") == str(log)], \
         "the stopped controller took its log file handler away"
+
+
+def test_a_job_that_ends_while_the_store_is_full_is_recorded_once_it_takes_writes(tmp_path: Path) -> None:
+    store = Store(tmp_path / "state")
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, auto_approve=True))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=200, every=10))))
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
+            _fill(store)
+            await wait_for(ctl, lambda s: any("makes no changes" in n for n in s.notices), 60, "the notice")
+            for _ in range(600):  # the job's exit, reported by its agent, is an event nobody could record
+                if any(r.job_id.startswith("a.r0") and not r.running and r.exit_code == 0
+                       for r in ctl.cluster.jobs("only")):
+                    break
+                await asyncio.sleep(0.1)
+            else:
+                raise AssertionError("the job did not end while the store was full")
+            _free(store)
+            snap = await wait_for(ctl, lambda s: job(s, "a").state is JobState.DONE, 60, "a done")
+            assert job(snap, "a").progress == 1.0
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+    said = [e.message for e in store.events(limit=50) if e.job_id == "a"]
+    launches = [m for m in said if m.startswith("a generation ") and " on only[0]" in m]
+    assert len(launches) == 1, f"a finished job is not launched again: {said}"
+    assert f"{launches[0].split(':')[0]}: target reached" in said, said
+
+
+def test_a_store_another_process_is_writing_to_opens_for_reading_at_once(tmp_path: Path) -> None:
+    Store(tmp_path / "state").close()
+    writer = sqlite3.connect(tmp_path / "state" / DB_NAME, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # as a controller mid-write, or a disk with no room for a write
+    try:
+        reader = Store(tmp_path / "state")  # what heet-tui jobs, status and log open
+        assert reader.jobs() == [] and reader.schema_version == SCHEMA_VERSION
+    finally:
+        writer.execute("ROLLBACK")
