@@ -61,6 +61,7 @@ class JobTable:
         self.children = {}  # key -> Popen, only for jobs this agent started
         self.emulated_speed = None
         self.notes = []
+        self.save_problem = None  # why the job table could not be saved, while it cannot
         os.makedirs(os.path.join(workdir, "logs"), exist_ok=True)
         os.makedirs(os.path.join(workdir, "exits"), exist_ok=True)
 
@@ -85,8 +86,19 @@ class JobTable:
         return [self.summary(j) for j in self.jobs]
 
     def _save(self):
+        """Save the job table; when the workdir's disk is full (or over quota) keep it in memory,
+        say why (``save_problem``, sent with every heartbeat) and try again at every poll. The
+        agent used to die here, leaving its jobs running unwatched, and every agent started
+        after it failed its hello: the host was lost until someone freed space."""
         self._forget_old_exits()
-        self.state.save(self.jobs, self.floors)
+        try:
+            self.state.save(self.jobs, self.floors)
+        except OSError as exc:
+            if self.save_problem is None:
+                sys.stderr.write("heet-agent: cannot save the job table: %s\n" % exc)
+            self.save_problem = "cannot save its job table in %s: %s" % (self.workdir, exc.strerror or exc)
+            return
+        self.save_problem = None
 
     def _forget_old_exits(self):
         """Keep the latest KEEP_FINISHED reported exits, with their log and exit files.
@@ -146,6 +158,10 @@ class JobTable:
             if job["job_id"] == job_id and job["state"] != "exited":
                 raise JobError("job %s generation %d is still running here; fence or stop it first"
                                % (job_id, job["generation"]))
+        if self.save_problem is not None:
+            self._save()
+            if self.save_problem is not None:  # a run it cannot record would be unknown to the next agent
+                raise JobError("not launched: the agent %s" % self.save_problem)
         workdir = args.get("workdir") or self.workdir
         workdir = os.path.expanduser(str(workdir))
         if not os.path.isdir(workdir):
@@ -282,14 +298,16 @@ class JobTable:
                 job["reported"] = True
                 changed = True
                 self.send_event("job_exit", **self.summary(job))
-        if changed:
+        if changed or self.save_problem is not None:
             self._save()
 
     def _check_exit(self, job):
         child = self.children.get(_key(job))
+        wrapper_code = None  # jobwrap's own exit code: the job's, or 128 + its signal
         if child is not None:
             if child.poll() is None:
                 return False
+            wrapper_code = child.returncode
             del self.children[_key(job)]
         elif pid_alive(job["pid"], job.get("start_time")):
             return False
@@ -307,6 +325,8 @@ class JobTable:
                 job["reason"] = "failed to start: {}".format(status["error"])
         elif job.get("killed"):
             job["signal"] = int(signal.SIGKILL)
+        elif wrapper_code is not None and wrapper_code >= 0:  # the exit file could not be written (full disk)
+            job["exit_code"], job["signal"] = (wrapper_code, None) if wrapper_code < 128 else (None, wrapper_code - 128)
         else:
             job["reason"] = job.get("reason") or "lost (no exit status recorded)"
         job["state"] = "exited"
@@ -323,11 +343,13 @@ class JobTable:
                 data = fh.read(READ_CHUNK)
         except OSError:
             return
-        if len(data) < READ_CHUNK and job.get("offset", 0) + len(data) > job.get("log_max", ROTATE_BYTES):
+        if len(data) < READ_CHUNK and job.get("offset", 0) + len(data) > job.get("log_max", ROTATE_BYTES) \
+                and time.time() >= job.get("rotate_after", 0):
             if rotate(job["log"]):  # caught up: all but the last partial line was forwarded below
                 self._forward_lines(job, data)
                 job["offset"] = 0
                 return
+            job["rotate_after"] = time.time() + 60.0  # no room for the copy: not a 32 MiB read every poll
         self._forward_lines(job, data)
 
     def _forward_lines(self, job, data):

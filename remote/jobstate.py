@@ -69,8 +69,16 @@ class StateFile:
             return [], {}, f"state file unreadable ({exc}); moved to {aside}"
 
     def save(self, jobs, floors):
+        """Raises OSError (a full disk, a quota) with the old file left whole."""
         data = {"jobs": jobs, "floors": floors}  # ended ones already cut to KEEP_FINISHED (jobs.py)
         tmp = self.path + ".tmp"
-        with open(tmp, "w") as fh:
-            json.dump(data, fh)
-        os.replace(tmp, self.path)
+        try:
+            with open(tmp, "w") as fh:
+                json.dump(data, fh)
+            os.replace(tmp, self.path)
+        except OSError:
+            try:
+                os.remove(tmp)
+            except OSError:
+                pass
+            raise

@@ -14,10 +14,18 @@ import sys
 
 
 def _write_exit(path, status):
+    """Record the exit; on a full disk say so and go on: this wrapper's own exit code still
+    carries the status to an agent that is its parent (jobs.py)."""
     tmp = path + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump(status, fh)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as fh:
+            json.dump(status, fh)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            sys.stderr.write("heet-agent: cannot record the exit status %r: %s\n" % (status, exc))
+        except OSError:
+            pass
 
 
 def run(exit_file, argv):

@@ -129,7 +129,7 @@ class Agent:
             self.sampler.start()
         self.next_heartbeat = time.time() + self.heartbeat_s
         return {"protocol": PROTOCOL_VERSION, "agent_version": AGENT_VERSION, "pid": os.getpid(),
-                "inventory": inv, "jobs": jobs, "notes": self.jobs.notes}
+                "inventory": inv, "jobs": jobs, "notes": self.jobs.notes, "workdir_problem": self.jobs.save_problem}
 
     def op_inventory(self, args):
         self.source, self.gpus, notes = inventory.probe_gpus(self.emulate, self.probes, self.probe_limit_s)
@@ -165,7 +165,7 @@ class Agent:
         fresh, problem = self.sampler.sample() if self.sampler is not None else (None, None)
         gpus = mark_others(inventory.utilization(fresh, self.gpus), self.jobs.jobs)
         self.send_event("heartbeat", seq=self.seq, time=time.time(), gpus=gpus, jobs=self.jobs.recent_summaries(),
-                        gpu_probe=problem)
+                        gpu_probe=problem, workdir_problem=self.jobs.save_problem)
 
     def serve(self):
         self.send_event("agent_start", protocol=PROTOCOL_VERSION, agent_version=AGENT_VERSION, pid=os.getpid())
@@ -202,6 +202,29 @@ class Agent:
             self.send_event("protocol_error", error=problem or "expected a request")
             return
         self.handle(message)
+
+
+class QuietStream:
+    """The agent's stderr (its log file), which never raises: the log shares a disk with the
+    job table, and a full disk must not turn a line of log into the agent's death."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except (OSError, ValueError):
+            return len(text)
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 def _valid_host_name(name):
@@ -258,7 +281,7 @@ def main(argv=None):
             sys.stderr.write("heet-agent: cannot make %s private: %s\n" % (private, exc))
     log = open(os.path.join(workdir, "agent.log"), "ab", buffering=0)
     os.dup2(log.fileno(), 2)  # stderr never reaches the protocol stream
-    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    sys.stderr = QuietStream(open(2, "w", buffering=1, closefd=False))
     sys.stderr.write("heet-agent %s pid %d starting in %s\n" % (AGENT_VERSION, os.getpid(), workdir))
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # exit; jobs keep running

@@ -80,6 +80,23 @@ def take_over(workdir, owner):
                 raise JobError("another agent holds %s/agent.lock" % workdir) from None
             time.sleep(0.05)
     for path, text in ((pid_path, str(os.getpid())), (owner_path, owner)):
-        with open(path, "w") as fh:
-            fh.write(text)
+        _write_small(path, text)
     return lock
+
+
+def _write_small(path, text):
+    """Write ``text`` to ``path`` unless it holds it already, atomically. On a full disk the old
+    file stays as it was and the agent goes on (a stale pid is checked before it is signalled):
+    refusing hello there lost the host, and its jobs, until someone freed space."""
+    if _read(path) == text:
+        return
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    try:
+        with open(tmp, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass

@@ -55,6 +55,7 @@ class HostSupervisor:
         self.gpu_source = ""
         self.warnings: list[str] = []  # what the agent says a user must see (real GPUs left unused)
         self.gpu_probe: str | None = None  # why the agent's last heartbeat had no fresh GPU reading
+        self.workdir_problem: str | None = None  # why the agent cannot save its job table (a full disk)
         self.agent_version = ""
         self.rtt_ms: float | None = None
         self.last_seen: float | None = None
@@ -74,12 +75,14 @@ class HostSupervisor:
         return HostStatus(name=self.entry.name, state=self.state, message=self.message, gpus=self.gpus,
                           rack=self.entry.rack, gpu_source=self.gpu_source, last_seen=self.last_seen,
                           rtt_ms=self.rtt_ms, gpu_jobs=gpu_jobs,
-                          declared_type=self.entry.declared_type or "")
+                          declared_type=self.entry.declared_type or "", launch_blocked=self.workdir_problem or "")
 
     def _ready_message(self) -> str:
         warnings = "".join(f"; {w}" for w in self.warnings)
         probe = f"; GPUs not read: {self.gpu_probe}" if self.gpu_probe else ""
-        return f"ready: {len(self.gpus)} GPU(s) ({self.gpu_source}), agent {self.agent_version}{warnings}{probe}"
+        full = (f"; the agent {self.workdir_problem}: jobs run on, nothing is launched here until it can"
+                if self.workdir_problem else "")
+        return f"ready: {len(self.gpus)} GPU(s) ({self.gpu_source}), agent {self.agent_version}{warnings}{probe}{full}"
 
     def _set(self, state: HostState, message: str) -> None:
         self.state, self.message = state, message
@@ -151,7 +154,7 @@ class HostSupervisor:
         self._apply_hello(result)
         self.client = client
         self.last_seen = time.time()
-        self.gpu_probe = None
+        self.gpu_probe, self.workdir_problem = None, _text(result.get("workdir_problem"))
         self._set(HostState.READY, self._ready_message())
         self.publish(JobsReported(self.entry.name, tuple(self.jobs.values())))
         early, self._early = self._early, []
@@ -255,10 +258,9 @@ class HostSupervisor:
                     future.set_result(job)
 
     def _on_heartbeat(self, message: dict[str, Any]) -> None:
-        probe = message.get("gpu_probe")
-        probe = str(probe)[:300] if isinstance(probe, str) and probe else None
-        if probe != self.gpu_probe:  # a hung nvidia-smi is how a GPU falling off the bus first shows
-            self.gpu_probe = probe
+        probe, full = (_text(message.get(key)) for key in ("gpu_probe", "workdir_problem"))
+        if (probe, full) != (self.gpu_probe, self.workdir_problem):  # a hung nvidia-smi is how a GPU
+            self.gpu_probe, self.workdir_problem = probe, full  # falling off the bus first shows
             if self.state is HostState.READY:
                 self.message = self._ready_message()
         fresh = {int(g.get("index", -1)): g for g in message.get("gpus") or () if isinstance(g, dict)}
@@ -285,3 +287,8 @@ class HostSupervisor:
             for future in futures:
                 if not future.done():
                     future.set_exception(HostNotReady(f"host {self.entry.name}: {failure}"))
+
+
+def _text(value: Any) -> str | None:
+    """A heartbeat's optional text field: None when absent or empty, cut to a message's length."""
+    return str(value)[:300] if isinstance(value, str) and value else None

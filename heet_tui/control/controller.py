@@ -40,6 +40,7 @@ from heet_tui.control.progress_reports import note_bad_progress
 from heet_tui.control.recovery import rebuild_runs, reconcile_host
 from heet_tui.control.restart_costs import cost_of, restart_costs
 from heet_tui.control.round_errors import RoundErrors
+from heet_tui.control.runtime import launch_blocked
 from heet_tui.control.snapshot_build import build_snapshot
 from heet_tui.control.snapshots import ControllerLock, SnapshotHub
 from heet_tui.control.store import JobRecord, Store, StoreWriteError
@@ -307,12 +308,8 @@ class Controller:
             self.poke()
 
     # -- planning -----------------------------------------------------------------------------
-    def drained(self) -> set[str]:
-        """Drained by the user, or removed from the hosts file while running jobs (they move off first)."""
-        return self.drained_by_user() | self.hosts_reloader.leaving
-
-    def drained_by_user(self) -> set[str]:
-        return drained_hosts(self.store)
+    def drained(self) -> set[str]:  # by the user, or removed from the hosts file while running jobs
+        return drained_hosts(self.store) | self.hosts_reloader.leaving
 
     def job_inputs(self, overrides: dict[str, Constraints] | None = None) -> list[planning.JobInput]:
         """Jobs to plan: measured ones, and those that cannot be (control/unmeasured.py)."""
@@ -320,6 +317,7 @@ class Controller:
         out, now = [], self.clock()
         unmeasured, restart_cost = unmeasured_ids(self.store), restart_costs(self.store)
         crashed = self.executor.crashed_sizes  # a size a twin could not run at, this job cannot either
+        held = self.host_grace.holding() | launch_blocked(self.cluster.status())
         for rec in self.store.jobs(include_terminal=False):
             job, run = rec.job, self.executor.runs.get(rec.job.id)
             if job.state not in planning.SCHEDULABLE or waits_for_profiling(self, job.id, run is not None):
@@ -331,8 +329,8 @@ class Controller:
                 continue
             if run is not None and run.any_exited:
                 continue  # ending: judged once its last rank is reported
-            if run is not None and {r.host for r in run.ranks.values()} & self.host_grace.holding():
-                continue  # its host may come back with it still running: not moved on a guess
+            if run is not None and {r.host for r in run.ranks.values()} & held:
+                continue  # its host may come back (or launch again) with it still running: not moved on a guess
             spec, total, mates = job.spec, job.spec.target_samples, self.book.class_mates(job.id)
             out.append(planning.JobInput(
                 job.id, job.state, spec.min_gpus, spec.max_gpus, spec.gpu_types, spec.priority, job.submitted_at,

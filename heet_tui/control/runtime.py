@@ -66,8 +66,20 @@ def foreign_gpus(cluster, store_id: str) -> dict[str, set[int]]:
 
 def outside_gpus(cluster, store_id: str) -> dict[str, set[int]]:
     """host -> GPUs in use by processes this state store did not start: another store's jobs,
-    and processes heet did not start at all (someone's notebook: cluster/gpu_users.py)."""
-    return union_gpus(foreign_gpus(cluster, store_id), gpus_used_by_others(cluster.status()))
+    and processes heet did not start at all (someone's notebook: cluster/gpu_users.py); and
+    the free GPUs of hosts whose agent launches nothing now (a full disk)."""
+    return union_gpus(foreign_gpus(cluster, store_id), gpus_used_by_others(cluster.status()),
+                      free_gpus_of_blocked(cluster.status()))
+
+
+def launch_blocked(statuses) -> set[str]:
+    """Hosts whose agent refuses launches (it cannot record them: a full disk). Their jobs are
+    left out of planning: a resize or move would stop them there for a relaunch that fails."""
+    return {s.name for s in statuses if s.launch_blocked}
+
+
+def free_gpus_of_blocked(statuses) -> dict[str, set[int]]:
+    return {s.name: {g.index for g in s.gpus} - {g for g, _ in s.gpu_jobs} for s in statuses if s.launch_blocked}
 
 
 def union_gpus(*parts: dict[str, set[int]]) -> dict[str, set[int]]:

@@ -29,6 +29,7 @@ class HostStatus:
     gpu_jobs: tuple[tuple[int, str], ...] = ()  # (gpu index, job id) for GPUs in use
     declared_type: str = ""  # the hosts file's GPU type (emulate or gpu_type), known before any connection
     drained_why: str = ""  # what drained it, when known (by hand, removed from the hosts file, found broken)
+    launch_blocked: str = ""  # why its agent launches nothing now (its workdir's disk is full); "" when it does
 
     @property
     def gpu_type(self) -> str:

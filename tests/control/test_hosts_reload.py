@@ -9,6 +9,7 @@ from control_lab import job, run_and_clean, wait_for, write_job, write_local_hos
 
 from heet_tui.config.hosts_file import HostEntry, load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.drains import drained_hosts
 from heet_tui.control.hosts_reload import HostsReloader, diff_hosts
 from heet_tui.control.store import Store
 from heet_tui.core.host import HostState
@@ -107,7 +108,7 @@ def test_a_host_removed_while_running_a_job_is_drained_then_dropped(tmp_path: Pa
             await wait_for(ctl, lambda s: job(s, "a").allocation is not None
                            and job(s, "a").allocation.host_names == (other,), 90, f"a moved to {other}")
             await wait_for(ctl, lambda s: [h.name for h in s.hosts] == [other], 30, f"{host} dropped")
-            assert ctl.drained_by_user() == set(), "the user's own drain list is untouched"
+            assert drained_hosts(ctl.store) == set(), "the user's own drain list is untouched"
         finally:
             await ctl.stop()
 

@@ -76,7 +76,7 @@ def _host_row(h: HostStatus) -> dict[str, Any]:
     if h.drained:
         note = h.drained_why or "drained by hand"
     else:
-        note = "" if h.state is HostState.READY else h.message
+        note = h.launch_blocked if h.state is HostState.READY else h.message
     outside = {str(g.index): list(g.others) for g in h.gpus if g.others}
     if outside:  # someone's notebook on a GPU heet would otherwise use: plans keep off it
         note = "; ".join(filter(None, [note, "in use outside heet: " + "; ".join(
