@@ -32,6 +32,9 @@ HINTS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
     (re.compile(r"ModuleNotFoundError: No module named '([^']+)'"),
      "the Python it ran under has no module {1}: install it on the host, or name an interpreter that has it "
      "as the host's python in the hosts file", False),
+    (re.compile(r"No space left on device|Disk quota exceeded", re.I),
+     "a disk it writes to (its checkpoint_dir, its data, or its log in the agent's workdir) is full or over "
+     "quota: free space there; the job resumes from its last checkpoint", False),
     (re.compile(r"CUDA out of memory|OutOfMemoryError", re.I),
      "the local batch (batch_size / GPUs) does not fit one GPU: raise min_gpus, or leave this GPU type out "
      "of gpu_types", False),

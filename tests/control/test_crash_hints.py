@@ -38,6 +38,8 @@ from heet_tui.core.job import JobState
          "device 3b000", False, "torch.cuda.set_device(int(os.environ['LOCAL_RANK']))"),
         ("RuntimeError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!", True, "use the gloo backend"),
         ("AssertionError: Torch not compiled with CUDA enabled", True, "emulated GPUs are this host's CPU"),
+        ("OSError: [Errno 28] No space left on device: '/scratch/ckpt/model.pt.tmp'", False, "is full or over quota"),
+        ("OSError: [Errno 122] Disk quota exceeded", False, "free space there"),
         ("ModuleNotFoundError: No module named 'timm'", False, "has no module timm: install it on the host"),
         ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", False, "raise min_gpus"),
     ],
