@@ -28,12 +28,22 @@ def owned_by_newer(meta, generation):
 
 
 def atomic_write(path, write):
+    """The old file stays whole until the new one is complete. A write that fails (a full disk)
+    takes its partial copy with it: left behind, a half-written checkpoint of gigabytes kept the
+    disk full for the relaunched job's next save too."""
     tmp = os.path.join(os.path.dirname(path), ".%s.%d.tmp" % (os.path.basename(path), os.getpid()))
-    with open(tmp, "wb") as fh:
-        write(fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
 
 
 @contextlib.contextmanager

@@ -1,0 +1,23 @@
+"""A checkpoint save that fails part-way (a full disk) leaves the last good checkpoint whole and
+takes its partial copy with it, so the disk is not kept full for the next save."""
+
+from __future__ import annotations
+
+import pytest
+from heet_agent.elastic_checkpoint import atomic_write
+
+
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_partial_copy(tmp_path) -> None:
+    target = tmp_path / "checkpoint.pt"
+    target.write_bytes(b"the last good checkpoint")
+
+    def fills_the_disk(fh) -> None:
+        fh.write(b"x" * 65536)
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left on device"):
+        atomic_write(str(target), fills_the_disk)
+    assert target.read_bytes() == b"the last good checkpoint"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.pt"]
+    atomic_write(str(target), lambda fh: fh.write(b"a newer one"))
+    assert target.read_bytes() == b"a newer one"
