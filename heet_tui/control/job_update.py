@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from heet_tui.config.job_spec import spec_file
-from heet_tui.core.job import JobSpec, JobState
+from heet_tui.core.job import ACTIVE, JobSpec, JobState
 
 if TYPE_CHECKING:
     from heet_tui.control.execution import Executor
@@ -76,7 +76,7 @@ def planned_updates(store: Store, specs: list[JobSpec], origins: list[Path],
     problem, ``problems`` (from reading the files) included: one bad file changes none."""
     found = []
     for spec, path in zip(specs, origins, strict=True):
-        rec = store.find_job(spec.name)
+        rec = store.find_job(spec.name, ACTIVE)
         if rec is None:
             problems.append(f"{path}: no job named {spec.name!r} (heet-tui submit queues a new one)")
         elif (why := update_problem(rec.job.spec, spec, rec.job.state)) is not None:

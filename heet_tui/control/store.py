@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import replace
 from itertools import chain, count
@@ -205,13 +205,18 @@ class Store(PlanRows, EventRows):
         row = cur.fetchone()
         return self._job_record(dict(zip([c[0] for c in cur.description], row, strict=True))) if row else None
 
-    def find_job(self, name: str) -> JobRecord | None:
-        """By id, else the newest job with that name (what ``heet-tui cancel NAME`` means)."""
-        found = self.job(name)
-        if found is not None:
-            return found
+    def find_job(self, name: str, states: Collection[JobState] | None = None) -> JobRecord | None:
+        """By id, else the newest job with that name (what ``heet-tui cancel NAME`` means). With
+        ``states`` (those the action acts on: cancel and update an active job, retry a failed or
+        cancelled one), a job in another state gives way to the newest of that name in one of
+        them: ``cancel small-cnn`` stopped nothing when small-cnn had finished and small-cnn-4,
+        the same spec submitted again, ran."""
+        by_id = self.job(name)
+        if by_id is not None and (states is None or by_id.job.state in states):
+            return by_id
         same = [r for r in self.jobs() if r.job.spec.name == name]
-        return same[-1] if same else None
+        wanted = [r for r in same if states is None or r.job.state in states]
+        return wanted[-1] if wanted else by_id or (same[-1] if same else None)
 
     def _job_record(self, r: dict, history: tuple[tuple[float, JobState], ...] | None = None) -> JobRecord:
         if history is None:

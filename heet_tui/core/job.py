@@ -100,6 +100,7 @@ _ALLOWED: dict[JobState, frozenset[JobState]] = {
 
 
 RETRYABLE = (JobState.FAILED, JobState.CANCELLED)  # ended jobs a user may put back in the queue
+ACTIVE = tuple(s for s in JobState if not s.terminal)  # jobs cancel and update act on
 
 
 class InvalidTransition(ValueError):

@@ -74,6 +74,8 @@ def test_log_without_a_controller_shows_a_failures_recorded_tail_or_says_why_not
     capsys.readouterr()
     assert main([*state, "log", "a"]) == 0
     assert capsys.readouterr().out.splitlines()[1:] == ["line one", "ValueError: nan"]
+    assert main([*state, "log", "a", "-n", "1"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == ["ValueError: nan"], "-n holds without a controller too"
     assert main([*state, "log", "b"]) == 1
     assert "no controller runs on" in capsys.readouterr().err
     assert main([*state, "log", "b", "-n", "0"]) == 2

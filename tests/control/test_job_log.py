@@ -92,5 +92,8 @@ def test_new_lines_continue_from_the_overlap_and_a_new_run_from_its_header() -> 
     assert list(new_lines((first, "x", "y", "z"), (again, "x", "y", "z", "w"))) == ["w"]
     assert list(new_lines((first, "y", "y"), (again, "y", "y", "y"))) == ["y"], "repeated lines are not lost"
     assert new_lines((first, "x"), (again, "p", "q")) == ["...", "p", "q"], "more came than one read holds"
+    whole = (again, *(f"step {i}" for i in range(1, 30)))  # the first -f read holds lines -n did not show
+    assert new_lines((first, "step 27", "step 28"), whole) == ["step 29"], "the log is not printed twice"
+    assert new_lines((again, *whole[3:]), (again, *whole[5:], "step 30")) == ["step 30"], "a steady follow"
     moved = ("a generation 2, rank 0 on g, last 1 line(s):", "n")
     assert new_lines((first, "x"), moved) == list(moved)

@@ -111,3 +111,23 @@ def test_the_tuis_submit_takes_a_directory_or_a_glob_whole_or_not_at_all(tmp_pat
     grid = _spec(tmp_path, "grid", '[sweep]\nseed = [1, 2]\n').read_text().replace('"train.py"', '"train.py", "{seed}"')
     (tmp_path / "grid.toml").write_text(grid)  # a [sweep] file from the TUI's prompt, as from the shell
     assert asyncio.run(submit(str(tmp_path / "grid.toml"))) == "submitted grid-seed1, grid-seed2"
+
+
+def test_a_name_means_its_active_job_to_cancel_and_update_and_its_ended_one_to_retry(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = ["--state", str(tmp_path / "state")]
+    spec = _spec(tmp_path, "cnn")
+    assert main([*state, "submit", str(spec)]) == 0
+    store = Store(tmp_path / "state")
+    store.set_state("cnn", JobState.RUNNING, 1.0)
+    store.set_state("cnn", JobState.DONE, 2.0)
+    assert main([*state, "submit", str(spec)]) == 0  # the same spec again: cnn-2
+    capsys.readouterr()
+    spec.write_text(spec.read_text() + "max_gpus = 4\n")
+    assert main([*state, "update", str(spec)]) == 0, capsys.readouterr().err
+    assert "updated cnn-2" in capsys.readouterr().out and store.job("cnn-2").job.spec.max_gpus == 4
+    assert main([*state, "cancel", "cnn"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["cancelled cnn-2"], "not 'cnn is already done'"
+    store.set_state("cnn", JobState.DONE, 3.0)
+    assert main([*state, "retry", "cnn"]) == 0
+    assert capsys.readouterr().out.startswith("cnn-2 queued again"), "the cancelled one, not the done one"

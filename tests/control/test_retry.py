@@ -75,14 +75,14 @@ def test_retry_from_the_command_line_names_patterns_and_refusals(tmp_path: Path,
     assert main([*state, "retry", "s-4"]) == 2  # queued: not ended
     assert main([*state, "retry", "s", "s-2", "s-9"]) == 2
     assert 'no job "s-9"' in capsys.readouterr().err and store.job("s").job.state is JobState.FAILED
-    assert main([*state, "retry", "s*"]) == 2, "the pattern takes in the done one: refused, nothing retried"
     assert store.job("s").job.state is JobState.FAILED
     capsys.readouterr()
-    assert main([*state, "retry", "s", "s-2"]) == 0
+    assert main([*state, "retry", "s*"]) == 0, "a sweep's pattern retries what failed or was cancelled"
     assert capsys.readouterr().out.splitlines() == [
         "s queued again; it resumes from the start (it reported no checkpoint)",
         "s-2 queued again; it resumes from the start (it reported no checkpoint)"]
     assert [r.job.state for r in store.jobs()] == [JobState.QUEUED, JobState.QUEUED, JobState.DONE, JobState.QUEUED]
+    assert main([*state, "retry", "s*"]) == 2, "nothing left to retry"
     assert main([*state, "jobs", "s", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["events"][-1]["kind"] == "retry"
 

@@ -20,7 +20,7 @@ from heet_tui.cli.errors import UsageError
 from heet_tui.cli.locations import add_location_options
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store
-from heet_tui.core.job import Job, JobState
+from heet_tui.core.job import ACTIVE, Job, JobState
 
 PATTERN_CHARS = "*?["
 
@@ -47,17 +47,20 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return 0
 
 
-def resolve_jobs(store: Store, names: list[str], ended: bool = False, verb: str = "cancelled") -> list[Job]:
+def resolve_jobs(store: Store, names: list[str], ended: bool = False, verb: str = "cancelled",
+                 states: tuple[JobState, ...] | None = None) -> list[Job]:
     """The jobs the names mean, each once, in the order named; a name that means none is an
-    error and nothing is done. Patterns match the active jobs' ids (the ended ones' with ``ended``)."""
-    pool = [r.job for r in store.jobs(include_terminal=ended) if r.job.state.terminal == ended]
+    error and nothing is done. Patterns match the active jobs' ids (the ended ones' with
+    ``ended``), in ``states`` if given: ``retry 'sweep-*'`` leaves the sweep's finished jobs be."""
+    pool = [r.job for r in store.jobs(include_terminal=ended)
+            if r.job.state.terminal == ended and (states is None or r.job.state in states)]
     found: dict[str, Job] = {}
     missing = []
     for name in names:
         if any(c in name for c in PATTERN_CHARS):
             matched = [j for j in pool if fnmatch.fnmatchcase(j.id, name)]
         else:
-            rec = store.find_job(name)
+            rec = store.find_job(name, states or ACTIVE)
             matched = [rec.job] if rec else []
         if not matched:
             missing.append(name)

@@ -40,7 +40,7 @@ def cmd_log(args: argparse.Namespace) -> int:
     store = open_store(args)
     rec = job_named(store, args.name)
     if controller_running(store.dir) is None:
-        return _recorded_tail(store, rec.job.id)
+        return _recorded_tail(store, rec.job.id, args.lines)
     try:
         asyncio.run(_ask(store, rec.job.id, args.lines, args.follow))
     except (ControllerGone, ValueError, TimeoutError) as exc:
@@ -73,16 +73,24 @@ async def _ask(store: Store, job_id: str, lines: int, follow: bool) -> None:
 
 def new_lines(before: tuple[str, ...], now: tuple[str, ...]) -> list[str]:
     """The lines of ``now`` after what ``before`` showed. Both start with a header naming the run;
-    a new run (another generation, after a restart) is shown from its header. The overlap is the
-    longest end of ``before`` that ``now`` continues from; none means more came than one read
-    holds, said with "...".
+    a new run (another generation, after a restart) is shown from its header.
+
+    ``now`` is a longer read than the first ``before`` (the whole retained tail): ``before`` sits
+    inside it, and what follows its first place there is new. Looking for ``before`` only at the
+    start of ``now`` printed the whole log a second time whenever it was longer than ``-n``. In
+    a steady follow both reads are full, and ``now`` starts inside ``before``: the longest end of
+    ``before`` that ``now`` begins with. Neither means more came than one read holds ("...").
     """
     if not before or not now or _run_of(before[0]) != _run_of(now[0]):
         return list(now)
-    old, cur = before[1:], now[1:]
+    old, cur = tuple(before[1:]), tuple(now[1:])
+    if old:
+        for end in range(len(old), len(cur) + 1):
+            if cur[end - len(old):end] == old:
+                return list(cur[end:])
     for k in range(min(len(old), len(cur)), 0, -1):
         if old[-k:] == cur[:k]:
-            return cur[k:]
+            return list(cur[k:])
     return ["..."] + list(cur) if cur and old else list(cur)
 
 
@@ -91,13 +99,13 @@ def _run_of(header: str) -> str:
     return header.split(", last ")[0]
 
 
-def _recorded_tail(store: Store, job_id: str) -> int:
+def _recorded_tail(store: Store, job_id: str, lines: int) -> int:
     failures = [e for e in store.events(job_id, limit=200) if e.kind == "failed" and "\n" in e.message]
     if not failures:
         raise CliError(f"{job_id}: no controller runs on {store.dir}, and only a controller reads output from the "
                        "hosts: start one (heet-tui run, or heet-tui) and ask again; heet-tui jobs "
                        f"{job_id} shows what the store holds")
     print(f"(no controller runs on {store.dir}: this is the tail recorded when {job_id} failed)")
-    for line in failures[-1].message.splitlines()[1:]:
+    for line in failures[-1].message.splitlines()[1:][-lines:]:
         print(line)
     return 0

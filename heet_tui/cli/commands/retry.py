@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_retry(args: argparse.Namespace) -> int:
     store = open_store(args)
-    jobs = resolve_jobs(store, args.names, ended=True, verb="retried")
+    jobs = resolve_jobs(store, args.names, ended=True, verb="retried", states=RETRYABLE)
     refused = [f"{j.id} is {j.state.value}" for j in jobs if j.state not in RETRYABLE]
     if refused:
         raise UsageError("; ".join(refused) + ": only failed or cancelled jobs are retried"
