@@ -140,9 +140,10 @@ class Controller:
         self.store.add_event(now, "controller", "controller started")
         log.info("controller started: %d host(s), state in %s", len(self.hosts.hosts), self.store.dir)
 
-    async def stop(self) -> None:
+    async def stop(self, why: str = "") -> None:
         # The flag, not only the cancel, ends the loops: on Python 3.11 a cancel that races a
         # completing ``wait_for`` is swallowed, and a loop that never sees it would never end.
+        log.info("controller stopping%s", f" ({why})" if why else "")  # the log said only when it started
         self._stopping = True
         self._wake.set()
         await self.attach_server.close()

@@ -76,8 +76,9 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> in
     logging.getLogger("heet_tui").addHandler(warnings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    stopped_by: list[str] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, lambda sig=sig: (stopped_by.append(sig.name), stop.set()))
     await controller.start()
     print(f"controller running: {len(hosts.hosts)} host(s) from {hosts.path}, state in {store.dir} "
           f"(log: {store.dir / LOG_NAME})", flush=True)
@@ -109,11 +110,13 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> in
             except TimeoutError:
                 pass
     finally:
-        await controller.stop()
+        await controller.stop(f"{stopped_by[0]} received" if stopped_by else
+                              "every job ended (--until-idle)" if until_idle and controller.all_done() else "")
         logging.getLogger("heet_tui").removeHandler(warnings)
     jobs = store.jobs()
     failed = [r.job.id for r in jobs if r.job.state.value == "failed"]
     print(f"controller stopped: {sum(r.job.state.value == 'done' for r in jobs)} done, {len(failed)} failed, "
+          f"{sum(r.job.state.value == 'cancelled' for r in jobs)} cancelled, "
           f"{sum(not r.job.state.terminal for r in jobs)} still active", flush=True)
     return 1 if until_idle and failed else 0
 

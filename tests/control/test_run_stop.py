@@ -1,0 +1,30 @@
+"""``heet-tui run`` stopped by a signal says so in the controller's log and on the terminal:
+the log used to hold only "controller started" lines, so a controller that had stopped (a
+SIGTERM from a logout, an admin, a scheduler) left nothing to say when or why."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from control_lab import write_local_hosts
+
+
+def test_a_controller_stopped_by_sigterm_logs_why(tmp_path: Path) -> None:
+    hosts, state = write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]), tmp_path / "state"
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "xdg")}
+    proc = subprocess.Popen([sys.executable, "-m", "heet_tui.cli.main", "run", "--hosts", str(hosts), "--state", str(state)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().startswith("controller running:")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "controller stopped: 0 done, 0 failed, 0 cancelled, 0 still active" in out
+    log = (state / "controller.log").read_text()
+    assert "controller started" in log and "controller stopping (SIGTERM received)" in log
