@@ -7,6 +7,7 @@ nothing but the TUI could approve one: on a server, jobs waited with no word why
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -90,3 +91,19 @@ def test_a_plan_made_before_a_host_was_drained_is_not_applied_onto_it(tmp_path: 
             await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running off the drained host")
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_plan_asked_for_by_id_that_is_not_pending_is_an_error(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    state = ["--state", str(tmp_path / "state")]
+
+    async def scenario() -> None:
+        async with manual_controller(hosts, store):
+            assert await asyncio.to_thread(main, ["plan", "show", *state]) == 0
+            assert await asyncio.to_thread(main, ["plan", "show", "--id", "9", *state]) == 2
+
+    run_and_clean(scenario, tmp_path)
+    out, err = capsys.readouterr()
+    assert "no plan pending" in out and "plan #9 is not pending: no plan is" in err

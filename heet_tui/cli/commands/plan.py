@@ -48,6 +48,8 @@ async def _plan(state_dir, action: str, expected: int | None) -> int:
     await backend.start()
     try:
         snap = await asyncio.wait_for(anext(backend.snapshots()), REPLY_TIMEOUT_S)
+        if (snap.plan is None or snap.plan_id is None) and expected is not None:
+            raise UsageError(f"plan #{expected} is not pending: no plan is (the current allocation stands)")
         if snap.plan is None or snap.plan_id is None:
             print("no plan pending: the current allocation stands" + (" (auto-approve is on)" if snap.auto_approve
                                                                        else ""))
