@@ -346,7 +346,7 @@ class Executor:
 
     def _finish(self, run: Run) -> None:
         rec = None if run.profiling else self.store.job(run.job_id)
-        outcome, why = judge(run, rec.job.spec if rec is not None else None)
+        outcome, why = judge(run, rec.job.spec if rec is not None else None, rec.job if rec is not None else None)
         now, job_id = self.clock(), run.job_id
         if (stop_s := stop_seconds(run, now)) is not None:
             self.store.add_restart_time(job_id, "stop", stop_s, now)

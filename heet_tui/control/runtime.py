@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from heet_tui.cluster.gpu_users import gpus_used_by_others
 from heet_tui.core.allocation import Allocation
-from heet_tui.core.job import JobSpec, TargetKind
+from heet_tui.core.job import Job, JobSpec, TargetKind
 
 if TYPE_CHECKING:
     pass
@@ -175,20 +175,30 @@ def reached_target(spec: JobSpec, progress: dict[str, Any] | None) -> bool:
     return spec.dataset_samples > 0 and samples >= target.value * spec.dataset_samples
 
 
+def _done(spec: JobSpec | None, job: Job | None) -> str:
+    """What an exit 0 means. The script says it is done, so the job is; but "target reached" of
+    a script that reported no progress (or never got there) hid that heet measured nothing."""
+    if spec is None or job is None or reached_target(spec, {"step": job.steps_done, "samples": job.samples_done}):
+        return "target reached"
+    if not job.steps_done and not job.samples_done:
+        return "exited 0 without reporting progress (no valid @heet-progress line): counted done"
+    return f"exited 0 at step {job.steps_done}, short of its target as last reported: counted done"
+
+
 LAUNCH_REFUSED = "launch refused"  # a rank's exit reason when its agent would not start it
 STALLED = "stalled"  # how the stop reason of a hung run starts (control/stalls.py)
 
 
-def judge(run: Run, spec: JobSpec | None = None) -> tuple[Outcome, str]:
+def judge(run: Run, spec: JobSpec | None = None, job: Job | None = None) -> tuple[Outcome, str]:
     """Why a run ended, from its ranks' exits and whether the controller stopped it.
 
     A run that reported reaching its target (``spec`` given) is done even when a rank then
     died on the way out (a collective library aborting at teardown): retrying it would launch
-    a generation with nothing left to do.
+    a generation with nothing left to do. ``job``: its record, with the progress recorded.
     """
     rank0 = run.ranks.get(0)
     if rank0 is not None and rank0.exited and rank0.exit_code == EXIT_DONE:
-        return (Outcome.STOPPED, "profiling run finished") if run.profiling else (Outcome.DONE, "target reached")
+        return (Outcome.STOPPED, "profiling run finished") if run.profiling else (Outcome.DONE, _done(spec, job))
     fenced = any(r.exit_code == EXIT_FENCED for r in run.ranks.values())
     if not run.profiling and not fenced and spec is not None and reached_target(spec, run.progress):
         return Outcome.DONE, "target reached (a rank failed while exiting)"

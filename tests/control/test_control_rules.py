@@ -21,7 +21,7 @@ from heet_tui.control.runtime import (
 )
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.core.allocation import Allocation
-from heet_tui.core.job import JobSpec, Target, TargetKind
+from heet_tui.core.job import Job, JobSpec, JobState, Target, TargetKind
 
 
 def _spec(**kw) -> JobSpec:
@@ -261,3 +261,13 @@ def test_a_launch_the_agent_refused_says_nothing_of_the_size() -> None:
 
     assert new_size_that_crashed(run(None), book) == ("T4", 2)
     assert new_size_that_crashed(run(f"{LAUNCH_REFUSED}: workdir /data/x does not exist"), book) is None
+
+
+def test_an_exit_0_is_done_but_says_when_the_target_was_not_seen_reached() -> None:
+    spec, ended = _spec(), _run((0, None))  # target: 300 steps
+    job = Job("j", spec, JobState.RUNNING, 0.0)
+    assert judge(ended, spec, job) == (Outcome.DONE, "exited 0 without reporting progress (no valid "
+                                                     "@heet-progress line): counted done")
+    assert judge(ended, spec, replace(job, steps_done=120, samples_done=120 * 64)) == (
+        Outcome.DONE, "exited 0 at step 120, short of its target as last reported: counted done")
+    assert judge(ended, spec, replace(job, steps_done=300, samples_done=300 * 64)) == (Outcome.DONE, "target reached")
