@@ -15,7 +15,8 @@ MAX_SCRIPT_BYTES = 2_000_000  # read no further: a progress line's marker in a h
 
 
 def submit_hints(spec: JobSpec, path: Path | str, hosts: HostsFile | None) -> list[str]:
-    found = (workdir_hint(spec, path), gpu_types_hint(spec, hosts) if hosts else None, progress_hint(spec, path))
+    found = (workdir_hint(spec, path), missing_files_hint(spec), gpu_types_hint(spec, hosts) if hosts else None,
+             progress_hint(spec, path))
     return [h for h in found if h]
 
 
@@ -35,6 +36,26 @@ def workdir_hint(spec: JobSpec, path: Path | str) -> str | None:
         if (here / arg).is_file():
             return (f'"{arg}" is beside {Path(path).name}, but with no "workdir" the command runs in each host\'s '
                     f'agent directory, where it is not found; add workdir = "." to run it from {here}')
+    return None
+
+
+def missing_files_hint(spec: JobSpec) -> str | None:
+    """A warning for a ``workdir`` or script that this machine does not have.
+
+    Seen: a job whose script was misspelt was queued, profiled on three hosts, and failed with
+    "can't open file" twelve seconds later. The hosts may see another filesystem than the
+    machine that submits, so this warns and does not refuse.
+    """
+    if not spec.workdir:
+        return None  # the agent's own directory on each host: nothing here to look at
+    base = Path(spec.workdir).expanduser()
+    if not base.is_dir():
+        return (f"workdir {spec.workdir} does not exist on this machine: every launch fails unless the hosts "
+                "have it (a shared filesystem)")
+    script = next((a for a in spec.command[1:] if a.endswith(".py") and not a.startswith("-")), None)
+    if script is not None and not (base / Path(script).expanduser()).is_file():
+        return (f'"{script}" is not in workdir {spec.workdir} on this machine: every launch fails unless the '
+                "hosts have it there")
     return None
 
 

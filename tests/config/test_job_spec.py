@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from heet_tui.config.errors import ConfigError
-from heet_tui.config.job_hints import workdir_hint
+from heet_tui.config.job_hints import missing_files_hint, workdir_hint
 from heet_tui.config.job_spec import load_job_spec, parse_job_text
 from heet_tui.core.job import TargetKind
 
@@ -136,3 +136,15 @@ def test_submit_notes_a_script_that_reports_no_progress(tmp_path: Path) -> None:
     assert progress_hint(spec, path) is None
     (tmp_path / "train.py").unlink()
     assert progress_hint(spec, path) is None, "a script it cannot read says nothing (workdir_hint covers it)"
+
+
+def test_submit_warns_of_a_workdir_or_script_this_machine_does_not_have(tmp_path: Path) -> None:
+    path = tmp_path / "job.toml"
+    assert missing_files_hint(parse_job_text(BASE, path)) is None, "no workdir: the hosts' own directory"
+    hint = missing_files_hint(parse_job_text(BASE + 'workdir = "."\n', path))
+    assert hint == f'"train.py" is not in workdir {tmp_path} on this machine: every launch fails unless the hosts ' \
+                   "have it there"
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    assert missing_files_hint(parse_job_text(BASE + 'workdir = "."\n', path)) is None
+    hint = missing_files_hint(parse_job_text(BASE + 'workdir = "nodir"\n', path))
+    assert hint is not None and hint.startswith(f"workdir {tmp_path / 'nodir'} does not exist on this machine")
