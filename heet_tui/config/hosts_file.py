@@ -212,8 +212,12 @@ def _emulate(path: Path, host: Fields, subject: str, index: LineIndex, i: int) -
     gpu_type = f.required_string("gpu_type", SAFE_NAME, "a valid GPU type name")
     if "count" not in raw:
         raise f.error(None, 'missing required key "count"')
-    count = f.integer("count", None, low=0)
+    count = f.integer("count", None, low=1)  # 0 brought up a host that can run nothing: drain one instead
     assert count is not None
+    declared = host.string("gpu_type", pattern=SAFE_NAME, what="a valid GPU type name")
+    if declared and declared != gpu_type:
+        raise host.error("gpu_type", f'key "gpu_type": "{declared}" contradicts emulate\'s gpu_type "{gpu_type}" '
+                         "(an emulated host's GPUs are of the type it emulates: give one)")
     speed = f.number("speed", 1.0, positive=True)
     assert speed is not None
     return EmulateSpec(gpu_type, count, speed)

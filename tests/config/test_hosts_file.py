@@ -96,3 +96,18 @@ def test_hosts_path_resolution_order(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("HEET_HOSTS", str(tmp_path / "env.toml"))
     assert resolve_hosts_path(None) == tmp_path / "env.toml"
     assert resolve_hosts_path(str(tmp_path / "cli.toml")) == tmp_path / "cli.toml"
+
+
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [
+        ('emulate = { gpu_type = "V100", count = 0, speed = 0.5 }',
+         'hosts.toml:3: host "v": emulate: key "count": 0 is out of range'),
+        ('gpu_type = "A100"\nemulate = { gpu_type = "V100", count = 1, speed = 0.5 }',
+         'hosts.toml:3: host "v": key "gpu_type": "A100" contradicts emulate\'s gpu_type "V100"'),
+    ],
+)
+def test_an_emulated_host_that_can_run_nothing_or_names_two_types_is_refused(host: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_hosts_text(f'[[hosts]]\nname = "v"\n{host}\n', Path("hosts.toml"))
+    assert str(info.value).startswith(expected), str(info.value)
