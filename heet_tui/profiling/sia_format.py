@@ -213,7 +213,7 @@ class ModelProfile:
 
 def _open_rows(path: Path, label: str, required: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # "-sig": a byte-order mark (Excel) is not the header
     except (OSError, UnicodeDecodeError) as exc:
         raise ProfileFormatError(f"{label}: cannot read: {exc}") from None
     lines = text.splitlines()
@@ -293,7 +293,8 @@ def read_scalability(path: Path, label: str | None = None) -> tuple[ScalabilityR
     return tuple(out)
 
 
-def _node_types_in(folder: Path) -> list[str]:
+def node_types_in(folder: Path) -> list[str]:
+    """The node-type suffixes ``folder`` has placements or scalability files for."""
     found = set()
     for kind in ("placements", "scalability"):
         for p in folder.glob(f"{kind}-*.csv"):
@@ -305,7 +306,7 @@ def read_model(folder: Path, node_types: Mapping[str, str] | None = None,
                label_prefix: str = "") -> ModelProfile:
     """Read one model folder; node types missing from an explicit mapping are skipped."""
     by_type: dict[str, NodeProfile] = {}
-    for node in _node_types_in(folder):
+    for node in node_types_in(folder):
         if node_types is not None and node not in node_types:
             continue
         gpu_type = node_types[node] if node_types is not None else DEFAULT_NODE_TYPES.get(node, node)
@@ -332,10 +333,10 @@ def read_profiles(root: Path, node_types: Mapping[str, str] | None = None) -> di
     root = Path(root)
     if not root.is_dir():
         raise ProfileFormatError(f"{root}: not a directory of profiles")
-    if _node_types_in(root):
+    if node_types_in(root):
         folders = [root]
     else:
-        folders = sorted(p for p in root.iterdir() if p.is_dir() and _node_types_in(p))
+        folders = sorted(p for p in root.iterdir() if p.is_dir() and node_types_in(p))
     if not folders:
         raise ProfileFormatError(f"{root}: no placements-<node>.csv or scalability-<node>.csv files found")
     out: dict[str, ModelProfile] = {}

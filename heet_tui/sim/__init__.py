@@ -9,7 +9,7 @@ Steppable API (what the TUI demo backend builds on)::
     from heet_tui.scheduling.registry import make_policy
 
     cluster = load_cluster("configs/sim/sia-64gpu.toml")
-    physics = load_physics(profiles_dir, cluster.profile_map())
+    physics = load_physics(profiles_dir, cluster)
     sim = Simulation(cluster, load_workload("jobs.csv"), physics, make_policy("heet"),
                      interval=60, oracle=False, seed=0, manual_approval=True)
     sim.step()                  # one round: advance running jobs `interval` s, admit arrivals, plan

@@ -21,7 +21,8 @@ def read_rows(path: Path, label: str, required: tuple[str, ...], optional: tuple
     mistake; the measured files sometimes carry trailing columns we do not use).
     """
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        # "-sig": files saved by Excel start with a byte-order mark, which must not join the first column name.
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise SimInputError(f"{label}: cannot read {what}: {exc}") from None
     if not any(line.strip() for line in lines):

@@ -1,12 +1,13 @@
 """Generate workloads from the Philly trace: real arrival patterns, models matched by GPU time.
 
 The shared workloads hold 160 jobs each; users want to ask about bigger clusters, busier days
-or other windows. This samples ``jobs`` jobs from a random ``hours``-long window of the trace
-(the window with the most jobs among seeded candidates, so a quiet holiday window is unlikely),
-keeps their relative arrival times, and gives each a model by its GPU time quantile in the
-sample (small: cifar10; larger: deepspeech2 or bert; larger: yolov3; largest: imagenet), and a
-GPU count and batch size from the configurations the shared Sia workloads use for that model
-(they scale reasonably on the reference cluster), picked nearest to the trace job's GPU count.
+or other windows. This samples ``jobs`` jobs from a seeded ``hours``-long window of the trace
+that holds at least that many (windows start at a job's submission, so busy stretches, which
+offer more starts, are picked more often than quiet ones), keeps their relative arrival times,
+and gives each a model by its GPU time quantile in the sample (small: cifar10; larger:
+deepspeech2 or bert; larger: yolov3; largest: imagenet), and a GPU count and batch size from
+the configurations the shared Sia workloads use for that model (they scale reasonably on the
+reference cluster), picked nearest to the trace job's GPU count.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ CONFIGS: dict[str, tuple[tuple[int, int], ...]] = {
     "yolov3": ((4, 64),),
     "imagenet": ((10, 1600), (12, 3200), (14, 3200)),
 }
-CANDIDATE_WINDOWS = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,27 +65,36 @@ def read_trace(path: Path | str) -> list[TraceJob]:
     return out
 
 
-def _window(trace: list[TraceJob], hours: float, rng: random.Random) -> list[TraceJob]:
+def _window(trace: list[TraceJob], jobs: int, hours: float, rng: random.Random) -> list[TraceJob]:
+    """A seeded choice among every window starting at a submission that holds ``jobs`` jobs.
+
+    Every start is scanned, not a few random ones: in a trace with long gaps a handful of random
+    starts can all miss the busy hours and report an empty window although many would do.
+    """
     span = hours * 3600.0
     times = [j.t for j in trace]
-    lo, hi = times[0], max(times[-1] - span, times[0])
-    best: list[TraceJob] = []
-    for _ in range(CANDIDATE_WINDOWS):
-        start = rng.uniform(lo, hi)
-        a, b = bisect.bisect_left(times, start), bisect.bisect_right(times, start + span)
-        if b - a > len(best):
-            best = trace[a:b]
-    return best
+    ends = [bisect.bisect_right(times, t + span) for t in times]
+    # Equal submit times start the same window; only the first of them counts it whole.
+    fits = [a for a, b in enumerate(ends) if b - a >= jobs and (a == 0 or times[a - 1] != times[a])]
+    if not fits:
+        densest = max(b - a for a, b in enumerate(ends))
+        if jobs > len(trace):
+            advice = f"ask for at most {densest} jobs (the whole trace holds only {len(trace)})"
+        else:
+            needed = min(times[a + jobs - 1] - times[a] for a in range(len(trace) - jobs + 1))
+            # Rounded up: the hours printed must be enough.
+            advice = f"ask for at most {densest} jobs, or for at least {math.ceil(needed / 36) / 100:.2f} hours"
+        raise SimInputError(f"generate: the densest {hours:g} h window of the trace holds {densest} jobs, "
+                            f"fewer than --jobs {jobs}; {advice}")
+    start = fits[rng.randrange(len(fits))]
+    return trace[start:ends[start]]
 
 
 def generate(trace: list[TraceJob], jobs: int, hours: float, seed: int) -> list[WorkloadJob]:
     if jobs <= 0 or hours <= 0:
         raise SimInputError("generate: --jobs and --hours must be positive")
     rng = random.Random(seed)
-    window = _window(trace, hours, rng)
-    if len(window) < jobs:
-        raise SimInputError(f"generate: the busiest {hours:g} h window found holds {len(window)} jobs, "
-                            f"fewer than --jobs {jobs}; ask for more hours or fewer jobs")
+    window = _window(trace, jobs, hours, rng)
     picked = sorted(rng.sample(range(len(window)), jobs))
     sample = [window[i] for i in picked]
     order = sorted(range(jobs), key=lambda i: (sample[i].gpu_time, i))

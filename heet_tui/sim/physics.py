@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from heet_tui.profiling.sia_format import ProfileFormatError, read_model, read_profiles
+from heet_tui.profiling.sia_format import ProfileFormatError, node_types_in, read_model, read_profiles
+from heet_tui.sim.cluster_spec import SimCluster
 from heet_tui.sim.errors import SimInputError
 from heet_tui.sim.model_table import constants_for
 from heet_tui.sim.step_table import Placement, StepTable
@@ -170,26 +171,29 @@ class Physics:
             raise KeyError(model) from None
 
 
-def load_physics(root: Path | str, profile_map: Mapping[str, str],
+def load_physics(root: Path | str, cluster: SimCluster | Mapping[str, str],
                  models: Iterable[str] | None = None, one_gpu_accumulates: bool = False) -> Physics:
-    """Read profiles for the node types in ``profile_map`` (suffix -> GPU type).
+    """Read profiles for the node types of ``cluster`` (or of a mapping: profile suffix -> GPU type).
 
-    Raises :class:`SimInputError` when a node type has no profile for any model (a typo in the
-    cluster file, or the wrong directory) or when a model has no validation data.
+    Raises :class:`SimInputError` when a node type has no profile for any model read (a typo in
+    the cluster file, or the wrong directory) or when a model has no validation data. Given a
+    :class:`SimCluster`, that error names its file and the node type.
     """
     root = Path(root)
     if not root.is_dir():
         raise SimInputError(f"{root}: not a directory of profiles")
+    profile_map = cluster.profile_map() if isinstance(cluster, SimCluster) else dict(cluster)
     available = tuple(sorted(p.name for p in root.iterdir() if p.is_dir() and any(p.glob("placements-*.csv"))))
     wanted = sorted(set(models)) if models is not None else None
+    _require_node_profiles(root, cluster, wanted)
     try:
         if wanted is not None and available:
             # Only the workload's models: parsing every profile of a big directory is most of the start-up.
-            profiles = {n: read_model(root / n, dict(profile_map), label_prefix=f"{n}/") for n in wanted
+            profiles = {n: read_model(root / n, profile_map, label_prefix=f"{n}/") for n in wanted
                         if n in available}
             profiles = {n: m for n, m in profiles.items() if m.by_type}
         else:
-            profiles = read_profiles(root, dict(profile_map))
+            profiles = read_profiles(root, profile_map)
     except ProfileFormatError as exc:
         raise SimInputError(str(exc)) from None
     out: dict[str, ModelPhysics] = {}
@@ -203,10 +207,35 @@ def load_physics(root: Path | str, profile_map: Mapping[str, str],
         target = min(consts.target_epochs or validation.epochs, validation.epochs)
         tables = {gpu: StepTable(node) for gpu, node in model.by_type.items()}
         out[name] = ModelPhysics(name, tables, validation, target, consts.restart_s, one_gpu_accumulates)
-    seen_types = {gpu for m in profiles.values() for gpu in m.by_type}
-    for suffix, gpu in profile_map.items():
-        if profiles and gpu not in seen_types:
-            which = f"the workload's models ({', '.join(wanted)})" if wanted is not None else "any model"
-            raise SimInputError(f"{root}: no placements-{suffix}.csv or scalability-{suffix}.csv for {which} "
-                                f"(profile for GPU type {gpu!r} missing)")
     return Physics(out, str(root), available or tuple(sorted(out)))
+
+
+def _require_node_profiles(root: Path, cluster: SimCluster | Mapping[str, str], wanted: list[str] | None) -> None:
+    """Refuse a node type whose profile suffix has no files for the models to be read.
+
+    Checked against the files, before parsing: a node type the reader finds nothing for is
+    skipped silently, and when it was the only one every model came back empty and the run
+    blamed the first workload row for an "unknown application". Models the directory lacks are
+    left to that error, which is then the right one.
+    """
+    if node_types_in(root):  # root is a single model's folder
+        folders = [root] if wanted is None or root.name in wanted else []
+    else:
+        folders = sorted(p for p in root.iterdir() if p.is_dir() and (wanted is None or p.name in wanted)
+                         and node_types_in(p))
+    if not folders:
+        return
+    found = sorted({node for folder in folders for node in node_types_in(folder)})
+    which = ("any model" if wanted is None else
+             f"the workload's model{'s' if len(folders) > 1 else ''} {', '.join(f.name for f in folders)}")
+    for suffix, gpu_type in (cluster.profile_map() if isinstance(cluster, SimCluster) else cluster).items():
+        if suffix in found:
+            continue
+        files = f"no placements-{suffix}.csv or scalability-{suffix}.csv"
+        if not isinstance(cluster, SimCluster):
+            raise SimInputError(f"{root}: {files} for {which} (profile for GPU type {gpu_type!r} missing; "
+                                f"node types profiled there: {', '.join(found)})")
+        node = next(t for t in cluster.node_types if t.profile == suffix)
+        raise SimInputError(f"{cluster.source or f'cluster {cluster.name!r}'}: node type {node.name!r} "
+                            f"(GPU type {gpu_type!r}): {root} has {files} for {which} (it has node types "
+                            f"{', '.join(found)}; a node type's `profile` names one of them)")

@@ -61,7 +61,7 @@ def validate_against_reference(data: Path, cluster_path: str, only: str = "",
             raise SimInputError(f"{path}: not a reference file: {exc}") from None
         jobs = load_workload(workload_path)
         models = {j.application for j in jobs}
-        physics = {mode: load_physics(profiles or data / "profiles", cluster.profile_map(), models=models,
+        physics = {mode: load_physics(profiles or data / "profiles", cluster, models=models,
                                       one_gpu_accumulates=mode == "reference_compat") for mode in modes}
         entry: dict[str, object] = {"workload": reference["workload"], "reference_avg_jct_s": reference["avg_jct_s"]}
         for mode, phys in physics.items():

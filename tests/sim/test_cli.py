@@ -83,6 +83,47 @@ def test_bad_inputs_exit_2_with_the_location(tmp_path: Path, cluster_file: Path,
     assert "unknown policy 'nope'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("command", "option", "target", "reason"), [
+    ("sim", "--json", "missing/m.json", "parent directory {tmp}/missing does not exist"),
+    ("sim", "--json", ".", "is a directory (name a file inside it)"),
+    ("sim", "--events", "missing/e.jsonl", "parent directory {tmp}/missing does not exist"),
+    ("sim", "--plot", "missing/p.png", "parent directory {tmp}/missing does not exist"),
+    ("sim bound", "--json", ".", "is a directory (name a file inside it)"),
+    ("sim generate", "--out", "w.csv/x.csv", "{tmp}/w.csv is not a directory"),
+])
+def test_output_paths_are_checked_before_any_work(tmp_path: Path, cluster_file: Path, profile_dir: Path,
+                                                  capsys: pytest.CaptureFixture[str], command: str, option: str,
+                                                  target: str, reason: str) -> None:
+    (tmp_path / "w.csv").write_text("a file, not a folder\n")
+    path = str(tmp_path / target) if target != "." else str(tmp_path)
+    if command == "sim generate":
+        argv = ["sim", "generate", "--trace", str(WORKLOADS / "philly-trace-excerpt.csv"), "--jobs", "5",
+                "--hours", "1000"]
+    else:
+        argv = [*command.split(), "--workload", str(WORKLOADS / "saturn-first7.csv"), "--cluster",
+                str(cluster_file), "--profiles", str(profile_dir)] + (["--policy", "fifo"] if command == "sim" else [])
+    code = main([*argv, option, path])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.out == ""  # refused up front: no table, no generated CSV
+    assert captured.err.strip() == f"heet-tui: {command}: {option} {path}: {reason.format(tmp=tmp_path)}"
+
+
+def test_a_node_type_without_profiles_names_the_cluster_file(tmp_path: Path, profile_dir: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = tmp_path / "h100.toml"
+    cluster.write_text('name = "h100s"\n[[node_types]]\nname = "big"\nprofile = "h100"\ngpu_type = "H100"\n'
+                       "gpus_per_node = 8\ncount = 2\n")
+    code = main(["sim", "--workload", str(WORKLOADS / "saturn-first7.csv"), "--cluster", str(cluster),
+                 "--profiles", str(profile_dir), "--policy", "fifo"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(f"heet-tui: {cluster}: node type 'big' (GPU type 'H100'): {profile_dir} has no "
+                          "placements-h100.csv or scalability-h100.csv for the workload's model cifar10")
+    assert "it has node types aws, dgx-ext, rtx" in err
+    assert "saturn-first7" not in err and "unknown application" not in err
+
+
 @pytest.mark.skipif(importlib.util.find_spec("matplotlib") is not None, reason="matplotlib is installed")
 def test_plot_without_matplotlib_names_the_extra(tmp_path: Path, profile_dir: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
@@ -108,6 +149,31 @@ def test_generate_asks_for_a_bigger_window(capsys: pytest.CaptureFixture[str]) -
     code = main(["sim", "generate", "--trace", str(WORKLOADS / "philly-trace-excerpt.csv"), "--jobs", "5000",
                  "--hours", "1"])
     assert code == 2 and "fewer than --jobs 5000" in capsys.readouterr().err
+    # The excerpt's densest 2 h holds 121 jobs and 200 arrive within 11.34 h at the closest.
+    code = main(["sim", "generate", "--trace", str(WORKLOADS / "philly-trace-excerpt.csv"), "--jobs", "200",
+                 "--hours", "2"])
+    err = capsys.readouterr().err
+    assert code == 2 and "densest 2 h window of the trace holds 121 jobs" in err
+    assert "ask for at most 121 jobs, or for at least 11.34 hours" in err
+    assert main(["sim", "generate", "--trace", str(WORKLOADS / "philly-trace-excerpt.csv"), "--jobs", "200",
+                 "--hours", "11.34"]) == 0
+
+
+def test_generate_finds_a_short_busy_window_in_a_long_quiet_trace(tmp_path: Path) -> None:
+    # One burst of six jobs in 10 minutes, between lone jobs 1000 hours apart: random window
+    # starts almost never land on it.
+    stamps = ["2017-10-01 00:00:00", *(f"2017-11-12 08:0{m}:00" for m in range(6)), "2017-12-23 16:00:00"]
+    trace = tmp_path / "t.csv"
+    trace.write_text("timestamp,num_gpus,gpu_time\n" + "".join(f"{s},2,{100 * (i + 1)}\n" for i, s in enumerate(stamps)))
+    outputs = []
+    for seed in range(4):
+        out = tmp_path / f"w{seed}.csv"
+        assert main(["sim", "generate", "--trace", str(trace), "--jobs", "5", "--hours", "1", "--seed", str(seed),
+                     "--out", str(out)]) == 0
+        jobs = load_workload(out)
+        assert len(jobs) == 5 and jobs[-1].time <= 5 * 60
+        outputs.append(out.read_text())
+    assert len(set(outputs)) > 1  # the seed still picks which window and jobs
 
 
 def test_reference_compat_reproduces_the_reference(repo: Path) -> None:

@@ -62,6 +62,25 @@ def test_missing_profile_for_a_gpu_type(profile_dir: Path) -> None:
         load_physics(profile_dir, {"aws": "T4", "quad": "Quadro"})
 
 
+def test_csv_inputs_saved_with_a_byte_order_mark_load(tmp_path: Path, profile_dir: Path) -> None:
+    import shutil
+
+    from heet_tui.sim.generate import read_trace
+
+    bom = "\ufeff"
+    plain = HEADER + "a,0,cifar10,2,128\n"
+    assert load_workload(_write(tmp_path, bom + plain, "bom.csv")) == load_workload(_write(tmp_path, plain))
+    trace = _write(tmp_path, bom + "timestamp,num_gpus,gpu_time\n2017-10-01 00:00:00,2,100\n", "trace.csv")
+    assert [(j.num_gpus, j.gpu_time) for j in read_trace(trace)] == [(2, 100.0)]
+    profiles = tmp_path / "profiles"
+    shutil.copytree(profile_dir / "cifar10", profiles / "cifar10")
+    for name in ("placements-aws.csv", "validation-128.csv"):
+        path = profiles / "cifar10" / name
+        path.write_text(bom + path.read_text())
+    physics = load_physics(profiles, {"aws": "T4"})
+    assert physics.get("cifar10").gpu_types() == ("T4",)
+
+
 def test_missing_validation_files(tmp_path: Path, profile_dir: Path) -> None:
     import shutil
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from heet_tui.cli.errors import CliError, UsageError
+from heet_tui.cli.output_paths import check_output_path
 
 DEFAULT_POLICIES = "heet,fifo,gavel,srtf,goodput-mip"
 
@@ -73,7 +74,7 @@ def load_inputs(cluster_path: str | None, profiles: str | None, one_gpu_accumula
         raise UsageError("sim: --profiles DIR is required (a Sia-format profile directory)")
     try:
         cluster = load_cluster(cluster_path or _bundled_cluster())
-        physics = load_physics(profiles, cluster.profile_map(), models=models,
+        physics = load_physics(profiles, cluster, models=models,
                                one_gpu_accumulates=one_gpu_accumulates)
     except SimInputError as exc:
         raise UsageError(str(exc)) from None
@@ -125,6 +126,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
             raise UsageError(f"sim: {exc}") from None
     if args.interval <= 0:
         raise UsageError("sim: --interval must be positive")
+    for option, path in (("--json", args.json), ("--events", args.events), ("--plot", args.plot)):
+        check_output_path("sim", option, path)
     if args.plot:
         try:
             import matplotlib  # noqa: F401
@@ -153,12 +156,15 @@ def cmd_sim(args: argparse.Namespace) -> int:
         raise CliError(f"sim: {exc}") from None
     mode = "oracle" if args.oracle else f"predicted throughput ({args.predictor})"
     _print_table(summary, f"{cluster.name} ({cluster.total_gpus} GPUs), {len(paths)} workload file(s), {mode}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    if args.plot:
-        from heet_tui.sim.plot import write_plot
+    try:
+        if args.json:
+            Path(args.json).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        if args.plot:
+            from heet_tui.sim.plot import write_plot
 
-        write_plot(results, args.plot, cluster.total_gpus)
+            write_plot(results, args.plot, cluster.total_gpus)
+    except OSError as exc:  # checked up front, so only a disk filling up or a path removed meanwhile
+        raise CliError(f"sim: {exc}") from None
     return 0
 
 
@@ -166,6 +172,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from heet_tui.sim.errors import SimInputError
     from heet_tui.sim.generate import generate, read_trace, write_workload
 
+    check_output_path("sim generate", "--out", args.out)
     try:
         jobs = generate(read_trace(args.trace), args.jobs, args.hours, args.seed)
         text = write_workload(jobs, args.out)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from heet_tui.cli.errors import CliError, UsageError
+from heet_tui.cli.output_paths import check_output_path
 
 
 def register_verb(verbs: argparse._SubParsersAction) -> None:
@@ -67,6 +68,7 @@ def cmd_bound(args: argparse.Namespace) -> int:
 
     if args.bound_interval <= 0 or args.bound_scale < 1:
         raise UsageError("sim bound: --interval must be positive and --cluster-scale at least 1")
+    check_output_path("sim bound", "--json", args.bound_json)
     against = _against(args.against) if args.against else {}
     try:
         paths = workload_files(args.workload)
