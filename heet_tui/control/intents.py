@@ -91,7 +91,8 @@ class IntentHandler:
         ctl.store.set_plan_status(rec.id, "rejected", ctl.clock())
         ctl.rejected.add(planning.signature(rec.plan))
         ctl.pending_plan_id = None
-        return f"plan #{rec.id} rejected; it is not proposed again unless something changes (p plans again)"
+        return (f"plan #{rec.id} rejected; it is not proposed again unless something changes (the TUI's p "
+                "plans again now)")
 
     async def _Replan(self, intent: Replan) -> str:
         ctl = self.ctl

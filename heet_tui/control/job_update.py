@@ -44,7 +44,7 @@ def _shown(spec: JobSpec, field: str) -> str:
         return ", ".join(value) or "any"
     if field == "env":
         return ", ".join(f"{k}={v}" for k, v in value) or "none"
-    return "default" if value is None else str(value)
+    return "default" if value is None or value == "" else str(value)  # "workdir: /x -> " read as a bug
 
 
 def spec_changes(old: JobSpec, new: JobSpec) -> list[str]:

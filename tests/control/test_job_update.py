@@ -4,6 +4,7 @@ with the old command or target is relaunched from its checkpoint; the rest appli
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ def test_what_changed_is_named_and_what_names_the_job_measurements_or_checkpoint
                                          "target: 10 steps -> 20 steps", "max_gpus: 1 -> 8",
                                          "gpu_types: any -> A100", "stop_grace: default -> 90"]
     assert spec_changes(SPEC, SPEC) == [] and update_problem(SPEC, wider, JobState.RUNNING) is None
+    assert spec_changes(replace(SPEC, workdir="/src"), SPEC) == ["workdir: /src -> default"], "not '/src -> '"
     assert needs_relaunch(SPEC, wider)
     assert not needs_relaunch(SPEC, JobSpec("j", SPEC.command, "m", 32, SPEC.target, checkpoint_dir="/ck/j",
                                             max_gpus=8, priority=3, stop_grace_s=90)), "the scheduler's alone"
