@@ -16,7 +16,7 @@ MAX_SCRIPT_BYTES = 2_000_000  # read no further: a progress line's marker in a h
 
 def submit_hints(spec: JobSpec, path: Path | str, hosts: HostsFile | None) -> list[str]:
     found = (workdir_hint(spec, path), missing_files_hint(spec), gpu_types_hint(spec, hosts) if hosts else None,
-             progress_hint(spec, path))
+             size_hint(spec, hosts) if hosts else None, progress_hint(spec, path))
     return [h for h in found if h]
 
 
@@ -57,6 +57,24 @@ def missing_files_hint(spec: JobSpec) -> str | None:
         return (f'"{script}" is not in workdir {spec.workdir} on this machine: every launch fails unless the '
                 "hosts have it there")
     return None
+
+
+def size_hint(spec: JobSpec, hosts: HostsFile) -> str | None:
+    """A warning for a ``min_gpus`` more than every GPU the hosts file declares (of the job's
+    types) together: the job would wait for good with nothing said. Hosts whose GPUs NVML
+    counts at connect leave it unknown, and nothing is said."""
+    total = 0
+    for host in hosts.hosts:
+        count = host.emulate.count if host.emulate else len(host.gpus) if host.gpus is not None else None
+        if count is None or (spec.gpu_types and host.declared_type is None):
+            return None
+        if not spec.gpu_types or spec.allows(host.declared_type):
+            total += count
+    if spec.min_gpus <= total or (spec.gpu_types and not total):  # none of its types: gpu_types_hint says so
+        return None
+    kind = f" of its gpu_types {list(spec.gpu_types)}" if spec.gpu_types else ""
+    return (f"min_gpus = {spec.min_gpus} is more than the {total} GPUs{kind} the hosts in {hosts.path} declare: "
+            "the job waits until more are added")
 
 
 def gpu_types_hint(spec: JobSpec, hosts: HostsFile) -> str | None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from heet_tui.config.errors import ConfigError
-from heet_tui.config.job_hints import missing_files_hint, workdir_hint
+from heet_tui.config.job_hints import missing_files_hint, size_hint, workdir_hint
 from heet_tui.config.job_spec import load_job_spec, parse_job_text
 from heet_tui.core.job import TargetKind
 
@@ -148,3 +148,19 @@ def test_submit_warns_of_a_workdir_or_script_this_machine_does_not_have(tmp_path
     assert missing_files_hint(parse_job_text(BASE + 'workdir = "."\n', path)) is None
     hint = missing_files_hint(parse_job_text(BASE + 'workdir = "nodir"\n', path))
     assert hint is not None and hint.startswith(f"workdir {tmp_path / 'nodir'} does not exist on this machine")
+
+
+def test_submit_warns_of_a_min_gpus_more_than_the_hosts_declare(tmp_path: Path) -> None:
+    from heet_tui.config.hosts_file import parse_hosts_text
+
+    hosts = parse_hosts_text('[[hosts]]\nname = "a"\nemulate = { gpu_type = "A100", count = 2, speed = 1.0 }\n\n'
+                             '[[hosts]]\nname = "t"\ngpu_type = "T4"\ngpus = [0, 1, 2, 3]\n', tmp_path / "hosts.toml")
+    path = tmp_path / "job.toml"
+    assert size_hint(parse_job_text(BASE + "min_gpus = 6\nmax_gpus = 8\n", path), hosts) is None
+    hint = size_hint(parse_job_text(BASE + "min_gpus = 8\nmax_gpus = 8\n", path), hosts)
+    assert hint == f"min_gpus = 8 is more than the 6 GPUs the hosts in {tmp_path / 'hosts.toml'} declare: the job " \
+                   "waits until more are added"
+    hint = size_hint(parse_job_text(BASE + 'min_gpus = 3\nmax_gpus = 3\ngpu_types = ["A100"]\n', path), hosts)
+    assert hint is not None and "the 2 GPUs of its gpu_types ['A100']" in hint
+    counted = parse_hosts_text('[[hosts]]\nname = "n"\n', tmp_path / "h2.toml")  # NVML counts them at connect
+    assert size_hint(parse_job_text(BASE + "min_gpus = 64\nmax_gpus = 64\n", path), counted) is None

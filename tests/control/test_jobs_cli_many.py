@@ -44,7 +44,8 @@ def test_a_sweep_is_queued_whole_or_not_at_all(tmp_path: Path, capsys: pytest.Ca
     assert main([*state, "submit", *map(str, good)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[:3] == [f"submitted lr{i}-2 (1-1 GPUs, target 10 steps)" for i in range(3)]
-    assert out[3:] == ["note: model m at batch 32, as lr0 and 2 more: lr0-2, lr1-2, lr2-2 share throughput "
+    assert out[3:] == ["note: lr0, lr1, lr2 were submitted before: these are lr0-2, lr1-2, lr2-2",
+                       "note: model m at batch 32, as lr0 and 2 more: lr0-2, lr1-2, lr2-2 share throughput "
                        "measurements (a new model key keeps one apart)"], "one note for the class, not three"
 
 
@@ -122,7 +123,7 @@ def test_a_name_means_its_active_job_to_cancel_and_update_and_its_ended_one_to_r
     store.set_state("cnn", JobState.RUNNING, 1.0)
     store.set_state("cnn", JobState.DONE, 2.0)
     assert main([*state, "submit", str(spec)]) == 0  # the same spec again: cnn-2
-    capsys.readouterr()
+    assert "note: cnn was submitted before: this one is cnn-2" in capsys.readouterr().out
     spec.write_text(spec.read_text() + "max_gpus = 4\n")
     assert main([*state, "update", str(spec)]) == 0, capsys.readouterr().err
     assert "updated cnn-2" in capsys.readouterr().out and store.job("cnn-2").job.spec.max_gpus == 4
