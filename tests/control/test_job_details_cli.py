@@ -31,6 +31,9 @@ def test_jobs_name_shows_one_job_with_its_history_and_events(tmp_path: Path,
     store = Store(tmp_path / "state")
     store.set_state("cnn", JobState.RUNNING, 100.0)
     store.update_progress("cnn", 4, 128, "/ck/cnn/last.pt", metrics=(("loss", 0.25), ("acc", 0.875)))
+    capsys.readouterr()
+    assert main([*state, "jobs", "cnn"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "cnn  running  (as last recorded: no controller runs)"
     store.set_setting("checkpoint_hosts", json.dumps({"cnn": "gpu1"}))  # where its last run's rank 0 was
     tail = "rank 0 on gpu1 ended with exit code 1\nTraceback (most recent call last):\nValueError: loss is nan"
     store.add_event(101.0, "failed", tail, "cnn", "gpu1")

@@ -13,6 +13,7 @@ import time
 from heet_tui.cli.errors import UsageError
 from heet_tui.control.checkpoint_dirs import HOSTS_SETTING
 from heet_tui.control.codec import spec_to_obj
+from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store
 from heet_tui.control.store_records import EventRecord, JobRecord
 from heet_tui.core.allocation import Allocation
@@ -56,8 +57,9 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
                           "events": [_event_obj(e) for e in found]}, indent=2))
         return 0
     now = time.time()
+    stale = not job.state.terminal and controller_running(store.dir) is None  # "running" as last recorded
     print(f"{job.id}  {job.state.value}" + ("  (cancel requested)" if rec.cancel_requested and not job.state.terminal
-                                            else ""))
+                                            else "") + ("  (as last recorded: no controller runs)" if stale else ""))
     fields = [
         ("command", " ".join(spec.command) + (f"   (in {spec.workdir})" if spec.workdir else "")),
         ("spec file", rec.spec_file or "-"),
