@@ -85,6 +85,12 @@ def load_job_specs(paths: list[Path] | list[str]) -> tuple[list[JobSpec], list[P
     return specs, origins, problems
 
 
+def spec_files(args: list[str]) -> list[Path]:
+    """Command-line arguments as job files: a directory stands for its ``*.toml`` (as in the
+    TUI, which took one while the command refused it); a glob the shell already expanded."""
+    return [p for arg in args for p in (spec_paths(arg) if os.path.isdir(os.path.expanduser(arg)) else [Path(arg)])]
+
+
 def spec_paths(text: str) -> list[Path]:
     """The job files one typed answer names: a file, a directory (its ``*.toml``) or a glob
     (``~/sweep/lr*.toml``), sorted; a sweep is submitted from the TUI as from the shell."""

@@ -132,3 +132,17 @@ def test_a_name_means_its_active_job_to_cancel_and_update_and_its_ended_one_to_r
     store.set_state("cnn", JobState.DONE, 3.0)
     assert main([*state, "retry", "cnn"]) == 0
     assert capsys.readouterr().out.startswith("cnn-2 queued again"), "the cancelled one, not the done one"
+
+
+def test_a_directory_of_job_files_is_submitted_as_in_the_tui(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    state = ["--state", str(tmp_path / "state")]
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    _spec(sweep, "b"), _spec(sweep, "a")
+    assert main([*state, "submit", str(sweep)]) == 0
+    assert capsys.readouterr().out.splitlines()[:2] == ["submitted a (1-1 GPUs, target 10 steps)",
+                                                        "submitted b (1-1 GPUs, target 10 steps)"]
+    (tmp_path / "empty").mkdir()
+    assert main([*state, "submit", str(tmp_path / "empty")]) == 2
+    assert "no job files (*.toml) in" in capsys.readouterr().err

@@ -20,7 +20,7 @@ from heet_tui.cli.locations import add_location_options
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
 from heet_tui.config.job_hints import submit_hints
-from heet_tui.config.job_spec import load_job_specs, spec_file
+from heet_tui.config.job_spec import load_job_specs, spec_file, spec_files
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse, resumed_from
 from heet_tui.control.store import Store
 from heet_tui.core.job import Job
@@ -36,7 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    specs, origins, problems = load_job_specs(args.specs)
+    try:
+        specs, origins, problems = load_job_specs(spec_files(args.specs))
+    except ConfigError as exc:  # a directory without job files
+        raise UsageError(str(exc)) from None
     if problems:
         raise UsageError("\n".join(problems) + _nothing_queued(len(problems), len(args.specs)))
     store = open_store(args)

@@ -14,8 +14,9 @@ from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.commands.submit import hosts_file
 from heet_tui.cli.errors import UsageError
 from heet_tui.cli.locations import add_location_options
+from heet_tui.config.errors import ConfigError
 from heet_tui.config.job_hints import submit_hints
-from heet_tui.config.job_spec import load_job_specs
+from heet_tui.config.job_spec import load_job_specs, spec_files
 from heet_tui.control.job_update import UpdateRefused, apply_update, planned_updates
 from heet_tui.control.snapshots import controller_running
 
@@ -29,7 +30,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_update(args: argparse.Namespace) -> int:
-    specs, origins, problems = load_job_specs(args.specs)
+    try:
+        specs, origins, problems = load_job_specs(spec_files(args.specs))
+    except ConfigError as exc:  # a directory without job files
+        raise UsageError(str(exc)) from None
     store = open_store(args)
     try:
         found = planned_updates(store, specs, origins, problems)
