@@ -114,6 +114,9 @@ def test_the_first_edit_of_the_bundled_config_makes_the_users_own_copy() -> None
     bundled = bundled_config("local.toml")
     before = bundled.read_text()
     user = Path(os.environ["XDG_CONFIG_HOME"]) / "heet-tui" / "hosts.toml"
+    bad = heet("hosts", "add", "local-t4", "--transport", "local")
+    assert bad.returncode == 2 and 'a host named "local-t4" already exists' in bad.stderr, bad.stderr
+    assert not user.exists(), "a refused edit makes no copy that heet-tui would use from then on"
     out = heet("hosts", "add", "gpu9", "--emulate", "V100:2:0.5", "--transport", "local")
     assert out.returncode == 0, out.stderr
     assert f"created {user} from the bundled local.toml" in out.stdout

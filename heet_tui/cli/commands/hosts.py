@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -135,27 +136,29 @@ def cmd_add(args: argparse.Namespace) -> int:
             fields[key] = value
     if args.emulate:
         fields["emulate"] = _parse_emulate(args.emulate)
-    path = _editable(_path(args))
-    try:
-        doc = HostsDocument.load(path)
-        doc.add_host(fields)
-        doc.save()
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
+    path = _edited(_path(args), lambda doc: doc.add_host(fields))
     print(f'added host "{args.name}" to {path}')
     return 0
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    path = _editable(_path(args))
+    path = _edited(_path(args), lambda doc: doc.remove_host(args.name))
+    print(f'removed host "{args.name}" from {path}')
+    return 0
+
+
+def _edited(path: Path, change: Callable[[HostsDocument], None]) -> Path:
+    """Apply ``change`` and save; the file it was saved to. The change is tried on ``path``
+    first, in memory: a refused edit of the bundled file used to copy it to the user's hosts
+    file anyway, which heet-tui then used from that moment on."""
     try:
-        doc = HostsDocument.load(path)
-        doc.remove_host(args.name)
+        change(HostsDocument.load(path))
+        doc = HostsDocument.load(_editable(path))
+        change(doc)
         doc.save()
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    print(f'removed host "{args.name}" from {path}')
-    return 0
+    return doc.path
 
 
 def cmd_check(args: argparse.Namespace) -> int:
