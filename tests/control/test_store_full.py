@@ -16,6 +16,7 @@ from heet_tui.control.store import DB_NAME, Store, StoreWriteError
 from heet_tui.control.store_schema import SCHEMA_VERSION
 from heet_tui.core.intents import SubmitJob
 from heet_tui.core.job import JobState
+from heet_tui.core.snapshot import Snapshot
 
 
 def _fill(store: Store) -> None:
@@ -43,19 +44,23 @@ def test_a_refused_write_is_a_store_error_naming_the_store_and_why(tmp_path: Pat
     assert store.events(limit=1)[0].message == "fits again"
 
 
+async def _full_while_running(ctl: Controller, store: Store, root: Path, steps: int) -> Snapshot:
+    """Job "a" submitted and running, then the store full: the snapshot that says so."""
+    await ctl.start()
+    await ctl.post(SubmitJob(str(write_job(root, "a", steps=steps, every=10))))
+    await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
+    _fill(store)
+    return await wait_for(ctl, lambda s: any("makes no changes" in n for n in s.notices), 60, "the notice")
+
+
 def test_the_controller_changes_nothing_while_it_cannot_write_and_goes_on_after(tmp_path: Path) -> None:
     store = Store(tmp_path / "state")
     hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
 
     async def scenario() -> None:
         ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, auto_approve=True))
-        await ctl.start()
         try:
-            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=300, every=10))))
-            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
-            _fill(store)
-            snap = await wait_for(ctl, lambda s: any("makes no changes" in n for n in s.notices), 60,
-                                  "the notice")
+            snap = await _full_while_running(ctl, store, tmp_path, 300)
             assert "cannot write (database or disk is full)" in next(n for n in snap.notices if "no changes" in n)
             assert ctl.store_health.error is not None
             await asyncio.sleep(1.0)  # rounds and events skipped, not a traceback each
@@ -80,12 +85,8 @@ def test_a_job_that_ends_while_the_store_is_full_is_recorded_once_it_takes_write
 
     async def scenario() -> None:
         ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, auto_approve=True))
-        await ctl.start()
         try:
-            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=200, every=10))))
-            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
-            _fill(store)
-            await wait_for(ctl, lambda s: any("makes no changes" in n for n in s.notices), 60, "the notice")
+            await _full_while_running(ctl, store, tmp_path, 200)
             for _ in range(600):  # the job's exit, reported by its agent, is an event nobody could record
                 if any(r.job_id.startswith("a.r0") and not r.running and r.exit_code == 0
                        for r in ctl.cluster.jobs("only")):
