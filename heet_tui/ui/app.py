@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import argparse
 import gc
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 
 from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
+from textual.timer import Timer
 
 from heet_tui.config.job_spec import spec_file
 from heet_tui.core.backend import Backend
@@ -37,6 +41,7 @@ from heet_tui.ui.commands import HeetCommands, example_job_specs
 from heet_tui.ui.dialogs.help import HelpDialog
 from heet_tui.ui.dialogs.host_key import HostKeyDialog, fingerprint_in
 from heet_tui.ui.dialogs.prompt import PromptDialog
+from heet_tui.ui.format import clock
 from heet_tui.ui.messages import BackendFailed, IntentDone, IntentRequested, SnapshotArrived
 from heet_tui.ui.screens.base import SnapshotScreen
 from heet_tui.ui.screens.cluster import ClusterScreen
@@ -46,6 +51,8 @@ from heet_tui.ui.screens.plan import PlanScreen
 from heet_tui.ui.screens.profiles import ProfilesScreen
 
 FIRST_NOTICES = 2  # of those published before the TUI's first snapshot, how many it shows
+AGE_EVERY_S = 1.0  # once the controller is gone, how often "seen N s ago" moves on
+REATTACH_EVERY_S = 3.0  # and how often an attached TUI looks for a controller running again
 
 
 def known_policies() -> list[str]:
@@ -73,9 +80,17 @@ class HeetApp(App[int]):
     ]
 
     def __init__(self, backend: Backend | None, hosts_path: Path | None = None, read_only: bool = False,
-                 notice: str = "", start_mode: str = "jobs") -> None:
+                 notice: str = "", start_mode: str = "jobs",
+                 reattach: Callable[[], Awaitable[Backend | None]] | None = None) -> None:
         super().__init__()
         self.backend = backend
+        self.reattach = reattach
+        # Set while the controller is gone: the one sentence the header shows and refusals repeat.
+        self.stopped = ""
+        self.clock = time.monotonic  # how long ago the last snapshot came (a test moves it on)
+        self._last: tuple[Snapshot, float] | None = None  # the last snapshot from the backend, and when
+        self._stopped_timers: list[Timer] = []
+        self._reattaching = False
         self.hosts_path = hosts_path
         self.read_only = read_only
         self.notice = notice
@@ -96,16 +111,17 @@ class HeetApp(App[int]):
             self._pump_snapshots()
 
     @work(exclusive=True, group="snapshots")
-    async def _pump_snapshots(self) -> None:
+    async def _pump_snapshots(self, start: bool = True) -> None:
         assert self.backend is not None
         try:
-            await self.backend.start()
+            if start:
+                await self.backend.start()
             async for snap in self.backend.snapshots():
                 self.post_message(SnapshotArrived(snap))
         except Exception as exc:  # the stream is the app's lifeline: say why it ended, keep the last view
-            self.post_message(BackendFailed(f"{type(exc).__name__}: {exc}"))
+            self.post_message(BackendFailed(str(exc) or "it failed without saying why"))
             return
-        self.post_message(BackendFailed("the backend stopped publishing"))
+        self.post_message(BackendFailed("it stopped publishing"))
 
     async def on_unmount(self) -> None:
         if self.backend is not None:
@@ -116,6 +132,7 @@ class HeetApp(App[int]):
 
     def on_snapshot_arrived(self, message: SnapshotArrived) -> None:
         snap = message.snapshot
+        self._last = (snap, self.clock())
         self.latest = snap
         self.snapshots_seen += 1
         base = self.screen_stack[0] if self.screen_stack else None
@@ -139,7 +156,64 @@ class HeetApp(App[int]):
         return snap.notices[len(snap.notices) - new:] if new > 0 else ()
 
     def on_backend_failed(self, message: BackendFailed) -> None:
-        self.notify(f"no more updates: {message.reason}", title="backend", severity="error", timeout=30)
+        """Say it for as long as it lasts, not in a toast: the screens go on showing the last
+        snapshot, which without this reads as live."""
+        if self.stopped:
+            return
+        at = clock(time.time(), "controller")
+        if self.reattach is not None:
+            self.stopped = (f"controller stopped at {at}: figures are as of then; start `heet-tui run` again "
+                            "(this TUI attaches to it) or quit")
+        else:
+            self.stopped = f"controller stopped at {at}: figures are as of then; quit and start heet-tui again"
+        self.notify(message.reason, title="controller stopped", severity="error", timeout=30)
+        self._stopped_timers = [self.set_interval(AGE_EVERY_S, self._show_aged)]
+        if self.reattach is not None:
+            self._stopped_timers.append(self.set_interval(REATTACH_EVERY_S, self._try_reattach))
+        self._show_aged()
+
+    def _show_aged(self) -> None:
+        """The last snapshot with its clock moved on by the time since it came, so every "seen N s
+        ago" keeps counting and hosts turn stale as they would if the controller still ran."""
+        base = self.screen_stack[0] if self.screen_stack else None
+        if self._last is not None:
+            snap, arrived = self._last
+            self.latest = replace(snap, now=snap.now + max(0.0, self.clock() - arrived))
+        if isinstance(base, SnapshotScreen):
+            if self.latest is not None:
+                base.apply_snapshot(self.latest)
+            else:  # it went before the first snapshot: the header still says so
+                base.refresh_status()
+
+    def _try_reattach(self) -> None:
+        if not self._reattaching:
+            self._reattaching = True
+            self._reattach()
+
+    @work(group="reattach")
+    async def _reattach(self) -> None:
+        assert self.reattach is not None
+        try:
+            backend = await self.reattach()
+        except Exception:  # looked again in a few seconds
+            backend = None
+        finally:
+            self._reattaching = False
+        if backend is None:
+            return
+        old, self.backend = self.backend, backend
+        for timer in self._stopped_timers:
+            timer.stop()
+        self._stopped_timers, self.stopped = [], ""
+        self._notices_total = None  # another controller's count: its latest news, as on a first attach
+        if old is not None:
+            try:
+                await old.stop()
+            except Exception:  # the old one is gone anyway
+                pass
+        self.notify("the controller runs again: attached to it", title="controller", timeout=8)
+        self._show_aged()  # the mark goes at once; the next snapshot brings the figures
+        self._pump_snapshots(start=False)
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = False) -> None:
@@ -155,6 +229,9 @@ class HeetApp(App[int]):
             return
         if self.backend is None:
             self.notify("controller not available: nothing can be changed yet", severity="error")
+            return
+        if self.stopped:
+            self.notify(self.stopped, title="refused", severity="error", timeout=8)
             return
         self._send(message.intent, message.describe)
 
@@ -180,11 +257,15 @@ class HeetApp(App[int]):
     async def preview(self, edit: EditJob) -> PredictedEffect:
         if self.backend is None:
             raise ValueError("controller not available: no prediction")
+        if self.stopped:
+            raise ValueError(self.stopped)
         return await self.backend.preview(edit)
 
     async def job_log(self, job_id: str) -> tuple[str, ...]:
         if self.backend is None:
             raise ValueError("controller not available: no logs")
+        if self.stopped:
+            raise ValueError(self.stopped)
         return await self.backend.job_log(job_id)
 
     def post_intent(self, intent: Intent, describe: str = "") -> None:
@@ -268,6 +349,6 @@ def run_app(args: argparse.Namespace) -> int:
 
     choice = choose_backend(args)
     app = HeetApp(choice.backend, choice.hosts_path, read_only=bool(getattr(args, "read_only", False)),
-                  notice=choice.notice, start_mode=choice.start_mode)
+                  notice=choice.notice, start_mode=choice.start_mode, reattach=choice.reattach)
     app.run()
     return 0

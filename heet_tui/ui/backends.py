@@ -7,7 +7,11 @@ opens on the Hosts screen with the reason, instead of dying with a traceback bef
 from __future__ import annotations
 
 import argparse
+import asyncio
+import socket
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from heet_tui.config.errors import ConfigError
@@ -21,6 +25,8 @@ class BackendChoice:
     hosts_path: Path | None
     notice: str = ""
     start_mode: str = "jobs"
+    # Attached to another process's controller: how to attach again once it runs again.
+    reattach: Callable[[], Awaitable[Backend | None]] | None = None
 
 
 def choose_backend(args: argparse.Namespace) -> BackendChoice:
@@ -60,7 +66,8 @@ def _controller(args: argparse.Namespace, hosts_path: Path) -> BackendChoice:
             shown = Path(served) if served else hosts_path
             return BackendChoice(ThreadedBackend(lambda: AttachedBackend(state_dir), name="heet-attached"),
                                  shown, f"attached to the controller (pid {other}) running on {state_dir} with "
-                                 f"{shown}; quitting this TUI leaves it running", start_mode="cluster")
+                                 f"{shown}; quitting this TUI leaves it running", start_mode="cluster",
+                                 reattach=partial(reattach, state_dir))
         # Only a controller of our own needs the hosts file; attaching (above) does not.
         try:
             hosts = load_hosts(hosts_path)
@@ -75,3 +82,35 @@ def _controller(args: argparse.Namespace, hosts_path: Path) -> BackendChoice:
         return BackendChoice(backend, hosts_path, start_mode="cluster")
     except (OSError, RuntimeError, ValueError) as exc:
         return BackendChoice(None, hosts_path, f"controller cannot start: {exc}", start_mode="hosts")
+
+
+async def reattach(state_dir: Path) -> Backend | None:
+    """A started backend attached to the controller on ``state_dir`` if one answers there now, else None.
+
+    Asked every few seconds once the controller is gone, so it only knocks on the socket: the
+    state lock is never touched (a probe holding it at the wrong moment would stop a starting
+    ``heet-tui run``), and a dead controller's socket file refuses the connection.
+    """
+    from heet_tui.control.attach import socket_path
+    from heet_tui.control.attach_client import AttachedBackend
+    from heet_tui.control.threaded import ThreadedBackend
+
+    if not await asyncio.to_thread(_answers, socket_path(state_dir)):
+        return None
+    backend = ThreadedBackend(lambda: AttachedBackend(state_dir), name="heet-attached")
+    try:
+        await backend.start()
+    except (OSError, RuntimeError, ValueError):  # ControllerGone is an OSError: it went again, or is not ready
+        await backend.stop()  # its thread and loop go with it
+        return None
+    return backend
+
+
+def _answers(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
+from heet_tui.ui.dialogs.base import Dialog, DialogBox, dialog_foot
 
-class ConfirmDialog(ModalScreen[bool]):
+
+class ConfirmDialog(Dialog[bool]):
     DEFAULT_CSS = """
-    ConfirmDialog { align: center middle; }
-    ConfirmDialog > Vertical { width: 60; height: auto; border: thick $warning; background: $surface; padding: 1 2; }
-    ConfirmDialog Label { width: 100%; }  /* wraps: a long question is never cut off */
-    ConfirmDialog Horizontal { height: auto; align-horizontal: right; margin-top: 1; }
-    ConfirmDialog Button { margin-left: 2; }
+    ConfirmDialog DialogBox { width: 60; border: thick $warning; padding: 1 2; }
+    ConfirmDialog #question { width: 100%; margin-bottom: 1; }  /* wraps: a long question is never cut off */
     """
     BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
 
@@ -24,11 +21,9 @@ class ConfirmDialog(ModalScreen[bool]):
         self.question, self.yes = question, yes
 
     def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Label(self.question, markup=False)
-            with Horizontal():
-                yield Button("No", id="no")
-                yield Button(self.yes, id="yes", variant="error")
+        with DialogBox():
+            yield Label(self.question, id="question", markup=False)
+            yield dialog_foot(Button("No", id="no"), Button(self.yes, id="yes", variant="error"))
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Markdown
+
+from heet_tui.ui.dialogs.base import Dialog, DialogBox
 
 HELP = """\
 # heet-tui keys
@@ -32,6 +32,7 @@ HELP = """\
 | `t` | Plan | auto-approve on/off |
 | `n` / `e` or `enter` / `x` | Hosts | add, edit, remove a host (saved at once, comments kept) |
 | `o` | Hosts | open the hosts file in `$EDITOR`; re-validated afterwards |
+| `enter` / `ctrl+s` | forms | next field / save (or apply); `pgup` `pgdn` scroll a dialog taller than the terminal |
 
 Footer keys show only what can be done now; with `--read-only` nothing that changes anything is offered.
 
@@ -45,18 +46,17 @@ Jobs with the same `model` and `batch_size` (a sweep) are profiled once and shar
 did and why is in `controller.log` in the state directory (an error inside the controller shows here
 once, as a notice, with its traceback there), `heet-tui jobs NAME` shows a job's history and events, and
 `heet-tui log NAME` its output. A host where jobs die at once while they run elsewhere is drained as broken.
+If the controller stops, the header says so until it runs again: the figures are those it last sent (hosts
+turn stale as time passes) and nothing can be changed; a TUI attached to `heet-tui run` attaches again by itself.
 """
 
 
-class HelpDialog(ModalScreen[None]):
-    DEFAULT_CSS = """
-    HelpDialog { align: center middle; }
-    HelpDialog > VerticalScroll { width: 100; height: 85%; border: thick $accent; background: $surface; }
-    """
+class HelpDialog(Dialog[None]):
+    DEFAULT_CSS = "HelpDialog DialogBox { width: 100; height: 85%; padding: 0; }"
     BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll():
+        with DialogBox(can_focus=True):  # nothing else takes the keys that scroll it
             yield Markdown(HELP)
 
     def action_close(self) -> None:

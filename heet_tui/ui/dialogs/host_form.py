@@ -12,9 +12,10 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
+from textual.containers import Horizontal
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
+
+from heet_tui.ui.dialogs.base import DialogBody, DialogBox, FormDialog, dialog_foot
 
 # (key, label, placeholder)
 TEXT_FIELDS = (
@@ -83,24 +84,15 @@ def _int(text: str, what: str) -> int:
         raise ValueError(f'{what}: "{text.strip()}" is not a whole number') from None
 
 
-class HostFormDialog(ModalScreen[str | None]):
+class HostFormDialog(FormDialog[str | None]):
     """Dismisses with the saved host's name; ``apply(fields)`` returns an error message or ``None``."""
 
     DEFAULT_CSS = """
-    HostFormDialog { align: center middle; }
-    HostFormDialog > Vertical { width: 84; height: auto; max-height: 100%; border: thick $accent;
-                                background: $surface; padding: 0 1; }
-    HostFormDialog VerticalScroll { height: auto; max-height: 30; }
-    HostFormDialog Horizontal { height: auto; margin-bottom: 1; }
+    HostFormDialog .row { height: auto; margin-bottom: 1; }
     HostFormDialog .field { width: 12; }
     HostFormDialog Input, HostFormDialog Select { width: 1fr; }
-    HostFormDialog #form-error { color: $error; height: auto; min-height: 1; }
-    HostFormDialog #buttons { align-horizontal: right; height: auto; }
-    HostFormDialog Button { margin-left: 2; }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "save", "Save")]
-    # The scroll container around the fields is focusable and comes first; typing goes to Name.
-    AUTO_FOCUS = "#f-name"
 
     def __init__(self, title: str, apply: Callable[[dict[str, Any]], str | None],
                  initial: Mapping[str, Any] | None = None) -> None:
@@ -110,23 +102,22 @@ class HostFormDialog(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         values = form_from_fields(self.initial)
-        with Vertical():
-            yield Label(self.title_text, classes="title")
-            with VerticalScroll():
+        with DialogBox():
+            yield Label(self.title_text, classes="dialog-title")
+            with DialogBody():
                 for key, label, placeholder in TEXT_FIELDS:
-                    with Horizontal():
+                    with Horizontal(classes="row"):
                         yield Label(label, classes="field")
                         yield Input(values[key], placeholder=placeholder, id=f"f-{key}", compact=True)
-                with Horizontal():
+                with Horizontal(classes="row"):
                     yield Label("Transport", classes="field")
                     yield Select([("ssh", "ssh"), ("local (this machine)", "local")], allow_blank=False,
                                  value=str(self.initial.get("transport", "ssh")), id="f-transport", compact=True)
                 yield Checkbox("sees the shared checkpoint filesystem", value=bool(self.initial.get(SHARED_FS, True)),
-                               id="f-shared_fs")
-            yield Static("", id="form-error", markup=False)
-            with Horizontal(id="buttons"):
-                yield Button("Cancel", id="cancel")
-                yield Button("Save", id="save", variant="primary")
+                               id="f-shared_fs", compact=True)
+            # docked: the error line and the buttons stay in view however far the fields scroll
+            yield dialog_foot(Button("Cancel", id="cancel"), Button("Save", id="save", variant="primary"),
+                              hint=self.HINT, error_id="form-error")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "save":

@@ -6,9 +6,9 @@ import re
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
+
+from heet_tui.ui.dialogs.base import Dialog, DialogBox, dialog_foot
 
 _UNKNOWN_FOR = re.compile(r"unknown host key \S+ for (\S+?);")
 _FINGERPRINT = re.compile(r"\b(SHA256:[A-Za-z0-9+/=]{16,}|MD5:(?:[0-9a-f]{2}:){15}[0-9a-f]{2})")
@@ -20,15 +20,12 @@ def fingerprint_in(message: str) -> str | None:
     return match.group(1) if match else None
 
 
-class HostKeyDialog(ModalScreen[bool]):
+class HostKeyDialog(Dialog[bool]):
     DEFAULT_CSS = """
-    HostKeyDialog { align: center middle; }
-    HostKeyDialog > Vertical { width: 80; height: auto; border: thick $warning; background: $surface; padding: 1 2; }
-    HostKeyDialog Label { width: 100%; }  /* wraps: the advice and the detail are longer than a line */
+    HostKeyDialog DialogBox { width: 80; border: thick $warning; padding: 1 2; }
+    HostKeyDialog DialogBox > Label { width: 100%; }  /* wraps: the advice and the detail are longer than a line */
     HostKeyDialog #changed { color: $error; text-style: bold; }
     HostKeyDialog #fingerprint { text-style: bold; color: $warning; margin: 1 0; }
-    HostKeyDialog Horizontal { height: auto; align-horizontal: right; }
-    HostKeyDialog Button { margin-left: 2; }
     """
     BINDINGS = [Binding("escape", "answer(False)", "Not now")]
 
@@ -37,7 +34,7 @@ class HostKeyDialog(ModalScreen[bool]):
         self.host, self.fingerprint, self.detail = host, fingerprint, detail
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        with DialogBox():
             if "HOST KEY CHANGED" in self.detail:
                 # A changed key is what a man-in-the-middle looks like: never word it as routine.
                 yield Label(f"WARNING: the host key of {self.host} has CHANGED since it was trusted.", id="changed")
@@ -52,9 +49,7 @@ class HostKeyDialog(ModalScreen[bool]):
                 yield Label(f"Offered by {offered_by.group(1)}.", markup=False)
             elif self.detail:
                 yield Label(self.detail, markup=False)
-            with Horizontal():
-                yield Button("Not now", id="no")
-                yield Button("Trust this key", id="yes", variant="warning")
+            yield dialog_foot(Button("Not now", id="no"), Button("Trust this key", id="yes", variant="warning"))
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")

@@ -11,17 +11,16 @@ from collections.abc import Awaitable, Callable
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
+
+from heet_tui.ui.dialogs.base import Dialog, DialogBox
 
 Fetch = Callable[[str], Awaitable[tuple[str, ...]]]
 
 
-class JobLogDialog(ModalScreen[None]):
+class JobLogDialog(Dialog[None]):
     DEFAULT_CSS = """
-    JobLogDialog { align: center middle; }
-    JobLogDialog > VerticalScroll { width: 95%; height: 85%; border: thick $accent; background: $surface; }
+    JobLogDialog DialogBox { width: 95%; height: 85%; padding: 0; }
     JobLogDialog #log { width: 100%; }
     """
     BINDINGS = [Binding("escape,q,l", "close", "Close"), Binding("r", "refresh_log", "Refresh")]
@@ -32,7 +31,7 @@ class JobLogDialog(ModalScreen[None]):
         self.fetches = 0
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll():
+        with DialogBox(can_focus=True):  # nothing else takes the keys that scroll it
             yield Static(Text(f"reading the log of {self.job_id}…"), id="log", markup=False)
         yield Footer()
 
@@ -50,7 +49,7 @@ class JobLogDialog(ModalScreen[None]):
             text = Text(f"{self.job_id}: {exc}", style="red")
         self.fetches += 1
         self.query_one("#log", Static).update(text)
-        self.query_one(VerticalScroll).scroll_end(animate=False)
+        self.query_one(DialogBox).scroll_end(animate=False)
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -6,16 +6,17 @@ from collections.abc import Sequence
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label
 
+from heet_tui.ui.dialogs.base import Dialog, DialogBox
 
-class PromptDialog(ModalScreen[str | None]):
+
+class PromptDialog(Dialog[str | None]):
+    """One field: Enter submits it (a form of several fields moves on instead, ``FormDialog``)."""
+
     DEFAULT_CSS = """
-    PromptDialog { align: center middle; }
-    PromptDialog > Vertical { width: 80; height: auto; border: thick $accent; background: $surface; padding: 1 2; }
+    PromptDialog DialogBox { width: 80; padding: 1 2; }
     PromptDialog Label { width: 100%; }
     PromptDialog .hint { color: $text-muted; }
     """
@@ -26,7 +27,7 @@ class PromptDialog(ModalScreen[str | None]):
         self.question, self.suggestions, self.value = question, tuple(suggestions), value
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        with DialogBox():
             yield Label(self.question, markup=False)
             yield Input(self.value, suggester=SuggestFromList(self.suggestions, case_sensitive=False))
             if self.suggestions:

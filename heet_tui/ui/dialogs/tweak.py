@@ -10,8 +10,7 @@ from __future__ import annotations
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
+from textual.containers import Horizontal
 from textual.timer import Timer
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
@@ -20,25 +19,22 @@ from heet_tui.core.intents import EditJob
 from heet_tui.core.plan import PredictedEffect
 from heet_tui.core.sched_input import Constraints
 from heet_tui.core.snapshot import JobStatus
+from heet_tui.ui.dialogs.base import DialogBody, DialogBox, FormDialog, dialog_foot
 from heet_tui.ui.format import duration, rate, signed_percent
 
 PREVIEW_DELAY_S = 0.15
 
 
-class TweakDialog(ModalScreen[EditJob | None]):
+class TweakDialog(FormDialog[EditJob | None]):
     DEFAULT_CSS = """
-    TweakDialog { align: center middle; }
-    TweakDialog > Vertical { width: 80; height: auto; max-height: 100%; overflow-y: auto;
-                             border: thick $accent; background: $surface; padding: 0 2; }
-    TweakDialog Horizontal { height: auto; margin-bottom: 1; }
+    TweakDialog DialogBox { width: 80; padding: 0 2; }
+    TweakDialog .row { height: auto; margin-bottom: 1; }
     TweakDialog .field { width: 14; }
     TweakDialog Input, TweakDialog Select { width: 1fr; }
-    TweakDialog #prediction { height: auto; min-height: 4; border: round $primary; padding: 0 1; margin-top: 1; }
-    TweakDialog #error { color: $error; height: auto; }
-    TweakDialog #buttons { align-horizontal: right; margin-top: 1; }
-    TweakDialog Button { margin-left: 2; }
+    TweakDialog #prediction { height: auto; min-height: 4; border: round $primary; padding: 0 1; }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "apply", "Apply")]
+    HINT = "enter: next field\nctrl+s: apply\nesc: cancel"
 
     def __init__(self, plan_id: int, job: JobStatus, gpu_types: tuple[str, ...], proposed: Allocation | None,
                  baseline: PredictedEffect | None = None, current: Constraints | None = None) -> None:
@@ -52,31 +48,32 @@ class TweakDialog(ModalScreen[EditJob | None]):
 
     def compose(self) -> ComposeResult:
         c = self.initial
-        with Vertical():
+        with DialogBox():
             named = f"{self.job.name}, " if self.job.name != self.job.id else ""
-            yield Label(f"Tweak {self.job.id} ({named}{self.job.min_gpus}-{self.job.max_gpus} GPUs)", classes="title")
-            where = ", ".join(self.proposed.host_names) if self.proposed else ""
-            yield Label(f"proposed: {self.proposed.num_gpus}x{self.proposed.gpu_type} on {where}" if self.proposed
-                        else "proposed: no GPUs", classes="title")
-            with Horizontal():
-                yield Label("GPU type", classes="field")
-                yield Select([(t, t) for t in self.gpu_types], prompt="any type", id="type",
-                             value=c.pinned_type if c.pinned_type in self.gpu_types else Select.NULL, compact=True)
-            with Horizontal():
-                yield Label("GPU count", classes="field")
-                yield Input(str(c.fixed_count or ""), placeholder="policy decides", id="count", type="integer", compact=True)
-            with Horizontal():
-                yield Label("Hosts", classes="field")
-                yield Input(",".join(c.pinned_hosts), placeholder="any hosts (comma-separated names)", id="hosts", compact=True)
-            with Horizontal():
-                yield Checkbox("pin to the proposed placement", value=False, id="pin",
-                               disabled=self.proposed is None)
-                yield Checkbox("hold (no GPUs)", value=c.held, id="hold")
-            yield Static("prediction: …", id="prediction", markup=False)
-            yield Static("", id="error", markup=False)
-            with Horizontal(id="buttons"):
-                yield Button("Cancel", id="cancel")
-                yield Button("Apply", id="apply", variant="primary")
+            yield Label(f"Tweak {self.job.id} ({named}{self.job.min_gpus}-{self.job.max_gpus} GPUs)",
+                        classes="dialog-title")
+            with DialogBody():
+                where = ", ".join(self.proposed.host_names) if self.proposed else ""
+                yield Label(f"proposed: {self.proposed.num_gpus}x{self.proposed.gpu_type} on {where}" if self.proposed
+                            else "proposed: no GPUs", classes="title")
+                with Horizontal(classes="row"):
+                    yield Label("GPU type", classes="field")
+                    yield Select([(t, t) for t in self.gpu_types], prompt="any type", id="type",
+                                 value=c.pinned_type if c.pinned_type in self.gpu_types else Select.NULL, compact=True)
+                with Horizontal(classes="row"):
+                    yield Label("GPU count", classes="field")
+                    yield Input(str(c.fixed_count or ""), placeholder="policy decides", id="count", type="integer", compact=True)
+                with Horizontal(classes="row"):
+                    yield Label("Hosts", classes="field")
+                    yield Input(",".join(c.pinned_hosts), placeholder="any hosts (comma-separated names)", id="hosts", compact=True)
+                with Horizontal(classes="row"):
+                    yield Checkbox("pin to the proposed placement", value=False, id="pin",
+                                   disabled=self.proposed is None, compact=True)
+                    yield Checkbox("hold (no GPUs)", value=c.held, id="hold", compact=True)
+                yield Static("prediction: …", id="prediction", markup=False)
+            # docked: the error line and the buttons stay in view however far the fields scroll
+            yield dialog_foot(Button("Cancel", id="cancel"), Button("Apply", id="apply", variant="primary"),
+                              hint=self.HINT, error_id="error")
 
     def on_mount(self) -> None:
         self._schedule()

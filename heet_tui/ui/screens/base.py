@@ -32,9 +32,17 @@ class SnapshotScreen(Screen):
     def apply_snapshot(self, snap: Snapshot) -> None:
         if not self._ready:
             return  # not composed yet (a snapshot right after a screen switch); on_mount draws the latest
+        if not self.app.is_running:
+            return  # quitting: the widgets may be gone already (a controller stopping as the TUI quits)
         for line in self.query(StatusLine):
             line.show(snap)
         self.render_snapshot(snap)
+
+    def refresh_status(self) -> None:
+        """The header alone, for what changes with no snapshot (the controller stopped before the first)."""
+        if self._ready and self.app.is_running:
+            for line in self.query(StatusLine):
+                line.show(self.latest)
 
     def render_snapshot(self, snap: Snapshot) -> None:
         """Subclasses draw their widgets here; called on the event loop, so keep it cheap."""
@@ -42,6 +50,8 @@ class SnapshotScreen(Screen):
     def on_screen_resume(self) -> None:
         if self.latest is not None:
             self.apply_snapshot(self.latest)
+        else:
+            self.refresh_status()
 
     def refresh_bindings_when(self, key: object) -> None:
         """Redraw the footer's keys when what they depend on (a pending plan, the selected row's

@@ -23,8 +23,14 @@ class HostHistory:
         self.length = length
         self.util: dict[str, deque[float]] = {}
         self.mem: dict[str, deque[float]] = {}
+        self._last: tuple[HostStatus, ...] | None = None
 
     def record(self, hosts: tuple[HostStatus, ...]) -> None:
+        """The same hosts again (the last snapshot redrawn as it ages, the controller gone) are no
+        new samples: recorded, they flattened the sparklines into a line of the last value."""
+        if hosts is self._last:
+            return
+        self._last = hosts
         for host in hosts:
             util, mem = mean_utilisation(host), memory_fraction(host)
             if util is not None:

@@ -1,4 +1,5 @@
-"""The one-line summary at the top of every screen: mode, clock, policy, plan, auto-approve."""
+"""The one-line summary at the top of every screen: mode, clock, policy, plan, auto-approve; and,
+while the controller is gone, a line under it that says so."""
 
 from __future__ import annotations
 
@@ -34,7 +35,10 @@ class _Figures:
 class StatusLine(Static):
     """Renders a snapshot's headline figures; knows nothing of the screen it sits on."""
 
-    DEFAULT_CSS = "StatusLine { height: 1; background: $panel; color: $text; padding: 0 1; }"
+    DEFAULT_CSS = """
+    StatusLine { height: 1; background: $panel; color: $text; padding: 0 1; }
+    StatusLine.-stopped { height: auto; }
+    """
 
     def __init__(self, title: str, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -55,23 +59,32 @@ class StatusLine(Static):
         """The full line when it fits, else shorter ones: at 80 columns the full line lost the job
         counts, the plan and auto-approve off its end."""
         self._snap = snap
+        stopped = str(getattr(self.app, "stopped", ""))
         width = self.content_size.width
         figures = _Figures.of(snap) if snap is not None else None  # counted once, whatever the level
-        text = self._line(snap, figures, 0)
+        text = self._line(snap, figures, 0, stopped)
         for level in (1, 2, 3):
             if not width or text.cell_len <= width:
                 break
-            text = self._line(snap, figures, level)
+            text = self._line(snap, figures, level, stopped)
+        if stopped:  # wraps under the figures: every word of it matters, at any width
+            text.append("\n")
+            text.append(f"✗ {stopped}", style="bold red")
         if text != self._shown:
+            relayout = self.has_class("-stopped") != bool(stopped)
+            self.set_class(bool(stopped), "-stopped")
             self._shown = text
-            self.update(text, layout=False)  # one fixed line: never worth a relayout
+            self.update(text, layout=relayout)  # one fixed line until then: not worth a relayout each time
 
-    def _line(self, snap: Snapshot | None, f: _Figures | None, level: int) -> Text:
+    def _line(self, snap: Snapshot | None, f: _Figures | None, level: int, stopped: str = "") -> Text:
         """``level`` 0 says everything; 1 drops the mode (unless demo), the policy and the words;
-        2 also the clock; 3 also the host count when every host is ready."""
+        2 also the clock; 3 also the host count when every host is ready. Once the controller has
+        stopped there is no clock: a time that moves on would read as live."""
         text = Text()
         text.append(f" {self._title} ", style="bold reverse")
         if snap is None or f is None:
+            if stopped:  # said on the line below
+                return text
             if getattr(self.app, "backend", None) is None:
                 text.append("  controller not available: the hosts file is all there is to see", style="yellow")
             else:
@@ -83,7 +96,7 @@ class StatusLine(Static):
             done = states[JobState.DONE]
             if level == 0 or snap.mode == "demo":
                 text.append(f"  {snap.mode}", style="bold magenta" if snap.mode == "demo" else "bold")
-            if level < 2:
+            if level < 2 and not stopped:
                 text.append(f"  {clock(snap.now, snap.mode)}")
             if level == 0:
                 text.append(f"  hosts {ready}/{len(snap.hosts)} ready  GPUs {f.busy}/{f.gpus} busy")
