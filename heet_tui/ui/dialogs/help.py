@@ -30,8 +30,9 @@ HELP = """\
 | `p` | Plan | plan again now, plans you rejected included |
 | `e` | Plan | tweak the selected job: type, count, hosts, pin, hold, with a live prediction |
 | `t` | Plan | auto-approve on/off |
-| `n` / `e` or `enter` / `x` | Hosts | add, edit, remove a host (saved at once, comments kept) |
+| `n` / `e` or `enter` / `x` or `delete` | Hosts | add, edit, remove a host (saved at once, comments kept) |
 | `o` | Hosts | open the hosts file in `$EDITOR`; re-validated afterwards |
+| `ctrl+r` | Hosts | read the hosts file again now (a running controller also does by itself, every round) |
 | `enter` / `ctrl+s` | forms | next field / save (or apply); `pgup` `pgdn` scroll a dialog taller than the terminal |
 
 Footer keys show only what can be done now; with `--read-only` nothing that changes anything is offered.
