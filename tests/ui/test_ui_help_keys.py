@@ -12,7 +12,7 @@ import heet_tui.ui.screens as screens
 from heet_tui.ui.dialogs.help import HELP
 
 TEXTUAL_OWN = {"tab", "shift+tab", "ctrl+c", "super+c", "escape"}  # focus and copy: Textual's, not heet's
-SHOWN_AS = {"slash": "/"}
+SHOWN_AS = {"slash": "/", "question_mark": "?"}
 
 
 def test_the_help_names_every_key_the_screens_bind() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textual.binding import Binding
 from textual.screen import Screen
 
 from heet_tui.core.intents import Intent
@@ -13,6 +14,9 @@ from heet_tui.ui.widgets.status_line import StatusLine
 class SnapshotScreen(Screen):
     """A screen that renders snapshots; only the visible one is updated, the others on resume."""
 
+    # First in every footer: the app's keys came after the screen's, and at 80 columns "? Help"
+    # (where every other key is explained) was cut off on every screen.
+    BINDINGS = [Binding("question_mark", "app.help", "Help")]
     _ready = False
     _bindings_key: object = None
 
