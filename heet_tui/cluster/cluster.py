@@ -231,6 +231,13 @@ class Cluster:
         except TimeoutError:
             return False
 
+    def reachable_address(self, host: str) -> str | None:
+        """The address other hosts reach ``host`` at, as far as this machine can tell: the SSH
+        config's HostName for an alias (``address = "node1"`` resolves only here); None for a
+        host on no SSH transport."""
+        target = getattr(self._sup(host).transport, "target", None)
+        return getattr(target, "hostname", None)
+
     # ---- requests
     def _sup(self, host: str) -> HostSupervisor:
         try:

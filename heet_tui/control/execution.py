@@ -138,7 +138,7 @@ class Executor:
         port = choose_master_port(job_id, generation, entries[alloc.hosts[0][0]])
         specs = plan_launch(job_id, rec.job.spec, alloc, generation, entries, port, owner=self.store.store_id,
                             stop_grace_s=grace_s(rec.job.spec, self.opt.stop_grace_s),
-                            reported_checkpoint=rec.checkpoint)
+                            reported_checkpoint=rec.checkpoint, address_of=getattr(self.cluster, "reachable_address", None))
         now = self.clock()
         self.store.record_allocation(alloc, generation, now, rec.job.spec)
         run = Run(job_id, alloc, generation, {s.rank: RankProc(s.host, s.agent_id, s.rank, s.gpus, "launching")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from heet_tui.config.hosts_file import HostEntry
@@ -60,8 +60,15 @@ def host_argv(command: tuple[str, ...], host: HostEntry) -> tuple[str, ...]:
     return command
 
 
-def master_address(host: HostEntry) -> str:
-    return "127.0.0.1" if host.transport == "local" else host.address
+def master_address(host: HostEntry, one_host: bool, reachable: str | None = None) -> str:
+    """Where rank 0 listens. All ranks on one host: loopback, which always works. Across hosts:
+    the name the other hosts resolve. It was the hosts file's ``address`` always, which for an
+    SSH-config alias ("node1") resolves on the login node only: every rank of every job of two
+    or more GPUs there looped on "node1 cannot be retrieved" until the stall timeout, and the
+    size was then blamed ("crashed before its first report")."""
+    if host.transport == "local" or one_host:
+        return "127.0.0.1"
+    return reachable or host.address
 
 
 def choose_master_port(job_id: str, generation: int, first: HostEntry) -> int:
@@ -95,10 +102,11 @@ def target_env(spec: JobSpec, stop_grace_s: float = DEFAULT_STOP_GRACE_S) -> dic
 
 def plan_launch(job_id: str, spec: JobSpec, alloc: Allocation, generation: int,
                 hosts: Mapping[str, HostEntry], master_port: int, owner: str = "",
-                reported_checkpoint: str | None = None, stop_grace_s: float = DEFAULT_STOP_GRACE_S) -> list[LaunchSpec]:
+                reported_checkpoint: str | None = None, stop_grace_s: float = DEFAULT_STOP_GRACE_S,
+                address_of: Callable[[str], str | None] | None = None) -> list[LaunchSpec]:
     """One launch per rank. ``owner`` (the state store's id) names the ranks' processes
     (``rank_agent_id``) and lets the agents refuse a checkpoint directory that another store's
-    job has used."""
+    job has used. ``address_of``: a host's address as the other hosts reach it (master_address)."""
     if not alloc.hosts:
         raise ValueError(f"job {job_id}: empty allocation")
     missing = [h for h in alloc.host_names if h not in hosts]
@@ -107,7 +115,8 @@ def plan_launch(job_id: str, spec: JobSpec, alloc: Allocation, generation: int,
     first = hosts[alloc.hosts[0][0]]
     world = alloc.num_gpus
     common = dict(spec.env) | target_env(spec, stop_grace_s) | {
-        "WORLD_SIZE": str(world), "MASTER_ADDR": master_address(first), "MASTER_PORT": str(master_port),
+        "WORLD_SIZE": str(world), "MASTER_PORT": str(master_port),
+        "MASTER_ADDR": master_address(first, len(alloc.hosts) == 1, address_of(first.name) if address_of else None),
         "HEET_CHECKPOINT_DIR": checkpoint_dir(job_id, spec, first, owner, reported_checkpoint),
     } | ({"HEET_CHECKPOINT_OWNER": owner} if owner else {})
     out, rank = [], 0

@@ -271,3 +271,19 @@ def test_an_exit_0_is_done_but_says_when_the_target_was_not_seen_reached() -> No
     assert judge(ended, spec, replace(job, steps_done=120, samples_done=120 * 64)) == (
         Outcome.DONE, "exited 0 at step 120, short of its target as last reported: counted done")
     assert judge(ended, spec, replace(job, steps_done=300, samples_done=300 * 64)) == (Outcome.DONE, "target reached")
+
+
+def test_rank_0_is_reached_at_loopback_on_one_host_and_at_its_resolved_name_across_hosts() -> None:
+    """Seen over SSH: address = "node1" (an ~/.ssh/config alias) as MASTER_ADDR; the host could not
+    resolve it and every job of two or more GPUs hung until the stall timeout."""
+    hosts = {"a": HostEntry("a", "node1"), "b": HostEntry("b", "node2")}
+    resolved = {"a": "10.0.0.11", "b": "10.0.0.12"}.get
+
+    def master(alloc: dict[str, list[int]], address_of=resolved) -> set[str]:
+        launches = plan_launch("cnn", _spec(), Allocation.of("cnn", "T4", alloc), 1, hosts, 29600,
+                               address_of=address_of)
+        return {dict(s.env)["MASTER_ADDR"] for s in launches}
+
+    assert master({"a": [0, 1]}) == {"127.0.0.1"}
+    assert master({"a": [0], "b": [0]}) == {"10.0.0.11"}, "the config's HostName, not the alias"
+    assert master({"a": [0], "b": [0]}, None) == {"node1"}, "nothing resolved: the address as written"
