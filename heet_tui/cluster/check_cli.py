@@ -16,8 +16,8 @@ from typing import Any
 
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cluster.cluster import Cluster
-from heet_tui.cluster.errors import ClusterError, HostKeyUnknown
-from heet_tui.cluster.hostkeys import fetch_host_key_fingerprint, is_trusted, trust_host
+from heet_tui.cluster.errors import ClusterError
+from heet_tui.cluster.hostkeys import KeyToApprove, fetch_host_key_fingerprint, trust_host
 from heet_tui.cluster.options import ClusterOptions
 from heet_tui.config.hosts_file import HostsFile
 from heet_tui.core.host import HostState
@@ -83,6 +83,9 @@ def run_check(hosts_file: HostsFile, as_json: bool) -> int:
     return 0 if rows and all(r["state"] == "ready" for r in rows) else 1
 
 
+MAX_HOPS = 8  # jump hosts approved in one "hosts trust", one after the other
+
+
 def run_trust(hosts_file: HostsFile, name: str, assume_yes: bool) -> int:
     """Show the host's key fingerprint, ask y/N (unless ``assume_yes``), record it in known_hosts."""
     try:
@@ -92,28 +95,37 @@ def run_trust(hosts_file: HostsFile, name: str, assume_yes: bool) -> int:
         raise UsageError(f'{hosts_file.path.name}: no host named "{name}" (hosts: {known})') from None
     if entry.transport == "local":
         raise UsageError(f'host "{name}" uses the local transport: there is no host key to trust')
-    ssh_config = hosts_file.ssh_config
-    try:
-        fingerprint, key_type, path = asyncio.run(fetch_host_key_fingerprint(entry, ssh_config))
-        if asyncio.run(is_trusted(entry, ssh_config)):
-            print(f"{name}: its key {fingerprint} is already trusted ({path})")
+    for _ in range(MAX_HOPS + 1):  # each jump host not known yet, then the host itself
+        try:
+            found = asyncio.run(fetch_host_key_fingerprint(entry, hosts_file.ssh_config))
+        except ClusterError as exc:
+            raise CliError(str(exc)) from None
+        if found.trusted:
+            print(f"{name}: its key {found.fingerprint} is already trusted ({found.target.trust_file})")
             return 0
-    except ClusterError as exc:
-        raise CliError(str(exc)) from None
-    where = f"{entry.address}:{entry.port}" + (f" via {entry.jump}" if entry.jump else "")
-    print(f"Host {name} ({where}) presents a {key_type} key with fingerprint\n    {fingerprint}")
-    if not assume_yes:
-        if not sys.stdin.isatty():
-            raise UsageError("not a terminal: pass --yes to trust without asking")
-        answer = input(f"Trust it and record it in {path}? [y/N] ").strip().lower()
-        if answer not in ("y", "yes"):
+        if not _approve(name, found, assume_yes):
             print("Not trusted.")
             return 1
-    try:
-        written = asyncio.run(trust_host(replace(entry), fingerprint, ssh_config))
-    except HostKeyUnknown as exc:
-        raise CliError(str(exc)) from None
-    except ClusterError as exc:
-        raise CliError(str(exc)) from None
-    print(f"Recorded in {written}.")
-    return 0
+        try:
+            written = asyncio.run(trust_host(replace(entry), found.fingerprint, hosts_file.ssh_config))
+        except ClusterError as exc:
+            raise CliError(str(exc)) from None
+        print(f"Recorded in {written}.")
+        if not found.via:
+            return 0
+    raise CliError(f"{name}: more than {MAX_HOPS} jump hosts")
+
+
+def _approve(name: str, found: KeyToApprove, assume_yes: bool) -> bool:
+    where = f"{found.target.hostname}:{found.target.port}"
+    whose = f"Jump host {found.via} ({where}), on the way to {name}," if found.via else f"Host {name} ({where})"
+    print(f"{whose} presents a {found.key.get_algorithm()} key with fingerprint\n    {found.fingerprint}")
+    if found.changed:  # what a man-in-the-middle looks like: never worded as routine
+        print(f"WARNING: this is NOT the key recorded for it in {found.target.trust_file} or ~/.ssh/known_hosts: "
+              "the key CHANGED. Check with the host's admin before trusting it; trusting replaces the old key.")
+    if assume_yes:
+        return True
+    if not sys.stdin.isatty():
+        raise UsageError("not a terminal: pass --yes to trust without asking")
+    answer = input(f"Trust it and record it in {found.target.trust_file}? [y/N] ").strip().lower()
+    return answer in ("y", "yes")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import asyncssh
@@ -15,50 +16,94 @@ import asyncssh
 from heet_tui.cluster.errors import ClusterError, HostKeyUnknown, Unreachable
 from heet_tui.cluster.options import default_known_hosts
 from heet_tui.cluster.ssh_settings import SshTarget
-from heet_tui.cluster.ssh_transport import SshTransport, failure_reason
+from heet_tui.cluster.ssh_transport import SshTransport, failure_reason, open_connection
 from heet_tui.config.hosts_file import HostEntry
 
 
-async def _read_key(entry: HostEntry, ssh_config: Path | None, fallback: Path,
-                    timeout_s: float) -> tuple[SshTarget, asyncssh.SSHKey]:
+@dataclass(frozen=True, slots=True)
+class KeyToApprove:
+    """The key a user approves next on the way to a host, and whose it is."""
+
+    target: SshTarget
+    key: asyncssh.SSHKey
+    via: str  # the jump host it belongs to; "" when it is the host's own
+    trusted: bool  # already in the known_hosts it is checked against
+    changed: bool = False  # known_hosts holds another key for it: what a man-in-the-middle looks like
+
+    @property
+    def fingerprint(self) -> str:
+        return self.key.get_fingerprint("sha256")
+
+
+async def next_key(entry: HostEntry, ssh_config: Path | None, fallback: Path, timeout_s: float) -> KeyToApprove:
+    """A jump host's key that is not known yet (nothing past that hop can be reached until it is
+    trusted), else the host's own. Trusting the host read only the host's key, through a tunnel
+    that the unknown jump key refused: "trust node2" failed with the very message that told the
+    user to run it, and the jump host, not in the hosts file, could not be named instead."""
     transport = SshTransport(entry, ssh_config, fallback, timeout_s)
+    opened: list[asyncssh.SSHClientConnection] = []
     try:
-        tunnel = await transport.open_tunnel()
+        tunnel = None
+        for hop in transport.jump_targets():
+            try:
+                tunnel = await open_connection(hop, tunnel, timeout_s, f"via jump {hop.alias}: ")
+            except HostKeyUnknown as exc:
+                return KeyToApprove(hop, await _server_key(hop, tunnel, timeout_s), hop.alias, False, exc.changed)
+            opened.append(tunnel)
         target = transport.target
-        try:
-            key = await asyncio.wait_for(asyncssh.get_server_host_key(
-                target.alias, target.port, tunnel=tunnel, config=[str(p) for p in target.config_paths]), timeout_s)
-        except (TimeoutError, OSError, asyncssh.Error) as exc:
-            raise Unreachable(f"cannot read the host key of {target.describe()}: {failure_reason(exc)}") from None
-        if key is None:
-            raise ClusterError(f"{target.describe()} presented no host key")
-        return target, key
+        key = await _server_key(target, tunnel, timeout_s)
+        trusted, others = _known(target, key)
+        return KeyToApprove(target, key, "", trusted, not trusted and others)
     finally:
+        for conn in reversed(opened):
+            conn.close()
         await transport.close()
+
+
+async def _server_key(target: SshTarget, tunnel: asyncssh.SSHClientConnection | None,
+                      timeout_s: float) -> asyncssh.SSHKey:
+    try:
+        key = await asyncio.wait_for(asyncssh.get_server_host_key(
+            target.alias, target.port, tunnel=tunnel, config=[str(p) for p in target.config_paths]), timeout_s)
+    except (TimeoutError, OSError, asyncssh.Error) as exc:
+        raise Unreachable(f"cannot read the host key of {target.describe()}: {failure_reason(exc)}") from None
+    if key is None:
+        raise ClusterError(f"{target.describe()} presented no host key")
+    return key
+
+
+def _known(target: SshTarget, key: asyncssh.SSHKey) -> tuple[bool, bool]:
+    """Whether ``key`` is in the known_hosts the target is checked against, and whether any is."""
+    from heet_tui.cluster.ssh_settings import known_hosts_arg
+
+    try:
+        trusted = known_hosts_arg(target).match(target.hostname, "", target.port)[0]
+    except Exception:
+        return False, False
+    return any(k.public_data == key.public_data for k in trusted), bool(trusted)
 
 
 async def fetch_host_key_fingerprint(entry: HostEntry, ssh_config: Path | None = None,
                                      fallback_known_hosts: Path | None = None,
-                                     timeout_s: float = 15.0) -> tuple[str, str, Path]:
-    """``(fingerprint, key type, known_hosts file it would be recorded in)`` for a host."""
-    fallback = fallback_known_hosts or default_known_hosts()
-    target, key = await _read_key(entry, ssh_config, fallback, timeout_s)
-    return key.get_fingerprint("sha256"), key.get_algorithm(), target.trust_file
+                                     timeout_s: float = 15.0) -> KeyToApprove:
+    """The key to approve next on the way to a host (a jump host's, or its own), and where it goes."""
+    return await next_key(entry, ssh_config, fallback_known_hosts or default_known_hosts(), timeout_s)
 
 
 async def trust_host(entry: HostEntry, fingerprint: str, ssh_config: Path | None = None,
                      fallback_known_hosts: Path | None = None, timeout_s: float = 15.0) -> Path:
-    """Record the host's key in known_hosts if it has ``fingerprint``; returns the file written.
+    """Record the key to approve next on the way to the host (a jump host's not known yet, else
+    the host's own) if it has ``fingerprint``; returns the file written.
 
     The file is the SSH config's ``UserKnownHostsFile`` for that host when it names one, else
     ``~/.config/heet-tui/known_hosts``. Raises ``HostKeyUnknown`` when the key differs.
     """
-    fallback = fallback_known_hosts or default_known_hosts()
-    target, key = await _read_key(entry, ssh_config, fallback, timeout_s)
-    actual = key.get_fingerprint("sha256")
+    found = await next_key(entry, ssh_config, fallback_known_hosts or default_known_hosts(), timeout_s)
+    target, key = found.target, found.key
+    actual = found.fingerprint
     if actual != fingerprint.strip():
-        raise HostKeyUnknown(f"host {entry.name} now presents {actual}, not the approved {fingerprint}; "
-                             "not recorded", actual)
+        whose = f"jump host {found.via} (on the way to {entry.name})" if found.via else f"host {entry.name}"
+        raise HostKeyUnknown(f"{whose} now presents {actual}, not the approved {fingerprint}; not recorded", actual)
     public = key.export_public_key("openssh").decode("ascii").split()
     line = f"{target.known_hosts_pattern} {public[0]} {public[1]}\n"
     path = target.trust_file
@@ -73,17 +118,3 @@ async def trust_host(entry: HostEntry, fingerprint: str, ssh_config: Path | None
     os.chmod(tmp, 0o600)
     os.replace(tmp, path)
     return path
-
-
-async def is_trusted(entry: HostEntry, ssh_config: Path | None = None, fallback_known_hosts: Path | None = None,
-                     timeout_s: float = 15.0) -> bool:
-    """Whether the key the host presents now is already in the known_hosts it is checked against."""
-    from heet_tui.cluster.ssh_settings import known_hosts_arg
-
-    fallback = fallback_known_hosts or default_known_hosts()
-    target, key = await _read_key(entry, ssh_config, fallback, timeout_s)
-    try:
-        trusted = known_hosts_arg(target).match(target.hostname, "", target.port)[0]
-    except Exception:
-        return False
-    return any(k.public_data == key.public_data for k in trusted)

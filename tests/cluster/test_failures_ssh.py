@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 
-from helpers import make_cluster
+from helpers import make_cluster, wait_until
 
 from heet_tui.cluster import HostKeyUnknown
 from heet_tui.core.host import HostState
@@ -177,3 +177,31 @@ def test_changed_host_key_is_flagged_and_an_approved_key_replaces_the_old_one(la
     assert host.known_hosts_line in lines
     assert not any(line.startswith(f"[{host.address}]:{host.port} ") and impostor[1] in line for line in lines)
     assert other.known_hosts_line in lines  # other hosts' entries untouched
+
+
+def test_an_unknown_jump_host_key_is_trusted_first_then_the_hosts_own(lab, capsys):
+    """Seen: "via jump gw: unknown host key ...; trust it (heet-tui hosts trust node2)", and then
+    that very command failed the same way: it read node2's key through the tunnel gw refused."""
+    from heet_tui.cluster.check_cli import run_trust
+    from heet_tui.config.hosts_file import load_hosts
+
+    jump, target = lab.add_host("gate", trusted=False), lab.add_host("inside", trusted=False)
+    hop = f"root@{jump.address}:{jump.port}"
+    path = lab.hosts_toml([lab.entry_for(target, jump=hop)])
+
+    async def scenario(cluster):
+        assert await cluster.wait_for_state("inside", HostState.HOST_KEY_UNKNOWN, 15)
+        first = cluster.host_status("inside").message
+        await cluster.trust("inside", cluster.fingerprint("inside"))
+        assert await wait_until(lambda: "via jump" not in cluster.host_status("inside").message
+                                and cluster.host_status("inside").state is HostState.HOST_KEY_UNKNOWN, 20)
+        return first, cluster.host_status("inside").message
+
+    first, second = _run(path, scenario)
+    assert first.startswith(f"via jump {jump.address}: unknown host key"), first
+    assert jump.known_hosts_line in lab.known_hosts.read_text() and "unknown host key" in second
+    assert target.known_hosts_line not in lab.known_hosts.read_text(), "only what was approved"
+    capsys.readouterr()
+    assert run_trust(load_hosts(path), "inside", assume_yes=True) == 0  # the command walks the rest
+    assert target.known_hosts_line in lab.known_hosts.read_text()
+    assert f"Host inside ({target.address}:{target.port}) presents" in capsys.readouterr().out

@@ -82,3 +82,20 @@ def test_first_contact_names_the_address_without_repeating_the_message(make_app,
             assert "hosts&#160;trust" not in shot and shot.count(FINGERPRINT) == 1
 
     run(scenario())
+
+
+def test_a_jump_hosts_key_is_named_as_the_jump_hosts(make_app, backend):
+    newcomer = host("node2", "A100", 8, {}, state=HostState.HOST_KEY_UNKNOWN,
+                    message=f"via jump gw: unknown host key {FINGERPRINT} for [127.0.0.4]:2203; verify it, then "
+                            "trust it (heet-tui hosts trust node2)")
+    backend.current = replace(small_snapshot(), hosts=(*small_snapshot().hosts, newcomer))
+
+    async def scenario():
+        app = make_app("cluster")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, HostKeyDialog))
+            shot = app.export_screenshot().replace("&#160;", " ")
+            assert "First contact with the jump host gw on the way to node2" in shot, "not node2's own key"
+            assert "Offered by [127.0.0.4]:2203." in shot
+
+    run(scenario())

@@ -11,6 +11,7 @@ from textual.widgets import Button, Label, Static
 from heet_tui.ui.dialogs.base import Dialog, DialogBox, dialog_foot
 
 _UNKNOWN_FOR = re.compile(r"unknown host key \S+ for (\S+?);")
+_VIA_JUMP = re.compile(r"^via jump (\S+?): ")
 _FINGERPRINT = re.compile(r"\b(SHA256:[A-Za-z0-9+/=]{16,}|MD5:(?:[0-9a-f]{2}:){15}[0-9a-f]{2})")
 
 
@@ -38,6 +39,9 @@ class HostKeyDialog(Dialog[bool]):
             if "HOST KEY CHANGED" in self.detail:
                 # A changed key is what a man-in-the-middle looks like: never word it as routine.
                 yield Label(f"WARNING: the host key of {self.host} has CHANGED since it was trusted.", id="changed")
+            elif jump := _VIA_JUMP.match(self.detail):  # trusting it lets the host's own key be read next
+                yield Label(f"First contact with the jump host {jump.group(1)} on the way to {self.host}: its "
+                            "host key is not known yet.", markup=False)
             else:
                 yield Label(f"First contact with {self.host}: its host key is not known yet.")
             yield Static(self.fingerprint, id="fingerprint", markup=False)
