@@ -25,7 +25,14 @@ from heet_tui.cluster.remote_command import (
     start_agent,
     upload_with_cat,
 )
-from heet_tui.cluster.ssh_settings import SshTarget, connect_kwargs, parse_jump, resolve_target, target_for
+from heet_tui.cluster.ssh_settings import (
+    SshConfigError,
+    SshTarget,
+    connect_kwargs,
+    parse_jump,
+    resolve_target,
+    target_for,
+)
 from heet_tui.cluster.transport import PushbackReader, is_need_agent
 from heet_tui.config.hosts_file import HostEntry
 
@@ -121,6 +128,12 @@ class SshTransport:
 
     async def connect(self) -> asyncssh.SSHClientConnection:
         await self.close()
+        # Read afresh at every attempt: a fix to ~/.ssh/config (a User, an IdentityFile) was
+        # never seen by a running controller, even on a manual reconnect.
+        try:
+            self.target = target_for(self.entry, self.ssh_config, self.fallback, self.keepalive)
+        except SshConfigError as exc:
+            raise Unreachable(str(exc)) from None
         tunnel = await self.open_tunnel()
         conn = await open_connection(self.target, tunnel, self.timeout, "", self.entry.name)
         self._conns.append(conn)

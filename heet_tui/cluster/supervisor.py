@@ -17,7 +17,7 @@ from typing import Any
 
 from heet_tui.cluster.agent_bundle import agent_bundle
 from heet_tui.cluster.agent_client import AgentClient
-from heet_tui.cluster.errors import AgentFailure, ConnectFailure, HostNotReady, Unreachable
+from heet_tui.cluster.errors import AgentFailure, AuthFailed, ConnectFailure, HostNotReady, Unreachable
 from heet_tui.cluster.events import (
     ClusterEvent,
     HostChanged,
@@ -37,6 +37,9 @@ from heet_tui.core.host import HostState
 from heet_tui.core.snapshot import HostStatus
 
 PING_EVERY_S = 10.0
+# A refused login is no blip: retried every few seconds it met sshd's MaxStartups and fail2ban's
+# maxretry (5 in 10 min bans the address: the login node's, or every host behind a jump host).
+AUTH_RETRY_S = (60.0, 300.0, 900.0)
 
 
 class HostSupervisor:
@@ -93,14 +96,18 @@ class HostSupervisor:
     # ---- loop
     async def run(self) -> None:
         """Connect, serve until the link fails, back off, repeat; returns only after ``stop()``."""
-        attempt = 0
+        attempt = refused = 0
         while not self._stopping:
             outcome = await self._attempt(attempt)
             if isinstance(outcome, ConnectFailure):
                 attempt += 1
+                refused = refused + 1 if isinstance(outcome, AuthFailed) else 0
                 self.fingerprint = getattr(outcome, "fingerprint", "")
-                self._set(outcome.state, str(outcome))
-                await self._backoff(attempt)
+                wait = AUTH_RETRY_S[min(refused, len(AUTH_RETRY_S)) - 1] if refused else None
+                self._set(outcome.state, str(outcome) + (f"; tried again in {wait / 60:g} min (sshd and fail2ban "
+                                                         "ban addresses that keep failing); c reconnects now"
+                                                         if wait else ""))
+                await self._backoff(attempt, wait)
                 continue
             attempt, self.fingerprint = 0, ""
             failure = await self._serve(outcome)
@@ -213,9 +220,9 @@ class HostSupervisor:
             await client.request("ping", {}, self.options.heartbeat_timeout_s)
             self.rtt_ms = round((time.monotonic() - started) * 1000.0, 2)
 
-    async def _backoff(self, attempt: int) -> None:
+    async def _backoff(self, attempt: int, fixed_s: float | None = None) -> None:
         base = min(self.options.backoff_max_s, self.options.backoff_initial_s * 2 ** (attempt - 1))
-        delay = base * random.uniform(0.5, 1.0)  # jitter: hosts that failed together retry apart
+        delay = fixed_s if fixed_s is not None else base * random.uniform(0.5, 1.0)  # jitter: hosts retry apart
         self._wake.clear()
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._wake.wait(), delay)

@@ -7,7 +7,7 @@ import subprocess
 
 from helpers import make_cluster, wait_until
 
-from heet_tui.cluster import HostKeyUnknown
+from heet_tui.cluster import HostChanged, HostKeyUnknown
 from heet_tui.core.host import HostState
 
 
@@ -28,14 +28,28 @@ async def _snapshot(cluster):
     return {s.name: s for s in cluster.status()}
 
 
-def test_wrong_user_key_is_auth_failed(lab):
+def test_wrong_user_key_is_auth_failed_retried_slowly_and_fixed_in_the_ssh_config(lab):
     a = lab.add_host("locked")
     stranger = lab.root / "id_stranger"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
     lab.write_ssh_config(stranger)
-    status = _run(lab.hosts_toml([lab.entry_for(a)]), _snapshot)["locked"]
-    assert status.state is HostState.AUTH_FAILED, status.message
-    assert "permission denied" in status.message
+
+    async def scenario(cluster):
+        refused = cluster.host_status("locked")
+        events = cluster.events()
+        await asyncio.sleep(3.0)  # the usual back-off (1 s at most here) would have tried three times
+        tries = 0
+        while (event := events.get_nowait()) is not None:
+            tries += isinstance(event, HostChanged) and event.status.state is HostState.CONNECTING
+        lab.write_ssh_config(lab.user_key)  # the user fixes ~/.ssh/config, then presses c
+        await cluster.reconnect("locked")
+        return refused, tries, await cluster.wait_for_state("locked", HostState.READY, 20)
+
+    refused, tries, ready = _run(lab.hosts_toml([lab.entry_for(a)]), scenario)
+    assert refused.state is HostState.AUTH_FAILED, refused.message
+    assert "permission denied" in refused.message and "tried again in 1 min" in refused.message
+    assert tries == 0, "not retried within seconds: sshd and fail2ban ban an address that keeps failing"
+    assert ready, "the SSH config is read again at a reconnect"
 
 
 def test_unknown_host_key_is_refused_with_fingerprint_then_trusted(lab):
