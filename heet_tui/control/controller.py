@@ -100,6 +100,7 @@ class Controller:
         self.executor.read_only = self.opt.read_only
         self.pending_plan_id: int | None = None
         self.plan_made: PlanMade | None = None  # the latest plan, proposed or not (waiting.py)
+        self.held_why: str | None = None  # why auto-approve leaves the latest plan to the user
         self.rejected: set[str] = set()
         self.failed_plans: dict[str, float] = {}  # signature -> when applying it last failed
         self.applying: asyncio.Task | None = None
@@ -385,8 +386,8 @@ class Controller:
         if failed_at is not None and self.clock() - failed_at < RETRY_FAILED_PLAN_S:
             return  # the same plan just failed: not again at once, in a loop (the user may approve it)
         unmeasured = frozenset(j.id for j in inputs if not j.measured)
-        if self.auto_approve and (planning.gain(plan, self.book, unmeasured) >= self.opt.gain_threshold
-                                  or planning.vacates(plan, self.drained())):
+        self.held_why = planning.held_back(plan, self.book, unmeasured, self.drained(), self.opt.gain_threshold)
+        if self.auto_approve and self.held_why is None:
             self.store.set_plan_status(plan_id, "approved", self.clock())
             self.store.add_event(self.clock(), "plan", f"plan #{plan_id} auto-approved")
             self.start_apply(plan_id)

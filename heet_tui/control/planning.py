@@ -16,7 +16,7 @@ from heet_tui.control.restart_costs import DEFAULT_RESTART_S
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import JobState
-from heet_tui.core.plan import JobPrediction, Plan, PredictedEffect
+from heet_tui.core.plan import ChangeKind, JobPrediction, Plan, PredictedEffect
 from heet_tui.core.sched_input import ClusterView, Constraints, HostView, JobView, ThroughputFn
 from heet_tui.core.snapshot import HostStatus
 
@@ -152,6 +152,20 @@ def vacates(plan: Plan, drained: set[str]) -> bool:
     """Whether the plan moves a job off a drained host: what the user asked for, whatever it gains."""
     return any(c.before is not None and set(c.before.host_names) & drained
                and not (c.after is not None and set(c.after.host_names) & drained) for c in plan.changes)
+
+
+def held_back(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str], drained: set[str],
+              threshold: float) -> str | None:
+    """Why auto-approve leaves ``plan`` to the user; None when it applies it. The gain threshold
+    keeps running jobs from being restarted for a little; a plan that only starts queued jobs
+    restarts nothing, and goes ahead whatever it is predicted to gain: a start predicted poorly
+    (at a size that had crashed) sat "waiting for approval" under auto-approve, unannounced."""
+    if vacates(plan, drained) or all(c.kind is ChangeKind.START for c in plan.changes):
+        return None
+    predicted = gain(plan, book, unmeasured)
+    if predicted >= threshold:
+        return None
+    return f"its predicted gain, {predicted:.1%}, is below the auto-approve threshold of {threshold:.0%}"
 
 
 def gain(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str] = frozenset()) -> float:

@@ -131,12 +131,13 @@ def _proposed(controller: Controller, seen: tuple[int | None, float, bool]) -> t
     now = time.monotonic()
     if controller.pending_plan_id != plan_id:
         return controller.pending_plan_id, now, False
-    if plan_id is None or said or controller.auto_approve or now - since < SETTLE_S:
+    if plan_id is None or said or now - since < SETTLE_S or (controller.auto_approve and not controller.held_why):
         return seen
     rec = controller.store.plan(plan_id)
     if rec is None or rec.status != "proposed":
         return seen
     jct = predicted_jct(rec.plan.effect)
-    print(f"{time.strftime('%H:%M:%S')} {'plan':<10} plan #{plan_id} proposed: {count_changes(rec.plan.changes)}"
+    held = f" and not auto-approved: {controller.held_why}" if controller.auto_approve else ""
+    print(f"{time.strftime('%H:%M:%S')} {'plan':<10} plan #{plan_id} proposed{held}: {count_changes(rec.plan.changes)}"
           f"{'; ' + jct if jct else ''}; heet-tui plan show|approve|reject --id {plan_id}, or the TUI", flush=True)
     return plan_id, since, True

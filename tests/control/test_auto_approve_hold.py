@@ -1,0 +1,50 @@
+"""What auto-approve applies: a plan that only starts queued jobs always (it restarts nothing);
+one that restarts running jobs only for a gain over the threshold, and otherwise says why."""
+
+from __future__ import annotations
+
+from heet_tui.control.planning import held_back
+from heet_tui.control.throughput import ThroughputBook
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.plan import JobPrediction, Plan, PredictedEffect
+
+
+def _plan(current: dict[str, Allocation], proposed: dict[str, Allocation], *predictions: JobPrediction) -> Plan:
+    return Plan.build(current, proposed, "heet", 0.0, PredictedEffect(tuple(predictions)))
+
+
+def test_a_plan_of_starts_is_applied_whatever_its_predicted_gain() -> None:
+    """Seen: a start predicted at a near-zero rate (a size that had crashed) waited for approval
+    under auto-approve, with nothing said, for as long as the controller ran."""
+    book = ThroughputBook()
+    two = Allocation.of("j", "T4", {"h": [0, 1]})
+    weak_start = _plan({}, {"j": two}, JobPrediction("j", 0.0, 1e-6, None, 0.0),
+                       *(JobPrediction(f"r{i}", 100.0, 100.0, None, 0.0) for i in range(30)))
+    assert held_back(weak_start, book, frozenset(), set(), 0.05) is None
+    one = Allocation.of("r0", "T4", {"g": [0]})
+    grow = _plan({"r0": one}, {"r0": Allocation.of("r0", "T4", {"g": [0, 1]})},
+                 JobPrediction("r0", 100.0, 101.0, None, 30.0))
+    assert held_back(grow, book, frozenset(), set(), 0.05) == (
+        "its predicted gain, 1.0%, is below the auto-approve threshold of 5%")
+    assert held_back(grow, book, frozenset(), set(), 0.005) is None
+
+
+def test_heet_tui_run_says_why_auto_approve_holds_a_plan(tmp_path, capsys, monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    from heet_tui.cli.commands import run
+    from heet_tui.control.store import Store
+
+    monkeypatch.setattr(run, "SETTLE_S", 0.0)
+    store = Store(tmp_path / "state")
+    one = Allocation.of("r0", "T4", {"g": [0]})
+    plan_id = store.add_plan(_plan({"r0": one}, {"r0": Allocation.of("r0", "T4", {"g": [0, 1]})},
+                                   JobPrediction("r0", 100.0, 101.0, None, 30.0)))
+    ctl = SimpleNamespace(pending_plan_id=plan_id, auto_approve=True, store=store,
+                          held_why="its predicted gain, 1.0%, is below the auto-approve threshold of 5%")
+    seen = run._proposed(ctl, (None, 0.0, False))
+    assert run._proposed(ctl, seen)[2], "said"
+    out = capsys.readouterr().out
+    assert f"plan #{plan_id} proposed and not auto-approved: its predicted gain, 1.0%, is below" in out
+    ctl.held_why = None  # being applied: nothing to say
+    assert not run._proposed(ctl, run._proposed(ctl, (None, 0.0, False)))[2]
