@@ -97,3 +97,47 @@ def test_new_lines_continue_from_the_overlap_and_a_new_run_from_its_header() -> 
     assert new_lines((again, *whole[3:]), (again, *whole[5:], "step 30")) == ["step 30"], "a steady follow"
     moved = ("a generation 2, rank 0 on g, last 1 line(s):", "n")
     assert new_lines((first, "x"), moved) == list(moved)
+
+
+def test_log_follow_waits_out_a_host_that_drops_and_goes_on(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Seen: log -f ended with "cannot read its log on node2: host node2 is unreachable" while the
+    job ran on there (a host out is given a grace period before its jobs count as lost)."""
+    import asyncio
+
+    from heet_tui.cli.commands import log as log_cli
+    from heet_tui.config.job_spec import parse_job_text
+    from heet_tui.control.store import Store
+    from heet_tui.core.job import JobState
+
+    store = Store(tmp_path / "state")
+    spec = parse_job_text('name = "a"\ncommand = ["python3", "t.py"]\nmodel = "m"\nbatch_size = 8\n'
+                          "target = { steps = 10 }\n", tmp_path / "a.toml")
+    store.add_job(spec, 1.0)
+    store.set_state("a", JobState.RUNNING, 2.0)
+    head = "a generation 1, rank 0 on h, last {} line(s):"
+    replies = [(head.format(1), "step 1"), ValueError("a: cannot read its log on h: host h is unreachable"),
+               ValueError("a: cannot read its log on h: host h is unreachable"),
+               (head.format(500), "step 1", "step 2"), (head.format(500), "step 1", "step 2", "step 3")]
+
+    class Backend:
+        def __init__(self, _state) -> None: ...
+
+        async def start(self) -> None: ...
+
+        async def stop(self) -> None: ...
+
+        async def job_log(self, job_id, lines):
+            reply = replies.pop(0)
+            if isinstance(reply, Exception):
+                raise reply
+            if len(replies) == 1:
+                store.set_state("a", JobState.DONE, 3.0)  # one read more follows: its last lines
+            return reply
+
+    monkeypatch.setattr(log_cli, "AttachedBackend", Backend)
+    monkeypatch.setattr(log_cli, "FOLLOW_EVERY_S", 0.0)
+    asyncio.run(log_cli._ask(store, "a", 1, True))
+    assert capsys.readouterr().out.splitlines() == [
+        head.format(1), "step 1",
+        "(a: cannot read its log on h: host h is unreachable; still following while the job is running)",
+        "step 2", "step 3"]

@@ -44,7 +44,8 @@ def cmd_log(args: argparse.Namespace) -> int:
     try:
         asyncio.run(_ask(store, rec.job.id, args.lines, args.follow))
     except (ControllerGone, ValueError, TimeoutError) as exc:
-        raise CliError(f"{rec.job.id}: {exc or 'the controller did not answer in time'}") from None
+        said = str(exc) or "the controller did not answer in time"
+        raise CliError(said if said.startswith(f"{rec.job.id}:") else f"{rec.job.id}: {said}") from None
     except KeyboardInterrupt:
         pass
     return 0
@@ -57,11 +58,21 @@ async def _ask(store: Store, job_id: str, lines: int, follow: bool) -> None:
         shown = await asyncio.wait_for(backend.job_log(job_id, lines), REPLY_TIMEOUT_S)
         for line in shown:
             print(line, flush=True)
+        waiting = False  # the host is out: said once, until lines come again
         while follow:
             rec = store.job(job_id)
             ended = rec is None or rec.job.state.terminal  # read before the last fetch: nothing after it is missed
             await asyncio.sleep(0 if ended else FOLLOW_EVERY_S)
-            fetched = await asyncio.wait_for(backend.job_log(job_id, MAX_LINES), REPLY_TIMEOUT_S)
+            try:
+                fetched = await asyncio.wait_for(backend.job_log(job_id, MAX_LINES), REPLY_TIMEOUT_S)
+            except ValueError as exc:  # its host dropped out: the job may well run on (host_loss.py)
+                if ended:
+                    raise
+                if not waiting:
+                    print(f"({exc}; still following while the job is {rec.job.state.value})", flush=True)
+                waiting = True
+                continue
+            waiting = False
             for line in new_lines(shown, fetched):
                 print(line, flush=True)
             shown = fetched
