@@ -38,3 +38,13 @@ class HostLossGrace:
 
     def holding(self) -> set[str]:
         return set(self.since)
+
+    def note(self, hosts: set[str], now: float) -> str | None:
+        """A running job's message while one of its ``hosts`` is out: the Jobs screen said
+        "running" as if nothing were wrong, and only the Cluster screen showed the host out."""
+        out = sorted(hosts & set(self.since))
+        if not out:
+            return None
+        left = max(0.0, self.grace_s - (now - min(self.since[h][0] for h in out)))
+        return (f"its host {', '.join(out)} is out ({self.since[out[0]][1]}); it keeps its GPUs for {left:.0f} s "
+                "more in case the host comes back with it still running")

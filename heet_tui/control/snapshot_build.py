@@ -66,7 +66,8 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         job, run = rec.job, runs.get(rec.job.id)
         rate = float(run.progress.get("samples_per_s", 0.0)) if run and run.progress else 0.0
         progress = _progress(job.spec, job.steps_done, job.samples_done)
-        remaining, quiet = None, quiet_note(run, job.spec, now, ex.opt.stall_timeout_s)
+        remaining, quiet = None, (run and ctl.host_grace.note({r.host for r in run.ranks.values()}, now)
+                                  or quiet_note(run, job.spec, now, ex.opt.stall_timeout_s))
         if rate > 0 and job.state is JobState.RUNNING and quiet is None:  # a silent job's ETA would be a guess
             total = job.samples_done / progress if progress > 0 else None
             remaining = (total - job.samples_done) / rate if total else None

@@ -30,6 +30,10 @@ def test_grace_bookkeeping() -> None:
     assert grace.expired(9.0) == [] and grace.holding() == {"a"}
     assert grace.expired(10.0) == [("a", "unreachable")] and grace.holding() == set()
     assert grace.lost("b", "x", 0.0) and grace.back("b") and not grace.back("b")
+    assert grace.lost("c", "unreachable: no heartbeat for 12 s", 100.0)
+    assert grace.note({"c", "d"}, 104.0) == ("its host c is out (unreachable: no heartbeat for 12 s); it keeps its "
+                                             "GPUs for 6 s more in case the host comes back with it still running")
+    assert grace.note({"d"}, 104.0) is None, "the job's own hosts only"
 
 
 def _kill_agent(workdir: Path, host: str) -> int:
