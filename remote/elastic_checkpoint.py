@@ -10,6 +10,8 @@ import fcntl
 import json
 import os
 
+from heet_agent.atomic_file import atomic_write
+
 CHECKPOINT_NAME = "checkpoint.pt"
 META_NAME = "checkpoint.json"
 LOCK_NAME = ".checkpoint.lock"
@@ -27,25 +29,6 @@ def owned_by_newer(meta, generation):
     return isinstance(meta, dict) and int(meta.get("generation", -1)) > generation
 
 
-def atomic_write(path, write):
-    """The old file stays whole until the new one is complete. A write that fails (a full disk)
-    takes its partial copy with it: left behind, a half-written checkpoint of gigabytes kept the
-    disk full for the relaunched job's next save too."""
-    tmp = os.path.join(os.path.dirname(path), ".%s.%d.tmp" % (os.path.basename(path), os.getpid()))
-    try:
-        with open(tmp, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        raise
-
-
 @contextlib.contextmanager
 def directory_lock(directory):
     """Serialises check-then-write between copies of the job: the fence must not race a save."""
@@ -61,8 +44,8 @@ def save_owned(directory, generation, write_checkpoint, meta):
     with directory_lock(directory):
         if owned_by_newer(read_meta(directory), generation):
             return False
-        atomic_write(os.path.join(directory, CHECKPOINT_NAME), write_checkpoint)
-        atomic_write(os.path.join(directory, META_NAME), lambda fh: fh.write(json.dumps(meta).encode()))
+        atomic_write(os.path.join(directory, CHECKPOINT_NAME), write_checkpoint, sync=True)
+        atomic_write(os.path.join(directory, META_NAME), lambda fh: fh.write(json.dumps(meta).encode()), sync=True)
     return True
 
 
@@ -76,5 +59,5 @@ def claim(directory, generation):
         if isinstance(meta, dict):
             info.update(meta)
         info["generation"] = generation
-        atomic_write(os.path.join(directory, META_NAME), lambda fh: fh.write(json.dumps(info).encode()))
+        atomic_write(os.path.join(directory, META_NAME), lambda fh: fh.write(json.dumps(info).encode()), sync=True)
     return True

@@ -12,6 +12,7 @@ import os
 import signal
 import time
 
+from heet_agent.atomic_file import atomic_write_text
 from heet_agent.errors import JobError
 
 LOCK_WAIT_S = 5.0
@@ -90,13 +91,7 @@ def _write_small(path, text):
     refusing hello there lost the host, and its jobs, until someone freed space."""
     if _read(path) == text:
         return
-    tmp = "%s.tmp.%d" % (path, os.getpid())
     try:
-        with open(tmp, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
+        atomic_write_text(path, text)
     except OSError:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
+        pass

@@ -6,7 +6,6 @@ fingerprint the user approved, so a key swapped between "show" and "yes" is neve
 
 from __future__ import annotations
 
-import asyncio
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,8 +14,8 @@ import asyncssh
 
 from heet_tui.cluster.errors import ClusterError, HostKeyUnknown, Unreachable
 from heet_tui.cluster.options import default_known_hosts
-from heet_tui.cluster.ssh_settings import SshTarget
-from heet_tui.cluster.ssh_transport import SshTransport, failure_reason, open_connection
+from heet_tui.cluster.ssh_settings import SshTarget, known_hosts_arg
+from heet_tui.cluster.ssh_transport import SshTransport, failure_reason, open_connection, server_key
 from heet_tui.config.hosts_file import HostEntry
 
 
@@ -63,8 +62,7 @@ async def next_key(entry: HostEntry, ssh_config: Path | None, fallback: Path, ti
 async def _server_key(target: SshTarget, tunnel: asyncssh.SSHClientConnection | None,
                       timeout_s: float) -> asyncssh.SSHKey:
     try:
-        key = await asyncio.wait_for(asyncssh.get_server_host_key(
-            target.alias, target.port, tunnel=tunnel, config=[str(p) for p in target.config_paths]), timeout_s)
+        key = await server_key(target, tunnel, timeout_s)
     except (TimeoutError, OSError, asyncssh.Error) as exc:
         raise Unreachable(f"cannot read the host key of {target.describe()}: {failure_reason(exc)}") from None
     if key is None:
@@ -74,8 +72,6 @@ async def _server_key(target: SshTarget, tunnel: asyncssh.SSHClientConnection | 
 
 def _known(target: SshTarget, key: asyncssh.SSHKey) -> tuple[bool, bool]:
     """Whether ``key`` is in the known_hosts the target is checked against, and whether any is."""
-    from heet_tui.cluster.ssh_settings import known_hosts_arg
-
     try:
         trusted = known_hosts_arg(target).match(target.hostname, "", target.port)[0]
     except Exception:

@@ -51,11 +51,15 @@ def failure_reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+async def server_key(target: SshTarget, tunnel: Any, timeout_s: float) -> asyncssh.SSHKey | None:
+    """The key the server presents, read without verifying it (to show it for approval)."""
+    return await asyncio.wait_for(asyncssh.get_server_host_key(
+        target.alias, target.port, tunnel=tunnel, config=[str(p) for p in target.config_paths]), timeout_s)
+
+
 async def _fingerprint(target: SshTarget, tunnel: Any, timeout_s: float) -> tuple[str, bool]:
     """The server's host key fingerprint, and whether known_hosts had a different key for it."""
-    key = await asyncio.wait_for(
-        asyncssh.get_server_host_key(target.alias, target.port, tunnel=tunnel,
-                                     config=[str(p) for p in target.config_paths]), timeout_s)
+    key = await server_key(target, tunnel, timeout_s)
     fingerprint = key.get_fingerprint("sha256") if key is not None else ""
     changed = False
     with contextlib.suppress(Exception):

@@ -4,7 +4,7 @@ takes its partial copy with it, so the disk is not kept full for the next save."
 from __future__ import annotations
 
 import pytest
-from heet_agent.elastic_checkpoint import atomic_write
+from heet_agent.atomic_file import atomic_write
 
 
 def test_a_failed_write_keeps_the_old_file_and_leaves_no_partial_copy(tmp_path) -> None:

@@ -13,7 +13,7 @@ import pytest
 from textual import events
 from textual.widget import Widget
 from textual.widgets import Button, Input, Static
-from ui_support import run, wait_for
+from ui_support import open_tweak, run, wait_for
 
 from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.dialogs.help import HelpDialog
@@ -22,12 +22,19 @@ from heet_tui.ui.dialogs.host_key import HostKeyDialog
 from heet_tui.ui.dialogs.job_log import JobLogDialog
 from heet_tui.ui.dialogs.prompt import PromptDialog
 from heet_tui.ui.dialogs.tweak import TweakDialog
-from heet_tui.ui.widgets.plan_table import PlanTable
 
 SMALL = [(80, 24), (70, 20)]
 HOSTS = Path(__file__).parent / "data" / "hosts_with_comments.toml"
 HOST_FORM_ORDER = [f"f-{key}" for key, _, _ in TEXT_FIELDS] + ["f-transport", "f-shared_fs", "cancel", "save"]
 TWEAK_ORDER = ["type", "count", "hosts", "pin", "hold", "cancel", "apply"]
+
+
+@pytest.fixture
+def hosts_copy(tmp_path) -> Path:
+    """A hosts file the form may write to."""
+    path = tmp_path / "hosts.toml"
+    shutil.copy(HOSTS, path)
+    return path
 
 
 def fully_shown(app, widget: Widget) -> bool:
@@ -78,12 +85,10 @@ async def open_host_form(pilot, app) -> HostFormDialog:
 
 
 @pytest.mark.parametrize("size", SMALL)
-def test_host_form_fits_a_small_terminal_and_tab_reaches_every_field(make_app, tmp_path, size):
-    path = tmp_path / "hosts.toml"
-    shutil.copy(HOSTS, path)
+def test_host_form_fits_a_small_terminal_and_tab_reaches_every_field(make_app, hosts_copy, size):
 
     async def scenario():
-        app = make_app("hosts", hosts_path=path)
+        app = make_app("hosts", hosts_path=hosts_copy)
         async with app.run_test(size=size) as pilot:
             form = await open_host_form(pilot, app)
             assert box_fits(app)
@@ -101,12 +106,10 @@ def test_host_form_fits_a_small_terminal_and_tab_reaches_every_field(make_app, t
     run(scenario())
 
 
-def test_the_wheel_scrolls_the_host_form(make_app, tmp_path):
-    path = tmp_path / "hosts.toml"
-    shutil.copy(HOSTS, path)
+def test_the_wheel_scrolls_the_host_form(make_app, hosts_copy):
 
     async def scenario():
-        app = make_app("hosts", hosts_path=path)
+        app = make_app("hosts", hosts_path=hosts_copy)
         async with app.run_test(size=(80, 24)) as pilot:
             form = await open_host_form(pilot, app)
             checkbox = form.query_one("#f-shared_fs")
@@ -119,12 +122,10 @@ def test_the_wheel_scrolls_the_host_form(make_app, tmp_path):
     run(scenario())
 
 
-def test_enter_in_a_host_form_field_moves_to_the_next_field(make_app, tmp_path):
-    path = tmp_path / "hosts.toml"
-    shutil.copy(HOSTS, path)
+def test_enter_in_a_host_form_field_moves_to_the_next_field(make_app, hosts_copy):
 
     async def scenario():
-        app = make_app("hosts", hosts_path=path)
+        app = make_app("hosts", hosts_path=hosts_copy)
         async with app.run_test(size=(80, 24)) as pilot:
             form = await open_host_form(pilot, app)
             await pilot.press(*"gpu9", "enter")
@@ -134,17 +135,6 @@ def test_enter_in_a_host_form_field_moves_to_the_next_field(make_app, tmp_path):
             assert isinstance(app.screen, HostFormDialog), "enter moves on; it does not save"
 
     run(scenario())
-
-
-async def open_tweak(pilot, app) -> TweakDialog:
-    table = app.screen.query_one(PlanTable)
-    await wait_for(pilot, lambda: table.row_count == 3)
-    table.select_key("j1")
-    await pilot.press("e")
-    await wait_for(pilot, lambda: isinstance(app.screen, TweakDialog))
-    dialog = app.screen
-    await wait_for(pilot, lambda: dialog.previews >= 1)
-    return dialog
 
 
 @pytest.mark.parametrize("size", SMALL)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Input, Label, Static
 from ui_fakes import small_snapshot
-from ui_support import SIZE, run, wait_for
+from ui_support import SIZE, open_tweak, run, wait_for
 
 from heet_tui.core.intents import ApprovePlan, EditJob, RejectPlan, Replan, SetAutoApprove
 from heet_tui.ui.dialogs.tweak import TweakDialog
@@ -70,13 +70,7 @@ def test_tweak_re_predicts_while_editing_and_applies_the_edit(make_app, backend)
     async def scenario():
         app = make_app("plan")
         async with app.run_test(size=SIZE) as pilot:
-            table = app.screen.query_one(PlanTable)
-            await wait_for(pilot, lambda: table.row_count == 3)
-            table.select_key("j1")
-            await pilot.press("e")
-            await wait_for(pilot, lambda: isinstance(app.screen, TweakDialog))
-            dialog = app.screen
-            await wait_for(pilot, lambda: dialog.previews >= 1)
+            dialog = await open_tweak(pilot, app)
             count = dialog.query_one("#count", Input)
             count.focus()
             await pilot.press("3")

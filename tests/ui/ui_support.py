@@ -8,6 +8,9 @@ from collections.abc import Callable
 
 from textual.pilot import Pilot
 
+from heet_tui.ui.dialogs.tweak import TweakDialog
+from heet_tui.ui.widgets.plan_table import PlanTable
+
 SIZE = (150, 45)
 
 
@@ -23,3 +26,15 @@ async def wait_for(pilot: Pilot, condition: Callable[[], bool], tries: int = 100
 def run(coro) -> None:
     """pytest-asyncio is not a dependency: each test drives its own event loop."""
     asyncio.run(coro)
+
+
+async def open_tweak(pilot: Pilot, app) -> TweakDialog:
+    """The Plan screen's tweak dialog on the fake plan's job j1, once its first prediction came."""
+    table = app.screen.query_one(PlanTable)
+    await wait_for(pilot, lambda: table.row_count == 3)
+    table.select_key("j1")
+    await pilot.press("e")
+    await wait_for(pilot, lambda: isinstance(app.screen, TweakDialog))
+    dialog = app.screen
+    await wait_for(pilot, lambda: dialog.previews >= 1)
+    return dialog
