@@ -43,7 +43,7 @@ when it outlives grace + SIGKILL, ``HostNotReady`` when the link drops meanwhile
 job with a generation below ``g`` and makes the agent refuse to launch one later.
 
 Host states (``heet_tui.core.host.HostState``) with a human message each: connecting, ready,
-unreachable, auth-failed, host-key-unknown (message carries the SHA256 fingerprint; see
+unreachable, auth-failed, host-key-unknown or host-key-changed (message carries the SHA256 fingerprint; see
 ``trust_host``), agent-error. A failing host retries with jittered exponential backoff and never
 delays the others; connection attempts run concurrently up to ``ClusterOptions.max_connects``.
 """

@@ -77,7 +77,7 @@ def run_check(hosts_file: HostsFile, as_json: bool) -> int:
         print(json.dumps(rows, indent=2))
     else:
         print(format_table(rows))
-        unknown = [r["name"] for r in rows if r["state"] == HostState.HOST_KEY_UNKNOWN.value]
+        unknown = [r["name"] for r in rows if HostState(r["state"]).awaits_trust]
         for name in unknown:
             print(f"\n{name}: check the fingerprint with the host's admin, then run: heet-tui hosts trust {name}")
     return 0 if rows and all(r["state"] == "ready" for r in rows) else 1

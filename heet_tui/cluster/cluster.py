@@ -195,7 +195,7 @@ class Cluster:
         return list(self._sup(host).warnings)
 
     def fingerprint(self, host: str) -> str:
-        """The unknown host key's fingerprint when ``host`` is ``host-key-unknown``, else ``""``."""
+        """The unknown host key's fingerprint when ``host`` awaits trust (``host-key-unknown``/``-changed``), else ``""``."""
         return self._sup(host).fingerprint
 
     def ready_times(self) -> Mapping[str, float | None]:

@@ -44,6 +44,8 @@ class HostKeyUnknown(ConnectFailure):
         super().__init__(message)
         self.fingerprint = fingerprint
         self.changed = changed
+        if changed:
+            self.state = HostState.HOST_KEY_CHANGED
 
 
 class AgentFailure(ConnectFailure):

@@ -58,7 +58,7 @@ from heet_tui.core.snapshot import Snapshot
 log = logging.getLogger(__name__)
 RETRY_FAILED_PLAN_S = 60.0  # auto-approve does not apply a plan that just failed again before this
 STOP_TIMEOUT_S = 30.0  # a plan step may be waiting out a job's stop grace period
-LOST_STATES = (HostState.UNREACHABLE, HostState.AUTH_FAILED, HostState.HOST_KEY_UNKNOWN, HostState.AGENT_ERROR)
+LOST_STATES = tuple(s for s in HostState if s not in (HostState.READY, HostState.CONNECTING))
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,13 @@ class HostState(StrEnum):
     UNREACHABLE = "unreachable"
     AUTH_FAILED = "auth-failed"
     HOST_KEY_UNKNOWN = "host-key-unknown"
+    HOST_KEY_CHANGED = "host-key-changed"  # what a man-in-the-middle looks like: never shown as "unknown"
     AGENT_ERROR = "agent-error"
+
+    @property
+    def awaits_trust(self) -> bool:
+        """Connecting waits on the user approving a host key (new, or different from the one trusted)."""
+        return self in (HostState.HOST_KEY_UNKNOWN, HostState.HOST_KEY_CHANGED)
 
 
 @dataclass(frozen=True, slots=True)

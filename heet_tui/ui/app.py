@@ -22,7 +22,6 @@ from textual.timer import Timer
 
 from heet_tui.config.job_spec import spec_file
 from heet_tui.core.backend import Backend
-from heet_tui.core.host import HostState
 from heet_tui.core.intents import (
     WARNING_SEP,
     ConnectHost,
@@ -278,7 +277,7 @@ class HeetApp(App[int]):
         if self.read_only:
             return
         for host in hosts:
-            if host.state is HostState.HOST_KEY_UNKNOWN:
+            if host.state.awaits_trust:
                 fp = fingerprint_in(host.message) or ""
                 if (host.name, fp) not in self._keys_asked:
                     self._keys_asked.add((host.name, fp))

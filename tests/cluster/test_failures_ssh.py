@@ -185,7 +185,7 @@ def test_changed_host_key_is_flagged_and_an_approved_key_replaces_the_old_one(la
         return before, await cluster.wait_for_state("reinstalled", HostState.READY, 15)
 
     before, ready = _run(path, scenario)
-    assert before.state is HostState.HOST_KEY_UNKNOWN and "HOST KEY CHANGED" in before.message
+    assert before.state is HostState.HOST_KEY_CHANGED and "HOST KEY CHANGED" in before.message
     assert ready
     lines = lab.known_hosts.read_text().splitlines()
     assert host.known_hosts_line in lines

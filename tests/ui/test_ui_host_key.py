@@ -68,15 +68,20 @@ def test_fingerprint_parsing():
     assert fingerprint_in("connection refused") is None
 
 
-@pytest.mark.parametrize(("name", "message", "said"), [
-    ("gpu-new", f"unknown host key {FINGERPRINT} for [10.0.0.7]:2222; verify it, then trust it (heet-tui hosts "
-                "trust gpu-new)", "First contact with gpu-new: its host key is not known yet."),
-    ("node2", f"via jump gw: unknown host key {FINGERPRINT} for [10.0.0.7]:2222; verify it, then trust it "
-              "(heet-tui hosts trust node2)", "First contact with the jump host gw on the way to node2"),
+@pytest.mark.parametrize(("name", "state", "message", "said"), [
+    ("gpu-new", HostState.HOST_KEY_UNKNOWN, f"unknown host key {FINGERPRINT} for [10.0.0.7]:2222; verify it, then "
+     "trust it (heet-tui hosts trust gpu-new)", "First contact with gpu-new: its host key is not known yet."),
+    ("node2", HostState.HOST_KEY_UNKNOWN, f"via jump gw: unknown host key {FINGERPRINT} for [10.0.0.7]:2222; verify "
+     "it, then trust it (heet-tui hosts trust node2)", "First contact with the jump host gw on the way to node2"),
+    ("node3", HostState.HOST_KEY_CHANGED, f"HOST KEY CHANGED for [10.0.0.7]:2222: it now presents {FINGERPRINT}, "
+     "which differs from /k; check with the host's admin before trusting it", "the host key of node3 has CHANGED"),
+    ("node4", HostState.HOST_KEY_CHANGED, f"via jump gw: HOST KEY CHANGED for [10.0.0.7]:2222: it now presents "
+     f"{FINGERPRINT}, which differs from /k; check with the host's admin before trusting it",
+     "the host key of the jump host gw on the way to node4 has CHANGED"),
 ])
-def test_first_contact_names_whose_key_and_the_address_without_repeating_the_message(make_app, backend, name,
+def test_first_contact_names_whose_key_and_the_address_without_repeating_the_message(make_app, backend, name, state,
                                                                                      message, said):
-    newcomer = host(name, "A100", 8, {}, state=HostState.HOST_KEY_UNKNOWN, message=message)
+    newcomer = host(name, "A100", 8, {}, state=state, message=message)
     backend.current = replace(small_snapshot(), hosts=(*small_snapshot().hosts, newcomer))
 
     async def scenario():
@@ -85,6 +90,7 @@ def test_first_contact_names_whose_key_and_the_address_without_repeating_the_mes
             await wait_for(pilot, lambda: isinstance(app.screen, HostKeyDialog))
             shot = app.export_screenshot().replace("&#160;", " ")
             assert said in shot and "Offered by [10.0.0.7]:2222." in shot
+            assert ("trusted before is in /k" in shot) is (state is HostState.HOST_KEY_CHANGED)
             assert "hosts trust" not in shot and shot.count(FINGERPRINT) == 1
 
     run(scenario())

@@ -11,6 +11,7 @@ from textual.widgets import Button, Label, Static
 from heet_tui.ui.dialogs.base import Dialog, DialogBox, dialog_foot
 
 _UNKNOWN_FOR = re.compile(r"unknown host key \S+ for (\S+?);")
+_CHANGED_FOR = re.compile(r"HOST KEY CHANGED for (\S+?): it now presents \S+, which differs from (.+?); ")
 _VIA_JUMP = re.compile(r"^via jump (\S+?): ")
 _FINGERPRINT = re.compile(r"\b(SHA256:[A-Za-z0-9+/=]{16,}|MD5:(?:[0-9a-f]{2}:){15}[0-9a-f]{2})")
 
@@ -36,20 +37,26 @@ class HostKeyDialog(Dialog[bool]):
 
     def compose(self) -> ComposeResult:
         with DialogBox():
+            jump = _VIA_JUMP.match(self.detail)
             if "HOST KEY CHANGED" in self.detail:
                 # A changed key is what a man-in-the-middle looks like: never word it as routine.
-                yield Label(f"WARNING: the host key of {self.host} has CHANGED since it was trusted.", id="changed")
-            elif jump := _VIA_JUMP.match(self.detail):  # trusting it lets the host's own key be read next
+                whose = f"the jump host {jump.group(1)} on the way to {self.host}" if jump else self.host
+                yield Label(f"WARNING: the host key of {whose} has CHANGED since it was trusted.", id="changed",
+                            markup=False)
+            elif jump:  # trusting it lets the host's own key be read next
                 yield Label(f"First contact with the jump host {jump.group(1)} on the way to {self.host}: its "
                             "host key is not known yet.", markup=False)
             else:
                 yield Label(f"First contact with {self.host}: its host key is not known yet.")
             yield Static(self.fingerprint, id="fingerprint", markup=False)
             yield Label("Compare it with the key on the host (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub).")
-            offered_by = _UNKNOWN_FOR.search(self.detail)
-            if offered_by and "HOST KEY CHANGED" not in self.detail:
-                # The rest of the host's message repeats the fingerprint and names the CLI
-                # command this dialog stands for; the address is what the user checks.
+            # The rest of the host's message repeats the fingerprint and names the CLI command
+            # this dialog stands for; the address (and the file a changed key differs from) is
+            # what the user checks.
+            if changed := _CHANGED_FOR.search(self.detail):
+                yield Label(f"Offered by {changed.group(1)}. The key trusted before is in {changed.group(2)}; "
+                            "check with the host's admin: trusting replaces it.", markup=False)
+            elif offered_by := _UNKNOWN_FOR.search(self.detail):
                 yield Label(f"Offered by {offered_by.group(1)}.", markup=False)
             elif self.detail:
                 yield Label(self.detail, markup=False)

@@ -6,7 +6,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer
 
-from heet_tui.core.host import HostState
 from heet_tui.core.intents import ConnectHost, DrainHost
 from heet_tui.core.snapshot import HostStatus, Snapshot
 from heet_tui.ui.screens.base import SnapshotScreen
@@ -71,7 +70,7 @@ class ClusterScreen(SnapshotScreen):
             if host is None:
                 return False
             if action == "trust_key":
-                return True if host.state is HostState.HOST_KEY_UNKNOWN else False
+                return host.state.awaits_trust
         return True
 
     def action_toggle_group(self) -> None:

@@ -15,7 +15,8 @@ COLUMNS = (("host", "Host"), ("group", "Group"), ("state", "State"), ("type", "G
 
 _STATE_STYLE = {
     HostState.READY: "green", HostState.CONNECTING: "yellow", HostState.UNREACHABLE: "bold red",
-    HostState.AUTH_FAILED: "bold red", HostState.HOST_KEY_UNKNOWN: "bold yellow", HostState.AGENT_ERROR: "red",
+    HostState.AUTH_FAILED: "bold red", HostState.HOST_KEY_UNKNOWN: "bold yellow",
+    HostState.HOST_KEY_CHANGED: "bold white on red", HostState.AGENT_ERROR: "red",
 }
 
 
