@@ -93,10 +93,9 @@ def resolve_target(alias: str, port: int | None, user: str | None, ssh_config: P
 
 def target_for(entry: HostEntry, ssh_config: Path | None, fallback_known_hosts: Path,
                keepalive_s: float = 5.0) -> SshTarget:
-    # The hosts file always has a port (default 22), but 22 there usually means "not set":
-    # let the SSH config's Port win in that case, as ssh(1) would for `ssh alias`.
-    port = entry.port if entry.port != 22 else None
-    return resolve_target(entry.address, port, entry.user, ssh_config, fallback_known_hosts, keepalive_s)
+    # A port the hosts file leaves out is the SSH config's, as ssh(1) would take for `ssh alias`;
+    # one it sets wins, 22 included (it once meant "not set", so `port = 22` was overridden).
+    return resolve_target(entry.address, entry.port, entry.user, ssh_config, fallback_known_hosts, keepalive_s)
 
 
 def parse_jump(spec: str) -> tuple[str | None, str, int | None]:

@@ -61,7 +61,7 @@ class EmulateSpec:
 @dataclass(frozen=True, slots=True)
 class Defaults:
     user: str | None = None
-    port: int = 22
+    port: int | None = None  # None: the SSH config's Port, else 22 (an explicit 22 wins over the config)
     python: str | None = None
     workdir: str = "~/.heet"
     ssh_config: Path | None = None
@@ -75,7 +75,7 @@ class HostEntry:
 
     name: str
     address: str
-    port: int = 22
+    port: int | None = None  # None: the SSH config's Port, else 22
     user: str | None = None
     transport: str = "ssh"
     gpu_type: str | None = None
@@ -160,7 +160,7 @@ def _defaults(path: Path, raw: Any, index: LineIndex) -> Defaults:
             ssh_path = (path.parent / ssh_path).resolve()
     return Defaults(
         user=f.string("user", pattern=SAFE_USER, what="a valid user name"),
-        port=f.integer("port", 22, 1, 65535) or 22,
+        port=f.integer("port", None, 1, 65535),
         python=f.string("python"),
         workdir=f.string("workdir", "~/.heet") or "~/.heet",
         ssh_config=ssh_path,
@@ -185,7 +185,7 @@ def _host(path: Path, raw: Mapping[str, Any], i: int, index: LineIndex, d: Defau
     return HostEntry(
         name=name,
         address=address,
-        port=f.integer("port", d.port, 1, 65535) or d.port,
+        port=f.integer("port", d.port, 1, 65535),
         user=f.string("user", d.user, SAFE_USER, "a valid user name"),
         transport=transport,
         gpu_type=f.string("gpu_type", pattern=SAFE_NAME, what="a valid GPU type name"),

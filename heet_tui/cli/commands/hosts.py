@@ -110,7 +110,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         gpus = f"emulated {h.emulate}" if h.emulate else (h.gpu_type or "from NVML")
         if h.gpus is not None:
             gpus += f" idx {','.join(map(str, h.gpus))}"
-        address = "-" if h.transport == "local" else f"{h.address}:{h.port}"
+        address = "-" if h.transport == "local" else h.address + (f":{h.port}" if h.port else "")
         rows.append((h.name, h.transport, address, h.user or "-", h.rack or "-", gpus))
     print(f"# {hosts.path}")
     print("\n".join(aligned(rows)))

@@ -41,7 +41,7 @@ def entry_row(h: HostEntry) -> Cells:
         gpus = Text(f"{h.gpu_type or 'from NVML'} [{which}]")
     ssh = h.transport == "ssh"  # a local host has no address, port or login to show
     return (h.name, h.address if ssh else "-", h.transport, (h.user or "-") if ssh else "-",
-            str(h.port) if ssh else "-", gpus, h.rack or "-",
+            str(h.port) if ssh and h.port else "-", gpus, h.rack or "-",
             ",".join(h.tags) or "-", str(h.line or "-"))
 
 

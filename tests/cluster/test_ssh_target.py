@@ -1,0 +1,28 @@
+"""Which port and user a host is reached at: the hosts file's when it sets them, else the SSH
+config's, as ``ssh alias`` would (cluster/ssh_settings.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from heet_tui.cluster.ssh_settings import target_for
+from heet_tui.config.hosts_file import parse_hosts_text
+
+
+@pytest.mark.parametrize(("hosts_toml", "port"), [
+    ('[[hosts]]\nname = "n"\naddress = "node9"\n', 2299),
+    ('[[hosts]]\nname = "n"\naddress = "node9"\nport = 22\n', 22),  # was taken for "not set": 2299
+    ('[defaults]\nport = 22\n\n[[hosts]]\nname = "n"\naddress = "node9"\n', 22),
+    ('[defaults]\nport = 2200\n\n[[hosts]]\nname = "n"\naddress = "node9"\nport = 2201\n', 2201),
+    ('[[hosts]]\nname = "n"\naddress = "plain"\n', 22),
+])
+def test_a_port_the_hosts_file_sets_wins_and_one_it_leaves_out_is_the_ssh_configs(
+        tmp_path: Path, hosts_toml: str, port: int) -> None:
+    config = tmp_path / "ssh_config"
+    config.write_text("Host node9\n  HostName 127.0.0.99\n  Port 2299\n")
+    entry = parse_hosts_text(hosts_toml, tmp_path / "hosts.toml").hosts[0]
+    target = target_for(entry, config, tmp_path / "known_hosts")
+    assert target.port == port
+    assert target.describe().endswith(f":{port}")
