@@ -165,15 +165,24 @@ _ANY_HEADER = re.compile(r"^\s*\[")
 
 
 def _entry_span(lines: list[str], index: int) -> tuple[int, int]:
-    """Line range of the ``index``-th ``[[hosts]]`` entry: its header through its last non-comment line."""
+    """Line range of the ``index``-th ``[[hosts]]`` entry: the comment lines right above its header
+    (what people write about a host goes there; left behind, it described the next host), the
+    header, and its lines up to its last non-comment one."""
     headers = [n for n, line in enumerate(lines) if _HOSTS_HEADER.match(line)]
-    start = headers[index]
-    end = start + 1
+    header = start = headers[index]
+    while start > 0 and lines[start - 1].lstrip().startswith("#"):
+        start -= 1
+    if start == 0:
+        start = header  # the comment atop the whole file is about the file, not this host
+    end = header + 1
     while end < len(lines) and not (_ANY_HEADER.match(lines[end]) and not _SUBTABLE.match(lines[end])):
         end += 1
     # comments and blank lines just above the next table belong to that table
-    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
+    while end > header + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
         end -= 1
+    if end == len(lines):  # the last entry: no blank lines left trailing the file
+        while start > 0 and not lines[start - 1].strip():
+            start -= 1
     # keep one blank line between the tables that are left
     if end < len(lines) and not lines[end].strip() and start > 0 and not lines[start - 1].strip():
         end += 1

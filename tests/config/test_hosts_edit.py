@@ -101,3 +101,39 @@ def test_removing_any_host_keeps_every_comment_about_the_others(example: Path, n
             assert line in text, line
     assert name not in load_hosts(example).names()
     assert len(load_hosts(example).hosts) == 5
+
+
+HEADED = """# Lab hosts
+[[hosts]]
+name = "a"   # primary
+address = "10.0.0.1"
+
+# The T4 box; flaky fan
+# (ask Bob before rebooting)
+[[hosts]]
+name = "b"
+address = "10.0.0.2"
+
+# --- rack r2 ---
+
+# Newest: V100
+[[hosts]]
+name = "c"
+address = "10.0.0.3"
+"""
+
+
+@pytest.mark.parametrize(("name", "cut"), [
+    ("a", ('[[hosts]]\nname = "a"   # primary\naddress = "10.0.0.1"\n',)),
+    ("b", ('# The T4 box; flaky fan\n# (ask Bob before rebooting)\n[[hosts]]\nname = "b"\naddress = "10.0.0.2"\n\n',)),
+    ("c", ('\n# Newest: V100\n[[hosts]]\nname = "c"\naddress = "10.0.0.3"\n',)),
+])
+def test_the_comment_right_above_a_host_goes_with_it(tmp_path: Path, name: str, cut: tuple[str]) -> None:
+    """It described that host; left behind, it sat above the next one ("flaky fan" on the V100).
+    A comment atop the file, or one set apart by a blank line (a section), stays."""
+    path = tmp_path / "hosts.toml"
+    path.write_text(HEADED)
+    doc = HostsDocument.load(path)
+    doc.remove_host(name)
+    doc.save()
+    assert path.read_text() == HEADED.replace(cut[0], "", 1)
