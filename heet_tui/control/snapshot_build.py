@@ -91,6 +91,8 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         plan_id=pending.id if pending and pending.status == "proposed" else None,
         profiles=tuple(profiles), policy=ctl.policy_name, auto_approve=ctl.auto_approve, mode="controller",
         notices=tuple(ctl.notices[-20:]), notices_total=ctl.notices.total, hidden_ended=hidden_ended,
+        profiles_hidden=sum(r.job.state.terminal and r.job.id not in recent_done for r in records)
+        + sum(n for _, n in hidden_ended),
     )
 
 

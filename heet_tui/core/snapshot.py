@@ -90,3 +90,4 @@ class Snapshot:
     # Ended jobs beyond the latest few are left out (a lab's store holds thousands); per state,
     # how many, so the counts on screen stay whole.
     hidden_ended: tuple[tuple[JobState, int], ...] = ()
+    profiles_hidden: int = 0  # ended jobs whose profiles are left out (only the latest few are kept)

@@ -8,7 +8,7 @@ from control_lab import write_local_hosts
 
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
-from heet_tui.control.snapshot_build import SHOWN_ENDED, build_snapshot
+from heet_tui.control.snapshot_build import RECENT_DONE_PROFILES, SHOWN_ENDED, build_snapshot
 from heet_tui.control.store import Store
 from heet_tui.core.job import JobSpec, JobState, Target, TargetKind
 
@@ -56,3 +56,5 @@ def test_a_snapshot_shows_the_latest_ended_jobs_and_counts_them_all(tmp_path: Pa
     snap = build_snapshot(ctl)
     assert len(snap.jobs) == SHOWN_ENDED + 1 and snap.jobs[-1].id == "live"
     assert dict(snap.hidden_ended) == {JobState.DONE: 40, JobState.FAILED: 20}, "the oldest 60 (20 failed) hidden"
+    assert len(snap.profiles) == RECENT_DONE_PROFILES + 1
+    assert snap.profiles_hidden == SHOWN_ENDED + 60 - RECENT_DONE_PROFILES, "the Profiles screen says how many"

@@ -31,6 +31,10 @@ def test_a_job_with_nothing_measured_says_why_instead_of_an_empty_heat_map(make_
             await pilot.pause()
             shown = str(view.render())
             assert "j3: nothing measured or predicted yet" in shown and WHY in shown
+            hidden = app.screen.query_one("#profiles-hidden", Static)
+            assert not hidden.display, "nothing left out: nothing said"
+            backend.push(replace(backend.current, profiles_hidden=12))
+            await wait_for(pilot, lambda: hidden.display and str(hidden.render()) == "12 older ended jobs not listed")
 
     run(scenario())
 

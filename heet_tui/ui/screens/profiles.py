@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Static
 
 from heet_tui.core.snapshot import JobProfile, Snapshot
@@ -20,10 +20,11 @@ class ProfilesScreen(SnapshotScreen):
     # Below NARROW columns the job list goes above the heat map: beside it, an 80-column
     # terminal left the map 44 columns and every cell read "●…".
     DEFAULT_CSS = """
-    ProfilesScreen #profile-jobs { width: 34; }
+    ProfilesScreen #profile-side { width: 34; }
+    ProfilesScreen #profiles-hidden { height: auto; color: $text-muted; padding: 0 1; }
     ProfilesScreen #profile-view { width: 1fr; padding: 0 1; }
     ProfilesScreen.-narrow #profile-split { layout: vertical; }
-    ProfilesScreen.-narrow #profile-jobs { width: 1fr; }
+    ProfilesScreen.-narrow #profile-side { width: 1fr; height: auto; }
     ProfilesScreen.-narrow #profile-view { height: 1fr; }
     """
     NARROW = 110
@@ -36,8 +37,10 @@ class ProfilesScreen(SnapshotScreen):
     def compose(self) -> ComposeResult:
         yield StatusLine("Profiles")
         with Horizontal(id="profile-split"):
-            yield KeyedTable((("job", "Job"), ("measured", "Measured"), ("predicted", "Predicted")),
-                             id="profile-jobs")
+            with Vertical(id="profile-side"):
+                yield KeyedTable((("job", "Job"), ("measured", "Measured"), ("predicted", "Predicted")),
+                                 id="profile-jobs")
+                yield Static(id="profiles-hidden")
             with VerticalScroll(id="profile-view"):
                 yield Static("No profiles yet: jobs are profiled when they are submitted.", id="heatmap")
                 yield Static(id="scaling")
@@ -62,6 +65,9 @@ class ProfilesScreen(SnapshotScreen):
             measured = sum(1 for c in p.cells if c.measured)
             rows[p.job_id] = (short_id(p.job_id), str(measured), str(len(p.cells) - measured))
         self.query_one("#profile-jobs", KeyedTable).sync(rows)
+        hidden, said = snap.profiles_hidden, self.query_one("#profiles-hidden", Static)
+        said.display = hidden > 0
+        said.update(f"{hidden} older ended job{'s' if hidden != 1 else ''} not listed")
         self._show()
 
     def on_keyed_table_row_highlighted(self, _: KeyedTable.RowHighlighted) -> None:
