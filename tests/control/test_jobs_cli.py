@@ -58,6 +58,10 @@ def test_a_failed_jobs_whole_message_is_shown(tmp_path: Path, capsys: pytest.Cap
     assert main([*state, "jobs"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].endswith(why) and not any(line.startswith("cnn: ") for line in lines)
+    monkeypatch.delenv("COLUMNS")  # piped (to grep, a file): whole, at any length
+    assert main([*state, "jobs"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].endswith(why) and not any(line.startswith("cnn: ") for line in lines)
 
 
 def test_bad_input_is_a_located_message_not_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

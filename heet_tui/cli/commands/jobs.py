@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import time
 
 from heet_tui.cli.commands.job_details import job_row, show_job
 from heet_tui.cli.errors import CliError
 from heet_tui.cli.locations import add_location_options
+from heet_tui.cli.table import first_line, line_room
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store, StoreError
 from heet_tui.core.durations import duration
@@ -75,26 +75,17 @@ def cmd_jobs(args: argparse.Namespace) -> int:
          _age(now - r["submitted_at"]), duration(r["jct_s"]), r["message"]) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(head) - 1)]
     # the message takes what the terminal has left (COLUMNS, else the terminal, else 120)
-    room = max(MIN_MESSAGE_WIDTH, shutil.get_terminal_size((120, 24)).columns - sum(widths) - 2 * len(widths))
+    room = line_room(sum(widths) + 2 * len(widths), MIN_MESSAGE_WIDTH)
     for row in table:
-        print("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)) + "  " + _cut(row[-1], room))
+        print("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)) + "  " + first_line(row[-1], room))
     # Why a job failed is usually at the end of its message (the last log line): show it whole.
     for r in rows:
-        if r["state"] == "failed" and _cut(r["message"], room) != r["message"]:
+        if r["state"] == "failed" and first_line(r["message"], room) != r["message"]:
             print(f"{r['id']}: {r['message']}")
     if left_out:
         print(f"... and {left_out} older ended job(s): heet-tui jobs --all lists them")
     print(f"controller: {f'running (pid {pid})' if pid else 'not running'}")
     return 0
-
-
-def _cut(message: str, width: int) -> str:
-    """The message's first line in ``width`` characters, "…" saying there is more."""
-    line = message.split("\n", 1)[0]
-    more = line != message
-    if len(line) + 2 * more <= width:
-        return line + (" …" if more else "")
-    return line[:width - 1] + "…"
 
 
 def _age(seconds: float) -> str:

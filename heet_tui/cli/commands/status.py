@@ -20,7 +20,7 @@ from typing import Any
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_location_options
-from heet_tui.cli.table import aligned
+from heet_tui.cli.table import aligned, first_line, line_room
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
 from heet_tui.control.attach_client import AttachedBackend, ControllerGone
@@ -153,6 +153,5 @@ def _lines(report: dict[str, Any]) -> list[str]:
     return out
 
 
-def _first_line(text: str, width: int = 100) -> str:
-    line = text.splitlines()[0] if text else ""
-    return line if len(line) <= width else line[:width - 1] + "…"
+def _first_line(text: str) -> str:
+    return first_line(text, line_room(20, 100)).removesuffix(" …")
