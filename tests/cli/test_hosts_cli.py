@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from heet_tui.config.hosts_file import load_hosts
+
 
 def heet(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -53,6 +55,18 @@ def test_add_then_remove_edits_the_file_in_place(hosts: Path) -> None:
     out = heet("hosts", "remove", "gpu9", "--hosts", str(hosts))
     assert out.returncode == 0, out.stderr
     assert "gpu9" not in hosts.read_text()
+
+
+def test_add_takes_every_key_a_host_entry_has(hosts: Path) -> None:
+    """A host whose python or workdir differs from [defaults] had to be added, then edited by hand."""
+    out = heet("--hosts", str(hosts), "hosts", "add", "odd", "--python", "/opt/py311/bin/python3", "--workdir",
+               "/scratch/heet", "--jump", "", "--gpus", "0,2", "--tags", "nvlink, big", "--no-shared-fs")
+    assert out.returncode == 0, out.stderr
+    odd = load_hosts(hosts).host("odd")
+    assert (odd.python, odd.workdir, odd.jump, odd.gpus, odd.tags, odd.shared_fs) == (
+        "/opt/py311/bin/python3", "/scratch/heet", None, (0, 2), ("nvlink", "big"), False)
+    out = heet("--hosts", str(hosts), "hosts", "add", "odd2", "--gpus", "0,x")
+    assert out.returncode == 2 and '--gpus "0,x": expected GPU indices' in out.stderr
 
 
 def test_add_without_an_address_connects_by_name(hosts: Path) -> None:

@@ -49,6 +49,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rack")
     p.add_argument("--transport", choices=["ssh", "local"])
     p.add_argument("--emulate", metavar="TYPE:COUNT:SPEED", help="declared GPUs, e.g. T4:4:0.25")
+    p.add_argument("--gpus", metavar="I,J,...", help="the GPU indices heet may use (default: all)")
+    p.add_argument("--tags", metavar="A,B,...")
+    p.add_argument("--python", help="the host's interpreter for the agent (default: [defaults] or python3)")
+    p.add_argument("--workdir", help="where the agent keeps its files there (default: [defaults] or ~/.heet)")
+    p.add_argument("--jump", metavar="[USER@]HOST[:PORT]", help='a jump host; "" for none when [defaults] has one')
+    p.add_argument("--no-shared-fs", dest="shared_fs", action="store_false", default=None,
+                   help="checkpoints here are not on a filesystem the other hosts see: copy them over SSH")
     p.set_defaults(func=cmd_add)
 
     p = with_file(verbs.add_parser("remove", help="remove a host (edits the file in place)"))
@@ -130,10 +137,16 @@ def _parse_emulate(value: str) -> dict[str, Any]:
 
 def cmd_add(args: argparse.Namespace) -> int:
     fields: dict[str, Any] = {"name": args.name}
-    for key, value in (("address", args.address), ("port", args.port), ("user", args.user), ("gpu_type", args.gpu_type),
-                       ("rack", args.rack), ("transport", args.transport)):
-        if value is not None:
-            fields[key] = value
+    for key in ("address", "port", "user", "gpu_type", "rack", "transport", "python", "workdir", "jump", "shared_fs"):
+        if getattr(args, key) is not None:
+            fields[key] = getattr(args, key)
+    if args.tags is not None:
+        fields["tags"] = [t.strip() for t in args.tags.split(",") if t.strip()]
+    if args.gpus is not None:
+        try:
+            fields["gpus"] = [int(i) for i in args.gpus.split(",") if i.strip()]
+        except ValueError:
+            raise UsageError(f'--gpus "{args.gpus}": expected GPU indices, e.g. 0,1,3') from None
     if args.emulate:
         fields["emulate"] = _parse_emulate(args.emulate)
     path = _edited(_path(args), lambda doc: doc.add_host(fields))
