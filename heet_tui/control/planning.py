@@ -109,7 +109,18 @@ def run_policy(policy, policy_name: str, cluster: ClusterView, views: list[JobVi
                       plan.effect if plan.effect.jobs else None)
     if not plan.effect.jobs:
         plan = replace(plan, effect=predict(views, plan, book))
-    return plan
+    return replace(plan, effect=with_spreads(plan, book))
+
+
+def with_spreads(plan: Plan, book: ThroughputBook) -> PredictedEffect:
+    """Each prediction marked with how sure its new speed is: a first plan rests on guesses,
+    and its completion times read as facts without it."""
+    preds = []
+    for p in plan.effect.jobs:
+        after = plan.allocations.get(p.job_id)
+        spread = book.estimate_with_spread(p.job_id, after.gpu_type, after.placement)[1] if after else 0.0
+        preds.append(replace(p, after_spread=spread))
+    return replace(plan.effect, jobs=tuple(preds))
 
 
 def check_constraints(plan: Plan, views: list[JobView]) -> list[str]:

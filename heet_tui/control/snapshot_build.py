@@ -124,7 +124,7 @@ def _profile(ctl: Controller, job_id: str, spec, hosts) -> JobProfile:
             # a one-host placement no host of the type can hold would only mislead
             if (t, key) in measured or n > spec.max_gpus or n > largest[t]:
                 continue
-            value = ctl.book.estimate(job_id, t, parse_placement(key))
+            value, spread = ctl.book.estimate_with_spread(job_id, t, parse_placement(key))
             if value > 0:
-                cells.append(ProfileCell(t, key, value, False, 0.3))
+                cells.append(ProfileCell(t, key, value, False, spread))
     return JobProfile(job_id, tuple(cells))

@@ -115,15 +115,21 @@ class ThroughputBook:
             counts[j] = counts.get(j, 0) + 1
         return any(n >= WELL_OBSERVED for n in counts.values())
 
-    def _predicted(self, job_id: str, gpu_type: str, placement: tuple[int, ...]) -> float | None:
+    def _predicted(self, job_id: str, gpu_type: str, placement: tuple[int, ...]) -> tuple[float, float] | None:
+        """The completion model's samples/s and its relative spread (one standard deviation)."""
         if job_id not in self.keys or not self.model_ready:
             return None
         if gpu_type not in self.predictor.tensor.gpu_types:
             return None
         try:
-            return float(self.predictor.predict(self.keys[job_id], gpu_type, placement).samples_per_s)
+            p = self.predictor.predict(self.keys[job_id], gpu_type, placement)
+            value = float(p.samples_per_s)
+            spread = math.sqrt(p.high / p.low) - 1 if p.low > 0 and p.high >= p.low else None
         except (ValueError, ArithmeticError, np.linalg.LinAlgError):
             return None
+        if not (value > 0 and math.isfinite(value)) or spread is None or not math.isfinite(spread):
+            return None
+        return value, spread
 
     def own(self, job_id: str) -> dict[tuple[str, str], float]:
         """What this job itself measured: each cell's recent mean."""
@@ -190,15 +196,25 @@ class ThroughputBook:
         return math.exp(sum(logs) / len(logs)) if logs else None
 
     def estimate(self, job_id: str, gpu_type: str, placement: tuple[int, ...]) -> float:
+        return self.estimate_with_spread(job_id, gpu_type, placement)[0]
+
+    def estimate_with_spread(self, job_id: str, gpu_type: str, placement: tuple[int, ...]) -> tuple[float, float | None]:
+        """samples/s and how far off it may be, relative: 0 for a measured cell, the completion
+        model's spread for its prediction, None for a scaling-law guess (no model to say). The
+        Profiles screen showed every prediction as ±30%, whatever the model knew."""
         if not placement or sum(placement) <= 0:
-            return 0.0
+            return 0.0, None
         m = self.measured(job_id)
         key = placement_key(placement)
         if (gpu_type, key) in m:
-            return m[(gpu_type, key)]
+            return m[(gpu_type, key)], 0.0
         predicted = self._predicted(job_id, gpu_type, placement)
-        if predicted is not None and predicted > 0 and math.isfinite(predicted):
+        if predicted is not None:
             return predicted
+        return self._guessed(job_id, gpu_type, placement, m), None
+
+    def _guessed(self, job_id: str, gpu_type: str, placement: tuple[int, ...],
+                 m: dict[tuple[str, str], float]) -> float:
         exponent = own_scaling_exponent(m)
         own = {parse_placement(k): v for (t, k), v in m.items() if t == gpu_type}
         if own:

@@ -79,6 +79,15 @@ class JobPrediction:
     # is predicted to start it; None when it holds GPUs or no start is foreseen
     starts_in_s: float | None = None
     starts_on: str | None = None
+    # how far off throughput_after (and so completion_s) may be, relative: 0 measured (or not
+    # known to the maker of the prediction), the profiling model's spread, None a rough guess
+    after_spread: float | None = 0.0
+
+
+def spread(relative: float | None) -> str:
+    """A prediction's spread as the UI and the CLI show it: "±12%", or "±?" where no model says
+    how far off a guess may be."""
+    return "±?" if relative is None else f"±{relative * 100:.0f}%"
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,7 +65,7 @@ class ProfileCell:
     config: str  # placement key, e.g. "4" or "22"
     samples_per_s: float
     measured: bool
-    uncertainty: float = 0.0  # relative (0.1 = +-10%)
+    uncertainty: float | None = 0.0  # relative (0.1 = +-10%); None: a rough guess no model backs
 
 
 @dataclass(frozen=True, slots=True)

@@ -168,8 +168,11 @@ def test_store_codec_round_trip(tmp_path: Path) -> None:
 
     a = Allocation.of("j", "T4", {"h": [0, 1]})
     plan = Plan.build({"j": Allocation.of("j", "A100", {"g": [0]})}, {"j": a}, "heet", 5.0,
-                      PredictedEffect((JobPrediction("j", 1.0, 2.0, None, 30.0),), 10.0, None))
+                      PredictedEffect((JobPrediction("j", 1.0, 2.0, None, 30.0, after_spread=None),
+                                       JobPrediction("k", 1.0, 2.0, 9.0, 0.0, after_spread=0.25)), 10.0, None))
     assert plan_from_json(plan_to_json(plan)) == plan
+    old = plan_to_json(plan).replace(", null]", "]").replace(", 0.25]", "]")  # a plan stored before spreads
+    assert [p.after_spread for p in plan_from_json(old).effect.jobs] == [0.0, 0.0], "read as not known, not guesses"
 
 
 def test_profiling_model_fills_unmeasured_cells_once_it_has_a_well_observed_job() -> None:
@@ -181,6 +184,8 @@ def test_profiling_model_fills_unmeasured_cells_once_it_has_a_well_observed_job(
     book.add("b", "A100", (1,), 50.0)
     book.add("a", "T4", (1,), 30.0)
     assert not book.model_ready and book.estimate("b", "T4", (1,)) == pytest.approx(0.0), "too little to learn"
+    guess, spread = book.estimate_with_spread("a", "T4", (2,))
+    assert guess > 30.0 and spread is None, "the scaling law's guess: nothing says how far off"
     for gpu_type, speed in (("A100", 1.0), ("T4", 0.3)):
         for placement in ((1,), (2,), (4,), (2, 2), (8,), (4, 4)):
             book.add("a", gpu_type, placement, 100 * speed * sum(placement) ** 0.9)
@@ -188,6 +193,10 @@ def test_profiling_model_fills_unmeasured_cells_once_it_has_a_well_observed_job(
     assert book.estimate("b", "A100", (1,)) == 50.0, "a measured cell is used as measured"
     t4 = book.estimate("b", "T4", (1,))
     assert 0.15 * 50 < t4 < 0.6 * 50, f"T4 is about 0.3x A100 as on job a, got {t4}"
+    assert book.estimate_with_spread("b", "A100", (1,)) == (50.0, 0.0)
+    value, spread = book.estimate_with_spread("b", "T4", (1,))
+    assert value == t4 and 0.0 < spread < 1.0, f"the model's own spread, not a fixed figure: {spread}"
+    assert book.estimate_with_spread("a", "T4", (4, 4))[1] == 0.0
 
 
 def test_auto_approve_takes_a_plan_that_vacates_a_drained_host_whatever_it_gains() -> None:
@@ -287,3 +296,18 @@ def test_rank_0_is_reached_at_loopback_on_one_host_and_at_its_resolved_name_acro
     assert master({"a": [0, 1]}) == {"127.0.0.1"}
     assert master({"a": [0], "b": [0]}) == {"10.0.0.11"}, "the config's HostName, not the alias"
     assert master({"a": [0], "b": [0]}, None) == {"node1"}, "nothing resolved: the address as written"
+
+
+def test_a_plan_marks_each_new_speed_with_how_sure_it_is() -> None:
+    from heet_tui.control.planning import with_spreads
+    from heet_tui.core.plan import JobPrediction, Plan, PredictedEffect
+
+    book = ThroughputBook()
+    book.add("j", "T4", (1,), 30.0)
+    book.add("k", "T4", (1,), 30.0)
+    now = {"j": Allocation.of("j", "T4", {"h": [0]}), "k": Allocation.of("k", "T4", {"h": [1]})}
+    grown = {"j": Allocation.of("j", "T4", {"h": [0, 2]}), "k": now["k"]}
+    effect = PredictedEffect(tuple(JobPrediction(j, 30.0, book.estimate(j, "T4", a.placement), 10.0, 0.0)
+                                   for j, a in grown.items()))
+    marked = with_spreads(Plan.build(now, grown, "heet", 0.0, effect), book)
+    assert {p.job_id: p.after_spread for p in marked.jobs} == {"j": None, "k": 0.0}, "2xT4 never ran: a guess"

@@ -107,3 +107,14 @@ def test_a_plan_asked_for_by_id_that_is_not_pending_is_an_error(tmp_path: Path,
     run_and_clean(scenario, tmp_path)
     out, err = capsys.readouterr()
     assert "no plan pending" in out and "plan #9 is not pending: no plan is" in err
+
+
+def test_plan_show_says_how_sure_each_completion_is() -> None:
+    from heet_tui.cli.commands.plan import _completes
+    from heet_tui.core.plan import JobPrediction
+
+    def pred(spread):
+        return JobPrediction("j", 1.0, 2.0, 3600.0, 0.0, after_spread=spread)
+
+    assert [_completes(pred(s)) for s in (0.0, 0.2, None)] == ["1h00m", "1h00m ±20%", "1h00m ±?"]
+    assert _completes(None) == "-"

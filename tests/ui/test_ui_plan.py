@@ -21,7 +21,9 @@ def test_plan_rows_show_diff_and_prediction(make_app):
             j1 = table.get_row("j1")
             assert j1[1].plain == "grow" and j1[2] == "2xA100 @a100-1" and j1[3] == "4xA100 @a100-1"
             assert j1[5] == "+93%" and j1[7] == "50s"
-            assert "50m00s" in str(app.screen.query_one("#plan-summary", Static).render())
+            assert (j1[4], table.get_row("j3")[4]) == ("410/s → 790/s ±12%", "- → 180/s ±?"), "how sure each is"
+            said = str(app.screen.query_one("#plan-summary", Static).render())
+            assert "50m00s" in said and "±? on j3: a rough guess" in said
 
     run(scenario())
 

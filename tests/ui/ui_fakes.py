@@ -68,8 +68,9 @@ def small_snapshot(step: int = 0, plan: bool = True) -> Snapshot:
     current = {"j1": a1, "j2": a2}
     proposed = {"j1": Allocation.of("j1", "A100", {"a100-1": [0, 1, 2, 3]}), "j2": a2,
                 "j3": Allocation.of("j3", "T4", {"t4-1": [1, 2]})}
-    effect = PredictedEffect((JobPrediction("j1", 410.0, 790.0, 1800.0, 50.0),
-                              JobPrediction("j3", 0.0, 180.0, 5400.0, 0.0)), avg_jct_s=3000.0, avg_jct_before_s=3600.0)
+    effect = PredictedEffect((JobPrediction("j1", 410.0, 790.0, 1800.0, 50.0, after_spread=0.12),
+                              JobPrediction("j3", 0.0, 180.0, 5400.0, 0.0, after_spread=None)), avg_jct_s=3000.0,
+                             avg_jct_before_s=3600.0)
     profiles = (JobProfile("j1", (ProfileCell("A100", "1", 210.0, True), ProfileCell("A100", "2", 410.0, True),
                                   ProfileCell("A100", "4", 790.0, False, 0.12), ProfileCell("T4", "1", 60.0, False, 0.3))),)
     return Snapshot(now=100.0 + step, hosts=hosts, jobs=jobs,

@@ -19,7 +19,7 @@ from heet_tui.control.attach_client import AttachedBackend, ControllerGone
 from heet_tui.control.snapshots import controller_running
 from heet_tui.core.durations import duration
 from heet_tui.core.intents import ApprovePlan, RejectPlan
-from heet_tui.core.plan import PredictedEffect, count_changes
+from heet_tui.core.plan import JobPrediction, PredictedEffect, count_changes, spread
 from heet_tui.core.snapshot import Snapshot
 
 REPLY_TIMEOUT_S = 30.0
@@ -77,6 +77,15 @@ def predicted_jct(effect: PredictedEffect) -> str:
     return f"predicted average JCT {duration(effect.avg_jct_s)} with it{without}"
 
 
+def _completes(pred: JobPrediction | None) -> str:
+    """When the job is predicted to finish, and how sure that is when its new speed was not measured."""
+    if pred is None:
+        return "-"
+    if pred.completion_s is None or pred.after_spread == 0:
+        return duration(pred.completion_s)
+    return f"{duration(pred.completion_s)} {spread(pred.after_spread)}"
+
+
 def _show(snap: Snapshot) -> None:
     plan = snap.plan
     assert plan is not None
@@ -90,6 +99,8 @@ def _show(snap: Snapshot) -> None:
         pred = effect.for_job(change.job_id)
         rows.append((change.job_id, change.kind.value, change.before.describe() if change.before else "-",
                      change.after.describe() if change.after else "-",
-                     duration(pred.completion_s) if pred is not None else "-"))
+                     _completes(pred)))
     print("\n".join(aligned(rows)))
+    if any(p.after_spread is None and p.completion_s is not None for p in effect.jobs):
+        print("±?: a rough guess, nothing measured yet that the profiling model can use")
     print(f"approve: heet-tui plan approve --id {snap.plan_id}   reject: heet-tui plan reject --id {snap.plan_id}")

@@ -9,7 +9,7 @@ from rich.text import Text
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.host import HostState
 from heet_tui.core.job import CANNOT_START, HELD_FOR_FASTER, PROFILE_WAITING, TWIN_WAITING_END, JobState
-from heet_tui.core.plan import ChangeKind, JobPrediction, Plan, count_changes
+from heet_tui.core.plan import ChangeKind, JobPrediction, Plan, count_changes, spread
 from heet_tui.core.snapshot import Snapshot
 from heet_tui.ui.format import clock, duration, rate, short_id, signed_percent
 from heet_tui.ui.widgets.keyed_table import Cells, KeyedTable
@@ -80,6 +80,8 @@ def plan_cells(row: PlanRow) -> Cells:
         tput, delta, done, pause = "-", "-", "-", "-"
     else:
         tput = f"{rate(pred.throughput_before)} → {rate(pred.throughput_after)}"
+        if pred.after_spread != 0 and pred.throughput_after > 0:  # not measured: say how sure
+            tput += f" {spread(pred.after_spread)}"
         delta = signed_percent(pred.throughput_before, pred.throughput_after)
         done = duration(pred.completion_s)
         pause = duration(pred.restart_pause_s) if pred.restart_pause_s else "-"
@@ -142,6 +144,9 @@ def summary(snap: Snapshot) -> Text:
             text.append(f" with this plan, {duration(effect.avg_jct_before_s)} without it")
             if any(p.throughput_before == 0 for p in effect.jobs):
                 text.append(" (waiting jobs then queue for GPUs in order)", style="dim")
+        if guesses := [p.job_id for p in effect.jobs if p.after_spread is None and p.throughput_after > 0]:
+            text.append(f"\n±? on {_some(guesses)}: a rough guess, nothing measured yet that the profiling model "
+                        "can use", style="dim")
     return text
 
 

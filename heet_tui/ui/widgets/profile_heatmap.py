@@ -1,7 +1,8 @@
 """A job's throughput over GPU type x configuration: measured cells set apart from predicted ones.
 
 Measured cells are bold with a ``●``; predicted cells are plain with ``~`` and their relative
-uncertainty, so nobody mistakes a completion-model guess for a measurement.
+uncertainty (``±?`` for a scaling-law guess no model backs yet), so nobody mistakes a
+completion-model guess for a measurement.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from heet_tui.core.plan import spread
 from heet_tui.core.snapshot import JobProfile
 from heet_tui.ui.format import rate
 
@@ -40,10 +42,9 @@ def heatmap(profile: JobProfile) -> Table:
             if cell.measured:
                 row.append(Text(f"●{rate(cell.samples_per_s)}", style=f"bold white on {shade}"))
             else:
-                row.append(Text(f"~{rate(cell.samples_per_s)} ±{cell.uncertainty * 100:.0f}%",
-                                style=f"italic on {shade}"))
+                row.append(Text(f"~{rate(cell.samples_per_s)} {spread(cell.uncertainty)}", style=f"italic on {shade}"))
         table.add_row(*row)
-    table.caption = "● measured   ~ predicted ±uncertainty   · unknown"
+    table.caption = "● measured   ~ predicted ±uncertainty (±? a rough guess)   · unknown"
     return table
 
 
