@@ -28,6 +28,7 @@ from heet_tui.profiling.foldin import (
     job_prior,
     population_prior,
     posterior,
+    unseen_type_var,
 )
 from heet_tui.profiling.ground_truth import GroundTruth
 
@@ -194,6 +195,7 @@ class Evaluator:
             post = EnsemblePosterior(tuple(posterior(m, TYPE, t, p, j[picks], c[picks], y)
                                            for m, p in zip(models, priors, strict=True)))
             pred, var = post.predict_log(j[rest], c[rest])
+            var = var + np.where(np.isin(j[rest], j[picks]), 0.0, unseen_type_var(len(picks)))
             targets = [(int(a), int(b)) for a, b in cells[rest]]
             probe_b = [(int(j[p]), t, int(c[p])) for p in picks]
             probe_a = self._smallest_probes(t, cells, seed)

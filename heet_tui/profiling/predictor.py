@@ -32,6 +32,7 @@ from heet_tui.profiling.foldin import (
     design_and_offset,
     job_prior,
     posterior,
+    unseen_type_var,
 )
 from heet_tui.profiling.tensor import JobKey, Source, ThroughputTensor
 
@@ -54,6 +55,7 @@ class ThroughputPredictor:
         self._model: FactorModel | None = None
         self._since_fit = 0
         self._rows: dict[int, RowPosterior] = {}
+        self._coverage: tuple[dict[int, int], set[tuple[int, int]]] | None = None  # cells per type; (job, type)s
 
     # -- input -------------------------------------------------------------------------------
     def observe(self, job: JobKey, gpu_type: str, placement: Placement | str, samples_per_s: float,
@@ -62,6 +64,7 @@ class ThroughputPredictor:
         self.tensor.add(job, gpu_type, placement, samples_per_s, source, time)
         self._since_fit += 1
         self._rows.pop(self.tensor.job_index(job), None)
+        self._coverage = None
 
     def register(self, job: JobKey, gpu_types: Sequence[str] = (), placements: Sequence[Placement | str] = ()) -> None:
         """Make a job, types and configs known before anything is measured for them."""
@@ -132,12 +135,23 @@ class ThroughputPredictor:
         belief = self.job_belief(job)
         measured = self.tensor.value(j, t, c)
         mean, var = belief.predict_log(np.array([t]), np.array([c]))
-        sd = float(math.sqrt(var[0]))
+        per_type, pairs = self._type_coverage()
+        sd = float(math.sqrt(var[0] + (0.0 if (j, t) in pairs else unseen_type_var(per_type.get(t, 0)))))
         if measured is not None:
             sd = math.sqrt(belief.model.noise_var)
             return Prediction(measured, measured * math.exp(-sd), measured * math.exp(sd), True)
         value = math.exp(float(mean[0]))
         return Prediction(value, value * math.exp(-sd), value * math.exp(sd), False)
+
+    def _type_coverage(self) -> tuple[dict[int, int], set[tuple[int, int]]]:
+        if self._coverage is None:
+            per_type: dict[int, int] = {}
+            pairs = set()
+            for j, t, _ in self.tensor.observed_cells():
+                per_type[t] = per_type.get(t, 0) + 1
+                pairs.add((j, t))
+            self._coverage = (per_type, pairs)
+        return self._coverage
 
     def next_to_profile(self, job: JobKey, candidates: Sequence[tuple[str, Placement | str]],
                         budget: int = sampler.DEFAULT_BUDGET, seed: int = 0) -> list[tuple[str, str]]:

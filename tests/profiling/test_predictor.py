@@ -128,3 +128,31 @@ def test_a_first_job_on_an_empty_cluster_scales_like_a_typical_job() -> None:
     spread = predictor.predict(job, "A100", (4, 4)).samples_per_s
     assert eight / one == pytest.approx(8 ** 0.85, rel=0.25)
     assert spread < eight
+
+
+def test_a_gpu_type_new_to_the_cluster_widens_the_spread_of_jobs_never_run_on_it(truth) -> None:
+    """Its gains differ per model and a few cells cannot show them: the bench's cold-type case put
+    16% of cells within the predicted spread, not 68%."""
+    from heet_tui.profiling.foldin import unseen_type_var
+
+    values = truth.values.copy()
+    new = truth.gpu_types.index("A100")
+    probed = JobKey("cifar10", 512)
+    p = truth.jobs.index(probed)
+    keep = [c for c in np.flatnonzero(truth.observed[p, new])][:3]
+    kept = values[p, new, keep].copy()
+    values[:, new, :] = np.nan
+    values[p, new, keep] = kept
+    other = next(j for j in truth.jobs if j.model != probed.model and truth.observed[truth.jobs.index(j), new].any())
+    unmeasured = next(c for c in np.flatnonzero(truth.observed[p, new]) if c not in keep)
+    values[truth.jobs.index(other), truth.gpu_types.index("T4"), unmeasured] = np.nan  # predicted there too
+    predictor = ThroughputPredictor(ThroughputTensor.from_dense(truth.jobs, truth.gpu_types, truth.configs, values))
+
+    def sd(job: JobKey, gpu_type: str) -> float:
+        pred = predictor.predict(job, gpu_type, truth.configs[unmeasured])
+        assert not pred.measured
+        return math.log(pred.high / pred.low) / 2
+
+    assert sd(other, "A100") >= math.sqrt(unseen_type_var(3)) > 0.3, "never run on the new type: wide"
+    assert sd(probed, "A100") < 0.3, "measured there: its own gain is known"
+    assert sd(other, "T4") < 0.3, "a type known from many cells adds nothing"
