@@ -84,6 +84,10 @@ class JobPrediction:
     after_spread: float | None = 0.0
 
 
+ROUGH_GUESS = ("a rough guess by a typical scaling law, until the profiling model has a job measured in "
+               "several configurations to learn from")
+
+
 def spread(relative: float | None) -> str:
     """A prediction's spread as the UI and the CLI show it: "±12%", or "±?" where no model says
     how far off a guess may be."""

@@ -19,7 +19,7 @@ from heet_tui.control.attach_client import AttachedBackend, ControllerGone
 from heet_tui.control.snapshots import controller_running
 from heet_tui.core.durations import duration
 from heet_tui.core.intents import ApprovePlan, RejectPlan
-from heet_tui.core.plan import JobPrediction, PredictedEffect, count_changes, spread
+from heet_tui.core.plan import ROUGH_GUESS, JobPrediction, PredictedEffect, count_changes, spread
 from heet_tui.core.snapshot import Snapshot
 
 REPLY_TIMEOUT_S = 30.0
@@ -102,5 +102,5 @@ def _show(snap: Snapshot) -> None:
                      _completes(pred)))
     print("\n".join(aligned(rows)))
     if any(p.after_spread is None and p.completion_s is not None for p in effect.jobs):
-        print("±?: a rough guess, nothing measured yet that the profiling model can use")
+        print(f"±?: {ROUGH_GUESS}")
     print(f"approve: heet-tui plan approve --id {snap.plan_id}   reject: heet-tui plan reject --id {snap.plan_id}")

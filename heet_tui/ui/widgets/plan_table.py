@@ -9,7 +9,7 @@ from rich.text import Text
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.host import HostState
 from heet_tui.core.job import CANNOT_START, HELD_FOR_FASTER, PROFILE_WAITING, TWIN_WAITING_END, JobState
-from heet_tui.core.plan import ChangeKind, JobPrediction, Plan, count_changes, spread
+from heet_tui.core.plan import ROUGH_GUESS, ChangeKind, JobPrediction, Plan, count_changes, spread
 from heet_tui.core.snapshot import Snapshot
 from heet_tui.ui.format import clock, duration, rate, short_id, signed_percent
 from heet_tui.ui.widgets.keyed_table import Cells, KeyedTable
@@ -145,8 +145,7 @@ def summary(snap: Snapshot) -> Text:
             if any(p.throughput_before == 0 for p in effect.jobs):
                 text.append(" (waiting jobs then queue for GPUs in order)", style="dim")
         if guesses := [p.job_id for p in effect.jobs if p.after_spread is None and p.throughput_after > 0]:
-            text.append(f"\n±? on {_some(guesses)}: a rough guess, nothing measured yet that the profiling model "
-                        "can use", style="dim")
+            text.append(f"\n±? on {_some(guesses)}: {ROUGH_GUESS}", style="dim")
     return text
 
 
