@@ -37,7 +37,7 @@ import signal
 import sys
 import time
 
-from heet_agent.elastic_checkpoint import CHECKPOINT_NAME, claim, save_owned
+from heet_agent.elastic_checkpoint import CHECKPOINT_NAME, claim, rank_zeros, save_owned
 from heet_agent.elastic_data import BatchSampler, WorkerInit, ignore_sigterm  # noqa: F401 (ignore_sigterm: for users)
 from heet_agent.progress import PREFIX
 
@@ -250,11 +250,15 @@ class ElasticRun:
                 self._say_stale()
             self.exit()
         path = os.path.join(self.checkpoint_dir, CHECKPOINT_NAME)
-        if not os.path.exists(path):
-            return False
-        import torch
+        data = None
+        if os.path.exists(path):
+            import torch
 
-        data = torch.load(path, map_location="cpu", weights_only=True)
+            data = torch.load(path, map_location="cpu", weights_only=True)
+        if self.world_size > 1:
+            data = rank_zeros(data, self.world_size, self.device, self._say if self.is_main else None)
+        if data is None:
+            return False
         saved = data.get("objects", data)  # examples/training.py before this module kept them at the top
         for key, obj in self._objects.items():
             if key in saved:

@@ -61,3 +61,31 @@ def claim(directory, generation):
         info["generation"] = generation
         atomic_write(os.path.join(directory, META_NAME), lambda fh: fh.write(json.dumps(info).encode()), sync=True)
     return True
+
+
+def rank_zeros(data, world_size, device, say=None):
+    """What rank 0 loaded (a checkpoint's dict, or None), on every rank.
+
+    Hosts that share no filesystem (or keep checkpoints on local disks) gave the other ranks no
+    checkpoint, or an older one: they trained from step 0 beside rank 0 until a collective went
+    out of step (gloo: "Received data size doesn't match") or the ranks hung at the target, each
+    in another collective. Ranks that loaded the same checkpoint keep theirs; otherwise rank 0
+    sends its own. ``say``: rank 0's message function (None on the other ranks).
+    """
+    import torch.distributed as dist
+
+    mine = None if data is None else (int(data["step"]), int(data["samples"]), data.get("generation"))
+    seen = [None] * world_size
+    dist.all_gather_object(seen, mine)
+    if all(s == seen[0] for s in seen):
+        return data
+    box = [data if say is not None else None]
+    dist.broadcast_object_list(box, src=0, device=device)
+    if say is not None:
+        def show(s):
+            return "none" if s is None else "step %d" % s[0]
+
+        others = ", ".join("%d (%s)" % (r, show(s)) for r, s in enumerate(seen) if s != seen[0])
+        say("rank(s) %s found another checkpoint than rank 0's: sent rank 0's (%s) to them" % (others, show(seen[0])))
+    return box[0]
+

@@ -311,3 +311,28 @@ def test_an_iterable_dataset_is_refused_by_name(monkeypatch):
     monkeypatch.setenv("HEET_TARGET_STEPS", "3")
     with pytest.raises(ElasticError, match="needs a dataset with a length"):
         ElasticRun(None, None, None, 0, None, 1, None, "t").data_loader(Stream())
+
+
+def test_ranks_on_hosts_that_share_no_filesystem_all_resume_from_rank_0s_checkpoint(tmp_path):
+    """Seen over SSH with shared_fs = false: the checkpoint is copied to rank 0's host only, rank 1
+    found none and trained from step 0 beside rank 0 until gloo aborted ("Received data size
+    doesn't match") or both ranks hung at the target in different collectives."""
+    script = _script(tmp_path)
+    first = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                           env=_env(HEET_BATCH_SIZE="8", HEET_TARGET_STEPS="4", HEET_CHECKPOINT_DIR=str(tmp_path / "a")))
+    assert first.returncode == 0, first.stderr[-2000:]
+    port = free_port("127.0.0.1")
+    own_disk = {0: tmp_path / "a", 1: tmp_path / "b"}  # rank 1's host has no copy
+    two = [subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=_env(HEET_BATCH_SIZE="8", HEET_TARGET_STEPS="8", HEET_CHECKPOINT_DIR=str(own_disk[r]),
+                                     HEET_GENERATION="1", RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2",
+                                     MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))) for r in range(2)]
+    try:
+        outs = [p.communicate(timeout=60) for p in two]
+    finally:
+        for p in two:
+            p.kill()
+    assert [p.returncode for p in two] == [0, 0], outs[0][1][-2000:] + outs[1][1][-2000:]
+    assert "resumed=True step=4" in outs[1][1], "rank 1 took rank 0's checkpoint"
+    assert "rank(s) 1 (none) found another checkpoint than rank 0's: sent rank 0's (step 4)" in outs[0][1]
+    assert [p["step"] for p in _progress(outs[0][0])] == [5, 6, 7, 8]
