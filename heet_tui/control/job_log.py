@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from heet_tui.cluster import ClusterError
 from heet_tui.control.crash_hints import crash_hint
-from heet_tui.control.runtime import LAUNCH_REFUSED, Run, rank_agent_id
+from heet_tui.control.runtime import LAUNCH_REFUSED, Run, culprit, rank_agent_id
 from heet_tui.core.job import JobState
 
 if TYPE_CHECKING:
@@ -46,10 +46,9 @@ async def job_log(ctl: Controller, job_id: str, lines: int = 200) -> tuple[str, 
 
 
 async def fail_with_log_tail(executor: Executor, run: Run, why: str, crashes: int) -> None:
-    """Fail the job, quoting the last line its first failed rank wrote (the whole tail goes to
+    """Fail the job, quoting the last line the rank it is blamed on wrote (the whole tail goes to
     the event log and the job's details): that line is usually the exception."""
-    rank = next((r for r in sorted(run.ranks.values(), key=lambda r: r.rank)
-                 if r.exit_code not in (0, 143)), run.ranks[min(run.ranks)])
+    rank = culprit(run.ranks.values()) or run.ranks[min(run.ranks)]
     tail: list[str] = []
     never_started = bool(rank.reason and rank.reason.startswith(LAUNCH_REFUSED))
     try:  # a rank its agent refused has no log of its own: an older run's would mislead

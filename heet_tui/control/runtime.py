@@ -120,6 +120,22 @@ class RankProc:
         return self.state == "exited"
 
 
+SIGTERM = 15
+
+
+def culprit(ranks: Iterable[RankProc]) -> RankProc | None:
+    """The exited rank a failure is blamed on: one whose host was lost (its peers then fail on the
+    broken connection), then one that exited with its own code before one killed by a signal, and
+    a signal other than SIGTERM before SIGTERM (what its peers get when one rank fails); then the
+    lowest rank. Blaming the lowest failed rank put a peer's "rank1 boom" error
+    on rank 0's SIGTERM and quoted rank 0's "Connection closed by peer" as the reason."""
+    failed = [r for r in ranks if r.exited and r.exit_code not in (EXIT_DONE, EXIT_STOPPED)]
+    if not failed:
+        return None
+    return min(failed, key=lambda r: (not (r.reason or "").startswith("lost"), r.exit_code is None,
+                                      r.signal == SIGTERM, r.rank))
+
+
 @dataclass
 class Run:
     job_id: str
@@ -208,9 +224,8 @@ def judge(run: Run, spec: JobSpec | None = None, job: Job | None = None) -> tupl
         if run.stop_reason.startswith("host"):
             return Outcome.INTERRUPTED, run.stop_reason
         return Outcome.STOPPED, run.stop_reason
-    failed = [r for r in run.ranks.values() if r.exited and r.exit_code not in (EXIT_DONE, EXIT_STOPPED)]
-    if failed:
-        r = min(failed, key=lambda p: p.rank)
+    r = culprit(run.ranks.values())
+    if r is not None:
         how = f"exit code {r.exit_code}" if r.exit_code is not None else f"signal {r.signal}"
         if r.reason and r.reason.startswith("lost"):
             return Outcome.INTERRUPTED, f"rank {r.rank} on {r.host}: {r.reason}"

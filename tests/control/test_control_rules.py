@@ -107,6 +107,23 @@ def test_exit_verdicts() -> None:
     assert [backoff_s(n, 2.0) for n in (1, 2, 3)] == [2.0, 4.0, 8.0] and backoff_s(20, 2.0) == 300.0
 
 
+def test_a_failure_is_blamed_on_the_rank_that_failed_not_on_the_peer_killed_after_it() -> None:
+    """Seen over SSH: rank 1 raised ValueError and exited 1; rank 0, SIGTERMed in the cleanup,
+    got the blame ("rank 0 on left ended with signal 15") and its "Connection closed by peer"
+    was quoted as the reason."""
+    from heet_tui.control.runtime import culprit
+
+    peer_killed = _run((None, None), (1, None))
+    peer_killed.ranks[0].signal = 15
+    assert judge(peer_killed)[1] == "rank 1 on h ended with exit code 1"
+    aborted = _run((None, None), (None, None), (None, None))
+    aborted.ranks[0].signal, aborted.ranks[1].signal, aborted.ranks[2].signal = 15, 6, 9
+    assert culprit(aborted.ranks.values()).rank == 1, "a signal of its own before SIGTERM, then the lowest rank"
+    lost = _run((1, None), (None, "lost: host h2 is gone"))
+    assert culprit(lost.ranks.values()).rank == 1, "the lost host's rank: its peer failed on the broken link"
+    assert culprit(_run((0, None), (143, None)).ranks.values()) is None
+
+
 def test_a_rank_dying_after_the_target_was_reported_is_done_not_a_crash() -> None:
     """gloo can abort a process (signal 6) on the way out after the last step was reported."""
     spec = _spec()  # target: 300 steps
