@@ -8,7 +8,7 @@ to copy from when the job next starts elsewhere (``checkpoint_copy``).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from heet_tui.config.hosts_file import HostEntry
 from heet_tui.control.checkpoint_copy import CopyFailed, copy_checkpoint, needs_copy
@@ -23,6 +23,27 @@ SETTING = HOSTS_SETTING
 class CheckpointHosts:
     def __init__(self, store: Store, clock: Callable[[], float]) -> None:
         self.store, self.clock = store, clock
+        self._waiting: set[str] = set()  # jobs told they wait for the host with their checkpoint
+
+    def out_of_reach(self, job_id: str, out: set[str], entries: Iterable[HostEntry]) -> str | None:
+        """The host that alone holds the job's checkpoint, while it is out within its grace period:
+        the job waits for it (and is told so once). Relaunched at once, the job copied nothing
+        ("connection refused"), started from step 0 and lost 2,190 steps one second after the
+        controller said the host had 60 s to come back."""
+        src = self._hosts().get(job_id)
+        entry = next((e for e in entries if e.name == src), None) if src in out else None
+        if src not in out or entry is None or entry.shared_fs:
+            self._waiting.discard(job_id)
+            return None
+        if job_id not in self._waiting:
+            self._waiting.add(job_id)
+            why = (f"waits for host {src}, which holds its checkpoint, while the host has its grace period to "
+                   "come back; after that it starts from what another host has")
+            rec = self.store.job(job_id)
+            if rec is not None:
+                self.store.set_state(job_id, rec.job.state, self.clock(), why)
+            self.store.add_event(self.clock(), "checkpoint", f"{job_id} {why}", job_id, src)
+        return src
 
     def _hosts(self) -> dict[str, str]:
         return json.loads(self.store.setting(SETTING) or "{}")

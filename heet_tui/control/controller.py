@@ -73,8 +73,7 @@ class ControllerOptions:
     host_loss_grace_s: float = 60.0  # a host out for longer loses its runs (control/host_loss.py)
     execution: ExecOptions = ExecOptions()
     cluster: ClusterOptions | None = None
-    # Watch only (heet-tui --read-only with no controller running): it connects and reports but
-    # launches, stops, profiles, fences and applies nothing, and refuses intents.
+    # Watch only (--read-only, no controller running): reports; launches, fences, applies nothing
     read_only: bool = False
 
 
@@ -327,7 +326,8 @@ class Controller:
             measured = bool(self.book.measured(job.id))
             if run is None and not measured and job.id not in unmeasured and self.opt.profile:
                 continue  # profiled first
-            if run is None and self.executor.backoff_until.get(job.id, 0) > now:
+            if run is None and (self.executor.backoff_until.get(job.id, 0) > now or self.executor.checkpoints
+                                .out_of_reach(job.id, self.host_grace.holding(), self.executor.hosts.hosts)):
                 continue
             if run is not None and run.any_exited:
                 continue  # ending: judged once its last rank is reported

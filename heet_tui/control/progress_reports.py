@@ -88,11 +88,15 @@ def note_lost_progress(store: Store, run: Run, progress: dict[str, Any], last_st
     last_steps[run.job_id] = step
     if run.reports != 1 or run.start_samples is None or previous is None or step >= previous:
         return
+    # the copy of the checkpoint to this launch's host, failed just before it (checkpoint_hosts.py)
+    copy = next((e.message for e in store.events(run.job_id, limit=20)
+                 if e.kind == "checkpoint" and e.at >= run.started_at - 600 and " failed: " in e.message), None)
+    why = (f"Its checkpoint could not be brought to this host ({copy.split(': ', 1)[-1]})" if copy else
+           "That launch ended after its last checkpoint (a crash, or a stop that saved none: DataLoader workers "
+           "killed by SIGTERM, docs/TRAINING.md), or the script does not resume")
     store.add_event(now, "warning", f"{run.job_id} resumed behind where it was: generation {run.generation} reports "
                     f"step {step}, and its last launch had reached step {previous}, so about {previous - step} steps "
-                    "are trained again. That launch ended after its last checkpoint (a crash, or a stop that saved "
-                    "none: DataLoader workers killed by SIGTERM, docs/TRAINING.md), or the script does not resume",
-                    run.job_id)
+                    f"are trained again. {why}", run.job_id)
 
 
 def remember_exit_step(last_steps: dict[str, int], run: Run, rank: RankProc, progress: dict[str, Any] | None) -> None:

@@ -1,0 +1,49 @@
+"""A job whose only checkpoint is on a host that dropped out waits out the host's grace period
+(control/checkpoint_hosts.py), and a launch that could not bring its checkpoint says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from heet_tui.config.hosts_file import HostEntry
+from heet_tui.control.checkpoint_hosts import CheckpointHosts
+from heet_tui.control.progress_reports import note_lost_progress
+from heet_tui.control.runtime import Run
+from heet_tui.control.store import Store
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.job import JobSpec, JobState, Target, TargetKind
+
+SPEC = JobSpec("j", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 10_000))
+
+
+def test_a_job_waits_for_the_host_that_alone_holds_its_checkpoint_while_it_may_come_back(tmp_path: Path) -> None:
+    """Seen over SSH: rank 0's host crashed, the job was relaunched on the other host one second
+    later, the copy failed ("connection refused") and 2,190 steps were trained again, although
+    the controller had just said the host had 60 s to come back."""
+    store = Store(tmp_path / "state")
+    store.add_job(SPEC, 0.0)
+    hosts = CheckpointHosts(store, lambda: 5.0)
+    hosts.remember("j", "left")
+    own_disks = (HostEntry("left", "n1", shared_fs=False), HostEntry("right", "n2", shared_fs=False))
+    assert hosts.out_of_reach("j", set(), own_disks) is None, "the host is up: the copy will do"
+    assert hosts.out_of_reach("j", {"left"}, own_disks) == "left"
+    assert hosts.out_of_reach("j", {"left"}, own_disks) == "left"
+    said = [e for e in store.events("j") if e.kind == "checkpoint"]
+    assert len(said) == 1 and "waits for host left, which holds its checkpoint" in said[0].message, "said once"
+    assert store.job("j").job.message.startswith("waits for host left") and store.job("j").job.state is JobState.QUEUED
+    assert hosts.out_of_reach("j", {"right"}, own_disks) is None, "another host out: nothing to wait for"
+    shared = (HostEntry("left", "n1"), HostEntry("right", "n2"))
+    assert hosts.out_of_reach("j", {"left"}, shared) is None, "on a shared filesystem every host has it"
+
+
+def test_a_launch_behind_its_last_one_names_the_checkpoint_copy_that_failed(tmp_path: Path) -> None:
+    store = Store(tmp_path / "state")
+    store.add_job(SPEC, 0.0)
+    store.add_event(99.0, "checkpoint", "j: copying the checkpoint left:/w/ck -> right:/w/ck failed: connection "
+                    "refused; resuming from what right has", "j")
+    run = Run("j", Allocation.of("j", "T4", {"right": [0]}), 3, {}, 100.0, reports=1, start_samples=0.0)
+    note_lost_progress(store, run, {"step": 20}, {"j": 2190}, 101.0)
+    warning = next(e.message for e in store.events("j") if e.kind == "warning")
+    assert "about 2170 steps are trained again" in warning
+    assert "Its checkpoint could not be brought to this host (copying the checkpoint left:" in warning
+    assert "DataLoader" not in warning, "not a guess at the script when the copy is known to have failed"
