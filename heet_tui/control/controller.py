@@ -27,7 +27,7 @@ from heet_tui.control.attach import AttachServer
 from heet_tui.control.drains import drained_hosts
 from heet_tui.control.execution import ExecOptions, Executor
 from heet_tui.control.host_health import drain_broken_hosts, keep_off_crash_hosts
-from heet_tui.control.host_loss import HostLossGrace
+from heet_tui.control.host_loss import HostLossGrace, say_host_back, say_host_out
 from heet_tui.control.hosts_reload import HostsReloader
 from heet_tui.control.intents import IntentHandler
 from heet_tui.control.job_log import job_log
@@ -206,14 +206,13 @@ class Controller:
             if state is HostState.READY:
                 self._was_ready.add(event.host)
                 if self.host_grace.back(event.host):
-                    self.store.add_event(self.clock(), "host", f"host {event.host} is back", None, event.host)
+                    say_host_back(self.store, self.executor.all_runs(), event.host, self.clock())
             elif state in LOST_STATES or event.host in self._was_ready:
                 self._was_ready.discard(event.host)
                 why = f"{state.value}: {event.status.message}"
                 if self.host_grace.lost(event.host, why, self.clock()) and self.executor.unconfirm(event.host):
-                    self.store.add_event(self.clock(), "host", f"host {event.host} is out ({why}); its jobs keep "
-                                         f"their GPUs for {self.opt.host_loss_grace_s:g} s in case it comes back",
-                                         None, event.host)
+                    say_host_out(self.store, self.executor.all_runs(), event.host, why, self.clock(),
+                                 self.opt.host_loss_grace_s)
 
     async def _rounds(self) -> None:
         while not self._stopping:

@@ -10,7 +10,18 @@ planning (nothing is moved on a guess); after it, they are lost and planned afre
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from heet_tui.core.job import JobState
+
+if TYPE_CHECKING:
+    from heet_tui.control.runtime import Run
+    from heet_tui.control.store import Store
+
+OUT = "its host"  # how the message of a job whose host is out begins
 
 
 @dataclass
@@ -48,3 +59,29 @@ class HostLossGrace:
         left = max(0.0, self.grace_s - (now - min(self.since[h][0] for h in out)))
         return (f"its host {', '.join(out)} is out ({self.since[out[0]][1]}); it keeps its GPUs for {left:.0f} s "
                 "more in case the host comes back with it still running")
+
+
+def say_host_out(store: Store, runs: Iterable[Run], host: str, why: str, now: float, grace_s: float) -> None:
+    """The host's event, and each of its running jobs' message and event, until when it waits.
+    The note above reached the TUI only: ``heet-tui jobs`` reads the store, and said "running on
+    2xT4" with a frozen step count; and the event went to no job, so ``jobs NAME`` never named
+    the host that stopped it."""
+    until = time.strftime("%H:%M:%S", time.localtime(now + grace_s))
+    store.add_event(now, "host", f"host {host} is out ({why}); its jobs keep their GPUs for {grace_s:g} s in case "
+                    "it comes back", None, host)
+    for run in runs:
+        on_it = not run.profiling and any(r.host == host and not r.exited for r in run.ranks.values())
+        rec = store.job(run.job_id) if on_it else None
+        if rec is not None and rec.job.state is JobState.RUNNING:
+            note = f"{OUT} {host} is out ({why}); it keeps its GPUs until {until} in case the host comes back"
+            store.set_state(run.job_id, JobState.RUNNING, now, note)
+            store.add_event(now, "host", f"{run.job_id}: {note}", run.job_id, host)
+
+
+def say_host_back(store: Store, runs: Iterable[Run], host: str, now: float) -> None:
+    store.add_event(now, "host", f"host {host} is back", None, host)
+    for run in runs:
+        rec = store.job(run.job_id) if any(r.host == host for r in run.ranks.values()) else None
+        if rec is not None and rec.job.state is JobState.RUNNING and rec.job.message.startswith(f"{OUT} {host} "):
+            store.set_state(run.job_id, JobState.RUNNING, now, f"running on {run.alloc.describe()}")
+

@@ -75,7 +75,34 @@ def test_an_agent_that_dies_for_a_moment_leaves_its_job_running_and_the_new_agen
     kinds = [e.kind for e in store.events("a", limit=500)]
     assert "fence" not in kinds and "interrupted" not in kinds, kinds
     assert any(e.kind == "host" and "is back" in e.message for e in store.events(limit=500))
+    assert any(e.kind == "host" and e.message.startswith("a: its host only is out (") for e in store.events("a")), \
+        "the job's own events name the host that stopped it"
     assert rec.crashes == 0
+
+
+def test_a_running_jobs_stored_message_says_its_host_is_out_until_it_is_back(tmp_path: Path) -> None:
+    """heet-tui jobs reads the store: it said "running on 2xT4" with a frozen step count while
+    the TUI's snapshot said the host was out."""
+    from heet_tui.control.host_loss import say_host_back, say_host_out
+    from heet_tui.control.runtime import RankProc, Run
+    from heet_tui.core.allocation import Allocation
+    from heet_tui.core.job import JobSpec, Target, TargetKind
+
+    store = Store(tmp_path / "state")
+    for name in ("a", "b"):
+        store.add_job(JobSpec(name, ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 10)), 0.0)
+        store.set_state(name, JobState.RUNNING, 1.0, "running on 1xT4 on x[0]")
+    alloc = Allocation.of("a", "T4", {"left": [0], "right": [0]})
+    runs = [Run("a", alloc, 1, {0: RankProc("left", "a.r0", 0, (0,), "running"),
+                                1: RankProc("right", "a.r1", 1, (0,), "running")}, 1.0),
+            Run("b", Allocation.of("b", "T4", {"left": [1]}), 1, {0: RankProc("left", "b.r0", 0, (1,), "running")}, 1.0)]
+    say_host_out(store, runs, "right", "unreachable: no heartbeat for 10 s", 5.0, 60.0)
+    message = store.job("a").job.message
+    assert message.startswith("its host right is out (unreachable: no heartbeat for 10 s); it keeps its GPUs until ")
+    assert store.job("b").job.message == "running on 1xT4 on x[0]", "not on that host"
+    assert store.job("a").job.state is JobState.RUNNING
+    say_host_back(store, runs, "right", 9.0)
+    assert store.job("a").job.message == f"running on {alloc.describe()}"
 
 
 def test_after_the_grace_period_the_relaunch_waits_for_the_fenced_process_to_exit(tmp_path: Path) -> None:
