@@ -124,10 +124,10 @@ class AttachServer:
             elif message["op"] == "preview":
                 reply["effect"] = to_obj(await self.backend.preview(edit_from_obj(message.get("edit"))))
             elif message["op"] == "job_log":
-                job_id, lines = message.get("job_id"), message.get("lines", 200)
-                if not isinstance(job_id, str) or isinstance(lines, bool) or not isinstance(lines, int):
-                    raise WireError("job_log needs a job_id string and an integer lines")
-                reply["lines"] = list(await self.backend.job_log(job_id, lines))
+                job_id, lines, rank = message.get("job_id"), message.get("lines", 200), message.get("rank", 0)
+                if not isinstance(job_id, str) or any(isinstance(n, bool) or not isinstance(n, int) for n in (lines, rank)):
+                    raise WireError("job_log needs a job_id string and integer lines and rank")
+                reply["lines"] = list(await self.backend.job_log(job_id, lines, rank))
             else:
                 raise WireError(f"unknown op {message['op']!r}")
             reply["ok"] = True

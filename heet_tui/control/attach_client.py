@@ -99,8 +99,8 @@ class AttachedBackend:
         reply = await self._request({"op": "preview", "edit": intent_to_obj(edit)})
         return effect_from_obj(reply.get("effect"))
 
-    async def job_log(self, job_id: str, lines: int = 200) -> tuple[str, ...]:
-        reply = await self._request({"op": "job_log", "job_id": str(job_id), "lines": int(lines)})
+    async def job_log(self, job_id: str, lines: int = 200, rank: int = 0) -> tuple[str, ...]:
+        reply = await self._request({"op": "job_log", "job_id": str(job_id), "lines": int(lines), "rank": int(rank)})
         found = reply.get("lines")
         if not isinstance(found, list):
             raise ValueError("the controller sent no log lines")

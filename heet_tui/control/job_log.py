@@ -21,27 +21,34 @@ if TYPE_CHECKING:
 MAX_LINES = 500
 
 
-async def job_log(ctl: Controller, job_id: str, lines: int = 200) -> tuple[str, ...]:
+async def job_log(ctl: Controller, job_id: str, lines: int = 200, rank: int = 0) -> tuple[str, ...]:
+    """``rank``: another rank's output (its error when it was the one that failed) is on its own
+    host, where a user had to look for it by hand."""
     rec = ctl.store.job(job_id)
     if rec is None:
         raise ValueError(f"no job {job_id!r}")
     lines = max(1, min(int(lines), MAX_LINES))
     run = ctl.executor.runs.get(job_id)
-    if run is not None and 0 in run.ranks:
-        host, agent_id, generation = run.ranks[0].host, run.ranks[0].agent_id, run.generation
+    if run is not None and rank in run.ranks:
+        host, agent_id, generation = run.ranks[rank].host, run.ranks[rank].agent_id, run.generation
     else:
         last = ctl.store.last_allocation(job_id)
         if last is None:
+            if rank:
+                raise ValueError(f"{job_id} has not run yet")
             return ctl.executor.log_tails.get(job_id) or (f"{job_id} has not run yet (profiling runs keep "
                                                           "no log here)",)
         alloc, generation = last
-        host, agent_id = alloc.hosts[0][0], rank_agent_id(job_id, 0, ctl.store.store_id)
+        hosts = [h for h, gpus in alloc.hosts for _ in gpus]  # rank r runs on the r-th GPU's host (launch.py)
+        if not 0 <= rank < len(hosts):
+            raise ValueError(f"{job_id}: its latest run had ranks 0-{len(hosts) - 1}, not {rank}")
+        host, agent_id = hosts[rank], rank_agent_id(job_id, rank, ctl.store.store_id)
     try:
         path, found = await ctl.cluster.log_file_tail(host, agent_id, lines=lines, generation=generation)
     except ClusterError as exc:
         raise ValueError(f"{job_id}: cannot read its log on {host}: {exc}") from None
     where = f" ({host}:{path})" if path else ""
-    header = f"{job_id} generation {generation}, rank 0 on {host}, last {len(found)} line(s){where}:"
+    header = f"{job_id} generation {generation}, rank {rank} on {host}, last {len(found)} line(s){where}:"
     return (header, *found)
 
 

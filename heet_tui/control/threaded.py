@@ -121,10 +121,10 @@ class ThreadedBackend:
         inner = self._inner
         return await self._call(lambda: inner.preview(edit))
 
-    async def job_log(self, job_id: str, lines: int = 200) -> tuple[str, ...]:
+    async def job_log(self, job_id: str, lines: int = 200, rank: int = 0) -> tuple[str, ...]:
         assert self._inner is not None
         inner = self._inner
-        return await self._call(lambda: inner.job_log(job_id, lines))
+        return await self._call(lambda: inner.job_log(job_id, lines, rank))
 
     async def stop(self) -> None:
         if self._loop is None or self._inner is None:

@@ -27,6 +27,6 @@ class Backend(Protocol):
         """Re-evaluate the pending plan with one job tweaked, without applying anything."""
         ...
 
-    async def job_log(self, job_id: str, lines: int = 200) -> tuple[str, ...]:
-        """The last lines the job's latest run wrote (rank 0), a header line first."""
+    async def job_log(self, job_id: str, lines: int = 200, rank: int = 0) -> tuple[str, ...]:
+        """The last lines a rank (default 0) of the job's latest run wrote, a header line first."""
         ...

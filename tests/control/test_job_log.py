@@ -126,7 +126,7 @@ def test_log_follow_waits_out_a_host_that_drops_and_goes_on(tmp_path: Path, monk
 
         async def stop(self) -> None: ...
 
-        async def job_log(self, job_id, lines):
+        async def job_log(self, job_id, lines, rank=0):
             reply = replies.pop(0)
             if isinstance(reply, Exception):
                 raise reply
@@ -141,3 +141,32 @@ def test_log_follow_waits_out_a_host_that_drops_and_goes_on(tmp_path: Path, monk
         head.format(1), "step 1",
         "(a: cannot read its log on h: host h is unreachable; still following while the job is running)",
         "step 2", "step 3"]
+
+
+def test_another_ranks_log_is_read_from_its_host(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A job failed on rank 1 ("rank1 boom"): only rank 0's output could be read, and the user
+    had to find rank 1's log on its host by hand."""
+    from control_lab import training_with
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("duo", "T4", 2, 1.0)]))
+    state = tmp_path / "state"
+    says = training_with(tmp_path, "a", "print('I am rank', os.environ['RANK'], file=sys.stderr, flush=True)")
+    spec = write_job(tmp_path, "a", steps=60, max_gpus=2, command=[*says, "--checkpoint-every", "20"])
+    spec.write_text(spec.read_text().replace("min_gpus = 1", "min_gpus = 2"))
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, Store(state), ControllerOptions(interval_s=0.2, auto_approve=True, profile=False))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(spec)))
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.DONE, 90, "a to finish")
+            assert await asyncio.to_thread(main, ["log", "a", "--rank", "1", "--state", str(state)]) == 0
+            printed = capsys.readouterr().out
+            assert printed.startswith("a generation 1, rank 1 on duo") and "I am rank 1\n" in printed
+            assert "I am rank 0" not in printed
+            assert await asyncio.to_thread(main, ["log", "a", "--rank", "2", "--state", str(state)]) == 1
+            assert "its latest run had ranks 0-1, not 2" in capsys.readouterr().err
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)

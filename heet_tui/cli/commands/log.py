@@ -25,10 +25,12 @@ FOLLOW_EVERY_S = 2.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("log", help="a job's latest output (rank 0), read from its host by the running controller")
+    p = sub.add_parser("log", help="a job's latest output (rank 0, or --rank), read from its host by the running "
+                                   "controller")
     add_location_options(p)
     p.add_argument("name", metavar="NAME", help="job id or name")
     p.add_argument("-n", "--lines", type=int, default=50, metavar="N", help=f"how many lines (1-{MAX_LINES}, default 50)")
+    p.add_argument("--rank", type=int, default=0, metavar="R", help="another rank's output, read from its host")
     p.add_argument("-f", "--follow", action="store_true",
                    help=f"go on printing new lines (read every {FOLLOW_EVERY_S:g} s) until the job ends or ctrl+c")
     p.set_defaults(func=cmd_log)
@@ -37,12 +39,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_log(args: argparse.Namespace) -> int:
     if not 1 <= args.lines <= MAX_LINES:
         raise UsageError(f"--lines must be 1-{MAX_LINES}, got {args.lines}")
+    if args.rank < 0:
+        raise UsageError(f"--rank must be >= 0, got {args.rank}")
     store = open_store(args)
     rec = job_named(store, args.name)
     if controller_running(store.dir) is None:
+        if args.rank:
+            raise CliError(f"{rec.job.id}: no controller runs to read rank {args.rank}'s log from its host (start "
+                           "heet-tui run); what is recorded here is the tail of the rank a failed job failed on")
         return _recorded_tail(store, rec.job.id, args.lines)
     try:
-        asyncio.run(_ask(store, rec.job.id, args.lines, args.follow))
+        asyncio.run(_ask(store, rec.job.id, args.lines, args.follow, args.rank))
     except (ControllerGone, ValueError, TimeoutError) as exc:
         said = str(exc) or "the controller did not answer in time"
         raise CliError(said if said.startswith(f"{rec.job.id}:") else f"{rec.job.id}: {said}") from None
@@ -51,11 +58,11 @@ def cmd_log(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _ask(store: Store, job_id: str, lines: int, follow: bool) -> None:
+async def _ask(store: Store, job_id: str, lines: int, follow: bool, rank: int = 0) -> None:
     backend = AttachedBackend(store.dir)
     await backend.start()
     try:
-        shown = await asyncio.wait_for(backend.job_log(job_id, lines), REPLY_TIMEOUT_S)
+        shown = await asyncio.wait_for(backend.job_log(job_id, lines, rank), REPLY_TIMEOUT_S)
         for line in shown:
             print(line, flush=True)
         waiting = False  # the host is out: said once, until lines come again
@@ -64,7 +71,7 @@ async def _ask(store: Store, job_id: str, lines: int, follow: bool) -> None:
             ended = rec is None or rec.job.state.terminal  # read before the last fetch: nothing after it is missed
             await asyncio.sleep(0 if ended else FOLLOW_EVERY_S)
             try:
-                fetched = await asyncio.wait_for(backend.job_log(job_id, MAX_LINES), REPLY_TIMEOUT_S)
+                fetched = await asyncio.wait_for(backend.job_log(job_id, MAX_LINES, rank), REPLY_TIMEOUT_S)
             except ValueError as exc:  # its host dropped out: the job may well run on (host_loss.py)
                 if ended:
                     raise
