@@ -14,6 +14,7 @@ import pytest
 
 from heet_tui.cli.main import main
 from heet_tui.control.store import Store
+from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import JobState
 
 
@@ -35,6 +36,10 @@ def test_jobs_name_shows_one_job_with_its_history_and_events(tmp_path: Path,
     assert main([*state, "jobs", "cnn"]) == 0
     assert capsys.readouterr().out.splitlines()[0] == "cnn  running  (as last recorded: no controller runs)"
     store.set_setting("checkpoint_hosts", json.dumps({"cnn": "gpu1"}))  # where its last run's rank 0 was
+    store.record_allocation(Allocation.of("cnn", "T4", {"gpu1": [0, 1], "gpu2": [0, 1]}), 1, 100.0,
+                            store.job("cnn").job.spec)
+    store.add_observation("cnn", "T4", "22", 812.5, 101.0, "running")
+    store.release_allocation("cnn", 101.5)
     tail = "rank 0 on gpu1 ended with exit code 1\nTraceback (most recent call last):\nValueError: loss is nan"
     store.add_event(101.0, "failed", tail, "cnn", "gpu1")
     store.set_state("cnn", JobState.FAILED, 102.0, "rank 0 on gpu1 ended with exit code 1 (3 attempts)")
@@ -47,6 +52,8 @@ def test_jobs_name_shows_one_job_with_its_history_and_events(tmp_path: Path,
     assert "  progress   4 steps, 128 samples (40% of the target); target 10 steps" in lines
     assert "queued" in out and "running" in out and "took" in out
     assert "  reported   loss 0.25  acc 0.875" in lines
+    assert "  now        -   (last ran on 4xT4 on gpu1[0,1],gpu2[0,1], generation 1)" in lines, "where its logs are"
+    assert any(line.startswith("  speed      812.5 samples/s on 2+2xT4 (reported ") for line in lines)
     assert "  checkpoint /ck/cnn/last.pt   (on gpu1)" in lines
     failed = lines.index(next(line for line in lines if "failed     rank 0 on gpu1 ended" in line))
     assert lines[failed].endswith("[gpu1]") and lines[failed + 2].strip() == "ValueError: loss is nan", \

@@ -68,7 +68,8 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
          + (f", priority {spec.priority}" if spec.priority else "")),
         ("progress", _progress(rec)),
         ("reported", describe(job.metrics) or "-"),
-        ("now", f"{alloc[0].describe()} (generation {alloc[1]})" if alloc else "-"),
+        ("now", f"{alloc[0].describe()} (generation {alloc[1]})" if alloc else _last_ran(store, job.id)),
+        ("speed", _speed(store, job.id)),
         ("restarts", f"{job.restarts}" + (f", {rec.crashes} crash(es) since the last new step" if rec.crashes else "")),
         ("checkpoint", _checkpoint(store, rec, alloc)),
         ("submitted", f"{_clock(job.submitted_at)} ({duration(now - job.submitted_at)} ago)"),
@@ -76,7 +77,7 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
         ("message", job.message or "-"),
     ]
     if job.ended_at is not None:
-        fields.insert(10, ("took", duration(job.ended_at - job.submitted_at)))
+        fields.insert(11, ("took", duration(job.ended_at - job.submitted_at)))
     for label, value in fields:
         print(f"  {label:<10} {value}")
     print(f"events (the latest {len(found)}):" if found else "no events")
@@ -116,3 +117,21 @@ def _clock(at: float) -> str:
 
 def _event_obj(e: EventRecord) -> dict:
     return {"at": e.at, "kind": e.kind, "host": e.host, "message": e.message}
+
+
+def _last_ran(store: Store, job_id: str) -> str:
+    """Where a job holding no GPUs last ran (the hosts its logs and checkpoint are on)."""
+    last = store.last_allocation(job_id)
+    return f"-   (last ran on {last[0].describe()}, generation {last[1]})" if last else "-"
+
+
+def _speed(store: Store, job_id: str) -> str:
+    """The latest samples/s its running processes reported, and where: the TUI shows it live,
+    and neither jobs nor jobs NAME did."""
+    found = [o for o in store.observations(job_id) if o[5] == "running"]
+    if not found:
+        return "-"
+    _, gpu_type, placement, rate, at, _ = found[-1]
+    per_host = placement.split("-") if "-" in placement else list(placement)  # "22": 2 GPUs on each of 2 hosts
+    return f"{rate:,.1f} samples/s on {'+'.join(per_host)}x{gpu_type} (reported {_clock(at)})"
+
