@@ -60,8 +60,8 @@ class FifoPolicy:
             if info.id in targets:
                 continue
             k = rigid_count(info)
-            for t in host_order:
-                if info.caps.get(t, 0) >= k and left[t] >= k:
+            for t in host_order:  # not at a size it cannot run at (throughput 0)
+                if info.caps.get(t, 0) >= k and left[t] >= k and problem.throughput(info, t, k) > 0:
                     targets[info.id] = (t, k)
                     left[t] -= k
                     break

@@ -195,7 +195,13 @@ class Problem:
                 if cap >= lo:
                     caps[t] = cap
         current = self._keepable(job, lo, hi, hosts_allowed)
-        return JobInfo(job, job.id, index, lo, hi, caps, hosts_allowed, current)
+        info = JobInfo(job, job.id, index, lo, hi, caps, hosts_allowed, current)
+        # A type where the job's throughput is 0 at every count it may get is one it cannot run on
+        # (sched_input): heet gave such a job the only free GPU, of a type nothing had measured it
+        # on, rather than leave it waiting for the GPUs it can use.
+        for t in [t for t, cap in caps.items() if not any(self.throughput(info, t, n) > 0 for n in range(lo, cap + 1))]:
+            del caps[t]
+        return info
 
     def _keepable(self, job: JobView, lo: int, hi: int, hosts_allowed: frozenset[str] | None) -> tuple[str, int] | None:
         """``(type, count)`` of the current allocation if the job could keep it unchanged."""

@@ -73,3 +73,16 @@ def test_empty_inputs_give_an_empty_plan() -> None:
         p = make_policy(name).plan(CLUSTER, [job("x", current=alloc("x", "T4", a=(0,)),
                                                  constraints=Constraints(held=True))], 0.0)
         assert p.allocations == {} and [c.kind.value for c in p.changes] == ["stop"]
+
+
+@pytest.mark.parametrize("name", ["heet", "heet-lookahead", "fifo", "srtf", "gavel", "goodput-mip"])
+def test_no_policy_starts_a_job_on_a_type_it_cannot_run_on(name) -> None:
+    """Throughput 0 means "cannot run there" (a type nothing measured the job on, a size it
+    crashed at). Seen: heet and fifo gave such a job the only free GPU, a broken T4 host's its
+    class was kept off, rather than leave it waiting for the busy A100."""
+    only_t4 = ClusterView((host("broken", "T4", 1),))
+    a100_only = job("a", fn=lambda t, p: 500.0 * sum(p) if t == "A100" else 0.0)
+    assert dict(make_policy(name).plan(only_t4, [a100_only], 0.0).allocations) == {}
+    not_at_one = job("b", hi=2, fn=lambda t, p: 900.0 if sum(p) == 2 else 0.0)
+    plan = make_policy(name).plan(ClusterView((host("t", "T4", 2),)), [not_at_one], 0.0)
+    assert plan.allocations.get("b") is None or plan.allocations["b"].num_gpus == 2, "never at the size it cannot run"
