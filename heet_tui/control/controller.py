@@ -347,7 +347,7 @@ class Controller:
         if not inputs:
             return None
         cluster = self.cluster_view()
-        inputs = keep_off_crash_hosts(inputs, cluster, self.executor.health, self.book.classes)
+        inputs = keep_off_crash_hosts(inputs, cluster, self.executor.health, self.book.classes, self.cluster.status())
         views = planning.job_views(inputs, self.book, self.clock())
         plan = planning.run_policy(self.policy, self.policy_name, cluster, views, self.book, self.clock())
         problems = planning.check_constraints(plan, views)

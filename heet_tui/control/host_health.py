@@ -24,7 +24,7 @@ The drain's evidence is not kept: a drain needs crashes seen afresh.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -32,6 +32,7 @@ from heet_tui.control.crashed_sizes import save_crashed_sizes
 from heet_tui.control.drains import set_drained
 from heet_tui.control.runtime import Run
 from heet_tui.core.gpu import type_allowed
+from heet_tui.core.host import HostState
 from heet_tui.core.job import JobState
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from heet_tui.control.planning import JobInput
     from heet_tui.control.store import Store
     from heet_tui.core.sched_input import ClusterView
+    from heet_tui.core.snapshot import HostStatus
 
 EVIDENCE_CLASSES = 2
 AVOIDED = "crash_avoided"  # store setting: [[model, batch, [hosts]], ...]
@@ -136,19 +138,28 @@ def stored_health(store: Store) -> HostHealth:
 
 
 def keep_off_crash_hosts(inputs: list[JobInput], cluster: ClusterView, health: HostHealth,
-                         classes: dict[str, JobClass]) -> list[JobInput]:
+                         classes: dict[str, JobClass], ready: Iterable[HostStatus] = ()) -> list[JobInput]:
     """Each job's plan input with the hosts its class crashed on at once left out (as pinned
-    hosts: the others), unless the user pinned hosts or the others cannot hold the job."""
+    hosts: the others), unless the user pinned hosts or the others cannot hold the job.
+
+    ``ready``: every ready host, busy ones too. Counted from the hosts with a free GPU only, the
+    others "could not hold" a job while the good host was busy profiling, and the job went back
+    to the broken host: with none of the others free, it now waits (held) for them.
+    """
     out = []
+    free = {h.name for h in cluster.hosts}
+    hosts = [(h.name, h.gpu_type, h.gpu_count, h.drained) for h in cluster.hosts] + [
+        (s.name, s.gpu_type, len(s.gpus), False) for s in ready if s.state is HostState.READY and s.name not in free]
     for job in inputs:
         avoid = health.avoid(classes.get(job.id))
-        others = [h for h in cluster.hosts if h.name not in avoid]
         room: dict[str, int] = {}
-        for h in others:
-            if not h.drained and type_allowed(h.gpu_type, job.gpu_types):
-                room[h.gpu_type] = room.get(h.gpu_type, 0) + h.gpu_count
+        for name, gpu_type, count, drained in hosts:
+            if name not in avoid and not drained and gpu_type and type_allowed(gpu_type, job.gpu_types):
+                room[gpu_type] = room.get(gpu_type, 0) + count
         if avoid and not job.constraints.pinned_hosts and max(room.values(), default=0) >= job.min_gpus:
-            job = replace(job, constraints=replace(job.constraints, pinned_hosts=tuple(h.name for h in others)))
+            others = tuple(h.name for h in cluster.hosts if h.name not in avoid)
+            pinned = replace(job.constraints, pinned_hosts=others) if others else replace(job.constraints, held=True)
+            job = replace(job, constraints=pinned)
         out.append(job)
     return out
 

@@ -161,3 +161,27 @@ def test_one_jobs_own_crash_on_a_host_drains_nothing(tmp_path: Path) -> None:
 
     run_and_clean(scenario, tmp_path)
     assert not any(e.kind == "drained" for e in store.events(limit=500)) and store.setting("drained") is None
+
+
+def test_a_class_kept_off_a_host_waits_for_the_others_while_they_are_busy() -> None:
+    """The others were counted from hosts with a free GPU only: while the good host profiled a
+    job, they "could not hold" the class, and it was planned on the host it had crashed on."""
+    from heet_tui.control.host_health import keep_off_crash_hosts
+    from heet_tui.control.planning import JobInput
+    from heet_tui.core.gpu import Gpu
+    from heet_tui.core.host import HostState
+    from heet_tui.core.sched_input import ClusterView, Constraints, HostView
+    from heet_tui.core.snapshot import HostStatus
+
+    health = HostHealth()
+    health.crashed(_run("a", {"broken": [0]}), ("m", 32), "exit 1", 1.0, None)
+    queued = JobInput("a", JobState.QUEUED, 1, 1, (), 0, 0.0, 0.0, 1e5, None, Constraints())
+    only_broken_free = ClusterView((HostView("broken", "T4", 1, (0,)),))
+    statuses = [HostStatus(name, HostState.READY, gpus=(Gpu(0, "T4"),)) for name in ("broken", "good")]
+    [busy] = keep_off_crash_hosts([queued], only_broken_free, health, {"a": ("m", 32)}, statuses)
+    assert busy.constraints.held, "the good host is busy: wait for it, not the broken one"
+    free_too = ClusterView((HostView("broken", "T4", 1, (0,)), HostView("good", "T4", 1, (0,))))
+    [pinned] = keep_off_crash_hosts([queued], free_too, health, {"a": ("m", 32)}, statuses)
+    assert pinned.constraints.pinned_hosts == ("good",) and not pinned.constraints.held
+    [alone] = keep_off_crash_hosts([queued], only_broken_free, health, {"a": ("m", 32)}, statuses[:1])
+    assert alone.constraints == Constraints(), "no other host at all: the suspect one rather than never"
