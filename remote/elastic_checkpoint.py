@@ -88,4 +88,3 @@ def rank_zeros(data, world_size, device, say=None):
         others = ", ".join("%d (%s)" % (r, show(s)) for r, s in enumerate(seen) if s != seen[0])
         say("rank(s) %s found another checkpoint than rank 0's: sent rank 0's (%s) to them" % (others, show(seen[0])))
     return box[0]
-

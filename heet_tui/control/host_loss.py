@@ -84,4 +84,3 @@ def say_host_back(store: Store, runs: Iterable[Run], host: str, now: float) -> N
         rec = store.job(run.job_id) if any(r.host == host for r in run.ranks.values()) else None
         if rec is not None and rec.job.state is JobState.RUNNING and rec.job.message.startswith(f"{OUT} {host} "):
             store.set_state(run.job_id, JobState.RUNNING, now, f"running on {run.alloc.describe()}")
-

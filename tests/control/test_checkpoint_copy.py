@@ -108,7 +108,7 @@ def test_a_moves_checkpoint_copy_counts_in_its_measured_start_pause(tmp_path: Pa
     from heet_tui.core.intents import DrainHost
     from heet_tui.core.job import JobState
 
-    slow_s = 6.0
+    slow_s = 3.0
 
     async def slow_copy(*args, **kwargs) -> Copied:
         await asyncio.sleep(slow_s)

@@ -134,4 +134,3 @@ def _speed(store: Store, job_id: str) -> str:
     _, gpu_type, placement, rate, at, _ = found[-1]
     per_host = placement.split("-") if "-" in placement else list(placement)  # "22": 2 GPUs on each of 2 hosts
     return f"{rate:,.1f} samples/s on {'+'.join(per_host)}x{gpu_type} (reported {_clock(at)})"
-
