@@ -256,7 +256,7 @@ class ElasticRun:
 
             data = torch.load(path, map_location="cpu", weights_only=True)
         if self.world_size > 1:
-            data = rank_zeros(data, self.world_size, self.device, self._say if self.is_main else None)
+            data = rank_zeros(data, self.world_size, self.device, self.is_main, self._say)
         if data is None:
             return False
         saved = data.get("objects", data)  # examples/training.py before this module kept them at the top

@@ -63,14 +63,14 @@ def claim(directory, generation):
     return True
 
 
-def rank_zeros(data, world_size, device, say=None):
+def rank_zeros(data, world_size, device, is_main, say):
     """What rank 0 loaded (a checkpoint's dict, or None), on every rank.
 
     Hosts that share no filesystem (or keep checkpoints on local disks) gave the other ranks no
     checkpoint, or an older one: they trained from step 0 beside rank 0 until a collective went
     out of step (gloo: "Received data size doesn't match") or the ranks hung at the target, each
     in another collective. Ranks that loaded the same checkpoint keep theirs; otherwise rank 0
-    sends its own. ``say``: rank 0's message function (None on the other ranks).
+    sends its own, and says so (``say``) on rank 0.
     """
     import torch.distributed as dist
 
@@ -79,9 +79,9 @@ def rank_zeros(data, world_size, device, say=None):
     dist.all_gather_object(seen, mine)
     if all(s == seen[0] for s in seen):
         return data
-    box = [data if say is not None else None]
+    box = [data if is_main else None]
     dist.broadcast_object_list(box, src=0, device=device)
-    if say is not None:
+    if is_main:
         def show(s):
             return "none" if s is None else "step %d" % s[0]
 

@@ -30,9 +30,9 @@ class CheckpointHosts:
         the job waits for it (and is told so once). Relaunched at once, the job copied nothing
         ("connection refused"), started from step 0 and lost 2,190 steps one second after the
         controller said the host had 60 s to come back."""
-        src = self._hosts().get(job_id)
+        src = self._hosts().get(job_id) if out else None  # no host out (most rounds): no store read
         entry = next((e for e in entries if e.name == src), None) if src in out else None
-        if src not in out or entry is None or entry.shared_fs:
+        if entry is None or entry.shared_fs:
             self._waiting.discard(job_id)
             return None
         if job_id not in self._waiting:

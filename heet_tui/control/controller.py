@@ -317,7 +317,7 @@ class Controller:
         out, now = [], self.clock()
         unmeasured, restart_cost = unmeasured_ids(self.store), restart_costs(self.store)
         crashed = self.executor.crashed_sizes  # a size a twin could not run at, this job cannot either
-        held = self.host_grace.holding() | launch_blocked(self.cluster.status())
+        held = (away := self.host_grace.holding()) | launch_blocked(self.cluster.status())
         for rec in self.store.jobs(include_terminal=False):
             job, run = rec.job, self.executor.runs.get(rec.job.id)
             if job.state not in planning.SCHEDULABLE or waits_for_profiling(self, job.id, run is not None):
@@ -325,9 +325,10 @@ class Controller:
             measured = bool(self.book.measured(job.id))
             if run is None and not measured and job.id not in unmeasured and self.opt.profile:
                 continue  # profiled first
-            if run is None and (self.executor.backoff_until.get(job.id, 0) > now or self.executor.checkpoints
-                                .out_of_reach(job.id, self.host_grace.holding(), self.executor.hosts.hosts)):
+            if run is None and self.executor.backoff_until.get(job.id, 0) > now:
                 continue
+            if run is None and self.executor.checkpoints.out_of_reach(job.id, away, self.executor.hosts.hosts):
+                continue  # its checkpoint's host may come back: not restarted from nothing elsewhere
             if run is not None and run.any_exited:
                 continue  # ending: judged once its last rank is reported
             if run is not None and {r.host for r in run.ranks.values()} & held:
