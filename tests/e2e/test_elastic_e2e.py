@@ -5,6 +5,7 @@ Backend API, and run. One job is resized (its host drained, the plan edited to o
 carries on from its checkpoint; one host's sshd is killed and the job there resumes on another
 host from its checkpoint, the stale copy being fenced; then the in-process controller is
 replaced by ``heet-tui run`` processes, the first of them SIGKILLed mid-run, and the second
+adopts the job still running, relaunches it when ``heet-tui update`` lowers its target, and
 finishes every job.
 """
 
@@ -26,6 +27,7 @@ from support.sshd import SshLab
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.execution import ExecOptions
+from heet_tui.control.job_update import UPDATED
 from heet_tui.control.store import Store
 from heet_tui.core.intents import ApprovePlan, DrainHost, EditJob, SubmitJob
 from heet_tui.core.job import JobState
@@ -34,8 +36,10 @@ from heet_tui.core.sched_input import Constraints
 REPO = Path(__file__).resolve().parents[2]
 TRAINING = REPO / "examples" / "training.py"
 PREFIX = "@heet-progress "
-# j3 is long enough to outlive phase one and the first `heet-tui run` on a fast, idle machine.
+# j3 is long enough to outlive phase one and the first `heet-tui run` on a fast, idle machine;
+# once the second has adopted it, an update lowers its target (LOWERED_BY steps past where it is).
 TARGETS = {"j1": 1200, "j2": 800, "j3": 6000}
+LOWERED_BY = 800
 MAX_GPUS = {"j1": 2, "j2": 1, "j3": 1}
 
 pytestmark = pytest.mark.slow
@@ -100,6 +104,13 @@ def _wait_store(predicate, timeout: float, what: str) -> None:
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.2)
+
+
+def _adopted_by_latest(store: Store, job_id: str, starts: int) -> bool:
+    """Whether the controller started after the first ``starts`` has adopted the job."""
+    events = sorted(store.events(limit=1000), key=lambda e: e.at)
+    latest = [i for i, e in enumerate(events) if e.kind == "controller"][starts:]
+    return bool(latest) and any(e.kind == "adopt" and e.job_id == job_id for e in events[latest[0]:])
 
 
 def _log(server, job_id: str, generation: int) -> Path:
@@ -194,13 +205,27 @@ def test_three_hosts_profile_plan_resize_lose_host_and_kill_controller(lab: SshL
     first.wait(timeout=10)
     alive = [r.job.id for r in Store(state).jobs(include_terminal=False)]
     assert alive, "some job was still running when the controller was killed"
-    second = subprocess.run([*cli, "--until-idle"], capture_output=True, text=True, env=env, timeout=150)
+    starts = sum(e.kind == "controller" for e in Store(state).events(limit=1000))
+    second = subprocess.Popen([*cli, "--until-idle"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env=env)
+    try:
+        _wait_store(lambda: _adopted_by_latest(Store(state), "j3", starts), 60, "the second run to adopt j3")
+        targets = dict(TARGETS, j3=Store(state).job("j3").job.steps_done + LOWERED_BY)
+        update = subprocess.run([sys.executable, "-m", "heet_tui.cli.main", "--state", str(state), "update",
+                                 str(_job_toml(tmp_path, "j3", targets["j3"], MAX_GPUS["j3"]))],
+                                capture_output=True, text=True, env=env, timeout=60)
+        assert update.returncode == 0, update.stdout + update.stderr
+        out, _ = second.communicate(timeout=150)
+    finally:
+        second.kill()
     if second.returncode != 0:
         _dump(store)
-    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    assert second.returncode == 0, out[-3000:]
 
     final = Store(state)
-    for name, steps in TARGETS.items():
+    assert any(e.kind == "stopped" and UPDATED in e.message for e in final.events(job_id="j3", limit=1000)), \
+        "the running j3 was relaunched for its new target"
+    for name, steps in targets.items():
         rec = final.job(name)
         assert rec.job.state is JobState.DONE, (name, rec.job.message)
         meta = json.loads((tmp_path / "ckpt" / name / "checkpoint.json").read_text())
@@ -218,4 +243,4 @@ def test_three_hosts_profile_plan_resize_lose_host_and_kill_controller(lab: SshL
     resumed = _progress(_log(by_name[m["new_host"]], "j3", m["new_gen"]))
     assert resumed[0]["step"] >= 50, "j3 resumed on another host from its checkpoint"
     stale = _progress(_log(by_name[m["host"]], "j3", m["gen"]))
-    assert not stale or stale[-1]["step"] < TARGETS["j3"], "the stale copy of j3 never finished the job"
+    assert not stale or stale[-1]["step"] < targets["j3"], "the stale copy of j3 never finished the job"
