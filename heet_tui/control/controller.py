@@ -137,8 +137,7 @@ class Controller:
             self.notices.append(f"a TUI cannot attach to this controller: {exc}")
         await self.cluster.start()
         self._tasks.append(asyncio.get_running_loop().create_task(self._rounds()))
-        self.store.add_event(now, "controller", "controller started")
-        log.info("controller started: %d host(s), state in %s", len(self.hosts.hosts), self.store.dir)
+        self.store.add_event(now, "controller", f"controller started: {len(self.hosts.hosts)} host(s)")
 
     async def stop(self, why: str = "") -> None:
         # The flag, not only the cancel, ends the loops: on Python 3.11 a cancel that races a

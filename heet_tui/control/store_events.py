@@ -6,12 +6,18 @@ append-only rows kept apart from the job rows.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from heet_tui.control.store_records import EventRecord
+
+# A running controller's log file (log_file.py) takes these at INFO: the help and the docs send
+# a user to controller.log for what the controller did and why, and it held only start, stop
+# and errors. Elsewhere (the CLI) nothing shows them: INFO is below what Python prints unasked.
+events_log = logging.getLogger("heet_tui.events")
 
 
 class EventRows:
@@ -21,6 +27,7 @@ class EventRows:
 
     def add_event(self, at: float, kind: str, message: str, job_id: str | None = None,
                   host: str | None = None) -> None:
+        events_log.info("%s: %s", kind, message)  # first: a store that cannot take it leaves it in the log
         with self._tx() as db:
             db.execute("INSERT INTO events (at, kind, job_id, host, message) VALUES (?, ?, ?, ?, ?)",
                        (at, kind, job_id, host, message))

@@ -27,4 +27,5 @@ def test_a_controller_stopped_by_sigterm_logs_why(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     assert "controller stopped: 0 done, 0 failed, 0 cancelled, 0 still active" in out
     log = (state / "controller.log").read_text()
-    assert "controller started" in log and "controller stopping (SIGTERM received)" in log
+    assert "INFO heet_tui.events: controller: controller started: 1 host(s)" in log
+    assert "controller stopping (SIGTERM received)" in log

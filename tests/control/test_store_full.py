@@ -105,6 +105,9 @@ def test_a_job_that_ends_while_the_store_is_full_is_recorded_once_it_takes_write
     launches = [m for m in said if m.startswith("a generation ") and " on only[0]" in m]
     assert len(launches) == 1, f"a finished job is not launched again: {said}"
     assert f"{launches[0].split(':')[0]}: target reached" in said, said
+    log = (store.dir / "controller.log").read_text()  # the story a user is sent to read, there too
+    assert f"INFO heet_tui.events: launch: {launches[0]}" in log
+    assert f"INFO heet_tui.events: done: {launches[0].split(':')[0]}: target reached" in log
 
 
 def test_a_store_another_process_is_writing_to_opens_for_reading_at_once(tmp_path: Path) -> None:
