@@ -27,6 +27,7 @@ from heet_tui.core.intents import (
     CancelJob,
     ConnectHost,
     DrainHost,
+    DropEdit,
     EditJob,
     Intent,
     RejectPlan,
@@ -37,6 +38,7 @@ from heet_tui.core.intents import (
     TrustHostKey,
 )
 from heet_tui.core.plan import Plan, PredictedEffect
+from heet_tui.core.sched_input import Constraints
 from heet_tui.core.snapshot import JobProfile, ProfileCell, Snapshot
 from heet_tui.scheduling.evaluate import evaluate
 from heet_tui.scheduling.registry import make_policy
@@ -265,6 +267,11 @@ class DemoBackend:
                 self._rejected_key = None
                 sim.replan()
                 return f"{job_id} tweaked; plan re-proposed"
+            case DropEdit(job_id):
+                sim.set_constraints(job_id, Constraints())
+                self._rejected_key = None
+                sim.replan()
+                return f"{job_id}: edit dropped; plans place it freely again"
             case SubmitJob(spec_path):
                 return self._submit(spec_path)
             case CancelJob(job_id):

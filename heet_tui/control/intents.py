@@ -16,13 +16,14 @@ from heet_tui.control.codec import constraints_to_obj
 from heet_tui.control.drains import set_drained
 from heet_tui.control.job_update import apply_update, planned_updates
 from heet_tui.control.retry import retry_job
-from heet_tui.control.user_constraints import set_user_constraints
+from heet_tui.control.user_constraints import PendingEdits
 from heet_tui.core.intents import (
     WARNING_SEP,
     ApprovePlan,
     CancelJob,
     ConnectHost,
     DrainHost,
+    DropEdit,
     EditJob,
     Intent,
     RejectPlan,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 class IntentHandler:
     def __init__(self, ctl: Controller) -> None:
         self.ctl = ctl
+        self.edits = PendingEdits(ctl.store)
 
     async def handle(self, intent: Intent) -> str:
         method = getattr(self, "_" + type(intent).__name__, None)
@@ -80,6 +82,7 @@ class IntentHandler:
             why = f"jobs {', '.join(stale)} changed" if stale else f"it puts jobs on {', '.join(drained)}, drained since"
             raise ValueError(f"plan #{rec.id} is out of date ({why}); a new plan follows")
         ctl.store.set_plan_status(rec.id, "approved", ctl.clock())
+        self.edits.commit()
         ctl.store.add_event(ctl.clock(), "plan", f"plan #{rec.id} approved")
         ctl.start_apply(rec.id)
         return f"plan #{rec.id} approved: applying {len(rec.plan.changes)} change(s)"
@@ -91,8 +94,15 @@ class IntentHandler:
         ctl.store.set_plan_status(rec.id, "rejected", ctl.clock())
         ctl.rejected.add(planning.signature(rec.plan))
         ctl.pending_plan_id = None
-        return (f"plan #{rec.id} rejected; it is not proposed again unless something changes (the TUI's p "
-                "plans again now)")
+        undone = self.edits.undo()
+        for job_id, c in undone.items():
+            ctl.store.add_event(ctl.clock(), "update", f"{job_id}: edit on the Plan screen ({c.describe() or 'none'}) "
+                                f"taken back with plan #{rec.id}", job_id)
+        if undone:
+            ctl.poke()  # the plan made without them is not the one rejected: propose it now
+        took_back = f"; your edit(s) to {', '.join(undone)} taken back" if undone else ""
+        return (f"plan #{rec.id} rejected{took_back}; it is not proposed again unless something changes (the TUI's "
+                "p plans again now)")
 
     async def _Replan(self, intent: Replan) -> str:
         ctl = self.ctl
@@ -111,11 +121,25 @@ class IntentHandler:
         plan = ctl.replan({intent.job_id: intent.constraints})  # raises ValueError when infeasible
         if plan is None:
             raise ValueError(f"job {intent.job_id} cannot be planned now")
-        set_user_constraints(ctl.store, intent.job_id, intent.constraints)
         new_id = ctl.pending_plan_id = ctl.store.add_plan(plan)
         ctl.store.set_plan_status(new_id, "proposed", ctl.clock(),
                                   edits={intent.job_id: constraints_to_obj(intent.constraints)})
+        self.edits.edit(intent.job_id, intent.constraints, new_id)
+        ctl.store.add_event(ctl.clock(), "update", f"{intent.job_id}: edited on the Plan screen: "
+                            f"{intent.constraints.describe() or 'nothing fixed'} (plan #{new_id}; plans keep to it "
+                            "until it is dropped)", intent.job_id)
         return f"plan #{new_id} re-evaluated with the edit to {intent.job_id}; approve it to apply"
+
+    async def _DropEdit(self, intent: DropEdit) -> str:
+        ctl = self.ctl
+        had = self.edits.drop(intent.job_id)
+        if not had.describe():
+            raise ValueError(f"{intent.job_id} has no edit to drop")
+        said = f"{intent.job_id}: edit dropped ({had.describe()}); plans place it freely again"
+        ctl.store.add_event(ctl.clock(), "update", said, intent.job_id)
+        ctl.rejected.clear()  # a plan rejected while the edit held may be the right one now
+        ctl.poke()
+        return said
 
     async def _SubmitJob(self, intent: SubmitJob) -> str:
         """One file, or every one a directory or glob names (all or none, as ``heet-tui submit``)."""

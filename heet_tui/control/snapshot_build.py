@@ -11,9 +11,11 @@ from heet_tui.control.restart_costs import cost_of, restart_costs
 from heet_tui.control.runtime import foreign_gpus
 from heet_tui.control.stalls import quiet_note
 from heet_tui.control.throughput import parse_placement
+from heet_tui.control.user_constraints import user_constraints
 from heet_tui.core.allocation import placement_key
 from heet_tui.core.durations import duration
 from heet_tui.core.job import JobState, TargetKind
+from heet_tui.core.sched_input import Constraints
 from heet_tui.core.snapshot import JobProfile, JobStatus, ProfileCell, Snapshot
 
 if TYPE_CHECKING:
@@ -58,7 +60,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
     shown_ended = Counter(r.job.state for r in records if r.job.state.terminal)
     hidden_ended = tuple((state, n - shown_ended[state]) for value, n in sorted(ctl.store.state_counts().items())
                          if (state := JobState(value)).terminal and n > shown_ended[state])
-    restart_cost = restart_costs(ctl.store)
+    restart_cost, edits = restart_costs(ctl.store), user_constraints(ctl.store)
     # finished jobs keep their heat map too (what was measured is worth seeing), but only the
     # most recent few: predicting every cell of every old job on each snapshot would not scale
     recent_done = {r.job.id for r in [r for r in records if r.job.state.terminal][-RECENT_DONE_PROFILES:]}
@@ -81,6 +83,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
             events=tuple(events_by_job.get(job.id, [])[-10:]),
             restart_s=cost_of(job.id, restart_cost, ctl.book.class_mates(job.id), None),
             ended_at=job.ended_at, metrics=job.metrics, spec_file=rec.spec_file,
+            edit=edits.get(job.id, Constraints()),
         ))
         if not job.state.terminal or job.id in recent_done:
             profiles.append(_profile(ctl, job.id, job.spec, hosts))

@@ -45,6 +45,11 @@ class PlanRows:
         ids = self._db.execute(f"SELECT id FROM plans WHERE status IN ({marks}) ORDER BY id", statuses)
         return [p for (i,) in ids.fetchall() if (p := self.plan(i)) is not None]
 
+    def latest_plan_id(self, *statuses: str) -> int | None:
+        """The newest plan in one of ``statuses``, without decoding any."""
+        marks = ",".join("?" * len(statuses))
+        return self._db.execute(f"SELECT MAX(id) FROM plans WHERE status IN ({marks})", statuses).fetchone()[0]
+
     def set_plan_status(self, plan_id: int, status: str, at: float, plan: Plan | None = None,
                         edits: dict | None = None) -> None:
         if status not in PLAN_STATUSES:

@@ -30,6 +30,14 @@ class EditJob:
 
 
 @dataclass(frozen=True, slots=True)
+class DropEdit:
+    """Forget what the user fixed for a job on the Plan screen (its type, count, hosts, hold):
+    plans from then on place it freely. An edit otherwise lasts, so that no later plan undoes it."""
+
+    job_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class Replan:
     """Plan again now, rejected plans included: after a reject nothing is proposed again
     until something changes, and the user may want to see the plan for the queue anyway."""
@@ -87,6 +95,6 @@ class SetAutoApprove:
 
 
 Intent = (
-    ApprovePlan | RejectPlan | Replan | EditJob | SubmitJob | UpdateJobs | CancelJob | RetryJob | DrainHost
+    ApprovePlan | RejectPlan | Replan | EditJob | DropEdit | SubmitJob | UpdateJobs | CancelJob | RetryJob | DrainHost
     | ConnectHost | TrustHostKey | SetPolicy | SetAutoApprove
 )

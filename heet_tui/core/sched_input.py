@@ -50,6 +50,14 @@ class Constraints:
     pinned_hosts: tuple[str, ...] = ()
     held: bool = False
 
+    def describe(self) -> str:
+        """"T4 only, 2 GPUs, on h1, h2", "held (no GPUs)"; "" when nothing is fixed."""
+        if self.held:
+            return "held (no GPUs)"
+        return ", ".join([*([f"{self.pinned_type} only"] if self.pinned_type else []),
+                          *([f"{self.fixed_count} GPU(s)"] if self.fixed_count else []),
+                          *([f"on {', '.join(self.pinned_hosts)}"] if self.pinned_hosts else [])])
+
 
 @dataclass(frozen=True, slots=True)
 class JobView:

@@ -13,6 +13,7 @@ from heet_tui.core.gpu import Gpu
 from heet_tui.core.host import HostState
 from heet_tui.core.job import JobState
 from heet_tui.core.plan import Plan
+from heet_tui.core.sched_input import Constraints
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,7 @@ class JobStatus:
     ended_at: float | None = None  # when it ended (done, failed or cancelled)
     metrics: tuple[tuple[str, float], ...] = ()  # the latest loss, accuracy, ... it reported (core/metrics.py)
     spec_file: str = ""  # the file its spec was last read from (submit or update); "" when not known
+    edit: Constraints = Constraints()  # what the user fixed for it on the Plan screen (until dropped)
 
 
 @dataclass(frozen=True, slots=True)

@@ -316,3 +316,28 @@ def test_a_long_job_id_is_cut_in_the_middle_in_the_table_only() -> None:
     assert len(shown) == ID_WIDTH and shown == "resnet50-…-seed1234-long"
     assert matches(job, "wd5e-4"), "the filter still sees the whole id"
     assert job_row(small_snapshot().jobs[0])[0].plain == "j1"
+
+
+def test_a_jobs_plan_screen_edit_is_shown_with_its_job_and_d_drops_it(make_app, backend):
+    """An edit made with `e` on the Plan screen lasts; before, nothing showed it, and nothing
+    could take it back once no plan including the job was pending."""
+    from heet_tui.core.intents import DropEdit
+    from heet_tui.core.sched_input import Constraints
+
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            table = await four_jobs(pilot, app)
+            backend.push(with_job(small_snapshot(1), "j2", edit=Constraints(pinned_type="T4", fixed_count=2)))
+            table.select_key("j1")
+            await pilot.press("d")
+            assert not any(isinstance(i, DropEdit) for i in backend.posted), "j1 has no edit"
+            assert "Drop&#160;edit" not in app.export_screenshot()
+            table.select_key("j2")
+            detail = app.screen.query_one(JobDetail)
+            await wait_for(pilot, lambda: "your edit: T4 only, 2 GPU(s)" in str(detail.render()))
+            await wait_for(pilot, lambda: "Drop&#160;edit" in app.export_screenshot())
+            await pilot.press("d")
+            await wait_for(pilot, lambda: DropEdit("j2") in backend.posted)
+
+    run(scenario())

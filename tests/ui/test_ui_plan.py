@@ -245,3 +245,26 @@ def test_a_waiting_row_can_be_tweaked(make_app, backend):
             assert "proposed: no GPUs" in titles, titles
 
     run(scenario())
+
+
+def test_a_job_with_an_edit_is_marked_and_its_tweak_starts_from_the_edit(make_app, backend):
+    """Before, a second `e` showed "any type" and "policy decides" for a job pinned to T4 x2."""
+    from textual.widgets import Select
+    from ui_fakes import with_job
+
+    from heet_tui.core.sched_input import Constraints
+
+    async def scenario():
+        app = make_app("plan")
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.screen.query_one(PlanTable)
+            await wait_for(pilot, lambda: table.row_count == 3)
+            assert table.get_row("j1")[0] == "j1"
+            backend.push(with_job(small_snapshot(0), "j1", edit=Constraints(pinned_type="A100", fixed_count=4)))
+            await wait_for(pilot, lambda: table.get_row("j1")[0] == "j1 ✎")
+            assert table.get_row("j2")[0] == "j2"
+            dialog = await open_tweak(pilot, app)
+            assert dialog.query_one("#type", Select).value == "A100"
+            assert dialog.query_one("#count", Input).value == "4"
+
+    run(scenario())

@@ -16,9 +16,11 @@ from heet_tui.control.codec import spec_to_obj
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store
 from heet_tui.control.store_records import EventRecord, JobRecord
+from heet_tui.control.user_constraints import user_constraints
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.durations import duration
 from heet_tui.core.metrics import describe
+from heet_tui.core.sched_input import Constraints
 
 
 def job_row(rec: JobRecord, alloc: tuple[Allocation, int] | None) -> dict:
@@ -78,6 +80,9 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
     ]
     if job.ended_at is not None:
         fields.insert(11, ("took", duration(job.ended_at - job.submitted_at)))
+    if edited := user_constraints(store).get(job.id, Constraints()).describe():
+        fields.insert(4, ("your edit", f"{edited} (fixed on the Plan screen; plans keep to it until d on the "
+                                       "Jobs screen drops it)"))
     for label, value in fields:
         print(f"  {label:<10} {value}")
     print(f"events (the latest {len(found)}):" if found else "no events")

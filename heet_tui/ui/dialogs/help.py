@@ -11,6 +11,8 @@ from heet_tui.ui.dialogs.base import Dialog, DialogBox
 HELP = """\
 # heet-tui keys
 
+`escape`, `q` or `?` closes this help; arrows, `pgup` and `pgdn` scroll it.
+
 | key | where | does |
 |---|---|---|
 | `1`..`5` | everywhere | Cluster, Jobs, Plan, Profiles, Hosts |
@@ -26,9 +28,10 @@ HELP = """\
 | `r` | Jobs | retry the selected failed or cancelled job, from its checkpoint |
 | `u` | Jobs | give the selected job its changed spec file (heet-tui update): id, progress and checkpoint kept |
 | `l` | Jobs | the selected job's output: the last lines rank 0 of its latest run wrote; `r` reads them again |
+| `d` | Jobs | drop what you fixed for the selected job with `e` on the Plan screen: plans place it freely again |
 | `a` / `r` | Plan | approve / reject the pending plan |
 | `p` | Plan | plan again now, plans you rejected included |
-| `e` | Plan | tweak the selected job: type, count, hosts, pin, hold, with a live prediction |
+| `e` | Plan | tweak the selected job: type, count, hosts, pin, hold, with a live prediction; every later plan keeps to it until `d` on Jobs drops it, and rejecting the plan takes it back |
 | `t` | Plan | auto-approve on/off |
 | `n` / `e` or `enter` / `x` or `delete` | Hosts | add, edit, remove a host (saved at once, comments kept) |
 | `o` | Hosts | open the hosts file in `$EDITOR`; re-validated afterwards |
@@ -41,7 +44,8 @@ Footer keys show only what can be done now; with `--read-only` nothing that chan
 `✕` a drained host's free GPU, `▨` a GPU that processes heet did not start compute on (plans keep off
 it; the host's details name them). A host shown *stale* has not been heard from: its figures are the last known.
 On the Profiles screen `●` marks a measured throughput and `~` a predicted one with its uncertainty
-(`±?`: a rough guess no model backs yet); the Plan screen marks each new speed the same way.
+(`±?`: a rough guess no model backs yet); the Plan screen marks each new speed the same way, and `✎`
+after a job says you fixed its placement with `e` (the Jobs screen shows what, and `d` there drops it).
 Jobs with the same `model` and `batch_size` (a sweep) are profiled once and share their measurements.
 
 **When something goes wrong.** A job's own output is `l` on the Jobs screen; what the controller

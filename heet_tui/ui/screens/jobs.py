@@ -1,5 +1,6 @@
 """Jobs screen: queue and running jobs; sort, `/` filter, detail, `l` the job's log, cancel with
-confirmation, `r` retry a failed or cancelled job, `u` give a job its changed spec."""
+confirmation, `r` retry a failed or cancelled job, `u` give a job its changed spec, `d` drop what
+the user fixed for a job on the Plan screen."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Input
 
-from heet_tui.core.intents import CancelJob, RetryJob
+from heet_tui.core.intents import CancelJob, DropEdit, RetryJob
 from heet_tui.core.job import RETRYABLE, JobState
 from heet_tui.core.snapshot import JobStatus, Snapshot
 from heet_tui.ui.dialogs.confirm import ConfirmDialog
@@ -32,6 +33,7 @@ class JobsScreen(SnapshotScreen):
         Binding("r", "retry_job", "Retry job"),
         Binding("u", "update_job", "Update spec"),
         Binding("l", "show_log", "Log"),
+        Binding("d", "drop_edit", "Drop edit"),
     ]
 
     def __init__(self) -> None:
@@ -50,7 +52,8 @@ class JobsScreen(SnapshotScreen):
         self.query_one(JobTable).show(snap)
         self._show_detail()
         selected = self.selected
-        self.refresh_bindings_when(selected.state if selected else None)  # it ended: "x" goes, "r" comes
+        # it ended: "x" goes, "r" comes; its edit dropped: "d" goes
+        self.refresh_bindings_when((selected.state, selected.edit) if selected else None)
 
     @property
     def selected(self) -> JobStatus | None:
@@ -92,6 +95,9 @@ class JobsScreen(SnapshotScreen):
             return not self.read_only and job is not None and job.state is not JobState.DONE
         if action == "show_log":
             return self.selected is not None
+        if action == "drop_edit":
+            job = self.selected
+            return not self.read_only and job is not None and bool(job.edit.describe())
         return True
 
     def action_submit_job(self) -> None:
@@ -133,6 +139,11 @@ class JobsScreen(SnapshotScreen):
         box.value = ""
         box.remove_class("shown")
         self.query_one(JobTable).focus()
+
+    def action_drop_edit(self) -> None:
+        job = self.selected
+        if job is not None and job.edit.describe():
+            self.request(DropEdit(job.id), f"drop the edit to {job.id}")
 
     def action_retry_job(self) -> None:
         job = self.selected

@@ -93,7 +93,8 @@ class PlanScreen(SnapshotScreen):
             self.notify(f"{job_id} is no longer in the queue", severity="warning")
             return
         types = tuple(sorted({h.gpu_type for h in snap.hosts if h.gpu_type}))
-        dialog = TweakDialog(snap.plan_id, job, types, snap.plan.allocations.get(job_id), snap.plan.effect)
+        dialog = TweakDialog(snap.plan_id, job, types, snap.plan.allocations.get(job_id), snap.plan.effect,
+                             job.edit)
 
         def done(edit: EditJob | None) -> None:
             if edit is not None:

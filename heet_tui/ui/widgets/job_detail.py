@@ -32,6 +32,9 @@ class JobDetail(Static):
         text.append(job.id if job.name == job.id else f"{job.id} {job.name}", style="bold")
         text.append(f"  {job.state.value}  model {job.model}  wants {job.min_gpus}-{job.max_gpus} GPUs")
         text.append(f"\nallocation {job.allocation.describe() if job.allocation else '-'}")
+        if edited := job.edit.describe():
+            text.append(f"  your edit: {edited}", style="bold")
+            text.append(" (plans keep to it; d drops it)")
         when = (f"took {duration(job.ended_at - job.submitted_at)}" if job.ended_at is not None
                 else f"ETA {duration(job.eta_s)}")
         text.append(f"\nprogress {job.progress * 100:.1f}%  throughput {rate(job.throughput)}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.text import Text
 
@@ -11,11 +11,13 @@ from heet_tui.core.host import HostState
 from heet_tui.core.job import CANNOT_START, HELD_FOR_FASTER, PROFILE_WAITING, TWIN_WAITING_END, JobState
 from heet_tui.core.plan import ROUGH_GUESS, ChangeKind, JobPrediction, Plan, count_changes, spread
 from heet_tui.core.snapshot import Snapshot
-from heet_tui.ui.format import clock, duration, rate, short_id, signed_percent
+from heet_tui.ui.format import ID_WIDTH, clock, duration, rate, short_id, signed_percent
 from heet_tui.ui.widgets.keyed_table import Cells, KeyedTable
 
 COLUMNS = (("job", "Job"), ("change", "Change"), ("current", "Current"), ("proposed", "Proposed"),
            ("tput", "Throughput"), ("delta", "Δ"), ("done", "Completes in"), ("pause", "Restart pause"))
+
+EDITED = " ✎"  # after a job the user fixed something for (`e`): later plans keep to it
 
 _KIND_STYLE = {ChangeKind.START: "bold green", ChangeKind.STOP: "bold red", ChangeKind.GROW: "green",
                ChangeKind.SHRINK: "yellow", ChangeKind.MIGRATE: "cyan"}
@@ -41,6 +43,7 @@ class PlanRow:
     after: Allocation | None
     prediction: JobPrediction | None
     waiting: bool = False  # a queued job the plan leaves waiting
+    edited: bool = False  # the user fixed its type, count, hosts or hold on this screen (until dropped)
 
 
 def plan_rows(plan: Plan) -> dict[str, PlanRow]:
@@ -73,9 +76,10 @@ def current_rows(snap: Snapshot) -> dict[str, PlanRow]:
 
 def plan_cells(row: PlanRow) -> Cells:
     pred = row.prediction
+    name = short_id(row.job_id, ID_WIDTH - 2) + EDITED if row.edited else short_id(row.job_id)
     if row.waiting and pred is not None:
         starts = f"→ {pred.starts_on} in {duration(pred.starts_in_s)}" if pred.starts_on else "-"
-        return (short_id(row.job_id), Text("wait", style="dim"), "-", starts, "-", "-", duration(pred.completion_s), "-")
+        return (name, Text("wait", style="dim"), "-", starts, "-", "-", duration(pred.completion_s), "-")
     if pred is None:
         tput, delta, done, pause = "-", "-", "-", "-"
     else:
@@ -87,7 +91,7 @@ def plan_cells(row: PlanRow) -> Cells:
         pause = duration(pred.restart_pause_s) if pred.restart_pause_s else "-"
     kind = row.kind
     label = Text(kind.value if kind else "keep", style=_KIND_STYLE[kind] if kind else "dim")
-    return (short_id(row.job_id), label, short_alloc(row.before), short_alloc(row.after), tput, delta, done, pause)
+    return (name, label, short_alloc(row.before), short_alloc(row.after), tput, delta, done, pause)
 
 
 def _some(ids: list[str]) -> str:
@@ -159,6 +163,8 @@ class PlanTable(KeyedTable):
 
     def show(self, snap: Snapshot) -> None:
         rows = plan_rows(snap.plan) if snap.plan is not None else current_rows(snap)
+        edited = {j.id for j in snap.jobs if j.edit.describe()}
+        rows = {k: replace(r, edited=True) if k in edited else r for k, r in rows.items()}
         self._rank = {job_id: i for i, job_id in enumerate(rows)}
         self.sync(rows)
 

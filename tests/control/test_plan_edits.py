@@ -1,0 +1,85 @@
+"""What the user fixes for a job on the Plan screen (`e`) lasts through later plans, shows with
+the job, is taken back when the plan made for it is rejected, and is dropped on request.
+
+Before, the edit was kept for good and shown nowhere: a job tweaked onto T4s in a plan the
+user then rejected was put on the T4s by every later plan, cancelled and retried included,
+while the A100s stood idle."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from control_lab import job, manual_controller, wait_for, write_job, write_local_hosts
+
+from heet_tui.cli.main import main
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control.store import Store
+from heet_tui.control.user_constraints import PendingEdits, user_constraints
+from heet_tui.core.intents import DropEdit, EditJob, RejectPlan, SubmitJob
+from heet_tui.core.plan import Plan
+from heet_tui.core.sched_input import Constraints
+
+T4 = Constraints(pinned_type="T4")
+EMPTY = Plan({}, ())
+
+
+def test_an_edit_is_taken_back_by_a_reject_unless_a_plan_made_since_was_approved(tmp_path: Path) -> None:
+    store = Store(tmp_path / "state")
+    edits = PendingEdits(store)
+    first = store.add_plan(EMPTY)
+    assert edits.edit("a", T4, first) == Constraints()
+    edits.edit("a", Constraints(pinned_type="T4", fixed_count=2), store.add_plan(EMPTY))
+    edits.edit("b", Constraints(held=True), store.add_plan(EMPTY))
+    assert edits.undo() == {"a": Constraints(pinned_type="T4", fixed_count=2), "b": Constraints(held=True)}
+    assert user_constraints(store) == {}, "both back to what they had before the first edit"
+
+    edits.edit("a", T4, store.add_plan(EMPTY))
+    edits.commit()  # the plan with it was approved
+    edited = store.add_plan(EMPTY)
+    edits.edit("a", Constraints(fixed_count=1), edited)
+    assert edits.undo() == {"a": Constraints(fixed_count=1)}
+    assert user_constraints(store) == {"a": T4}, "the approved edit stays; the rejected one goes"
+
+    later = store.add_plan(EMPTY)
+    edits.edit("b", Constraints(fixed_count=2), later)
+    store.set_plan_status(later, "approved", 1.0)  # as auto-approve does at the next round
+    assert edits.undo() == {} and user_constraints(store)["b"] == Constraints(fixed_count=2)
+    assert edits.drop("b") == Constraints(fixed_count=2) and "b" not in user_constraints(store)
+
+
+def test_an_edit_shows_with_the_job_a_reject_takes_it_back_and_a_drop_frees_the_job(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 2, 1.0), ("slow", "T4", 2, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        async with manual_controller(hosts, store) as ctl:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=50))))
+            first = await wait_for(ctl, lambda s: s.plan_id is not None, 30, "a plan")
+            said = await ctl.post(EditJob(first.plan_id, "a", T4))
+            snap = ctl.hub.latest
+            assert said.startswith(f"plan #{snap.plan_id} re-evaluated") and snap.plan.allocations["a"].gpu_type == "T4"
+            assert job(snap, "a").edit == T4, "the job carries its edit to every screen"
+            assert main(["--state", str(tmp_path / "state"), "jobs", "a"]) == 0
+            assert "your edit  T4 only (fixed on the Plan screen" in capsys.readouterr().out
+
+            said = await ctl.post(RejectPlan(snap.plan_id))
+            assert "your edit(s) to a taken back" in said
+            snap = await wait_for(ctl, lambda s: s.plan_id is not None, 30, "a plan made without the edit")
+            assert job(snap, "a").edit == Constraints() and user_constraints(store) == {}
+
+            await ctl.post(EditJob(snap.plan_id, "a", Constraints(pinned_type="T4", fixed_count=1)))
+            with pytest.raises(ValueError, match="b has no edit to drop"):
+                await ctl.post(DropEdit("b"))
+            assert await ctl.post(DropEdit("a")) == ("a: edit dropped (T4 only, 1 GPU(s)); plans place it freely "
+                                                     "again")
+            snap = await wait_for(ctl, lambda s: s.plan_id is not None and job(s, "a").edit == Constraints(), 30,
+                                  "a plan made without the edit")
+            assert user_constraints(store) == {}
+        kinds = [(e.kind, e.message) for e in store.events("a", limit=50)]
+        assert any(k == "update" and "edited on the Plan screen: T4 only" in m for k, m in kinds)
+        assert any(k == "update" and "taken back with plan #" in m for k, m in kinds)
+
+    asyncio.run(scenario())
