@@ -229,3 +229,27 @@ def test_adding_a_host_to_the_bundled_config_saves_it_in_the_users_own_file(make
     assert bundled.read_text() == before
     assert [h["name"] for h in tomllib.loads(user_hosts_path().read_text())["hosts"]] == ["local-a100", "local-t4",
                                                                                           "gpu9"]
+
+
+def test_a_file_changed_outside_the_app_is_read_again_with_the_next_update(make_app, backend, tmp_path):
+    """Before, the ✗ line kept the error of a version of the file already fixed in another shell
+    (and the new error was only in a passing toast) until ctrl+r."""
+    from ui_fakes import small_snapshot
+
+    path = hosts_copy(tmp_path)
+    good = path.read_text()
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            line = screen.query_one("#hosts-problem", Static)
+            await wait_for(pilot, lambda: screen.table.row_count == 2)
+            path.write_text(good.replace('rack = "r2"', 'rakc = "r2"'))
+            backend.push(small_snapshot(1))
+            await wait_for(pilot, lambda: 'unknown key "rakc"' in str(line.render()))
+            path.write_text(good.replace('name = "t4-1"', 'name = "t4-2"'))
+            backend.push(small_snapshot(2))
+            await wait_for(pilot, lambda: str(line.render()) == "" and screen.table.get_row("t4-2") is not None)
+
+    run(scenario())

@@ -64,6 +64,7 @@ class HostsScreen(SnapshotScreen):
         self.document: HostsDocument | None = None
         self.problem = ""
         self._mode_shown: str | None = None
+        self._read: tuple[int, int] | None = None  # the file's (mtime, size) when last read
 
     def compose(self) -> ComposeResult:
         yield StatusLine("Hosts")
@@ -81,16 +82,17 @@ class HostsScreen(SnapshotScreen):
     def table(self) -> KeyedTable:
         return self.query_one("#host-entries", KeyedTable)
 
-    def action_reload(self) -> None:
+    def action_reload(self, toast: bool = True) -> None:
         """(Re)read the file; a broken file keeps the last good table and says what is wrong, where."""
         if self.path is None:
             self._show_problem("no hosts file given (use --hosts FILE)")
             return
+        self._read = _stamp(self.path)
         try:
             self.document = HostsDocument.load(self.path)
         except ConfigError as exc:
             self.document = None
-            self._show_problem(str(exc))
+            self._show_problem(str(exc), toast)
             return
         self._show_problem("")
         self._refresh_table()
@@ -98,6 +100,10 @@ class HostsScreen(SnapshotScreen):
     def render_snapshot(self, snap: Snapshot) -> None:
         if snap.mode != self._mode_shown:  # only a change of backend changes the line
             self._show_path()
+        # Changed outside the app (an editor in another shell): the ✗ line and the table showed
+        # the file as it was until ctrl+r. The controller's own toast says it too: no second one.
+        if self.path is not None and _stamp(self.path) != self._read:
+            self.action_reload(toast=False)
 
     def _show_path(self) -> None:
         self._mode_shown = self.latest.mode if self.latest is not None else None
@@ -107,12 +113,12 @@ class HostsScreen(SnapshotScreen):
                         style="dim")
         self.query_one("#hosts-path", Static).update(line)
 
-    def _show_problem(self, problem: str) -> None:
+    def _show_problem(self, problem: str, toast: bool = True) -> None:
         self.problem = problem
         self._show_path()
         self.query_one("#hosts-problem", Static).update(problem and f"✗ {problem}")
         self.refresh_bindings()
-        if problem:
+        if problem and toast:
             self.notify(problem, title="hosts file", severity="error", timeout=8)
 
     def _refresh_table(self) -> None:
@@ -171,6 +177,7 @@ class HostsScreen(SnapshotScreen):
         try:
             change(self.document)
             self.document.save()
+            self._read = _stamp(self.path)  # our own write: nothing to read again
         except ConfigError as exc:
             self.action_reload_quietly()
             return str(exc)
@@ -241,3 +248,11 @@ class HostsScreen(SnapshotScreen):
         self.action_reload()
         if not self.problem:
             self.notify(f"reloaded {self.path.name}: {len(self.document.validated.hosts) if self.document else 0} hosts")
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
