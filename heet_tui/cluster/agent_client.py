@@ -88,6 +88,8 @@ class AgentClient:
             failure = Unreachable("connection closed")
         except ConnectFailure as exc:
             failure = exc
+        except ValueError as exc:  # asyncio's reader: a line over its limit ("chunk exceed the limit")
+            failure = AgentFailure(f"the agent sent a line longer than the controller reads ({exc})")
         except Exception as exc:  # a broken link surfaces as assorted errors; all mean the same here
             failure = Unreachable(f"connection to {self.host} lost ({type(exc).__name__}: {exc})")
         self._fail(failure)

@@ -43,6 +43,7 @@ HOST_KEYS = frozenset(
 )
 DEFAULT_KEYS = frozenset({"user", "port", "python", "workdir", "ssh_config", "jump", "shared_fs"})
 EMULATE_KEYS = frozenset({"gpu_type", "count", "speed"})
+MAX_EMULATED_GPUS = 256  # per host: more than any real machine holds
 TOP_KEYS = frozenset({"defaults", "hosts"})
 
 
@@ -212,7 +213,9 @@ def _emulate(path: Path, host: Fields, subject: str, index: LineIndex, i: int) -
     gpu_type = f.required_string("gpu_type", SAFE_NAME, "a valid GPU type name")
     if "count" not in raw:
         raise f.error(None, 'missing required key "count"')
-    count = f.integer("count", None, low=1)  # 0 brought up a host that can run nothing: drain one instead
+    # 0 brought up a host that can run nothing (drain one instead); 99,999 an agent whose GPU
+    # list overran the controller's line limit, shown as a lost connection
+    count = f.integer("count", None, low=1, high=MAX_EMULATED_GPUS)
     assert count is not None
     declared = host.string("gpu_type", pattern=SAFE_NAME, what="a valid GPU type name")
     if declared and declared != gpu_type:

@@ -103,6 +103,8 @@ def test_hosts_path_resolution_order(tmp_path: Path, monkeypatch: pytest.MonkeyP
     [
         ('emulate = { gpu_type = "V100", count = 0, speed = 0.5 }',
          'hosts.toml:3: host "v": emulate: key "count": 0 is out of range'),
+        ('emulate = { gpu_type = "V100", count = 99999, speed = 0.5 }',
+         'hosts.toml:3: host "v": emulate: key "count": 99999 is out of range (expected from 1 to 256)'),
         ('gpu_type = "A100"\nemulate = { gpu_type = "V100", count = 1, speed = 0.5 }',
          'hosts.toml:3: host "v": key "gpu_type": "A100" contradicts emulate\'s gpu_type "V100"'),
     ],
