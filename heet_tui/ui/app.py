@@ -305,13 +305,13 @@ class HeetApp(App[int]):
     def _host_names(self) -> list[str]:
         return [h.name for h in self.latest.hosts] if self.latest else []
 
-    def _prompt(self, question: str, suggestions: list[str], make, value: str = "") -> None:
+    def _prompt(self, question: str, suggestions: list[str], make, value: str = "", paths: bool = False) -> None:
         def answered(value: str | None) -> None:
             if value:
                 intent, describe = make(value)
                 self.post_intent(intent, describe)
 
-        self.push_screen(PromptDialog(question, suggestions, value), answered)
+        self.push_screen(PromptDialog(question, suggestions, value, paths), answered)
 
     def submit_job_file(self, path: str) -> None:
         self.post_intent(SubmitJob(spec_file(path)), f"submit {Path(path).name}")
@@ -321,12 +321,12 @@ class HeetApp(App[int]):
         # controller it may be attached to, which reads the file
         self._prompt("Job spec to submit (a job.toml, a directory of them or a glob):",
                      [str(p) for p in example_job_specs()],
-                     lambda v: (SubmitJob(spec_file(v)), f"submit {Path(v).name}"))
+                     lambda v: (SubmitJob(spec_file(v)), f"submit {Path(v).name}"), paths=True)
 
     def action_update_job(self, last_read_from: str = "") -> None:
         self._prompt("Job spec with the changes (the job of its name takes it: a job.toml, a directory or a glob):",
                      [str(p) for p in example_job_specs()],
-                     lambda v: (UpdateJobs(spec_file(v)), f"update from {Path(v).name}"), last_read_from)
+                     lambda v: (UpdateJobs(spec_file(v)), f"update from {Path(v).name}"), last_read_from, paths=True)
 
     def action_connect_host(self) -> None:
         self._prompt("Host to (re)connect:", self._host_names(), lambda v: (ConnectHost(v), f"connect {v}"))

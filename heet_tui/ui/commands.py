@@ -15,8 +15,10 @@ SCREENS = (("cluster", "Cluster"), ("jobs", "Jobs"), ("plan", "Plan"), ("profile
 
 
 def example_job_specs(root: Path | None = None) -> list[Path]:
-    """Job specs a newcomer can submit straight away: ./examples/jobs, then the repository's own."""
-    candidates = [Path.cwd() / "examples" / "jobs", Path(__file__).resolve().parents[2] / "examples" / "jobs"]
+    """Job specs a newcomer can submit straight away: ./examples/jobs and ./examples/sweeps, then
+    the repository's own."""
+    candidates = [base / "examples" / kind for base in (Path.cwd(), Path(__file__).resolve().parents[2])
+                  for kind in ("jobs", "sweeps")]
     if root is not None:
         candidates.insert(0, root)
     seen: dict[Path, Path] = {}

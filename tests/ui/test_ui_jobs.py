@@ -341,3 +341,52 @@ def test_a_jobs_plan_screen_edit_is_shown_with_its_job_and_d_drops_it(make_app, 
             await wait_for(pilot, lambda: DropEdit("j2") in backend.posted)
 
     run(scenario())
+
+
+def test_tab_in_the_submit_prompt_completes_a_path_as_a_shell_does(make_app, backend, tmp_path):
+    """Tab showed the completion but did not take it, and only the bundled examples were ever
+    offered: Enter then submitted the half-typed path ("sm: file not found")."""
+    from textual.widgets import Input, Label
+
+    from heet_tui.core.intents import SubmitJob
+    from heet_tui.ui.dialogs.prompt import PromptDialog
+
+    (tmp_path / "jobs" / "sweep").mkdir(parents=True)
+    for name in ("small.toml", "notes.txt"):
+        (tmp_path / "jobs" / name).write_text("")
+
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None)
+            await pilot.press("n")
+            await wait_for(pilot, lambda: isinstance(app.screen, PromptDialog))
+            box, hint = app.screen.query_one(Input), app.screen.query_one("#hint", Label)
+            await pilot.press(*f"{tmp_path}/jo")
+            await wait_for(pilot, lambda: "jobs/" in str(hint.render()))
+            await pilot.press("tab")
+            await wait_for(pilot, lambda: box.value == f"{tmp_path}/jobs/")
+            await wait_for(pilot, lambda: f"{tmp_path}/jobs/small.toml, {tmp_path}/jobs/sweep/" in str(hint.render()))
+            assert "notes.txt" not in str(hint.render()), "job files and directories only"
+            await pilot.press("s", "m")
+            await wait_for(pilot, lambda: str(hint.render()) == f"→ completes (tab): {tmp_path}/jobs/small.toml")
+            await pilot.press("tab", "enter")
+            await wait_for(pilot, lambda: backend.posted == [SubmitJob(str(tmp_path / "jobs" / "small.toml"))])
+
+    run(scenario())
+
+
+def test_a_path_completes_from_home_and_keeps_the_tilde(tmp_path, monkeypatch):
+    from heet_tui.ui.path_completion import path_matches
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "exp").mkdir()
+    (tmp_path / "exp" / "a.toml").write_text("")
+    (tmp_path / ".hidden").mkdir()
+    assert path_matches("~/e") == ["~/exp/"]
+    assert path_matches("~/exp/") == ["~/exp/a.toml"]
+    assert path_matches("~/") == ["~/exp/"], "dot entries only when a dot is typed"
+    assert path_matches("~/exp/*") == [] and path_matches("/no/such/dir/x") == []
+    monkeypatch.chdir(tmp_path)
+    assert path_matches("ex", ["examples/jobs/a.toml", "other"]) == ["examples/jobs/a.toml", "exp/"], \
+        "the choices first, then what the directory holds"

@@ -1,4 +1,6 @@
-"""Ask for one line of text (a job spec path, a host name, a policy), with suggestions."""
+"""Ask for one line of text (a job spec path, a host name, a policy), with suggestions: the
+Input shows the first after the cursor, Tab (or right, or end) takes it, and the line below lists
+those that still fit what is typed."""
 
 from __future__ import annotations
 
@@ -10,6 +12,9 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label
 
 from heet_tui.ui.dialogs.base import Dialog, DialogBox
+from heet_tui.ui.path_completion import PathSuggester, path_matches
+
+SHOWN = 6
 
 
 class PromptDialog(Dialog[str | None]):
@@ -20,19 +25,42 @@ class PromptDialog(Dialog[str | None]):
     PromptDialog Label { width: 100%; }
     PromptDialog .hint { color: $text-muted; }
     """
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    # Tab took focus to nothing (the field is the only one), so a shell user's Tab left the
+    # completion shown but not taken, and Enter submitted the half-typed path.
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("tab", "complete", "Complete", show=False)]
 
-    def __init__(self, question: str, suggestions: Sequence[str] = (), value: str = "") -> None:
+    def __init__(self, question: str, suggestions: Sequence[str] = (), value: str = "", paths: bool = False) -> None:
+        """``paths``: complete from the filesystem too (job files and directories)."""
         super().__init__()
-        self.question, self.suggestions, self.value = question, tuple(suggestions), value
+        self.question, self.suggestions, self.value, self.paths = question, tuple(suggestions), value, paths
 
     def compose(self) -> ComposeResult:
+        suggester = (PathSuggester(self.suggestions) if self.paths
+                     else SuggestFromList(self.suggestions, case_sensitive=False))
         with DialogBox():
             yield Label(self.question, markup=False)
-            yield Input(self.value, suggester=SuggestFromList(self.suggestions, case_sensitive=False))
-            if self.suggestions:
-                shown = ", ".join(self.suggestions[:6]) + (" …" if len(self.suggestions) > 6 else "")
-                yield Label(f"→ completes: {shown}", classes="hint", markup=False)
+            yield Input(self.value, suggester=suggester)
+            if self.suggestions or self.paths:
+                yield Label(self._hint(self.value), id="hint", classes="hint", markup=False)
+
+    def _hint(self, typed: str) -> str:
+        if self.paths:
+            fits = path_matches(typed, self.suggestions, limit=SHOWN + 1) if typed else list(self.suggestions)
+        else:
+            fits = [s for s in self.suggestions if s.casefold().startswith(typed.casefold())]
+        if not fits:
+            return "→ nothing completes this" if typed else ""
+        shown = ", ".join(fits[:SHOWN]) + (" …" if len(fits) > SHOWN else "")
+        return f"→ completes (tab): {shown}"
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        for hint in self.query("#hint").results(Label):
+            hint.update(self._hint(event.value))
+
+    def action_complete(self) -> None:
+        box = self.query_one(Input)
+        box.action_end()
+        box.action_cursor_right()  # takes the suggestion shown at the end, if any
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value.strip() or None)
