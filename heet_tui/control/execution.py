@@ -45,7 +45,7 @@ from heet_tui.control.store import Store
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.control.unmeasured import TIMED_OUT as UNMEASURED_TIMEOUT
 from heet_tui.control.unmeasured import overdue_profiling, unreported_gpu_s
-from heet_tui.core.allocation import Allocation, placement_key
+from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import DEFAULT_STOP_GRACE_S, JobState
 from heet_tui.core.metrics import training_metrics
 
@@ -312,17 +312,13 @@ class Executor:
         self.health.reported(run, self.book.classes.get(run.job_id))
         if (start_s := start_seconds(run, progress, now)) is not None:
             self.store.add_restart_time(run.job_id, "start", start_s, now)
-        due = run.profiling or run.observed_at is None or now - run.observed_at >= OBSERVE_EVERY_S
-        if run.reports > 1 and due:  # the first report includes start-up and warm-up
-            run.observed_at = now
-            source = "profiling" if run.profiling else "running"
-            self.book.add(run.job_id, run.alloc.gpu_type, run.alloc.placement, float(progress["samples_per_s"]),
-                          source, now)
-            self.store.add_observation(run.job_id, run.alloc.gpu_type, placement_key(run.alloc.placement),
-                                       float(progress["samples_per_s"]), now, source)
-            reports.warn_unlike_twins(self, run, now)
+        due = run.observed_at is None or now - run.observed_at >= OBSERVE_EVERY_S
+        if run.reports > 1 and due and not run.profiling:  # the first report includes start-up and warm-up
+            reports.observe(self, run, float(progress["samples_per_s"]), now)
         if run.profiling:
-            if run.reports >= self.opt.profile_reports and run.stop_reason is None:
+            if reports.profiling_settled(run, float(progress["samples_per_s"]), self.opt.profile_reports) \
+                    and run.stop_reason is None:
+                reports.observe(self, run, reports.profiled_rate(run.rates), now)
                 self._spawn(self.stop_run(run, "profiled", wait=False))
             return True
         reports.note_lost_progress(self.store, run, progress, self.last_steps, now)

@@ -5,6 +5,7 @@ store update once."""
 from __future__ import annotations
 
 import math
+import statistics
 from typing import TYPE_CHECKING, Any
 
 from heet_tui.control.runtime import RankProc, Run
@@ -17,6 +18,44 @@ if TYPE_CHECKING:
     from heet_tui.control.store import Store
 
 BAD_PROGRESS = "a @heet-progress line is not a progress line"
+SETTLED = 0.15  # two successive profiling rates this close: its warm-up is over
+PROFILE_MAX_REPORTS = 5  # a profiling run that never settles is measured by its median after this many
+
+
+def observe(executor: Executor, run: Run, rate: float, now: float) -> None:
+    """A measured speed of the run's configuration, for the scheduler (the book) and the store."""
+    run.observed_at = now
+    source = "profiling" if run.profiling else "running"
+    executor.book.add(run.job_id, run.alloc.gpu_type, run.alloc.placement, rate, source, now)
+    executor.store.add_observation(run.job_id, run.alloc.gpu_type, placement_key(run.alloc.placement), rate, now,
+                                   source)
+    warn_unlike_twins(executor, run, now)
+
+
+def profiling_settled(run: Run, rate: float, least_reports: int) -> bool:
+    """Whether a profiling run has measured what it was for, given its latest report.
+
+    Its second report was taken as the job's speed there, but a job's speed still climbs for a
+    few reports after start-up (allocator and kernel warm-up, a DataLoader's prefetch): on the
+    bundled hosts one such second report (4,846/s) was a sixth of the speed the same run settled
+    at, and the plans believed the slower GPU type the faster. Now it runs until two successive
+    rates agree within ``SETTLED``, or ``PROFILE_MAX_REPORTS`` came.
+    """
+    if run.reports > 1:
+        run.rates.append(rate)
+    r = run.rates
+    if run.reports < least_reports or not r:
+        return False
+    return _agree(r) or run.reports >= max(least_reports, PROFILE_MAX_REPORTS)
+
+
+def profiled_rate(rates: list[float]) -> float:
+    """The settled speed: the mean of the two rates that agree, else the median of all."""
+    return (rates[-1] + rates[-2]) / 2 if _agree(rates) else statistics.median(rates)
+
+
+def _agree(rates: list[float]) -> bool:
+    return len(rates) >= 2 and abs(rates[-1] - rates[-2]) <= SETTLED * max(rates[-1], rates[-2])
 
 
 def note_other_rank_progress(store: Store, run: Run, rank: int, now: float) -> None:

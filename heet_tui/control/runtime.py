@@ -156,6 +156,7 @@ class Run:
     other_rank_reported: bool = False  # a rank other than 0 printed progress (said once per run)
     spec: JobSpec | None = None  # the job's, for rules read every round (stalls.py); None for profiling runs
     resize_inherited: bool = False  # a previous controller was resizing it when it stopped (recovery.py)
+    rates: list[float] = field(default_factory=list)  # a profiling run's samples/s, its first report left out
 
     def rank_for(self, host: str, agent_id: str) -> RankProc | None:
         for r in self.ranks.values():
