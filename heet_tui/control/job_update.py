@@ -76,7 +76,7 @@ def planned_updates(store: Store, specs: list[JobSpec], origins: list[Path],
     problem, ``problems`` (from reading the files) included: one bad file changes none."""
     found = []
     for spec, path in zip(specs, origins, strict=True):
-        rec = store.find_job(spec.name, ACTIVE)
+        rec = store.find_job(spec.name, ACTIVE, by_id=False)
         if rec is None:
             problems.append(f"{path}: no job named {spec.name!r} (heet-tui submit queues a new one)")
         elif (why := update_problem(rec.job.spec, spec, rec.job.state)) is not None:

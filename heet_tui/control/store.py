@@ -205,13 +205,15 @@ class Store(PlanRows, EventRows):
         row = cur.fetchone()
         return self._job_record(dict(zip([c[0] for c in cur.description], row, strict=True))) if row else None
 
-    def find_job(self, name: str, states: Collection[JobState] | None = None) -> JobRecord | None:
+    def find_job(self, name: str, states: Collection[JobState] | None = None,
+                 by_id: bool = True) -> JobRecord | None:
         """By id, else the newest job with that name (what ``heet-tui cancel NAME`` means). With
         ``states`` (those the action acts on: cancel and update an active job, retry a failed or
         cancelled one), a job in another state gives way to the newest of that name in one of
         them: ``cancel small-cnn`` stopped nothing when small-cnn had finished and small-cnn-4,
-        the same spec submitted again, ran."""
-        by_id = self.job(name)
+        the same spec submitted again, ran. ``by_id=False``: by name alone (a spec file names
+        its job by name: the first job's id is its name too, and won over the newer ones)."""
+        by_id = self.job(name) if by_id else None
         if by_id is not None and (states is None or by_id.job.state in states):
             return by_id
         same = [r for r in self.jobs() if r.job.spec.name == name]

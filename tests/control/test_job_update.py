@@ -69,6 +69,22 @@ def test_update_from_the_command_line_changes_all_or_nothing(tmp_path: Path, cap
     assert "no job named 'c' (heet-tui submit queues a new one)" in capsys.readouterr().err
 
 
+def test_a_spec_submitted_twice_updates_the_newest_job_of_its_name(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The first job's id is its name too, and the id won: the older job took the update."""
+    (tmp_path / "a.toml").write_text(BASE.format("a"))
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "submit", str(tmp_path / "a.toml"), str(tmp_path / "a.toml")]) == 0
+    (tmp_path / "a.toml").write_text(BASE.format("a") + "max_gpus = 3\n")
+    assert main([*state, "update", str(tmp_path / "a.toml")]) == 0
+    assert "updated a-2: max_gpus: 1 -> 3" in capsys.readouterr().out
+    store = Store(tmp_path / "state")
+    assert (store.job("a").job.spec.max_gpus, store.job("a-2").job.spec.max_gpus) == (1, 3)
+    assert main([*state, "cancel", "a"]) == 0
+    assert store.job("a").job.state is JobState.CANCELLED, "an id names its own job"
+    assert store.job("a-2").job.state is JobState.QUEUED
+
+
 def test_a_job_remembers_the_file_its_spec_was_last_read_from_as_an_absolute_path(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What `u` on the Jobs screen offers; relative to where heet-tui ran, not to where the

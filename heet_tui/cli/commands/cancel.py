@@ -1,6 +1,6 @@
 """``heet-tui cancel NAME [NAME ...]``: cancel jobs, whether or not a controller is running.
 
-A name is a job id, a job name (its newest job) or a shell-style pattern over the active jobs'
+A name is a job id, else a job name (its newest job), or a shell-style pattern over the active jobs'
 ids (``'sweep-*'``, quoted so the shell leaves it alone). A name that matches nothing cancels
 nothing at all: a typo in a list should not leave half of it running unnoticed.
 
@@ -33,7 +33,7 @@ def add_names_command(sub: argparse._SubParsersAction, name: str, help: str, fun
     """A command over job names (``resolve_jobs``): cancel takes active jobs, retry ended ones."""
     p = sub.add_parser(name, help=help)
     add_location_options(p)
-    p.add_argument("names", metavar="NAME", nargs="+", help="a job id, a job name (its newest job) or a quoted "
+    p.add_argument("names", metavar="NAME", nargs="+", help="a job id, else a job name (its newest job), or a quoted "
                    f"pattern over the {'ended' if ended else 'active'} jobs' ids")
     p.set_defaults(func=func)
 

@@ -70,7 +70,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
         if resumes := resumed_from(users):
             print(f"note: {spec.checkpoint_dir} holds the checkpoint of job {resumes.job_id} ({resumes.state.value}, "
                   f"{resumes.samples_done:g} samples done): {job.id} resumes from it")
-    if renamed := [j for j in jobs if j.id != j.spec.name]:  # said: "cancel small-cnn" then means the newest
+    # said: the ids to cancel them by ("cancel small-cnn" is the first, whose id it is); update picks the newest
+    if renamed := [j for j in jobs if j.id != j.spec.name]:
         print(f"note: {_ids([j.spec.name for j in renamed])} {'was' if len(renamed) == 1 else 'were'} submitted "
               f"before: {'this one is' if len(renamed) == 1 else 'these are'} {_ids([j.id for j in renamed])}")
     for note in _twin_notes(store, jobs):
