@@ -77,8 +77,8 @@ class Simulation:
                  events: EventSink | None = None, slowdowns: dict[str, float] | None = None,
                  throughput_source: ThroughputSource | None = None, source_label: str = "",
                  predictor: str = "model") -> None:
-        if interval <= 0:
-            raise ValueError("interval must be positive")
+        if not 0 < interval < float("inf"):
+            raise ValueError(f"interval must be a positive number of seconds, got {interval}")
         self.cluster = cluster
         self.physics = physics
         self.policy = policy

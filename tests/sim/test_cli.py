@@ -83,6 +83,17 @@ def test_bad_inputs_exit_2_with_the_location(tmp_path: Path, cluster_file: Path,
     assert "unknown policy 'nope'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv", [["sim", "--interval", "nan"], ["sim", "--interval", "inf"],
+                                  ["sim", "generate", "--trace", "t.csv", "--jobs", "3", "--hours", "nan"],
+                                  ["sim", "bound", "--interval=-inf"], ["run", "--interval", "nan"]])
+def test_a_number_that_is_not_finite_is_refused_before_any_work(argv: list[str],
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """``sim --interval nan`` spun at 100 % CPU for ever; ``inf`` printed dashes and exit 0."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2 and "not a finite number" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("command", "option", "target", "reason"), [
     ("sim", "--json", "missing/m.json", "parent directory {tmp}/missing does not exist"),
     ("sim", "--json", ".", "is a directory (name a file inside it)"),

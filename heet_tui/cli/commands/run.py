@@ -14,6 +14,7 @@ import signal
 import sys
 import time
 
+from heet_tui.cli.arg_types import finite_float
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.commands.plan import predicted_jct
 from heet_tui.cli.errors import CliError, UsageError
@@ -34,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--auto-approve", action="store_true", help="apply plans whose predicted gain is above "
                    "--gain-threshold, and plans that move jobs off drained hosts, without asking")
     p.add_argument("--until-idle", action="store_true", help="exit when every job is done, failed or cancelled")
-    p.add_argument("--interval", type=float, default=2.0, metavar="S", help="seconds between rounds (default 2)")
+    p.add_argument("--interval", type=finite_float, default=2.0, metavar="S", help="seconds between rounds (default 2)")
     p.add_argument("--policy", default=None, help="scheduling policy (default: the last one used, else heet)")
     p.add_argument("--gain-threshold", type=float, default=0.05, help="auto mode: minimum predicted gain")
     p.add_argument("--no-profile", action="store_true",

@@ -11,6 +11,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from heet_tui.cli.arg_types import finite_float
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.output_paths import check_output_path
 
@@ -32,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cluster-scale", type=int, default=1, metavar="N",
                    help="multiply every node count of the cluster by N (e.g. 32: the 64-GPU mix at 2,048 GPUs)")
     p.add_argument("--policy", default=DEFAULT_POLICIES, help=f"comma-separated policies (default: {DEFAULT_POLICIES})")
-    p.add_argument("--interval", type=float, default=60.0, metavar="S", help="round length in seconds (default 60)")
+    p.add_argument("--interval", type=finite_float, default=60.0, metavar="S", help="round length in seconds (default 60)")
     p.add_argument("--oracle", action="store_true", help="policies see true throughput instead of predictions")
     p.add_argument("--predictor", choices=("model", "simple"), default="model",
                    help="without --oracle: the profiling model (default) or a simple power-law predictor")
@@ -48,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g = verbs.add_parser("generate", help="write a workload sampled from the Philly trace")
     g.add_argument("--trace", required=True, metavar="CSV", help="a Philly-format trace (shared/data/traces/philly.csv)")
     g.add_argument("--jobs", type=int, required=True, help="how many jobs the workload holds")
-    g.add_argument("--hours", type=float, required=True,
+    g.add_argument("--hours", type=finite_float, required=True,
                    help="the length of the trace window they are sampled from (their arrival span)")
     g.add_argument("--seed", type=int, default=0, help="which window and jobs (default 0)")
     g.add_argument("--out", metavar="FILE", help="output CSV (default: stdout)")

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from heet_tui.cli.arg_types import finite_float
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.output_paths import check_output_path
 
@@ -32,7 +33,7 @@ def register_verb(verbs: argparse._SubParsersAction) -> None:
     b.add_argument("--batch", choices=("fixed", "adaptive"), default="fixed",
                    help="the workload's batch sizes, as the simulator runs them (default), or any validated "
                         "batch per configuration and epoch: what batch-size adaptation could at most give")
-    b.add_argument("--interval", dest="bound_interval", type=float, default=60.0, metavar="S",
+    b.add_argument("--interval", dest="bound_interval", type=finite_float, default=60.0, metavar="S",
                    help="the simulator's round length (default 60)")
     b.add_argument("--against", metavar="SIM.json",
                    help="a `heet-tui sim --json` result for the same files: print each policy's ratio to the bound")
