@@ -57,6 +57,9 @@ def parse_toml(text: str, path: Path, empty_hint: str) -> dict:
 
 
 def decode_utf8(path: Path, data: bytes) -> str:
+    """The text, without the byte-order mark some Windows editors put first (TOML refused it as
+    "Invalid statement (column 1)", with no word of why)."""
+    data = data.removeprefix(b"\xef\xbb\xbf")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -75,14 +75,19 @@ class HostsDocument:
         for key, value in fields.items():
             if value is not None:
                 table.add(key, _toml_value(value))
+        before = self.text()
         hosts = self._hosts()
         if len(hosts) and not self.text().endswith("\n\n"):
             hosts[len(hosts) - 1].add(tomlkit.nl())  # a blank line between tables, as people write them
         hosts.append(table)
         try:
             self.validated = self._check()
-        except ConfigError:
-            del hosts[len(hosts) - 1]
+        except ConfigError as exc:
+            self._doc = tomlkit.parse(before)  # the blank line put before it goes too
+            if exc.line is not None and exc.line > self.text().count("\n") + 1:
+                # in the lines the new host would have had: "hosts.toml:43" named a line the file does not have
+                said = f"{exc.subject}: {exc.detail}" if exc.subject else exc.detail
+                raise ConfigError(self.path, f"{said}; nothing was added") from None
             raise
         return self.validated
 

@@ -25,6 +25,7 @@ Schema::
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -183,6 +184,11 @@ def _host(path: Path, raw: Mapping[str, Any], i: int, index: LineIndex, d: Defau
     address = f.string("address", name, SAFE_ADDRESS, "a valid address or ssh-config alias") or name
     if address.startswith("-"):
         raise f.error("address", f'key "address": "{address}" must not start with "-"')
+    gpus, emulate = f.index_list("gpus"), _emulate(path, f, subject, index, i)
+    _check_gpus(f, gpus, emulate)
+    # jump = "" turns off a default jump for one host (e.g. a machine on the login node's LAN)
+    jump = None if raw.get("jump") == "" else f.string("jump", d.jump, SAFE_ADDRESS, "a valid jump host")
+    _check_jump(f, jump)
     return HostEntry(
         name=name,
         address=address,
@@ -190,17 +196,39 @@ def _host(path: Path, raw: Mapping[str, Any], i: int, index: LineIndex, d: Defau
         user=f.string("user", d.user, SAFE_USER, "a valid user name"),
         transport=transport,
         gpu_type=f.string("gpu_type", pattern=SAFE_NAME, what="a valid GPU type name"),
-        gpus=f.index_list("gpus"),
+        gpus=gpus,
         tags=f.string_list("tags", SAFE_NAME),
         rack=f.string("rack", "", pattern=None) or "",
-        emulate=_emulate(path, f, subject, index, i),
+        emulate=emulate,
         python=f.string("python", d.python) or _default_python(transport),
         workdir=f.string("workdir", d.workdir) or d.workdir,
-        # jump = "" turns off a default jump for one host (e.g. a machine on the login node's LAN)
-        jump=None if raw.get("jump") == "" else f.string("jump", d.jump, SAFE_ADDRESS, "a valid jump host"),
+        jump=jump,
         shared_fs=f.boolean("shared_fs", d.shared_fs),
         line=line,
     )
+
+
+def _check_gpus(f: Fields, gpus: tuple[int, ...] | None, emulate: EmulateSpec | None) -> None:
+    """What only ``hosts check`` said (or nobody: ``gpus = []`` showed as "from NVML idx")."""
+    if gpus is not None and not gpus:
+        raise f.error("gpus", 'key "gpus": [] leaves heet no GPU on this host; leave the key out for all of them, '
+                      "or drain the host")
+    if gpus and emulate is not None and max(gpus) >= emulate.count:
+        raise f.error("gpus", f'key "gpus": index {max(gpus)} is not among the {emulate.count} emulated GPUs '
+                      f"(0-{emulate.count - 1})")
+
+
+def _check_jump(f: Fields, jump: str | None) -> None:
+    """A jump host's port and host are checked when the file is read, as ``port`` is; they were
+    only when a connection was tried (or by ``hosts check``)."""
+    if jump is None:
+        return
+    host = jump.rsplit("@", 1)[-1]
+    port = re.search(r"(?<!:):(\d+)$", host) if not host.endswith("]") else None
+    if port and not 1 <= int(port.group(1)) <= 65535:
+        raise f.error("jump", f'key "jump": port {port.group(1)} is out of range (expected from 1 to 65535)')
+    if not (host[: port.start()] if port else host).strip("[]:"):
+        raise f.error("jump", f'key "jump": "{jump}" names no host (expected [user@]host[:port])')
 
 
 def _emulate(path: Path, host: Fields, subject: str, index: LineIndex, i: int) -> EmulateSpec | None:

@@ -65,6 +65,10 @@ def test_invalid_edit_is_refused_and_leaves_the_document_unchanged(example: Path
         doc.add_host({"name": "z", "gpu": [0]})
     with pytest.raises(ConfigError, match='no host named "ghost"'):
         doc.remove_host("ghost")
+    with pytest.raises(ConfigError) as bad:  # the line it named was one the file would have had
+        doc.add_host({"name": "z", "emulate": {"gpu_type": "T4", "count": -2, "speed": 1.0}})
+    assert str(bad.value) == (f'{example.name}: host "z": emulate: key "count": -2 is out of range (expected from 1 '
+                              "to 256); nothing was added")
     assert doc.text() == before
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,35 @@ def test_an_emulated_host_that_can_run_nothing_or_names_two_types_is_refused(hos
     with pytest.raises(ConfigError) as info:
         parse_hosts_text(f'[[hosts]]\nname = "v"\n{host}\n', Path("hosts.toml"))
     assert str(info.value).startswith(expected), str(info.value)
+
+
+def test_a_file_saved_with_a_byte_order_mark_reads_and_edits_as_without(tmp_path: Path) -> None:
+    """Windows editors may write one; it was "TOML syntax error: Invalid statement (column 1)"."""
+    from heet_tui.config.hosts_edit import HostsDocument
+    from heet_tui.config.job_spec import load_job_file
+
+    path = tmp_path / "hosts.toml"
+    path.write_bytes(b'\xef\xbb\xbf# lab\n[[hosts]]\nname = "a"\nemulate = { gpu_type = "T4", count = 1 }\n')
+    assert [h.name for h in load_hosts(path).hosts] == ["a"]
+    doc = HostsDocument.load(path)
+    doc.add_host({"name": "b", "emulate": {"gpu_type": "T4", "count": 2, "speed": 1.0}})
+    doc.save()
+    assert [h.name for h in load_hosts(path).hosts] == ["a", "b"] and path.read_text().startswith("# lab\n")
+    job = tmp_path / "j.toml"
+    job.write_bytes(b'\xef\xbb\xbfname = "j"\ncommand = ["python3", "t.py"]\nmodel = "m"\nbatch_size = 8\n'
+                    b"target = { steps = 5 }\n")
+    assert [s.name for s in load_job_file(job)] == ["j"]
+
+
+@pytest.mark.parametrize(("host", "expected"), [
+    ('jump = "login:99999"', 'key "jump": port 99999 is out of range (expected from 1 to 65535)'),
+    ('jump = "@:"', 'key "jump": "@:" names no host'),
+    ('gpus = [5]\nemulate = { gpu_type = "T4", count = 2 }', 'key "gpus": index 5 is not among the 2 emulated GPUs'),
+    ('gpus = []', 'key "gpus": [] leaves heet no GPU on this host'),
+])
+def test_what_only_hosts_check_caught_is_refused_when_the_file_is_read(host: str, expected: str) -> None:
+    with pytest.raises(ConfigError, match="^" + re.escape(f'hosts.toml:3: host "v": {expected}')):
+        parse_hosts_text(f'[[hosts]]\nname = "v"\n{host}\n', Path("hosts.toml"))
+    fine = parse_hosts_text('[[hosts]]\nname = "v"\njump = "u@[::1]:2222"\ngpus = [1]\n'
+                            'emulate = { gpu_type = "T4", count = 2 }\n', Path("hosts.toml")).hosts[0]
+    assert (fine.jump, fine.gpus) == ("u@[::1]:2222", (1,))
