@@ -75,6 +75,9 @@ def test_bad_input_is_a_located_message_not_a_traceback(tmp_path: Path, capsys: 
     assert 'no job "nope"' in capsys.readouterr().err
     assert main([*state, "--hosts", str(tmp_path / "missing.toml"), "run", "--until-idle"]) == 2
     assert "missing.toml: file not found" in capsys.readouterr().err
+    for wrong in (["jobs", "--events", "5"], ["jobs", "a", "--events", "0"]):  # ignored; "the latest 1"
+        assert main([*state, *wrong]) == 2
+        assert "--events N shows one job's latest N events (N >= 1)" in capsys.readouterr().err
 
 
 def test_a_job_cannot_take_over_another_jobs_checkpoints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

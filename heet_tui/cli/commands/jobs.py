@@ -8,7 +8,7 @@ import json
 import time
 
 from heet_tui.cli.commands.job_details import job_row, show_job
-from heet_tui.cli.errors import CliError
+from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_location_options
 from heet_tui.cli.table import first_line, line_room
 from heet_tui.control.snapshots import controller_running
@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("name", nargs="?", metavar="NAME",
                    help="one job (id or name): its spec, progress, state history and latest events")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--events", type=int, default=20, metavar="N", help="with NAME: how many events (default 20)")
+    p.add_argument("--events", type=int, metavar="N", help="with NAME: how many events (default 20)")
     p.add_argument("--all", action="store_true", help="every ended job too (default: active jobs and the latest "
                    f"{SHOWN_ENDED} that ended)")
     p.set_defaults(func=cmd_jobs)
@@ -52,9 +52,12 @@ def job_rows(store: Store, ended: int | None = None) -> tuple[list[dict], int]:
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
+    if args.events is not None and (args.name is None or args.events < 1):
+        raise UsageError("--events N shows one job's latest N events (N >= 1): give the job, heet-tui jobs NAME "
+                         f"--events {max(1, args.events)}")
     store = open_store(args)
     if args.name is not None:
-        return show_job(store, args.name, args.json, args.events)
+        return show_job(store, args.name, args.json, args.events or 20)
     rows, left_out = job_rows(store, None if args.all else SHOWN_ENDED)
     pid = controller_running(store.dir)
     if args.json:
