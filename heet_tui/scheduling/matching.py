@@ -39,15 +39,17 @@ def slot_size(problem: Problem, active: list[JobInfo]) -> int:
 
 
 def slot_counts(problem: Problem, active: list[JobInfo], size: int) -> dict[tuple[str, str], int]:
-    """(job id, type) -> GPUs the job's slot on that type would hold: the slot size, or the
-    largest count below it at which the job has any throughput (a size a job crashed at is
-    priced 0 by the controller; a slot of that size would launch it there again)."""
+    """(job id, type) -> GPUs the job's slot on that type would hold: the count up to the slot
+    size at which the job is fastest (the fewest of equals). Throughput is not monotone in the
+    count: more GPUs than fit one host, or than the batch splits well over, can be slower than
+    fewer, and a lone job matched to a 16-GPU slot of T4s ran at a third of its 2-GPU speed. A
+    size it crashed at is priced 0 by the controller, so a slot never launches it there again."""
     counts: dict[tuple[str, str], int] = {}
     for info in active:
         for gpu_type, cap in info.caps.items():
             k = max(info.min_gpus, min(size, cap))
-            usable = next((n for n in range(k, info.min_gpus - 1, -1) if problem.throughput(info, gpu_type, n) > 0), k)
-            counts[(info.id, gpu_type)] = usable
+            best = max(range(info.min_gpus, k + 1), key=lambda n: (problem.throughput(info, gpu_type, n), -n))
+            counts[(info.id, gpu_type)] = best if problem.throughput(info, gpu_type, best) > 0 else k
     return counts
 
 

@@ -147,3 +147,20 @@ def test_a_job_worth_more_on_fewer_gpus_gives_them_back_instead_of_moving_type()
                    remaining_samples=1e9, restart_cost_s=600.0)
     assert HeetPolicy(predict=False).plan(cluster, [stay], 0.0).allocations["mlp"].num_gpus == 2, \
         "a hair slower on two is not worth a 600 s restart"
+
+
+def _dips_across_hosts(gpu_type: str, placement: tuple[int, ...]) -> float:
+    """cifar10 at batch 64 on 4-GPU T4 hosts (the shared profiles): best on 2 GPUs, halved once
+    it spans hosts, and a little better at 15 than at 14 (the sampled shape is uneven)."""
+    k, hosts = sum(placement), len(placement)
+    return {1: 1571.0, 2: 1917.0, 3: 1829.0, 4: 1615.0}[k] if hosts == 1 else 600.0 + 5.0 * k
+
+
+def test_a_lone_job_in_a_big_slot_gives_back_down_to_its_best_count_not_to_the_first_dip() -> None:
+    # Seen in sim: 24 T4s, one job, slot of 16: it shed one GPU to 15 (above the dip at 14) and
+    # ran there at a third of its 2-GPU speed, for 2.1x as long on 7x the GPUs.
+    cluster = ClusterView(tuple(host(f"t{i}", "T4", 4) for i in range(6)))
+    lone = JobView("c", 1, 24, _dips_across_hosts, remaining_samples=5e6, restart_cost_s=50.0)
+    for shapes in (True, False):
+        got = HeetPolicy(predict=False, shapes=shapes).plan(cluster, [lone], 0.0).allocations["c"]
+        assert (got.num_gpus, len(got.host_names)) == (2, 1), (shapes, got.describe())
