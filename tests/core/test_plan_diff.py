@@ -39,3 +39,20 @@ def test_allocation_placement_and_keys() -> None:
     assert a.placement == (2, 1) and a.num_gpus == 3 and a.host_names == ("h1", "h2")
     assert a.gpus_on("h1") == (0, 1) and a.describe() == "3xT4 on h1[0,1],h2[3]"
     assert placement_key((2, 4)) == "42" and placement_key((12, 4)) == "12-4"
+
+
+def test_the_jct_comparison_says_what_without_it_means_and_when_it_is_the_same() -> None:
+    """Plan #4 read "53s with this plan, 53s without it": as if approving gained nothing, when
+    queueing in order would have started the one waiting job on the same GPUs anyway."""
+    from heet_tui.core.plan import JobPrediction, PredictedEffect
+
+    waiting = (JobPrediction("a", 0.0, 100.0, 53.0, 0.0),)
+    same = PredictedEffect(waiting, avg_jct_s=53.0, avg_jct_before_s=53.1)
+    assert same.against() == (" with this plan, as without it: queueing for GPUs in order would start the waiting "
+                              "jobs the same way")
+    better = PredictedEffect(waiting, avg_jct_s=53.0, avg_jct_before_s=309.0)
+    assert better.against() == " with this plan, 5m09s without it (waiting jobs then queue for GPUs in order)"
+    running = (JobPrediction("a", 50.0, 100.0, 53.0, 0.0),)
+    assert PredictedEffect(running, avg_jct_s=53.0, avg_jct_before_s=90.0).against() == " with this plan, " \
+        "1m30s without it"
+    assert PredictedEffect(running, avg_jct_s=53.0).against() == ""

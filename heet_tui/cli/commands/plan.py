@@ -73,8 +73,7 @@ def predicted_jct(effect: PredictedEffect) -> str:
     """The plan's predicted average JCT against running on without it ("" when unknown)."""
     if effect.avg_jct_s is None:
         return ""
-    without = f", {duration(effect.avg_jct_before_s)} without it" if effect.avg_jct_before_s is not None else ""
-    return f"predicted average JCT {duration(effect.avg_jct_s)} with it{without}"
+    return f"predicted average JCT {duration(effect.avg_jct_s)}{effect.against()}"
 
 
 def _completes(pred: JobPrediction | None) -> str:

@@ -144,10 +144,7 @@ def summary(snap: Snapshot) -> Text:
         text.append("\npredicted average JCT ", style="bold")
         text.append(duration(effect.avg_jct_s), style="bold green" if (effect.avg_jct_before_s or 1e18)
                     >= effect.avg_jct_s else "bold red")
-        if effect.avg_jct_before_s is not None:
-            text.append(f" with this plan, {duration(effect.avg_jct_before_s)} without it")
-            if any(p.throughput_before == 0 for p in effect.jobs):
-                text.append(" (waiting jobs then queue for GPUs in order)", style="dim")
+        text.append(effect.against())
         if guesses := [p.job_id for p in effect.jobs if p.after_spread is None and p.throughput_after > 0]:
             text.append(f"\n±? on {_some(guesses)}: {ROUGH_GUESS}", style="dim")
     return text
