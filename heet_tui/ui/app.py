@@ -62,18 +62,22 @@ def known_policies() -> list[str]:
     return list(POLICY_NAMES)
 
 
+SCREENS_GROUP = Binding.Group("Screens", compact=True)
+
 class HeetApp(App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere still find it
     TITLE = "heet-tui"
     MODES = {"cluster": ClusterScreen, "jobs": JobsScreen, "plan": PlanScreen, "profiles": ProfilesScreen,
              "hosts": HostsScreen}
     COMMANDS = App.COMMANDS | {HeetCommands}
+    # One footer entry for the five screens ("12345 Screens"; the status line names the one shown):
+    # five entries pushed the screen's own keys and q off the footer, even at 120 columns.
     BINDINGS = [
-        Binding("1", "switch_mode('cluster')", "Cluster"),
-        Binding("2", "switch_mode('jobs')", "Jobs"),
-        Binding("3", "switch_mode('plan')", "Plan"),
-        Binding("4", "switch_mode('profiles')", "Profiles"),
-        Binding("5", "switch_mode('hosts')", "Hosts"),
+        Binding("1", "switch_mode('cluster')", "Cluster", group=SCREENS_GROUP),
+        Binding("2", "switch_mode('jobs')", "Jobs", group=SCREENS_GROUP),
+        Binding("3", "switch_mode('plan')", "Plan", group=SCREENS_GROUP),
+        Binding("4", "switch_mode('profiles')", "Profiles", group=SCREENS_GROUP),
+        Binding("5", "switch_mode('hosts')", "Hosts", group=SCREENS_GROUP),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
     ]

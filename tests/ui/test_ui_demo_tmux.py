@@ -56,7 +56,7 @@ def test_demo_shows_a_plan_approves_it_jobs_run_and_a_job_is_submitted(tmp_path)
         session.keys("3")
         screen = session.wait_for("Plan #1 by heet")  # not "No plan pending", shown before the first round
         assert "start" in screen
-        session.wait_for("Approve plan")  # the footer offers it once a plan is pending (a frame later)
+        session.wait_for("a Approve")  # the footer offers it once a plan is pending (a frame later)
         session.keys("a")
         session.keys("2")
         screen = session.wait_for("running")

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 from textual.widgets import Static
 from ui_fakes import FINGERPRINT, host, small_snapshot
-from ui_support import SIZE, run, wait_for
+from ui_support import SIZE, footer, run, wait_for
 
 from heet_tui.core.host import HostState
 from heet_tui.core.intents import TrustHostKey
@@ -41,11 +41,11 @@ def test_unknown_key_asks_once_and_trust_posts_the_fingerprint(make_app, backend
             await pilot.click("#yes")
             await wait_for(pilot, lambda: backend.posted)
             assert backend.posted == [TrustHostKey("gpu-new", FINGERPRINT)]
-            assert "Trust&#160;host&#160;key" in app.export_screenshot()
+            assert "k Trust key" in footer(app)
             trusted = with_new_host(small_snapshot(2))
             backend.push(replace(trusted, hosts=tuple(replace(h, state=HostState.READY, message="ready")
                                                       if h.name == "gpu-new" else h for h in trusted.hosts)))
-            await wait_for(pilot, lambda: "Trust&#160;host&#160;key" not in app.export_screenshot())
+            await wait_for(pilot, lambda: "k Trust key" not in footer(app))
 
     run(scenario())
 

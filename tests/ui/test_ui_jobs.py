@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ui_fakes import small_snapshot, with_job
-from ui_support import SIZE, run, wait_for
+from ui_support import SIZE, footer, run, wait_for
 
 from heet_tui.core.intents import CancelJob, RetryJob
 from heet_tui.core.job import JobState
@@ -83,6 +83,7 @@ def test_cancel_asks_first_and_posts_only_on_yes(make_app, backend):
             await pilot.press("x")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
             assert "lost." in app.export_screenshot(), "the whole question shows, wrapped, not cut off"
+            assert app.screen.question.startswith("Cancel job j2 (bert)? ")
             await pilot.press("n")
             await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmDialog))
             assert backend.posted == []
@@ -91,6 +92,11 @@ def test_cancel_asks_first_and_posts_only_on_yes(make_app, backend):
             await pilot.press("y")
             await wait_for(pilot, lambda: backend.posted)
             assert backend.posted == [CancelJob("j2")]
+            backend.push(with_job(small_snapshot(1), "j2", name="j2"))  # named as its id: said once
+            await pilot.press("x")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+            assert app.screen.question.startswith("Cancel job j2? ")
+            await pilot.press("n")
             # A finished job cannot be cancelled: the binding is not offered.
             table.select_key("j4")
             await pilot.pause()
@@ -138,18 +144,18 @@ def test_the_selected_jobs_keys_follow_its_state_cancel_while_it_lives_retry_onc
         async with app.run_test(size=SIZE) as pilot:
             table = await four_jobs(pilot, app)
             table.select_key("j1")
-            await wait_for(pilot, lambda: "Cancel&#160;job" in app.export_screenshot())
-            assert "Retry&#160;job" not in app.export_screenshot(), "running: nothing to retry"
+            await wait_for(pilot, lambda: "x Cancel" in footer(app))
+            assert "r Retry" not in footer(app), "running: nothing to retry"
             await pilot.press("r")
             assert not any(isinstance(i, RetryJob) for i in backend.posted)
             backend.push(with_job(small_snapshot(1), "j1", state=JobState.FAILED))
-            await wait_for(pilot, lambda: "Retry&#160;job" in app.export_screenshot())
-            assert "Cancel&#160;job" not in app.export_screenshot() and table.selected_key == "j1"
+            await wait_for(pilot, lambda: "r Retry" in footer(app))
+            assert "x Cancel" not in footer(app) and table.selected_key == "j1"
             await pilot.press("r")
             await wait_for(pilot, lambda: RetryJob("j1") in backend.posted)
             backend.push(with_job(small_snapshot(2), "j1", state=JobState.DONE))
-            await wait_for(pilot, lambda: "Retry&#160;job" not in app.export_screenshot())
-            assert "Cancel&#160;job" not in app.export_screenshot(), "done: neither"
+            await wait_for(pilot, lambda: "r Retry" not in footer(app))
+            assert "x Cancel" not in footer(app), "done: neither"
 
     run(scenario())
 
@@ -211,13 +217,13 @@ def test_u_gives_the_selected_job_its_changed_spec_from_the_file_it_was_submitte
                                   events=("launch: j1 generation 1: 2xA100 on a",)))
             table = await four_jobs(pilot, app)
             table.select_key("j1")
-            await wait_for(pilot, lambda: "Update&#160;spec" in app.export_screenshot())
+            await wait_for(pilot, lambda: "u Update" in footer(app))
             await pilot.press("u")
             await wait_for(pilot, lambda: isinstance(app.screen, PromptDialog))
             await pilot.press("enter")
             await wait_for(pilot, lambda: backend.posted == [UpdateJobs("/lab/sweeps/j1.toml")])
             backend.push(with_job(small_snapshot(2), "j1", state=JobState.DONE))
-            await wait_for(pilot, lambda: "Update&#160;spec" not in app.export_screenshot())
+            await wait_for(pilot, lambda: "u Update" not in footer(app))
 
     run(scenario())
 
@@ -332,11 +338,11 @@ def test_a_jobs_plan_screen_edit_is_shown_with_its_job_and_d_drops_it(make_app, 
             table.select_key("j1")
             await pilot.press("d")
             assert not any(isinstance(i, DropEdit) for i in backend.posted), "j1 has no edit"
-            assert "Drop&#160;edit" not in app.export_screenshot()
+            assert "d Drop edit" not in footer(app)
             table.select_key("j2")
             detail = app.screen.query_one(JobDetail)
             await wait_for(pilot, lambda: "your edit: T4 only, 2 GPU(s)" in str(detail.render()))
-            await wait_for(pilot, lambda: "Drop&#160;edit" in app.export_screenshot())
+            await wait_for(pilot, lambda: "d Drop edit" in footer(app))
             await pilot.press("d")
             await wait_for(pilot, lambda: DropEdit("j2") in backend.posted)
 

@@ -23,6 +23,13 @@ async def wait_for(pilot: Pilot, condition: Callable[[], bool], tries: int = 100
     assert condition(), "condition never became true"
 
 
+def footer(app) -> set[str]:
+    """The footer's entries, as "x Cancel": what the user is offered now."""
+    from textual.widgets._footer import FooterKey
+
+    return {f"{k.key_display} {k.description}" for k in app.screen.query(FooterKey)}
+
+
 def run(coro) -> None:
     """pytest-asyncio is not a dependency: each test drives its own event loop."""
     asyncio.run(coro)

@@ -19,10 +19,10 @@ CHANGING_ACTIONS = frozenset({"drain", "connect", "trust_key"})
 
 class ClusterScreen(SnapshotScreen):
     BINDINGS = [
-        Binding("g", "toggle_group", "Group by rack/type"),
-        Binding("d", "drain", "Drain/undrain"),
+        Binding("g", "toggle_group", "Group"),
+        Binding("d", "drain", "Drain"),
         Binding("c", "connect", "Reconnect"),
-        Binding("k", "trust_key", "Trust host key"),
+        Binding("k", "trust_key", "Trust key"),
     ]
 
     def __init__(self) -> None:

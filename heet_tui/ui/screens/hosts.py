@@ -51,11 +51,11 @@ class HostsScreen(SnapshotScreen):
     HostsScreen #hosts-problem { height: auto; color: $error; padding: 0 1; }
     """
     BINDINGS = [
-        Binding("n", "add_host", "Add host"),
-        Binding("e", "edit_host", "Edit host"),
-        Binding("delete,x", "remove_host", "Remove host"),
-        Binding("o", "open_editor", "Open in $EDITOR"),
-        Binding("ctrl+r", "reload", "Reload file"),
+        Binding("n", "add_host", "Add"),
+        Binding("e", "edit_host", "Edit"),
+        Binding("delete,x", "remove_host", "Remove"),
+        Binding("o", "open_editor", "$EDITOR"),
+        Binding("ctrl+r", "reload", "Reload"),
     ]
 
     def __init__(self, path: Path | None = None) -> None:

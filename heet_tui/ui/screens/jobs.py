@@ -29,9 +29,9 @@ class JobsScreen(SnapshotScreen):
         Binding("s", "cycle_sort", "Sort"),
         Binding("slash", "filter", "Filter"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
-        Binding("x", "cancel_job", "Cancel job"),
-        Binding("r", "retry_job", "Retry job"),
-        Binding("u", "update_job", "Update spec"),
+        Binding("x", "cancel_job", "Cancel"),
+        Binding("r", "retry_job", "Retry"),
+        Binding("u", "update_job", "Update"),
         Binding("l", "show_log", "Log"),
         Binding("d", "drop_edit", "Drop edit"),
     ]
@@ -159,5 +159,6 @@ class JobsScreen(SnapshotScreen):
             if yes:
                 self.request(CancelJob(job.id), f"cancel {job.id}")
 
-        self.app.push_screen(ConfirmDialog(f"Cancel job {job.id} ({job.name})? Its progress since the last "
+        named = f" ({job.name})" if job.name != job.id else ""  # "wide-cnn (wide-cnn)" said it twice
+        self.app.push_screen(ConfirmDialog(f"Cancel job {job.id}{named}? Its progress since the last "
                                            "checkpoint is lost.", yes="Cancel job"), answered)

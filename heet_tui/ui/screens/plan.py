@@ -24,11 +24,11 @@ class PlanScreen(SnapshotScreen):
     DEFAULT_CSS = ("PlanScreen #plan-summary { height: auto; min-height: 3; max-height: 7; padding: 0 1; "
                    "border-bottom: solid $primary; }")
     BINDINGS = [
-        Binding("a", "approve", "Approve plan"),
-        Binding("r", "reject", "Reject plan"),
-        Binding("e", "tweak", "Tweak job"),
-        Binding("t", "toggle_auto", "Auto-approve on/off"),
-        Binding("p", "replan", "Plan again"),
+        Binding("a", "approve", "Approve"),
+        Binding("r", "reject", "Reject"),
+        Binding("e", "tweak", "Tweak"),
+        Binding("t", "toggle_auto", "Auto-approve"),
+        Binding("p", "replan", "Replan"),
     ]
 
     _summary: Text | None = None
