@@ -34,6 +34,7 @@ from heet_tui.core.intents import (
     TrustHostKey,
     UpdateJobs,
 )
+from heet_tui.core.job import JobState
 from heet_tui.core.plan import PredictedEffect
 from heet_tui.core.snapshot import HostStatus, Snapshot
 from heet_tui.ui.commands import HeetCommands, example_job_specs
@@ -354,4 +355,19 @@ def run_app(args: argparse.Namespace) -> int:
     app = HeetApp(choice.backend, choice.hosts_path, read_only=bool(getattr(args, "read_only", False)),
                   notice=choice.notice, start_mode=choice.start_mode, reattach=choice.reattach)
     app.run()
+    if choice.reattach is None and (left := left_running(app.latest)):
+        print(left)
     return 0
+
+
+def left_running(snap: Snapshot | None) -> str:
+    """What a user quitting the TUI's own controller leaves behind: its jobs train on, unwatched
+    (nothing said so, and a quit looked like a stop)."""
+    if snap is None or snap.mode != "controller":
+        return ""
+    running = [j.id for j in snap.jobs if j.state is JobState.RUNNING]
+    if not running:
+        return ""
+    shown = ", ".join(running[:5]) + (f" and {len(running) - 5} more" if len(running) > 5 else "")
+    return (f"{len(running)} job(s) still train on their hosts ({shown}), unwatched: heet-tui or heet-tui run "
+            "watches them again, from where they are")

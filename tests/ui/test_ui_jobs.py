@@ -396,3 +396,13 @@ def test_a_path_completes_from_home_and_keeps_the_tilde(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert path_matches("ex", ["examples/jobs/a.toml", "other"]) == ["examples/jobs/a.toml", "exp/"], \
         "the choices first, then what the directory holds"
+
+
+def test_quitting_the_tuis_own_controller_says_which_jobs_train_on():
+    from heet_tui.ui.app import left_running
+
+    own = small_snapshot(1)  # a controller's snapshot: j1 and j2 run
+    assert left_running(own) == ("2 job(s) still train on their hosts (j1, j2), unwatched: heet-tui or heet-tui run "
+                                 "watches them again, from where they are")
+    assert left_running(replace(own, mode="demo")) == "", "a simulation ends with the TUI"
+    assert left_running(replace(own, jobs=())) == "" and left_running(None) == ""
