@@ -254,10 +254,13 @@ class Simulation:
             self._events({"t": round(t, 3), "job": job.id, "event": event, **extra})
 
     def _feasible(self, job: SimJob) -> str:
-        """Why the job can never run here, or "" when it can."""
+        """Why the job can never run here, or "" when it can: at some count of one type, not
+        only at its smallest (a pipeline-parallel GPT profiled on 4 or more GPUs was
+        "unschedulable" as a 1-GPU job, on a cluster of 16 A100s it runs on)."""
         k = job.min_gpus
         for t, cap in self._type_capacity.items():
-            if cap >= k and job.physics.max_gpus(t) >= k and job.progress_rate(t, _packed(k, self._host_size[t])) > 0:
+            top = min(cap, job.max_gpus, job.physics.max_gpus(t))
+            if any(job.progress_rate(t, _packed(n, self._host_size[t])) > 0 for n in range(k, top + 1)):
                 return ""
         types = ", ".join(f"{t} ({c} GPUs)" for t, c in sorted(self._type_capacity.items()))
         profiled = ", ".join(f"{t} up to {job.physics.max_gpus(t)}" for t in job.physics.gpu_types()) or "none"

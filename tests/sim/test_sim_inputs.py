@@ -136,3 +136,24 @@ def test_the_bundled_reference_cluster(repo: Path) -> None:
     cluster = load_cluster(repo / "configs" / "sim" / "sia-64gpu.toml")
     assert cluster.total_gpus == 64
     assert {t: cluster.gpus_of_type(t) for t in cluster.gpu_types()} == {"A100": 16, "RTX2080Ti": 24, "T4": 24}
+
+
+def test_a_job_that_runs_only_on_more_gpus_than_its_minimum_is_scheduled(profile_dir: Path, tmp_path: Path) -> None:
+    """A model profiled on 2+ GPUs only (pipeline parallel, as the shared gpt_pmp) was declared
+    unschedulable at once: feasibility was tried at the job's minimum count alone."""
+    import shutil
+
+    from heet_tui.scheduling.heet import HeetPolicy
+
+    root = tmp_path / "profiles"
+    shutil.copytree(profile_dir / "cifar10", root / "cifar10")
+    for node in ("aws", "rtx", "dgx-ext"):  # no 1-GPU placement anywhere
+        placements = root / "cifar10" / f"placements-{node}.csv"
+        lines = placements.read_text().splitlines()
+        placements.write_text("\n".join([lines[0], *(row for row in lines[1:] if not row.startswith("1,"))]) + "\n")
+    physics = load_physics(root, {"aws": "T4"})
+    assert physics.get("cifar10").throughput("T4", (1,), 128) == 0 < physics.get("cifar10").throughput("T4", (2,), 128)
+    sim = Simulation(cluster_of(("aws", 1)), [WorkloadJob("j", 0.0, "cifar10", 2, 128, min_gpus=1)], physics,
+                     HeetPolicy())
+    (record,) = sim.run()
+    assert record.outcome == "done", record.message
