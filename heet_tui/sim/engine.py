@@ -264,6 +264,11 @@ class Simulation:
                 return ""
         types = ", ".join(f"{t} ({c} GPUs)" for t, c in sorted(self._type_capacity.items()))
         profiled = ", ".join(f"{t} up to {job.physics.max_gpus(t)}" for t in job.physics.gpu_types()) or "none"
+        if any(cap >= k and job.physics.max_gpus(t) >= k for t, cap in self._type_capacity.items()):
+            # GPUs and profiles are there: the batch is what no profiled configuration can run
+            return (f"batch size {job.spec.batch_size} runs on no profiled configuration of {job.spec.application!r} "
+                    f"from {k} GPU(s) up (its validation runs go up to a global batch of "
+                    f"{job.physics.validation.max_batch_size:g}); cluster has {types}; profiled: {profiled}")
         return (f"needs at least {k} GPUs of one type with a profile for {job.spec.application!r}; "
                 f"cluster has {types}; profiled: {profiled}")
 
