@@ -44,7 +44,9 @@ def heatmap(profile: JobProfile) -> Table:
             else:
                 row.append(Text(f"~{rate(cell.samples_per_s)} {spread(cell.uncertainty)}", style=f"italic on {shade}"))
         table.add_row(*row)
-    table.caption = "● measured   ~ predicted ±uncertainty (±? a rough guess)   · unknown"
+    # the placement headers were explained nowhere ("what is 4444?")
+    table.caption = ("● measured   ~ predicted ±uncertainty (±? a rough guess)   · unknown\n"
+                     "placement: GPUs on each host (4: one host; 44: 4 on each of 2 hosts)")
     return table
 
 
