@@ -1,6 +1,7 @@
 """``heet-tui update JOB.toml``: a submitted job takes a changed spec and keeps its id, place,
 progress and checkpoint (control/job_update.py). A running job whose processes were started
-with the old command or target is relaunched from its checkpoint; the rest applies at once."""
+with the old command or target is relaunched from its checkpoint; the rest applies at once.
+A running job updated under a running controller is tests/e2e/test_elastic_e2e.py's j3."""
 
 from __future__ import annotations
 
@@ -116,25 +117,6 @@ def _slow_job(tmp_path: Path) -> tuple:
 async def _submitted_and_running(ctl, store: Store, path: Path) -> None:
     await ctl.post(SubmitJob(str(path)))
     await wait_for(ctl, lambda _: store.job("long").job.steps_done >= 10, 90, "the job running")
-
-
-def test_a_running_job_given_a_new_target_is_relaunched_from_its_checkpoint_and_keeps_its_id(tmp_path: Path) -> None:
-    hosts, store, path, options = _slow_job(tmp_path)
-
-    async def scenario() -> None:
-        async with started_controller(hosts, store, options) as ctl:
-            await _submitted_and_running(ctl, store, path)
-            target = store.job("long").job.steps_done + 25  # 5 s of training: ample to stop
-            path.write_text(path.read_text().replace("steps = 100000", f"steps = {target}"))
-            assert main(["--state", str(tmp_path / "state"), "update", str(path)]) == 0
-            snap = await wait_for(ctl, lambda s: job(s, "long").state is JobState.DONE, 120, "the job done")
-        assert job(snap, "long").restarts >= 1 and store.job("long").job.steps_done == target
-        events = store.events("long", limit=100)
-        assert any(UPDATED in e.message and e.kind == "stopped" for e in events)
-        assert not any("resumed behind" in e.message for e in events), "it went on from its checkpoint"
-        assert [r.job.id for r in store.jobs()] == ["long"], "the same job, not a new one"
-
-    run_and_clean(scenario, tmp_path)
 
 
 def test_the_tui_intent_updates_as_the_command_does(tmp_path: Path) -> None:

@@ -223,8 +223,11 @@ def test_three_hosts_profile_plan_resize_lose_host_and_kill_controller(lab: SshL
     assert second.returncode == 0, out[-3000:]
 
     final = Store(state)
-    assert any(e.kind == "stopped" and UPDATED in e.message for e in final.events(job_id="j3", limit=1000)), \
+    j3_events = final.events(job_id="j3", limit=1000)
+    assert any(e.kind == "stopped" and UPDATED in e.message for e in j3_events), \
         "the running j3 was relaunched for its new target"
+    assert not any("resumed behind" in e.message for e in j3_events), "from its checkpoint"
+    assert [r.job.id for r in final.jobs()] == list(TARGETS), "an update keeps the job: no new one"
     for name, steps in targets.items():
         rec = final.job(name)
         assert rec.job.state is JobState.DONE, (name, rec.job.message)
