@@ -16,6 +16,7 @@ import time
 SMI_FIELDS = ("index", "uuid", "name", "memory.total", "memory.used", "utilization.gpu")
 SHADOWED = "not used: this host declares emulated GPUs"  # ends the note a user must see
 _SMI_MISSING = ("[n/a]", "[not supported]", "n/a", "not supported", "")
+SAMPLE_LIMIT_S = 5.0  # one nvidia-smi reading while the agent runs (the controller's hello may set it)
 PROBE_LIMIT_S = 10.0  # all of a connect's GPU reading; below the controller's 15 s connect timeout
 BUS_HINT = "a GPU may have fallen off the bus: look for Xid errors in dmesg"
 
@@ -267,9 +268,10 @@ def host_facts():
     }
 
 
-def reader(source):
-    """A function that reads the GPUs afresh from ``source`` (raising when it cannot), or None
-    for a source with nothing to read again (emulated, none)."""
+def reader(source, limit_s=SAMPLE_LIMIT_S):
+    """A function that reads the GPUs afresh from ``source`` (raising when it cannot, or when
+    nvidia-smi takes over ``limit_s``), or None for a source with nothing to read again
+    (emulated, none)."""
     if source == "nvml":
         def read():
             import pynvml  # type: ignore
@@ -277,7 +279,7 @@ def reader(source):
             return gpus_from_nvml(pynvml)
         return read
     if source == "nvidia-smi":
-        return lambda: gpus_from_nvidia_smi(timeout=5.0)
+        return lambda: gpus_from_nvidia_smi(timeout=limit_s)
     return None
 
 

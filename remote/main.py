@@ -112,9 +112,7 @@ class Agent:
             raise JobError("owner must be a string")
         if not self.check_only and self.lock is None:
             self.lock = take_over(self.workdir, owner)  # refuses when another controller's agent serves here
-        limit = args.get("probe_limit_s", inventory.PROBE_LIMIT_S)
-        if isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit > 0:
-            self.probe_limit_s = float(limit)
+        self.probe_limit_s = _positive(args.get("probe_limit_s"), inventory.PROBE_LIMIT_S)
         try:
             inv = self.op_inventory({})
         except inventory.ProbeTimeout as exc:  # unknown is not empty: fail, and be tried again
@@ -123,7 +121,7 @@ class Agent:
         jobs = [] if self.check_only else self.jobs.adopt()
         if not self.check_only:  # a check-only agent has not read the job table: it cannot tell whose
             mark_others(inv["gpus"], self.jobs.jobs)
-        read = inventory.reader(self.source)
+        read = inventory.reader(self.source, _positive(args.get("gpu_read_limit_s"), inventory.SAMPLE_LIMIT_S))
         if read is not None and self.sampler is None and not self.check_only:
             self.sampler = GpuSampler(read, self.heartbeat_s, self.source)
             self.sampler.start()
@@ -225,6 +223,12 @@ class QuietStream:
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
+
+
+def _positive(value, default):
+    """A hello's number of seconds, when it is one; else the agent's own default."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+    return float(value) if ok else default
 
 
 def _valid_host_name(name):

@@ -25,6 +25,7 @@ class ClusterOptions:
     backoff_max_s: float = 30.0
     keepalive_s: float = 5.0
     probes: tuple[str, ...] = ("nvml", "nvidia-smi")  # GPU sources the agent tries (declared emulation wins)
+    gpu_read_limit_s: float = 5.0  # an nvidia-smi that takes longer while the agent runs has hung (Xid 79)
     fallback_known_hosts: Path | None = None  # default: default_known_hosts()
     check_only: bool = False  # agents that report hosts only, beside a controller's (hosts check)
     owner: str = ""  # the controller's state-store id: an agent of another controller is not taken over

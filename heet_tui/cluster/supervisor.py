@@ -147,6 +147,7 @@ class HostSupervisor:
             "heartbeat_s": self.options.heartbeat_s,
             "probe_limit_s": self.options.connect_timeout_s * 2 / 3,  # a stuck GPU reading fails in time to say so
             "probes": list(self.options.probes),
+            "gpu_read_limit_s": self.options.gpu_read_limit_s,
             "emulate": None if emulate is None else
             {"gpu_type": emulate.gpu_type, "count": emulate.count, "speed": emulate.speed},
         }

@@ -62,14 +62,14 @@ def test_the_agent_answers_while_nvidia_smi_hangs_and_the_host_says_so(tmp_path,
     hosts, _ = recorded_gpu_box(tmp_path, monkeypatch, prelude=f"if [ -e {flag} ]; then sleep 27; fi")
 
     async def scenario() -> None:
-        async with Cluster(load_hosts(hosts), ClusterOptions(heartbeat_s=0.5)) as cluster:
+        async with Cluster(load_hosts(hosts), ClusterOptions(heartbeat_s=0.5, gpu_read_limit_s=1.5)) as cluster:
             assert await cluster.wait_for_state("box", HostState.READY, 30)
             flag.touch()
-            said = "GPUs not read: nvidia-smi: did not answer within 5 s"
+            said = "GPUs not read: nvidia-smi: did not answer within 1.5 s"
             reported = await wait_until(lambda: said in cluster.host_status("box").message, 30)
             assert reported, cluster.host_status("box").message
             _, client = cluster._client("box")
-            for _ in range(4):  # each nvidia-smi call now blocks for 5 s: the loop must not
+            for _ in range(4):  # each nvidia-smi call now blocks for 1.5 s: the loop must not
                 await client.request("ping", {}, 2.0)
                 await asyncio.sleep(0.7)
             assert cluster.host_status("box").state is HostState.READY
