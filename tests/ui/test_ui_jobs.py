@@ -26,6 +26,15 @@ async def four_jobs(pilot, app) -> JobTable:
     return table
 
 
+async def open_submit(pilot, app) -> None:
+    """n on the Jobs screen, once the first snapshot is in: the path prompt."""
+    from heet_tui.ui.dialogs.prompt import PromptDialog
+
+    await wait_for(pilot, lambda: app.latest is not None)
+    await pilot.press("n")
+    await wait_for(pilot, lambda: isinstance(app.screen, PromptDialog))
+
+
 def test_sort_keeps_cursor_on_the_selected_job_while_rows_update(make_app, backend):
     async def scenario():
         app = make_app("jobs")
@@ -184,20 +193,16 @@ def test_n_on_the_jobs_screen_asks_for_a_spec_and_submits_it(make_app, backend, 
     """Submitting took ctrl+p, "submit job", then the path: n asks for the path at once. A
     relative path is this TUI's: the controller it is attached to may run in another directory."""
     from heet_tui.core.intents import SubmitJob
-    from heet_tui.ui.dialogs.prompt import PromptDialog
 
     async def scenario():
         app = make_app("jobs")
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.latest is not None)
-            await pilot.press("n")
-            await wait_for(pilot, lambda: isinstance(app.screen, PromptDialog))
+            await open_submit(pilot, app)
             await pilot.press(*str(tmp_path / "sweep"), "enter")
             await wait_for(pilot, lambda: backend.posted == [SubmitJob(str(tmp_path / "sweep"))])
             (tmp_path / "sub").mkdir()
             monkeypatch.chdir(tmp_path / "sub")
-            await pilot.press("n")
-            await wait_for(pilot, lambda: isinstance(app.screen, PromptDialog))
+            await open_submit(pilot, app)
             await pilot.press(*"../jobs/a.toml", "enter")
             await wait_for(pilot, lambda: backend.posted[1:] == [SubmitJob(str(tmp_path / "jobs" / "a.toml"))])
 
@@ -355,7 +360,6 @@ def test_tab_in_the_submit_prompt_completes_a_path_as_a_shell_does(make_app, bac
     from textual.widgets import Input, Label
 
     from heet_tui.core.intents import SubmitJob
-    from heet_tui.ui.dialogs.prompt import PromptDialog
 
     (tmp_path / "jobs" / "sweep").mkdir(parents=True)
     for name in ("small.toml", "notes.txt"):
@@ -364,9 +368,7 @@ def test_tab_in_the_submit_prompt_completes_a_path_as_a_shell_does(make_app, bac
     async def scenario():
         app = make_app("jobs")
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.latest is not None)
-            await pilot.press("n")
-            await wait_for(pilot, lambda: isinstance(app.screen, PromptDialog))
+            await open_submit(pilot, app)
             box, hint = app.screen.query_one(Input), app.screen.query_one("#hint", Label)
             await pilot.press(*f"{tmp_path}/jo")
             await wait_for(pilot, lambda: "jobs/" in str(hint.render()))
