@@ -41,6 +41,8 @@ def test_list_table_uses_heet_hosts_env(hosts: Path) -> None:
     out = heet("hosts", "list", env={"HEET_HOSTS": str(hosts)})
     assert out.returncode == 0, out.stderr
     assert "dev-box" in out.stdout and "emulated T4:2:0.25" in out.stdout
+    bare = heet("hosts", env={"HEET_HOSTS": str(hosts)})  # was "the following arguments are required: VERB"
+    assert (bare.returncode, bare.stdout) == (0, out.stdout)
 
 
 def test_add_then_remove_edits_the_file_in_place(hosts: Path) -> None:

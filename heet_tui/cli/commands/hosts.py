@@ -24,8 +24,9 @@ from heet_tui.config.hosts_file import (
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    hosts = sub.add_parser("hosts", help="list, check, add or remove hosts")
-    verbs = hosts.add_subparsers(dest="hosts_verb", metavar="VERB", required=True)
+    hosts = sub.add_parser("hosts", help="list, check, add or remove hosts (no verb: list)")
+    verbs = hosts.add_subparsers(dest="hosts_verb", metavar="VERB")
+    hosts.set_defaults(func=cmd_list, json=False, hosts_file=None)  # a bare `hosts` was a usage error
 
     def with_file(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         p.add_argument("--hosts", dest="hosts_file", metavar="FILE", help="hosts file (overrides the global --hosts)")
