@@ -143,6 +143,8 @@ class HostsDocument:
                 self.path, "changed on disk since it was loaded; nothing was saved (reload, then edit again)"
             )
         text = self.text()
+        if "\r\n" in on_disk:  # a file written on Windows keeps its line ends; what tomlkit adds has "\n"
+            text = re.sub(r"(?<!\r)\n", "\r\n", text)
         validated = parse_hosts_text(text, self.path)
         mode = self.path.stat().st_mode & 0o777
         fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)

@@ -141,3 +141,17 @@ def test_the_comment_right_above_a_host_goes_with_it(tmp_path: Path, name: str, 
     doc.remove_host(name)
     doc.save()
     assert path.read_text() == HEADED.replace(cut[0], "", 1)
+
+
+def test_a_file_with_windows_line_ends_keeps_them_through_an_edit(tmp_path: Path) -> None:
+    """An added host's lines came with "\\n" into a "\\r\\n" file: mixed line ends."""
+    path = tmp_path / "hosts.toml"
+    path.write_bytes(b'# lab\r\n[[hosts]]\r\nname = "a"\r\naddress = "10.0.0.1"\r\n')
+    doc = HostsDocument.load(path)
+    doc.add_host({"name": "b", "address": "10.0.0.2"})
+    doc.save()
+    data = path.read_bytes()
+    assert b"\n" not in data.replace(b"\r\n", b"") and data.startswith(b'# lab\r\n[[hosts]]\r\nname = "a"\r\n')
+    doc.update_host("b", {"rack": "r2"})
+    doc.save()  # what it wrote is what it compares with next time: no "changed on disk"
+    assert [h.name for h in HostsDocument.load(path).validated.hosts] == ["a", "b"]
