@@ -125,9 +125,10 @@ class IntentHandler:
         ctl.store.set_plan_status(new_id, "proposed", ctl.clock(),
                                   edits={intent.job_id: constraints_to_obj(intent.constraints)})
         self.edits.edit(intent.job_id, intent.constraints, new_id)
-        ctl.store.add_event(ctl.clock(), "update", f"{intent.job_id}: edited on the Plan screen: "
-                            f"{intent.constraints.describe() or 'nothing fixed'} (plan #{new_id}; plans keep to it "
-                            "until it is dropped)", intent.job_id)
+        fixed = intent.constraints.describe()
+        ctl.store.add_event(ctl.clock(), "update", f"{intent.job_id}: edited on the Plan screen (plan #{new_id}): "
+                            + (f"{fixed}; plans keep to it until it is dropped" if fixed else
+                               "nothing fixed; plans place it freely"), intent.job_id)
         return f"plan #{new_id} re-evaluated with the edit to {intent.job_id}; approve it to apply"
 
     async def _DropEdit(self, intent: DropEdit) -> str:

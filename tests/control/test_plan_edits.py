@@ -79,7 +79,8 @@ def test_an_edit_shows_with_the_job_a_reject_takes_it_back_and_a_drop_frees_the_
                                   "a plan made without the edit")
             assert user_constraints(store) == {}
         kinds = [(e.kind, e.message) for e in store.events("a", limit=50)]
-        assert any(k == "update" and "edited on the Plan screen: T4 only" in m for k, m in kinds)
+        assert any(k == "update" and "edited on the Plan screen (plan #" in m and "): T4 only; plans keep to it" in m
+                   for k, m in kinds)
         assert any(k == "update" and "taken back with plan #" in m for k, m in kinds)
 
     asyncio.run(scenario())
