@@ -111,3 +111,16 @@ def test_a_failed_job_fixed_and_retried_resumes_from_its_checkpoint_and_finishes
     assert len(launches) == 3, launches  # the first try, its one retry, and the retry by hand
     logs = sorted((tmp_path / "w-only").glob("**/logs/b.r0.*.log"))
     assert "resumed from" in logs[-1].read_text() and store.job("b").job.steps_done == 80
+
+
+def test_a_retried_jobs_took_says_how_much_came_after_its_retry(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A job that sat failed over a weekend "took 2d03h" for two hours of training."""
+    store = Store(tmp_path / "state")
+    store.add_job(JobSpec("a", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 10)), 1000.0)
+    store.set_state("a", JobState.FAILED, 1100.0, "exit 1")
+    store.retry("a", 180_000.0, "retried")
+    store.set_state("a", JobState.RUNNING, 180_010.0)
+    store.set_state("a", JobState.DONE, 187_200.0)
+    assert main(["--state", str(tmp_path / "state"), "jobs", "a"]) == 0
+    assert "  took       2d03h (2h00m of it since its retry)" in capsys.readouterr().out

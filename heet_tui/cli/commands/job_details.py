@@ -19,6 +19,7 @@ from heet_tui.control.store_records import EventRecord, JobRecord
 from heet_tui.control.user_constraints import user_constraints
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.durations import duration
+from heet_tui.core.job import RETRYABLE, JobState
 from heet_tui.core.metrics import describe
 from heet_tui.core.sched_input import Constraints
 
@@ -79,7 +80,7 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
         ("message", job.message or "-"),
     ]
     if job.ended_at is not None:
-        fields.insert(11, ("took", duration(job.ended_at - job.submitted_at)))
+        fields.insert(11, ("took", _took(job.ended_at, job.submitted_at, job.history)))
     if edited := user_constraints(store).get(job.id, Constraints()).describe():
         fields.insert(4, ("your edit", f"{edited} (fixed on the Plan screen; plans keep to it until d on the "
                                        "Jobs screen drops it)"))
@@ -139,3 +140,12 @@ def _speed(store: Store, job_id: str) -> str:
     _, gpu_type, placement, rate, at, _ = found[-1]
     per_host = placement.split("-") if "-" in placement else list(placement)  # "22": 2 GPUs on each of 2 hosts
     return f"{rate:,.1f} samples/s on {'+'.join(per_host)}x{gpu_type} (reported {_clock(at)})"
+
+
+def _took(ended_at: float, submitted_at: float, history: tuple[tuple[float, JobState], ...]) -> str:
+    """Submission to end (the JCT), and for a retried job the part since its last retry: a job
+    that sat failed over a weekend "took 2d03h" for two hours of training."""
+    took = duration(ended_at - submitted_at)
+    retried = [at for (_, before), (at, state) in zip(history, history[1:], strict=False)
+               if before in RETRYABLE and state is JobState.QUEUED]
+    return f"{took} ({duration(ended_at - retried[-1])} of it since its retry)" if retried else took
