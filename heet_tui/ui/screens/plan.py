@@ -27,7 +27,7 @@ class PlanScreen(SnapshotScreen):
         Binding("a", "approve", "Approve"),
         Binding("r", "reject", "Reject"),
         Binding("e", "tweak", "Tweak"),
-        Binding("t", "toggle_auto", "Auto-approve"),
+        Binding("t", "toggle_auto", "Auto"),
         Binding("p", "replan", "Replan"),
     ]
 
