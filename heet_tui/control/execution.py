@@ -313,11 +313,11 @@ class Executor:
         if (start_s := start_seconds(run, progress, now)) is not None:
             self.store.add_restart_time(run.job_id, "start", start_s, now)
         due = run.observed_at is None or now - run.observed_at >= OBSERVE_EVERY_S
+        rate = float(progress["samples_per_s"])
         if run.reports > 1 and due and not run.profiling:  # the first report includes start-up and warm-up
-            reports.observe(self, run, float(progress["samples_per_s"]), now)
+            reports.observe(self, run, rate, now)
         if run.profiling:
-            if reports.profiling_settled(run, float(progress["samples_per_s"]), self.opt.profile_reports) \
-                    and run.stop_reason is None:
+            if reports.note_profiling_rate(run, rate, self.opt.profile_reports) and run.stop_reason is None:
                 reports.observe(self, run, reports.profiled_rate(run.rates), now)
                 self._spawn(self.stop_run(run, "profiled", wait=False))
             return True

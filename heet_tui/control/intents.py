@@ -134,7 +134,7 @@ class IntentHandler:
     async def _DropEdit(self, intent: DropEdit) -> str:
         ctl = self.ctl
         had = self.edits.drop(intent.job_id)
-        if not had.describe():
+        if not had.is_set:
             raise ValueError(f"{intent.job_id} has no edit to drop")
         said = f"{intent.job_id}: edit dropped ({had.describe()}); plans place it freely again"
         ctl.store.add_event(ctl.clock(), "update", said, intent.job_id)

@@ -32,8 +32,9 @@ def observe(executor: Executor, run: Run, rate: float, now: float) -> None:
     warn_unlike_twins(executor, run, now)
 
 
-def profiling_settled(run: Run, rate: float, least_reports: int) -> bool:
-    """Whether a profiling run has measured what it was for, given its latest report.
+def note_profiling_rate(run: Run, rate: float, least_reports: int) -> bool:
+    """Keep a profiling run's latest rate (its first report is start-up: left out), and say
+    whether the run has now measured what it was for.
 
     Its second report was taken as the job's speed there, but a job's speed still climbs for a
     few reports after start-up (allocator and kernel warm-up, a DataLoader's prefetch): on the

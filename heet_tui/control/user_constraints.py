@@ -27,7 +27,7 @@ def user_constraints(store: Store) -> dict[str, Constraints]:
 def set_user_constraints(store: Store, job_id: str, c: Constraints) -> None:
     """Fixing nothing removes the job's entry."""
     raw = json.loads(store.setting(SETTING) or "{}")
-    if c == Constraints():
+    if not c.is_set:
         raw.pop(job_id, None)
     else:
         raw[job_id] = constraints_to_obj(c)
@@ -51,9 +51,11 @@ class PendingEdits:
         return had
 
     def drop(self, job_id: str) -> Constraints:
+        """Forget the job's edit; returns it (nothing fixed: nothing to write)."""
         had = user_constraints(self.store).get(job_id, Constraints())
         self.before.pop(job_id, None)
-        set_user_constraints(self.store, job_id, Constraints())
+        if had.is_set:
+            set_user_constraints(self.store, job_id, Constraints())
         return had
 
     def commit(self) -> None:

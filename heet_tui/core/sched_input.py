@@ -50,6 +50,11 @@ class Constraints:
     pinned_hosts: tuple[str, ...] = ()
     held: bool = False
 
+    @property
+    def is_set(self) -> bool:
+        """Whether anything is fixed at all."""
+        return bool(self.held or self.pinned_type or self.fixed_count or self.pinned_hosts)
+
     def describe(self) -> str:
         """"T4 only, 2 GPUs, on h1, h2", "held (no GPUs)"; "" when nothing is fixed."""
         if self.held:

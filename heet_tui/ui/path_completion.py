@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from itertools import islice
 
 from textual.suggester import Suggester
 
@@ -28,28 +29,29 @@ def path_matches(typed: str, choices: Sequence[str] = (), limit: int = 20) -> li
 def _entries(folder: str, start: str) -> list[str]:
     try:
         with os.scandir(folder) as it:
-            names = []
-            for i, entry in enumerate(it):
-                if i >= MAX_ENTRIES:
-                    break
-                if not entry.name.startswith(start) or (entry.name.startswith(".") and not start.startswith(".")):
-                    continue
-                if entry.is_dir():
-                    names.append(entry.name + "/")
-                elif entry.name.endswith(".toml"):
-                    names.append(entry.name)
+            fitting = [e for e in islice(it, MAX_ENTRIES) if e.name.startswith(start)
+                       and (start.startswith(".") or not e.name.startswith("."))]
+            return sorted(e.name + "/" if e.is_dir() else e.name for e in fitting
+                          if e.is_dir() or e.name.endswith(".toml"))
     except OSError:
         return []
-    return sorted(names)
 
 
 class PathSuggester(Suggester):
-    """The first of ``path_matches``: the Input shows it after the cursor, Tab takes it."""
+    """The first of ``path_matches``: the Input shows it after the cursor, Tab takes it. The
+    dialog's list of what fits asks ``matches`` for the same text: one directory read a
+    keystroke, not one for the suggestion and one for the list."""
 
     def __init__(self, choices: Sequence[str] = ()) -> None:
         super().__init__(use_cache=False, case_sensitive=True)  # the filesystem changes under it
         self.choices = tuple(choices)
+        self._last: tuple[str, list[str]] | None = None
+
+    def matches(self, typed: str) -> list[str]:
+        if self._last is None or self._last[0] != typed:
+            self._last = (typed, path_matches(typed, self.choices))
+        return self._last[1]
 
     async def get_suggestion(self, value: str) -> str | None:
-        found = path_matches(value, self.choices, limit=1) if value else []
+        found = self.matches(value) if value else []
         return found[0] if found else None

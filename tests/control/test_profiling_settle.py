@@ -6,7 +6,7 @@ was, and the plans put it on a slower type that had happened to be measured late
 
 from __future__ import annotations
 
-from heet_tui.control.progress_reports import PROFILE_MAX_REPORTS, profiled_rate, profiling_settled
+from heet_tui.control.progress_reports import PROFILE_MAX_REPORTS, note_profiling_rate, profiled_rate
 from heet_tui.control.runtime import Run
 from heet_tui.core.allocation import Allocation
 
@@ -16,7 +16,7 @@ def _feed(rates: list[float], least: int = 2) -> tuple[int, float] | None:
     run = Run("j", Allocation.of("j", "V100", {"h": [0]}), 1, {}, 0.0, profiling=True)
     for rate in rates:
         run.reports += 1
-        if profiling_settled(run, rate, least):
+        if note_profiling_rate(run, rate, least):
             return run.reports, profiled_rate(run.rates)
     return None
 

@@ -12,7 +12,7 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label
 
 from heet_tui.ui.dialogs.base import Dialog, DialogBox
-from heet_tui.ui.path_completion import PathSuggester, path_matches
+from heet_tui.ui.path_completion import PathSuggester
 
 SHOWN = 6
 
@@ -32,20 +32,20 @@ class PromptDialog(Dialog[str | None]):
     def __init__(self, question: str, suggestions: Sequence[str] = (), value: str = "", paths: bool = False) -> None:
         """``paths``: complete from the filesystem too (job files and directories)."""
         super().__init__()
-        self.question, self.suggestions, self.value, self.paths = question, tuple(suggestions), value, paths
+        self.question, self.suggestions, self.value = question, tuple(suggestions), value
+        self._paths = PathSuggester(self.suggestions) if paths else None
 
     def compose(self) -> ComposeResult:
-        suggester = (PathSuggester(self.suggestions) if self.paths
-                     else SuggestFromList(self.suggestions, case_sensitive=False))
+        suggester = self._paths or SuggestFromList(self.suggestions, case_sensitive=False)
         with DialogBox():
             yield Label(self.question, markup=False)
             yield Input(self.value, suggester=suggester)
-            if self.suggestions or self.paths:
+            if self.suggestions or self._paths is not None:
                 yield Label(self._hint(self.value), id="hint", classes="hint", markup=False)
 
     def _hint(self, typed: str) -> str:
-        if self.paths:
-            fits = path_matches(typed, self.suggestions, limit=SHOWN + 1) if typed else list(self.suggestions)
+        if self._paths is not None:
+            fits = self._paths.matches(typed) if typed else list(self.suggestions)
         else:
             fits = [s for s in self.suggestions if s.casefold().startswith(typed.casefold())]
         if not fits:

@@ -97,7 +97,7 @@ class JobsScreen(SnapshotScreen):
             return self.selected is not None
         if action == "drop_edit":
             job = self.selected
-            return not self.read_only and job is not None and bool(job.edit.describe())
+            return not self.read_only and job is not None and job.edit.is_set
         return True
 
     def action_submit_job(self) -> None:
@@ -142,7 +142,7 @@ class JobsScreen(SnapshotScreen):
 
     def action_drop_edit(self) -> None:
         job = self.selected
-        if job is not None and job.edit.describe():
+        if job is not None and job.edit.is_set:
             self.request(DropEdit(job.id), f"drop the edit to {job.id}")
 
     def action_retry_job(self) -> None:

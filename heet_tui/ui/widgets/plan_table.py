@@ -160,7 +160,7 @@ class PlanTable(KeyedTable):
 
     def show(self, snap: Snapshot) -> None:
         rows = plan_rows(snap.plan) if snap.plan is not None else current_rows(snap)
-        edited = {j.id for j in snap.jobs if j.edit.describe()}
+        edited = {j.id for j in snap.jobs if j.edit.is_set}
         rows = {k: replace(r, edited=True) if k in edited else r for k, r in rows.items()}
         self._rank = {job_id: i for i, job_id in enumerate(rows)}
         self.sync(rows)
