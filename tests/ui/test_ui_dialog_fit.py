@@ -13,7 +13,7 @@ import pytest
 from textual import events
 from textual.widget import Widget
 from textual.widgets import Button, Input, Static
-from ui_support import open_tweak, run, wait_for
+from ui_support import fully_shown, open_tweak, run, wait_for
 
 from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.dialogs.help import HelpDialog
@@ -35,22 +35,6 @@ def hosts_copy(tmp_path) -> Path:
     path = tmp_path / "hosts.toml"
     shutil.copy(HOSTS, path)
     return path
-
-
-def fully_shown(app, widget: Widget) -> bool:
-    """On screen, its first and last cells not covered by anything else (a docked foot, the box's
-    edge) nor scrolled away: what the user actually sees of it."""
-    region = widget.region
-    if not region or not app.screen.region.contains_region(region):
-        return False
-    for x, y in ((region.x, region.y), (region.right - 1, region.bottom - 1)):
-        try:
-            under, _ = app.get_widget_at(x, y)
-        except Exception:  # nothing there (scrolled out of the box's clip)
-            return False
-        if under is not widget and widget not in under.ancestors:
-            return False
-    return True
 
 
 def dialog_box(app) -> Widget:

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Callable
 
 from textual.pilot import Pilot
+from textual.widget import Widget
 
 from heet_tui.ui.dialogs.tweak import TweakDialog
 from heet_tui.ui.widgets.plan_table import PlanTable
@@ -28,6 +29,22 @@ def footer(app) -> set[str]:
     from textual.widgets._footer import FooterKey
 
     return {f"{k.key_display} {k.description}" for k in app.screen.query(FooterKey)}
+
+
+def fully_shown(app, widget: Widget) -> bool:
+    """On screen, its first and last cells not covered by anything else (a docked foot, the box's
+    edge) nor scrolled away: what the user actually sees of it."""
+    region = widget.region
+    if not region or not app.screen.region.contains_region(region):
+        return False
+    for x, y in ((region.x, region.y), (region.right - 1, region.bottom - 1)):
+        try:
+            under, _ = app.get_widget_at(x, y)
+        except Exception:  # nothing there (scrolled out of the box's clip)
+            return False
+        if under is not widget and widget not in under.ancestors:
+            return False
+    return True
 
 
 def run(coro) -> None:

@@ -11,9 +11,10 @@ from collections.abc import Awaitable, Callable
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from heet_tui.ui.dialogs.base import Dialog, DialogBox
+from heet_tui.ui.widgets.screen_footer import ScreenFooter
 
 Fetch = Callable[[str], Awaitable[tuple[str, ...]]]
 
@@ -33,7 +34,7 @@ class JobLogDialog(Dialog[None]):
     def compose(self) -> ComposeResult:
         with DialogBox(can_focus=True):  # nothing else takes the keys that scroll it
             yield Static(Text(f"reading the log of {self.job_id}…"), id="log", markup=False)
-        yield Footer()
+        yield ScreenFooter()
 
     def on_mount(self) -> None:
         self.action_refresh_log()

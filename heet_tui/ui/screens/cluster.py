@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer
 
 from heet_tui.core.intents import ConnectHost, DrainHost
 from heet_tui.core.snapshot import HostStatus, Snapshot
@@ -12,6 +11,7 @@ from heet_tui.ui.screens.base import SnapshotScreen
 from heet_tui.ui.widgets.host_detail import HostDetail, HostHistory
 from heet_tui.ui.widgets.host_table import HostTable
 from heet_tui.ui.widgets.keyed_table import KeyedTable
+from heet_tui.ui.widgets.screen_footer import ScreenFooter
 from heet_tui.ui.widgets.status_line import StatusLine
 
 CHANGING_ACTIONS = frozenset({"drain", "connect", "trust_key"})
@@ -34,7 +34,7 @@ class ClusterScreen(SnapshotScreen):
         yield StatusLine("Cluster")
         yield HostTable(id="hosts")
         yield HostDetail()
-        yield Footer()
+        yield ScreenFooter()
 
     def on_mount(self) -> None:
         self.query_one(HostTable).regroup("type", None)

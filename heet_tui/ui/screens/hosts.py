@@ -16,7 +16,7 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_edit import HostsDocument
@@ -26,6 +26,7 @@ from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.dialogs.host_form import HostFormDialog
 from heet_tui.ui.screens.base import SnapshotScreen
 from heet_tui.ui.widgets.keyed_table import Cells, KeyedTable
+from heet_tui.ui.widgets.screen_footer import ScreenFooter
 from heet_tui.ui.widgets.status_line import StatusLine
 
 COLUMNS = (("name", "Name"), ("address", "Address"), ("transport", "Transport"), ("user", "User"),
@@ -71,7 +72,7 @@ class HostsScreen(SnapshotScreen):
         yield Static(id="hosts-path", markup=False)
         yield Static(id="hosts-problem", markup=False)
         yield KeyedTable(COLUMNS, id="host-entries")
-        yield Footer()
+        yield ScreenFooter()
 
     def on_mount(self) -> None:
         if self.path is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from heet_tui.core.intents import CancelJob, DropEdit, RetryJob
 from heet_tui.core.job import RETRYABLE, JobState
@@ -17,6 +17,7 @@ from heet_tui.ui.screens.base import SnapshotScreen
 from heet_tui.ui.widgets.job_detail import JobDetail
 from heet_tui.ui.widgets.job_table import SORTS, JobTable
 from heet_tui.ui.widgets.keyed_table import KeyedTable
+from heet_tui.ui.widgets.screen_footer import ScreenFooter
 from heet_tui.ui.widgets.status_line import StatusLine
 
 SORT_CYCLE = tuple(SORTS)
@@ -45,7 +46,7 @@ class JobsScreen(SnapshotScreen):
         yield JobTable(id="jobs")
         yield JobDetail()
         yield Input(placeholder="filter: words matched against id, name, model, state, type, hosts", id="filter")
-        yield Footer()
+        yield ScreenFooter()
 
     def render_snapshot(self, snap: Snapshot) -> None:
         self._jobs = {j.id: j for j in snap.jobs}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from heet_tui.core.intents import ApprovePlan, EditJob, RejectPlan, Replan, SetAutoApprove
 from heet_tui.core.snapshot import Snapshot
@@ -13,6 +13,7 @@ from heet_tui.ui.dialogs.tweak import TweakDialog
 from heet_tui.ui.screens.base import SnapshotScreen
 from heet_tui.ui.widgets.keyed_table import KeyedTable
 from heet_tui.ui.widgets.plan_table import PlanTable, summary
+from heet_tui.ui.widgets.screen_footer import ScreenFooter
 from heet_tui.ui.widgets.status_line import StatusLine
 
 NEEDS_PLAN = frozenset({"approve", "reject", "tweak"})
@@ -37,7 +38,7 @@ class PlanScreen(SnapshotScreen):
         yield StatusLine("Plan")
         yield Static(id="plan-summary")
         yield PlanTable(id="plan")
-        yield Footer()
+        yield ScreenFooter()
 
     def render_snapshot(self, snap: Snapshot) -> None:
         text = summary(snap)

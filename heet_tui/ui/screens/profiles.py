@@ -6,13 +6,14 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from heet_tui.core.snapshot import JobProfile, Snapshot
 from heet_tui.ui.format import short_id
 from heet_tui.ui.screens.base import SnapshotScreen
 from heet_tui.ui.widgets.keyed_table import KeyedTable
 from heet_tui.ui.widgets.profile_heatmap import heatmap, scaling_curves
+from heet_tui.ui.widgets.screen_footer import ScreenFooter
 from heet_tui.ui.widgets.status_line import StatusLine
 
 
@@ -44,7 +45,7 @@ class ProfilesScreen(SnapshotScreen):
             with VerticalScroll(id="profile-view"):
                 yield Static("No profiles yet: jobs are profiled when they are submitted.", id="heatmap")
                 yield Static(id="scaling")
-        yield Footer()
+        yield ScreenFooter()
 
     def on_mount(self) -> None:
         self._fit(self.app.size.width)
