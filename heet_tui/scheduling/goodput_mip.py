@@ -6,8 +6,8 @@ configuration, each type at most its capacity. Objective:
 
     maximise  sum_j sum_c x[j, c] * R[j, c] * G[j, c] ** p
 
-G[j, c] is the normalised goodput: throughput on c over the job's best throughput at its
-minimum count, so every job weighs the same whatever its model; 0 < p <= 1 is the fairness
+G[j, c] is the normalised goodput: throughput on c over the job's best throughput at the smallest
+count it runs at, so every job weighs the same whatever its model; 0 < p <= 1 is the fairness
 exponent (p < 1 is concave: a GPU is worth more to a job with few). R is the reallocation
 penalty: 1 for a queued job or the configuration a running job has now, ``age / (age +
 restart_cost)`` for any other (as in Sia: a young job pays relatively more for a restart). Solved with
@@ -53,7 +53,7 @@ class GoodputMipPolicy:
         for info in problem.infos:
             if not info.caps:
                 continue
-            base = max(problem.throughput(info, t, info.min_gpus) for t in info.caps)
+            base = _base_throughput(problem, info)
             if base <= 0:
                 continue
             age, rc = info.view.age_s, info.view.restart_cost_s
@@ -75,3 +75,14 @@ class GoodputMipPolicy:
                 targets[info.id] = (t, k)
         order = [i.id for i in sorted(problem.infos, key=lambda i: (-i.view.age_s, i.index))]
         return _finish(self.name, problem, targets, order, cluster, jobs, now, self.predict)
+
+
+def _base_throughput(problem: Problem, info: JobInfo) -> float:
+    """The job's best speed at the smallest count that runs anywhere: what every choice is weighed
+    against. At its minimum count alone, a model that runs on 2+ GPUs only (pipeline parallel)
+    weighed zero there and was never started."""
+    for k in range(info.min_gpus, max(info.caps.values()) + 1):
+        base = max(problem.throughput(info, t, k) for t, cap in info.caps.items() if cap >= k)
+        if base > 0:
+            return base
+    return 0.0

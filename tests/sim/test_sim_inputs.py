@@ -143,12 +143,15 @@ def test_the_bundled_reference_cluster(repo: Path) -> None:
     assert {t: cluster.gpus_of_type(t) for t in cluster.gpu_types()} == {"A100": 16, "RTX2080Ti": 24, "T4": 24}
 
 
-def test_a_job_that_runs_only_on_more_gpus_than_its_minimum_is_scheduled(profile_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("policy", ["heet", "heet-lookahead", "goodput-mip", "fifo", "srtf", "gavel"])
+def test_a_job_that_runs_only_on_more_gpus_than_its_minimum_is_scheduled(profile_dir: Path, tmp_path: Path,
+                                                                         policy: str) -> None:
     """A model profiled on 2+ GPUs only (pipeline parallel, as the shared gpt_pmp) was declared
-    unschedulable at once: feasibility was tried at the job's minimum count alone."""
+    unschedulable at once: feasibility was tried at the job's minimum count alone. goodput-mip then
+    never started it: it weighed each choice against the job's speed at its minimum count, zero."""
     import shutil
 
-    from heet_tui.scheduling.heet import HeetPolicy
+    from heet_tui.scheduling.registry import make_policy
 
     root = tmp_path / "profiles"
     shutil.copytree(profile_dir / "cifar10", root / "cifar10")
@@ -159,6 +162,6 @@ def test_a_job_that_runs_only_on_more_gpus_than_its_minimum_is_scheduled(profile
     physics = load_physics(root, {"aws": "T4"})
     assert physics.get("cifar10").throughput("T4", (1,), 128) == 0 < physics.get("cifar10").throughput("T4", (2,), 128)
     sim = Simulation(cluster_of(("aws", 1)), [WorkloadJob("j", 0.0, "cifar10", 2, 128, min_gpus=1)], physics,
-                     HeetPolicy())
+                     make_policy(policy))
     (record,) = sim.run()
     assert record.outcome == "done", record.message
