@@ -201,3 +201,27 @@ def test_reference_compat_reproduces_the_reference(repo: Path) -> None:
     compat = entry["reference_compat"]
     assert compat["within_10pct"] and compat["per_job_within_10pct"] == compat["jobs_compared"] == 7
     assert compat["per_job_rel_error_max"] < 0.01
+
+
+def test_ctrl_c_says_what_it_left(tmp_path: Path, cluster_file: Path, profile_dir: Path,
+                                  capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C in a long comparison exited 130 without a word, leaving a partial events file."""
+    from heet_tui.sim.engine import Simulation
+
+    step, rounds = Simulation.step, []
+
+    def step_then_ctrl_c(self: Simulation) -> None:
+        rounds.append(1)
+        if len(rounds) > 30:
+            raise KeyboardInterrupt
+        step(self)
+
+    monkeypatch.setattr(Simulation, "step", step_then_ctrl_c)
+    out, events = tmp_path / "m.json", tmp_path / "e.jsonl"
+    code = main(["sim", "--workload", str(WORKLOADS / "saturn-head.csv"), "--cluster", str(cluster_file),
+                 "--profiles", str(profile_dir), "--policy", "fifo", "--oracle",
+                 "--json", str(out), "--events", str(events)])
+    assert code == 130
+    said = capsys.readouterr().err
+    assert f"interrupted: no results written; {events} holds the events up to the interruption" in said
+    assert not out.exists() and events.read_text().count("\n") > 0

@@ -155,6 +155,10 @@ def cmd_sim(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     except OSError as exc:
         raise CliError(f"sim: {exc}") from None
+    except KeyboardInterrupt:
+        kept = f"; {args.events} holds the events up to the interruption" if args.events else ""
+        print(f"heet-tui sim: interrupted: no results written{kept}", file=sys.stderr)
+        return 130
     mode = "oracle" if args.oracle else f"predicted throughput ({args.predictor})"
     _print_table(summary, f"{cluster.name} ({cluster.total_gpus} GPUs), {len(paths)} workload file(s), {mode}")
     try:
