@@ -22,13 +22,24 @@ def _config_order(config: str) -> tuple[int, int, str]:
     return (sum(digits), len(digits), config)
 
 
+def _figure(samples_per_s: float) -> str:
+    """At most four digits and no unit (the title gives it): with "/s" a cell was too wide for an
+    80-column terminal, and Rich cut the figures to "●9240…"."""
+    if samples_per_s >= 10_000:
+        return f"{samples_per_s / 1000:.0f}k"
+    if samples_per_s >= 10:
+        return f"{samples_per_s:.0f}"
+    return f"{samples_per_s:.1f}"
+
+
 def heatmap(profile: JobProfile) -> Table:
     types = sorted({c.gpu_type for c in profile.cells})
     configs = sorted({c.config for c in profile.cells}, key=_config_order)
     best = max((c.samples_per_s for c in profile.cells), default=0.0) or 1.0
     grid = {(c.gpu_type, c.config): c for c in profile.cells}
     table = Table(title=f"{profile.job_id}: samples/s by GPU type x placement", expand=False, padding=(0, 1))
-    table.add_column("type", style="bold")
+    # a type's name is never cut (a predicted cell wraps its ±spread onto a second line instead)
+    table.add_column("type", style="bold", no_wrap=True, min_width=max(map(len, types), default=4))
     for config in configs:
         table.add_column(config, justify="right")
     for gpu_type in types:
@@ -40,9 +51,9 @@ def heatmap(profile: JobProfile) -> Table:
                 continue
             shade = _SHADES[min(len(_SHADES) - 1, int(cell.samples_per_s / best * len(_SHADES)))]
             if cell.measured:
-                row.append(Text(f"●{rate(cell.samples_per_s)}", style=f"bold white on {shade}"))
+                row.append(Text(f"●{_figure(cell.samples_per_s)}", style=f"bold white on {shade}"))
             else:
-                row.append(Text(f"~{rate(cell.samples_per_s)} {spread(cell.uncertainty)}", style=f"italic on {shade}"))
+                row.append(Text(f"~{_figure(cell.samples_per_s)} {spread(cell.uncertainty)}", style=f"italic on {shade}"))
         table.add_row(*row)
     # the placement headers were explained nowhere ("what is 4444?")
     table.caption = ("● measured   ~ predicted ±uncertainty (±? a rough guess)   · unknown\n"
