@@ -31,7 +31,7 @@ from heet_tui.control.host_loss import HostLossGrace, say_host_back, say_host_ou
 from heet_tui.control.hosts_reload import HostsReloader
 from heet_tui.control.intents import IntentHandler
 from heet_tui.control.job_log import job_log
-from heet_tui.control.job_update import follow_spec
+from heet_tui.control.job_update import follow_requests
 from heet_tui.control.log_file import attach_log_file, detach_log_file
 from heet_tui.control.notices import Notices
 from heet_tui.control.plan_apply import apply_plan
@@ -43,7 +43,7 @@ from heet_tui.control.round_errors import RoundErrors
 from heet_tui.control.runtime import launch_blocked
 from heet_tui.control.snapshot_build import build_snapshot
 from heet_tui.control.snapshots import ControllerLock, SnapshotHub
-from heet_tui.control.store import JobRecord, Store, StoreWriteError
+from heet_tui.control.store import Store, StoreWriteError
 from heet_tui.control.store_health import StoreHealth
 from heet_tui.control.throughput import ThroughputBook, profiling_model
 from heet_tui.control.unmeasured import hide_nominal, unmeasured_ids, unreported_gpu_s
@@ -249,7 +249,7 @@ class Controller:
         for rec in active:  # jobs other processes submitted
             self.book.register(rec.job.id, rec.job.spec.model, rec.job.spec.batch_size)
         if not self.opt.read_only:
-            await self._handle_requests(active)
+            await follow_requests(self, active)  # by heet-tui cancel and update
         settling = any(s.state is HostState.CONNECTING for s in self.cluster.status())
         if settling and now - self._started_at <= self.opt.settle_timeout_s:
             await self.publish()  # plans wait until every host has connected or given up
@@ -274,13 +274,6 @@ class Controller:
         usable = {h.name: h.gpus for h in self.hosts.hosts}
         reserved = self.executor.reserved_gpus() if for_plans else None
         return planning.cluster_view(self.cluster.status(), usable, self.drained(), reserved)
-
-    async def _handle_requests(self, active: list[JobRecord]) -> None:  # by heet-tui cancel and update
-        for rec in active:
-            if rec.cancel_requested:
-                await self.intents.cancel(rec.job.id)
-            elif (run := self.executor.runs.get(rec.job.id)) is not None:
-                await follow_spec(self.executor, run, rec)
 
     async def _resume_applying(self) -> None:
         for rec in self.store.plans_with_status("approved", "applying"):

@@ -7,25 +7,32 @@ back of the queue, and its history and crash count gone.
 
 What the scheduler reads (GPU range and types, priority, stall timeout, stop grace) applies at
 the next plan. What the processes were started with (command, arguments, workdir, env, target)
-applies at their next launch, so a running job is stopped and relaunched from its checkpoint.
+applies at their next launch, so a running job is stopped and relaunched from its checkpoint on
+the GPUs it holds.
 ``model`` and ``batch_size`` name the measurements the job shares with its twins and
 ``checkpoint_dir`` holds its progress: those cannot change (submit a new job instead).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from heet_tui.config.job_spec import spec_file
+from heet_tui.control.execution import StepFailed
+from heet_tui.core.host import HostState
 from heet_tui.core.job import ACTIVE, JobSpec, JobState
 
 if TYPE_CHECKING:
-    from heet_tui.control.execution import Executor
+    from heet_tui.control.controller import Controller
     from heet_tui.control.runtime import Run
     from heet_tui.control.store import Store
     from heet_tui.control.store_records import JobRecord
+
+log = logging.getLogger(__name__)
 
 UPDATED = "its spec was updated"
 MEASURED = "its measurements are kept under its model and batch size"
@@ -118,11 +125,46 @@ def needs_relaunch(old: JobSpec, new: JobSpec) -> bool:
     return any(getattr(old, field) != getattr(new, field) for field in RELAUNCH)
 
 
-async def follow_spec(executor: Executor, run: Run, rec: JobRecord) -> None:
-    """The running job takes the store's new spec: at once for what the controller reads, by a
-    stop and relaunch from its checkpoint when an update changed what its processes were started
-    with (the request stays in the store until a launch carries it out, so a controller started
-    after the update relaunches too; a run being stopped already relaunches with the new spec)."""
-    run.spec = rec.job.spec
-    if rec.relaunch_requested and run.stop_reason is None:
-        await executor.stop_run(run, UPDATED, wait=False)
+async def follow_requests(ctl: Controller, active: list[JobRecord]) -> None:
+    """What ``heet-tui cancel`` and ``update`` asked through the store, carried out.
+
+    A running job takes a new spec at once for what the controller reads. One whose update changed
+    what its processes were started with is stopped and relaunched from its checkpoint on the GPUs
+    it has, without a plan: before, it was stopped and then waited, idle, for a plan someone had
+    to approve. The request stays in the store until a launch carries it out (so a controller
+    started after the update relaunches too); a run already being stopped relaunches with the new
+    spec wherever the plan puts it.
+    """
+    relaunch = []
+    for rec in active:
+        if rec.cancel_requested:
+            await ctl.intents.cancel(rec.job.id)
+        elif (run := ctl.executor.runs.get(rec.job.id)) is not None:
+            run.spec = rec.job.spec
+            if rec.relaunch_requested and run.stop_reason is None and all(
+                    ctl.cluster.host_status(h).state is HostState.READY for h in run.alloc.host_names):
+                relaunch.append(run)  # a host not (yet) connected: once it is, or once it is lost
+    if relaunch and (ctl.applying is None or ctl.applying.done()):  # else after the plan being applied
+        ctl.applying = asyncio.get_running_loop().create_task(_relaunch_in_place(ctl, relaunch))
+
+
+async def _relaunch_in_place(ctl: Controller, runs: list[Run]) -> None:
+    """Held as the controller's ``applying`` task, so no plan moves these jobs meanwhile."""
+    ex = ctl.executor
+    try:
+        await asyncio.gather(*(ex.stop_run(run, UPDATED) for run in runs))
+        for run in runs:
+            rec = ctl.store.job(run.job_id)
+            if (rec is None or rec.cancel_requested or rec.job.state is not JobState.QUEUED
+                    or run.job_id in ex.runs or ex.backoff_until.get(run.job_id, 0.0) > ctl.clock()):
+                continue  # cancelled, finished or crashed on the way out: not this function's to restart
+            try:
+                new = await ex.launch(run.job_id, run.alloc)
+                if new.any_exited:
+                    raise StepFailed("a rank exited at launch")
+            except Exception as exc:  # noqa: BLE001 - any failure leaves it queued for the next plan
+                log.warning("relaunching %s after its update: %s", run.job_id, exc)
+                ctl.notices.append(f"{run.job_id}: not relaunched on {run.alloc.describe()} after its update "
+                                   f"({exc}); the next plan places it")
+    finally:
+        ctl.poke()

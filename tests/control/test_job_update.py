@@ -171,9 +171,14 @@ def test_a_job_updated_while_no_controller_runs_is_relaunched_by_the_next_one(tm
         capsys.readouterr()
         assert main(["--state", str(tmp_path / "state"), "update", str(path)]) == 0
         assert "it restarts from its checkpoint when the controller next runs" in capsys.readouterr().out
-        async with started_controller(hosts, store, options) as ctl:
+        # Without auto-approve: the relaunch takes no plan (it waited, stopped, for one to be approved)
+        async with started_controller(hosts, store, replace(options, auto_approve=False)) as ctl:
             await wait_for(ctl, lambda s: job(s, "long").state is JobState.DONE, 120, "the job done at its new target")
         assert store.job("long").job.steps_done == target
-        assert any(UPDATED in e.message and e.kind == "stopped" for e in store.events("long", limit=100))
+        events = store.events("long", limit=100)
+        assert any(UPDATED in e.message and e.kind == "stopped" for e in events)
+        launches = [e.message for e in events if e.kind == "launch"]
+        assert len(launches) == 2 and launches[1].endswith(launches[0].partition(": ")[2]), "where it ran before"
+        assert len(store.plans_with_status("approved", "applying", "applied")) == 1, "no plan relaunched it"
 
     run_and_clean(scenario, tmp_path)
