@@ -38,7 +38,7 @@ from heet_tui.control.plan_apply import apply_plan
 from heet_tui.control.profiling_rounds import profile_idle_types, profile_new_jobs, waits_for_profiling
 from heet_tui.control.progress_reports import note_bad_progress
 from heet_tui.control.recovery import rebuild_runs, reconcile_host
-from heet_tui.control.restart_costs import cost_of, restart_costs
+from heet_tui.control.restart_costs import cost_of, ended_twin_costs, restart_costs
 from heet_tui.control.round_errors import RoundErrors
 from heet_tui.control.runtime import launch_blocked
 from heet_tui.control.snapshot_build import build_snapshot
@@ -307,7 +307,8 @@ class Controller:
         """Jobs to plan: measured ones, and those that cannot be (control/unmeasured.py)."""
         constraints = user_constraints(self.store) | (overrides or {})
         out, now = [], self.clock()
-        unmeasured, restart_cost = unmeasured_ids(self.store), restart_costs(self.store)
+        unmeasured, restart_cost, ended_cost = unmeasured_ids(self.store), restart_costs(self.store), ended_twin_costs(
+            self.store)
         crashed = self.executor.crashed_sizes  # a size a twin could not run at, this job cannot either
         held = (away := self.host_grace.holding()) | launch_blocked(self.cluster.status())
         for rec in self.store.jobs(include_terminal=False):
@@ -330,7 +331,8 @@ class Controller:
                 job.id, job.state, spec.min_gpus, spec.max_gpus, spec.gpu_types, spec.priority, job.submitted_at,
                 job.attained_gpu_s + unreported_gpu_s(run, now), max(0.0, total - job.samples_done),
                 run.alloc if run else None, constraints.get(job.id, Constraints()), measured,
-                cost_of(job.id, restart_cost, mates), frozenset().union(*(crashed.get(j, ()) for j in {job.id} | mates))))
+                cost_of(job.id, restart_cost, mates, ended_twins=ended_cost.get((spec.model, spec.batch_size))),
+                frozenset().union(*(crashed.get(j, ()) for j in {job.id} | mates))))
         return out
 
     def replan(self, overrides: dict[str, Constraints] | None = None) -> Plan | None:

@@ -20,6 +20,7 @@ measured, ``DEFAULT_RESTART_S``.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from heet_tui.control.runtime import STALLED
@@ -27,9 +28,11 @@ from heet_tui.control.runtime import STALLED
 if TYPE_CHECKING:
     from heet_tui.control.runtime import Run
     from heet_tui.control.store import Store
+    from heet_tui.control.throughput import ProfileClass
 
 DEFAULT_RESTART_S = 30.0
 RECENT = 5  # measurements per phase that count: a job's start-up changes little, but hosts differ
+ENDED_ROWS = 2000  # the ended jobs' latest measurements read each round: recent twins, at a bounded cost
 
 
 def start_seconds(run: Run, progress: dict[str, Any], now: float) -> float | None:
@@ -61,8 +64,27 @@ def stop_seconds(run: Run, now: float) -> float | None:
 def restart_costs(store: Store) -> dict[str, float]:
     """Per job that has not ended and has a measured start: median recent start + median
     recent stop, in seconds (ended jobs are left out: every round asks)."""
+    return _costs(store.restart_times())
+
+
+def ended_twin_costs(store: Store) -> dict[ProfileClass, float]:
+    """Per (model, batch size): the median pause of the recently ended jobs of that class. A
+    sweep's later members share the first ones' pause, also once those have finished (they were
+    priced at the default 30 s for a 3 s pause)."""
+    classes: dict[str, ProfileClass] = {}
+    rows = []
+    for job_id, model, batch, phase, seconds in store.ended_restart_times(ENDED_ROWS):
+        classes[job_id] = (model, batch)
+        rows.append((job_id, phase, seconds))
+    per_class: dict[ProfileClass, list[float]] = {}
+    for job_id, cost in _costs(rows).items():
+        per_class.setdefault(classes[job_id], []).append(cost)
+    return {cls: statistics.median(costs) for cls, costs in per_class.items()}
+
+
+def _costs(rows: Iterable[tuple[str, str, float]]) -> dict[str, float]:
     phases: dict[str, dict[str, list[float]]] = {}
-    for job_id, phase, seconds in store.restart_times():
+    for job_id, phase, seconds in rows:
         phases.setdefault(job_id, {}).setdefault(phase, []).append(seconds)
     out = {}
     for job_id, by_phase in phases.items():
@@ -73,10 +95,13 @@ def restart_costs(store: Store) -> dict[str, float]:
 
 
 def cost_of(job_id: str, costs: dict[str, float], class_mates: set[str],
-            default: float | None = DEFAULT_RESTART_S) -> float | None:
+            default: float | None = DEFAULT_RESTART_S, ended_twins: float | None = None) -> float | None:
     """The job's own measured pause, else the median of its profile class's (twins load the same
-    checkpoint the same way; a twin that was never profiled has none of its own), else the default."""
+    checkpoint the same way; a twin that was never profiled has none of its own), else that of its
+    class's ended jobs (``ended_twins``, from :func:`ended_twin_costs`), else the default."""
     if job_id in costs:
         return costs[job_id]
     mates = [costs[m] for m in class_mates if m in costs]
-    return statistics.median(mates) if mates else default
+    if mates:
+        return statistics.median(mates)
+    return ended_twins if ended_twins is not None else default

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from heet_tui.control.drains import drain_reasons
-from heet_tui.control.restart_costs import cost_of, restart_costs
+from heet_tui.control.restart_costs import cost_of, ended_twin_costs, restart_costs
 from heet_tui.control.runtime import foreign_gpus
 from heet_tui.control.stalls import quiet_note
 from heet_tui.control.throughput import parse_placement
@@ -60,7 +60,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
     shown_ended = Counter(r.job.state for r in records if r.job.state.terminal)
     hidden_ended = tuple((state, n - shown_ended[state]) for value, n in sorted(ctl.store.state_counts().items())
                          if (state := JobState(value)).terminal and n > shown_ended[state])
-    restart_cost, edits = restart_costs(ctl.store), user_constraints(ctl.store)
+    restart_cost, ended_cost, edits = restart_costs(ctl.store), ended_twin_costs(ctl.store), user_constraints(ctl.store)
     # finished jobs keep their heat map too (what was measured is worth seeing), but only the
     # most recent few: predicting every cell of every old job on each snapshot would not scale
     recent_done = {r.job.id for r in [r for r in records if r.job.state.terminal][-RECENT_DONE_PROFILES:]}
@@ -81,7 +81,8 @@ def build_snapshot(ctl: Controller) -> Snapshot:
             restarts=job.restarts, submitted_at=job.submitted_at, min_gpus=job.spec.min_gpus,
             max_gpus=job.spec.max_gpus, message=quiet or job.message, log_tail=ex.log_tails.get(job.id, ()),
             events=tuple(events_by_job.get(job.id, [])[-10:]),
-            restart_s=cost_of(job.id, restart_cost, ctl.book.class_mates(job.id), None),
+            restart_s=cost_of(job.id, restart_cost, ctl.book.class_mates(job.id), None,
+                              ended_cost.get((job.spec.model, job.spec.batch_size))),
             ended_at=job.ended_at, metrics=job.metrics, spec_file=rec.spec_file,
             edit=edits.get(job.id, Constraints()),
         ))

@@ -379,6 +379,15 @@ class Store(PlanRows, EventRows):
                                 _TERMINAL)
         return [(str(r[0]), str(r[1]), float(r[2])) for r in rows]
 
+    def ended_restart_times(self, rows: int) -> list[tuple[str, str, int, str, float]]:
+        """(job id, model, batch size, phase, seconds) of the latest ``rows`` measurements of jobs
+        that have ended, oldest first: what a sweep's later twins pause, once the first have finished."""
+        found = self._db.execute(
+            "SELECT r.job_id, json_extract(j.spec, '$.model'), json_extract(j.spec, '$.batch_size'), r.phase, "
+            f"r.seconds FROM restart_times r JOIN jobs j ON j.id = r.job_id WHERE j.state IN ({_TERMINAL_MARKS}) "
+            "ORDER BY r.rowid DESC LIMIT ?", (*_TERMINAL, rows))
+        return [(str(r[0]), str(r[1]), int(r[2]), str(r[3]), float(r[4])) for r in reversed(found.fetchall())]
+
 
 def _checkpoint_users(db: sqlite3.Connection, checkpoint_dir: str | None) -> list[CheckpointUser]:
     if not checkpoint_dir:

@@ -10,7 +10,14 @@ from control_lab import job, run_and_clean, training_with, wait_for, write_job, 
 
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
-from heet_tui.control.restart_costs import DEFAULT_RESTART_S, restart_costs, start_seconds, stop_seconds
+from heet_tui.control.restart_costs import (
+    DEFAULT_RESTART_S,
+    cost_of,
+    ended_twin_costs,
+    restart_costs,
+    start_seconds,
+    stop_seconds,
+)
 from heet_tui.control.runtime import RankProc, Run
 from heet_tui.control.store import Store
 from heet_tui.core.allocation import Allocation
@@ -86,3 +93,24 @@ def test_a_plan_prices_the_pause_the_job_was_measured_to_take(tmp_path: Path) ->
             await asyncio.sleep(0)
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_twin_submitted_after_the_measured_ones_ended_takes_their_pause(tmp_path: Path) -> None:
+    """A sweep's later member showed (and was priced at) the default 30 s once the twins whose
+    pause was measured (~3 s) had finished."""
+    store = Store(tmp_path / "state")
+    for name, model in (("a", "cifar10"), ("b", "cifar10"), ("other", "bert")):
+        store.add_job(JobSpec(name, ("python3", "t.py"), model, 64, Target(TargetKind.STEPS, 10)), 0.0)
+    store.add_restart_time("a", "start", 2.0, 1.0)
+    store.add_restart_time("a", "stop", 1.0, 1.0)
+    store.add_restart_time("b", "start", 4.0, 1.0)
+    store.add_restart_time("other", "start", 50.0, 1.0)
+    assert ended_twin_costs(store) == {}, "nobody has ended"
+    for name in ("a", "b", "other"):
+        store.set_state(name, JobState.CANCELLED, 2.0)
+    assert restart_costs(store) == {}
+    ended = ended_twin_costs(store)
+    assert ended == {("cifar10", 64): pytest.approx(3.5), ("bert", 64): pytest.approx(50.0)}
+    assert cost_of("late", {}, set(), ended_twins=ended.get(("cifar10", 64))) == pytest.approx(3.5)
+    assert cost_of("late", {"mate": 9.0}, {"mate"}, ended_twins=3.5) == 9.0, "a running twin's own pause first"
+    assert cost_of("new", {}, set(), ended_twins=ended.get(("resnet", 64))) == DEFAULT_RESTART_S
