@@ -5,7 +5,8 @@ every (re)connect, the processes it has (including ones it re-adopted and ones t
 while nobody listened). Matching the two gives, per process: adopt it (it is the current
 generation: no relaunch, so never a duplicate), record its exit, or fence it (a stale
 generation left behind on a host that was lost and came back, or a profiling run that
-nobody waits for any more). A process another state store started (its agent id names that
+nobody waits for any more). A stale generation that finished the job while its host was cut
+off makes the job done. A process another state store started (its agent id names that
 store) is left running: it is not this controller's to stop, and its controller may come back
 for it; its GPUs are kept out of plans meanwhile (``runtime.foreign_gpus``).
 """
@@ -18,7 +19,15 @@ from dataclasses import dataclass
 from heet_tui.cluster import RemoteJob
 from heet_tui.control.execution import Executor
 from heet_tui.control.progress_reports import record_unseen_progress
-from heet_tui.control.runtime import RankProc, Run, parse_agent_id, rank_agent_id, store_part
+from heet_tui.control.runtime import (
+    EXIT_DONE,
+    RankProc,
+    Run,
+    parse_agent_id,
+    rank_agent_id,
+    reached_target,
+    store_part,
+)
 from heet_tui.control.store import Store
 from heet_tui.core.job import JobState
 
@@ -28,7 +37,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class Verdict:
     remote: RemoteJob
-    action: str  # adopt | exited | fence | foreign | ignore
+    action: str  # adopt | exited | fence | foreign | finished | ignore
 
 
 def rebuild_runs(store: Store, executor: Executor, now: float, why: str = "controller restarted") -> list[str]:
@@ -94,6 +103,8 @@ def judge_reported(executor: Executor, store: Store, host: str, jobs: tuple[Remo
             out.append(Verdict(remote, "foreign"))
         elif remote.running:  # ours, or from a version that did not name the store: stale
             out.append(Verdict(remote, "fence"))
+        elif other == mine and _finished_while_cut_off(store, remote):
+            out.append(Verdict(remote, "finished"))
         else:
             out.append(Verdict(remote, "ignore"))
     return out
@@ -119,6 +130,8 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
                     note_picked_up(store, found[0], now)
         elif v.action == "exited":
             executor.on_exit(r)
+        elif v.action == "finished" and not executor.read_only:
+            notes.append(await _done_by_stale_copy(executor, store, host, r, now))
         elif v.action == "fence" and not executor.read_only:
             parsed = parse_agent_id(r.job_id)
             assert parsed is not None
@@ -137,3 +150,32 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
         if run.all_exited:
             executor._after_exit(run)
     return notes
+
+
+def _finished_while_cut_off(store: Store, remote: RemoteJob) -> bool:
+    """Rank 0 of a generation of an unfinished job, not the one this controller watches, ended
+    with the done code past the job's target: it trained on, and finished, on a host cut off
+    from the controller (a partition, a hung sshd) while a newer generation started elsewhere."""
+    parsed = parse_agent_id(remote.job_id)
+    if parsed is None or parsed[1:] != ("r", 0) or remote.exit_code != EXIT_DONE or remote.signal is not None:
+        return False
+    rec = store.job(parsed[0])
+    return (rec is not None and rec.job.state in (JobState.QUEUED, JobState.RUNNING, JobState.RESIZING)
+            and remote.generation <= rec.generation and reached_target(rec.job.spec, remote.progress))
+
+
+async def _done_by_stale_copy(executor: Executor, store: Store, host: str, remote: RemoteJob, now: float) -> str:
+    """Before, the finished copy was never looked at: the job trained again from an older
+    checkpoint (from step 0 when the cut-off host's could not be copied)."""
+    job_id = parse_agent_id(remote.job_id)[0]  # type: ignore[index]  # a "finished" verdict parsed it
+    progress = remote.progress or {}
+    step = int(float(progress.get("step", 0) or 0))
+    said = (f"{job_id} generation {remote.generation} finished on {host} (step {step}) while {host} was cut off "
+            "from the controller; its outputs are there")
+    store.update_progress(job_id, step, float(progress.get("samples", 0) or 0), None)
+    run = executor.runs.get(job_id)
+    store.try_set_state(job_id, JobState.DONE, now, said)
+    store.add_event(now, "done", said + (f"; generation {run.generation} is stopped" if run else ""), job_id, host)
+    if run is not None:
+        await executor.stop_run(run, f"its generation {remote.generation} finished on {host}", wait=False)
+    return said

@@ -85,7 +85,9 @@ class JobState(StrEnum):
 
 
 _ALLOWED: dict[JobState, frozenset[JobState]] = {
-    JobState.QUEUED: frozenset({JobState.PROFILING, JobState.RUNNING, JobState.CANCELLED, JobState.FAILED}),
+    # queued -> done: a copy cut off from the controller (on a lost host) finished the training there
+    JobState.QUEUED: frozenset({JobState.PROFILING, JobState.RUNNING, JobState.DONE, JobState.CANCELLED,
+                                JobState.FAILED}),
     JobState.PROFILING: frozenset({JobState.QUEUED, JobState.RUNNING, JobState.CANCELLED, JobState.FAILED}),
     JobState.RUNNING: frozenset(
         {JobState.RESIZING, JobState.QUEUED, JobState.DONE, JobState.FAILED, JobState.CANCELLED}

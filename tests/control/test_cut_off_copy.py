@@ -1,0 +1,90 @@
+"""A generation cut off from the controller that finished the job makes the job done.
+
+Seen over SSH: a host's sshd hung, the host was declared lost after the grace period and the
+job relaunched elsewhere (from step 0: the checkpoint could not be copied off the hung host),
+while the cut-off generation trained on and reached the target there, exit code 0. When the
+host came back, that exit was never looked at, and the job trained all over again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from control_lab import run_and_clean, wait_for, write_job, write_local_hosts
+
+from heet_tui.cluster.events import RemoteJob
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.execution import ExecOptions, Executor
+from heet_tui.control.recovery import judge_reported
+from heet_tui.control.runtime import rank_agent_id
+from heet_tui.control.store import Store
+from heet_tui.control.throughput import ThroughputBook
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.intents import SubmitJob
+from heet_tui.core.job import JobSpec, JobState, Target, TargetKind
+
+STEPS = 60
+
+
+def _exit_of(root: Path, generation: int) -> dict | None:
+    for path in root.glob(f"w-*/**/exits/*-g{generation}.json"):
+        status = json.loads(path.read_text() or "{}")
+        if status.get("exit_code") is not None:
+            return status
+    return None
+
+
+def test_the_job_is_done_when_a_cut_off_generation_finished_it(tmp_path: Path) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("cut", "A100", 1, 1.0), ("other", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
+
+    async def scenario() -> None:
+        first = Controller(hosts, store, options)
+        await first.start()
+        try:
+            await first.post(SubmitJob(str(write_job(tmp_path, "a", steps=STEPS, max_gpus=1))))
+            await wait_for(first, lambda s: store.job("a").job.steps_done >= 5, 90, "a running")
+        finally:
+            await first.stop()  # as a partition looks from the host: nobody listens, it trains on
+        (host, _), = store.current_allocations()["a"][0].hosts
+        deadline = time.monotonic() + 90
+        while _exit_of(tmp_path, 1) is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _exit_of(tmp_path, 1)["exit_code"] == 0, "generation 1 finished where it was"
+        # Meanwhile the controller had given the job up on that host and started generation 2 elsewhere.
+        elsewhere = "other" if host == "cut" else "cut"
+        store.record_allocation(Allocation.of("a", "A100", {elsewhere: [0]}), store.next_generation("a"), time.time())
+
+        again = Controller(hosts, store, options)
+        await again.start()
+        try:
+            await wait_for(again, lambda s: store.job("a").job.state.terminal, 90, "a ended")
+        finally:
+            await again.stop()
+        rec = store.job("a")
+        assert rec.job.state is JobState.DONE and rec.job.steps_done == STEPS, (rec.job.state, rec.job.message)
+        assert f"generation 1 finished on {host}" in rec.job.message
+        assert [e.kind for e in store.events("a", limit=100)].count("launch") == 1, "not trained again"
+
+    run_and_clean(scenario, tmp_path)
+
+
+def test_only_our_own_finished_rank_zero_past_the_target_counts(tmp_path: Path) -> None:
+    store = Store(tmp_path / "state")
+    store.add_job(JobSpec("a", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 100)), 0.0)
+    store.record_allocation(Allocation.of("a", "T4", {"h": [0]}), store.next_generation("a"), 1.0)
+    executor = Executor(None, None, store, ThroughputBook(), ExecOptions())
+    ours, theirs = rank_agent_id("a", 0, store.store_id), rank_agent_id("a", 0, "f" * 32)
+    done = {"step": 100, "samples": 3200}
+    reports = (RemoteJob("h", ours, 1, "exited", exit_code=0, progress=done),
+               RemoteJob("h", ours, 1, "exited", exit_code=0, progress={"step": 90, "samples": 2880}),
+               RemoteJob("h", ours, 1, "exited", exit_code=143, progress=done),
+               RemoteJob("h", rank_agent_id("a", 1, store.store_id), 1, "exited", exit_code=0, progress=done),
+               RemoteJob("h", theirs, 1, "exited", exit_code=0, progress=done),
+               RemoteJob("h", ours, 2, "exited", exit_code=0, progress=done))  # a generation never launched
+    verdicts = [v.action for v in judge_reported(executor, store, "h", reports)]
+    assert verdicts == ["finished", "ignore", "ignore", "ignore", "ignore", "ignore"]
