@@ -27,7 +27,7 @@ from heet_tui.control.attach import AttachServer
 from heet_tui.control.drains import drained_hosts
 from heet_tui.control.execution import ExecOptions, Executor
 from heet_tui.control.host_health import drain_broken_hosts, keep_off_crash_hosts
-from heet_tui.control.host_loss import HostLossGrace, say_host_back, say_host_out
+from heet_tui.control.host_loss import HostLossGrace, HostStateLog, on_host_changed
 from heet_tui.control.hosts_reload import HostsReloader
 from heet_tui.control.intents import IntentHandler
 from heet_tui.control.job_log import job_log
@@ -58,7 +58,6 @@ from heet_tui.core.snapshot import Snapshot
 log = logging.getLogger(__name__)
 RETRY_FAILED_PLAN_S = 60.0  # auto-approve does not apply a plan that just failed again before this
 STOP_TIMEOUT_S = 30.0  # a plan step may be waiting out a job's stop grace period
-LOST_STATES = tuple(s for s in HostState if s not in (HostState.READY, HostState.CONNECTING))
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +112,8 @@ class Controller:
         self._stopping = False
         self._wake = asyncio.Event()
         self._started_at = 0.0
-        self._was_ready: set[str] = set()
+        self.was_ready: set[str] = set()  # hosts that were ready: one that drops out is lost
+        self.host_states = HostStateLog()
         self.host_grace = HostLossGrace(self.opt.host_loss_grace_s)
 
     # -- life cycle -------------------------------------------------------------------------
@@ -201,17 +201,7 @@ class Controller:
             self.notices += await reconcile_host(self.executor, self.store, self.cluster, event.host, event.jobs,
                                                  self.clock())
         elif isinstance(event, HostChanged):
-            state = event.status.state
-            if state is HostState.READY:
-                self._was_ready.add(event.host)
-                if self.host_grace.back(event.host):
-                    say_host_back(self.store, self.executor.all_runs(), event.host, self.clock())
-            elif state in LOST_STATES or event.host in self._was_ready:
-                self._was_ready.discard(event.host)
-                why = f"{state.value}: {event.status.message}"
-                if self.host_grace.lost(event.host, why, self.clock()) and self.executor.unconfirm(event.host):
-                    say_host_out(self.store, self.executor.all_runs(), event.host, why, self.clock(),
-                                 self.opt.host_loss_grace_s)
+            on_host_changed(self, event.host, event.status)
 
     async def _rounds(self) -> None:
         while not self._stopping:

@@ -15,13 +15,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from heet_tui.core.host import HostState
 from heet_tui.core.job import JobState
 
 if TYPE_CHECKING:
+    from heet_tui.control.controller import Controller
     from heet_tui.control.runtime import Run
     from heet_tui.control.store import Store
+    from heet_tui.core.snapshot import HostStatus
 
 OUT = "its host"  # how the message of a job whose host is out begins
+LOST_STATES = tuple(s for s in HostState if s not in (HostState.READY, HostState.CONNECTING))
 
 
 @dataclass
@@ -79,8 +83,54 @@ def say_host_out(store: Store, runs: Iterable[Run], host: str, why: str, now: fl
 
 
 def say_host_back(store: Store, runs: Iterable[Run], host: str, now: float) -> None:
-    store.add_event(now, "host", f"host {host} is back", None, host)
     for run in runs:
         rec = store.job(run.job_id) if any(r.host == host for r in run.ranks.values()) else None
         if rec is not None and rec.job.state is JobState.RUNNING and rec.job.message.startswith(f"{OUT} {host} "):
             store.set_state(run.job_id, JobState.RUNNING, now, f"running on {run.alloc.describe()}")
+
+
+@dataclass
+class HostStateLog:
+    """Each host's trouble as an event, idle hosts' too.
+
+    Only a host with running jobs got one (``say_host_out``), so an admin watching ``heet-tui
+    run`` or controller.log saw nothing when an idle host's key changed, when every host refused
+    a second controller, or when an idle host died, and then read "host gamma is back"."""
+
+    last: dict[str, tuple[HostState, str]] = field(default_factory=dict)
+
+    def saw(self, host: str, status: HostStatus) -> str | None:
+        """The event to record for this change, or None (connecting, the same again, a first ready)."""
+        state = status.state
+        if state is HostState.CONNECTING:
+            return None
+        before, self.last[host] = self.last.get(host), (state, status.message)
+        if before == (state, status.message):
+            return None
+        if state is HostState.READY:
+            return f"host {host} is back" if before is not None and before[0] is not HostState.READY else None
+        trust = f"; check the key's fingerprint, then: heet-tui hosts trust {host}" if state.awaits_trust else ""
+        return f"host {host} is out ({state.value}: {status.message}){trust}"
+
+
+def on_host_changed(ctl: Controller, host: str, status: HostStatus) -> None:
+    now, state = ctl.clock(), status.state
+    said = ctl.host_states.saw(host, status)
+    if state is HostState.READY:
+        ctl.was_ready.add(host)
+        if ctl.host_grace.back(host):  # also after a drop to "connecting", which is said only for its jobs
+            say_host_back(ctl.store, ctl.executor.all_runs(), host, now)
+            said = f"host {host} is back"
+    elif state in LOST_STATES or host in ctl.was_ready:
+        ctl.was_ready.discard(host)
+        why = f"{state.value}: {status.message}"
+        if not ctl.host_grace.lost(host, why, now):
+            pass
+        elif ctl.executor.unconfirm(host):
+            say_host_out(ctl.store, ctl.executor.all_runs(), host, why, now, ctl.opt.host_loss_grace_s)
+            if not state.awaits_trust:
+                said = None  # say_host_out said it (what to do about a key is said below)
+        elif said is None:  # a ready host dropping to "connecting": "is back" follows
+            said = f"host {host} is out ({why})"
+    if said is not None:
+        ctl.store.add_event(now, "host", said, None, host)

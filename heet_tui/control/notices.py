@@ -2,14 +2,18 @@
 
 A plain list grew by one line per applied plan for as long as the controller ran. This one
 keeps the latest ``KEEP`` and counts every line ever added, so a reader that remembers the
-count it has seen gets exactly the new ones, however many were trimmed meanwhile.
+count it has seen gets exactly the new ones, however many were trimmed meanwhile. Each is
+logged too: a hosts file the controller could not reload was said on the terminal, and
+controller.log, where the help sends users, had no line of it.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 KEEP = 200
+log = logging.getLogger(__name__)
 
 
 class Notices(list[str]):
@@ -22,6 +26,8 @@ class Notices(list[str]):
 
     def extend(self, notices: Iterable[str]) -> None:
         added = list(notices)
+        for notice in added:
+            log.info("notice: %s", notice)
         super().extend(added)
         self.total += len(added)
         if len(self) > KEEP:

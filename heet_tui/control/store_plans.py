@@ -7,6 +7,7 @@ plan rows sit apart from its job rows.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -15,6 +16,7 @@ from heet_tui.control.codec import change_from_json, change_to_json, plan_from_j
 from heet_tui.control.store_records import PlanRecord, StepRecord
 from heet_tui.core.plan import Change, Plan
 
+log = logging.getLogger(__name__)
 PLAN_STATUSES = ("proposed", "approved", "rejected", "applying", "applied", "superseded", "failed")
 
 
@@ -27,7 +29,9 @@ class PlanRows:
             db.execute("UPDATE plans SET status = 'superseded' WHERE status = 'proposed'")
             cur = db.execute("INSERT INTO plans (created_at, policy, status, plan) VALUES (?, ?, ?, ?)",
                              (plan.created_at, plan.policy, status, plan_to_json(plan)))
-            return int(cur.lastrowid or 0)
+        plan_id = int(cur.lastrowid or 0)
+        log.info("plan #%d %s by %s: %d change(s)", plan_id, status, plan.policy, len(plan.changes))  # controller.log
+        return plan_id
 
     def refresh_proposed_plan(self, plan_id: int, plan: Plan) -> None:
         """The pending plan's predictions made again for the same moves, under the same id (an

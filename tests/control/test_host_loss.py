@@ -36,13 +36,30 @@ def test_grace_bookkeeping() -> None:
     assert grace.note({"d"}, 104.0) is None, "the job's own hosts only"
 
 
+def test_each_change_of_a_hosts_trouble_is_said_once_and_a_key_says_what_to_do() -> None:
+    from heet_tui.control.host_loss import HostStateLog
+    from heet_tui.core.host import HostState
+    from heet_tui.core.snapshot import HostStatus
+
+    said = HostStateLog()
+    seen = [said.saw("g", HostStatus("g", state, message)) for state, message in (
+        (HostState.CONNECTING, "connecting"), (HostState.READY, "2 GPUs"), (HostState.READY, "2 GPUs"),
+        (HostState.HOST_KEY_CHANGED, "HOST KEY CHANGED"), (HostState.CONNECTING, "retrying"),
+        (HostState.HOST_KEY_CHANGED, "HOST KEY CHANGED"), (HostState.AGENT_ERROR, "refused: another controller"),
+        (HostState.READY, "2 GPUs"))]
+    assert seen == [None, None, None,
+                    "host g is out (host-key-changed: HOST KEY CHANGED); check the key's fingerprint, then: "
+                    "heet-tui hosts trust g", None, None, "host g is out (agent-error: refused: another controller)",
+                    "host g is back"]
+
+
 def _kill_agent(workdir: Path, host: str) -> int:
     pid = int((workdir / "hosts" / host / "agent.pid").read_text())
     os.kill(pid, signal.SIGKILL)
     return pid
 
 
-def _scenario(tmp_path: Path, grace_s: float):
+def _scenario(tmp_path: Path, grace_s: float, steps: int = 150):
     hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
     store = Store(tmp_path / "state")
     options = ControllerOptions(interval_s=0.2, auto_approve=True, host_loss_grace_s=grace_s,
@@ -53,7 +70,7 @@ def _scenario(tmp_path: Path, grace_s: float):
         ctl = Controller(hosts, store, options)
         await ctl.start()
         try:
-            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=150, max_gpus=1))))
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=steps, max_gpus=1))))
             await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING and job(s, "a").progress > 0.05,
                            90, "a to run")
             seen["generation"] = store.job("a").generation
@@ -106,9 +123,42 @@ def test_a_running_jobs_stored_message_says_its_host_is_out_until_it_is_back(tmp
 
 
 def test_after_the_grace_period_the_relaunch_waits_for_the_fenced_process_to_exit(tmp_path: Path) -> None:
-    store, seen = _scenario(tmp_path, grace_s=0.0)
+    # long enough to be still running when its agent is back (a copy that finished meanwhile
+    # would make the job done: test_cut_off_copy.py)
+    store, seen = _scenario(tmp_path, grace_s=0.0, steps=600)
     rec = store.job("a")
     events = store.events("a", limit=500)
+    assert any(e.kind == "fence" for e in events), "the case this test is about: the old process fenced"
     assert rec.generation > seen["generation"], "lost, then relaunched"
     assert not [e.message for e in events if "launch refused" in e.message], "the relaunch was never refused"
     assert rec.crashes == 0
+
+
+def test_an_idle_hosts_trouble_is_an_event_and_plans_and_notices_reach_the_log(tmp_path: Path, caplog) -> None:
+    """An idle host that dropped out left no event and no line in controller.log (only a later
+    "host idle is back"); nor did a proposed plan or a notice such as a hosts file not reloaded."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="heet_tui")
+    hosts = load_hosts(write_local_hosts(tmp_path, [("busy", "A100", 1, 1.0), ("idle", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, auto_approve=True, profile=False))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=20, max_gpus=1,
+                                                   extra='gpu_types = ["A100"]\n'))))
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.DONE, 90, "a done")
+            _kill_agent(tmp_path / "w-idle", "idle")
+            said = lambda: [e.message for e in store.events(limit=100) if e.host == "idle"]  # noqa: E731
+            await wait_for(ctl, lambda s: any(m.endswith("is back") for m in said()), 60, "idle back")
+        finally:
+            await ctl.stop()
+        out = [m for m in said() if m.startswith("host idle is out (")]
+        assert len(out) == 1 and said().index(out[0]) < said().index("host idle is back"), said()
+
+    run_and_clean(scenario, tmp_path)
+    assert "plan #1 proposed by heet: 1 change(s)" in caplog.text
+    assert "notice: plan #1: 1 step(s) done, 0 failed" in caplog.text
+    assert "host idle is out (" in caplog.text
