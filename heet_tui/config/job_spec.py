@@ -252,6 +252,8 @@ def _target(f: Fields) -> Target:
     (kind, _), = raw.items()
     value = t.number(kind, None, positive=True)
     assert value is not None
+    if kind != TargetKind.EPOCHS.value and not value.is_integer():  # 1e6 is fine, 2.5 steps is a typo
+        raise t.error(kind, f'key "{kind}": expected a whole number of {kind}, got {value:g}')
     return Target(TargetKind(kind), value)
 
 

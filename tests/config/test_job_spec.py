@@ -60,12 +60,20 @@ def test_bad_job_specs(tmp_path: Path, extra: str, expected: str) -> None:
         (BASE.replace("batch_size = 64", 'batch_size = "64"'), 'key "batch_size": expected an integer, got "64"'),
         (BASE.replace('name = "j"', 'name = "a b"'), 'key "name": "a b" is not a valid job name'),
         (BASE.replace('name = "j"', f'name = "{"x" * 97}"'), 'key "name": 97 characters; at most 96'),
+        (BASE.replace("{ steps = 10 }", "{ steps = 2.5 }"), 'key "steps": expected a whole number of steps, got 2.5'),
+        (BASE.replace("{ steps = 10 }", "{ samples = 100.5 }"), 'expected a whole number of samples, got 100.5'),
     ],
 )
 def test_incomplete_job_specs(tmp_path: Path, text: str, expected: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_job_text(text, tmp_path / "job.toml")
     assert expected in str(info.value), str(info.value)
+
+
+def test_whole_targets_may_be_written_as_floats_and_epochs_may_be_fractional(tmp_path: Path) -> None:
+    assert parse_job_text(BASE.replace("{ steps = 10 }", "{ steps = 1e6 }"), tmp_path / "j.toml").target.value == 1e6
+    epochs = BASE.replace("{ steps = 10 }", "{ epochs = 2.5 }") + "dataset_samples = 1000\n"
+    assert parse_job_text(epochs, tmp_path / "j.toml").target.value == 2.5
 
 
 def test_submit_warns_when_the_script_beside_the_job_file_needs_a_workdir(tmp_path: Path) -> None:
