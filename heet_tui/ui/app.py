@@ -278,9 +278,17 @@ class HeetApp(App[int]):
     # -- host keys ---------------------------------------------------------------------------------
 
     def _offer_new_host_keys(self, hosts: tuple[HostStatus, ...]) -> None:
-        """Ask once per host and fingerprint; declining leaves the host waiting, never trusted silently."""
+        """Ask once per host and fingerprint; declining leaves the host waiting, never trusted silently.
+        A question the host no longer asks (its key trusted from the command line meanwhile) is
+        closed: it stayed up, and took the keys meant for the screen under it."""
         if self.read_only:
             return
+        asking = {h.name: fingerprint_in(h.message) for h in hosts if h.state.awaits_trust}
+        dialog = self.screen  # dismissing pops the top screen: one under another dialog waits its turn
+        if isinstance(dialog, HostKeyDialog) and asking.get(dialog.host, "") != dialog.fingerprint:
+            dialog.dismiss(None)
+            now = next((h.state.value for h in hosts if h.name == dialog.host), "gone from the hosts file")
+            self.notify(f"{dialog.host}: its key question is settled elsewhere (the host is now {now})", timeout=6)
         for host in hosts:
             if host.state.awaits_trust:
                 fp = fingerprint_in(host.message) or ""

@@ -50,6 +50,26 @@ def test_unknown_key_asks_once_and_trust_posts_the_fingerprint(make_app, backend
     run(scenario())
 
 
+def test_the_question_closes_when_the_key_is_trusted_elsewhere(make_app, backend):
+    # Trusted with `heet-tui hosts trust` while the dialog was up: it stayed, and took the keys
+    # ("2", "x") meant for the screen under it.
+    backend.current = with_new_host(small_snapshot())
+
+    async def scenario():
+        app = make_app("cluster")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, HostKeyDialog))
+            trusted = with_new_host(small_snapshot(1))
+            backend.push(replace(trusted, hosts=tuple(replace(h, state=HostState.READY, message="ready")
+                                                      if h.name == "gpu-new" else h for h in trusted.hosts)))
+            await wait_for(pilot, lambda: not isinstance(app.screen, HostKeyDialog))
+            assert backend.posted == [], "closed, not answered"
+            await pilot.press("2")
+            await wait_for(pilot, lambda: app.current_mode == "jobs")
+
+    run(scenario())
+
+
 def test_read_only_never_offers_to_trust(make_app, backend):
     backend.current = with_new_host(small_snapshot())
 
