@@ -255,3 +255,20 @@ def test_hosts_added_and_removed_while_running(tmp_path):
     ready, before, after, source = asyncio.run(scenario())
     assert ready and before == ["here", "late"] and after == ["late"]
     assert source == "none"  # no emulation declared (and the tests switch GPU probes off)
+
+
+def test_hosts_trust_without_hosts_uses_the_file_the_states_controller_runs_on(lab, capsys, monkeypatch, tmp_path):
+    """The hint ("heet-tui hosts trust gamma") came from a controller run with --hosts F; run as
+    printed, it read the default file and said 'local.toml: no host named "gamma"'."""
+    from heet_tui.cli.main import main
+    from heet_tui.control.store import Store
+
+    monkeypatch.delenv("HEET_HOSTS", raising=False)
+    newcomer = lab.add_host("newcomer", trusted=False)
+    path = lab.hosts_toml([lab.entry_for(newcomer)])
+    Store(tmp_path / "state").set_setting("hosts_path", str(path))  # as a controller records it
+    assert main(["--state", str(tmp_path / "state"), "hosts", "trust", "newcomer", "--yes"]) == 0
+    assert "SHA256:" in capsys.readouterr().out
+    assert main(["--state", str(tmp_path / "elsewhere"), "hosts", "trust", "newcomer", "--yes"]) == 2
+    assert 'no host named "newcomer"' in capsys.readouterr().err
+    assert not (tmp_path / "elsewhere").exists(), "asking created no state"

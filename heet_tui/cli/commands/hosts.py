@@ -185,11 +185,28 @@ def cmd_trust(args: argparse.Namespace) -> int:
     from heet_tui.cluster.check_cli import run_trust
 
     hosts = _load(args)
+    if args.name not in hosts.names() and (theirs := _controller_hosts(args)) is not None:
+        hosts = theirs  # the hint to run this came from a controller on another file (run --hosts F)
     if args.name not in hosts.names():
-        raise UsageError(f'{hosts.path.name}: no host named "{args.name}"')
+        raise UsageError(f'{hosts.path}: no host named "{args.name}" (hosts: {", ".join(hosts.names()) or "none"})')
     if not args.yes and not sys.stdin.isatty():
         raise UsageError("refusing to trust a host key without a terminal to confirm on; pass --yes")
     return run_trust(hosts, args.name, bool(args.yes))
+
+
+def _controller_hosts(args: argparse.Namespace) -> HostsFile | None:
+    """Without --hosts, the file the state's controller last ran on, where there is such a state
+    (none is created for asking)."""
+    from heet_tui.control.store import DB_NAME, Store, default_state_dir
+
+    state = Path(args.state).expanduser() if getattr(args, "state", None) else default_state_dir()
+    if getattr(args, "hosts", None) or not (state / DB_NAME).is_file():
+        return None
+    path = Store(state).setting("hosts_path")
+    try:
+        return load_hosts(path) if path else None
+    except ConfigError:
+        return None
 
 
 def cmd_drain(args: argparse.Namespace) -> int:
