@@ -136,6 +136,10 @@ class HeetApp(App[int]):
 
     def on_snapshot_arrived(self, message: SnapshotArrived) -> None:
         snap = message.snapshot
+        if snap.read_only and not self.read_only:  # attached to a watch-only controller: it would refuse them
+            self.read_only = True
+            self.refresh_bindings()
+            self.notify("this controller only watches (started with --read-only): nothing can be changed here")
         self._last = (snap, self.clock())
         self.latest = snap
         self.snapshots_seen += 1

@@ -72,3 +72,23 @@ def test_with_a_controller_it_shows_who_holds_which_gpus_and_the_pending_plan(
             assert sum(h["busy"] for h in report["hosts"]) == held.num_gpus
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_watch_only_controller_is_said_to_be_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It was shown as "policy heet, auto-approve off", like one that would act on an approval."""
+    from control_lab import started_controller
+
+    from heet_tui.control.controller import ControllerOptions
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("one", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        async with started_controller(hosts, store, ControllerOptions(interval_s=0.3, read_only=True)) as ctl:
+            await wait_for(ctl, lambda s: s.read_only and s.hosts, 60, "a snapshot")
+            assert await asyncio.to_thread(main, ["status", "--state", str(store.dir)]) == 0
+            first = capsys.readouterr().out.splitlines()[0]
+            assert "watch-only (started by heet-tui --read-only: it launches, profiles and applies nothing)" in first
+            assert "auto-approve" not in first
+
+    run_and_clean(scenario, tmp_path)

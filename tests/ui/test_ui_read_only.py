@@ -35,6 +35,31 @@ def test_read_only_hides_every_changing_action(make_app, backend, tmp_path):
     run(scenario())
 
 
+def test_a_tui_attached_to_a_watch_only_controller_offers_nothing(make_app, backend):
+    # Opened without --read-only beside `heet-tui --read-only`'s controller, it offered every
+    # action, and the controller refused each one.
+    from dataclasses import replace
+
+    from ui_support import footer
+
+    from heet_tui.ui.widgets.status_line import StatusLine
+
+    backend.current = replace(backend.current, read_only=True)
+
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None and app.read_only)
+            await pilot.pause()
+            assert "n Submit" not in footer(app) and "q Quit" in footer(app)
+            assert "READ-ONLY" in str(app.screen.query_one(StatusLine).render())
+            await pilot.press("n")
+            await pilot.pause()
+            assert backend.posted == [] and len(app.screen_stack) == 1
+
+    run(scenario())
+
+
 def test_palette_offers_the_four_commands_when_writable(make_app):
     async def scenario():
         app = make_app("jobs")

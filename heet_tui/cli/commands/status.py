@@ -94,7 +94,7 @@ def _live_report(snap: Snapshot, pid: int, store: Store) -> dict[str, Any]:
     if snap.plan is not None and snap.plan_id is not None:
         plan = {"id": snap.plan_id, "changes": count_changes(snap.plan.changes)}
     return {"controller": {"running": True, "pid": pid, "policy": snap.policy, "auto_approve": snap.auto_approve,
-                           "log": str(store.dir / "controller.log")},
+                           "read_only": snap.read_only, "log": str(store.dir / "controller.log")},
             "hosts": [_host_row(h) for h in snap.hosts], "jobs": _ordered(counts), "plan": plan,
             "notices": list(snap.notices[-2:])}
 
@@ -122,8 +122,9 @@ def _ordered(counts: Counter[str]) -> dict[str, int]:
 def _lines(report: dict[str, Any]) -> list[str]:
     ctl, hosts = report["controller"], report["hosts"]
     if ctl["running"]:
-        out = [f"controller  running (pid {ctl['pid']}), policy {ctl['policy']}, auto-approve "
-               f"{'on' if ctl['auto_approve'] else 'off'}; log {ctl['log']}"]
+        mode = ("watch-only (started by heet-tui --read-only: it launches, profiles and applies nothing)"
+                if ctl["read_only"] else f"policy {ctl['policy']}, auto-approve {'on' if ctl['auto_approve'] else 'off'}")
+        out = [f"controller  running (pid {ctl['pid']}), {mode}; log {ctl['log']}"]
         ready = sum(h["state"] == HostState.READY.value for h in hosts)
         busy, total = sum(h["busy"] for h in hosts), sum(h["gpus"] for h in hosts)
         out.append(f"hosts       {ready} of {len(hosts)} ready, {busy} of {total} GPUs in use")

@@ -122,6 +122,6 @@ class StatusLine(Static):
                 text.append(f"  plan #{snap.plan_id} {what}({len(snap.plan.changes)})", style="bold yellow")
             text.append("  auto " + ("on" if snap.auto_approve else "off"),
                         style="green" if snap.auto_approve else "dim")
-        if self._read_only:
+        if self._read_only or (snap is not None and snap.read_only):
             text.append("  READ-ONLY", style="bold red")
         return text
