@@ -68,7 +68,8 @@ def _env_int(name: str, default: int | None) -> int | None:
     try:
         return int(float(raw))
     except ValueError:
-        sys.exit(f"training.py: {name}={raw!r} is not a number")
+        print(f"training.py: {name}={raw!r} is not a number", file=sys.stderr)
+        sys.exit(2)  # a bad input, as elastic.start's errors (docs/TRAINING.md)
 
 
 def target_steps(args: argparse.Namespace) -> int | None:

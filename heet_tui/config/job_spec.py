@@ -15,7 +15,7 @@ Schema::
     max_gpus = 4
     gpu_types = ["A100", "T4"]            # allowed; default all
     priority = 0
-    checkpoint_dir = "/shared/ckpt/resnet-small"  # default: <host workdir>/checkpoints/<job id>
+    checkpoint_dir = "/shared/ckpt/resnet-small"  # default: <host workdir>/checkpoints/<job id>.<state store id, 8 chars>
     dataset_samples = 50000               # samples per epoch, needed when target is in epochs
     stall_timeout = 1800                  # seconds without a progress line that mean "hung"; 0: never
     stop_grace = 30                       # seconds from the stop signal (SIGTERM) to SIGKILL: the last step

@@ -134,3 +134,10 @@ def test_emulated_speed_is_measured_whatever_else_uses_the_cores() -> None:
     crowded_fast = _rate("1.0", hogs=3)
     alone_half = _rate("0.5", hogs=0)
     assert 1.4 < crowded_fast / alone_half < 3.2, (crowded_fast, alone_half)
+
+
+def test_a_bad_environment_value_exits_2_as_documented() -> None:
+    """docs/TRAINING.md: a bad input is printed and exits 2; a non-number batch size exited 1."""
+    bad = subprocess.run([sys.executable, str(SCRIPT)], env=_env(HEET_BATCH_SIZE="abc"), capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode == 2 and "HEET_BATCH_SIZE='abc' is not a number" in bad.stderr, bad.stderr

@@ -42,7 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--events", metavar="FILE", help="write per-job events as JSON lines")
     p.add_argument("--plot", metavar="FILE.png", help="JCT CDF and GPUs-in-use plot (needs the `plot` extra)")
     p.add_argument("--reference-compat", action="store_true",
-                   help="reproduce shared/data/reference: one GPU per job, Sia's calibration slowdowns")
+                   help="reproduce shared/data/reference: one GPU per job, Sia's calibration slowdowns and "
+                        "its 1-GPU accumulation rule (docs/SIMULATOR.md)")
     p.set_defaults(func=cmd_sim)
     verbs = p.add_subparsers(dest="sim_verb", metavar="VERB")
 
