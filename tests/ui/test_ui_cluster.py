@@ -59,3 +59,29 @@ def test_a_gpu_someone_else_computes_on_is_marked_and_named(make_app, backend):
             await wait_for(pilot, lambda: "GPUs 3/12 +1 outside " in line.render().plain)
 
     run(scenario())
+
+
+def test_d_says_undrain_on_a_drained_host_and_undrains_it(make_app, backend):
+    """The footer said "d Drain" on a host already drained, where d undrains it."""
+    from ui_support import footer
+
+    from heet_tui.core.intents import DrainHost
+
+    snap = small_snapshot()
+    backend.current = replace(snap, hosts=tuple(replace(h, drained=h.name == "t4-1") for h in snap.hosts))
+
+    async def scenario():
+        app = make_app("cluster")
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.screen.query_one(HostTable)
+            await wait_for(pilot, lambda: table.row_count == 3)
+            table.select_key("t4-1")
+            await wait_for(pilot, lambda: "d Undrain" in footer(app))
+            assert "d Drain" not in footer(app)
+            await pilot.press("d")
+            await wait_for(pilot, lambda: backend.posted)
+            assert backend.posted == [DrainHost("t4-1", False)]
+            table.select_key(next(h.name for h in snap.hosts if h.name != "t4-1"))
+            await wait_for(pilot, lambda: "d Drain" in footer(app) and "d Undrain" not in footer(app))
+
+    run(scenario())

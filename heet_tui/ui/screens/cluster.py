@@ -14,13 +14,14 @@ from heet_tui.ui.widgets.keyed_table import KeyedTable
 from heet_tui.ui.widgets.screen_footer import ScreenFooter
 from heet_tui.ui.widgets.status_line import StatusLine
 
-CHANGING_ACTIONS = frozenset({"drain", "connect", "trust_key"})
+CHANGING_ACTIONS = frozenset({"drain", "undrain", "connect", "trust_key"})
 
 
 class ClusterScreen(SnapshotScreen):
     BINDINGS = [
         Binding("g", "toggle_group", "Group"),
         Binding("d", "drain", "Drain"),
+        Binding("d", "undrain", "Undrain"),  # the one of the two that fits the selected host shows
         Binding("c", "connect", "Reconnect"),
         Binding("k", "trust_key", "Trust key"),
     ]
@@ -45,7 +46,7 @@ class ClusterScreen(SnapshotScreen):
         self.query_one(HostTable).show(snap)
         self._show_detail()
         selected = self.selected
-        self.refresh_bindings_when(selected.state if selected else None)  # a trusted key: "k" goes
+        self.refresh_bindings_when((selected.state, selected.drained) if selected else None)  # "k" goes, "d" turns
 
     @property
     def selected(self) -> HostStatus | None:
@@ -71,6 +72,8 @@ class ClusterScreen(SnapshotScreen):
                 return False
             if action == "trust_key":
                 return host.state.awaits_trust
+            if action in ("drain", "undrain"):
+                return host.drained == (action == "undrain")
         return True
 
     def action_toggle_group(self) -> None:
@@ -83,6 +86,8 @@ class ClusterScreen(SnapshotScreen):
         if host is not None:
             verb = "undrain" if host.drained else "drain"
             self.request(DrainHost(host.name, not host.drained), f"{verb} {host.name}")
+
+    action_undrain = action_drain
 
     def action_connect(self) -> None:
         host = self.selected
