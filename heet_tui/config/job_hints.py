@@ -36,6 +36,10 @@ def workdir_hint(spec: JobSpec, path: Path | str) -> str | None:
         if (here / arg).is_file():
             return (f'"{arg}" is beside {Path(path).name}, but with no "workdir" the command runs in each host\'s '
                     f'agent directory, where it is not found; add workdir = "." to run it from {here}')
+    script = next((a for a in spec.command[1:] if a.endswith(".py") and not a.startswith("-")), None)
+    if script is not None and not Path(script).expanduser().is_absolute():  # a misspelt name: failed 3 times
+        return (f'"{script}" is not beside {Path(path).name}, and with no "workdir" the command runs in each '
+                "host's agent directory: every launch fails unless it is there (give its folder as workdir)")
     return None
 
 
@@ -60,21 +64,22 @@ def missing_files_hint(spec: JobSpec) -> str | None:
 
 
 def size_hint(spec: JobSpec, hosts: HostsFile) -> str | None:
-    """A warning for a ``min_gpus`` more than every GPU the hosts file declares (of the job's
-    types) together: the job would wait for good with nothing said. Hosts whose GPUs NVML
-    counts at connect leave it unknown, and nothing is said."""
-    total = 0
+    """A warning for a ``min_gpus`` more than the GPUs of any one of the job's types that the
+    hosts file declares: a job runs on one type, so it would wait for good with nothing said (the
+    total of all types was compared, and a job needing 3 on two 2-GPU types passed). Hosts whose
+    GPUs NVML counts at connect leave it unknown, and nothing is said."""
+    per_type: dict[str, int] = {}
     for host in hosts.hosts:
         count = host.emulate.count if host.emulate else len(host.gpus) if host.gpus is not None else None
-        if count is None or (spec.gpu_types and host.declared_type is None):
+        if count is None or host.declared_type is None:
             return None
         if not spec.gpu_types or spec.allows(host.declared_type):
-            total += count
-    if spec.min_gpus <= total or (spec.gpu_types and not total):  # none of its types: gpu_types_hint says so
+            per_type[host.declared_type] = per_type.get(host.declared_type, 0) + count
+    if not per_type or spec.min_gpus <= max(per_type.values()):  # none of its types: gpu_types_hint says so
         return None
-    kind = f" of its gpu_types {list(spec.gpu_types)}" if spec.gpu_types else ""
-    return (f"min_gpus = {spec.min_gpus} is more than the {total} GPUs{kind} the hosts in {hosts.path} declare: "
-            "the job waits until more are added")
+    most = ", ".join(f"{n} {t}" for t, n in sorted(per_type.items(), key=lambda kv: (-kv[1], kv[0])))
+    return (f"min_gpus = {spec.min_gpus} is more than the hosts in {hosts.path} declare of any one GPU type "
+            f"({most}), and a job runs on one type: it waits until more are added")
 
 
 def gpu_types_hint(spec: JobSpec, hosts: HostsFile) -> str | None:

@@ -85,7 +85,10 @@ def test_submit_warns_when_the_script_beside_the_job_file_needs_a_workdir(tmp_pa
     assert hint is not None and '"train.py" is beside job.toml' in hint and 'workdir = "."' in hint
     assert workdir_hint(parse_job_text(BASE + 'workdir = "."\n', path), path) is None
     elsewhere = parse_job_text(BASE.replace('script = "train.py"', 'script = "other.py"'), path)
-    assert workdir_hint(elsewhere, path) is None, "nothing beside the job file to point at"
+    hint = workdir_hint(elsewhere, path)  # a misspelt name, or a file the hosts do not have there: it failed 3 times
+    assert hint is not None and hint.startswith('"other.py" is not beside job.toml, and with no "workdir"')
+    absolute = parse_job_text(BASE.replace('script = "train.py"', f'script = "{tmp_path}/x.py"'), path)
+    assert workdir_hint(absolute, path) is None
 
 
 def test_gpu_types_match_whatever_their_case(tmp_path: Path) -> None:
@@ -164,11 +167,12 @@ def test_submit_warns_of_a_min_gpus_more_than_the_hosts_declare(tmp_path: Path) 
     hosts = parse_hosts_text('[[hosts]]\nname = "a"\nemulate = { gpu_type = "A100", count = 2, speed = 1.0 }\n\n'
                              '[[hosts]]\nname = "t"\ngpu_type = "T4"\ngpus = [0, 1, 2, 3]\n', tmp_path / "hosts.toml")
     path = tmp_path / "job.toml"
-    assert size_hint(parse_job_text(BASE + "min_gpus = 6\nmax_gpus = 8\n", path), hosts) is None
-    hint = size_hint(parse_job_text(BASE + "min_gpus = 8\nmax_gpus = 8\n", path), hosts)
-    assert hint == f"min_gpus = 8 is more than the 6 GPUs the hosts in {tmp_path / 'hosts.toml'} declare: the job " \
-                   "waits until more are added"
+    assert size_hint(parse_job_text(BASE + "min_gpus = 4\nmax_gpus = 8\n", path), hosts) is None
+    # 6 GPUs in all, but a job runs on one type: 6 never fit (the total was compared)
+    hint = size_hint(parse_job_text(BASE + "min_gpus = 6\nmax_gpus = 8\n", path), hosts)
+    assert hint == (f"min_gpus = 6 is more than the hosts in {tmp_path / 'hosts.toml'} declare of any one GPU type "
+                    "(4 T4, 2 A100), and a job runs on one type: it waits until more are added")
     hint = size_hint(parse_job_text(BASE + 'min_gpus = 3\nmax_gpus = 3\ngpu_types = ["A100"]\n', path), hosts)
-    assert hint is not None and "the 2 GPUs of its gpu_types ['A100']" in hint
+    assert hint is not None and "any one GPU type (2 A100)" in hint
     counted = parse_hosts_text('[[hosts]]\nname = "n"\n', tmp_path / "h2.toml")  # NVML counts them at connect
     assert size_hint(parse_job_text(BASE + "min_gpus = 64\nmax_gpus = 64\n", path), counted) is None
