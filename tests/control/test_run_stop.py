@@ -29,3 +29,35 @@ def test_a_controller_stopped_by_sigterm_logs_why(tmp_path: Path) -> None:
     log = (state / "controller.log").read_text()
     assert "INFO heet_tui.events: controller: controller started: 1 host(s)" in log
     assert "controller stopping (SIGTERM received)" in log
+
+
+def test_stopping_with_a_job_running_says_it_trains_on_and_is_picked_up_again(tmp_path: Path) -> None:
+    """"1 still active" read as work lost; the job runs on, and the next controller adopts it."""
+    from control_lab import run_and_clean, write_job
+
+    from heet_tui.control.store import Store
+
+    hosts, state = write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]), tmp_path / "state"
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "xdg")}
+    cli = [sys.executable, "-m", "heet_tui.cli.main", "--hosts", str(hosts), "--state", str(state)]
+    spec = write_job(tmp_path, "long", steps=100_000, max_gpus=1)
+    assert subprocess.run([*cli, "submit", str(spec)], env=env, capture_output=True, timeout=60).returncode == 0
+
+    async def scenario() -> None:
+        proc = subprocess.Popen([*cli, "run", "--auto-approve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env)
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:  # the run's event lines
+                if " launch " in line:
+                    break
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+        assert proc.returncode == 0, err
+        assert f"1 job(s) train on, unwatched; the next heet-tui run (or TUI) on {state} picks them up" in out
+        assert Store(state).job("long").job.state.value == "running"
+
+
+    run_and_clean(scenario, tmp_path)

@@ -116,9 +116,13 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> in
         logging.getLogger("heet_tui").removeHandler(warnings)
     jobs = store.jobs()
     failed = [r.job.id for r in jobs if r.job.state.value == "failed"]
+    running = sum(r.job.state.value in ("running", "resizing") for r in jobs)
     print(f"controller stopped: {sum(r.job.state.value == 'done' for r in jobs)} done, {len(failed)} failed, "
           f"{sum(r.job.state.value == 'cancelled' for r in jobs)} cancelled, "
           f"{sum(not r.job.state.terminal for r in jobs)} still active", flush=True)
+    if running:  # "still active" read as lost work
+        print(f"{running} job(s) train on, unwatched; the next heet-tui run (or TUI) on {store.dir} picks them up "
+              "where they are", flush=True)
     return 1 if until_idle and failed else 0
 
 
