@@ -21,12 +21,16 @@ class Notices(list[str]):
         super().__init__()
         self.total = 0  # lines ever added
 
-    def append(self, notice: str) -> None:
-        self.extend((notice,))
+    def append(self, notice: str, logged: bool = False) -> None:
+        """``logged``: the caller logged it already (at its own level, with its traceback)."""
+        self._add((notice,), logged)
 
     def extend(self, notices: Iterable[str]) -> None:
-        added = list(notices)
-        for notice in added:
+        self._add(list(notices), False)
+
+    def _add(self, added: Iterable[str], logged: bool) -> None:
+        added = list(added)
+        for notice in added if not logged else ():
             log.info("notice: %s", notice)
         super().extend(added)
         self.total += len(added)

@@ -13,12 +13,13 @@ import logging
 from pathlib import Path
 
 from heet_tui.control.log_file import LOG_NAME
+from heet_tui.control.notices import Notices
 
 log = logging.getLogger(__name__)
 
 
 class RoundErrors:
-    def __init__(self, state_dir: Path | None, notices: list[str]) -> None:
+    def __init__(self, state_dir: Path | None, notices: Notices) -> None:
         self.where = str(Path(state_dir) / LOG_NAME) if state_dir is not None else "the controller's log"
         self.notices = notices
         self.error: str | None = None  # the failing rounds' error, while they fail
@@ -29,7 +30,7 @@ class RoundErrors:
         if error != self.error:  # the traceback once per error, not every round (2 s) while it lasts
             log.exception("controller round failed")
             self.notices.append(f"a controller round failed ({error}); the traceback is in {self.where}. "
-                                "Plans and profiling wait until rounds work again; jobs keep running")
+                                "Plans and profiling wait until rounds work again; jobs keep running", logged=True)
             self.error, self.repeats = error, 0
         else:
             self.repeats += 1
@@ -37,5 +38,5 @@ class RoundErrors:
     def succeeded(self) -> None:
         if self.error is not None:
             log.info("controller rounds work again after %d more failure(s) of %s", self.repeats, self.error)
-            self.notices.append(f"controller rounds work again (after: {self.error})")
+            self.notices.append(f"controller rounds work again (after: {self.error})", logged=True)
             self.error = None

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 
 from heet_tui.cluster import HostChanged, JobsReported
 from heet_tui.control.execution import Executor
+from heet_tui.control.notices import Notices
 from heet_tui.control.recovery import rebuild_runs
 from heet_tui.control.store import Store, StoreWriteError
 from heet_tui.core.host import HostState
@@ -29,7 +30,7 @@ log = logging.getLogger(__name__)
 
 
 class StoreHealth:
-    def __init__(self, store: Store, clock: Callable[[], float], notices: list[str]) -> None:
+    def __init__(self, store: Store, clock: Callable[[], float], notices: Notices) -> None:
         self.store, self.clock, self.notices = store, clock, notices
         self.error: str | None = None  # why writes fail, while they do
         self._recovered = False
@@ -38,7 +39,7 @@ class StoreHealth:
         if self.error is None:
             log.error("%s", exc)
             self.notices.append(f"{exc}: the controller makes no changes until it can write again "
-                                "(jobs keep running on their hosts)")
+                                "(jobs keep running on their hosts)", logged=True)
         self.error = str(exc)
 
     def writable(self) -> bool:
@@ -49,7 +50,7 @@ class StoreHealth:
             self.store.set_setting("last_write_check", repr(self.clock()))
         except StoreWriteError:
             return False
-        self.notices.append("the state store takes writes again: the controller goes on")
+        self.notices.append("the state store takes writes again: the controller goes on", logged=True)  # the event logs it
         self.store.add_event(self.clock(), "controller", f"state store writable again (after: {self.error})")
         self.error, self._recovered = None, True
         return True
