@@ -109,6 +109,8 @@ class HostsReloader:
         self.leaving = frozenset(n for n in diff.waiting if n not in {h.name for h in new.hosts})
         for name in (*diff.removed, *diff.changed):
             await ctl.cluster.remove_host(name)
+            ctl.was_ready.discard(name)  # reconnected on purpose: not "out", then "back"
+            ctl.host_states.last.pop(name, None)
         hosts = replace(new, hosts=diff.hosts, ssh_config=ctl.hosts.ssh_config, path=self.path)
         ctl.hosts = ctl.executor.hosts = ctl.cluster.hosts_file = hosts
         entries = {h.name: h for h in diff.hosts}
@@ -121,7 +123,8 @@ class HostsReloader:
                          "(the next plan moves them)")
         edited = [n for n in diff.waiting if n not in self.leaving]
         if edited:
-            parts.append(f"{', '.join(edited)} kept as before while jobs run there (drain to apply the edit)")
+            parts.append(f"{', '.join(edited)} kept as before while jobs run there: the edit applies once they "
+                         "have ended (drain it to move them off sooner)")
         if new.ssh_config != ctl.hosts.ssh_config:
             parts.append("the ssh_config setting applies when heet-tui restarts")
         if not parts and self._said.startswith(NOT_RELOADED):  # fixed: say so, or the error is the last word

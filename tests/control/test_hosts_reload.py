@@ -50,6 +50,11 @@ def test_hosts_added_broken_and_removed_while_the_controller_runs(tmp_path: Path
             snap = await wait_for(ctl, lambda s: ready(s, {"one", "two"}), 30, "host two, added to the file")
             assert "hosts file reloaded: added two" in snap.notices
             assert {h.name: h.gpu_type for h in snap.hosts}["two"] == "T4"
+            write_local_hosts(tmp_path, [("one", "A100", 1, 1.0), ("two", "T4", 2, 0.25)])  # edited: reconnected
+            await wait_for(ctl, lambda s: any("reconnecting two" in n for n in s.notices) and ready(s, {"one", "two"}),
+                           30, "host two, reconnected")
+            said = [e.message for e in store.events(limit=100) if e.kind == "host" and e.host == "two"]
+            assert said == [], f"reconnected on purpose, it was never out: {said}"
 
             good = path.read_text()
             path.write_text(good + "\n[[hosts]]\nname = 3\n")
