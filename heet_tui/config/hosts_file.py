@@ -160,8 +160,6 @@ def _defaults(path: Path, raw: Any, index: LineIndex) -> Defaults:
         ssh_path = Path(os.path.expanduser(ssh_config))
         if not ssh_path.is_absolute():
             ssh_path = (path.parent / ssh_path).resolve()
-        if not ssh_path.is_file():  # else every host was "unreachable" for a typo in this one line
-            raise f.error("ssh_config", f'key "ssh_config": {ssh_path} does not exist (or is not a file)')
     return Defaults(
         user=f.string("user", pattern=SAFE_USER, what="a valid user name"),
         port=f.integer("port", None, 1, 65535),

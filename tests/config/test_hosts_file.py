@@ -52,14 +52,6 @@ def test_a_directory_names_its_whole_path(tmp_path: Path) -> None:
     assert f"{folder} is a directory" in str(info.value), "'conf: is a directory' did not say which conf"
 
 
-def test_an_ssh_config_that_is_not_there_is_refused_with_its_line(tmp_path: Path) -> None:
-    """A typo in it showed as every host "unreachable (ssh_config ...: No such file or directory)"."""
-    with pytest.raises(ConfigError) as info:
-        parse_hosts_text('[defaults]\nssh_config = "ssh_cnofig"\n\n[[hosts]]\nname = "a"\n', tmp_path / "hosts.toml")
-    assert str(info.value).startswith("hosts.toml:2: [defaults]: ")
-    assert f'key "ssh_config": {tmp_path / "ssh_cnofig"} does not exist' in str(info.value)
-
-
 def test_defaults_merge_into_every_host(tmp_path: Path) -> None:
     text = """
 [defaults]
@@ -78,7 +70,6 @@ port = 22
 user = "bob"
 shared_fs = true
 """
-    (tmp_path / "ssh_config").write_text("Host *\n")
     hosts = parse_hosts_text(text, tmp_path / "hosts.toml")
     a, b = hosts.hosts
     assert (a.user, a.port, a.jump, a.address, a.shared_fs) == ("alice", 2222, "login.example.org", "a", False)

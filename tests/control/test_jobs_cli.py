@@ -11,7 +11,7 @@ from heet_tui.cli.main import main
 from heet_tui.control.store import Store
 from heet_tui.core.job import JobState
 
-JOB = 'name = "cnn"\ncommand = ["python3", "train.py"]\nmodel = "m"\nbatch_size = 32\ntarget = { steps = 10 }\n'
+JOB = 'name = "cnn"\ncommand = ["python3", "-m", "train"]\nmodel = "m"\nbatch_size = 32\ntarget = { steps = 10 }\n'
 
 
 def test_submit_list_cancel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

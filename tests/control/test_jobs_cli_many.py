@@ -18,7 +18,7 @@ from heet_tui.core.job import JobState
 
 def _spec(root: Path, name: str, extra: str = "", model: str = "m") -> Path:
     path = root / f"{name}.toml"
-    path.write_text(f'name = "{name}"\ncommand = ["python3", "train.py"]\nmodel = "{model}"\nbatch_size = 32\n'
+    path.write_text(f'name = "{name}"\ncommand = ["python3", "-m", "train"]\nmodel = "{model}"\nbatch_size = 32\n'
                     f"target = {{ steps = 10 }}\n{extra}")
     return path
 
@@ -109,7 +109,7 @@ def test_the_tuis_submit_takes_a_directory_or_a_glob_whole_or_not_at_all(tmp_pat
     with pytest.raises(ValueError, match="no job files"):
         asyncio.run(submit(str(tmp_path / "nothing-*.toml")))
     assert [r.job.id for r in store.jobs()] == ["lr1", "lr2", "lr3", "lr1-2", "lr2-2"]
-    grid = _spec(tmp_path, "grid", '[sweep]\nseed = [1, 2]\n').read_text().replace('"train.py"', '"train.py", "{seed}"')
+    grid = _spec(tmp_path, "grid", '[sweep]\nseed = [1, 2]\n').read_text().replace('"train"', '"train", "{seed}"')
     (tmp_path / "grid.toml").write_text(grid)  # a [sweep] file from the TUI's prompt, as from the shell
     assert asyncio.run(submit(str(tmp_path / "grid.toml"))) == "submitted grid-seed1, grid-seed2"
 
