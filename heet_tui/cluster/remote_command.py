@@ -58,10 +58,18 @@ def agent_state_dir(workdir: str, host: str) -> str:
     return f"{workdir.rstrip('/')}/hosts/{host}"
 
 
+NOT_YOURS = ("is not yours alone (another user owns it, or its group or others may write it): the agent is not "
+             "run from it; give the host a workdir only you can write")
+
+
 def enter_workdir(workdir: str) -> str:
-    """``cd`` into the work dir, creating it only when it is missing (no ``mkdir`` process per start)."""
+    """``cd`` into the work dir, creating it only when it is missing (no ``mkdir`` process per
+    start), and refuse one that others may write: the agent file there is found by a name anyone
+    can work out, so a file planted in a shared workdir (``/tmp/heet``) ran as the user."""
     wd = shell_path(workdir)
-    return f"{{ cd {wd} 2>/dev/null || {{ (umask 077 && mkdir -p {wd}) && cd {wd}; }}; }}"
+    mine = '[ -O . ] && [ -z "$(find . -prune \\( -perm -020 -o -perm -002 \\))" ]'
+    refuse = f'{{ echo "heet-tui: workdir $(pwd) {NOT_YOURS}" >&2; exit 3; }}'
+    return f"{{ cd {wd} 2>/dev/null || {{ (umask 077 && mkdir -p {wd}) && cd {wd}; }}; }} && {{ {mine} || {refuse}; }}"
 
 
 def start_agent(python: str, workdir: str, file_name: str, host: str, check_only: bool = False) -> str:

@@ -16,7 +16,7 @@ from typing import Protocol
 from heet_tui.cluster.agent_bundle import AgentBundle
 from heet_tui.cluster.channel import AgentChannel
 from heet_tui.cluster.errors import AgentFailure
-from heet_tui.cluster.remote_command import NEED_AGENT, check_python, check_workdir
+from heet_tui.cluster.remote_command import NEED_AGENT, NOT_YOURS, check_python, check_workdir
 
 STREAM_LIMIT = 8 << 20  # bytes per line the controller accepts from an agent
 
@@ -59,6 +59,9 @@ class LocalTransport:
     async def open(self, bundle: AgentBundle) -> AgentChannel:
         try:
             self.workdir.mkdir(parents=True, exist_ok=True)
+            mode = self.workdir.stat()
+            if mode.st_uid != os.geteuid() or mode.st_mode & 0o022:  # a planted agent file would run as you
+                raise AgentFailure(f"workdir {self.workdir} {NOT_YOURS}")
             target = self.workdir / bundle.file_name
             if not target.is_file():
                 tmp = target.with_name(f"{target.name}.tmp.{os.getpid()}")

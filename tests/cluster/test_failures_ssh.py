@@ -219,3 +219,24 @@ def test_an_unknown_jump_host_key_is_trusted_first_then_the_hosts_own(lab, capsy
     assert run_trust(load_hosts(path), "inside", assume_yes=True) == 0  # the command walks the rest
     assert target.known_hosts_line in lab.known_hosts.read_text()
     assert f"Host inside ({target.address}:{target.port}) presents" in capsys.readouterr().out
+
+
+def test_a_workdir_others_may_write_is_an_agent_error_that_says_so_and_runs_nothing(lab, tmp_path):
+    from heet_tui.cluster.agent_bundle import agent_bundle
+
+    shared = tmp_path / "shared-workdir"
+    shared.mkdir()
+    planted = shared / agent_bundle().file_name  # its name is a hash anyone can work out
+    planted.write_text("open(__file__ + '.RAN', 'w').close()\n")
+    shared.chmod(0o777)
+    host, local = lab.add_host("shared"), tmp_path / "local-shared"
+    local.mkdir(mode=0o777)
+    local.chmod(0o777)
+    path = lab.hosts_toml([lab.entry_for(host, workdir=str(shared)),
+                           {"name": "mine", "transport": "local", "workdir": str(local),
+                            "emulate": {"gpu_type": "T4", "count": 1, "speed": 1.0}}])
+    status = _run(path, _snapshot)
+    for name, where in (("shared", shared), ("mine", local)):
+        assert status[name].state is HostState.AGENT_ERROR, status[name]
+        assert f"workdir {where} is not yours alone" in status[name].message, status[name].message
+    assert not list(tmp_path.rglob("*.RAN")), "nothing ran from it"

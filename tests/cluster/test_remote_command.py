@@ -46,6 +46,24 @@ def test_waiting_shell_looks_again_for_each_line_then_runs_the_agent(tmp_path):
     assert out.strip() == "agent ['--workdir', '.', '--host', 'h1'] rest of stdin"
 
 
+@pytest.mark.parametrize("mode", [0o775, 0o777])
+def test_a_workdir_others_may_write_is_refused_before_anything_runs_from_it(tmp_path, mode):
+    """The agent file's name is a hash of the public bundle: a file planted in a shared workdir
+    (/tmp/heet, a group project dir) ran as the user who connected."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / NAME).write_text("open('PLANTED_RAN', 'w').close()\n")
+    shared.chmod(mode)
+    done = subprocess.run(["sh", "-c", start_agent(sys.executable, str(shared), NAME, "h1")],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    assert done.returncode == 3 and not (shared / "PLANTED_RAN").exists()
+    assert f"heet-tui: workdir {shared} is not yours alone" in done.stderr
+    shared.chmod(0o755)
+    ran = subprocess.run(["sh", "-c", start_agent(sys.executable, str(shared), NAME, "h1")],
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    assert ran.returncode == 0 and (shared / "PLANTED_RAN").exists(), "only others' write access is refused"
+
+
 def test_unpacked_agent_is_preferred_to_the_zip(tmp_path):
     (tmp_path / NAME).write_text("print('zip')\n")
     unpacked = tmp_path / NAME.replace(".pyz", ".d")
