@@ -25,8 +25,12 @@ def check_python(host: str, python: str) -> str:
 
 
 def check_workdir(host: str, workdir: str) -> str:
-    if not workdir or any(c in workdir for c in "\n\r\0") or workdir.startswith("-"):
-        raise UnsafeValue(f'host "{host}": workdir = {workdir!r} is not a usable directory')
+    """Quoting holds in sh, bash and zsh for any character; fish reads ``\\'`` inside single
+    quotes as a quote (a workdir could end the quoting and run a command) and tcsh expands ``!``
+    even there, so those two characters are refused with the control ones."""
+    if not workdir or any(c in workdir for c in "\n\r\0\\!") or workdir.startswith("-"):
+        raise UnsafeValue(f'host "{host}": workdir = {workdir!r} is not a usable directory '
+                          "(no backslash, !, line break or leading -)")
     return workdir
 
 

@@ -13,6 +13,8 @@ from heet_tui.config.errors import ConfigError, did_you_mean
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 SAFE_USER = re.compile(r"^[a-z_][a-z0-9_.\-]*\$?$", re.IGNORECASE)
 SAFE_ADDRESS = re.compile(r"^[A-Za-z0-9_.:\-\[\]%@]+$")
+# quoted for the remote shell, but fish reads \' inside quotes and tcsh expands ! there (remote_command.py)
+SAFE_WORKDIR = re.compile(r"^(?!-)[^\\!\n\r\0]+$")
 
 
 class Fields:

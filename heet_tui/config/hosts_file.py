@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from heet_tui.config.errors import ConfigError, parse_toml, read_config_text
-from heet_tui.config.fields import SAFE_ADDRESS, SAFE_NAME, SAFE_USER, Fields
+from heet_tui.config.fields import SAFE_ADDRESS, SAFE_NAME, SAFE_USER, SAFE_WORKDIR, Fields
 from heet_tui.config.locate import LineIndex
 
 TRANSPORTS = ("ssh", "local")
@@ -42,6 +42,7 @@ HOST_KEYS = frozenset(
     {"name", "address", "port", "user", "transport", "gpu_type", "gpus", "tags", "rack", "emulate",
      "python", "workdir", "jump", "shared_fs"}
 )
+WORKDIR = "a usable directory (no backslash, !, line break or leading -)"
 DEFAULT_KEYS = frozenset({"user", "port", "python", "workdir", "ssh_config", "jump", "shared_fs"})
 EMULATE_KEYS = frozenset({"gpu_type", "count", "speed"})
 MAX_EMULATED_GPUS = 256  # per host: more than any real machine holds
@@ -164,7 +165,7 @@ def _defaults(path: Path, raw: Any, index: LineIndex) -> Defaults:
         user=f.string("user", pattern=SAFE_USER, what="a valid user name"),
         port=f.integer("port", None, 1, 65535),
         python=f.string("python"),
-        workdir=f.string("workdir", "~/.heet") or "~/.heet",
+        workdir=f.string("workdir", "~/.heet", pattern=SAFE_WORKDIR, what=WORKDIR) or "~/.heet",
         ssh_config=ssh_path,
         jump=f.string("jump", pattern=SAFE_ADDRESS, what="a valid jump host ([user@]host[:port])"),
         shared_fs=f.boolean("shared_fs", True),
@@ -201,7 +202,7 @@ def _host(path: Path, raw: Mapping[str, Any], i: int, index: LineIndex, d: Defau
         rack=f.string("rack", "", pattern=None) or "",
         emulate=emulate,
         python=f.string("python", d.python) or _default_python(transport),
-        workdir=f.string("workdir", d.workdir) or d.workdir,
+        workdir=f.string("workdir", d.workdir, pattern=SAFE_WORKDIR, what=WORKDIR) or d.workdir,
         jump=jump,
         shared_fs=f.boolean("shared_fs", d.shared_fs),
         line=line,

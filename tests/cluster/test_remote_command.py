@@ -90,6 +90,9 @@ def test_values_that_cannot_be_commands_are_refused():
         check_python("h", "-c")
     with pytest.raises(UnsafeValue):
         check_workdir("h", "work\ndir")
+    for fish_or_tcsh in ("a\\'$(touch PWNED)\" #", "ends\\", "run!1"):  # fish reads \' in quotes; tcsh expands !
+        with pytest.raises(UnsafeValue, match="no backslash, !"):
+            check_workdir("h", fish_or_tcsh)
     with pytest.raises(UnsafeValue):
         start_agent("python3", "/w", "../../evil.pyz", "h")
 

@@ -146,3 +146,11 @@ def test_what_only_hosts_check_caught_is_refused_when_the_file_is_read(host: str
     fine = parse_hosts_text('[[hosts]]\nname = "v"\njump = "u@[::1]:2222"\ngpus = [1]\n'
                             'emulate = { gpu_type = "T4", count = 2 }\n', Path("hosts.toml")).hosts[0]
     assert (fine.jump, fine.gpus) == ("u@[::1]:2222", (1,))
+
+
+def test_a_workdir_the_login_shell_could_read_as_code_is_refused_with_its_line(tmp_path: Path) -> None:
+    """fish reads \\' inside single quotes as a quote, so a workdir could end the quoting there."""
+    text = '[[hosts]]\nname = "a"\nworkdir = "a\\\\\'$(touch PWNED)\\" #"\n'
+    with pytest.raises(ConfigError) as info:
+        parse_hosts_text(text, tmp_path / "hosts.toml")
+    assert str(info.value).startswith("hosts.toml:3:") and "no backslash, !" in str(info.value), str(info.value)
