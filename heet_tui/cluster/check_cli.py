@@ -86,8 +86,9 @@ def run_check(hosts_file: HostsFile, as_json: bool) -> int:
 MAX_HOPS = 8  # jump hosts approved in one "hosts trust", one after the other
 
 
-def run_trust(hosts_file: HostsFile, name: str, assume_yes: bool) -> int:
-    """Show the host's key fingerprint, ask y/N (unless ``assume_yes``), record it in known_hosts."""
+def run_trust(hosts_file: HostsFile, name: str, assume_yes: bool, fingerprint: str | None = None) -> int:
+    """Show the host's key fingerprint, ask y/N (unless ``assume_yes`` for a new key, or the key
+    is the ``fingerprint`` given), record it in known_hosts."""
     try:
         entry = hosts_file.host(name)
     except KeyError:
@@ -103,7 +104,7 @@ def run_trust(hosts_file: HostsFile, name: str, assume_yes: bool) -> int:
         if found.trusted:
             print(f"{name}: its key {found.fingerprint} is already trusted ({found.target.trust_file})")
             return 0
-        if not _approve(name, found, assume_yes):
+        if not _approve(name, found, assume_yes, fingerprint):
             print("Not trusted.")
             return 1
         try:
@@ -116,13 +117,20 @@ def run_trust(hosts_file: HostsFile, name: str, assume_yes: bool) -> int:
     raise CliError(f"{name}: more than {MAX_HOPS} jump hosts")
 
 
-def _approve(name: str, found: KeyToApprove, assume_yes: bool) -> bool:
+def _approve(name: str, found: KeyToApprove, assume_yes: bool, fingerprint: str | None = None) -> bool:
     where = f"{found.target.hostname}:{found.target.port}"
     whose = f"Jump host {found.via} ({where}), on the way to {name}," if found.via else f"Host {name} ({where})"
     print(f"{whose} presents a {found.key.get_algorithm()} key with fingerprint\n    {found.fingerprint}")
     if found.changed:  # what a man-in-the-middle looks like: never worded as routine
         print(f"WARNING: this is NOT the key recorded for it in {found.target.trust_file} or ~/.ssh/known_hosts: "
               "the key CHANGED. Check with the host's admin before trusting it; trusting replaces the old key.")
+    if fingerprint is not None and found.fingerprint == fingerprint:
+        return True  # the user checked this very key
+    if found.changed and (assume_yes or fingerprint is not None):
+        # --yes is for first contact in scripts; it replaced a changed key (what an attack looks like) unasked
+        print(f"Refused: --yes does not replace a changed key. Check {found.fingerprint} with the host's admin, "
+              f"then: heet-tui hosts trust {name} --fingerprint {found.fingerprint}")
+        return False
     if assume_yes:
         return True
     if not sys.stdin.isatty():

@@ -272,3 +272,23 @@ def test_hosts_trust_without_hosts_uses_the_file_the_states_controller_runs_on(l
     assert main(["--state", str(tmp_path / "elsewhere"), "hosts", "trust", "newcomer", "--yes"]) == 2
     assert 'no host named "newcomer"' in capsys.readouterr().err
     assert not (tmp_path / "elsewhere").exists(), "asking created no state"
+
+
+def test_yes_never_replaces_a_changed_key_and_fingerprint_does_only_for_that_key(lab, capsys):
+    """`hosts trust NAME --yes` replaced a changed key (what a man-in-the-middle looks like) with exit 0."""
+    other, host = lab.add_host("other"), lab.add_host("reinstalled", trusted=False)
+    impostor = other.host_public.split()
+    with open(lab.known_hosts, "a") as fh:
+        fh.write(f"[{host.address}]:{host.port} {impostor[0]} {impostor[1]}\n")
+    before = lab.known_hosts.read_text()
+    hosts = load_hosts(lab.hosts_toml([lab.entry_for(host)]))
+    assert run_trust(hosts, "reinstalled", assume_yes=True) == 1
+    said = capsys.readouterr().out
+    assert "the key CHANGED" in said and "Refused: --yes does not replace a changed key" in said
+    offered = said.split("heet-tui hosts trust reinstalled --fingerprint ")[1].split()[0]
+    assert lab.known_hosts.read_text() == before
+    assert run_trust(hosts, "reinstalled", assume_yes=False, fingerprint="SHA256:" + "A" * 43) == 1
+    assert lab.known_hosts.read_text() == before, "another fingerprint: refused"
+    capsys.readouterr()
+    assert run_trust(hosts, "reinstalled", assume_yes=False, fingerprint=offered) == 0
+    assert "Recorded in" in capsys.readouterr().out and lab.known_hosts.read_text() != before

@@ -71,7 +71,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = with_file(verbs.add_parser("trust", help="approve a host's SSH key after checking its fingerprint"))
     p.add_argument("name")
-    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation (a new key only; a changed "
+                   "key needs --fingerprint)")
+    p.add_argument("--fingerprint", metavar="SHA256:...", help="trust the key only if it has this fingerprint "
+                   "(checked with the host's admin); also replaces a changed key, without asking")
     p.set_defaults(func=cmd_trust)
 
 
@@ -189,9 +192,10 @@ def cmd_trust(args: argparse.Namespace) -> int:
         hosts = theirs  # the hint to run this came from a controller on another file (run --hosts F)
     if args.name not in hosts.names():
         raise UsageError(f'{hosts.path}: no host named "{args.name}" (hosts: {", ".join(hosts.names()) or "none"})')
-    if not args.yes and not sys.stdin.isatty():
-        raise UsageError("refusing to trust a host key without a terminal to confirm on; pass --yes")
-    return run_trust(hosts, args.name, bool(args.yes))
+    if not args.yes and not args.fingerprint and not sys.stdin.isatty():
+        raise UsageError("refusing to trust a host key without a terminal to confirm on; pass --yes "
+                         "(a new key) or --fingerprint SHA256:... (the key you checked)")
+    return run_trust(hosts, args.name, bool(args.yes), args.fingerprint)
 
 
 def _controller_hosts(args: argparse.Namespace) -> HostsFile | None:
