@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from heet_tui.control.attach import LINE_LIMIT, VERSION, socket_path
+from heet_tui.control.attach import LINE_LIMIT, VERSION, peer_uid, socket_path
 from heet_tui.control.snapshots import SnapshotHub
 from heet_tui.control.wire import WireError, decode, effect_from_obj, encode, intent_to_obj, snapshot_from_obj
 from heet_tui.core.intents import EditJob, Intent
@@ -41,6 +42,11 @@ class AttachedBackend:
             hello = decode(await asyncio.wait_for(reader.readline(), CONNECT_TIMEOUT_S))
         except (OSError, TimeoutError, WireError) as exc:
             raise ControllerGone(f"cannot attach to the controller at {self.path}: {exc or type(exc).__name__}") from None
+        if (uid := peer_uid(self._writer)) is not None and uid != os.getuid():
+            # a socket outside the state dir (a long --state path) is in a directory another user may have made
+            self._writer.close()
+            raise ControllerGone(f"the socket {self.path} is served by another user (uid {uid}), not by your "
+                                 "controller: not attaching (remove it, or give --state a shorter path)")
         if hello.get("op") != "hello" or hello.get("version") != VERSION:
             raise ControllerGone(f"the controller at {self.path} speaks another protocol ({hello}); "
                                  "run the same heet-tui version for both")

@@ -180,3 +180,35 @@ def test_garbage_on_the_socket_gets_an_error_reply_and_the_connection_carries_on
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="serving a socket as another user needs root")
+def test_a_socket_another_user_serves_is_not_attached_to(tmp_path: Path) -> None:
+    """With a long --state path the socket sits in /tmp/heet-tui-UID/, a directory another user can
+    make first: their server's fake snapshots were shown, and the intents went to them."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    state = tmp_path / "state"
+    served = Path(tempfile.mkdtemp(prefix="heet-attach-"))  # under /tmp: the other user must reach it
+    served.chmod(0o777)
+    fake = served / "fake.sock"
+    code = ("import os, socket, time; os.setgid(65534); os.setuid(65534); s = socket.socket(socket.AF_UNIX); "
+            f"s.bind({str(fake)!r}); s.listen(); c, _ = s.accept(); "
+            "c.sendall(b'{\"op\": \"hello\", \"version\": 1, \"pid\": 1}\\n'); time.sleep(5)")
+    server = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        for _ in range(100):
+            if fake.exists():
+                break
+            time.sleep(0.05)
+        backend = AttachedBackend(state)
+        backend.path = fake  # where socket_path() put it for a long --state, made by someone else first
+        with pytest.raises(ControllerGone, match=r"is served by another user \(uid 65534\)"):
+            asyncio.run(backend.start())
+    finally:
+        server.kill()
+        shutil.rmtree(served, ignore_errors=True)
