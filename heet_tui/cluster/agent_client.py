@@ -2,12 +2,15 @@
 
 Every line from the agent goes through ``heet_agent.protocol.decode_line``; the first line that
 is not protocol (a shell banner, a library printing to stdout) ends the session as an
-``AgentFailure`` quoting that line, and never an exception in the caller's task.
+``AgentFailure`` quoting that line, and never an exception in the caller's task. An event whose
+fields have the wrong types is left out with a warning naming it: it ended the session as "a line
+longer than the controller reads", and the next heartbeat did the same after each reconnect.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +20,8 @@ from heet_agent.protocol import PROTOCOL_VERSION, decode_line, encode, message_k
 from heet_tui.cluster.aio import cancel_and_wait
 from heet_tui.cluster.channel import AgentChannel
 from heet_tui.cluster.errors import AgentFailure, AgentRequestError, ConnectFailure, HostNotReady, Unreachable
+
+log = logging.getLogger(__name__)
 
 
 class AgentClient:
@@ -32,6 +37,7 @@ class AgentClient:
         self._next_id = 0
         self._reader: asyncio.Task[None] | None = None
         self.agent_pid: int | None = None
+        self._bad_events: set[str] = set()  # said once each
 
     async def handshake(self, hello: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Read the banner, check the protocol version, send ``hello``; returns its result."""
@@ -83,7 +89,10 @@ class AgentClient:
                     if future is not None and not future.done():
                         future.set_result(message)
                 elif kind == "event":
-                    self.on_event(message)
+                    try:
+                        self.on_event(message)
+                    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                        self._bad_event(message, exc)
         except asyncio.CancelledError:
             failure = Unreachable("connection closed")
         except ConnectFailure as exc:
@@ -93,6 +102,13 @@ class AgentClient:
         except Exception as exc:  # a broken link surfaces as assorted errors; all mean the same here
             failure = Unreachable(f"connection to {self.host} lost ({type(exc).__name__}: {exc})")
         self._fail(failure)
+
+    def _bad_event(self, message: dict[str, Any], exc: Exception) -> None:
+        said = f"{self.host}: the agent sent a malformed {str(message.get('event'))[:40]!r} event, left out " \
+               f"({type(exc).__name__}: {str(exc)[:200]})"
+        if said not in self._bad_events and len(self._bad_events) < 20:
+            self._bad_events.add(said)
+            log.warning("%s", said)
 
     def _fail(self, failure: ConnectFailure) -> None:
         if not self.closed.done():

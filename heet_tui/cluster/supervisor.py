@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import random
 import time
 from collections.abc import Callable
@@ -185,7 +186,8 @@ class HostSupervisor:
             gpu_type = self.entry.gpu_type or (name if self.gpu_source == "emulated" else short_gpu_type(name))
             gpus.append(Gpu(index=index, gpu_type=gpu_type, memory_mb=int(raw.get("memory_mb") or 0),
                             uuid=str(raw.get("uuid") or ""), source=self.gpu_source,
-                            utilization=raw.get("utilization"), memory_used_mb=raw.get("memory_used_mb"),
+                            utilization=_number(raw.get("utilization")),
+                            memory_used_mb=_whole(raw.get("memory_used_mb")),
                             others=other_processes(raw)))
         self.gpus = tuple(gpus)
         if not gpus:  # a ready host that can run nothing: say why, or it reads as a healthy empty box
@@ -273,8 +275,8 @@ class HostSupervisor:
                 self.message = self._ready_message()
         fresh = {int(g.get("index", -1)): g for g in message.get("gpus") or () if isinstance(g, dict)}
         self.gpus = tuple(
-            replace(g, utilization=fresh[g.index].get("utilization"), memory_used_mb=fresh[g.index].get("memory_used_mb"),
-                    others=other_processes(fresh[g.index]))
+            replace(g, utilization=_number(fresh[g.index].get("utilization")),
+                    memory_used_mb=_whole(fresh[g.index].get("memory_used_mb")), others=other_processes(fresh[g.index]))
             if g.index in fresh else g for g in self.gpus
         )
         for raw in message.get("jobs") or ():
@@ -300,3 +302,16 @@ class HostSupervisor:
 def _text(value: Any) -> str | None:
     """A heartbeat's optional text field: None when absent or empty, cut to a message's length."""
     return str(value)[:300] if isinstance(value, str) and value else None
+
+
+def _number(value: Any) -> float | None:
+    """An agent's reading as a number, else None: a string there ("LOTS") went into every snapshot,
+    and each attached TUI and ``heet-tui status`` refused the snapshot for it."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _whole(value: Any) -> int | None:
+    number = _number(value)
+    return None if number is None else int(number)

@@ -1,0 +1,68 @@
+"""Events whose fields have the wrong types are left out, with one warning; the host stays up.
+
+A heartbeat with a job's generation "x" ended the session as "the agent sent a line longer than
+the controller reads"; the next heartbeat did the same after each reconnect (out and back every
+half second), and a GPU utilization of "LOTS" went into every snapshot, which each attached TUI
+and `heet-tui status` then refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from helpers import make_cluster, wait_until
+
+from heet_tui.core.host import HostState
+
+AGENT = f"""#!{sys.executable}
+import json, os, sys
+
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\\n")
+    sys.stdout.flush()
+
+send({{"event": "agent_start", "protocol": 1, "agent_version": "fake", "pid": os.getpid()}})
+for line in sys.stdin:
+    m = json.loads(line)
+    if m["op"] == "hello":
+        gpus = [{{"index": 0, "name": "T4", "memory_mb": 1000, "utilization": "LOTS"}}]
+        send({{"id": m["id"], "ok": True, "result": {{"protocol": 1, "agent_version": "fake", "pid": os.getpid(),
+              "inventory": {{"source": "emulated", "gpus": gpus}}, "jobs": []}}}})
+        continue
+    send({{"id": m["id"], "ok": True, "result": {{}}}})
+    send({{"event": "heartbeat", "seq": 1, "jobs": [{{"job_id": "a.r0.12345678", "generation": "x"}}],
+          "gpus": [{{"index": 0, "utilization": "LOTS", "memory_used_mb": [1]}}]}})
+"""
+
+
+def test_a_malformed_event_is_left_out_and_the_host_stays_ready(tmp_path: Path, caplog) -> None:
+    fake = tmp_path / "fake-python"
+    fake.write_text(AGENT)
+    fake.chmod(0o755)
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text(f'[[hosts]]\nname = "odd"\ntransport = "local"\npython = "{fake}"\n'
+                     f'workdir = "{tmp_path / "w"}"\nemulate = {{ gpu_type = "T4", count = 1, speed = 1.0 }}\n')
+    caplog.set_level(logging.WARNING, logger="heet_tui")
+
+    async def scenario():
+        cluster = make_cluster(hosts)
+        states: list[HostState] = []
+        await cluster.start()
+        try:
+            assert await wait_until(lambda: cluster.host_status("odd").state is HostState.READY, 15)
+            for _ in range(30):  # about six heartbeats
+                states.append(cluster.host_status("odd").state)
+                await asyncio.sleep(0.1)
+            return states, cluster.host_status("odd")
+        finally:
+            await cluster.stop()
+
+    states, status = asyncio.run(scenario())
+    assert set(states) == {HostState.READY}, f"it dropped out: {states}"
+    assert [g.utilization for g in status.gpus] == [None] and [g.memory_used_mb for g in status.gpus] == [None]
+    warned = [r.getMessage() for r in caplog.records if "malformed" in r.getMessage()]
+    assert warned == ["odd: the agent sent a malformed 'heartbeat' event, left out (ValueError: invalid literal "
+                      "for int() with base 10: 'x')"], warned
