@@ -44,6 +44,8 @@ class Fields:
             return None
         if not isinstance(value, str):
             raise self.error(key, f'key "{key}": expected a string, got {_show(value)}')
+        if "\0" in value:  # TOML's \u0000: no path, argument or name can hold one (it failed at launch)
+            raise self.error(key, f'key "{key}": contains a NUL character (\\u0000)')
         if pattern is not None and not pattern.match(value):
             raise self.error(key, f'key "{key}": {_show(value)} is not {what or "a valid value"}')
         return value
@@ -89,6 +91,8 @@ class Fields:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise self.error(key, f'key "{key}": expected a list of strings, got {_show(value)}')
         for v in value:
+            if "\0" in v:
+                raise self.error(key, f'key "{key}": {_show(v)} contains a NUL character (\\u0000)')
             if pattern is not None and not pattern.match(v):
                 raise self.error(key, f'key "{key}": {_show(v)} is not a valid name')
         return tuple(value)

@@ -265,7 +265,7 @@ def _env(f: Fields) -> tuple[tuple[str, str], ...]:
             raise f.error("env", f'key "env": "{key}" is not a valid environment variable name')
         if key in RESERVED_ENV or key.startswith("HEET_"):
             raise f.error("env", f'key "env": "{key}" is set by heet-tui for each launch and cannot be overridden')
-        if not isinstance(value, str):
-            raise f.error("env", f'key "env": value of "{key}" must be a string')
+        if not isinstance(value, str) or "\0" in value:
+            raise f.error("env", f'key "env": value of "{key}" must be a string without NUL characters')
         pairs.append((key, value))
     return tuple(sorted(pairs))

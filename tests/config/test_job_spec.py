@@ -62,6 +62,10 @@ def test_bad_job_specs(tmp_path: Path, extra: str, expected: str) -> None:
         (BASE.replace('name = "j"', f'name = "{"x" * 97}"'), 'key "name": 97 characters; at most 96'),
         (BASE.replace("{ steps = 10 }", "{ steps = 2.5 }"), 'key "steps": expected a whole number of steps, got 2.5'),
         (BASE.replace("{ steps = 10 }", "{ samples = 100.5 }"), 'expected a whole number of samples, got 100.5'),
+        # a NUL passed every check and failed at launch, as a crash retried twice
+        (BASE + 'env = { FOO = "a\\u0000b" }\n', 'value of "FOO" must be a string without NUL characters'),
+        (BASE + 'checkpoint_dir = "/ck\\u0000x"\n', 'key "checkpoint_dir": contains a NUL character'),
+        (BASE + 'args = ["--x\\u0000"]\n', 'contains a NUL character'),
     ],
 )
 def test_incomplete_job_specs(tmp_path: Path, text: str, expected: str) -> None:
