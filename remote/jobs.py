@@ -231,6 +231,8 @@ class JobTable:
         job["state"] = "stopping"
         job["reason"] = reason
         job["kill_at"] = time.time() + grace_s
+        if not pid_alive(job["pid"], job.get("start_time")):
+            return  # ended (its pid may be another process's by now): the next poll records the exit
         try:
             os.killpg(job["pgid"], signal.SIGTERM)
         except ProcessLookupError:

@@ -22,6 +22,12 @@ def proc_start_time(pid):
         return None
 
 
+def _group_id(value):
+    """A pid or process group a record may signal: killpg(0) or (1) would reach the agent's own
+    group or every process of the user."""
+    return isinstance(value, int) and not isinstance(value, bool) and value > 1
+
+
 def pid_alive(pid, start_time):
     try:
         os.kill(pid, 0)
@@ -56,7 +62,7 @@ class StateFile:
             floors = data.get("floors", {})
             if not isinstance(jobs, list) or not isinstance(floors, dict):
                 raise ValueError("unexpected shape")
-            jobs = [j for j in jobs if isinstance(j, dict) and isinstance(j.get("pid"), int)]
+            jobs = [j for j in jobs if isinstance(j, dict) and _group_id(j.get("pid")) and _group_id(j.get("pgid"))]
             return jobs, {str(k): int(v) for k, v in floors.items()}, None
         except FileNotFoundError:
             return [], {}, None

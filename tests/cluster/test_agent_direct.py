@@ -259,3 +259,17 @@ def test_a_rank_sees_its_jobs_gpus_on_the_host_in_local_rank_order(agent, tmp_pa
     assert log.read_text().split() == ["2,5", "None"], "physical GPU 5 is device LOCAL_RANK = 1"
     refused = agent.request("launch", job_id="r2", generation=1, argv=["true"], gpus=[3], visible=[2, 5])
     assert "visible must include every one of gpus" in refused["error"]
+
+
+def test_a_state_file_record_that_would_signal_a_group_of_others_is_dropped(tmp_path):
+    """A record is signalled with killpg: a pgid of 0 or 1 (a damaged or hand-edited state file)
+    would reach the agent's own group, or every process of the user."""
+    from heet_agent.jobstate import STATE_NAME, StateFile
+
+    path = tmp_path / STATE_NAME
+    good = {"job_id": "a", "generation": 1, "pid": 4242, "pgid": 4242, "state": "running"}
+    path.write_text(json.dumps({"jobs": [good, {**good, "job_id": "b", "pgid": 0}, {**good, "job_id": "c", "pgid": 1},
+                                         {**good, "job_id": "d", "pid": True}, {**good, "job_id": "e", "pgid": "7"}],
+                                "floors": {}}))
+    jobs, _, note = StateFile(str(tmp_path)).load()
+    assert [j["job_id"] for j in jobs] == ["a"] and note is None
