@@ -62,7 +62,9 @@ class _LocalDir:
     async def files(self) -> list[str]:
         if not self.path.is_dir():
             return []
-        return sorted(p.name for p in self.path.iterdir() if p.is_file() and not p.name.endswith(SKIP_SUFFIXES))
+        # regular files only: a link (to a key, say) would copy what it points at to another host
+        return sorted(p.name for p in self.path.iterdir()
+                      if p.is_file() and not p.is_symlink() and not p.name.endswith(SKIP_SUFFIXES))
 
     async def chunks(self, name: str) -> AsyncIterator[bytes]:
         with open(self.path / name, "rb") as fh:
@@ -109,8 +111,9 @@ class _SftpDir:
             listing = await self.sftp.listdir(self.path)
         except asyncssh.SFTPNoSuchFile:
             return []
-        names = [n for n in listing if n not in (".", "..") and not n.endswith(SKIP_SUFFIXES)]
-        return sorted([n for n in names if await self.sftp.isfile(f"{self.path}/{n}")])
+        names = [n for n in listing if n not in (".", "..") and "/" not in n and not n.endswith(SKIP_SUFFIXES)]
+        return sorted([n for n in names if await self.sftp.isfile(f"{self.path}/{n}")
+                       and not await self.sftp.islink(f"{self.path}/{n}")])
 
     async def chunks(self, name: str) -> AsyncIterator[bytes]:
         async with self.sftp.open(f"{self.path}/{name}", "rb") as fh:

@@ -35,11 +35,15 @@ def test_copy_over_sftp_between_two_hosts(tmp_path: Path, monkeypatch: pytest.Mo
         (origin / "checkpoint.pt").write_bytes(bytes(range(256)) * 400)
         (origin / "checkpoint.json").write_text('{"step": 40, "generation": 2}')
         (origin / ".checkpoint.pt.123.tmp").write_text("half-written")
+        secret = tmp_path / "id_ed25519"
+        secret.write_text("a private key")
+        (origin / "key").symlink_to(secret)  # a link copied what it points at to the other host
         on_src, on_dst = tmp_path / "on-src" / "ck", tmp_path / "on-dst" / "deep" / "ck"
         opts = ClusterOptions(connect_timeout_s=10.0)
 
         async def scenario() -> tuple[Copied, Copied]:
             first = await copy_checkpoint(local, str(origin), hosts.host("src"), str(on_src), hosts.ssh_config, opts)
+            (on_src / "key").symlink_to(secret)  # and over SFTP
             second = await copy_checkpoint(hosts.host("src"), str(on_src), hosts.host("dst"), str(on_dst),
                                            hosts.ssh_config, opts)
             return first, second
@@ -48,6 +52,7 @@ def test_copy_over_sftp_between_two_hosts(tmp_path: Path, monkeypatch: pytest.Mo
         assert asyncio.run(scenario()) == (Copied(2, size), Copied(2, size)), "the half-written temp file is not copied"
         assert (on_dst / "checkpoint.pt").read_bytes() == (origin / "checkpoint.pt").read_bytes()
         assert (on_dst / "checkpoint.json").read_text() == '{"step": 40, "generation": 2}'
+        assert not (on_dst / "key").exists(), "links are not followed"
         assert asyncio.run(copy_checkpoint(hosts.host("src"), str(tmp_path / "none"), hosts.host("dst"),
                                            str(on_dst), hosts.ssh_config, opts)) == Copied(0, 0), "nothing to copy yet"
         lab.server("src").kill()
