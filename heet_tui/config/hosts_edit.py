@@ -154,9 +154,7 @@ class HostsDocument:
                 out.flush()
                 os.fsync(out.fileno())
             os.chmod(tmp, mode)
-            backup = self.path.with_name(self.path.name + ".bak")
-            backup.write_text(on_disk, encoding="utf-8")
-            os.chmod(backup, mode)
+            _write_backup(self.path.with_name(self.path.name + ".bak"), on_disk, mode)
             os.replace(tmp, self.path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -164,6 +162,20 @@ class HostsDocument:
         self._loaded_digest = _digest(text)
         self.validated = validated
         return validated
+
+
+def _write_backup(backup: Path, text: str, mode: int) -> None:
+    """Written beside and renamed over: writing through the name followed a link planted there (in
+    a directory others may write) onto whatever it pointed at, and chmod-ed that file too."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{backup.name}.", suffix=".tmp", dir=backup.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, backup)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 _HOSTS_HEADER = re.compile(r"^\s*\[\[\s*hosts\s*\]\]")

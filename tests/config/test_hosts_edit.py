@@ -155,3 +155,17 @@ def test_a_file_with_windows_line_ends_keeps_them_through_an_edit(tmp_path: Path
     doc.update_host("b", {"rack": "r2"})
     doc.save()  # what it wrote is what it compares with next time: no "changed on disk"
     assert [h.name for h in HostsDocument.load(path).validated.hosts] == ["a", "b"]
+
+
+def test_the_backup_replaces_a_link_planted_at_its_name_and_never_writes_through_it(example: Path) -> None:
+    victim = example.parent / "victim"
+    victim.write_text("untouched")
+    victim.chmod(0o600)
+    example.with_name("hosts.toml.bak").symlink_to(victim)
+    original = example.read_text()
+    doc = HostsDocument.load(example)
+    doc.remove_host("v100-2")
+    doc.save()
+    backup = example.with_name("hosts.toml.bak")
+    assert not backup.is_symlink() and backup.read_text() == original
+    assert victim.read_text() == "untouched" and victim.stat().st_mode & 0o777 == 0o600
