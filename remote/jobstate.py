@@ -22,6 +22,29 @@ def proc_start_time(pid):
         return None
 
 
+def left_in_group(pgid, started):
+    """Processes still in group ``pgid`` that started no earlier than its leader (``started``,
+    in jiffies): what a job forked and left behind. Read from /proc; none where there is none."""
+    found = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as fh:
+                fields = fh.read()
+            rest = fields[fields.rindex(")") + 2:].split()
+            group, start = int(rest[2]), int(rest[19])
+        except (OSError, ValueError, IndexError):
+            continue
+        if group == pgid and (started is None or start >= int(started)):
+            found.append(int(name))
+    return found
+
+
 def _group_id(value):
     """A pid or process group a record may signal: killpg(0) or (1) would reach the agent's own
     group or every process of the user."""

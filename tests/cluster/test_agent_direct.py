@@ -273,3 +273,56 @@ def test_a_state_file_record_that_would_signal_a_group_of_others_is_dropped(tmp_
                                 "floors": {}}))
     jobs, _, note = StateFile(str(tmp_path)).load()
     assert [j["job_id"] for j in jobs] == ["a"] and note is None
+
+
+def _events_until_exit(agent, job_id):
+    seen = []
+    while True:
+        message = agent.line()
+        if message.get("job_id") == job_id:
+            seen.append(message)
+            if message.get("event") == "job_exit":
+                return seen
+
+
+def test_a_job_printing_tens_of_megabytes_still_has_its_progress_read(agent):
+    """The agent read a log 256 KiB a poll (1 MB/s): a chattier job's progress fell minutes
+    behind, and one that ended ahead of the reading had its last progress never read."""
+    agent.line()
+    agent.request("hello", protocol=1, probes=[])
+    code = ("import sys; sys.stdout.write(('x' * 99 + '\\n') * 200_000); "
+            "print('@heet-progress {\"step\": 7, \"samples\": 224, \"samples_per_s\": 50.0}', flush=True)")
+    assert agent.request("launch", job_id="chatty", generation=1, argv=[sys.executable, "-c", code])["ok"]
+    seen = _events_until_exit(agent, "chatty")
+    steps = [m["progress"]["step"] for m in seen if m.get("event") == "progress"]
+    assert steps == [7], seen[-3:]
+
+
+def test_what_a_job_leaves_in_its_process_group_is_killed_when_it_ends(agent, tmp_path):
+    """A child that ignored the stop's SIGTERM lived on after the job (holding its GPU, which then
+    showed as free): the SIGKILL at the end of the grace went only to a group whose leader had exited."""
+    agent.line()
+    agent.request("hello", protocol=1, probes=[])
+    pid_file = tmp_path / "child.pid"
+    code = ("import os, signal, sys, time\n"
+            "child = os.fork()\n"
+            "if child == 0:\n"
+            "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "    time.sleep(120)\n"
+            "    os._exit(0)\n"
+            f"open({str(pid_file)!r}, 'w').write(str(child))\n")
+    assert agent.request("launch", job_id="forker", generation=1, argv=[sys.executable, "-c", code])["ok"]
+    _events_until_exit(agent, "forker")
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(child):
+        time.sleep(0.05)
+    assert not _alive(child), "the job's child outlived it"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
