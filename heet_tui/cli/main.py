@@ -70,6 +70,16 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as exc:
         print(f"heet-tui: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+    except RuntimeError as exc:
+        from heet_tui.control.store import StoreError  # (imported here: most commands load it anyway, later)
+
+        if not isinstance(exc, StoreError):
+            raise
+        print(f"heet-tui: {exc}", file=sys.stderr)  # the disk filled up under a submit or cancel: not a traceback
+        return EXIT_FAILURE
+    except UnicodeEncodeError as exc:  # a file name that is not UTF-8 cannot go into the store
+        print(f"heet-tui: a name or path that is not valid UTF-8: {exc.object[exc.start:exc.end]!r}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -71,6 +71,8 @@ def decode_utf8(path: Path, data: bytes) -> str:
 
 def read_config_text(path: Path) -> str:
     try:
+        if path.exists() and not path.is_dir() and not path.is_file():  # reading a named pipe waits for ever
+            raise ConfigError(path, f"{path.expanduser().absolute()} is not a regular file (a pipe or device?)")
         data = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(path, f"file not found (looked for {path.expanduser().absolute()})") from None
@@ -78,4 +80,6 @@ def read_config_text(path: Path) -> str:
         raise ConfigError(path, f"{path.expanduser().absolute()} is a directory, expected a TOML file") from None
     except PermissionError:
         raise ConfigError(path, f"permission denied (reading {path.expanduser().absolute()})") from None
+    except OSError as exc:  # a link to itself, an I/O error: said, not a traceback
+        raise ConfigError(path, f"cannot read it: {exc.strerror or exc}") from None
     return decode_utf8(path, data)

@@ -180,3 +180,18 @@ def test_submit_warns_of_a_min_gpus_more_than_the_hosts_declare(tmp_path: Path) 
     assert hint is not None and "any one GPU type (2 A100)" in hint
     counted = parse_hosts_text('[[hosts]]\nname = "n"\n', tmp_path / "h2.toml")  # NVML counts them at connect
     assert size_hint(parse_job_text(BASE + "min_gpus = 64\nmax_gpus = 64\n", path), counted) is None
+
+
+def test_a_pipe_or_a_link_loop_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """`submit fifo.toml` waited for ever; a link to itself ended in a traceback."""
+    import os
+
+    from heet_tui.config.job_spec import load_job_spec
+
+    fifo, loop = tmp_path / "fifo.toml", tmp_path / "loop.toml"
+    os.mkfifo(fifo)
+    loop.symlink_to(loop)
+    with pytest.raises(ConfigError, match="is not a regular file"):
+        load_job_spec(fifo)
+    with pytest.raises(ConfigError, match="cannot read it: Too many levels of symbolic links"):
+        load_job_spec(loop)

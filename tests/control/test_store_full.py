@@ -119,3 +119,26 @@ def test_a_store_another_process_is_writing_to_opens_for_reading_at_once(tmp_pat
         assert reader.jobs() == [] and reader.schema_version == SCHEMA_VERSION
     finally:
         writer.execute("ROLLBACK")
+
+
+def test_submit_on_a_full_disk_says_so_and_a_non_utf8_file_name_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Both ended in a Python traceback (jobs and status already said the first clearly)."""
+    import os
+
+    from heet_tui.cli.main import main
+
+    spec = write_job(tmp_path, "a", steps=10)
+    state = ["--state", str(tmp_path / "state")]
+
+    def full(self, *args, **kwargs):
+        raise StoreWriteError(f"state store {self.dir}: cannot write (database or disk is full)")
+
+    with monkeypatch.context() as m:
+        m.setattr(Store, "add_jobs", full)
+        assert main([*state, "submit", str(spec)]) == 1
+    assert "cannot write (database or disk is full)" in capsys.readouterr().err
+    odd = os.fsdecode(os.fsencode(str(tmp_path)) + b"/\xff\xfe.toml")
+    Path(odd).write_text(spec.read_text())
+    assert main([*state, "submit", odd]) == 2
+    assert "not valid UTF-8" in capsys.readouterr().err
