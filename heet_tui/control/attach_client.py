@@ -40,8 +40,12 @@ class AttachedBackend:
             reader, self._writer = await asyncio.wait_for(
                 asyncio.open_unix_connection(str(self.path), limit=LINE_LIMIT), CONNECT_TIMEOUT_S)
             hello = decode(await asyncio.wait_for(reader.readline(), CONNECT_TIMEOUT_S))
-        except (OSError, TimeoutError, WireError) as exc:
-            raise ControllerGone(f"cannot attach to the controller at {self.path}: {exc or type(exc).__name__}") from None
+        except TimeoutError:  # its str() is empty: the message ended in ": "
+            raise ControllerGone(f"cannot attach to the controller at {self.path}: it did not answer within "
+                                 f"{CONNECT_TIMEOUT_S:g} s (busy, or stopped with kill -STOP?)") from None
+        except (OSError, WireError) as exc:
+            raise ControllerGone(f"cannot attach to the controller at {self.path}: {str(exc) or type(exc).__name__}") \
+                from None
         if (uid := peer_uid(self._writer)) is not None and uid != os.getuid():
             # a socket outside the state dir (a long --state path) is in a directory another user may have made
             self._writer.close()

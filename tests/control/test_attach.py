@@ -212,3 +212,26 @@ def test_a_socket_another_user_serves_is_not_attached_to(tmp_path: Path) -> None
     finally:
         server.kill()
         shutil.rmtree(served, ignore_errors=True)
+
+
+def test_a_controller_that_does_not_answer_is_said_to_be_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A controller stopped with kill -STOP: status said "cannot attach to the controller at ...: "
+    with nothing after the colon."""
+    import heet_tui.control.attach_client as attach_client
+
+    monkeypatch.setattr(attach_client, "CONNECT_TIMEOUT_S", 0.3)
+    path = tmp_path / "mute.sock"
+
+    async def scenario() -> str:
+        server = await asyncio.start_unix_server(lambda r, w: None, path=str(path))  # accepts, never says hello
+        try:
+            backend = AttachedBackend(tmp_path / "state")
+            backend.path = path
+            with pytest.raises(ControllerGone) as info:
+                await backend.start()
+            return str(info.value)
+        finally:
+            server.close()
+
+    said = asyncio.run(scenario())
+    assert said.endswith("it did not answer within 0.3 s (busy, or stopped with kill -STOP?)"), said
