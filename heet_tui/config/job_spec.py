@@ -195,7 +195,19 @@ def _required_int(f: Fields, key: str) -> int:
     return value
 
 
+MAX_COMMAND_BYTES = 256 * 1024  # the agent reads requests of up to 1 MiB; a launch carries this and more
+
+
 def _command(f: Fields) -> tuple[str, ...]:
+    argv = _argv(f)
+    if (size := sum(len(a.encode()) for a in argv)) > MAX_COMMAND_BYTES:  # it was retried for ever, unlaunchable
+        raise f.error("command" if "command" in f.table else "args",
+                      f"the command is {size:,} bytes, more than the {MAX_COMMAND_BYTES:,} a launch carries: "
+                      "pass long lists in a file")
+    return argv
+
+
+def _argv(f: Fields) -> tuple[str, ...]:
     has_command, has_script = "command" in f.table, "script" in f.table
     if has_command and has_script:
         raise f.error("script", 'give either "command" or "script" (+ "args"), not both')

@@ -66,6 +66,8 @@ def test_bad_job_specs(tmp_path: Path, extra: str, expected: str) -> None:
         (BASE + 'env = { FOO = "a\\u0000b" }\n', 'value of "FOO" must be a string without NUL characters'),
         (BASE + 'checkpoint_dir = "/ck\\u0000x"\n', 'key "checkpoint_dir": contains a NUL character'),
         (BASE + 'args = ["--x\\u0000"]\n', 'contains a NUL character'),
+        # an 8 MB command was accepted, then "no reply to launch within 30 s", retried for ever
+        (BASE + f'args = ["{"x" * 300_000}"]\n', "the command is 300,015 bytes, more than the 262,144 a launch"),
     ],
 )
 def test_incomplete_job_specs(tmp_path: Path, text: str, expected: str) -> None:
