@@ -45,6 +45,7 @@ from heet_tui.control.snapshot_build import build_snapshot
 from heet_tui.control.snapshots import ControllerLock, SnapshotHub
 from heet_tui.control.store import Store, StoreWriteError
 from heet_tui.control.store_health import StoreHealth
+from heet_tui.control.store_integrity import refuse_damaged
 from heet_tui.control.throughput import ThroughputBook, profiling_model
 from heet_tui.control.unmeasured import hide_nominal, unmeasured_ids, unreported_gpu_s
 from heet_tui.control.user_constraints import user_constraints
@@ -119,6 +120,7 @@ class Controller:
     # -- life cycle -------------------------------------------------------------------------
     async def start(self) -> None:
         self._lock.acquire()
+        refuse_damaged(self.store)  # before any host is touched
         self._log_handler = attach_log_file(self.store.dir)
         now = self._started_at = self.clock()
         if self.hosts.path is not None:  # a TUI attaching later shows this file on its Hosts screen

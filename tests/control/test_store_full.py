@@ -142,3 +142,34 @@ def test_submit_on_a_full_disk_says_so_and_a_non_utf8_file_name_is_refused(
     Path(odd).write_text(spec.read_text())
     assert main([*state, "submit", odd]) == 2
     assert "not valid UTF-8" in capsys.readouterr().err
+
+
+def test_a_damaged_store_is_refused_before_any_host_is_touched(tmp_path: Path) -> None:
+    """On a store with one bad page the controller auto-approved a plan, launched its jobs, and only
+    then failed ("database disk image is malformed"), leaving them running, known to no store."""
+    import asyncio
+
+    from heet_tui.config.hosts_file import load_hosts
+    from heet_tui.control.controller import ControllerOptions
+    from heet_tui.control.store import StoreError
+
+    store = Store(tmp_path / "state")
+    for i in range(3000):
+        store.add_event(float(i), "filler", f"event {i} " + "x" * 200)
+    store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.close()
+    with open(tmp_path / "state" / DB_NAME, "r+b") as fh:  # one page of the events table overwritten
+        fh.seek(40 * 4096)
+        fh.write(b"\xa5" * 4096)
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, Store(tmp_path / "state"), ControllerOptions(interval_s=0.2))
+        try:
+            with pytest.raises(StoreError, match=r"is damaged \(.*\): the controller does not start on it"):
+                await ctl.start()
+            assert not (tmp_path / "w-only").exists(), "no agent was started on the host"
+        finally:
+            await ctl.stop()
+
+    asyncio.run(scenario())
