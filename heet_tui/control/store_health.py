@@ -17,6 +17,7 @@ was launched again.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Awaitable, Callable
 
 from heet_tui.cluster import HostChanged, JobsReported
@@ -34,6 +35,8 @@ class StoreHealth:
         self.store, self.clock, self.notices = store, clock, notices
         self.error: str | None = None  # why writes fail, while they do
         self._recovered = False
+        self._inode = _inode(store.path)
+        self.gone = False  # the store's file was deleted or replaced under the controller
 
     def failed(self, exc: StoreWriteError) -> None:
         if self.error is None:
@@ -43,7 +46,18 @@ class StoreHealth:
         self.error = str(exc)
 
     def writable(self) -> bool:
-        """True when writes work (again); one small write a round finds out."""
+        """True when writes work (again); one small write a round finds out. Never again once the
+        store's file is gone: writes to a deleted file succeed, and a controller went on for
+        minutes recording into nothing while a new store took its place."""
+        if self.gone or _inode(self.store.path) != self._inode:
+            if not self.gone:
+                self.gone = True
+                said = (f"the state store {self.store.path} was deleted or replaced while this controller ran: it "
+                        "records and changes nothing from now on (jobs keep running on their hosts); stop it and "
+                        "start heet-tui run on the state you keep")
+                log.error("%s", said)
+                self.notices.append(said, logged=True)
+            return False
         if self.error is None:
             return True
         try:
@@ -66,3 +80,10 @@ class StoreHealth:
             await handle(HostChanged(status.name, status))
             if status.state is HostState.READY:
                 await handle(JobsReported(status.name, cluster.jobs(status.name)))
+
+
+def _inode(path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None

@@ -149,8 +149,6 @@ def test_a_damaged_store_is_refused_before_any_host_is_touched(tmp_path: Path) -
     then failed ("database disk image is malformed"), leaving them running, known to no store."""
     import asyncio
 
-    from heet_tui.config.hosts_file import load_hosts
-    from heet_tui.control.controller import ControllerOptions
     from heet_tui.control.store import StoreError
 
     store = Store(tmp_path / "state")
@@ -173,3 +171,27 @@ def test_a_damaged_store_is_refused_before_any_host_is_touched(tmp_path: Path) -
             await ctl.stop()
 
     asyncio.run(scenario())
+
+
+def test_a_state_directory_deleted_under_the_controller_stops_its_changes_loudly(tmp_path: Path) -> None:
+    """Deleted while it ran, the controller went on recording into the deleted file with no word,
+    while `jobs` showed an empty new store and `submit` filled it."""
+    import shutil
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, auto_approve=True, profile=False))
+        await ctl.start()
+        try:
+            await wait_for(ctl, lambda s: s.hosts and s.hosts[0].state.value == "ready", 30, "host ready")
+            shutil.rmtree(tmp_path / "state")
+            snap = await wait_for(ctl, lambda s: any("was deleted or replaced" in n for n in s.notices), 30,
+                                  "the notice")
+            assert "records and changes nothing from now on" in snap.notices[-1]
+            assert not ctl.store_health.writable(), "and it stays so"
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
