@@ -372,7 +372,9 @@ class Controller:
         if failed_at is not None and self.clock() - failed_at < RETRY_FAILED_PLAN_S:
             return  # the same plan just failed: not again at once, in a loop (the user may approve it)
         unmeasured = frozenset(j.id for j in inputs if not j.measured)
-        self.held_why = planning.held_back(plan, self.book, unmeasured, self.drained(), self.opt.gain_threshold)
+        misplaced = planning.outside_spec((r.job_id, r.spec, r.alloc) for r in self.executor.runs.values() if r.spec)
+        self.held_why = planning.held_back(plan, self.book, unmeasured, self.drained(), self.opt.gain_threshold,
+                                           misplaced)
         if self.auto_approve and self.held_why is None:
             self.store.set_plan_status(plan_id, "approved", self.clock())
             self.store.add_event(self.clock(), "plan", f"plan #{plan_id} auto-approved")

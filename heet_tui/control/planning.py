@@ -9,13 +9,13 @@ single-GPU rate, so a small model does not outweigh a big one), per job.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from heet_tui.control.restart_costs import DEFAULT_RESTART_S
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.core.allocation import Allocation
-from heet_tui.core.job import JobState
+from heet_tui.core.job import JobSpec, JobState
 from heet_tui.core.plan import ChangeKind, JobPrediction, Plan, PredictedEffect
 from heet_tui.core.sched_input import ClusterView, Constraints, HostView, JobView, ThroughputFn
 from heet_tui.core.snapshot import HostStatus
@@ -165,13 +165,23 @@ def vacates(plan: Plan, drained: set[str]) -> bool:
                and not (c.after is not None and set(c.after.host_names) & drained) for c in plan.changes)
 
 
+def outside_spec(running: Iterable[tuple[str, JobSpec, Allocation]]) -> frozenset[str]:
+    """Running jobs whose GPUs their spec no longer allows (``heet-tui update`` narrowed its types or
+    count range): moving them is what the user asked for."""
+    return frozenset(job_id for job_id, spec, alloc in running
+                     if not spec.allows(alloc.gpu_type) or not spec.min_gpus <= alloc.num_gpus <= spec.max_gpus)
+
+
 def held_back(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str], drained: set[str],
-              threshold: float) -> str | None:
+              threshold: float, misplaced: frozenset[str] = frozenset()) -> str | None:
     """Why auto-approve leaves ``plan`` to the user; None when it applies it. The gain threshold
     keeps running jobs from being restarted for a little; a plan that only starts queued jobs
     restarts nothing, and goes ahead whatever it is predicted to gain: a start predicted poorly
-    (at a size that had crashed) sat "waiting for approval" under auto-approve, unannounced."""
-    if vacates(plan, drained) or all(c.kind is ChangeKind.START for c in plan.changes):
+    (at a size that had crashed) sat "waiting for approval" under auto-approve, unannounced.
+    Nor is a plan held that moves a job off a drained host or off GPUs its spec no longer allows
+    (``misplaced``): a job updated to A100 only stayed on T4s, its move "gaining -100%"."""
+    if vacates(plan, drained) or any(c.job_id in misplaced for c in plan.changes) \
+            or all(c.kind is ChangeKind.START for c in plan.changes):
         return None
     predicted = gain(plan, book, unmeasured)
     if predicted >= threshold:

@@ -29,6 +29,23 @@ def test_a_plan_of_starts_is_applied_whatever_its_predicted_gain() -> None:
     assert held_back(grow, book, frozenset(), set(), 0.005) is None
 
 
+def test_a_move_off_gpus_the_spec_no_longer_allows_is_applied_whatever_it_gains() -> None:
+    """A running job updated to gpu_types = ["A100"] stayed on its T4s under auto-approve: the
+    move was held for "gaining -100.0%", plan after plan."""
+    from heet_tui.control.planning import outside_spec
+    from heet_tui.core.job import JobSpec, Target, TargetKind
+
+    t4 = Allocation.of("r0", "T4", {"g": [0, 1, 2]})
+    spec = JobSpec("r0", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 10), max_gpus=2, gpu_types=("A100",))
+    misplaced = outside_spec([("r0", spec, t4)])
+    assert misplaced == {"r0"}
+    assert outside_spec([("r0", spec, Allocation.of("r0", "A100", {"a": [0, 1]}))]) == frozenset()
+    move = _plan({"r0": t4}, {"r0": Allocation.of("r0", "A100", {"a": [0, 1]})},
+                 JobPrediction("r0", 100.0, 0.0, None, 30.0))
+    assert held_back(move, ThroughputBook(), frozenset(), set(), 0.05) is not None, "the case: it gains nothing"
+    assert held_back(move, ThroughputBook(), frozenset(), set(), 0.05, misplaced) is None
+
+
 def test_heet_tui_run_says_why_auto_approve_holds_a_plan(tmp_path, capsys, monkeypatch) -> None:
     from types import SimpleNamespace
 
