@@ -13,6 +13,14 @@ from heet_tui.ui.widgets.host_table import HostTable
 from heet_tui.ui.widgets.status_line import StatusLine
 
 
+async def _select(pilot, app, name: str) -> HostTable:
+    """The Cluster screen's table, its three hosts listed and ``name`` selected."""
+    table = app.screen.query_one(HostTable)
+    await wait_for(pilot, lambda: table.row_count == 3)
+    table.select_key(name)
+    return table
+
+
 def test_a_drained_hosts_details_say_why_it_was_drained(make_app, backend):
     """Drained as broken by the controller, a host said so only in a notice gone in six seconds."""
     why = "t4-1 drained as broken: runs of a, b died there before their first progress report"
@@ -20,9 +28,7 @@ def test_a_drained_hosts_details_say_why_it_was_drained(make_app, backend):
     async def scenario():
         app = make_app("cluster")
         async with app.run_test(size=SIZE) as pilot:
-            table = app.screen.query_one(HostTable)
-            await wait_for(pilot, lambda: table.row_count == 3)
-            table.select_key("t4-1")
+            await _select(pilot, app, "t4-1")
             detail = app.screen.query_one(HostDetail).query_one("#host-info", Static)
             await wait_for(pilot, lambda: "t4-1" in str(detail.render()))
             assert "drained" not in str(detail.render())
@@ -73,9 +79,7 @@ def test_d_says_undrain_on_a_drained_host_and_undrains_it(make_app, backend):
     async def scenario():
         app = make_app("cluster")
         async with app.run_test(size=SIZE) as pilot:
-            table = app.screen.query_one(HostTable)
-            await wait_for(pilot, lambda: table.row_count == 3)
-            table.select_key("t4-1")
+            table = await _select(pilot, app, "t4-1")
             await wait_for(pilot, lambda: "d Undrain" in footer(app))
             assert "d Drain" not in footer(app)
             await pilot.press("d")
