@@ -15,15 +15,13 @@ import time
 from heet_agent.checkpoint_dirs import claim_checkpoint_dir, make_scratch_dir, remove_scratch_dir
 from heet_agent.errors import STILL_STOPPING, JobError
 from heet_agent.job_env import job_environment
-from heet_agent.job_logs import MIN_ROTATE_BYTES, ROTATE_BYTES, as_shown, read_tail, remove_log, rotate
+from heet_agent.job_logs import MIN_ROTATE_BYTES, ROTATE_BYTES, read_tail, remove_log
 from heet_agent.jobstate import KEEP_FINISHED, StateFile, left_in_group, pid_alive, proc_start_time
-from heet_agent.progress import parse_progress_line, read_progress_line
+from heet_agent.log_follow import follow_log
+from heet_agent.progress import parse_progress_line
 
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,127}$")
 MAX_TAIL_LINES = 500
-READ_CHUNK = 1024 * 1024
-READ_BUDGET = 32 * READ_CHUNK  # per job and poll (4 a second): a job may print 128 MB/s and be followed
-MAX_BAD_LINE = 300  # characters of a misformed progress line sent back to the controller
 
 
 def _key(job):
@@ -344,55 +342,7 @@ class JobTable:
         return True
 
     def _forward_progress(self, job):
-        """Read what the job wrote since the last poll, up to ``READ_BUDGET`` (one chunk a poll
-        kept up with 1 MB/s: a chattier job's progress fell minutes behind, it could be stopped as
-        hung, and its log was never rotated), and send its latest progress once."""
-        latest, budget = None, READ_BUDGET
-        try:
-            with open(job["log"], "rb") as fh:
-                if fh.seek(0, os.SEEK_END) < job.get("offset", 0):
-                    job["offset"] = 0  # truncated (rotated here, or by the user): read from the top
-                while budget > 0:
-                    fh.seek(job.get("offset", 0))
-                    data = fh.read(READ_CHUNK)
-                    budget -= READ_CHUNK
-                    caught_up = len(data) < READ_CHUNK
-                    if caught_up and job.get("offset", 0) + len(data) > job.get("log_max", ROTATE_BYTES) \
-                            and time.time() >= job.get("rotate_after", 0):
-                        if rotate(job["log"]):  # caught up: all but the last partial line is forwarded here
-                            latest = self._forward_lines(job, data) or latest
-                            job["offset"] = 0
-                            break
-                        job["rotate_after"] = time.time() + 60.0  # no room for the copy: not every poll
-                    latest = self._forward_lines(job, data) or latest
-                    if caught_up:
-                        break
-        except OSError:
-            pass
-        if latest is not None:
-            job["progress"] = latest
-            self.send_event("progress", job_id=job["job_id"], generation=job["generation"], progress=latest)
-
-    def _forward_lines(self, job, data):
-        """Advance past the whole lines of ``data``; the latest progress among them, if any."""
-        end = data.rfind(b"\n")
-        if end < 0:
-            if len(data) >= READ_CHUNK:  # a huge line without newline: skip it
-                job["offset"] = job.get("offset", 0) + len(data)
-            return None
-        job["offset"] = job.get("offset", 0) + end + 1
-        latest = None
-        for line in data[:end].split(b"\n"):
-            if b"@heet-progress" in line:
-                parsed, problem = read_progress_line(line)
-                if parsed is not None:
-                    latest = parsed
-                elif problem is not None and not job.get("bad_progress_said"):  # once per job process
-                    job["bad_progress_said"] = True
-                    text = as_shown(line.decode("utf-8", errors="replace")).strip()
-                    self.send_event("progress_error", job_id=job["job_id"], generation=job["generation"],
-                                    line=text[:MAX_BAD_LINE], error=problem)
-        return latest
+        follow_log(job, self.send_event)
 
     def summary(self, job):
         return {

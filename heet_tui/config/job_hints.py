@@ -36,7 +36,7 @@ def workdir_hint(spec: JobSpec, path: Path | str) -> str | None:
         if (here / arg).is_file():
             return (f'"{arg}" is beside {Path(path).name}, but with no "workdir" the command runs in each host\'s '
                     f'agent directory, where it is not found; add workdir = "." to run it from {here}')
-    script = next((a for a in spec.command[1:] if a.endswith(".py") and not a.startswith("-")), None)
+    script = _script(spec)
     if script is not None and not Path(script).expanduser().is_absolute():  # a misspelt name: failed 3 times
         return (f'"{script}" is not beside {Path(path).name}, and with no "workdir" the command runs in each '
                 "host's agent directory: every launch fails unless it is there (give its folder as workdir)")
@@ -56,11 +56,16 @@ def missing_files_hint(spec: JobSpec) -> str | None:
     if not base.is_dir():
         return (f"workdir {spec.workdir} does not exist on this machine: every launch fails unless the hosts "
                 "have it (a shared filesystem)")
-    script = next((a for a in spec.command[1:] if a.endswith(".py") and not a.startswith("-")), None)
+    script = _script(spec)
     if script is not None and not (base / Path(script).expanduser()).is_file():
         return (f'"{script}" is not in workdir {spec.workdir} on this machine: every launch fails unless the '
                 "hosts have it there")
     return None
+
+
+def _script(spec: JobSpec) -> str | None:
+    """The Python script the command runs, if it names one."""
+    return next((a for a in spec.command[1:] if a.endswith(".py") and not a.startswith("-")), None)
 
 
 def size_hint(spec: JobSpec, hosts: HostsFile) -> str | None:

@@ -99,6 +99,10 @@ class HostStateLog:
 
     last: dict[str, tuple[HostState, str]] = field(default_factory=dict)
 
+    def forget(self, host: str) -> None:
+        """Reconnected on purpose (an edited entry): its next states are news, not "out" or "back"."""
+        self.last.pop(host, None)
+
     def saw(self, host: str, status: HostStatus) -> str | None:
         """The event to record for this change, or None (connecting, the same again, a first ready)."""
         state = status.state
@@ -124,13 +128,12 @@ def on_host_changed(ctl: Controller, host: str, status: HostStatus) -> None:
     elif state in LOST_STATES or host in ctl.was_ready:
         ctl.was_ready.discard(host)
         why = f"{state.value}: {status.message}"
-        if not ctl.host_grace.lost(host, why, now):
-            pass
-        elif ctl.executor.unconfirm(host):
-            say_host_out(ctl.store, ctl.executor.all_runs(), host, why, now, ctl.opt.host_loss_grace_s)
-            if not state.awaits_trust:
-                said = None  # say_host_out said it (what to do about a key is said below)
-        elif said is None:  # a ready host dropping to "connecting": "is back" follows
-            said = f"host {host} is out ({why})"
+        if ctl.host_grace.lost(host, why, now):
+            if ctl.executor.unconfirm(host):
+                say_host_out(ctl.store, ctl.executor.all_runs(), host, why, now, ctl.opt.host_loss_grace_s)
+                if not state.awaits_trust:
+                    said = None  # say_host_out said it (what to do about a key is said below)
+            elif said is None:  # a ready host dropping to "connecting": "is back" follows
+                said = f"host {host} is out ({why})"
     if said is not None:
         ctl.store.add_event(now, "host", said, None, host)

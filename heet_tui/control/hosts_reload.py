@@ -110,7 +110,7 @@ class HostsReloader:
         for name in (*diff.removed, *diff.changed):
             await ctl.cluster.remove_host(name)
             ctl.was_ready.discard(name)  # reconnected on purpose: not "out", then "back"
-            ctl.host_states.last.pop(name, None)
+            ctl.host_states.forget(name)
         hosts = replace(new, hosts=diff.hosts, ssh_config=ctl.hosts.ssh_config, path=self.path)
         ctl.hosts = ctl.executor.hosts = ctl.cluster.hosts_file = hosts
         entries = {h.name: h for h in diff.hosts}

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 
 def refuse_damaged(store: Store) -> None:
-    """Raise ``StoreError`` saying what SQLite's quick check found (it reads every page once:
-    a fraction of a second even for a lab's store)."""
+    """Raise ``StoreError`` saying what SQLite's quick check found (it reads every page once, so
+    it runs at start only)."""
     from heet_tui.control.store import StoreError
 
     try:
