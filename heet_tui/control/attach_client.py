@@ -79,6 +79,11 @@ class AttachedBackend:
             self._pending.clear()
             await self._hub.close()
 
+    @property
+    def gone(self) -> str | None:
+        """Why the controller's connection ended, or None while it lasts."""
+        return self._gone
+
     async def snapshots(self) -> AsyncIterator[Snapshot]:
         async for snap in self._hub.stream():
             yield snap

@@ -120,6 +120,8 @@ def test_log_follow_waits_out_a_host_that_drops_and_goes_on(tmp_path: Path, monk
                (head.format(500), "step 1", "step 2"), (head.format(500), "step 1", "step 2", "step 3")]
 
     class Backend:
+        gone = None
+
         def __init__(self, _state) -> None: ...
 
         async def start(self) -> None: ...
@@ -170,3 +172,36 @@ def test_another_ranks_log_is_read_from_its_host(tmp_path: Path, capsys: pytest.
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_log_follow_goes_on_through_a_controller_restart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Seen: restarting the controller (an upgrade) while jobs ran left every open ``log -f`` silent
+    for good; the jobs ran on, and their followers had to be found and restarted by hand."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("solo", "T4", 1, 1.0)]))
+    state = tmp_path / "state"
+    options = ControllerOptions(interval_s=0.2, auto_approve=True, profile=False)
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, Store(state), options)
+        await ctl.start()
+        follow = None
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=150, max_gpus=1))))
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
+            follow = asyncio.create_task(asyncio.to_thread(main, ["log", "a", "-n", "2", "-f", "--state", str(state)]))
+            await asyncio.sleep(1.0)
+            await ctl.stop()
+            assert not follow.done(), "the follow waits for a controller"
+            ctl = Controller(hosts, Store(state), options)
+            await ctl.start()
+            assert await asyncio.wait_for(follow, 120) == 0, "it returns when the job ends"
+            assert ctl.store.job("a").job.state is JobState.DONE
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+    out = capsys.readouterr().out.splitlines()
+    assert any("stopped" in line and "still following: waiting for a controller" in line for line in out), out
+    assert any(line.startswith("(following again through the controller, pid") for line in out), out
+    steps = [json.loads(line.split("@heet-progress ", 1)[1])["step"] for line in out if "@heet-progress" in line]
+    assert steps == sorted(set(steps)) and steps[-1] == 150, steps

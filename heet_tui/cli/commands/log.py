@@ -67,12 +67,16 @@ async def _ask(store: Store, job_id: str, lines: int, follow: bool, rank: int = 
             print(line, flush=True)
         waiting = False  # the host is out: said once, until lines come again
         while follow:
+            if backend.gone is not None:
+                backend = await _attach_again(store, backend)
             rec = store.job(job_id)
             ended = rec is None or rec.job.state.terminal  # read before the last fetch: nothing after it is missed
             await asyncio.sleep(0 if ended else FOLLOW_EVERY_S)
             try:
                 fetched = await asyncio.wait_for(backend.job_log(job_id, MAX_LINES, rank), REPLY_TIMEOUT_S)
             except ValueError as exc:  # its host dropped out: the job may well run on (host_loss.py)
+                if backend.gone is not None:
+                    continue  # the controller stopped: its jobs run on, and a restarted one is followed
                 if ended:
                     raise
                 if not waiting:
@@ -87,6 +91,25 @@ async def _ask(store: Store, job_id: str, lines: int, follow: bool, rank: int = 
                 return
     finally:
         await backend.stop()
+
+
+async def _attach_again(store: Store, gone: AttachedBackend) -> AttachedBackend:
+    """A follow outlives its controller: a restart (an upgrade, a crash) must not end every ``log -f``
+    someone left open, since the jobs run on without it. Waits until one answers on the state again."""
+    await gone.stop()
+    print(f"({gone.gone}; still following: waiting for a controller on {store.dir})", flush=True)
+    while True:
+        await asyncio.sleep(FOLLOW_EVERY_S)
+        if controller_running(store.dir) is None:
+            continue
+        backend = AttachedBackend(store.dir)
+        try:
+            await backend.start()
+        except ControllerGone:  # starting, not answering yet
+            await backend.stop()
+            continue
+        print(f"(following again through the controller, pid {backend.pid})", flush=True)
+        return backend
 
 
 def new_lines(before: tuple[str, ...], now: tuple[str, ...]) -> list[str]:
