@@ -95,6 +95,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         plan_id=pending.id if pending and pending.status == "proposed" else None,
         profiles=tuple(profiles), policy=ctl.policy_name, auto_approve=ctl.auto_approve, mode="controller",
         read_only=ctl.opt.read_only,
+        interval_s=ctl.opt.interval_s,
         notices=tuple(ctl.notices[-20:]), notices_total=ctl.notices.total, hidden_ended=hidden_ended,
         profiles_hidden=sum(r.job.state.terminal and r.job.id not in recent_done for r in records)
         + sum(n for _, n in hidden_ended),

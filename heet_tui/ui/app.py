@@ -11,7 +11,6 @@ import argparse
 import gc
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from pathlib import Path
 
 from textual import work
@@ -38,10 +37,10 @@ from heet_tui.core.job import JobState
 from heet_tui.core.plan import PredictedEffect
 from heet_tui.core.snapshot import HostStatus, Snapshot
 from heet_tui.ui.commands import HeetCommands, example_job_specs
+from heet_tui.ui.controller_link import AGE_EVERY_S, ControllerLink
 from heet_tui.ui.dialogs.help import HelpDialog
 from heet_tui.ui.dialogs.host_key import HostKeyDialog, fingerprint_in
 from heet_tui.ui.dialogs.prompt import PromptDialog
-from heet_tui.ui.format import clock
 from heet_tui.ui.messages import BackendFailed, IntentDone, IntentRequested, SnapshotArrived
 from heet_tui.ui.screens.base import SnapshotScreen
 from heet_tui.ui.screens.cluster import ClusterScreen
@@ -51,8 +50,6 @@ from heet_tui.ui.screens.plan import PlanScreen
 from heet_tui.ui.screens.profiles import ProfilesScreen
 
 FIRST_NOTICES = 2  # of those published before the TUI's first snapshot, how many it shows
-AGE_EVERY_S = 1.0  # once the controller is gone, how often "seen N s ago" moves on
-REATTACH_EVERY_S = 3.0  # and how often an attached TUI looks for a controller running again
 
 
 def known_policies() -> list[str]:
@@ -65,7 +62,7 @@ def known_policies() -> list[str]:
 
 SCREENS_GROUP = Binding.Group("Screens", compact=True)
 
-class HeetApp(App[int]):
+class HeetApp(ControllerLink, App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere still find it
     TITLE = "heet-tui"
     MODES = {"cluster": ClusterScreen, "jobs": JobsScreen, "plan": PlanScreen, "profiles": ProfilesScreen,
@@ -91,6 +88,7 @@ class HeetApp(App[int]):
         self.reattach = reattach
         # Set while the controller is gone: the one sentence the header shows and refusals repeat.
         self.stopped = ""
+        self.silent = ""  # set while a live controller sends nothing (controller_link.py)
         self.clock = time.monotonic  # how long ago the last snapshot came (a test moves it on)
         self._last: tuple[Snapshot, float] | None = None  # the last snapshot from the backend, and when
         self._stopped_timers: list[Timer] = []
@@ -113,6 +111,7 @@ class HeetApp(App[int]):
             self.notify(self.notice, title="heet-tui", severity="warning", timeout=15)
         if self.backend is not None:
             self._pump_snapshots()
+            self.set_interval(AGE_EVERY_S, self.check_silence)
 
     @work(exclusive=True, group="snapshots")
     async def _pump_snapshots(self, start: bool = True) -> None:
@@ -141,6 +140,7 @@ class HeetApp(App[int]):
             self.refresh_bindings()
             self.notify("this controller only watches (started with --read-only): nothing can be changed here")
         self._last = (snap, self.clock())
+        self.silent = ""
         self.latest = snap
         self.snapshots_seen += 1
         base = self.screen_stack[0] if self.screen_stack else None
@@ -162,66 +162,6 @@ class HeetApp(App[int]):
         self._notices_total = total
         new = min(total - seen, len(snap.notices))
         return snap.notices[len(snap.notices) - new:] if new > 0 else ()
-
-    def on_backend_failed(self, message: BackendFailed) -> None:
-        """Say it for as long as it lasts, not in a toast: the screens go on showing the last
-        snapshot, which without this reads as live."""
-        if self.stopped:
-            return
-        at = clock(time.time(), "controller")
-        if self.reattach is not None:
-            self.stopped = (f"controller stopped at {at}: figures are as of then; start `heet-tui run` again "
-                            "(this TUI attaches to it) or quit")
-        else:
-            self.stopped = f"controller stopped at {at}: figures are as of then; quit and start heet-tui again"
-        self.notify(message.reason, title="controller stopped", severity="error", timeout=30)
-        self._stopped_timers = [self.set_interval(AGE_EVERY_S, self._show_aged)]
-        if self.reattach is not None:
-            self._stopped_timers.append(self.set_interval(REATTACH_EVERY_S, self._try_reattach))
-        self._show_aged()
-
-    def _show_aged(self) -> None:
-        """The last snapshot with its clock moved on by the time since it came, so every "seen N s
-        ago" keeps counting and hosts turn stale as they would if the controller still ran."""
-        base = self.screen_stack[0] if self.screen_stack else None
-        if self._last is not None:
-            snap, arrived = self._last
-            self.latest = replace(snap, now=snap.now + max(0.0, self.clock() - arrived))
-        if isinstance(base, SnapshotScreen):
-            if self.latest is not None:
-                base.apply_snapshot(self.latest)
-            else:  # it went before the first snapshot: the header still says so
-                base.refresh_status()
-
-    def _try_reattach(self) -> None:
-        if not self._reattaching:
-            self._reattaching = True
-            self._reattach()
-
-    @work(group="reattach")
-    async def _reattach(self) -> None:
-        assert self.reattach is not None
-        try:
-            backend = await self.reattach()
-        except Exception:  # looked again in a few seconds
-            backend = None
-        finally:
-            self._reattaching = False
-        if backend is None:
-            return
-        old, self.backend = self.backend, backend
-        for timer in self._stopped_timers:
-            timer.stop()
-        self._stopped_timers, self.stopped = [], ""
-        self._notices_total = None  # another controller's count: its latest news, as on a first attach
-        if old is not None:
-            try:
-                await old.stop()
-            except Exception:  # the old one is gone anyway
-                pass
-        self.notify("the controller runs again: attached to it", title="controller", timeout=8)
-        self._show_aged()  # the mark goes at once; the next snapshot brings the figures
-        self._pump_snapshots(start=False)
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = False) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from functools import partial
 
 from ui_fakes import FakeBackend, small_snapshot
@@ -23,6 +24,7 @@ from heet_tui.core.durations import duration
 from heet_tui.core.intents import DrainHost
 from heet_tui.core.snapshot import Snapshot
 from heet_tui.ui import app as app_module
+from heet_tui.ui import controller_link
 from heet_tui.ui.app import HeetApp
 from heet_tui.ui.backends import reattach
 from heet_tui.ui.widgets.host_table import HostTable
@@ -118,7 +120,7 @@ async def serve(backend: Served, state) -> AttachServer:
 
 def test_an_attached_tui_attaches_again_when_a_controller_runs_again(repo, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
-    monkeypatch.setattr(app_module, "REATTACH_EVERY_S", 0.1)
+    monkeypatch.setattr(controller_link, "REATTACH_EVERY_S", 0.1)
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
     first, second = Served(small_snapshot(0)), Served(small_snapshot(5))
@@ -166,5 +168,47 @@ def test_reattach_knocks_only_where_a_controller_answers(tmp_path, monkeypatch):
             await backend.stop()
             await server.close()
         assert await reattach(state) is None  # it stopped: gone again
+
+    run(scenario())
+
+
+def test_a_silent_controller_is_said_until_it_speaks_again(repo):
+    """Seen: `heet-tui run` stopped with kill -STOP; the attached TUI showed its last snapshot as
+    live (hosts "seen 0s ago", plans waiting) for as long as it was stopped."""
+    backend = FakeBackend(replace(small_snapshot(0), interval_s=2.0))
+    elapsed = [0.0]
+
+    async def scenario():
+        app = HeetApp(backend, repo / "configs" / "local.toml", start_mode="cluster", reattach=never_back)
+        app.clock = lambda: elapsed[0]
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None)
+            elapsed[0] = 10.0  # five rounds late: a long round, not yet worth a word
+            await pilot.pause(controller_link.AGE_EVERY_S + 0.2)
+            assert "no update" not in header(app)
+            elapsed[0] = 45.0
+            await wait_for(pilot, lambda: "no update from the controller for 45 s" in header(app), tries=200)
+            assert seen(app, "a100-1") == duration(46.0) + " ago", "the figures age"
+            assert not app.stopped, "still attached: it may come back"
+            backend.push(replace(small_snapshot(1), interval_s=2.0))  # it speaks again
+            await wait_for(pilot, lambda: app.latest.now == 101.0 and "no update" not in header(app))
+
+    run(scenario())
+
+
+def test_a_controller_with_long_rounds_is_not_called_silent_between_them(repo):
+    backend = FakeBackend(replace(small_snapshot(0), interval_s=60.0))  # heet-tui run --interval 60
+    elapsed = [0.0]
+
+    async def scenario():
+        app = HeetApp(backend, repo / "configs" / "local.toml", start_mode="cluster", reattach=never_back)
+        app.clock = lambda: elapsed[0]
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None)
+            elapsed[0] = 150.0
+            await pilot.pause(controller_link.AGE_EVERY_S + 0.2)
+            assert "no update" not in header(app)
+            elapsed[0] = 200.0
+            await wait_for(pilot, lambda: "no update from the controller for 200 s" in header(app), tries=200)
 
     run(scenario())

@@ -60,19 +60,24 @@ class StatusLine(Static):
         counts, the plan and auto-approve off its end."""
         self._snap = snap
         stopped = str(getattr(self.app, "stopped", ""))
+        silent = "" if stopped else str(getattr(self.app, "silent", ""))
         width = self.content_size.width
         figures = _Figures.of(snap) if snap is not None else None  # counted once, whatever the level
-        text = self._line(snap, figures, 0, stopped)
+        text = self._line(snap, figures, 0, stopped or silent)
         for level in (1, 2, 3):
             if not width or text.cell_len <= width:
                 break
-            text = self._line(snap, figures, level, stopped)
+            text = self._line(snap, figures, level, stopped or silent)
         if stopped:  # wraps under the figures: every word of it matters, at any width
             text.append("\n")
             text.append(f"✗ {stopped}", style="bold red")
+        elif silent:
+            text.append("\n")
+            text.append(f"⚠ {silent}", style="bold yellow")
         if text != self._shown:
-            relayout = self.has_class("-stopped") != bool(stopped)
-            self.set_class(bool(stopped), "-stopped")
+            marked = bool(stopped or silent)
+            relayout = self.has_class("-stopped") != marked
+            self.set_class(marked, "-stopped")
             self._shown = text
             self.update(text, layout=relayout)  # one fixed line until then: not worth a relayout each time
 

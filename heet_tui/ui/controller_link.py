@@ -1,0 +1,102 @@
+"""How the app knows its controller is alive: gone (the stream ended), silent (no snapshot for
+much longer than its rounds take), or back again (an attached TUI re-attaches).
+
+Without these the screens go on showing the last snapshot, which reads as live: hosts "seen 0s
+ago", plans waiting, while the controller is dead or hung.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from textual import work
+
+from heet_tui.ui.format import clock
+from heet_tui.ui.messages import BackendFailed
+from heet_tui.ui.screens.base import SnapshotScreen
+
+AGE_EVERY_S = 1.0  # once the controller is gone or silent, how often "seen N s ago" moves on
+REATTACH_EVERY_S = 3.0  # and how often an attached TUI looks for a controller running again
+SILENT_AFTER_S = 20.0  # no snapshot for this long (or three rounds, when they are longer) is said
+
+
+class ControllerLink:
+    """Mixed into the app: uses its ``backend``, ``reattach``, ``stopped``, ``silent``, ``clock``,
+    ``_last`` (the last snapshot and when it came) and ``_stopped_timers``."""
+
+    def on_backend_failed(self, message: BackendFailed) -> None:
+        """Say it for as long as it lasts, not in a toast: the screens go on showing the last
+        snapshot, which without this reads as live."""
+        if self.stopped:
+            return
+        at = clock(time.time(), "controller")
+        if self.reattach is not None:
+            self.stopped = (f"controller stopped at {at}: figures are as of then; start `heet-tui run` again "
+                            "(this TUI attaches to it) or quit")
+        else:
+            self.stopped = f"controller stopped at {at}: figures are as of then; quit and start heet-tui again"
+        self.notify(message.reason, title="controller stopped", severity="error", timeout=30)
+        self._stopped_timers = [self.set_interval(AGE_EVERY_S, self._show_aged)]
+        if self.reattach is not None:
+            self._stopped_timers.append(self.set_interval(REATTACH_EVERY_S, self._try_reattach))
+        self._show_aged()
+
+    def _show_aged(self) -> None:
+        """The last snapshot with its clock moved on by the time since it came, so every "seen N s
+        ago" keeps counting and hosts turn stale as they would if the controller still ran."""
+        base = self.screen_stack[0] if self.screen_stack else None
+        if self._last is not None:
+            snap, arrived = self._last
+            self.latest = replace(snap, now=snap.now + max(0.0, self.clock() - arrived))
+        if isinstance(base, SnapshotScreen):
+            if self.latest is not None:
+                base.apply_snapshot(self.latest)
+            else:  # it went before the first snapshot: the header still says so
+                base.refresh_status()
+
+    def _try_reattach(self) -> None:
+        if not self._reattaching:
+            self._reattaching = True
+            self._reattach()
+
+    @work(group="reattach")
+    async def _reattach(self) -> None:
+        assert self.reattach is not None
+        try:
+            backend = await self.reattach()
+        except Exception:  # looked again in a few seconds
+            backend = None
+        finally:
+            self._reattaching = False
+        if backend is None:
+            return
+        old, self.backend = self.backend, backend
+        for timer in self._stopped_timers:
+            timer.stop()
+        self._stopped_timers, self.stopped = [], ""
+        self._notices_total = None  # another controller's count: its latest news, as on a first attach
+        if old is not None:
+            try:
+                await old.stop()
+            except Exception:  # the old one is gone anyway
+                pass
+        self.notify("the controller runs again: attached to it", title="controller", timeout=8)
+        self._show_aged()  # the mark goes at once; the next snapshot brings the figures
+        self._pump_snapshots(start=False)
+
+    def check_silence(self) -> None:
+        """Seen: a controller stopped with kill -STOP (or stuck in a round) left attached TUIs
+        showing its last snapshot as live, for as long as it lasted. A controller publishes every
+        round, so a long silence means it is not working, whatever the cause."""
+        if self.stopped or self._last is None or self._last[0].mode != "controller":
+            return  # the demo pauses on purpose
+        snap, arrived = self._last
+        silent_s = self.clock() - arrived
+        if silent_s > max(SILENT_AFTER_S, 3 * snap.interval_s):
+            self.silent = (f"no update from the controller for {silent_s:.0f} s (a very long round, or it hangs: "
+                           f"stopped with kill -STOP?): figures are as of {clock(time.time() - silent_s, 'controller')}")
+            self._show_aged()
+        elif self.silent:
+            self.silent = ""
+            self._show_aged()
