@@ -15,7 +15,7 @@ from heet_agent import inventory
 from heet_agent.gpu_sampler import GpuSampler
 from heet_agent.gpu_users import mark_others
 from heet_agent.jobs import JobError, JobTable
-from heet_agent.takeover import take_over
+from heet_agent.takeover import SessionMark, take_over
 from heet_agent.protocol import (
     AGENT_VERSION,
     MAX_LINE_BYTES,
@@ -37,6 +37,7 @@ class Agent:
         self.workdir = workdir
         self.check_only = check_only
         self.lock = None  # the workdir's agent lock, taken at hello (not by a check-only agent)
+        self.session_mark = None  # says when this controller last spoke (takeover.py), once hello took the lock
         self.out_fd = os.dup(1)
         self.jobs = JobTable(workdir, self_argv, self.send_event)
         self.heartbeat_s = 3.0
@@ -66,6 +67,8 @@ class Agent:
 
     # ---- requests
     def handle(self, message):
+        if self.session_mark is not None:
+            self.session_mark.spoken()
         request_id = message.get("id")
         op = message.get("op")
         if not isinstance(request_id, int) or isinstance(request_id, bool):
@@ -107,11 +110,13 @@ class Agent:
             self.heartbeat_s = float(heartbeat)
         probes = args.get("probes", ["nvml", "nvidia-smi"])
         self.probes = tuple(p for p in probes if isinstance(p, str)) if isinstance(probes, list) else ()
-        owner = args.get("owner") or ""
-        if not isinstance(owner, str):
-            raise JobError("owner must be a string")
+        owner, session = args.get("owner") or "", args.get("session") or ""
+        if not isinstance(owner, str) or not isinstance(session, str):
+            raise JobError("owner and session must be strings")
         if not self.check_only and self.lock is None:
-            self.lock = take_over(self.workdir, owner)  # refuses when another controller's agent serves here
+            # refuses when another controller's agent serves here
+            self.lock = take_over(self.workdir, owner, session)
+            self.session_mark = SessionMark(self.workdir)
         self.probe_limit_s = _positive(args.get("probe_limit_s"), inventory.PROBE_LIMIT_S)
         try:
             inv = self.op_inventory({})

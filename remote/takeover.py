@@ -5,6 +5,13 @@ one to exit and takes the workdir's lock. An agent started by another controller
 state directory on the same hosts) must not do that: the two would take the host from each
 other at every reconnect, each seeing the other's jobs as lost. So the lock holder records the
 controller it serves, and a newcomer for another controller is refused while it lives.
+
+A copy of a state directory (a backup restored beside the original, ``cp -r``) names the same
+store, so the store alone cannot tell its controller from the original's. Each controller run
+also names a session, and the agent marks ``agent.session`` whenever its controller speaks
+(at least every ten seconds, by its pings): a newcomer of another session is refused while that
+mark is fresh. A restarted controller is not held up by it: its old agent saw the link close and
+exited, or, cut off, stopped being spoken to.
 """
 
 import fcntl
@@ -17,6 +24,8 @@ from heet_agent.errors import JobError
 
 LOCK_WAIT_S = 5.0
 KILL_OLD_AFTER_S = 1.5
+SPOKEN_WITHIN_S = 25.0  # a live controller pings its agent every 10 s
+MARK_EVERY_S = 2.0
 
 
 def is_agent(pid):
@@ -36,7 +45,7 @@ def _read(path):
         return None
 
 
-def take_over(workdir, owner):
+def take_over(workdir, owner, session=""):
     """Become the only agent for this workdir and hold its lock; ``owner`` names the controller.
 
     An older agent of the same controller (or of an unknown one: agents from before owners were
@@ -56,6 +65,12 @@ def take_over(workdir, owner):
         raise JobError(f"this host is managed by another heet-tui controller (its agent pid {old} serves state "
                        f"store {serving[:12]}, this controller's is {owner[:12] or 'unnamed'}): stop that "
                        f"controller, or run this one with the other's --state")
+    if old and session:
+        spoken = _spoken_ago(os.path.join(workdir, "agent.session"), session)
+        if spoken is not None and spoken < SPOKEN_WITHIN_S:
+            raise JobError(f"this host is managed by another heet-tui controller of the same state store (a copy "
+                           f"of its --state directory?): its agent pid {old} heard from it {spoken:.0f} s ago; stop "
+                           f"one of the two (two controllers of one store would take the host from each other)")
     if old:
         try:
             os.kill(old, signal.SIGTERM)
@@ -80,9 +95,41 @@ def take_over(workdir, owner):
                 lock.close()
                 raise JobError("another agent holds %s/agent.lock" % workdir) from None
             time.sleep(0.05)
-    for path, text in ((pid_path, str(os.getpid())), (owner_path, owner)):
+    for path, text in ((pid_path, str(os.getpid())), (owner_path, owner),
+                       (os.path.join(workdir, "agent.session"), session)):
         _write_small(path, text)
     return lock
+
+
+def _spoken_ago(path, session):
+    """Seconds since the agent serving another session of this store last heard from it; None
+    when it serves this session (a reconnect), or says nothing (an agent from before sessions)."""
+    try:
+        with open(path) as fh:
+            serving = fh.read().strip()
+        mtime = os.stat(path).st_mtime
+    except OSError:
+        return None
+    if not serving or serving == session:
+        return None
+    return max(0.0, time.time() - mtime)
+
+
+class SessionMark:
+    """``agent.session``'s time moved on when the controller speaks, at most every few seconds."""
+
+    def __init__(self, workdir):
+        self.path = os.path.join(workdir, "agent.session")
+        self.marked = 0.0
+
+    def spoken(self):
+        now = time.time()
+        if now - self.marked >= MARK_EVERY_S:
+            self.marked = now
+            try:
+                os.utime(self.path)
+            except OSError:  # gone, or a full disk: a newcomer then takes over, as before sessions
+                pass
 
 
 def _write_small(path, text):

@@ -145,6 +145,7 @@ class HostSupervisor:
         hello: dict[str, Any] = {
             "host": self.entry.name,
             "owner": self.options.owner,
+            "session": self.options.session,
             "heartbeat_s": self.options.heartbeat_s,
             "probe_limit_s": self.options.connect_timeout_s * 2 / 3,  # a stuck GPU reading fails in time to say so
             "probes": list(self.options.probes),

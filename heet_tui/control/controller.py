@@ -14,6 +14,7 @@ import contextlib
 import json
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -84,7 +85,8 @@ class Controller:
                  cluster: Cluster | None = None, clock: Callable[[], float] = time.time) -> None:
         self.hosts, self.store, self.opt = hosts, store, options or ControllerOptions()
         # The agents record which store they serve: another controller's cannot take them over.
-        self.cluster = cluster or Cluster(hosts, replace(self.opt.cluster or ClusterOptions(), owner=store.store_id))
+        self.cluster = cluster or Cluster(hosts, replace(self.opt.cluster or ClusterOptions(), owner=store.store_id,
+                                                         session=uuid.uuid4().hex[:12]))
         self.clock = clock
         self.book = ThroughputBook(predictor=profiling_model())
         self.hub = SnapshotHub()
