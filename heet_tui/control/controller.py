@@ -372,7 +372,11 @@ class Controller:
         self.plan_made = replace(made, plan_id=plan_id)
         failed_at = self.failed_plans.get(sig)
         if failed_at is not None and self.clock() - failed_at < RETRY_FAILED_PLAN_S:
-            return  # the same plan just failed: not again at once, in a loop (the user may approve it)
+            # the same plan just failed: not again at once, in a loop (the user may approve it)
+            at, again = (time.strftime("%H:%M:%S", time.localtime(t)) for t in (failed_at,
+                                                                                failed_at + RETRY_FAILED_PLAN_S))
+            self.held_why = f"the same plan failed at {at} (its steps say why); auto-approve tries it again at {again}"
+            return
         unmeasured = frozenset(j.id for j in inputs if not j.measured)
         misplaced = planning.outside_spec((r.job_id, r.spec, r.alloc) for r in self.executor.runs.values() if r.spec)
         self.held_why = planning.held_back(plan, self.book, unmeasured, self.drained(), self.opt.gain_threshold,

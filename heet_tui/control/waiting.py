@@ -87,9 +87,10 @@ def free_after(plan: Plan, cluster: ClusterView, kept: dict[str, set[int]]) -> C
 
 
 def plan_reason(job_id: str, spec: JobSpec, made: PlanMade, pending_id: int | None, rejected: bool,
-                free: Counter[str], held: bool) -> str | None:
+                free: Counter[str], held: bool, not_auto: str = "") -> str | None:
     """The message for a queued job the latest plan weighed (module docstring); None: leave it.
-    ``pending_id``: the plan waits for approval under that id; ``rejected``: the user rejected it."""
+    ``pending_id``: the plan waits for approval under that id; ``rejected``: the user rejected it;
+    ``not_auto``: why auto-approve, on, leaves that plan to the user."""
     plan = made.plan
     if job_id in plan.allocations:
         start = made.starts.get(job_id)
@@ -99,8 +100,10 @@ def plan_reason(job_id: str, spec: JobSpec, made: PlanMade, pending_id: int | No
             return f"{LEFT_QUEUED}a plan that starts it was rejected (p on the Plan screen plans again)"
         if pending_id is None:
             return None  # being started now
-        return (f"in plan #{pending_id} (start on {start.num_gpus}x{start.gpu_type}), waiting for approval: "
-                "a on the Plan screen, or heet-tui plan approve")
+        planned = f"in plan #{pending_id} (start on {start.num_gpus}x{start.gpu_type})"
+        if not_auto:
+            return f"{planned}, not auto-approved: {not_auto}; a on the Plan screen, or heet-tui plan approve, applies it"
+        return f"{planned}, waiting for approval: a on the Plan screen, or heet-tui plan approve"
     if held:
         return f"{LEFT_QUEUED}held by hand (e on the Plan screen changes it)"
     usable = sorted(t for t, n in free.items() if n >= spec.min_gpus and spec.allows(t))
@@ -141,7 +144,8 @@ def explain_waiting(ctl: Controller, now: float) -> None:
     for job in queued:
         why = why_waiting(job.spec, cluster)
         if why is None and made is not None and job.id in made.weighed:
-            why = plan_reason(job.id, job.spec, made, pending_id, made.rejected, free, job.id in held)
+            why = plan_reason(job.id, job.spec, made, pending_id, made.rejected, free, job.id in held,
+                              (ctl.held_why or "") if ctl.auto_approve else "")
         elif why is None and job.message.startswith(PREFIX):
             why = NO_PLAN_YET
         if why is not None and job.message != why:

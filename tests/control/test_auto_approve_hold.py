@@ -65,3 +65,37 @@ def test_heet_tui_run_says_why_auto_approve_holds_a_plan(tmp_path, capsys, monke
     assert f"plan #{plan_id} proposed and not auto-approved: its predicted gain, 1.0%, is below" in out
     ctl.held_why = None  # being applied: nothing to say
     assert not run._proposed(ctl, run._proposed(ctl, (None, 0.0, False)))[2]
+
+
+def test_a_plan_that_just_failed_is_said_to_wait_and_until_when(tmp_path) -> None:
+    """Seen: under auto-approve, a plan whose launch had failed was proposed again and held back for
+    a minute while its job read "waiting for approval" and the Plan screen "auto-approve ON: plans
+    apply without asking"."""
+    import asyncio
+
+    from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
+
+    from heet_tui.config.hosts_file import load_hosts
+    from heet_tui.control.controller import Controller, ControllerOptions
+    from heet_tui.control.store import Store
+    from heet_tui.core.intents import SubmitJob
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("h", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, auto_approve=True, profile=False))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "b", steps=20, command=["no-such-command-here"]))))
+            snap = await wait_for(ctl, lambda s: "not auto-approved" in job(s, "b").message, 60, "b said to wait")
+            message = job(snap, "b").message
+            assert "the same plan failed at" in message and "auto-approve tries it again at" in message, message
+            assert "waiting for approval" not in message
+            assert snap.plan_id is not None and snap.held_why.startswith("the same plan failed at")
+            await asyncio.sleep(1.0)
+            assert job(ctl.hub.latest, "b").message == message, "the same words round after round"
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)

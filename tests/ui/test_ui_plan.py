@@ -268,3 +268,13 @@ def test_a_job_with_an_edit_is_marked_and_its_tweak_starts_from_the_edit(make_ap
             assert dialog.query_one("#count", Input).value == "4"
 
     run(scenario())
+
+
+def test_a_plan_auto_approve_holds_says_so_in_place_of_plans_apply_without_asking():
+    from dataclasses import replace
+
+    snap = replace(small_snapshot(), auto_approve=True)
+    assert "auto-approve ON: plans apply without asking" in summary(snap).plain
+    held = summary(replace(snap, held_why="the same plan failed at 10:31:40 (its steps say why)")).plain
+    assert "auto-approve ON, but this plan waits for you: the same plan failed at 10:31:40" in held
+    assert "without asking" not in held

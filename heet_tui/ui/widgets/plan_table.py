@@ -136,7 +136,10 @@ def summary(snap: Snapshot) -> Text:
     text.append("  " + count_changes(plan.changes))
     restarts = sum(1 for c in plan.changes if c.needs_restart)
     text.append(f"  restarts {restarts}")
-    text.append("   auto-approve " + ("ON: plans apply without asking" if snap.auto_approve else "off"))
+    if snap.auto_approve and snap.held_why:  # "ON: plans apply without asking" read wrong under a held plan
+        text.append(f"   auto-approve ON, but this plan waits for you: {snap.held_why}", style="yellow")
+    else:
+        text.append("   auto-approve " + ("ON: plans apply without asking" if snap.auto_approve else "off"))
     effect = plan.effect
     if effect.avg_jct_s is not None:
         # "Without it" is the current allocation run on, waiting jobs queueing in submission order
