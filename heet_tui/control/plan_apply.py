@@ -24,7 +24,7 @@ from heet_tui.control.runtime import gpus_held
 from heet_tui.control.store import Store
 from heet_tui.control.store_records import StepRecord
 from heet_tui.core.job import JobState
-from heet_tui.core.plan import Change
+from heet_tui.core.plan import Change, ChangeKind
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ async def execute_change(executor: Executor, store: Store, change: Change, now: 
                                  + (f" by processes heet did not start ({who})" if who else ""))
     if run is not None:
         if target is not None:
-            store.try_set_state(change.job_id, JobState.RESIZING, now, f"resizing to {target.describe()}")
+            store.try_set_state(change.job_id, JobState.RESIZING, now, f"{_doing(change)} to {target.describe()}")
         await executor.stop_run(run, "resize" if target is not None else "preempt")
     if target is None:
         store.try_set_state(change.job_id, JobState.QUEUED, now, "stopped by the plan; resumes from its checkpoint")
@@ -63,6 +63,11 @@ async def execute_change(executor: Executor, store: Store, change: Change, now: 
     if new.any_exited:
         raise StepFailed(f"launch on {target.describe()} failed")
     return f"running generation {new.generation} on {target.describe()}"
+
+
+def _doing(change: Change) -> str:
+    """A move is not a resize: "resizing to 2xT4" read as a size change of a job keeping its size."""
+    return "moving" if change.kind is ChangeKind.MIGRATE else "resizing"
 
 
 def _waits_for(executor: Executor, step: StepRecord, moving: set[str]) -> set[str]:
@@ -98,7 +103,7 @@ async def _next_step(executor: Executor, store: Store, pending: list[StepRecord]
         log.info("plan steps wait on each other in a ring: stopping %s first", step.change.job_id)
         after = step.change.after
         store.try_set_state(step.change.job_id, JobState.RESIZING, now,
-                            f"resizing to {after.describe()}" if after else "stopping")
+                            f"{_doing(step.change)} to {after.describe()}" if after else "stopping")
         await executor.stop_run(run, "resize" if after else "preempt")
     free = [step for step in pending if not _waits_for(executor, step, moving)]
     return free[0] if free else pending[0]

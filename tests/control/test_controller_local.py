@@ -80,12 +80,21 @@ def test_approve_drain_move_and_restart_readopts(tmp_path: Path) -> None:
             await ctl.post(DrainHost(first_host))
             snap = await wait_for(ctl, lambda s: s.plan is not None and any(
                 c.job_id == "a" and c.kind is not ChangeKind.START for c in s.plan.changes), 30, "a plan moving a")
+            kind = next(c.kind for c in snap.plan.changes if c.job_id == "a")
+            said: list[str] = []
+            record = store.try_set_state  # what the job is said to be doing while it moves
+            store.try_set_state = lambda job_id, state, at, message="": (
+                said.append(message) if job_id == "a" and state is JobState.RESIZING else None,
+                record(job_id, state, at, message))[1]
             await ctl.post(ApprovePlan(snap.plan_id))
             snap = await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING and job(s, "a").allocation
                                   is not None and first_host not in job(s, "a").allocation.host_names
                                   and job(s, "a").throughput > 0, 90, "a running elsewhere")
+            doing = "moving to " if kind is ChangeKind.MIGRATE else "resizing to "
+            assert said and all(m.startswith(doing) for m in said), (kind, said)
         finally:
             await ctl.stop()  # jobs keep running on their hosts
+        del store.try_set_state
         moved = store.job("a")
         assert moved.generation > gen_before
         assert JobState.RESIZING in [s for _, s in moved.job.history]
