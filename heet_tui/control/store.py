@@ -28,6 +28,7 @@ from heet_tui.control.codec import (
     spec_to_json,
 )
 from heet_tui.control.store_events import EventRows
+from heet_tui.control.store_integrity import refuse_emptied
 from heet_tui.control.store_plans import PlanRows
 from heet_tui.control.store_records import JobRecord
 from heet_tui.control.store_schema import MIGRATIONS, SCHEMA_VERSION
@@ -77,6 +78,7 @@ class Store(PlanRows, EventRows):
             self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             os.chmod(self.dir, 0o700)
             self.path = self.dir / DB_NAME
+            refuse_emptied(self.path)
             fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600)
             os.close(fd)
             os.chmod(self.path, 0o600)

@@ -7,11 +7,36 @@ running with no store that knew them; ``heet-tui run`` ended in a traceback.
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from heet_tui.control.store import Store
+
+
+BEING_MADE_S = 10.0  # an empty store file younger than this is one another process is creating
+
+
+def refuse_emptied(path: Path) -> None:
+    """Raise ``StoreError`` for a store file emptied to 0 bytes (a truncation, ``> state.db``).
+
+    SQLite takes an empty file for a new database: every job, plan and measurement was gone without
+    a word, and the jobs still running on the hosts, started under the old store's id, were shown as
+    another store's. A store heet-tui made is never empty after its first moment."""
+    from heet_tui.control.store import StoreError
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return  # a new store
+    if st.st_size or time.time() - st.st_mtime < BEING_MADE_S:
+        return
+    raise StoreError(f"state store {path} is empty (0 bytes): it was truncated, and opening it would start a new "
+                     "store in its place. Restore a copy of it, or remove it (rm) to start afresh: jobs still "
+                     "running are then another store's, left running and shown as such")
 
 
 def refuse_damaged(store: Store) -> None:

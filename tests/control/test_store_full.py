@@ -195,3 +195,27 @@ def test_a_state_directory_deleted_under_the_controller_stops_its_changes_loudly
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_store_emptied_to_zero_bytes_is_refused_not_started_afresh(tmp_path: Path, capsys) -> None:
+    """Seen: state.db truncated to 0 bytes; `heet-tui jobs` printed an empty queue and the next
+    controller began a new store over it, its running jobs shown as another store's."""
+    import os
+    import time
+
+    from heet_tui.cli.main import main
+
+    store = Store(tmp_path / "state")
+    store.add_event(1.0, "filler", "kept")
+    store.close()
+    db = tmp_path / "state" / DB_NAME
+    for leftover in db.parent.glob(DB_NAME + "-*"):
+        leftover.unlink()  # no WAL to recover from: the store is gone, only its file name is left
+    db.write_bytes(b"")
+    os.utime(db, (time.time() - 60, time.time() - 60))
+    assert main(["jobs", "--state", str(tmp_path / "state")]) == 1
+    err = capsys.readouterr().err
+    assert f"state store {db} is empty (0 bytes)" in err and "Restore a copy" in err, err
+    assert db.stat().st_size == 0, "nothing written over it"
+    os.utime(db)  # just made by another process opening a new store: that is not refused
+    Store(tmp_path / "state").close()
