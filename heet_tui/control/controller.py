@@ -38,6 +38,7 @@ from heet_tui.control.notices import Notices
 from heet_tui.control.plan_apply import apply_plan
 from heet_tui.control.profiling_rounds import profile_idle_types, profile_new_jobs, waits_for_profiling
 from heet_tui.control.progress_reports import note_bad_progress
+from heet_tui.control.proposals import RETRY_FAILED_PLAN_S, propose
 from heet_tui.control.recovery import rebuild_runs, reconcile_host
 from heet_tui.control.restart_costs import cost_of, ended_twin_costs, restart_costs
 from heet_tui.control.round_errors import RoundErrors
@@ -58,7 +59,6 @@ from heet_tui.core.sched_input import ClusterView, Constraints
 from heet_tui.core.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
-RETRY_FAILED_PLAN_S = 60.0  # auto-approve does not apply a plan that just failed again before this
 STOP_TIMEOUT_S = 30.0  # a plan step may be waiting out a job's stop grace period
 
 
@@ -103,6 +103,7 @@ class Controller:
         self.plan_made: PlanMade | None = None  # the latest plan, proposed or not (waiting.py)
         self.held_why: str | None = None  # why auto-approve leaves the latest plan to the user
         self.rejected: set[str] = set()
+        self.pending_basis: str | None = None  # what the pending plan was made from (proposals.py)
         self.failed_plans: dict[str, float] = {}  # signature -> when applying it last failed
         self.applying: asyncio.Task | None = None
         self.notices = Notices()
@@ -330,9 +331,9 @@ class Controller:
         return out
 
     def replan(self, overrides: dict[str, Constraints] | None = None) -> Plan | None:
-        return self._plan(self.job_inputs(overrides))
+        return self.replan_from(self.job_inputs(overrides))
 
-    def _plan(self, inputs: list[planning.JobInput]) -> Plan | None:
+    def replan_from(self, inputs: list[planning.JobInput]) -> Plan | None:
         if not inputs:
             return None
         cluster = self.cluster_view()
@@ -346,45 +347,7 @@ class Controller:
         return replace(plan, effect=replace(effect, at=self.clock()))
 
     def _propose(self) -> None:
-        inputs = self.job_inputs()
-        try:
-            plan = self._plan(inputs)
-        except ValueError as exc:
-            self.notices.append(f"planning: {exc}")
-            return
-        self.plan_made = made = PlanMade.of(plan, frozenset(j.id for j in inputs)) if plan else None
-        if made is None or made.plan.is_empty:
-            if self.pending_plan_id is not None:
-                self.store.set_plan_status(self.pending_plan_id, "superseded", self.clock())
-                self.pending_plan_id = None
-            return
-        plan, sig = made.plan, planning.signature(made.plan)
-        pending = self.store.plan(self.pending_plan_id) if self.pending_plan_id else None
-        if pending is not None and pending.status == "proposed" and planning.signature(pending.plan) == sig:
-            plan_id = pending.id
-            if planning.drifted(pending.plan.effect, plan.effect):  # e.g. a job profiled since waits in it
-                self.store.refresh_proposed_plan(plan_id, replace(plan, created_at=pending.plan.created_at))
-        elif sig in self.rejected:
-            self.plan_made = replace(made, rejected=True)
-            return
-        else:
-            plan_id = self.pending_plan_id = self.store.add_plan(plan)
-        self.plan_made = replace(made, plan_id=plan_id)
-        failed_at = self.failed_plans.get(sig)
-        if failed_at is not None and self.clock() - failed_at < RETRY_FAILED_PLAN_S:
-            # the same plan just failed: not again at once, in a loop (the user may approve it)
-            at, again = (time.strftime("%H:%M:%S", time.localtime(t)) for t in (failed_at,
-                                                                                failed_at + RETRY_FAILED_PLAN_S))
-            self.held_why = f"the same plan failed at {at} (its steps say why); auto-approve tries it again at {again}"
-            return
-        unmeasured = frozenset(j.id for j in inputs if not j.measured)
-        misplaced = planning.outside_spec((r.job_id, r.spec, r.alloc) for r in self.executor.runs.values() if r.spec)
-        self.held_why = planning.held_back(plan, self.book, unmeasured, self.drained(), self.opt.gain_threshold,
-                                           misplaced)
-        if self.auto_approve and self.held_why is None:
-            self.store.set_plan_status(plan_id, "approved", self.clock())
-            self.store.add_event(self.clock(), "plan", f"plan #{plan_id} auto-approved")
-            self.start_apply(plan_id)
+        propose(self)
 
     async def publish(self) -> None:
         await self.hub.publish(build_snapshot(self))

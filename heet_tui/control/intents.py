@@ -110,6 +110,7 @@ class IntentHandler:
             raise ValueError("a plan is being applied; the next one is proposed when it is done")
         forgotten = len(ctl.rejected)
         ctl.rejected.clear()
+        ctl.pending_basis = None  # asked for: a plan made now replaces the pending one
         ctl.poke()
         return "planning again" + (f" ({forgotten} rejected plan(s) may be proposed again)" if forgotten else "")
 

@@ -18,6 +18,9 @@ from heet_tui.core.plan import Change, Plan
 
 log = logging.getLogger(__name__)
 PLAN_STATUSES = ("proposed", "approved", "rejected", "applying", "applied", "superseded", "failed")
+# Superseded plans kept (the newest): nobody approves one, and at lab scale each is tens of KB
+# (a store grew by 180 MB an hour of plans replacing each other).
+KEEP_SUPERSEDED = 50
 
 
 class PlanRows:
@@ -27,6 +30,8 @@ class PlanRows:
     def add_plan(self, plan: Plan, status: str = "proposed") -> int:
         with self._tx() as db:
             db.execute("UPDATE plans SET status = 'superseded' WHERE status = 'proposed'")
+            db.execute("DELETE FROM plans WHERE status = 'superseded' AND id < (SELECT id FROM plans WHERE "
+                       "status = 'superseded' ORDER BY id DESC LIMIT 1 OFFSET ?)", (KEEP_SUPERSEDED - 1,))
             cur = db.execute("INSERT INTO plans (created_at, policy, status, plan) VALUES (?, ?, ?, ?)",
                              (plan.created_at, plan.policy, status, plan_to_json(plan)))
         plan_id = int(cur.lastrowid or 0)

@@ -1,0 +1,83 @@
+"""Each round's plan: proposed, kept, remade, auto-approved or held, and why.
+
+A proposed plan waits for a person, who needs it to stand still while they read it. At lab scale
+(hundreds of jobs on dozens of like hosts) running jobs' reports move the predictions a little
+every round, the policy's near-ties flip (a job between 2xT4 and 1xV100, GPU 1 or 2 of a host),
+and a new plan superseded the one on screen every half second: eight approvals of eight were
+refused as "superseded", and the store kept every one of them. So, without auto-approve, a
+pending plan stands until what it was made from changes (``plan_basis``), not its figures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from heet_tui.control import planning
+from heet_tui.control.waiting import PlanMade
+from heet_tui.core.sched_input import ClusterView
+
+if TYPE_CHECKING:
+    from heet_tui.control.controller import Controller
+    from heet_tui.control.throughput import ThroughputBook
+
+RETRY_FAILED_PLAN_S = 60.0  # auto-approve does not apply a plan that just failed again before this
+
+
+def plan_basis(inputs: list[planning.JobInput], cluster: ClusterView, policy: str, book: ThroughputBook) -> str:
+    """What a plan is made from, less the figures that move every round: the jobs, their states,
+    places, ranges and edits, the hosts and their free GPUs, the policy, and which cells of each job
+    are measured (a first measurement on a type is news; the hundredth report of one is not)."""
+    jobs = sorted((j.id, j.state.value, j.min_gpus, j.max_gpus, j.gpu_types, j.priority, repr(j.current),
+                   repr(j.constraints), j.measured, sorted(j.crashed_sizes), sorted(book.measured(j.id)))
+                  for j in inputs)
+    return hashlib.sha256(repr((policy, jobs, cluster)).encode()).hexdigest()
+
+
+def propose(ctl: Controller) -> None:
+    inputs = ctl.job_inputs()
+    try:
+        plan = ctl.replan_from(inputs)
+    except ValueError as exc:
+        ctl.notices.append(f"planning: {exc}")
+        return
+    ctl.plan_made = made = PlanMade.of(plan, frozenset(j.id for j in inputs)) if plan else None
+    if made is None or made.plan.is_empty:
+        if ctl.pending_plan_id is not None:
+            ctl.store.set_plan_status(ctl.pending_plan_id, "superseded", ctl.clock())
+            ctl.pending_plan_id = None
+        return
+    plan, sig = made.plan, planning.signature(made.plan)
+    basis = plan_basis(inputs, ctl.cluster_view(), ctl.policy_name, ctl.book)
+    pending = ctl.store.plan(ctl.pending_plan_id) if ctl.pending_plan_id else None
+    if pending is not None and pending.status == "proposed" and planning.signature(pending.plan) == sig:
+        plan_id = pending.id
+        if planning.drifted(pending.plan.effect, plan.effect):  # e.g. a job profiled since waits in it
+            ctl.store.refresh_proposed_plan(plan_id, replace(plan, created_at=pending.plan.created_at))
+    elif pending is not None and pending.status == "proposed" and not ctl.auto_approve \
+            and basis == ctl.pending_basis:
+        plan, sig, plan_id = pending.plan, planning.signature(pending.plan), pending.id  # the one being read
+        made = PlanMade.of(plan, made.weighed)
+    elif sig in ctl.rejected:
+        ctl.plan_made = replace(made, rejected=True)
+        return
+    else:
+        plan_id = ctl.pending_plan_id = ctl.store.add_plan(plan)
+        ctl.pending_basis = basis
+    ctl.plan_made = replace(made, plan_id=plan_id)
+    failed_at = ctl.failed_plans.get(sig)
+    if failed_at is not None and ctl.clock() - failed_at < RETRY_FAILED_PLAN_S:
+        # the same plan just failed: not again at once, in a loop (the user may approve it)
+        at, again = (time.strftime("%H:%M:%S", time.localtime(t)) for t in (failed_at,
+                                                                            failed_at + RETRY_FAILED_PLAN_S))
+        ctl.held_why = f"the same plan failed at {at} (its steps say why); auto-approve tries it again at {again}"
+        return
+    unmeasured = frozenset(j.id for j in inputs if not j.measured)
+    misplaced = planning.outside_spec((r.job_id, r.spec, r.alloc) for r in ctl.executor.runs.values() if r.spec)
+    ctl.held_why = planning.held_back(plan, ctl.book, unmeasured, ctl.drained(), ctl.opt.gain_threshold, misplaced)
+    if ctl.auto_approve and ctl.held_why is None:
+        ctl.store.set_plan_status(plan_id, "approved", ctl.clock())
+        ctl.store.add_event(ctl.clock(), "plan", f"plan #{plan_id} auto-approved")
+        ctl.start_apply(plan_id)
