@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from heet_tui.cli.errors import CliError, UsageError
+from heet_tui.cli.names import known_names
 from heet_tui.cluster.cluster import Cluster
 from heet_tui.cluster.errors import ClusterError
 from heet_tui.cluster.hostkeys import KeyToApprove, fetch_host_key_fingerprint, trust_host
@@ -92,8 +93,8 @@ def run_trust(hosts_file: HostsFile, name: str, assume_yes: bool, fingerprint: s
     try:
         entry = hosts_file.host(name)
     except KeyError:
-        known = ", ".join(hosts_file.names())
-        raise UsageError(f'{hosts_file.path.name}: no host named "{name}" (hosts: {known})') from None
+        known = known_names(hosts_file.names(), name, "hosts")
+        raise UsageError(f'{hosts_file.path.name}: no host named "{name}" ({known})') from None
     if entry.transport == "local":
         raise UsageError(f'host "{name}" uses the local transport: there is no host key to trust')
     for _ in range(MAX_HOPS + 1):  # each jump host not known yet, then the host itself

@@ -18,6 +18,7 @@ import time
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import UsageError
 from heet_tui.cli.locations import add_location_options
+from heet_tui.cli.names import known_names
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store
 from heet_tui.core.job import ACTIVE, Job, JobState
@@ -66,9 +67,9 @@ def resolve_jobs(store: Store, names: list[str], ended: bool = False, verb: str 
             missing.append(name)
         found.update((j.id, j) for j in matched)
     if missing:
-        known = ", ".join(j.id for j in pool[-20:]) or "none"
+        known = known_names([j.id for j in pool], missing[0], "ended jobs" if ended else "active jobs")
         what = " or ".join(f'"{m}"' for m in missing)
-        raise UsageError(f"no job {what} ({'ended' if ended else 'active'} jobs: {known})"
+        raise UsageError(f"no job {what} ({known})"
                          + (f"; nothing {verb}" if len(names) > 1 else ""))
     return list(found.values())
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import sys
 from collections.abc import Callable
@@ -11,6 +12,7 @@ from typing import Any
 
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_state_option
+from heet_tui.cli.names import known_names
 from heet_tui.cli.table import aligned
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_edit import HostsDocument
@@ -66,7 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     for verb, what in (("drain", "plans move its jobs off it and put nothing new there"),
                        ("undrain", "put a drained host back in service")):
         p = with_file(verbs.add_parser(verb, help=f"{what} (the state store's; a running controller follows)"))
-        p.add_argument("name")
+        p.add_argument("names", nargs="+", metavar="NAME", help="host names or patterns ('rack2-*')")
         p.set_defaults(func=cmd_drain, drained=verb == "drain")
 
     p = with_file(verbs.add_parser("trust", help="approve a host's SSH key after checking its fingerprint"))
@@ -191,7 +193,8 @@ def cmd_trust(args: argparse.Namespace) -> int:
     if args.name not in hosts.names() and (theirs := _controller_hosts(args)) is not None:
         hosts = theirs  # the hint to run this came from a controller on another file (run --hosts F)
     if args.name not in hosts.names():
-        raise UsageError(f'{hosts.path}: no host named "{args.name}" (hosts: {", ".join(hosts.names()) or "none"})')
+        raise UsageError(f'{hosts.path}: no host named "{args.name}" ('
+                         f'{known_names(hosts.names(), args.name, "hosts")})')
     if not args.yes and not args.fingerprint and not sys.stdin.isatty():
         raise UsageError("refusing to trust a host key without a terminal to confirm on; pass --yes "
                          "(a new key) or --fingerprint SHA256:... (the key you checked)")
@@ -216,23 +219,33 @@ def _controller_hosts(args: argparse.Namespace) -> HostsFile | None:
 def cmd_drain(args: argparse.Namespace) -> int:
     """The drained set lives in the state store, as the TUI's d key writes it: a controller
     that drained a host as broken (control/host_health.py) is undone here when heet-tui runs
-    headless."""
+    headless. Several names and patterns at once: a rack of ten took ten calls."""
     from heet_tui.cli.commands.jobs import open_store
     from heet_tui.control.drains import drained_hosts, set_drained
 
     store = open_store(args)
     drained = drained_hosts(store)
-    if args.drained and args.name not in drained:
+    if args.drained:
         path = store.setting("hosts_path") or _path(args)  # the file the store's controller follows
         try:
-            names = load_hosts(path).names()
+            names = list(dict.fromkeys([*load_hosts(path).names(), *sorted(drained)]))
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
-        if args.name not in names:
-            raise UsageError(f'{path}: no host named "{args.name}" (hosts: {", ".join(names) or "none"})')
-    elif not args.drained and args.name not in drained:
-        print(f"{args.name} is not drained (drained: {', '.join(sorted(drained)) or 'none'})")
-        return 0
-    set_drained(store, args.name, args.drained, "drained with heet-tui hosts drain" if args.drained else "")
-    print(f"{args.name} drained: its jobs move at the next plan" if args.drained else f"{args.name} back in service")
+        where, whose = f"{path}: ", "hosts"
+    else:
+        names, where, whose = sorted(drained), "", "drained hosts"
+    chosen: dict[str, None] = {}
+    for asked in args.names:
+        pattern = any(c in asked for c in "*?[")
+        matched = [n for n in names if fnmatch.fnmatchcase(n, asked)] if pattern else [asked] * (asked in names)
+        if not matched:
+            if not args.drained and not pattern and len(args.names) == 1:
+                print(f"{asked} is not drained (drained: {', '.join(names) or 'none'})")
+                return 0
+            raise UsageError(f'{where}no {whose[:-1]} named "{asked}" ({known_names(names, asked, whose)})'
+                             + ("; nothing changed" if len(args.names) > 1 else ""))
+        chosen.update(dict.fromkeys(matched))
+    for name in chosen:
+        set_drained(store, name, args.drained, "drained with heet-tui hosts drain" if args.drained else "")
+        print(f"{name} drained: its jobs move at the next plan" if args.drained else f"{name} back in service")
     return 0

@@ -11,6 +11,7 @@ import json
 import time
 
 from heet_tui.cli.errors import UsageError
+from heet_tui.cli.names import known_names
 from heet_tui.control.checkpoint_dirs import HOSTS_SETTING
 from heet_tui.control.codec import spec_to_obj
 from heet_tui.control.snapshots import controller_running
@@ -44,8 +45,8 @@ def job_named(store: Store, name: str) -> JobRecord:
     the active ones."""
     rec = store.find_job(name)
     if rec is None:
-        known = ", ".join(r.job.id for r in store.jobs(include_terminal=False)) or "none"
-        raise UsageError(f'no job "{name}" (active jobs: {known})')
+        known = known_names([r.job.id for r in store.jobs(include_terminal=False)], name, "active jobs")
+        raise UsageError(f'no job "{name}" ({known})')
     return rec
 
 

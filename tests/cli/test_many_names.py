@@ -1,0 +1,54 @@
+"""A lab's scale from the command line: a rack drained or undrained in one call, and a name not
+found answered with a few close names, not every one (480 job names made one line of 8 KB)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from heet_tui.cli.main import main
+from heet_tui.config.job_spec import parse_job_text
+from heet_tui.control.store import Store
+
+
+def _hosts(tmp_path: Path) -> Path:
+    path = tmp_path / "hosts.toml"
+    path.write_text("".join(f'[[hosts]]\nname = "rack{r}-h{h:02d}"\ntransport = "local"\n'
+                            f'emulate = {{ gpu_type = "T4", count = 1, speed = 1.0 }}\n\n'
+                            for r in (1, 2, 3) for h in range(1, 11)))
+    return path
+
+
+def test_a_rack_is_drained_and_undrained_in_one_call(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    where = ["--hosts", str(_hosts(tmp_path)), "--state", str(tmp_path / "state")]
+    assert main(["hosts", "drain", "rack2-*", "rack3-h01", *where]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 11 and out[0] == "rack2-h01 drained: its jobs move at the next plan"
+    drained = json.loads(Store(tmp_path / "state").setting("drained"))
+    assert sorted(drained) == sorted([f"rack2-h{h:02d}" for h in range(1, 11)] + ["rack3-h01"])
+
+    assert main(["hosts", "drain", "rack1-h01", "rack9-*", *where]) == 2, "one name means nothing: none is drained"
+    err = capsys.readouterr().err
+    assert 'no host named "rack9-*" (30 hosts; closest: ' in err and err.endswith("; nothing changed\n")
+    assert "rack1-h01" not in json.loads(Store(tmp_path / "state").setting("drained"))
+    assert err.count("rack") < 12, "a few names, not thirty"
+
+    assert main(["hosts", "undrain", "rack2-h0?", *where]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 9
+    assert sorted(json.loads(Store(tmp_path / "state").setting("drained"))) == ["rack2-h10", "rack3-h01"]
+
+
+def test_a_job_name_not_found_is_answered_with_close_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = Store(tmp_path / "state")
+    for i in range(1, 41):
+        store.add_job(parse_job_text(f'name = "sweep-{i}"\ncommand = ["python3", "t.py"]\nmodel = "m"\n'
+                                     "batch_size = 8\ntarget = { steps = 10 }\n", tmp_path / "j.toml"), float(i))
+    assert main(["jobs", "sweep-4x", "--state", str(tmp_path / "state")]) == 2
+    err = capsys.readouterr().err
+    assert 'no job "sweep-4x" (40 active jobs; closest: sweep-4' in err, err
+    assert err.count("sweep-") <= 9
+    assert main(["cancel", "sweep-1", "swep-*", "--state", str(tmp_path / "state")]) == 2
+    err = capsys.readouterr().err
+    assert 'no job "swep-*" (40 active jobs; closest: ' in err and "nothing cancelled" in err
