@@ -278,3 +278,13 @@ def test_a_plan_auto_approve_holds_says_so_in_place_of_plans_apply_without_askin
     held = summary(replace(snap, held_why="the same plan failed at 10:31:40 (its steps say why)")).plain
     assert "auto-approve ON, but this plan waits for you: the same plan failed at 10:31:40" in held
     assert "without asking" not in held
+
+
+def test_a_job_across_hosts_takes_one_host_name_and_a_count_in_the_plan_table():
+    from heet_tui.core.allocation import Allocation
+    from heet_tui.core.plan import ChangeKind
+    from heet_tui.ui.widgets.plan_table import PlanRow, plan_cells
+
+    across = Allocation.of("j", "RTX2080Ti", {"node-007-rtx2080ti": [0], "node-015-rtx2080ti": [1]})
+    cells = plan_cells(PlanRow("j", ChangeKind.START, None, across, None))
+    assert cells[3] == "2xRTX2080Ti @node-007-rtx2080ti +1"

@@ -25,7 +25,9 @@ _KIND_ORDER = {ChangeKind.START: 0, ChangeKind.GROW: 1, ChangeKind.MIGRATE: 2, C
                ChangeKind.STOP: 4, None: 5}
 
 
-def short_alloc(alloc: Allocation | None, limit: int = 2) -> str:
+def short_alloc(alloc: Allocation | None, limit: int = 1) -> str:
+    """One host and a count of the rest: two host names widened Current and Proposed to 50
+    columns on every row, pushing the figures off a 100-column screen (e shows them all)."""
     if alloc is None or alloc.num_gpus == 0:
         return "-"
     names = alloc.host_names
