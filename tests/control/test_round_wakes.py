@@ -1,0 +1,50 @@
+"""What starts a round before its time: GPUs freed or a host in or out, not every progress line
+and heartbeat. On 60 hosts with 180 running jobs those came dozens a second, and the controller
+planned and published back to back (a new plan every 0.4 s, the TUIs redrawing as fast)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from pathlib import Path
+
+from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
+
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.store import Store
+from heet_tui.core.intents import SubmitJob
+from heet_tui.core.job import JobState
+
+
+def test_progress_and_heartbeats_wait_for_the_next_round_and_an_exit_does_not(tmp_path: Path) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("h", "T4", 1, 1.0), ("g", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, auto_approve=True, profile=False))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=100_000, max_gpus=1, every=1000))))
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
+            ctl.opt = replace(ctl.opt, interval_s=30.0)  # from here on only an event may start a round
+            rounds = []
+            real = ctl.round
+
+            async def counted() -> None:
+                rounds.append(store.job("a").job.steps_done)
+                await real()
+
+            ctl.round = counted
+            await asyncio.sleep(0.5)  # the round under way when the interval grew ends its wait
+            rounds.clear()
+            steps = store.job("a").job.steps_done
+            await asyncio.sleep(3.0)  # progress every few steps, heartbeats every 2 s from both hosts
+            assert store.job("a").job.steps_done > steps + 5, "a reported meanwhile"
+            assert len(rounds) <= 1, f"rounds woken by progress or heartbeats: {rounds}"
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "b", steps=5, max_gpus=1))))  # an intent wakes one
+            await wait_for(ctl, lambda s: job(s, "b").state is JobState.DONE, 20, "b done: its exit woke a round")
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
