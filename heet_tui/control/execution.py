@@ -84,6 +84,7 @@ class Executor:
         self.last_steps: dict[str, int] = {}  # each job's latest reported step, whichever launch reported it
         self.log_tails: dict[str, tuple[str, ...]] = {}
         self.checkpoints = CheckpointHosts(store, clock)
+        self.newer_copies: set[tuple[str, str, int]] = set()  # (host, agent id, generation): recovery.py
         self.read_only = False  # a watch-only controller: launch, profile and stop nothing
         self._tasks: set[asyncio.Task] = set()
 
@@ -92,7 +93,7 @@ class Executor:
         return [*self.runs.values(), *(r for rs in self.profiles.values() for r in rs)]
 
     def busy_gpus(self) -> dict[str, set[int]]:
-        return union_gpus(gpus_held(self.all_runs()), outside_gpus(self.cluster, self.store.store_id))
+        return union_gpus(gpus_held(self.all_runs()), outside_gpus(self.cluster, self.store.store_id, self.newer_copies))
 
     def in_profiling_round(self, job_id: str) -> bool:
         """Profiled as a new job (not planned meanwhile); a side run leaves the job to the plans."""
@@ -102,7 +103,7 @@ class Executor:
         """GPUs in use yet in no allocation a plan knows of: profiling runs', and processes this
         store did not start."""
         return union_gpus(gpus_held(r for rs in self.profiles.values() for r in rs),
-                          outside_gpus(self.cluster, self.store.store_id))
+                          outside_gpus(self.cluster, self.store.store_id, self.newer_copies))
 
     def find(self, host: str, agent_id: str, generation: int) -> tuple[Run, RankProc] | None:
         for run in self.all_runs():

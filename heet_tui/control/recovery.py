@@ -9,6 +9,11 @@ nobody waits for any more). A stale generation that finished the job while its h
 off makes the job done. A process another state store started (its agent id names that
 store) is left running: it is not this controller's to stop, and its controller may come back
 for it; its GPUs are kept out of plans meanwhile (``runtime.foreign_gpus``).
+
+A process that names this store but a job it never had, or a generation newer than it ever
+launched, was started by a newer copy of this state directory: this one is a restored backup
+or an old copy. Fenced as stale, it was a running job of the newer copy killed (six at once,
+seen); it is left running like another store's, and said loudly.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class Verdict:
     remote: RemoteJob
-    action: str  # adopt | exited | fence | foreign | finished | ignore
+    action: str  # adopt | exited | fence | foreign | newer | finished | ignore
 
 
 def rebuild_runs(store: Store, executor: Executor, now: float, why: str = "controller restarted") -> list[str]:
@@ -101,6 +106,8 @@ def judge_reported(executor: Executor, store: Store, host: str, jobs: tuple[Remo
             out.append(Verdict(remote, "adopt" if remote.running else "exited"))
         elif remote.running and other is not None and other != mine:
             out.append(Verdict(remote, "foreign"))
+        elif remote.running and other == mine and _never_launched_here(store, parsed, remote.generation):
+            out.append(Verdict(remote, "newer"))
         elif remote.running:  # ours, or from a version that did not name the store: stale
             out.append(Verdict(remote, "fence"))
         elif other == mine and _finished_while_cut_off(store, remote):
@@ -119,6 +126,14 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
     if foreign:
         notes.append(f"{host}: left running the processes another state store started there (GPUs "
                      f"{', '.join(map(str, foreign))}); plans keep off those GPUs")
+    newer = {(host, v.remote.job_id, v.remote.generation) for v in verdicts if v.action == "newer"}
+    for said in sorted(newer - executor.newer_copies):
+        notes.append(f"{host} runs {said[1]} generation {said[2]}, which this state store never launched: a newer "
+                     f"copy of {store.dir} started it (is this one a restored backup or an old copy?). It is left "
+                     "running and its GPUs kept out of plans; if the newer state directory exists, stop this "
+                     "controller and run heet-tui with that --state")
+        store.add_event(now, "host", notes[-1], None, host)
+    executor.newer_copies = {k for k in executor.newer_copies if k[0] != host} | newer
     for v in verdicts:
         r = v.remote
         if v.action == "adopt":
@@ -150,6 +165,11 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
         if run.all_exited:
             executor._after_exit(run)
     return notes
+
+
+def _never_launched_here(store: Store, parsed: tuple[str, str, int], generation: int) -> bool:
+    rec = store.job(parsed[0])
+    return rec is None or (parsed[1] == "r" and generation > rec.generation)
 
 
 def _finished_while_cut_off(store: Store, remote: RemoteJob) -> bool:

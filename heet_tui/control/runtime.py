@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -50,25 +50,26 @@ def store_part(agent_id: str) -> str | None:
     return m["store"] if m else None
 
 
-def foreign_gpus(cluster, store_id: str) -> dict[str, set[int]]:
-    """host -> GPUs held by live processes another state store started (``recovery`` leaves
-    them running), from what the agents last reported."""
+def foreign_gpus(cluster, store_id: str, newer: Collection[tuple[str, str, int]] = ()) -> dict[str, set[int]]:
+    """host -> GPUs held by live processes another state store started, or a newer copy of this
+    one (``newer``: (host, agent id, generation)); ``recovery`` leaves them running. From what
+    the agents last reported."""
     held: dict[str, set[int]] = {}
     for status in cluster.status():
         for job in cluster.jobs(status.name):
             if not job.running:  # agents keep up to 100 ended records each: skip them before the regex
                 continue
             other = store_part(job.job_id)
-            if other is not None and other != store_id[:8]:
+            if (other is not None and other != store_id[:8]) or (status.name, job.job_id, job.generation) in newer:
                 held.setdefault(status.name, set()).update(job.gpus)
     return held
 
 
-def outside_gpus(cluster, store_id: str) -> dict[str, set[int]]:
+def outside_gpus(cluster, store_id: str, newer: Collection[tuple[str, str, int]] = ()) -> dict[str, set[int]]:
     """host -> GPUs in use by processes this state store did not start: another store's jobs,
     and processes heet did not start at all (someone's notebook: cluster/gpu_users.py); and
     the free GPUs of hosts whose agent launches nothing now (a full disk)."""
-    return union_gpus(foreign_gpus(cluster, store_id), gpus_used_by_others(cluster.status()),
+    return union_gpus(foreign_gpus(cluster, store_id, newer), gpus_used_by_others(cluster.status()),
                       free_gpus_of_blocked(cluster.status()))
 
 

@@ -44,7 +44,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         for r in run.ranks.values():
             if not r.exited:
                 gpu_jobs.setdefault(r.host, []).extend((g, run.job_id) for g in r.gpus)
-    for host, gpus in foreign_gpus(ctl.cluster, ctl.store.store_id).items():  # left running, not ours
+    for host, gpus in foreign_gpus(ctl.cluster, ctl.store.store_id, ex.newer_copies).items():  # left running
         gpu_jobs.setdefault(host, []).extend((g, OTHER_STORE) for g in gpus)
     why = drain_reasons(ctl.store) | {h: "removed from the hosts file: its jobs move off first"
                                       for h in ctl.hosts_reloader.leaving}

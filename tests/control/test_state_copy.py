@@ -48,3 +48,52 @@ def test_a_controller_on_a_copy_of_the_state_is_refused_and_takes_over_once_the_
             await second.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_restored_backup_leaves_the_newer_copys_jobs_running(tmp_path: Path) -> None:
+    """Seen: the controller stopped for an upgrade, then run on a backup of its state taken before
+    a job was submitted: it fenced that job ("stopped stale late generation 1"), six jobs at once
+    on another try, as processes of its own store that it did not know."""
+    import sqlite3
+
+    from control_lab import job, write_job
+
+    from heet_tui.control.snapshot_build import OTHER_STORE
+    from heet_tui.control.store import DB_NAME
+    from heet_tui.core.intents import SubmitJob
+    from heet_tui.core.job import JobState
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("h", "T4", 2, 1.0)]))
+    options = ControllerOptions(interval_s=0.2, auto_approve=True, profile=False)
+    (tmp_path / "backup").mkdir(mode=0o700)
+
+    async def scenario() -> None:
+        first = Controller(hosts, Store(tmp_path / "state"), options)
+        await first.start()
+        try:
+            await first.post(SubmitJob(str(write_job(tmp_path, "a", steps=100_000, max_gpus=1, every=1000))))
+            await wait_for(first, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
+            with sqlite3.connect(tmp_path / "state" / DB_NAME) as src, \
+                    sqlite3.connect(tmp_path / "backup" / DB_NAME) as dst:
+                src.backup(dst)  # the backup knows a, not what comes next
+            await first.post(SubmitJob(str(write_job(tmp_path, "late", steps=100_000, max_gpus=1, every=1000))))
+            await wait_for(first, lambda s: job(s, "late").state is JobState.RUNNING, 60, "late running")
+        finally:
+            await first.stop()  # jobs keep running on their hosts
+        backup = Store(tmp_path / "backup")
+        second = Controller(hosts, backup, options)
+        await second.start()
+        try:
+            snap = await wait_for(second, lambda s: any("which this state store never launched" in n
+                                                        for n in s.notices), 30, "the newer copy's job said")
+            assert "late.r0." in next(n for n in snap.notices if "never launched" in n)
+            await asyncio.sleep(2.0)  # rounds go by
+            late = [j for j in second.cluster.jobs("h") if j.job_id.startswith("late.r0.")]
+            assert late and late[0].running, "the newer copy's job runs on"
+            assert not [e for e in backup.events(limit=200) if e.kind == "fence"], "nothing fenced"
+            assert job(second.hub.latest, "a").state is JobState.RUNNING, "what both copies know is adopted"
+            (status,) = second.hub.latest.hosts
+            assert sorted(who for _, who in status.gpu_jobs) == sorted(["a", OTHER_STORE]), "plans keep off its GPU"
+        finally:
+            await second.stop()
+    run_and_clean(scenario, tmp_path)
