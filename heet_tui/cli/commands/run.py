@@ -32,8 +32,11 @@ SETTLE_S = 3.0  # a proposed plan is announced once it has stood this long
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run the controller headless (no TUI)")
     add_location_options(p)
-    p.add_argument("--auto-approve", action="store_true", help="apply plans whose predicted gain is above "
-                   "--gain-threshold, and plans that move jobs off drained hosts, without asking")
+    # Neither flag: as last set (here, or t in the TUI). A plain store_true wrote "off" at every
+    # restart, and after an upgrade the queue waited for approvals again.
+    p.add_argument("--auto-approve", action=argparse.BooleanOptionalAction, default=None,
+                   help="apply plans whose predicted gain is above --gain-threshold, and plans that move jobs off "
+                        "drained hosts, without asking (default: as last set, here or with t in the TUI)")
     p.add_argument("--until-idle", action="store_true", help="exit when every job is done, failed or cancelled")
     p.add_argument("--interval", type=finite_float, default=2.0, metavar="S", help="seconds between rounds (default 2)")
     p.add_argument("--policy", default=None, help="scheduling policy (default: the last one used, else heet)")

@@ -1,0 +1,26 @@
+"""`heet-tui run` restarted (an upgrade, a reboot) keeps what was set: auto-approve was written
+"off" by every run without --auto-approve, and the queue waited for approvals again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from control_lab import write_local_hosts
+
+from heet_tui.cli.main import main
+from heet_tui.control.store import Store
+
+
+def test_auto_approve_stays_as_last_set_until_a_run_says_otherwise(tmp_path: Path) -> None:
+    where = ["--hosts", str(write_local_hosts(tmp_path, [("h", "T4", 1, 1.0)])), "--state", str(tmp_path / "state")]
+
+    def remembered() -> bool:
+        return json.loads(Store(tmp_path / "state").setting("auto_approve") or "false")
+
+    assert main(["run", "--until-idle", "--auto-approve", "--no-profile", *where]) == 0
+    assert remembered()
+    assert main(["run", "--until-idle", "--no-profile", *where]) == 0
+    assert remembered(), "a restart without the flag keeps it"
+    assert main(["run", "--until-idle", "--no-auto-approve", "--no-profile", *where]) == 0
+    assert not remembered()
