@@ -205,3 +205,43 @@ def test_log_follow_goes_on_through_a_controller_restart(tmp_path: Path, capsys:
     assert any(line.startswith("(following again through the controller, pid") for line in out), out
     steps = [json.loads(line.split("@heet-progress ", 1)[1])["step"] for line in out if "@heet-progress" in line]
     assert steps == sorted(set(steps)) and steps[-1] == 150, steps
+
+
+def test_log_follow_waits_out_a_controller_that_does_not_answer(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Seen: the controller stopped with kill -STOP for a minute; `log -f` ended with "the
+    controller did not answer in time" (exit 1) while the job ran on."""
+    from heet_tui.cli.commands import log as log_cli
+    from heet_tui.config.job_spec import parse_job_text
+
+    store = Store(tmp_path / "state")
+    spec = parse_job_text('name = "a"\ncommand = ["python3", "t.py"]\nmodel = "m"\nbatch_size = 8\n'
+                          "target = { steps = 10 }\n", tmp_path / "a.toml")
+    store.add_job(spec, 1.0)
+    store.set_state("a", JobState.RUNNING, 2.0)
+    head = "a generation 1, rank 0 on h, last {} line(s):"
+    replies = [(head.format(1), "step 1"), "hang", "hang", (head.format(500), "step 1", "step 2"),
+               (head.format(500), "step 1", "step 2", "step 3")]
+
+    class Backend:
+        gone = None
+
+        def __init__(self, _state) -> None: ...
+
+        async def start(self) -> None: ...
+
+        async def stop(self) -> None: ...
+
+        async def job_log(self, job_id, lines, rank=0):
+            reply = replies.pop(0)
+            if reply == "hang":
+                await asyncio.sleep(30)
+            if len(replies) == 1:
+                store.set_state("a", JobState.DONE, 3.0)
+            return reply
+
+    monkeypatch.setattr(log_cli, "AttachedBackend", Backend)
+    monkeypatch.setattr(log_cli, "FOLLOW_EVERY_S", 0.0)
+    monkeypatch.setattr(log_cli, "REPLY_TIMEOUT_S", 0.1)
+    asyncio.run(log_cli._ask(store, "a", 1, True))
+    assert capsys.readouterr().out.splitlines() == [
+        head.format(1), "step 1", "(the controller has not answered for 0.1 s; still following)", "step 2", "step 3"]

@@ -74,6 +74,11 @@ async def _ask(store: Store, job_id: str, lines: int, follow: bool, rank: int = 
             await asyncio.sleep(0 if ended else FOLLOW_EVERY_S)
             try:
                 fetched = await asyncio.wait_for(backend.job_log(job_id, MAX_LINES, rank), REPLY_TIMEOUT_S)
+            except TimeoutError:  # a hung controller (kill -STOP, a very long round): its jobs run on
+                if not waiting:
+                    print(f"(the controller has not answered for {REPLY_TIMEOUT_S:g} s; still following)", flush=True)
+                waiting = True
+                continue
             except ValueError as exc:  # its host dropped out: the job may well run on (host_loss.py)
                 if backend.gone is not None:
                     continue  # the controller stopped: its jobs run on, and a restarted one is followed
