@@ -205,12 +205,20 @@ class HostSupervisor:
 
     async def _serve(self, client: AgentClient) -> ConnectFailure:
         """Wait until the link fails or goes silent; return why."""
-        last_ping = time.monotonic()
+        last_ping = awake = time.monotonic()
+        resumed = 0.0
         while not self._stopping:
             wait = min(1.0, self.options.heartbeat_timeout_s / 4)
             with contextlib.suppress(asyncio.TimeoutError):
                 return await asyncio.wait_for(asyncio.shield(client.closed), wait)
-            silent = time.monotonic() - client.last_message
+            now = time.monotonic()
+            if now - awake > wait + self.options.heartbeat_timeout_s / 2:
+                # The controller itself did not run (kill -STOP, a suspended laptop, a starved box):
+                # the agent's heartbeats wait unread in the pipe. Judged as the hosts' silence,
+                # every host was "out" at once after a pause of the controller's own.
+                resumed = now
+            awake = now
+            silent = now - max(client.last_message, resumed)
             if silent > self.options.heartbeat_timeout_s:
                 return Unreachable(f"no heartbeat for {silent:.0f} s")
             if time.monotonic() - last_ping > PING_EVERY_S:
