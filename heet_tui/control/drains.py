@@ -9,6 +9,7 @@ host drained by the controller said so only in a notice that was gone six second
 from __future__ import annotations
 
 import json
+import time
 
 from heet_tui.control.store import Store
 
@@ -26,6 +27,15 @@ def drain_reasons(store: Store) -> dict[str, str]:
         return {str(k): str(v) for k, v in reasons.items()}
     except (ValueError, AttributeError):
         return {}
+
+
+def drain_by_hand(store: Store, host: str, drained: bool, at: float, how: str) -> None:
+    """A drain or undrain by a person, recorded with when and how: the controller's own drains
+    were events, and someone's drain at 3 a.m. was nowhere but in the drained set."""
+    when = time.strftime("%H:%M:%S", time.localtime(at))
+    set_drained(store, host, drained, f"drained by hand at {when} ({how})" if drained else "")
+    store.add_event(at, "drained" if drained else "undrained",
+                    f"{host} {'drained' if drained else 'back in service'} by hand ({how})", None, host)
 
 
 def set_drained(store: Store, host: str, drained: bool, why: str = "") -> None:

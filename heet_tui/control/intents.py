@@ -13,7 +13,7 @@ from heet_tui.config.job_spec import load_job_specs, spec_file, spec_paths
 from heet_tui.control import planning
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse
 from heet_tui.control.codec import constraints_to_obj
-from heet_tui.control.drains import set_drained
+from heet_tui.control.drains import drain_by_hand
 from heet_tui.control.job_update import apply_update, planned_updates
 from heet_tui.control.retry import retry_job
 from heet_tui.control.user_constraints import PendingEdits
@@ -211,7 +211,7 @@ class IntentHandler:
         ctl = self.ctl
         if intent.host not in ctl.hosts.names():
             raise ValueError(f"no host {intent.host!r} in {ctl.hosts.path}")
-        set_drained(ctl.store, intent.host, intent.drained, "drained by you" if intent.drained else "")
+        drain_by_hand(ctl.store, intent.host, intent.drained, ctl.clock(), "d in the TUI")
         return f"{intent.host} {'drained: its jobs move at the next plan' if intent.drained else 'back in service'}"
 
     async def _ConnectHost(self, intent: ConnectHost) -> str:

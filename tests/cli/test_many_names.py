@@ -10,6 +10,7 @@ import pytest
 
 from heet_tui.cli.main import main
 from heet_tui.config.job_spec import parse_job_text
+from heet_tui.control.drains import drain_reasons
 from heet_tui.control.store import Store
 
 
@@ -26,8 +27,12 @@ def test_a_rack_is_drained_and_undrained_in_one_call(tmp_path: Path, capsys: pyt
     assert main(["hosts", "drain", "rack2-*", "rack3-h01", *where]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 11 and out[0] == "rack2-h01 drained: its jobs move at the next plan"
-    drained = json.loads(Store(tmp_path / "state").setting("drained"))
+    store = Store(tmp_path / "state")
+    drained = json.loads(store.setting("drained"))
     assert sorted(drained) == sorted([f"rack2-h{h:02d}" for h in range(1, 11)] + ["rack3-h01"])
+    said = [e for e in store.events(limit=100) if e.kind == "drained"]  # who drained what, and when
+    assert len(said) == 11 and said[0].message == "rack2-h01 drained by hand (heet-tui hosts drain)"
+    assert drain_reasons(store)["rack3-h01"].startswith("drained by hand at ")
 
     assert main(["hosts", "drain", "rack1-h01", "rack9-*", *where]) == 2, "one name means nothing: none is drained"
     err = capsys.readouterr().err
@@ -37,6 +42,8 @@ def test_a_rack_is_drained_and_undrained_in_one_call(tmp_path: Path, capsys: pyt
 
     assert main(["hosts", "undrain", "rack2-h0?", *where]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 9
+    undrained = [e.message for e in Store(tmp_path / "state").events(limit=100) if e.kind == "undrained"]
+    assert len(undrained) == 9 and "rack2-h01 back in service by hand (heet-tui hosts undrain)" in undrained
     assert sorted(json.loads(Store(tmp_path / "state").setting("drained"))) == ["rack2-h10", "rack3-h01"]
 
 

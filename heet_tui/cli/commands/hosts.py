@@ -6,6 +6,7 @@ import argparse
 import fnmatch
 import json
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -221,7 +222,7 @@ def cmd_drain(args: argparse.Namespace) -> int:
     that drained a host as broken (control/host_health.py) is undone here when heet-tui runs
     headless. Several names and patterns at once: a rack of ten took ten calls."""
     from heet_tui.cli.commands.jobs import open_store
-    from heet_tui.control.drains import drained_hosts, set_drained
+    from heet_tui.control.drains import drain_by_hand, drained_hosts
 
     store = open_store(args)
     drained = drained_hosts(store)
@@ -246,6 +247,6 @@ def cmd_drain(args: argparse.Namespace) -> int:
                              + ("; nothing changed" if len(args.names) > 1 else ""))
         chosen.update(dict.fromkeys(matched))
     for name in chosen:
-        set_drained(store, name, args.drained, "drained with heet-tui hosts drain" if args.drained else "")
+        drain_by_hand(store, name, args.drained, time.time(), f"heet-tui hosts {'drain' if args.drained else 'undrain'}")
         print(f"{name} drained: its jobs move at the next plan" if args.drained else f"{name} back in service")
     return 0
