@@ -15,6 +15,7 @@ from heet_agent import inventory
 from heet_agent.gpu_sampler import GpuSampler
 from heet_agent.gpu_users import mark_others
 from heet_agent.jobs import JobError, JobTable
+from heet_agent.agent_log import open_agent_log
 from heet_agent.takeover import SessionMark, take_over
 from heet_agent.protocol import (
     AGENT_VERSION,
@@ -207,29 +208,6 @@ class Agent:
         self.handle(message)
 
 
-class QuietStream:
-    """The agent's stderr (its log file), which never raises: the log shares a disk with the
-    job table, and a full disk must not turn a line of log into the agent's death."""
-
-    def __init__(self, stream):
-        self._stream = stream
-
-    def write(self, text):
-        try:
-            return self._stream.write(text)
-        except (OSError, ValueError):
-            return len(text)
-
-    def flush(self):
-        try:
-            self._stream.flush()
-        except (OSError, ValueError):
-            pass
-
-    def __getattr__(self, name):
-        return getattr(self._stream, name)
-
-
 def _positive(value, default):
     """A hello's number of seconds, when it is one; else the agent's own default."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
@@ -288,9 +266,7 @@ def main(argv=None):
             os.chmod(private, 0o700)
         except OSError as exc:
             sys.stderr.write("heet-agent: cannot make %s private: %s\n" % (private, exc))
-    log = open(os.path.join(workdir, "agent.log"), "ab", buffering=0)
-    os.dup2(log.fileno(), 2)  # stderr never reaches the protocol stream
-    sys.stderr = QuietStream(open(2, "w", buffering=1, closefd=False))
+    open_agent_log(workdir)  # stderr never reaches the protocol stream
     sys.stderr.write("heet-agent %s pid %d starting in %s\n" % (AGENT_VERSION, os.getpid(), workdir))
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # exit; jobs keep running

@@ -326,3 +326,20 @@ def _alive(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_the_agents_log_has_the_time_on_each_line_and_is_moved_aside_when_large(tmp_path):
+    """A postmortem could not tell which agent start went with which controller event (no time
+    on any line), and the log was only ever appended to."""
+    import re
+
+    log = tmp_path / "hosts" / "h1" / "agent.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("old line\n" * 300_000)  # past what is kept
+    first = AgentProcess(tmp_path)
+    assert first.line()["event"] == "agent_start"
+    assert first.close() == 0
+    assert (tmp_path / "hosts" / "h1" / "agent.log.1").read_text().startswith("old line\n")
+    lines = log.read_text().splitlines()
+    assert len(lines) == 2 and all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d heet-agent ", line) for line in lines), lines
+    assert "starting in" in lines[0] and lines[1].endswith("exiting")
