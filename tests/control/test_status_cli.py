@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,38 @@ def test_a_watch_only_controller_is_said_to_be_one(tmp_path: Path, capsys: pytes
             assert "auto-approve" not in first
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_status_of_a_controller_that_does_not_answer_shows_what_the_store_has(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Seen under kill -STOP: status waited 5 s and printed only "cannot attach ...", exit 1: a
+    cron check got no figures at all."""
+    import heet_tui.control.attach_client as attach_client
+    from heet_tui.config.job_spec import parse_job_text
+    from heet_tui.control.attach import socket_path
+    from heet_tui.control.snapshots import ControllerLock
+
+    monkeypatch.setattr(attach_client, "CONNECT_TIMEOUT_S", 0.3)
+    hosts = write_local_hosts(tmp_path, [("h", "T4", 2, 1.0)])
+    state = tmp_path / "state"
+    store = Store(state)
+    store.add_job(parse_job_text('name = "a"\ncommand = ["python3", "t.py"]\nmodel = "m"\nbatch_size = 8\n'
+                                 "target = { steps = 10 }\n", tmp_path / "a.toml"), 1.0)
+    lock = ControllerLock(state)
+    lock.acquire()  # a controller holds the state, but is stopped
+
+    async def scenario() -> int:
+        server = await asyncio.start_unix_server(lambda r, w: None, path=str(socket_path(state)))  # never says hello
+        try:
+            return await asyncio.to_thread(main, ["status", "--state", str(state), "--hosts", str(hosts)])
+        finally:
+            server.close()
+
+    try:
+        assert asyncio.run(scenario()) == 1, "a problem, for a cron check"
+    finally:
+        lock.release()
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"controller  pid {os.getpid()} does not answer (") and "kill -STOP" in out[0], out
+    assert any(line.split()[:1] == ["h"] for line in out), "the hosts, as the file declares them"
+    assert any("queued" in line for line in out), out

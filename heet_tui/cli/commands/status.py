@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from heet_tui.cli.commands.jobs import open_store
-from heet_tui.cli.errors import CliError, UsageError
+from heet_tui.cli.errors import UsageError
 from heet_tui.cli.locations import add_location_options
 from heet_tui.cli.table import aligned, first_line, line_room
 from heet_tui.config.errors import ConfigError
@@ -47,19 +47,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_status(args: argparse.Namespace) -> int:
     store = open_store(args)
     pid = controller_running(store.dir)
+    silent = ""
     if pid is not None:
         try:
-            snap = asyncio.run(_one_snapshot(store.dir))
+            report = _live_report(asyncio.run(_one_snapshot(store.dir)), pid, store)
         except (ControllerGone, TimeoutError) as exc:
-            raise CliError(str(exc) or "the controller did not answer in time") from None
-        report = _live_report(snap, pid, store)
-    else:
+            silent = str(exc) or "the controller did not answer in time"
+    if pid is None or silent:
+        # a hung controller (kill -STOP, a long round) still leaves the store to read: a cron
+        # check got one line and exit 1, and no figures
         report = _stored_report(store, getattr(args, "hosts", None))
+        if silent:
+            report["controller"] = {"running": True, "answering": False, "pid": pid, "error": silent}
     if args.json:
         print(json.dumps(report, indent=2))
     else:
         print("\n".join(_lines(report)))
-    return 0
+    return 1 if silent else 0
 
 
 async def _one_snapshot(state_dir: Path) -> Snapshot:
@@ -121,7 +125,10 @@ def _ordered(counts: Counter[str]) -> dict[str, int]:
 
 def _lines(report: dict[str, Any]) -> list[str]:
     ctl, hosts = report["controller"], report["hosts"]
-    if ctl["running"]:
+    if ctl.get("answering") is False:
+        out = [f"controller  pid {ctl['pid']} does not answer ({ctl['error']}): hosts as the hosts file declares them, "
+               "jobs as the store last has them", f"hosts       {len(hosts)}"]
+    elif ctl["running"]:
         mode = ("watch-only (started by heet-tui --read-only: it launches, profiles and applies nothing)"
                 if ctl["read_only"] else f"policy {ctl['policy']}, auto-approve {'on' if ctl['auto_approve'] else 'off'}")
         out = [f"controller  running (pid {ctl['pid']}), {mode}; log {ctl['log']}"]
