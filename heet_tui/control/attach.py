@@ -73,6 +73,11 @@ class AttachServer:
         self._tasks: set[asyncio.Task] = set()
         self._writers: set[asyncio.StreamWriter] = set()
 
+    @property
+    def viewers(self) -> int:
+        """Processes attached now: other TUIs, ``log -f``, a ``status`` under way."""
+        return len(self._writers)
+
     async def start(self) -> None:
         _private_parent(self.path)
         self.path.unlink(missing_ok=True)  # a dead controller's; the state lock says none is live

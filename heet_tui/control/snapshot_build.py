@@ -96,6 +96,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         profiles=tuple(profiles), policy=ctl.policy_name, auto_approve=ctl.auto_approve, mode="controller",
         read_only=ctl.opt.read_only,
         interval_s=ctl.opt.interval_s,
+        viewers=ctl.attach_server.viewers,
         held_why=(ctl.held_why or "") if ctl.auto_approve and ctl.pending_plan_id is not None else "",
         notices=tuple(ctl.notices[-20:]), notices_total=ctl.notices.total, hidden_ended=hidden_ended,
         profiles_hidden=sum(r.job.state.terminal and r.job.id not in recent_done for r in records)

@@ -89,6 +89,7 @@ class Snapshot:
     mode: str = "controller"  # or "demo"
     read_only: bool = False  # a controller that only watches: it launches, profiles and applies nothing
     held_why: str = ""  # why auto-approve, on, leaves the pending plan to the user
+    viewers: int = 0  # processes attached to the controller (other TUIs, log -f): a quit stops it for them
     interval_s: float = 0.0  # seconds between the controller's rounds (each publishes one); 0: not said
     notices: tuple[str, ...] = field(default=())  # the latest of them
     notices_total: int = 0  # how many notices were ever published (0: not counted; the reader counts ``notices``)

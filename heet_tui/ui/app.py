@@ -38,6 +38,7 @@ from heet_tui.core.plan import PredictedEffect
 from heet_tui.core.snapshot import HostStatus, Snapshot
 from heet_tui.ui.commands import HeetCommands, example_job_specs
 from heet_tui.ui.controller_link import AGE_EVERY_S, ControllerLink
+from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.dialogs.help import HelpDialog
 from heet_tui.ui.dialogs.host_key import HostKeyDialog, fingerprint_in
 from heet_tui.ui.dialogs.prompt import PromptDialog
@@ -255,6 +256,24 @@ class HeetApp(ControllerLink, App[int]):
         self.push_screen(HostKeyDialog(host.name, fp, host.message), answered)
 
     # -- palette and global actions -----------------------------------------------------------------
+
+    async def action_quit(self) -> None:
+        """Quitting the TUI that runs the controller stops it for every viewer attached to it:
+        other TUIs (which then read "controller stopped") and log -f. Asked first when there are any."""
+        snap = self.latest
+        if isinstance(self.screen, ConfirmDialog) or self.reattach is not None or self.stopped or snap is None \
+                or snap.mode != "controller" or not snap.viewers:
+            if not isinstance(self.screen, ConfirmDialog):
+                self.exit()
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.exit()
+
+        self.push_screen(ConfirmDialog(
+            f"{snap.viewers} other viewer(s) are attached to the controller this TUI runs (other TUIs, log -f): "
+            "quitting stops it for them too, and the jobs train on unwatched. Quit?", yes="Quit"), answered)
 
     def action_help(self) -> None:
         self.push_screen(HelpDialog())

@@ -43,6 +43,8 @@ def test_a_jobs_log_is_read_from_its_host_running_and_ended_and_through_an_attac
             assert 2 <= len(running) <= 6 and any("@heet-progress" in line for line in running[1:])
             await attached.start()
             assert (await attached.job_log("a", 5))[0].startswith("a generation 1, rank 0 on solo")
+            await ctl.publish()
+            assert ctl.hub.latest.viewers == 1, "counted, for the TUI that runs it to ask before it quits"
             with pytest.raises(ValueError, match="no job 'nope'"):
                 await attached.job_log("nope")
             # heet-tui log: the same request from the command line, through the same socket
