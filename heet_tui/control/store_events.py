@@ -18,6 +18,10 @@ from heet_tui.control.store_records import EventRecord
 # a user to controller.log for what the controller did and why, and it held only start, stop
 # and errors. Elsewhere (the CLI) nothing shows them: INFO is below what Python prints unasked.
 events_log = logging.getLogger("heet_tui.events")
+# The newest events kept (tens of MB): a busy lab adds one a second, and the table only grew.
+# Pruned every PRUNE_EVERY inserts, by id, so an insert stays cheap.
+KEEP_EVENTS = 200_000
+PRUNE_EVERY = 1000
 
 
 class EventRows:
@@ -29,8 +33,10 @@ class EventRows:
                   host: str | None = None) -> None:
         events_log.info("%s: %s", kind, message)  # first: a store that cannot take it leaves it in the log
         with self._tx() as db:
-            db.execute("INSERT INTO events (at, kind, job_id, host, message) VALUES (?, ?, ?, ?, ?)",
-                       (at, kind, job_id, host, message))
+            row = db.execute("INSERT INTO events (at, kind, job_id, host, message) VALUES (?, ?, ?, ?, ?)",
+                             (at, kind, job_id, host, message)).lastrowid or 0
+            if row % PRUNE_EVERY == 0 and row > KEEP_EVENTS:
+                db.execute("DELETE FROM events WHERE id <= ?", (row - KEEP_EVENTS,))
 
     def events(self, job_id: str | None = None, limit: int = 50) -> list[EventRecord]:
         where = " WHERE job_id = ?" if job_id else ""

@@ -218,3 +218,17 @@ def test_a_launch_behind_the_furthest_step_shows_where_it_is_and_crashes_still_c
     assert store.job("j").job.steps_done == 10
     store.update_progress("j", 61, 1952.0, None, clear_crashes=True, current=True)
     assert (store.job("j").job.steps_done, store.job("j").crashes) == (61, 0), "new ground"
+
+
+def test_only_the_newest_events_are_kept(tmp_path: Path, monkeypatch) -> None:
+    """A busy lab adds an event a second, and the table only grew."""
+    from heet_tui.control import store_events
+
+    monkeypatch.setattr(store_events, "KEEP_EVENTS", 50)
+    monkeypatch.setattr(store_events, "PRUNE_EVERY", 10)
+    store = Store(tmp_path / "state")
+    for i in range(1, 201):
+        store.add_event(float(i), "filler", f"event {i}")
+    kept = store.events(limit=1000)
+    assert 50 <= len(kept) < 60 and kept[-1].message == "event 200", len(kept)
+    assert [e.message for e in kept[-50:]] == [f"event {i}" for i in range(151, 201)], "the newest, in order"
