@@ -59,3 +59,20 @@ def test_a_job_name_not_found_is_answered_with_close_ones(tmp_path: Path, capsys
     assert main(["cancel", "sweep-1", "swep-*", "--state", str(tmp_path / "state")]) == 2
     err = capsys.readouterr().err
     assert 'no job "swep-*" (40 active jobs; closest: ' in err and "nothing cancelled" in err
+
+
+def test_a_pattern_that_names_only_jobs_in_other_states_says_so(tmp_path: Path, capsys) -> None:
+    """Seen: `retry 'job-*'` when every job-* was done said `no job "job-*" (ended jobs: c1, c2)`."""
+    from heet_tui.core.job import JobState
+
+    store = Store(tmp_path / "state")
+    for name in ("job-1", "job-2", "c1"):
+        store.add_job(parse_job_text(f'name = "{name}"\ncommand = ["python3", "t.py"]\nmodel = "m"\n'
+                                     "batch_size = 8\ntarget = { steps = 10 }\n", tmp_path / "j.toml"), 1.0)
+    for name, state in (("job-1", JobState.DONE), ("job-2", JobState.DONE), ("c1", JobState.CANCELLED)):
+        store.set_state(name, JobState.RUNNING if state is JobState.DONE else state, 2.0)
+        if state is JobState.DONE:
+            store.set_state(name, state, 3.0)
+    assert main(["retry", "job-*", "--state", str(tmp_path / "state")]) == 2
+    err = capsys.readouterr().err
+    assert 'no job "job-*" that can be retried (it names 2 done job(s): job-1, job-2)' in err, err

@@ -69,9 +69,22 @@ def resolve_jobs(store: Store, names: list[str], ended: bool = False, verb: str 
     if missing:
         known = known_names([j.id for j in pool], missing[0], "ended jobs" if ended else "active jobs")
         what = " or ".join(f'"{m}"' for m in missing)
+        elsewhere = [j for j in _all_named(store, missing[0]) if j.id not in {p.id for p in pool}]
+        if elsewhere:  # they exist, in a state this verb leaves alone: say so, not "no job"
+            states_of = sorted({j.state.value for j in elsewhere})
+            what += f" that can be {verb}"
+            known = (f"it names {len(elsewhere)} {' or '.join(states_of)} job(s): "
+                     f"{', '.join(j.id for j in elsewhere[:5])}{' ...' if len(elsewhere) > 5 else ''}")
         raise UsageError(f"no job {what} ({known})"
                          + (f"; nothing {verb}" if len(names) > 1 else ""))
     return list(found.values())
+
+
+def _all_named(store: Store, name: str) -> list[Job]:
+    if any(c in name for c in PATTERN_CHARS):
+        return [r.job for r in store.jobs(include_terminal=True) if fnmatch.fnmatchcase(r.job.id, name)]
+    rec = store.find_job(name)
+    return [rec.job] if rec else []
 
 
 def _cancel(store: Store, job: Job, pid: int | None) -> None:
