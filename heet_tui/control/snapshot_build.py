@@ -50,7 +50,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
                                       for h in ctl.hosts_reloader.leaving}
     hosts = tuple(replace(s, drained=s.name in drained, gpu_jobs=tuple(sorted(gpu_jobs.get(s.name, ()))),
                           drained_why=why.get(s.name, "") if s.name in drained else "")
-                  for s in ctl.cluster.status())
+                  for s in _in_file_order(ctl.cluster.status(), ctl.hosts.names()))
     events_by_job: dict[str, list[str]] = {}
     for e in ctl.store.events(limit=200):
         if e.job_id:
@@ -136,3 +136,11 @@ def _profile(ctl: Controller, job_id: str, spec, hosts) -> JobProfile:
             if value > 0:
                 cells.append(ProfileCell(t, key, value, False, spread))
     return JobProfile(job_id, tuple(cells))
+
+
+def _in_file_order(statuses, names: tuple[str, ...]) -> list:
+    """As the hosts file lists them: a host added while running came last, and an edited one
+    moved to the end of `status`, while the TUI kept the file's order. Hosts on their way out
+    (removed from the file) follow."""
+    place = {name: i for i, name in enumerate(names)}
+    return sorted(statuses, key=lambda s: place.get(s.name, len(place)))

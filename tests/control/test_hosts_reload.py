@@ -55,6 +55,10 @@ def test_hosts_added_broken_and_removed_while_the_controller_runs(tmp_path: Path
                            30, "host two, reconnected")
             said = [e.message for e in store.events(limit=100) if e.kind == "host" and e.host == "two"]
             assert said == [], f"reconnected on purpose, it was never out: {said}"
+            write_local_hosts(tmp_path, [("one", "A100", 1, 0.5), ("two", "T4", 2, 0.25)])  # the first one edited
+            snap = await wait_for(ctl, lambda s: any("reconnecting one" in n for n in s.notices)
+                                  and ready(s, {"one", "two"}), 30, "host one, reconnected")
+            assert [h.name for h in snap.hosts] == ["one", "two"], "in the file's order, as the TUI shows them"
 
             good = path.read_text()
             path.write_text(good + "\n[[hosts]]\nname = 3\n")
@@ -68,7 +72,7 @@ def test_hosts_added_broken_and_removed_while_the_controller_runs(tmp_path: Path
 
             path.write_text(first)
             snap = await wait_for(ctl, lambda s: {h.name for h in s.hosts} == {"one"}, 30, "host two removed")
-            assert "hosts file reloaded: removed two" in snap.notices
+            assert "hosts file reloaded: removed two; reconnecting one" in snap.notices  # one back as it was
         finally:
             await ctl.stop()
 
