@@ -36,7 +36,7 @@ def test_a_controller_on_a_copy_of_the_state_is_refused_and_takes_over_once_the_
             snap = await wait_for(second, lambda s: s.hosts[0].state is HostState.AGENT_ERROR, 30,
                                   "the copy's controller refused")
             assert "another heet-tui controller of the same state store (a copy" in snap.hosts[0].message
-            await asyncio.sleep(3.0)  # the second retries meanwhile; the first must not lose the host
+            await asyncio.sleep(1.5)  # the second retries meanwhile; the first must not lose the host
             await first.publish()
             assert first.hub.latest.hosts[0].state is HostState.READY
             assert not any("lost" in e.message or "out" in e.kind for e in first.store.events(limit=100))
