@@ -10,6 +10,7 @@ controller.log, where the help sends users, had no line of it.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 
 KEEP = 200
@@ -20,6 +21,7 @@ class Notices(list[str]):
     def __init__(self) -> None:
         super().__init__()
         self.total = 0  # lines ever added
+        self.times: list[float] = []  # when each kept line was added: `status` showed an old one as news
 
     def append(self, notice: str, logged: bool = False) -> None:
         """``logged``: the caller logged it already (at its own level, with its traceback)."""
@@ -33,9 +35,11 @@ class Notices(list[str]):
         for notice in added if not logged else ():
             log.info("notice: %s", notice)
         super().extend(added)
+        self.times.extend([time.time()] * len(added))
         self.total += len(added)
         if len(self) > KEEP:
             del self[:len(self) - KEEP]
+            del self.times[:len(self.times) - KEEP]
 
     def __iadd__(self, notices: Iterable[str]) -> Notices:  # type: ignore[override]
         self.extend(notices)

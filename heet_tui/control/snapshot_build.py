@@ -98,7 +98,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         interval_s=ctl.opt.interval_s,
         viewers=ctl.attach_server.viewers,
         held_why=(ctl.held_why or "") if ctl.auto_approve and ctl.pending_plan_id is not None else "",
-        notices=tuple(ctl.notices[-20:]), notices_total=ctl.notices.total, hidden_ended=hidden_ended,
+        notices=tuple(ctl.notices[-20:]), notices_at=tuple(ctl.notices.times[-20:]), notices_total=ctl.notices.total, hidden_ended=hidden_ended,
         profiles_hidden=sum(r.job.state.terminal and r.job.id not in recent_done for r in records)
         + sum(n for _, n in hidden_ended),
     )

@@ -92,6 +92,7 @@ class Snapshot:
     viewers: int = 0  # processes attached to the controller (other TUIs, log -f): a quit stops it for them
     interval_s: float = 0.0  # seconds between the controller's rounds (each publishes one); 0: not said
     notices: tuple[str, ...] = field(default=())  # the latest of them
+    notices_at: tuple[float, ...] = ()  # when each of ``notices`` was said (empty: not known)
     notices_total: int = 0  # how many notices were ever published (0: not counted; the reader counts ``notices``)
     # Ended jobs beyond the latest few are left out (a lab's store holds thousands); per state,
     # how many, so the counts on screen stay whole.

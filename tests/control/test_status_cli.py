@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,8 @@ def test_with_a_controller_it_shows_who_holds_which_gpus_and_the_pending_plan(
             for host, gpus in held.hosts:
                 assert rows[host][3] == f"{len(gpus)}/{2 if host == 'one' else 1}" and rows[host][4] == "a"
             assert "jobs        1 running  (heet-tui jobs)" in out
+            said = [line for line in out if line.startswith("notice      ")]  # dated: it may be old news
+            assert said and re.match(r"notice      \d\d:\d\d:\d\d plan #\d+: 1 step\(s\) done", said[-1]), said
             report = json.loads("\n".join(await status("--json")))
             assert report["controller"]["running"] and report["jobs"] == {"running": 1}
             assert sum(h["busy"] for h in report["hosts"]) == held.num_gpus

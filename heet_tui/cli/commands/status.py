@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -100,7 +101,8 @@ def _live_report(snap: Snapshot, pid: int, store: Store) -> dict[str, Any]:
     return {"controller": {"running": True, "pid": pid, "policy": snap.policy, "auto_approve": snap.auto_approve,
                            "read_only": snap.read_only, "log": str(store.dir / "controller.log")},
             "hosts": [_host_row(h) for h in snap.hosts], "jobs": _ordered(counts), "plan": plan,
-            "notices": list(snap.notices[-2:])}
+            "notices": list(snap.notices[-2:]),
+            "notices_at": list(snap.notices_at[-2:]) if len(snap.notices_at) == len(snap.notices) else []}
 
 
 def _stored_report(store: Store, hosts_arg: str | None) -> dict[str, Any]:
@@ -156,8 +158,10 @@ def _lines(report: dict[str, Any]) -> list[str]:
     if ctl["running"]:
         out.append(f"plan        #{plan['id']} pending ({plan['changes']}): heet-tui plan show" if plan
                    else "plan        none pending: the current allocation stands")
-    for notice in report["notices"]:
-        out.append(f"notice      {_first_line(notice)}")
+    said_at = report.get("notices_at") or [None] * len(report["notices"])
+    for notice, at in zip(report["notices"], said_at, strict=True):  # the latest, which may be old news: dated
+        when = time.strftime("%H:%M:%S ", time.localtime(at)) if at else ""
+        out.append(f"notice      {when}{_first_line(notice)}")
     return out
 
 
