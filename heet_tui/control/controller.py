@@ -59,6 +59,7 @@ from heet_tui.core.sched_input import ClusterView, Constraints
 from heet_tui.core.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
+PAUSE_SAID_S = 30.0  # a wait between rounds this much longer than asked is the controller's own pause
 STOP_TIMEOUT_S = 30.0  # a plan step may be waiting out a job's stop grace period
 
 
@@ -223,8 +224,13 @@ class Controller:
             on_host_changed(self, event.host, event.status)
 
     async def _rounds(self) -> None:
+        paused_s = 0.0
         while not self._stopping:
             try:
+                if paused_s > PAUSE_SAID_S:  # in the log and events: a postmortem reads it beside the hosts'
+                    self.store.add_event(self.clock(), "controller", f"the controller did not run for {paused_s:.0f} s"
+                                         " (stopped with kill -STOP, its machine suspended, or starved of CPU)")
+                paused_s = 0.0
                 if self.store_health.writable():
                     await self.store_health.resync(self.executor, self.cluster, self._on_event)
                     await self.round()
@@ -238,9 +244,11 @@ class Controller:
                 with contextlib.suppress(Exception):
                     await self.publish()  # the notice, with the figures as last known
             self._wake.clear()
+            waited_from = time.monotonic()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.opt.interval_s):
                     await self._wake.wait()
+            paused_s = time.monotonic() - waited_from - self.opt.interval_s
             if not self._stopping:
                 await asyncio.sleep(min(0.2, self.opt.interval_s))  # coalesce bursts of events
 

@@ -48,3 +48,32 @@ def test_progress_and_heartbeats_wait_for_the_next_round_and_an_exit_does_not(tm
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_pause_of_the_controllers_own_is_an_event(tmp_path: Path, monkeypatch) -> None:
+    """After kill -STOP for a minute the log read like an outage of every host, with nothing said of
+    the controller's own pause."""
+    import time
+
+    from heet_tui.control import controller as controller_module
+
+    monkeypatch.setattr(controller_module, "PAUSE_SAID_S", 0.5)
+    hosts = load_hosts(write_local_hosts(tmp_path, [("h", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, profile=False))
+        await ctl.start()
+        try:
+            for _ in range(3):  # the loop stands still, as under kill -STOP (caught between rounds)
+                await asyncio.sleep(0.3)
+                time.sleep(1.5)
+                await asyncio.sleep(0.5)
+                if any(e.kind == "controller" and "did not run for" in e.message for e in store.events(limit=20)):
+                    break
+            said = [e.message for e in store.events(limit=20) if e.kind == "controller"]
+            assert any("the controller did not run for 1 s" in m or "did not run for 2 s" in m for m in said), said
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
