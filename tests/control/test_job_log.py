@@ -101,25 +101,19 @@ def test_new_lines_continue_from_the_overlap_and_a_new_run_from_its_header() -> 
     assert new_lines((first, "x"), moved) == list(moved)
 
 
-def test_log_follow_waits_out_a_host_that_drops_and_goes_on(tmp_path: Path, monkeypatch, capsys) -> None:
-    """Seen: log -f ended with "cannot read its log on node2: host node2 is unreachable" while the
-    job ran on there (a host out is given a grace period before its jobs count as lost)."""
-    import asyncio
+HEAD = "a generation 1, rank 0 on h, last {} line(s):"
 
+
+def _follow_with(tmp_path: Path, monkeypatch, replies: list) -> None:
+    """``log a -n 1 -f`` against a controller that answers ``replies`` in turn: a reply, an
+    exception to raise, or "hang" (no answer in time); the job ends before the last read."""
     from heet_tui.cli.commands import log as log_cli
     from heet_tui.config.job_spec import parse_job_text
-    from heet_tui.control.store import Store
-    from heet_tui.core.job import JobState
 
     store = Store(tmp_path / "state")
-    spec = parse_job_text('name = "a"\ncommand = ["python3", "t.py"]\nmodel = "m"\nbatch_size = 8\n'
-                          "target = { steps = 10 }\n", tmp_path / "a.toml")
-    store.add_job(spec, 1.0)
+    store.add_job(parse_job_text('name = "a"\ncommand = ["python3", "t.py"]\nmodel = "m"\nbatch_size = 8\n'
+                                 "target = { steps = 10 }\n", tmp_path / "a.toml"), 1.0)
     store.set_state("a", JobState.RUNNING, 2.0)
-    head = "a generation 1, rank 0 on h, last {} line(s):"
-    replies = [(head.format(1), "step 1"), ValueError("a: cannot read its log on h: host h is unreachable"),
-               ValueError("a: cannot read its log on h: host h is unreachable"),
-               (head.format(500), "step 1", "step 2"), (head.format(500), "step 1", "step 2", "step 3")]
 
     class Backend:
         gone = None
@@ -134,15 +128,26 @@ def test_log_follow_waits_out_a_host_that_drops_and_goes_on(tmp_path: Path, monk
             reply = replies.pop(0)
             if isinstance(reply, Exception):
                 raise reply
+            if reply == "hang":
+                await asyncio.sleep(30)
             if len(replies) == 1:
                 store.set_state("a", JobState.DONE, 3.0)  # one read more follows: its last lines
             return reply
 
     monkeypatch.setattr(log_cli, "AttachedBackend", Backend)
     monkeypatch.setattr(log_cli, "FOLLOW_EVERY_S", 0.0)
+    monkeypatch.setattr(log_cli, "REPLY_TIMEOUT_S", 0.1)
     asyncio.run(log_cli._ask(store, "a", 1, True))
+
+
+def test_log_follow_waits_out_a_host_that_drops_and_goes_on(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Seen: log -f ended with "cannot read its log on node2: host node2 is unreachable" while the
+    job ran on there (a host out is given a grace period before its jobs count as lost)."""
+    out = ValueError("a: cannot read its log on h: host h is unreachable")
+    _follow_with(tmp_path, monkeypatch, [(HEAD.format(1), "step 1"), out, out, (HEAD.format(500), "step 1", "step 2"),
+                                         (HEAD.format(500), "step 1", "step 2", "step 3")])
     assert capsys.readouterr().out.splitlines() == [
-        head.format(1), "step 1",
+        HEAD.format(1), "step 1",
         "(a: cannot read its log on h: host h is unreachable; still following while the job is running)",
         "step 2", "step 3"]
 
@@ -212,38 +217,8 @@ def test_log_follow_goes_on_through_a_controller_restart(tmp_path: Path, capsys:
 def test_log_follow_waits_out_a_controller_that_does_not_answer(tmp_path: Path, monkeypatch, capsys) -> None:
     """Seen: the controller stopped with kill -STOP for a minute; `log -f` ended with "the
     controller did not answer in time" (exit 1) while the job ran on."""
-    from heet_tui.cli.commands import log as log_cli
-    from heet_tui.config.job_spec import parse_job_text
-
-    store = Store(tmp_path / "state")
-    spec = parse_job_text('name = "a"\ncommand = ["python3", "t.py"]\nmodel = "m"\nbatch_size = 8\n'
-                          "target = { steps = 10 }\n", tmp_path / "a.toml")
-    store.add_job(spec, 1.0)
-    store.set_state("a", JobState.RUNNING, 2.0)
-    head = "a generation 1, rank 0 on h, last {} line(s):"
-    replies = [(head.format(1), "step 1"), "hang", "hang", (head.format(500), "step 1", "step 2"),
-               (head.format(500), "step 1", "step 2", "step 3")]
-
-    class Backend:
-        gone = None
-
-        def __init__(self, _state) -> None: ...
-
-        async def start(self) -> None: ...
-
-        async def stop(self) -> None: ...
-
-        async def job_log(self, job_id, lines, rank=0):
-            reply = replies.pop(0)
-            if reply == "hang":
-                await asyncio.sleep(30)
-            if len(replies) == 1:
-                store.set_state("a", JobState.DONE, 3.0)
-            return reply
-
-    monkeypatch.setattr(log_cli, "AttachedBackend", Backend)
-    monkeypatch.setattr(log_cli, "FOLLOW_EVERY_S", 0.0)
-    monkeypatch.setattr(log_cli, "REPLY_TIMEOUT_S", 0.1)
-    asyncio.run(log_cli._ask(store, "a", 1, True))
+    _follow_with(tmp_path, monkeypatch, [(HEAD.format(1), "step 1"), "hang", "hang",
+                                         (HEAD.format(500), "step 1", "step 2"),
+                                         (HEAD.format(500), "step 1", "step 2", "step 3")])
     assert capsys.readouterr().out.splitlines() == [
-        head.format(1), "step 1", "(the controller has not answered for 0.1 s; still following)", "step 2", "step 3"]
+        HEAD.format(1), "step 1", "(the controller has not answered for 0.1 s; still following)", "step 2", "step 3"]
