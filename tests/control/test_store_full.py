@@ -58,7 +58,7 @@ def test_the_controller_changes_nothing_while_it_cannot_write_and_goes_on_after(
     hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
 
     async def scenario() -> None:
-        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, auto_approve=True))
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, auto_approve=True, profile=False))
         try:
             snap = await _full_while_running(ctl, store, tmp_path, 300)
             assert "cannot write (database or disk is full)" in next(n for n in snap.notices if "no changes" in n)
