@@ -62,7 +62,7 @@ def _kill_agent(workdir: Path, host: str) -> int:
 def _scenario(tmp_path: Path, grace_s: float, steps: int = 150):
     hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
     store = Store(tmp_path / "state")
-    options = ControllerOptions(interval_s=0.2, auto_approve=True, host_loss_grace_s=grace_s,
+    options = ControllerOptions(interval_s=0.2, auto_approve=True, host_loss_grace_s=grace_s, profile=False,
                                 execution=ExecOptions(stop_grace_s=10))
     seen: dict = {}
 

@@ -84,7 +84,7 @@ def test_a_job_that_ends_while_the_store_is_full_is_recorded_once_it_takes_write
     hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
 
     async def scenario() -> None:
-        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, auto_approve=True))
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, auto_approve=True, profile=False))
         try:
             await _full_while_running(ctl, store, tmp_path, 200)
             for _ in range(600):  # the job's exit, reported by its agent, is an event nobody could record
