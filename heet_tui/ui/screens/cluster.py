@@ -1,4 +1,4 @@
-"""Cluster screen: every host, grouped by GPU type or rack, with a detail pane for the selected one."""
+"""Cluster screen: every host, grouped by GPU type or rack, `/` filter, with a detail pane for the selected one."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from textual.binding import Binding
 from heet_tui.core.intents import ConnectHost, DrainHost
 from heet_tui.core.snapshot import HostStatus, Snapshot
 from heet_tui.ui.screens.base import SnapshotScreen
+from heet_tui.ui.widgets.filter_box import FILTER_BINDINGS, FilterBox, FilterKeys
 from heet_tui.ui.widgets.host_detail import HostDetail, HostHistory
 from heet_tui.ui.widgets.host_table import HostTable
 from heet_tui.ui.widgets.keyed_table import KeyedTable
@@ -17,9 +18,10 @@ from heet_tui.ui.widgets.status_line import StatusLine
 CHANGING_ACTIONS = frozenset({"drain", "undrain", "connect", "trust_key"})
 
 
-class ClusterScreen(SnapshotScreen):
+class ClusterScreen(FilterKeys, SnapshotScreen):
     BINDINGS = [
         Binding("g", "toggle_group", "Group"),
+        *FILTER_BINDINGS,
         Binding("d", "drain", "Drain"),
         Binding("d", "undrain", "Undrain"),  # the one of the two that fits the selected host shows
         Binding("c", "connect", "Reconnect"),
@@ -35,6 +37,7 @@ class ClusterScreen(SnapshotScreen):
         yield StatusLine("Cluster")
         yield HostTable(id="hosts")
         yield HostDetail()
+        yield FilterBox("filter: words matched against name, GPU type, rack, state, jobs (drained, stale)")
         yield ScreenFooter()
 
     def on_mount(self) -> None:
@@ -75,6 +78,13 @@ class ClusterScreen(SnapshotScreen):
             if action in ("drain", "undrain"):
                 return host.drained == (action == "undrain")
         return True
+
+    def filtered(self, text: str) -> None:
+        self.query_one(HostTable).set_filter(text, self.latest)
+        self._show_detail()
+
+    def table_widget(self) -> HostTable:
+        return self.query_one(HostTable)
 
     def action_toggle_group(self) -> None:
         table = self.query_one(HostTable)

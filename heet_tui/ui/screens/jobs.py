@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Input
 
 from heet_tui.core.intents import CancelJob, DropEdit, RetryJob
 from heet_tui.core.job import RETRYABLE, JobState
@@ -14,6 +13,7 @@ from heet_tui.core.snapshot import JobStatus, Snapshot
 from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.dialogs.job_log import JobLogDialog
 from heet_tui.ui.screens.base import SnapshotScreen
+from heet_tui.ui.widgets.filter_box import FILTER_BINDINGS, FilterBox, FilterKeys
 from heet_tui.ui.widgets.job_detail import JobDetail
 from heet_tui.ui.widgets.job_table import SORTS, JobTable
 from heet_tui.ui.widgets.keyed_table import KeyedTable
@@ -23,13 +23,11 @@ from heet_tui.ui.widgets.status_line import StatusLine
 SORT_CYCLE = tuple(SORTS)
 
 
-class JobsScreen(SnapshotScreen):
-    DEFAULT_CSS = "JobsScreen #filter { dock: bottom; display: none; } JobsScreen #filter.shown { display: block; }"
+class JobsScreen(FilterKeys, SnapshotScreen):
     BINDINGS = [
         Binding("n", "submit_job", "Submit"),
         Binding("s", "cycle_sort", "Sort"),
-        Binding("slash", "filter", "Filter"),
-        Binding("escape", "clear_filter", "Clear filter", show=False),
+        *FILTER_BINDINGS,
         Binding("x", "cancel_job", "Cancel"),
         Binding("r", "retry_job", "Retry"),
         Binding("u", "update_job", "Update"),
@@ -45,7 +43,7 @@ class JobsScreen(SnapshotScreen):
         yield StatusLine("Jobs")
         yield JobTable(id="jobs")
         yield JobDetail()
-        yield Input(placeholder="filter: words matched against id, name, model, state, type, hosts", id="filter")
+        yield FilterBox("filter: words matched against id, name, model, state, type, hosts")
         yield ScreenFooter()
 
     def render_snapshot(self, snap: Snapshot) -> None:
@@ -71,7 +69,7 @@ class JobsScreen(SnapshotScreen):
                 return "No jobs yet."
             return ("No jobs yet. Submit one with n (a job.toml, a directory or a glob), or with ctrl+p, then "
                     "\"submit job\" (the examples are listed there), or from a shell: heet-tui submit JOB.toml")
-        words = self.query_one("#filter", Input).value.strip()
+        words = self.filter_words
         if words and self.query_one(JobTable).row_count == 0:
             return f"No job matches \"{words}\" ({len(self._jobs)} hidden); escape clears the filter."
         return "No job selected."
@@ -121,25 +119,12 @@ class JobsScreen(SnapshotScreen):
         table.set_sort(name, self.latest)
         self.notify(f"sorted by {name}", timeout=2)
 
-    def action_filter(self) -> None:
-        box = self.query_one("#filter", Input)
-        box.add_class("shown")
-        box.focus()
+    def filtered(self, text: str) -> None:
+        self.query_one(JobTable).set_filter(text, self.latest)
+        self._show_detail()
 
-    def on_input_changed(self, event: Input.Changed) -> None:
-        if event.input.id == "filter":
-            self.query_one(JobTable).set_filter(event.value, self.latest)
-            self._show_detail()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id == "filter":
-            self.query_one(JobTable).focus()
-
-    def action_clear_filter(self) -> None:
-        box = self.query_one("#filter", Input)
-        box.value = ""
-        box.remove_class("shown")
-        self.query_one(JobTable).focus()
+    def table_widget(self) -> JobTable:
+        return self.query_one(JobTable)
 
     def action_drop_edit(self) -> None:
         job = self.selected

@@ -67,12 +67,22 @@ def host_row(host: HostStatus, now: float, group_by: str) -> Cells:
             "-" if util is None else f"{util:3.0f}%", "-" if mem is None else f"{mem * 100:3.0f}%", seen)
 
 
+def host_matches(host: HostStatus, needle: str, now: float) -> bool:
+    """Every word of the filter must appear in the host's name, GPU type, rack, state (with
+    "drained" and "stale"), or the ids of the jobs on it."""
+    marks = ("drained" if host.drained else "", "stale" if staleness(host, now) is not None else "")
+    hay = " ".join((host.name, host.gpu_type or "", host.declared_type or "", host.rack or "", host.state.value, *marks,
+                    *(job for _, job in host.gpu_jobs))).lower()
+    return all(word in hay for word in needle.lower().split())
+
+
 class HostTable(KeyedTable):
     """Hosts grouped by GPU type or rack; the group column leads so groups read as blocks."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(COLUMNS, **kwargs)
         self.group_by = "type"
+        self.filter_text = ""
         self._groups: dict[str, str] = {}
 
     def cells_for(self, key: str, source: tuple[HostStatus, float, str]) -> Cells:
@@ -84,10 +94,17 @@ class HostTable(KeyedTable):
         # "seen N s ago" moves with the clock in whole seconds; finer changes need no redraw.
         now = float(int(snap.now))
         for host in snap.hosts:
+            if self.filter_text and not host_matches(host, self.filter_text, now):
+                continue
             rows[host.name] = (host, now, self.group_by)
             self._groups[host.name] = (host.gpu_type or host.declared_type if self.group_by == "type"
                                        else host.rack) or ""
         self.sync(rows)
+
+    def set_filter(self, text: str, snap: Snapshot | None) -> None:
+        self.filter_text = text.strip()
+        if snap is not None:
+            self.show(snap)
 
     def regroup(self, group_by: str, snap: Snapshot | None) -> None:
         self.group_by = group_by
