@@ -89,3 +89,21 @@ def test_d_says_undrain_on_a_drained_host_and_undrains_it(make_app, backend):
             await wait_for(pilot, lambda: "d Drain" in footer(app) and "d Undrain" not in footer(app))
 
     run(scenario())
+
+
+def test_slash_filters_the_hosts_and_escape_brings_them_all_back(make_app):
+    """At 80 hosts the Cluster screen showed 25; finding one meant scrolling."""
+    async def scenario():
+        app = make_app("cluster")
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.screen.query_one(HostTable)
+            await wait_for(pilot, lambda: table.row_count == 3)
+            await pilot.press("slash", "t", "4")
+            await wait_for(pilot, lambda: table.row_count == 1)
+            assert table.get_row_at(0)[0] == "t4-1"
+            await pilot.press("ctrl+a", "ctrl+k", *"j1")  # by a job on it: the A100 host running j1
+            await wait_for(pilot, lambda: table.row_count == 1 and table.get_row_at(0)[0] == "a100-1")
+            await pilot.press("enter", "escape")
+            await wait_for(pilot, lambda: table.row_count == 3)
+
+    run(scenario())
