@@ -26,6 +26,7 @@ LOCK_WAIT_S = 5.0
 KILL_OLD_AFTER_S = 1.5
 SPOKEN_WITHIN_S = 25.0  # a live controller pings its agent every 10 s
 MARK_EVERY_S = 2.0
+REFUSED_KEPT = 20  # controller runs refused as copies, remembered (agent.refused)
 
 
 def is_agent(pid):
@@ -66,11 +67,16 @@ def take_over(workdir, owner, session=""):
                        f"store {serving[:12]}, this controller's is {owner[:12] or 'unnamed'}): stop that "
                        f"controller, or run this one with the other's --state")
     if old and session:
+        refused_path = os.path.join(workdir, "agent.refused")
         spoken = _spoken_ago(os.path.join(workdir, "agent.session"), session)
-        if spoken is not None and spoken < SPOKEN_WITHIN_S:
+        if spoken is not None and (spoken < SPOKEN_WITHIN_S or session in _lines(refused_path)):
+            # Refused once, refused for as long as it runs: a pause of the other (kill -STOP, a
+            # laptop's suspend) handed it the host after 25 s, and it stopped the other's jobs.
+            _write_small(refused_path, "\n".join((_lines(refused_path) + [session])[-REFUSED_KEPT:]))
             raise JobError(f"this host is managed by another heet-tui controller of the same state store (a copy "
-                           f"of its --state directory?): its agent pid {old} heard from it {spoken:.0f} s ago; stop "
-                           f"one of the two (two controllers of one store would take the host from each other)")
+                           f"of its --state directory?): its agent pid {old} serves it (heard from it {spoken:.0f} s "
+                           "ago); stop one of the two and restart the other (two controllers of one store would "
+                           "take the host from each other)")
     if old:
         try:
             os.kill(old, signal.SIGTERM)
@@ -99,6 +105,10 @@ def take_over(workdir, owner, session=""):
                        (os.path.join(workdir, "agent.session"), session)):
         _write_small(path, text)
     return lock
+
+
+def _lines(path):
+    return [line for line in (_read(path) or "").splitlines() if line]
 
 
 def _spoken_ago(path, session):

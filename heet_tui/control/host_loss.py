@@ -28,6 +28,9 @@ OUT = "its host"  # how the message of a job whose host is out begins
 LOST_STATES = tuple(s for s in HostState if s not in (HostState.READY, HostState.CONNECTING))
 
 
+COPY_REFUSAL = "another heet-tui controller of the same state store"  # remote/takeover.py's refusal
+
+
 @dataclass
 class HostLossGrace:
     grace_s: float
@@ -45,8 +48,11 @@ class HostLossGrace:
         return self.since.pop(host, None) is not None
 
     def expired(self, now: float) -> list[tuple[str, str]]:
-        """Hosts out for longer than the grace period, with why; they are no longer held."""
-        out = [(host, why) for host, (at, why) in sorted(self.since.items()) if now - at >= self.grace_s]
+        """Hosts out for longer than the grace period, with why; they are no longer held. A host
+        refused because a controller of a copy of this store serves it is held for good: its jobs
+        run there under that controller (counted lost, they were relaunched here as duplicates)."""
+        out = [(host, why) for host, (at, why) in sorted(self.since.items())
+               if now - at >= self.grace_s and COPY_REFUSAL not in why]
         for host, _ in out:
             del self.since[host]
         return out

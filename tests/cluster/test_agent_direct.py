@@ -343,3 +343,32 @@ def test_the_agents_log_has_the_time_on_each_line_and_is_moved_aside_when_large(
     lines = log.read_text().splitlines()
     assert len(lines) == 2 and all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d heet-agent ", line) for line in lines), lines
     assert "starting in" in lines[0] and lines[1].endswith("exiting")
+
+
+def test_a_copys_controller_refused_once_is_refused_while_it_runs_and_a_restart_after_a_pause_is_not(tmp_path):
+    """Seen: the original controller paused 40 s (kill -STOP); the agents stopped hearing from it,
+    the controller of a copy of its state, refused until then, took the hosts and stopped its jobs."""
+    started = []
+
+    def agent_for(session):
+        process = AgentProcess(tmp_path)
+        started.append(process)
+        process.line()
+        return process.request("hello", protocol=1, probes=[], owner="store-a", session=session)
+
+    try:
+        assert agent_for("original")["ok"]
+        refused = agent_for("copy")
+        assert not refused["ok"] and "of the same state store (a copy" in refused["error"]
+        mark = tmp_path / "hosts" / "h1" / "agent.session"
+        long_ago = time.time() - 120
+        os.utime(mark, (long_ago, long_ago))  # the original is paused: it has not spoken for two minutes
+        again = agent_for("copy")
+        assert not again["ok"] and "stop one of the two and restart the other" in again["error"], "refused for good"
+        assert started[0].proc.poll() is None, "the original's agent still serves it"
+        assert agent_for("original-restarted")["ok"], "a restart after the pause takes the host, as after a cut"
+    finally:
+        for process in started:
+            if process.proc.poll() is None:
+                process.proc.kill()
+                process.proc.wait()

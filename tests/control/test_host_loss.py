@@ -34,6 +34,10 @@ def test_grace_bookkeeping() -> None:
     assert grace.note({"c", "d"}, 104.0) == ("its host c is out (unreachable: no heartbeat for 12 s); it keeps its "
                                              "GPUs for 6 s more in case the host comes back with it still running")
     assert grace.note({"d"}, 104.0) is None, "the job's own hosts only"
+    copy = ("agent-error: handshake refused: this host is managed by another heet-tui controller of the same state "
+            "store (a copy of its --state directory?)")
+    assert grace.lost("e", copy, 200.0) and grace.expired(1e6) == [("c", "unreachable: no heartbeat for 12 s")]
+    assert grace.holding() == {"e"}, "a copy's controller serves it: its jobs run there, never counted lost"
 
 
 def test_each_change_of_a_hosts_trouble_is_said_once_and_a_key_says_what_to_do() -> None:
