@@ -34,6 +34,7 @@ from heet_tui.control.intents import IntentHandler
 from heet_tui.control.job_log import job_log
 from heet_tui.control.job_update import follow_requests
 from heet_tui.control.log_file import attach_log_file, detach_log_file
+from heet_tui.control.newer_copies import runs_elsewhere
 from heet_tui.control.notices import Notices
 from heet_tui.control.plan_apply import apply_plan
 from heet_tui.control.profiling_rounds import profile_idle_types, profile_new_jobs, waits_for_profiling
@@ -330,7 +331,8 @@ class Controller:
         held = (away := self.host_grace.holding()) | launch_blocked(self.cluster.status())
         for rec in self.store.jobs(include_terminal=False):
             job, run = rec.job, self.executor.runs.get(rec.job.id)
-            if job.state not in planning.SCHEDULABLE or waits_for_profiling(self, job.id, run is not None):
+            if job.state not in planning.SCHEDULABLE or waits_for_profiling(self, job.id, run is not None) \
+                    or runs_elsewhere(self.cluster, self.executor.newer_copies, job.id):
                 continue
             measured = bool(self.book.measured(job.id))
             if run is None and not measured and job.id not in unmeasured and self.opt.profile:

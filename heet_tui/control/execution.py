@@ -26,6 +26,7 @@ from heet_tui.control.crashed_sizes import load_crashed_sizes, new_size_that_cra
 from heet_tui.control.host_health import stored_health
 from heet_tui.control.job_log import fail_with_log_tail
 from heet_tui.control.launch import LaunchSpec, choose_master_port, plan_launch, plan_profile_launch
+from heet_tui.control.newer_copies import highest
 from heet_tui.control.profiling_rounds import finish_profiling_run, profiling_message
 from heet_tui.control.restart_costs import start_seconds, stop_seconds
 from heet_tui.control.runtime import (
@@ -135,7 +136,7 @@ class Executor:
         began = self.clock()  # a checkpoint copy is part of the job's start-up pause (restart_costs.py)
         await self.checkpoints.bring(job_id, rec.job.spec, entries, entries[alloc.hosts[0][0]], rec.checkpoint,
                                      getattr(self.hosts, "ssh_config", None), getattr(self.cluster, "options", None))
-        generation = self.store.next_generation(job_id)
+        generation = self.store.next_generation(job_id, past=highest(self.store, job_id))  # newer_copies.py
         port = choose_master_port(job_id, generation, entries[alloc.hosts[0][0]])
         specs = plan_launch(job_id, rec.job.spec, alloc, generation, entries, port, owner=self.store.store_id,
                             stop_grace_s=grace_s(rec.job.spec, self.opt.stop_grace_s),
@@ -199,7 +200,7 @@ class Executor:
         runs = self.profiles.setdefault(job_id, [])
         types = []
         for host, gpu in candidates:
-            generation = self.store.next_generation(job_id)
+            generation = self.store.next_generation(job_id, past=highest(self.store, job_id))  # newer_copies.py
             spec = plan_profile_launch(job_id, rec.job.spec, entries[host], gpu, generation,
                                        owner=self.store.store_id, stop_grace_s=self.opt.stop_grace_s)
             gpu_type = self.cluster.host_status(host).gpu_type

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from heet_tui.cluster import RemoteJob
 from heet_tui.control.execution import Executor
+from heet_tui.control.newer_copies import remember, remembered
 from heet_tui.control.progress_reports import record_unseen_progress
 from heet_tui.control.runtime import (
     EXIT_DONE,
@@ -42,7 +43,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class Verdict:
     remote: RemoteJob
-    action: str  # adopt | exited | fence | foreign | newer | finished | ignore
+    action: str  # adopt | exited | fence | foreign | newer | newer-ended | finished | ignore
 
 
 def rebuild_runs(store: Store, executor: Executor, now: float, why: str = "controller restarted") -> list[str]:
@@ -94,7 +95,7 @@ def note_picked_up(store: Store, run: Run, now: float) -> None:
 def judge_reported(executor: Executor, store: Store, host: str, jobs: tuple[RemoteJob, ...]) -> list[Verdict]:
     """What to do with each process an agent reported (pure apart from reading state)."""
     out = []
-    mine = store.store_id[:8]
+    mine, copies = store.store_id[:8], remembered(store)
     for remote in jobs:
         parsed = parse_agent_id(remote.job_id)
         if parsed is None:
@@ -106,8 +107,9 @@ def judge_reported(executor: Executor, store: Store, host: str, jobs: tuple[Remo
             out.append(Verdict(remote, "adopt" if remote.running else "exited"))
         elif remote.running and other is not None and other != mine:
             out.append(Verdict(remote, "foreign"))
-        elif remote.running and other == mine and _never_launched_here(store, parsed, remote.generation):
-            out.append(Verdict(remote, "newer"))
+        elif other == mine and ((parsed[0], remote.generation) in copies
+                                or _never_launched_here(store, parsed, remote.generation)):
+            out.append(Verdict(remote, "newer" if remote.running else "newer-ended"))
         elif remote.running:  # ours, or from a version that did not name the store: stale
             out.append(Verdict(remote, "fence"))
         elif other == mine and _finished_while_cut_off(store, remote):
@@ -127,6 +129,8 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
         notes.append(f"{host}: left running the processes another state store started there (GPUs "
                      f"{', '.join(map(str, foreign))}); plans keep off those GPUs")
     newer = {(host, v.remote.job_id, v.remote.generation) for v in verdicts if v.action == "newer"}
+    remember(store, [((parse_agent_id(v.remote.job_id) or ("",))[0], v.remote.generation)
+                     for v in verdicts if v.action in ("newer", "newer-ended")])
     for said in sorted(newer - executor.newer_copies):
         notes.append(f"{host} runs {said[1]} generation {said[2]}, which this state store never launched: a newer "
                      f"copy of {store.dir} started it (is this one a restored backup or an old copy?). It is left "

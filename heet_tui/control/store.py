@@ -302,10 +302,10 @@ class Store(PlanRows, EventRows):
         with self._tx() as db:
             db.execute("UPDATE jobs SET cancel_requested = 1 WHERE id = ?", (job_id,))
 
-    def next_generation(self, job_id: str) -> int:
-        """A fresh, never reused launch generation for the job (the fence for stale copies)."""
+    def next_generation(self, job_id: str, past: int = 0) -> int:
+        """A fresh, never reused launch generation for the job (the fence for stale copies), above ``past``."""
         with self._tx() as db:
-            db.execute("UPDATE jobs SET generation = generation + 1 WHERE id = ?", (job_id,))
+            db.execute("UPDATE jobs SET generation = MAX(generation, ?) + 1 WHERE id = ?", (past, job_id))
             return int(db.execute("SELECT generation FROM jobs WHERE id = ?", (job_id,)).fetchone()[0])
 
     def forgive_crash(self, job_id: str) -> None:

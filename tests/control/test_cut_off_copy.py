@@ -87,4 +87,5 @@ def test_only_our_own_finished_rank_zero_past_the_target_counts(tmp_path: Path) 
                RemoteJob("h", theirs, 1, "exited", exit_code=0, progress=done),
                RemoteJob("h", ours, 2, "exited", exit_code=0, progress=done))  # a generation never launched
     verdicts = [v.action for v in judge_reported(executor, store, "h", reports)]
-    assert verdicts == ["finished", "ignore", "ignore", "ignore", "ignore", "ignore"]
+    # the last, a generation this store never launched, is a newer copy's: remembered, never acted on
+    assert verdicts == ["finished", "ignore", "ignore", "ignore", "ignore", "newer-ended"]

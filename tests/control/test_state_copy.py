@@ -97,3 +97,65 @@ def test_a_restored_backup_leaves_the_newer_copys_jobs_running(tmp_path: Path) -
         finally:
             await second.stop()
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_backup_never_reuses_a_generation_a_newer_copy_ran(tmp_path: Path) -> None:
+    """Seen: the original ran a job's generation 2 while its backup knew generation 1. The backup's
+    controller left that run alone, then launched its own generation 2; at its next restart it read
+    the other's finished generation 2 as its own, made the job done and stopped its own run."""
+    import os
+    import signal
+    import sqlite3
+
+    from control_lab import job, write_job
+
+    from heet_tui.control.newer_copies import remembered
+    from heet_tui.control.recovery import judge_reported
+    from heet_tui.control.store import DB_NAME
+    from heet_tui.core.intents import SubmitJob, UpdateJobs
+    from heet_tui.core.job import JobState
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("h", "T4", 2, 1.0)]))
+    options = ControllerOptions(interval_s=0.2, auto_approve=True, profile=False)
+    (tmp_path / "backup").mkdir(mode=0o700)
+    spec = write_job(tmp_path, "a", steps=100_000, max_gpus=1, every=1000)
+
+    async def scenario() -> None:
+        first = Controller(hosts, Store(tmp_path / "state"), options)
+        await first.start()
+        try:
+            await first.post(SubmitJob(str(spec)))
+            await wait_for(first, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
+            with sqlite3.connect(tmp_path / "state" / DB_NAME) as src, \
+                    sqlite3.connect(tmp_path / "backup" / DB_NAME) as dst:
+                src.backup(dst)  # the backup knows a's generation 1
+            spec.write_text(spec.read_text().replace("steps = 100000", "steps = 90000"))
+            await first.post(UpdateJobs(str(spec)))  # relaunched in place: generation 2
+            await wait_for(first, lambda s: first.store.job("a").generation == 2
+                           and job(s, "a").state is JobState.RUNNING, 60, "a's generation 2 running")
+        finally:
+            await first.stop()
+        backup = Store(tmp_path / "backup")
+        second = Controller(hosts, backup, options)
+        await second.start()
+        try:
+            await wait_for(second, lambda s: any("a.r0." in n and "never launched" in n for n in s.notices), 30,
+                           "the newer copy's generation said")
+            assert ("a", 2) in remembered(backup)
+            await asyncio.sleep(1.5)
+            assert backup.job("a").generation == 1, "not run twice: the newer copy runs it"
+            (other,) = [j for j in second.cluster.jobs("h") if j.job_id.startswith("a.r0.") and j.running]
+            os.killpg(other.pid, signal.SIGKILL)  # the newer copy's run ends (its controller stopped it)
+            await wait_for(second, lambda s: backup.job("a").generation >= 3, 90, "the backup's own launch of a")
+            reported = [j for j in second.cluster.jobs("h") if j.job_id.startswith("a.r0.") and j.generation == 2]
+            verdicts = judge_reported(second.executor, backup, "h", tuple(reported))
+            assert [v.action for v in verdicts] == ["newer-ended"], "never read as this store's run at a restart"
+            said = [e for e in backup.events(job_id="a", limit=100)]
+            launches = [e.message for e in said if e.kind == "launch"]
+            assert launches[-1].startswith("a generation 3:"), "past the other's generation 2"
+            assert not [m for m in launches if m.startswith("a generation 2")], launches
+            assert not [e.message for e in said if "refused" in e.message], "no launch into the other's generation"
+        finally:
+            await second.stop()
+
+    run_and_clean(scenario, tmp_path)

@@ -1,0 +1,50 @@
+"""Runs that a newer copy of this state store started, remembered so that this one never takes
+them for its own.
+
+Copies of one state directory name the same store, so the processes each starts look alike on
+the hosts (``job.r0.<store>``). After a copy's controller ran a job's generation 2, this one
+launched its own generation 2 as well; at its next restart it read the copy's finished run as its
+own ("finished while cut off": done at step 800, its own run at 420 stopped). A generation seen
+that this store never launched is remembered here, and this store's next launch of the job goes
+past it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from heet_tui.control.runtime import parse_agent_id
+from heet_tui.control.store import Store
+
+SETTING = "newer_copy_runs"
+KEPT = 2000  # (job, generation) pairs; the oldest go first
+
+
+def remembered(store: Store) -> set[tuple[str, int]]:
+    try:
+        return {(str(j), int(g)) for j, g in json.loads(store.setting(SETTING) or "[]")}
+    except (ValueError, TypeError):
+        return set()
+
+
+def remember(store: Store, runs: Iterable[tuple[str, int]]) -> None:
+    known = json.loads(store.setting(SETTING) or "[]") if remembered(store) else []
+    new = [[j, g] for j, g in dict.fromkeys(runs) if [j, g] not in known]
+    if new:
+        store.set_setting(SETTING, json.dumps((known + new)[-KEPT:]))
+
+
+def highest(store: Store, job_id: str) -> int:
+    """The newest generation of ``job_id`` a newer copy ran (0: none seen)."""
+    return max((g for j, g in remembered(store) if j == job_id), default=0)
+
+
+def runs_elsewhere(cluster, newer: Iterable[tuple[str, str, int]], job_id: str) -> bool:
+    """A newer copy runs the job now (``newer``: (host, agent id, generation) seen, still running
+    by what the agents last said): this store does not start it as well; two runs of one job
+    trained side by side, and its launch on that host was refused ("generation 2 is still running
+    here"). Once that run ends, the job is this store's to run again."""
+    mine = {(host, agent, gen) for host, agent, gen in newer if (parse_agent_id(agent) or ("",))[0] == job_id}
+    return any(j.running and (host, j.job_id, j.generation) in mine
+               for host in {h for h, _, _ in mine} for j in cluster.jobs(host))
