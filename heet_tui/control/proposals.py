@@ -43,22 +43,27 @@ def propose(ctl: Controller) -> None:
     except ValueError as exc:
         ctl.notices.append(f"planning: {exc}")
         return
-    ctl.plan_made = made = PlanMade.of(plan, frozenset(j.id for j in inputs)) if plan else None
+    weighed = frozenset(j.id for j in inputs)
+    ctl.plan_made = made = PlanMade.of(plan, weighed) if plan else None
+    basis = plan_basis(inputs, ctl.cluster_view(), ctl.policy_name, ctl.book)
+    pending = ctl.store.plan(ctl.pending_plan_id) if ctl.pending_plan_id else None
+    # the one being read stands while only figures moved, even against "no change" (a near-tie too)
+    stands = pending is not None and pending.status == "proposed" and not ctl.auto_approve \
+        and basis == ctl.pending_basis
     if made is None or made.plan.is_empty:
-        if ctl.pending_plan_id is not None:
+        if stands and pending is not None and made is not None:
+            ctl.plan_made = replace(PlanMade.of(pending.plan, weighed), plan_id=pending.id)
+        elif ctl.pending_plan_id is not None:
             ctl.store.set_plan_status(ctl.pending_plan_id, "superseded", ctl.clock())
             ctl.pending_plan_id = None
         return
     plan, sig = made.plan, planning.signature(made.plan)
-    basis = plan_basis(inputs, ctl.cluster_view(), ctl.policy_name, ctl.book)
-    pending = ctl.store.plan(ctl.pending_plan_id) if ctl.pending_plan_id else None
     if pending is not None and pending.status == "proposed" and planning.signature(pending.plan) == sig:
-        plan_id = pending.id
+        plan_id, ctl.pending_basis = pending.id, basis  # the same moves: it stands under what it is made from now
         if planning.drifted(pending.plan.effect, plan.effect):  # e.g. a job profiled since waits in it
             ctl.store.refresh_proposed_plan(plan_id, replace(plan, created_at=pending.plan.created_at))
-    elif pending is not None and pending.status == "proposed" and not ctl.auto_approve \
-            and basis == ctl.pending_basis:
-        plan, sig, plan_id = pending.plan, planning.signature(pending.plan), pending.id  # the one being read
+    elif stands and pending is not None:
+        plan, sig, plan_id = pending.plan, planning.signature(pending.plan), pending.id
         made = PlanMade.of(plan, made.weighed)
     elif sig in ctl.rejected:
         ctl.plan_made = replace(made, rejected=True)

@@ -25,6 +25,7 @@ class NearTies:
 
     def __init__(self, inner) -> None:
         self.inner, self.calls = inner, 0
+        self.avoid: int | None = None  # set: the GPU it must not give (from then on, the other one)
 
     def plan(self, cluster, views, now):
         plan = self.inner.plan(cluster, views, now)
@@ -32,7 +33,8 @@ class NearTies:
         queued = {v.id for v in views if v.current is None}
         if set(plan.allocations) != {"a"} or "a" not in queued:
             return plan  # alone on the host: either GPU will do
-        allocations = dict(plan.allocations) | {"a": Allocation.of("a", "T4", {"h": [self.calls % 2]})}
+        gpu = self.calls % 2 if self.avoid is None else 1 - self.avoid
+        allocations = dict(plan.allocations) | {"a": Allocation.of("a", "T4", {"h": [gpu]})}
         return replace(plan, allocations=allocations)
 
 
@@ -51,6 +53,7 @@ def test_a_pending_plan_stands_through_near_ties_until_what_it_was_made_from_cha
             await asyncio.sleep(1.5)  # rounds go by, each with the other GPU for a
             assert near_ties.calls >= calls + 3, "the policy was asked again"
             assert ctl.hub.latest.plan_id == shown, "the plan on screen stands"
+            near_ties.avoid = dict(snap.plan.allocations["a"].hosts)["h"][0]  # from now on, the other GPU
             await ctl.post(Replan())  # p: asked for, a plan made now replaces it
             await wait_for(ctl, lambda s: s.plan_id is not None and s.plan_id != shown, 30, "planned again")
             shown = ctl.hub.latest.plan_id
@@ -62,6 +65,43 @@ def test_a_pending_plan_stands_through_near_ties_until_what_it_was_made_from_cha
             assert (await ctl.post(ApprovePlan(snap.plan_id))).startswith(f"plan #{snap.plan_id} approved")
             await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING and job(s, "b").state
                            is JobState.RUNNING, 60, "both running")
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+
+
+class Flickers:
+    """The policy, between starting job ``a`` and leaving everything as it is, call after call."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.calls = inner, 0
+
+    def plan(self, cluster, views, now):
+        plan = self.inner.plan(cluster, views, now)
+        self.calls += 1
+        if self.calls % 2 or "a" not in plan.allocations:
+            return plan
+        return replace(plan, allocations={j: a for j, a in plan.allocations.items() if j != "a"})
+
+
+def test_a_pending_plan_stands_through_a_near_tie_with_no_change(tmp_path: Path) -> None:
+    """Seen: a plan being read vanished, with no event, when a round's plan came out empty."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("h", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, profile=False))
+        ctl.policy = flickers = Flickers(ctl.policy)
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=400, max_gpus=1))))
+            snap = await wait_for(ctl, lambda s: s.plan_id is not None, 60, "a plan for a")
+            calls = flickers.calls
+            await asyncio.sleep(1.5)
+            assert flickers.calls >= calls + 3, "the policy was asked again"
+            assert ctl.hub.latest.plan_id == snap.plan_id, "the plan being read stands"
+            assert [p.id for p in store.plans_with_status("proposed")] == [snap.plan_id]
         finally:
             await ctl.stop()
 
