@@ -111,12 +111,12 @@ class Agent:
             self.heartbeat_s = float(heartbeat)
         probes = args.get("probes", ["nvml", "nvidia-smi"])
         self.probes = tuple(p for p in probes if isinstance(p, str)) if isinstance(probes, list) else ()
-        owner, session = args.get("owner") or "", args.get("session") or ""
-        if not isinstance(owner, str) or not isinstance(session, str):
-            raise JobError("owner and session must be strings")
+        owner, session, previous = (args.get(k) or "" for k in ("owner", "session", "previous_session"))
+        if not all(isinstance(v, str) for v in (owner, session, previous)):
+            raise JobError("owner, session and previous_session must be strings")
         if not self.check_only and self.lock is None:
             # refuses when another controller's agent serves here
-            self.lock = take_over(self.workdir, owner, session)
+            self.lock = take_over(self.workdir, owner, session, previous)
             self.session_mark = SessionMark(self.workdir)
         self.probe_limit_s = _positive(args.get("probe_limit_s"), inventory.PROBE_LIMIT_S)
         try:

@@ -46,7 +46,7 @@ def _read(path):
         return None
 
 
-def take_over(workdir, owner, session=""):
+def take_over(workdir, owner, session="", previous=""):
     """Become the only agent for this workdir and hold its lock; ``owner`` names the controller.
 
     An older agent of the same controller (or of an unknown one: agents from before owners were
@@ -66,7 +66,8 @@ def take_over(workdir, owner, session=""):
         raise JobError(f"this host is managed by another heet-tui controller (its agent pid {old} serves state "
                        f"store {serving[:12]}, this controller's is {owner[:12] or 'unnamed'}): stop that "
                        f"controller, or run this one with the other's --state")
-    if old and session:
+    if old and session and not (previous and _read(os.path.join(workdir, "agent.session")) == previous):
+        # (a run that succeeds the one served here, by its store's word, takes over at once)
         refused_path = os.path.join(workdir, "agent.refused")
         spoken = _spoken_ago(os.path.join(workdir, "agent.session"), session)
         if spoken is not None and (spoken < SPOKEN_WITHIN_S or session in _lines(refused_path)):

@@ -30,6 +30,7 @@ class ClusterOptions:
     check_only: bool = False  # agents that report hosts only, beside a controller's (hosts check)
     owner: str = ""  # the controller's state-store id: an agent of another controller is not taken over
     session: str = ""  # this controller run's: one on a copy of the store is not taken over either
+    previous_session: str = ""  # the run this one succeeds (control/sessions.py): its agents are taken at once
 
     def known_hosts_fallback(self) -> Path:
         return self.fallback_known_hosts or default_known_hosts()

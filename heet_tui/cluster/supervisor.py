@@ -146,6 +146,7 @@ class HostSupervisor:
             "host": self.entry.name,
             "owner": self.options.owner,
             "session": self.options.session,
+            "previous_session": self.options.previous_session,
             "heartbeat_s": self.options.heartbeat_s,
             "probe_limit_s": self.options.connect_timeout_s * 2 / 3,  # a stuck GPU reading fails in time to say so
             "probes": list(self.options.probes),

@@ -44,6 +44,7 @@ from heet_tui.control.recovery import rebuild_runs, reconcile_host
 from heet_tui.control.restart_costs import cost_of, ended_twin_costs, restart_costs
 from heet_tui.control.round_errors import RoundErrors
 from heet_tui.control.runtime import launch_blocked
+from heet_tui.control.sessions import succeed
 from heet_tui.control.snapshot_build import build_snapshot
 from heet_tui.control.snapshots import ControllerLock, SnapshotHub
 from heet_tui.control.store import Store, StoreWriteError
@@ -143,6 +144,9 @@ class Controller:
             await self.attach_server.start()
         except OSError as exc:  # the controller runs on; only attaching a second TUI is lost
             self.notices.append(f"a TUI cannot attach to this controller: {exc}")
+        if self.cluster.options.session:  # one this controller made (a test may hand it another)
+            self.cluster.options = replace(self.cluster.options,
+                                           previous_session=succeed(self.store, self.cluster.options.session))
         await self.cluster.start()
         self._tasks.append(asyncio.get_running_loop().create_task(self._rounds()))
         self.store.add_event(now, "controller", f"controller started: {len(self.hosts.hosts)} host(s)")

@@ -350,11 +350,12 @@ def test_a_copys_controller_refused_once_is_refused_while_it_runs_and_a_restart_
     the controller of a copy of its state, refused until then, took the hosts and stopped its jobs."""
     started = []
 
-    def agent_for(session):
+    def agent_for(session, previous=""):
         process = AgentProcess(tmp_path)
         started.append(process)
         process.line()
-        return process.request("hello", protocol=1, probes=[], owner="store-a", session=session)
+        return process.request("hello", protocol=1, probes=[], owner="store-a", session=session,
+                               previous_session=previous)
 
     try:
         assert agent_for("original")["ok"]
@@ -367,6 +368,9 @@ def test_a_copys_controller_refused_once_is_refused_while_it_runs_and_a_restart_
         assert not again["ok"] and "stop one of the two and restart the other" in again["error"], "refused for good"
         assert started[0].proc.poll() is None, "the original's agent still serves it"
         assert agent_for("original-restarted")["ok"], "a restart after the pause takes the host, as after a cut"
+        assert not agent_for("copy-2", previous="copy")["ok"], "succeeding a run that does not serve here: no"
+        assert agent_for("restarted-again", previous="original-restarted")["ok"], \
+            "the run that succeeds the one served here takes over at once, though it spoke just now"
     finally:
         for process in started:
             if process.proc.poll() is None:

@@ -159,3 +159,24 @@ def test_a_backup_never_reuses_a_generation_a_newer_copy_ran(tmp_path: Path) -> 
             await second.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_run_succeeds_the_last_one_only_once_that_process_is_gone(tmp_path: Path) -> None:
+    """A restart after a network cut was refused by the old agent, whose half-open link outlived
+    its controller; a run on the same machine whose predecessor's process is gone names it, and
+    the agents let it in at once. A copy started while the original runs finds it alive."""
+    import json
+    import subprocess
+    import sys
+
+    from heet_tui.control.sessions import SETTING, succeed
+
+    store = Store(tmp_path / "state")
+    assert succeed(store, "first") == "", "nothing came before"
+    assert succeed(store, "second") == "", "the first run's process (this one) is alive: a copy claims nothing"
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    record = json.loads(store.setting(SETTING))
+    store.set_setting(SETTING, json.dumps(record | {"pid": int(gone.stdout)}))  # that run's process has ended
+    assert succeed(store, "third") == "second"
+    store.set_setting(SETTING, json.dumps(record | {"pid": int(gone.stdout), "host": "another-login-node"}))
+    assert succeed(store, "fourth") == "", "another machine's process cannot be checked: no claim"
