@@ -10,6 +10,7 @@ planning (nothing is moved on a guess); after it, they are lost and planned afre
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -114,8 +115,10 @@ class HostStateLog:
         state = status.state
         if state is HostState.CONNECTING:
             return None
-        before, self.last[host] = self.last.get(host), (state, status.message)
-        if before == (state, status.message):
+        # the same trouble with other figures is not news: "heard from it 3 s ago", then "5 s ago",
+        # logged each retry (24 lines a minute while a copy's controller was refused)
+        before, self.last[host] = self.last.get(host), (state, re.sub(r"\d+(\.\d+)?", "#", status.message))
+        if before == self.last[host]:
             return None
         if state is HostState.READY:
             return f"host {host} is back" if before is not None and before[0] is not HostState.READY else None

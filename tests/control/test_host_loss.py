@@ -49,12 +49,13 @@ def test_each_change_of_a_hosts_trouble_is_said_once_and_a_key_says_what_to_do()
     seen = [said.saw("g", HostStatus("g", state, message)) for state, message in (
         (HostState.CONNECTING, "connecting"), (HostState.READY, "2 GPUs"), (HostState.READY, "2 GPUs"),
         (HostState.HOST_KEY_CHANGED, "HOST KEY CHANGED"), (HostState.CONNECTING, "retrying"),
-        (HostState.HOST_KEY_CHANGED, "HOST KEY CHANGED"), (HostState.AGENT_ERROR, "refused: another controller"),
+        (HostState.HOST_KEY_CHANGED, "HOST KEY CHANGED"), (HostState.AGENT_ERROR, "refused: heard from it 3 s ago"),
+        (HostState.CONNECTING, "retrying"), (HostState.AGENT_ERROR, "refused: heard from it 5 s ago"),
         (HostState.READY, "2 GPUs"))]
     assert seen == [None, None, None,
                     "host g is out (host-key-changed: HOST KEY CHANGED); check the key's fingerprint, then: "
-                    "heet-tui hosts trust g", None, None, "host g is out (agent-error: refused: another controller)",
-                    "host g is back"]
+                    "heet-tui hosts trust g", None, None, "host g is out (agent-error: refused: heard from it 3 s ago)",
+                    None, None, "host g is back"], "the same trouble with other figures is said once"
 
 
 def _kill_agent(workdir: Path, host: str) -> int:
