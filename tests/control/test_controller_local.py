@@ -165,7 +165,7 @@ def test_a_rejected_plan_stays_away_until_the_user_asks_to_plan_again(tmp_path: 
     store = Store(tmp_path / "state")
 
     async def scenario() -> None:
-        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2))
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, profile=False))
         await ctl.start()
         try:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=50))))
@@ -319,7 +319,7 @@ def test_progress_from_ranks_other_than_0_is_ignored_and_said_once(tmp_path: Pat
                       "for s in range(1, int(os.environ['HEET_TARGET_STEPS']) + 1):\n    time.sleep(0.05)\n"
                       "    if s % 5 == 0:\n        print('@heet-progress ' + json.dumps({'step': s + 1000 * rank, "
                       "'samples': 32 * s, 'samples_per_s': 640.0}), flush=True)\n")
-    options = ControllerOptions(interval_s=0.3, auto_approve=True)
+    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
 
     async def scenario() -> None:
         async with started_controller(hosts, store, options) as ctl:

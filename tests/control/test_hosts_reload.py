@@ -101,7 +101,7 @@ def test_a_host_removed_while_running_a_job_is_drained_then_dropped(tmp_path: Pa
     store = Store(tmp_path / "state")
 
     async def scenario() -> None:
-        ctl = Controller(load_hosts(path), store, ControllerOptions(interval_s=0.2, auto_approve=True))
+        ctl = Controller(load_hosts(path), store, ControllerOptions(interval_s=0.2, auto_approve=True, profile=False))
         await ctl.start()
         try:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=3000, max_gpus=1))))

@@ -36,7 +36,7 @@ def test_a_dropped_ssh_connection_leaves_the_job_running_and_it_is_adopted(lab: 
     store = Store(tmp_path / "state")
 
     async def scenario() -> None:
-        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=True, cluster=FAST))
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=True, cluster=FAST, profile=False))
         await ctl.start()
         try:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=400, max_gpus=1))))
