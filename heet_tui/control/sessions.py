@@ -15,6 +15,8 @@ import json
 import os
 import socket
 
+from heet_agent.jobstate import pid_alive
+
 from heet_tui.control.store import Store
 
 SETTING = "controller_session"
@@ -33,12 +35,4 @@ def succeed(store: Store, session: str) -> str:
 
 
 def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid > 0 and pid_alive(pid, None)
