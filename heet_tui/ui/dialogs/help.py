@@ -18,12 +18,12 @@ HELP = """\
 | `1`..`5` | everywhere | Cluster, Jobs, Plan, Profiles, Hosts |
 | `ctrl+p` | everywhere | command palette: submit job, connect host, drain host, switch policy |
 | `?` | everywhere | this help |
-| `q` | everywhere | quit |
+| `q` | everywhere | quit (asks first while other TUIs or log -f watch the controller this TUI runs) |
 | `g` | Cluster | group hosts by GPU type or by rack |
 | `d` / `c` / `k` | Cluster | drain or undrain, reconnect, trust a new host key |
 | `n` | Jobs | submit a job: a job.toml, a directory of them or a glob (a sweep) |
 | `s` | Jobs | next sort order (cursor stays on its job) |
-| `/` | Jobs | filter by words; `escape` clears |
+| `/` | Jobs, Cluster | filter by words (jobs: id, name, model, state, type, hosts; hosts: name, type, rack, state, jobs); `escape` clears |
 | `x` | Jobs | cancel the selected job (asks first) |
 | `r` | Jobs | retry the selected failed or cancelled job, from its checkpoint |
 | `u` | Jobs | give the selected job its changed spec file (heet-tui update): id, progress and checkpoint kept |
