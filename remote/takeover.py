@@ -10,8 +10,9 @@ A copy of a state directory (a backup restored beside the original, ``cp -r``) n
 store, so the store alone cannot tell its controller from the original's. Each controller run
 also names a session, and the agent marks ``agent.session`` whenever its controller speaks
 (at least every ten seconds, by its pings): a newcomer of another session is refused while that
-mark is fresh. A restarted controller is not held up by it: its old agent saw the link close and
-exited, or, cut off, stopped being spoken to.
+mark is fresh, and for good once refused. A restarted controller is not held up by it: its old
+agent saw the link close and exited, or, cut off, serves the run the newcomer names as the one it
+succeeds (``control/sessions.py``).
 """
 
 import fcntl
@@ -27,6 +28,7 @@ KILL_OLD_AFTER_S = 1.5
 SPOKEN_WITHIN_S = 25.0  # a live controller pings its agent every 10 s
 MARK_EVERY_S = 2.0
 REFUSED_KEPT = 20  # controller runs refused as copies, remembered (agent.refused)
+SESSION, REFUSED = "agent.session", "agent.refused"
 
 
 def is_agent(pid):
@@ -66,18 +68,8 @@ def take_over(workdir, owner, session="", previous=""):
         raise JobError(f"this host is managed by another heet-tui controller (its agent pid {old} serves state "
                        f"store {serving[:12]}, this controller's is {owner[:12] or 'unnamed'}): stop that "
                        f"controller, or run this one with the other's --state")
-    if old and session and not (previous and _read(os.path.join(workdir, "agent.session")) == previous):
-        # (a run that succeeds the one served here, by its store's word, takes over at once)
-        refused_path = os.path.join(workdir, "agent.refused")
-        spoken = _spoken_ago(os.path.join(workdir, "agent.session"), session)
-        if spoken is not None and (spoken < SPOKEN_WITHIN_S or session in _lines(refused_path)):
-            # Refused once, refused for as long as it runs: a pause of the other (kill -STOP, a
-            # laptop's suspend) handed it the host after 25 s, and it stopped the other's jobs.
-            _write_small(refused_path, "\n".join((_lines(refused_path) + [session])[-REFUSED_KEPT:]))
-            raise JobError(f"this host is managed by another heet-tui controller of the same state store (a copy "
-                           f"of its --state directory?): its agent pid {old} serves it (heard from it {spoken:.0f} s "
-                           "ago); stop one of the two and restart the other (two controllers of one store would "
-                           "take the host from each other)")
+    if old and session:
+        _refuse_another_session(workdir, old, session, previous)
     if old:
         try:
             os.kill(old, signal.SIGTERM)
@@ -102,10 +94,28 @@ def take_over(workdir, owner, session="", previous=""):
                 lock.close()
                 raise JobError("another agent holds %s/agent.lock" % workdir) from None
             time.sleep(0.05)
-    for path, text in ((pid_path, str(os.getpid())), (owner_path, owner),
-                       (os.path.join(workdir, "agent.session"), session)):
+    for path, text in ((pid_path, str(os.getpid())), (owner_path, owner), (os.path.join(workdir, SESSION), session)):
         _write_small(path, text)
     return lock
+
+
+def _refuse_another_session(workdir, old, session, previous):
+    """Raise unless ``session`` may take over from the one the live agent ``old`` serves: the
+    same run reconnecting, the run its store says succeeds it, or another one whose run has not
+    spoken for ``SPOKEN_WITHIN_S`` and that was never refused here. Refused once, refused for as
+    long as that agent lives: a pause of the other (kill -STOP, a laptop's suspend) handed a copy
+    the host after 25 s, and it stopped the other's jobs."""
+    session_path, refused_path = os.path.join(workdir, SESSION), os.path.join(workdir, REFUSED)
+    if previous and _read(session_path) == previous:
+        return
+    spoken = _spoken_ago(session_path, session)
+    if spoken is None or (spoken >= SPOKEN_WITHIN_S and session not in _lines(refused_path)):
+        return
+    _write_small(refused_path, "\n".join((_lines(refused_path) + [session])[-REFUSED_KEPT:]))
+    raise JobError(f"this host is managed by another heet-tui controller of the same state store (a copy "
+                   f"of its --state directory?): its agent pid {old} serves it (heard from it {spoken:.0f} s "
+                   "ago); stop one of the two and restart the other (two controllers of one store would "
+                   "take the host from each other)")
 
 
 def _lines(path):
@@ -130,7 +140,7 @@ class SessionMark:
     """``agent.session``'s time moved on when the controller speaks, at most every few seconds."""
 
     def __init__(self, workdir):
-        self.path = os.path.join(workdir, "agent.session")
+        self.path = os.path.join(workdir, SESSION)
         self.marked = 0.0
 
     def spoken(self):

@@ -361,10 +361,10 @@ class Controller:
     def replan(self, overrides: dict[str, Constraints] | None = None) -> Plan | None:
         return self.replan_from(self.job_inputs(overrides))
 
-    def replan_from(self, inputs: list[planning.JobInput]) -> Plan | None:
+    def replan_from(self, inputs: list[planning.JobInput], cluster: ClusterView | None = None) -> Plan | None:
         if not inputs:
             return None
-        cluster = self.cluster_view()
+        cluster = cluster or self.cluster_view()
         inputs = keep_off_crash_hosts(inputs, cluster, self.executor.health, self.book.classes, self.cluster.status())
         views = planning.job_views(inputs, self.book, self.clock())
         plan = planning.run_policy(self.policy, self.policy_name, cluster, views, self.book, self.clock())
@@ -376,6 +376,11 @@ class Controller:
 
     def _propose(self) -> None:
         propose(self)
+
+    @property
+    def not_auto_approved(self) -> str:
+        """Why auto-approve, on, leaves the pending plan to the user; "" when it is off or applies it."""
+        return (self.held_why or "") if self.auto_approve and self.pending_plan_id is not None else ""
 
     async def publish(self) -> None:
         await self.hub.publish(build_snapshot(self))

@@ -21,23 +21,33 @@ SETTING = "newer_copy_runs"
 KEPT = 2000  # (job, generation) pairs; the oldest go first
 
 
-def remembered(store: Store) -> set[tuple[str, int]]:
+def _job_of(agent_id: str) -> str:
+    return (parse_agent_id(agent_id) or ("",))[0]
+
+
+def _pairs(store: Store) -> list[tuple[str, int]]:
+    """The remembered (job, generation) pairs, oldest first; none when the setting is unreadable."""
     try:
-        return {(str(j), int(g)) for j, g in json.loads(store.setting(SETTING) or "[]")}
+        return [(str(j), int(g)) for j, g in json.loads(store.setting(SETTING) or "[]")]
     except (ValueError, TypeError):
-        return set()
+        return []
+
+
+def remembered(store: Store) -> set[tuple[str, int]]:
+    return set(_pairs(store))
 
 
 def remember(store: Store, runs: Iterable[tuple[str, int]]) -> None:
-    known = json.loads(store.setting(SETTING) or "[]") if remembered(store) else []
-    new = [[j, g] for j, g in dict.fromkeys(runs) if [j, g] not in known]
+    """``runs``: (agent id, generation) of processes a newer copy started."""
+    known = _pairs(store)
+    new = [pair for pair in dict.fromkeys((_job_of(a), g) for a, g in runs) if pair not in set(known)]
     if new:
         store.set_setting(SETTING, json.dumps((known + new)[-KEPT:]))
 
 
 def highest(store: Store, job_id: str) -> int:
     """The newest generation of ``job_id`` a newer copy ran (0: none seen)."""
-    return max((g for j, g in remembered(store) if j == job_id), default=0)
+    return max((g for j, g in _pairs(store) if j == job_id), default=0)
 
 
 def runs_elsewhere(cluster, newer: Iterable[tuple[str, str, int]], job_id: str) -> bool:
@@ -45,6 +55,6 @@ def runs_elsewhere(cluster, newer: Iterable[tuple[str, str, int]], job_id: str) 
     by what the agents last said): this store does not start it as well; two runs of one job
     trained side by side, and its launch on that host was refused ("generation 2 is still running
     here"). Once that run ends, the job is this store's to run again."""
-    mine = {(host, agent, gen) for host, agent, gen in newer if (parse_agent_id(agent) or ("",))[0] == job_id}
-    return any(j.running and (host, j.job_id, j.generation) in mine
-               for host in {h for h, _, _ in mine} for j in cluster.jobs(host))
+    its = {run for run in newer if _job_of(run[1]) == job_id}
+    return any(j.running and (host, j.job_id, j.generation) in its
+               for host in {h for h, _, _ in its} for j in cluster.jobs(host))

@@ -37,19 +37,19 @@ def plan_basis(inputs: list[planning.JobInput], cluster: ClusterView, policy: st
 
 
 def propose(ctl: Controller) -> None:
-    inputs = ctl.job_inputs()
+    inputs, cluster = ctl.job_inputs(), ctl.cluster_view()
     try:
-        plan = ctl.replan_from(inputs)
+        plan = ctl.replan_from(inputs, cluster)
     except ValueError as exc:
         ctl.notices.append(f"planning: {exc}")
         return
     weighed = frozenset(j.id for j in inputs)
     ctl.plan_made = made = PlanMade.of(plan, weighed) if plan else None
-    basis = plan_basis(inputs, ctl.cluster_view(), ctl.policy_name, ctl.book)
-    pending = ctl.store.plan(ctl.pending_plan_id) if ctl.pending_plan_id else None
+    basis = plan_basis(inputs, cluster, ctl.policy_name, ctl.book)
+    record = ctl.store.plan(ctl.pending_plan_id) if ctl.pending_plan_id else None
+    pending = record if record is not None and record.status == "proposed" else None
     # the one being read stands while only figures moved, even against "no change" (a near-tie too)
-    stands = pending is not None and pending.status == "proposed" and not ctl.auto_approve \
-        and basis == ctl.pending_basis
+    stands = pending is not None and not ctl.auto_approve and basis == ctl.pending_basis
     if made is None or made.plan.is_empty:
         if stands and pending is not None and made is not None:
             ctl.plan_made = replace(PlanMade.of(pending.plan, weighed), plan_id=pending.id)
@@ -58,13 +58,13 @@ def propose(ctl: Controller) -> None:
             ctl.pending_plan_id = None
         return
     plan, sig = made.plan, planning.signature(made.plan)
-    if pending is not None and pending.status == "proposed" and planning.signature(pending.plan) == sig:
+    shown = planning.signature(pending.plan) if pending is not None else None
+    if pending is not None and shown == sig:
         plan_id, ctl.pending_basis = pending.id, basis  # the same moves: it stands under what it is made from now
         if planning.drifted(pending.plan.effect, plan.effect):  # e.g. a job profiled since waits in it
             ctl.store.refresh_proposed_plan(plan_id, replace(plan, created_at=pending.plan.created_at))
-    elif stands and pending is not None:
-        plan, sig, plan_id = pending.plan, planning.signature(pending.plan), pending.id
-        made = PlanMade.of(plan, made.weighed)
+    elif stands and pending is not None and shown is not None:
+        plan, sig, plan_id, made = pending.plan, shown, pending.id, PlanMade.of(pending.plan, weighed)
     elif sig in ctl.rejected:
         ctl.plan_made = replace(made, rejected=True)
         return

@@ -129,8 +129,7 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
         notes.append(f"{host}: left running the processes another state store started there (GPUs "
                      f"{', '.join(map(str, foreign))}); plans keep off those GPUs")
     newer = {(host, v.remote.job_id, v.remote.generation) for v in verdicts if v.action == "newer"}
-    remember(store, [((parse_agent_id(v.remote.job_id) or ("",))[0], v.remote.generation)
-                     for v in verdicts if v.action in ("newer", "newer-ended")])
+    remember(store, [(v.remote.job_id, v.remote.generation) for v in verdicts if v.action in ("newer", "newer-ended")])
     for said in sorted(newer - executor.newer_copies):
         notes.append(f"{host} runs {said[1]} generation {said[2]}, which this state store never launched: a newer "
                      f"copy of {store.dir} started it (is this one a restored backup or an old copy?). It is left "

@@ -97,8 +97,9 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         read_only=ctl.opt.read_only,
         interval_s=ctl.opt.interval_s,
         viewers=ctl.attach_server.viewers,
-        held_why=(ctl.held_why or "") if ctl.auto_approve and ctl.pending_plan_id is not None else "",
-        notices=tuple(ctl.notices[-20:]), notices_at=tuple(ctl.notices.times[-20:]), notices_total=ctl.notices.total, hidden_ended=hidden_ended,
+        held_why=ctl.not_auto_approved,
+        notices=tuple(ctl.notices[-20:]), notices_at=tuple(ctl.notices.times[-20:]), notices_total=ctl.notices.total,
+        hidden_ended=hidden_ended,
         profiles_hidden=sum(r.job.state.terminal and r.job.id not in recent_done for r in records)
         + sum(n for _, n in hidden_ended),
     )

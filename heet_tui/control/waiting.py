@@ -145,7 +145,7 @@ def explain_waiting(ctl: Controller, now: float) -> None:
         why = why_waiting(job.spec, cluster)
         if why is None and made is not None and job.id in made.weighed:
             why = plan_reason(job.id, job.spec, made, pending_id, made.rejected, free, job.id in held,
-                              (ctl.held_why or "") if ctl.auto_approve else "")
+                              ctl.not_auto_approved)
         elif why is None and job.message.startswith(PREFIX):
             why = NO_PLAN_YET
         if why is not None and job.message != why:

@@ -260,11 +260,12 @@ class HeetApp(ControllerLink, App[int]):
     async def action_quit(self) -> None:
         """Quitting the TUI that runs the controller stops it for every viewer attached to it:
         other TUIs (which then read "controller stopped") and log -f. Asked first when there are any."""
+        if isinstance(self.screen, ConfirmDialog):
+            return  # asked already (this one, or another question on top)
         snap = self.latest
-        if isinstance(self.screen, ConfirmDialog) or self.reattach is not None or self.stopped or snap is None \
-                or snap.mode != "controller" or not snap.viewers:
-            if not isinstance(self.screen, ConfirmDialog):
-                self.exit()
+        watched = self.reattach is None and not self.stopped and snap is not None and snap.mode == "controller"
+        if not (watched and snap is not None and snap.viewers):
+            self.exit()
             return
 
         def answered(yes: bool | None) -> None:

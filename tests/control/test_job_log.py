@@ -63,26 +63,43 @@ def test_a_jobs_log_is_read_from_its_host_running_and_ended_and_through_an_attac
     run_and_clean(scenario, tmp_path)
 
 
-def test_log_follow_prints_each_line_once_until_the_job_ends(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`heet-tui log NAME -f`: tail -f of a job's output from the login node."""
+def _follow_to_the_end(tmp_path: Path, capsys: pytest.CaptureFixture[str], steps: int,
+                       restart: bool = False) -> list[str]:
+    """What `heet-tui log a -n 2 -f` prints while job a trains ``steps`` steps to its end, through
+    a controller restart when ``restart``."""
     hosts = load_hosts(write_local_hosts(tmp_path, [("solo", "T4", 1, 1.0)]))
     state = tmp_path / "state"
+    options = ControllerOptions(interval_s=0.2, auto_approve=True, profile=False)
 
     async def scenario() -> None:
-        ctl = Controller(hosts, Store(state), ControllerOptions(interval_s=0.2, auto_approve=True, profile=False))
+        ctl = Controller(hosts, Store(state), options)
         await ctl.start()
         try:
-            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=120, max_gpus=1))))
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=steps, max_gpus=1))))
             await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
             follow = asyncio.create_task(asyncio.to_thread(main, ["log", "a", "-n", "2", "-f", "--state", str(state)]))
+            if restart:
+                await asyncio.sleep(1.0)
+                await ctl.stop()
+                assert not follow.done(), "the follow waits for a controller"
+                ctl = Controller(hosts, Store(state), options)
+                await ctl.start()
             assert await asyncio.wait_for(follow, 120) == 0, "it returns when the job ends"
             assert ctl.store.job("a").job.state is JobState.DONE
         finally:
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
-    out = capsys.readouterr().out.splitlines()
-    steps = [json.loads(line.split("@heet-progress ", 1)[1])["step"] for line in out if "@heet-progress" in line]
+    return capsys.readouterr().out.splitlines()
+
+
+def _steps(out: list[str]) -> list[int]:
+    return [json.loads(line.split("@heet-progress ", 1)[1])["step"] for line in out if "@heet-progress" in line]
+
+
+def test_log_follow_prints_each_line_once_until_the_job_ends(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`heet-tui log NAME -f`: tail -f of a job's output from the login node."""
+    steps = _steps(_follow_to_the_end(tmp_path, capsys, 120))
     assert steps == sorted(set(steps)), "each line once, in order"
     assert steps[-1] == 120 and len(steps) >= 3, steps
 
@@ -184,33 +201,10 @@ def test_another_ranks_log_is_read_from_its_host(tmp_path: Path, capsys: pytest.
 def test_log_follow_goes_on_through_a_controller_restart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Seen: restarting the controller (an upgrade) while jobs ran left every open ``log -f`` silent
     for good; the jobs ran on, and their followers had to be found and restarted by hand."""
-    hosts = load_hosts(write_local_hosts(tmp_path, [("solo", "T4", 1, 1.0)]))
-    state = tmp_path / "state"
-    options = ControllerOptions(interval_s=0.2, auto_approve=True, profile=False)
-
-    async def scenario() -> None:
-        ctl = Controller(hosts, Store(state), options)
-        await ctl.start()
-        follow = None
-        try:
-            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=150, max_gpus=1))))
-            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
-            follow = asyncio.create_task(asyncio.to_thread(main, ["log", "a", "-n", "2", "-f", "--state", str(state)]))
-            await asyncio.sleep(1.0)
-            await ctl.stop()
-            assert not follow.done(), "the follow waits for a controller"
-            ctl = Controller(hosts, Store(state), options)
-            await ctl.start()
-            assert await asyncio.wait_for(follow, 120) == 0, "it returns when the job ends"
-            assert ctl.store.job("a").job.state is JobState.DONE
-        finally:
-            await ctl.stop()
-
-    run_and_clean(scenario, tmp_path)
-    out = capsys.readouterr().out.splitlines()
+    out = _follow_to_the_end(tmp_path, capsys, 150, restart=True)
     assert any("stopped" in line and "still following: waiting for a controller" in line for line in out), out
     assert any(line.startswith("(following again through the controller, pid") for line in out), out
-    steps = [json.loads(line.split("@heet-progress ", 1)[1])["step"] for line in out if "@heet-progress" in line]
+    steps = _steps(out)
     assert steps == sorted(set(steps)) and steps[-1] == 150, steps
 
 

@@ -5,8 +5,11 @@ superseded the one on screen every half second, so that no approval by hand went
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
 
@@ -18,6 +21,7 @@ from heet_tui.core.allocation import Allocation
 from heet_tui.core.intents import ApprovePlan, Replan, SubmitJob
 from heet_tui.core.job import JobState
 from heet_tui.core.plan import Plan
+from heet_tui.core.snapshot import Snapshot
 
 
 class NearTies:
@@ -38,24 +42,35 @@ class NearTies:
         return replace(plan, allocations=allocations)
 
 
-def test_a_pending_plan_stands_through_near_ties_until_what_it_was_made_from_changes(tmp_path: Path) -> None:
-    hosts = load_hosts(write_local_hosts(tmp_path, [("h", "T4", 2, 1.0)]))
-    store = Store(tmp_path / "state")
+@contextlib.asynccontextmanager
+async def _a_proposed(tmp_path: Path, gpus: int, wrapper) -> AsyncIterator[tuple[Controller, Any, Snapshot]]:
+    """A controller without auto-approve on one host of ``gpus`` T4s, its policy wrapped in
+    ``wrapper``, with a plan proposed for job a."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("h", "T4", gpus, 1.0)]))
+    ctl = Controller(hosts, Store(tmp_path / "state"), ControllerOptions(interval_s=0.2, profile=False))
+    ctl.policy = policy = wrapper(ctl.policy)
+    await ctl.start()
+    try:
+        await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=400, max_gpus=1))))
+        yield ctl, policy, await wait_for(ctl, lambda s: s.plan_id is not None, 60, "a plan for a")
+    finally:
+        await ctl.stop()
 
+
+async def _stands_while_asked_again(ctl: Controller, policy, plan_id: int) -> None:
+    calls = policy.calls
+    await asyncio.sleep(1.5)  # rounds go by, each with the policy's other answer
+    assert policy.calls >= calls + 3, "the policy was asked again"
+    assert ctl.hub.latest.plan_id == plan_id, "the plan on screen stands"
+
+
+def test_a_pending_plan_stands_through_near_ties_until_what_it_was_made_from_changes(tmp_path: Path) -> None:
     async def scenario() -> None:
-        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, profile=False))
-        ctl.policy = near_ties = NearTies(ctl.policy)
-        await ctl.start()
-        try:
-            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=400, max_gpus=1))))
-            snap = await wait_for(ctl, lambda s: s.plan_id is not None, 60, "a plan for a")
-            shown, calls = snap.plan_id, near_ties.calls
-            await asyncio.sleep(1.5)  # rounds go by, each with the other GPU for a
-            assert near_ties.calls >= calls + 3, "the policy was asked again"
-            assert ctl.hub.latest.plan_id == shown, "the plan on screen stands"
+        async with _a_proposed(tmp_path, 2, NearTies) as (ctl, near_ties, snap):
+            await _stands_while_asked_again(ctl, near_ties, snap.plan_id)
             near_ties.avoid = dict(snap.plan.allocations["a"].hosts)["h"][0]  # from now on, the other GPU
             await ctl.post(Replan())  # p: asked for, a plan made now replaces it
-            await wait_for(ctl, lambda s: s.plan_id is not None and s.plan_id != shown, 30, "planned again")
+            await wait_for(ctl, lambda s: s.plan_id is not None and s.plan_id != snap.plan_id, 30, "planned again")
             shown = ctl.hub.latest.plan_id
             await ctl.post(SubmitJob(str(write_job(tmp_path, "b", steps=400, max_gpus=1))))
             snap = await wait_for(ctl, lambda s: s.plan_id != shown and "b" in s.plan.allocations, 30,
@@ -65,8 +80,6 @@ def test_a_pending_plan_stands_through_near_ties_until_what_it_was_made_from_cha
             assert (await ctl.post(ApprovePlan(snap.plan_id))).startswith(f"plan #{snap.plan_id} approved")
             await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING and job(s, "b").state
                            is JobState.RUNNING, 60, "both running")
-        finally:
-            await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
 
@@ -87,23 +100,10 @@ class Flickers:
 
 def test_a_pending_plan_stands_through_a_near_tie_with_no_change(tmp_path: Path) -> None:
     """Seen: a plan being read vanished, with no event, when a round's plan came out empty."""
-    hosts = load_hosts(write_local_hosts(tmp_path, [("h", "T4", 1, 1.0)]))
-    store = Store(tmp_path / "state")
-
     async def scenario() -> None:
-        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, profile=False))
-        ctl.policy = flickers = Flickers(ctl.policy)
-        await ctl.start()
-        try:
-            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=400, max_gpus=1))))
-            snap = await wait_for(ctl, lambda s: s.plan_id is not None, 60, "a plan for a")
-            calls = flickers.calls
-            await asyncio.sleep(1.5)
-            assert flickers.calls >= calls + 3, "the policy was asked again"
-            assert ctl.hub.latest.plan_id == snap.plan_id, "the plan being read stands"
-            assert [p.id for p in store.plans_with_status("proposed")] == [snap.plan_id]
-        finally:
-            await ctl.stop()
+        async with _a_proposed(tmp_path, 1, Flickers) as (ctl, flickers, snap):
+            await _stands_while_asked_again(ctl, flickers, snap.plan_id)
+            assert [p.id for p in ctl.store.plans_with_status("proposed")] == [snap.plan_id]
 
     run_and_clean(scenario, tmp_path)
 

@@ -70,8 +70,7 @@ def test_a_dead_controller_is_said_plainly_and_for_good_and_the_figures_age(repo
     elapsed = [0.0]
 
     async def scenario():
-        app = HeetApp(backend, repo / "configs" / "local.toml", start_mode="cluster", reattach=never_back)
-        app.clock = lambda: elapsed[0]
+        app = _on_a_clock(repo, backend, elapsed)
         async with app.run_test(size=SIZE) as pilot:
             await wait_for(pilot, lambda: app.latest is not None)
             assert seen(app, "a100-1") == "1s ago"  # last_seen 99, now 100
@@ -172,6 +171,21 @@ def test_reattach_knocks_only_where_a_controller_answers(tmp_path, monkeypatch):
     run(scenario())
 
 
+def _on_a_clock(repo, backend, elapsed: list[float]) -> HeetApp:
+    """An attached TUI whose clock reads ``elapsed[0]``: a test moves time on by hand."""
+    app = HeetApp(backend, repo / "configs" / "local.toml", start_mode="cluster", reattach=never_back)
+    app.clock = lambda: elapsed[0]
+    return app
+
+
+async def _silent_said_only_past(pilot, app, elapsed: list[float], quiet_s: float, said_s: float) -> None:
+    elapsed[0] = quiet_s
+    await pilot.pause(controller_link.AGE_EVERY_S + 0.2)
+    assert "no update" not in header(app)
+    elapsed[0] = said_s
+    await wait_for(pilot, lambda: f"no update from the controller for {said_s:.0f} s" in header(app), tries=200)
+
+
 def test_a_silent_controller_is_said_until_it_speaks_again(repo):
     """Seen: `heet-tui run` stopped with kill -STOP; the attached TUI showed its last snapshot as
     live (hosts "seen 0s ago", plans waiting) for as long as it was stopped."""
@@ -179,15 +193,10 @@ def test_a_silent_controller_is_said_until_it_speaks_again(repo):
     elapsed = [0.0]
 
     async def scenario():
-        app = HeetApp(backend, repo / "configs" / "local.toml", start_mode="cluster", reattach=never_back)
-        app.clock = lambda: elapsed[0]
+        app = _on_a_clock(repo, backend, elapsed)
         async with app.run_test(size=SIZE) as pilot:
             await wait_for(pilot, lambda: app.latest is not None)
-            elapsed[0] = 10.0  # five rounds late: a long round, not yet worth a word
-            await pilot.pause(controller_link.AGE_EVERY_S + 0.2)
-            assert "no update" not in header(app)
-            elapsed[0] = 45.0
-            await wait_for(pilot, lambda: "no update from the controller for 45 s" in header(app), tries=200)
+            await _silent_said_only_past(pilot, app, elapsed, 10.0, 45.0)  # five rounds late: not yet a word
             assert seen(app, "a100-1") == duration(46.0) + " ago", "the figures age"
             assert not app.stopped, "still attached: it may come back"
             backend.push(replace(small_snapshot(1), interval_s=2.0))  # it speaks again
@@ -201,14 +210,9 @@ def test_a_controller_with_long_rounds_is_not_called_silent_between_them(repo):
     elapsed = [0.0]
 
     async def scenario():
-        app = HeetApp(backend, repo / "configs" / "local.toml", start_mode="cluster", reattach=never_back)
-        app.clock = lambda: elapsed[0]
+        app = _on_a_clock(repo, backend, elapsed)
         async with app.run_test(size=SIZE) as pilot:
             await wait_for(pilot, lambda: app.latest is not None)
-            elapsed[0] = 150.0
-            await pilot.pause(controller_link.AGE_EVERY_S + 0.2)
-            assert "no update" not in header(app)
-            elapsed[0] = 200.0
-            await wait_for(pilot, lambda: "no update from the controller for 200 s" in header(app), tries=200)
+            await _silent_said_only_past(pilot, app, elapsed, 150.0, 200.0)
 
     run(scenario())

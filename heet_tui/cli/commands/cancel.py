@@ -14,16 +14,15 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import time
+from collections.abc import Collection
 
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import UsageError
 from heet_tui.cli.locations import add_location_options
-from heet_tui.cli.names import known_names
+from heet_tui.cli.names import is_pattern, known_names
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store
 from heet_tui.core.job import ACTIVE, Job, JobState
-
-PATTERN_CHARS = "*?["
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,18 +57,15 @@ def resolve_jobs(store: Store, names: list[str], ended: bool = False, verb: str 
     found: dict[str, Job] = {}
     missing = []
     for name in names:
-        if any(c in name for c in PATTERN_CHARS):
-            matched = [j for j in pool if fnmatch.fnmatchcase(j.id, name)]
-        else:
-            rec = store.find_job(name, states or ACTIVE)
-            matched = [rec.job] if rec else []
+        matched = _named(store, name, pool, states or ACTIVE)
         if not matched:
             missing.append(name)
         found.update((j.id, j) for j in matched)
     if missing:
         known = known_names([j.id for j in pool], missing[0], "ended jobs" if ended else "active jobs")
         what = " or ".join(f'"{m}"' for m in missing)
-        elsewhere = [j for j in _all_named(store, missing[0]) if j.id not in {p.id for p in pool}]
+        everyone = [r.job for r in store.jobs(include_terminal=True)]
+        elsewhere = [j for j in _named(store, missing[0], everyone) if j.id not in {p.id for p in pool}]
         if elsewhere:  # they exist, in a state this verb leaves alone: say so, not "no job"
             states_of = sorted({j.state.value for j in elsewhere})
             what += f" that can be {verb}"
@@ -80,10 +76,11 @@ def resolve_jobs(store: Store, names: list[str], ended: bool = False, verb: str 
     return list(found.values())
 
 
-def _all_named(store: Store, name: str) -> list[Job]:
-    if any(c in name for c in PATTERN_CHARS):
-        return [r.job for r in store.jobs(include_terminal=True) if fnmatch.fnmatchcase(r.job.id, name)]
-    rec = store.find_job(name)
+def _named(store: Store, name: str, pool: list[Job], states: Collection[JobState] | None = None) -> list[Job]:
+    """What ``name`` means: the jobs of ``pool`` a pattern matches, or the one job it names."""
+    if is_pattern(name):
+        return [j for j in pool if fnmatch.fnmatchcase(j.id, name)]
+    rec = store.find_job(name, states)
     return [rec.job] if rec else []
 
 

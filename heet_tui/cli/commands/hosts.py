@@ -13,7 +13,7 @@ from typing import Any
 
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_state_option
-from heet_tui.cli.names import known_names
+from heet_tui.cli.names import is_pattern, known_names
 from heet_tui.cli.table import aligned
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_edit import HostsDocument
@@ -237,7 +237,7 @@ def cmd_drain(args: argparse.Namespace) -> int:
         names, where, whose = sorted(drained), "", "drained hosts"
     chosen: dict[str, None] = {}
     for asked in args.names:
-        pattern = any(c in asked for c in "*?[")
+        pattern = is_pattern(asked)
         matched = [n for n in names if fnmatch.fnmatchcase(n, asked)] if pattern else [asked] * (asked in names)
         if not matched:
             if not args.drained and not pattern and len(args.names) == 1:
