@@ -3,7 +3,7 @@
 ``heet-tui run`` on a login node (in tmux, or as a service) holds the state directory's lock,
 and a TUI opened beside it used to show only the hosts file. Now the controller listens on
 ``<state>/controller.sock`` (mode 0600 in the 0700 state directory; a path too long for a
-socket goes under ``$XDG_RUNTIME_DIR`` or ``/tmp/heet-tui-<uid>``, 0700), refuses peers of
+socket goes under ``$XDG_RUNTIME_DIR/heet-tui-<uid>``, else ``/tmp/heet-tui-<uid>``, 0700), refuses peers of
 another uid, and speaks JSON lines (``control/wire.py``):
 
 * on connect it sends ``{"op": "hello", "version": 1, "pid": ...}``, then every snapshot it
@@ -44,8 +44,11 @@ def socket_path(state_dir: Path) -> Path:
     if len(os.fsencode(direct)) <= MAX_SOCKET_PATH:
         return direct
     digest = hashlib.sha256(os.fsencode(Path(state_dir).resolve())).hexdigest()[:16]
-    base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()) / f"heet-tui-{os.getuid()}"
-    return base / f"{digest}.sock"
+    # $XDG_RUNTIME_DIR can itself be deep (a container's, a test runner's), so the first base
+    # where the whole path fits wins; both sides walk the same list and find the same one.
+    bases = [os.environ.get("XDG_RUNTIME_DIR"), tempfile.gettempdir(), "/tmp"]
+    candidates = [Path(base) / f"heet-tui-{os.getuid()}" / f"{digest}.sock" for base in bases if base]
+    return next((c for c in candidates if len(os.fsencode(c)) <= MAX_SOCKET_PATH), candidates[-1])
 
 
 def _private_parent(path: Path) -> None:

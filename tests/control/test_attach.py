@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import stat
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -67,12 +69,24 @@ def test_a_bad_snapshot_is_refused_naming_the_bad_value(mutate, expected: str) -
 
 
 def test_a_state_dir_too_deep_for_a_socket_gets_a_private_short_path(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
-    assert socket_path(tmp_path / "s") == tmp_path / "s" / "controller.sock"
-    deep = tmp_path / ("d" * 120)
-    path = socket_path(deep)
-    assert len(str(path)) <= MAX_SOCKET_PATH and path.parent == tmp_path / "run" / path.parent.name
-    assert path == socket_path(deep), "both sides find the same path"
+    runtime = Path(tempfile.mkdtemp(prefix="run", dir="/tmp"))
+    try:
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+        shallow = Path("/tmp/s")
+        assert socket_path(shallow) == shallow / "controller.sock"
+        deep = tmp_path / ("d" * 120)
+        path = socket_path(deep)
+        assert len(str(path)) <= MAX_SOCKET_PATH and path.parent == runtime / path.parent.name
+        assert path == socket_path(deep), "both sides find the same path"
+    finally:
+        runtime.rmdir()
+
+
+def test_a_runtime_dir_too_deep_for_a_socket_is_passed_over(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / ("r" * 90)))
+    path = socket_path(tmp_path / ("d" * 120))
+    assert len(os.fsencode(path)) <= MAX_SOCKET_PATH
+    assert path.parent.parent in (Path(tempfile.gettempdir()), Path("/tmp"))
 
 
 def test_a_tui_attaches_sees_snapshots_submits_and_learns_when_the_controller_stops(tmp_path: Path) -> None:
