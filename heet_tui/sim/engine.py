@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -167,6 +168,7 @@ class Simulation:
     def step(self) -> None:
         """One round: advance running jobs by ``interval``, admit arrivals, plan, apply (or
         hold the plan for :meth:`approve` in manual-approval mode)."""
+        self._skip_idle()
         start = self.now
         for job in self.active_jobs():
             done_at = job.advance(self.interval, start)
@@ -190,6 +192,13 @@ class Simulation:
         self.stats.times.append(self.now)
         self.stats.gpus_in_use.append(self.gpus_in_use())
         self._guard_starvation()
+
+    def _skip_idle(self) -> None:
+        """Empty rounds up to the next arrival change nothing: jump them (a workload stamped in
+        Unix seconds stepped through 29 million rounds from t=0)."""
+        if not self._active and self._next_arrival < len(self._arrivals):
+            rounds = max(0, math.ceil(self._arrivals[self._next_arrival].spec.time / self.interval) - 1 - self.rounds)
+            self.now, self.rounds = self.now + rounds * self.interval, self.rounds + rounds
 
     def approve(self) -> None:
         """Apply the plan held for approval (manual mode); restarts begin now."""
@@ -372,8 +381,11 @@ class Simulation:
                        placement=list(after.placement), restart_s=job.physics.restart_s)
 
     def _guard_starvation(self) -> None:
-        waiting = [j for j in self.active_jobs() if j.allocation is None]
-        if self.gpus_in_use() > 0 or not waiting or self._next_arrival < len(self._arrivals) or self.manual_approval:
+        # A job placed where it cannot run (a prediction the physics refutes) makes no progress either.
+        active = self.active_jobs()
+        waiting = [j for j in active if j.allocation is None or (j.rate <= 0 and j.restart_left <= 0)]
+        moving = len(waiting) < len(active)
+        if moving or not waiting or self._next_arrival < len(self._arrivals) or self.manual_approval:
             self._idle_rounds = 0
             return
         self._idle_rounds += 1
@@ -383,6 +395,8 @@ class Simulation:
             job.state = JobState.FAILED
             job.outcome = "unschedulable"
             job.message = (f"policy {getattr(self.policy, 'name', '?')!r} allocated nothing for "
-                           f"{MAX_IDLE_ROUNDS} rounds while the cluster was idle")
+                           f"{MAX_IDLE_ROUNDS} rounds while the cluster was idle") if job.allocation is None else (
+                f"made no progress for {MAX_IDLE_ROUNDS} rounds: {job.message}")
+            job.allocation = None
             self._retire(job)
             self._emit(job, "unschedulable", reason=job.message)

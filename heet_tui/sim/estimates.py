@@ -92,8 +92,12 @@ class PredictedThroughput:
     def admit(self, job: SimJob) -> None:
         """The short runs a real profiler makes when the job is submitted."""
         types = job.physics.gpu_types()
-        for t in types:
-            self._measure(job, t, (1,), noisy=True)
+        for t in types:  # one GPU, else the fewest the job runs on (gpt_pmp's pipeline needs two)
+            host = self._host_sizes.get(t, 8)
+            smallest = next((k for k in range(1, min(host, job.physics.max_gpus(t)) + 1)
+                             if _raw(job, t, (k,)) > 0), None)
+            if smallest is not None:
+                self._measure(job, t, (smallest,), noisy=True)
         singles = {t: v for (t, p), v in self._obs.get(job.id, {}).items() if p == (1,)}
         if singles:
             fastest = max(sorted(singles), key=lambda t: singles[t])
@@ -128,9 +132,10 @@ class PredictedThroughput:
         k, hosts = sum(placement), len(placement)
         if sum(placement) > job.physics.max_gpus(gpu_type):
             return 0.0
-        base = obs.get((gpu_type, (1,)))
-        if base is None:
+        fewest = min((p for t, p in obs if t == gpu_type), key=lambda p: (sum(p), len(p)), default=None)
+        if fewest is None:
             return 0.0
+        base = obs[(gpu_type, fewest)] / (sum(fewest) ** DEFAULT_EXPONENT * HOST_PENALTY ** (len(fewest) - 1))
         # The job's own scaling, from its multi-GPU observation nearest in GPU count, on this type
         # when there is one: scaling differs by type (a job bound by communication on fast GPUs
         # still scales on slow ones), so another type's curve is only the fallback.
@@ -148,8 +153,8 @@ class PredictedThroughput:
     def view(self, job: SimJob) -> ThroughputFn:
         def goodput(gpu_type: str, placement: Placement) -> float:
             p = tuple(sorted((c for c in placement if c > 0), reverse=True))
-            if not p:
-                return 0.0
+            if not p or job.physics.rate(gpu_type, p, job.spec.batch_size, 0) <= 0:
+                return 0.0  # a size the job cannot run at is known, as with the model predictor
             raw = self.predict_raw(job, gpu_type, p)
             return raw * _efficiency(job, gpu_type, p) if raw > 0 else 0.0
 

@@ -97,9 +97,13 @@ class ProfiledThroughput:
         candidates = self._candidates(job)
         if not candidates:
             return
-        # With nothing measured anywhere yet the model cannot choose; start from the cheapest runs.
+        # With nothing measured anywhere yet the model cannot choose; start from the cheapest runs:
+        # each type's fewest GPUs the job runs on (gpt_pmp's pipeline needs two or more).
         if not self._known:
-            picks = [(t, p) for t, p in candidates if sum(p) == 1][: self._budget]
+            smallest: dict[str, tuple[str, Placement]] = {}
+            for t, p in sorted(candidates, key=lambda c: sum(c[1])):
+                smallest.setdefault(t, (t, p))
+            picks = sorted(smallest.values(), key=lambda c: sum(c[1]))[: self._budget]
         else:
             picks = [(t, _parse(p)) for t, p in self.predictor.next_to_profile(key, candidates, self._budget,
                                                                                seed=self._seed)]

@@ -144,3 +144,19 @@ def test_a_plans_predicted_completion_is_when_the_job_finishes(physics) -> None:
     while job.active:
         sim.step()
     assert job.finished_at - start == pytest.approx(predicted, rel=1e-3)
+
+
+def test_idle_time_before_an_arrival_is_skipped_and_changes_nothing(physics) -> None:
+    """A workload stamped in Unix seconds stepped through every empty 60 s round from t=0: 50 s
+    and 1.5 GB for two jobs, and millisecond stamps never ended."""
+    later = 60.0 * 29_000_000
+    runs = {}
+    for offset in (0.0, later):
+        jobs = [WorkloadJob("a", offset + 30.0, "cifar10", 2, 128), WorkloadJob("b", offset + 7200.0, "cifar10", 1, 128)]
+        sim = Simulation(cluster_of(("aws", 1)), jobs, physics, RigidFifoPolicy())
+        records = sim.run()
+        runs[offset] = ([(r.name, r.restarts) for r in records], [r.finished_at - r.submitted_at for r in records],
+                        len(sim.stats.times))
+    assert runs[later][0] == runs[0.0][0], "the same jobs and restarts"
+    assert runs[later][1] == pytest.approx(runs[0.0][1], rel=1e-6), "the same JCTs"
+    assert runs[later][2] <= runs[0.0][2], "no round stepped through the idle years"

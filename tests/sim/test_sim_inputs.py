@@ -143,25 +143,48 @@ def test_the_bundled_reference_cluster(repo: Path) -> None:
     assert {t: cluster.gpus_of_type(t) for t in cluster.gpu_types()} == {"A100": 16, "RTX2080Ti": 24, "T4": 24}
 
 
+@pytest.mark.parametrize("predictor", ["oracle", "model", "simple"])
 @pytest.mark.parametrize("policy", ["heet", "heet-lookahead", "goodput-mip", "fifo", "srtf", "gavel"])
 def test_a_job_that_runs_only_on_more_gpus_than_its_minimum_is_scheduled(profile_dir: Path, tmp_path: Path,
-                                                                         policy: str) -> None:
+                                                                         policy: str, predictor: str) -> None:
     """A model profiled on 2+ GPUs only (pipeline parallel, as the shared gpt_pmp) was declared
     unschedulable at once: feasibility was tried at the job's minimum count alone. goodput-mip then
-    never started it: it weighed each choice against the job's speed at its minimum count, zero."""
-    import shutil
-
+    never started it: it weighed each choice against the job's speed at its minimum count, zero.
+    Predicted, it crashed the run (the profiler measured 1-GPU runs only, so nothing at all), or,
+    with the simple predictor, was never started."""
     from heet_tui.scheduling.registry import make_policy
+
+    physics = _two_gpus_or_more(profile_dir, tmp_path)
+    sim = Simulation(cluster_of(("aws", 1)), [WorkloadJob("j", 0.0, "cifar10", 2, 128, min_gpus=1)], physics,
+                     make_policy(policy), oracle=predictor == "oracle", predictor=predictor)
+    (record,) = sim.run()
+    assert record.outcome == "done", record.message
+
+
+def test_a_job_placed_where_it_makes_no_progress_cannot_hang_the_run(profile_dir: Path, tmp_path: Path) -> None:
+    """The simple predictor put a 2+-GPU job on 15 GPUs, a count it cannot run at: it sat there
+    "running" at no speed, and the run never ended."""
+    def on_one_gpu(now: float, jobs) -> dict[str, Allocation]:
+        return {j.id: Allocation.of(j.id, "T4", {"aws-0": [0]}) for j in jobs}
+
+    sim = Simulation(cluster_of(("aws", 1)), [WorkloadJob("j", 0.0, "cifar10", 2, 128)],
+                     _two_gpus_or_more(profile_dir, tmp_path), ScriptedPolicy(on_one_gpu))
+    (record,) = sim.run()
+    assert record.outcome == "unschedulable"
+    assert record.message.startswith(f"made no progress for {engine.MAX_IDLE_ROUNDS} rounds: cannot run on 1xT4")
+    assert sim.rounds <= engine.MAX_IDLE_ROUNDS + 2
+
+
+def _two_gpus_or_more(profile_dir: Path, tmp_path: Path):
+    """cifar10 with no 1-GPU placement anywhere, as a pipeline-parallel model is profiled."""
+    import shutil
 
     root = tmp_path / "profiles"
     shutil.copytree(profile_dir / "cifar10", root / "cifar10")
-    for node in ("aws", "rtx", "dgx-ext"):  # no 1-GPU placement anywhere
+    for node in ("aws", "rtx", "dgx-ext"):
         placements = root / "cifar10" / f"placements-{node}.csv"
         lines = placements.read_text().splitlines()
         placements.write_text("\n".join([lines[0], *(row for row in lines[1:] if not row.startswith("1,"))]) + "\n")
     physics = load_physics(root, {"aws": "T4"})
     assert physics.get("cifar10").throughput("T4", (1,), 128) == 0 < physics.get("cifar10").throughput("T4", (2,), 128)
-    sim = Simulation(cluster_of(("aws", 1)), [WorkloadJob("j", 0.0, "cifar10", 2, 128, min_gpus=1)], physics,
-                     make_policy(policy))
-    (record,) = sim.run()
-    assert record.outcome == "done", record.message
+    return physics
