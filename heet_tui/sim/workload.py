@@ -39,7 +39,8 @@ def _positive(where: str, column: str, raw: str, *, integer: bool, allow_zero: b
     except ValueError:
         raise SimInputError(f'{where}: column "{column}": not a number: "{raw}"') from None
     if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise SimInputError(f'{where}: column "{column}": must be positive, got "{raw}"')
+        raise SimInputError(f'{where}: column "{column}": must be {"0 or more" if allow_zero else "positive"}, '
+                            f'got "{raw}"')
     if integer and value != int(value):
         raise SimInputError(f'{where}: column "{column}": must be a whole number, got "{raw}"')
     return value
@@ -75,6 +76,9 @@ def load_workload(path: Path | str) -> tuple[WorkloadJob, ...]:
             hi = int(_positive(where, "max_gpus", row["max_gpus"], integer=True))
         if lo is not None and hi is not None and lo > hi:
             raise SimInputError(f"{where}: min_gpus {lo} is larger than max_gpus {hi}")
+        if not (lo or 1) <= replicas <= (hi or replicas):
+            raise SimInputError(f"{where}: num_replicas {replicas} is outside the job's range min_gpus "
+                                f"{lo or '-'} .. max_gpus {hi or '-'}: rigid policies run a job at num_replicas")
         jobs.append(WorkloadJob(name, time, app, replicas, bsz, lo, hi, lineno))
     if not jobs:
         raise SimInputError(f"{path}:2: no jobs after the header")
@@ -85,7 +89,7 @@ def workload_files(path: Path | str) -> tuple[Path, ...]:
     """A single CSV, or every ``*.csv`` of a directory in name order."""
     path = Path(path)
     if path.is_dir():
-        files = tuple(sorted(path.glob("*.csv")))
+        files = tuple(sorted(p for p in path.iterdir() if p.suffix.lower() == ".csv" and p.is_file()))
         if not files:
             raise SimInputError(f"{path}: no *.csv workload files in this directory")
         return files

@@ -225,3 +225,25 @@ def test_ctrl_c_says_what_it_left(tmp_path: Path, cluster_file: Path, profile_di
     said = capsys.readouterr().err
     assert f"interrupted: no results written; {events} holds the events up to the interruption" in said
     assert not out.exists() and events.read_text().count("\n") > 0
+
+
+def test_a_narrow_terminal_gets_the_table_in_parts_and_job_counts_are_totals(
+        tmp_path: Path, cluster_file: Path, profile_dir: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 80 columns the table was squeezed to "heet…" and "3.7/…"; over a directory, one job that
+    never ran in three files was printed as "3/0", a per-file mean rounded."""
+    rows = (WORKLOADS / "saturn-head.csv").read_text().splitlines()
+    d = tmp_path / "wl"
+    d.mkdir()
+    (d / "a.csv").write_text("\n".join(rows[:4]) + "\n")
+    last = rows[7].split(",")
+    (d / "b.csv").write_text("\n".join([rows[0], *rows[4:8], f"huge,{last[1]},{last[2]},500,{last[4]}"]) + "\n")
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["sim", "--workload", str(d), "--cluster", str(cluster_file), "--profiles", str(profile_dir),
+                 "--policy", "rigid-fifo,fifo", "--oracle"]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    assert "(1/2)" in out and "(2/2)" in out and out.count("rigid-fifo") == 2 * out.count("(1/2)"), out
+    assert "makespan h" in out and "sched ms p50/p95" in out and "…" not in out, out
+    ends = [line.split()[-2] for line in out.splitlines() if line.startswith("│ fifo ")]
+    assert ends[-1] == "7/1", out  # fifo waits for 500 GPUs in vain (rigid-fifo caps the count and runs it)

@@ -188,3 +188,24 @@ def _two_gpus_or_more(profile_dir: Path, tmp_path: Path):
     physics = load_physics(root, {"aws": "T4"})
     assert physics.get("cifar10").throughput("T4", (1,), 128) == 0 < physics.get("cifar10").throughput("T4", (2,), 128)
     return physics
+
+
+@pytest.mark.parametrize(("row", "needle"), [
+    ("j,0,cifar10,4,2048,1,2", ":2: num_replicas 4 is outside the job's range min_gpus 1 .. max_gpus 2"),
+    ("j,0,cifar10,4,2048,20,", ":2: num_replicas 4 is outside the job's range min_gpus 20 .. max_gpus -"),
+    ("j,-50,cifar10,4,2048,,", ':2: column "time": must be 0 or more, got "-50"'),
+])
+def test_a_rigid_count_outside_the_jobs_own_range_is_refused(tmp_path: Path, row: str, needle: str) -> None:
+    """rigid-fifo started a job of range 1-2 on 4 GPUs, its num_replicas, without a word."""
+    path = _write(tmp_path, HEADER.rstrip("\n") + ",min_gpus,max_gpus\n" + row + "\n")
+    with pytest.raises(SimInputError, match=needle.replace(".", r"\.")):
+        load_workload(path)
+
+
+def test_upper_case_csv_files_of_a_directory_are_read(tmp_path: Path) -> None:
+    from heet_tui.sim.workload import workload_files
+
+    _write(tmp_path, HEADER + "a,0,cifar10,2,128\n", "A.CSV")
+    _write(tmp_path, HEADER + "a,0,cifar10,2,128\n", "b.csv")
+    (tmp_path / "notes.txt").write_text("not a workload")
+    assert [p.name for p in workload_files(tmp_path)] == ["A.CSV", "b.csv"]

@@ -14,6 +14,7 @@ from typing import Any
 from heet_tui.cli.arg_types import finite_float
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.output_paths import check_output_path
+from heet_tui.cli.split_table import print_table
 
 DEFAULT_POLICIES = "heet,fifo,gavel,srtf,goodput-mip"
 
@@ -88,25 +89,23 @@ def _hours(value: Any) -> str:
 
 
 def _print_table(summary: dict[str, Any], title: str) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title)
-    for col in ("policy", "avg JCT h", "p50 h", "p99 h", "makespan h", "GPU-h/job", "restarts/job", "util",
-                "sched ms p50/p95", "done/unsched"):
-        table.add_column(col, justify="left" if col == "policy" else "right")
+    columns = ("policy", "avg JCT h", "p50 h", "p99 h", "makespan h", "GPU-h/job", "restarts/job", "util",
+               "sched ms p50/p95", "done/unsched")
+    rows = []
     for name, m in summary.items():
-        std = m.get("std", {})
+        std, per_file = m.get("std", {}), m.get("files", {})
         avg = _hours(m["avg_jct_s"])
-        if len(m.get("files", {})) > 1 and std.get("avg_jct_s") is not None:
+        if len(per_file) > 1 and std.get("avg_jct_s") is not None:
             avg += f" ±{std['avg_jct_s'] / 3600:.2f}"
         fmt = lambda v, f="{:.2f}": "-" if v is None else f.format(v)  # noqa: E731
-        table.add_row(name, avg, _hours(m["p50_jct_s"]), _hours(m["p99_jct_s"]), _hours(m["makespan_s"]),
-                      fmt(m["gpu_hours_per_job"]), fmt(m["restarts_per_job"]), fmt(m["utilization"], "{:.0%}"),
-                      f"{fmt(m['sched_ms_p50'], '{:.1f}')}/{fmt(m['sched_ms_p95'], '{:.1f}')}",
-                      f"{fmt(m['jobs_done'], '{:.0f}')}/{fmt(m['jobs_unschedulable'], '{:.0f}')}")
-    # Piped output gets a fixed wide layout so the columns are not squeezed to 80 characters.
-    Console(file=sys.stdout, width=None if sys.stdout.isatty() else 160).print(table)
+        # counts of jobs over every file (the JSON has the mean per file): a mean of 1/3 printed as "0"
+        ended = [sum(f[key] or 0 for f in per_file.values()) if per_file else m[key] or 0
+                 for key in ("jobs_done", "jobs_unschedulable")]
+        rows.append((name, avg, _hours(m["p50_jct_s"]), _hours(m["p99_jct_s"]), _hours(m["makespan_s"]),
+                     fmt(m["gpu_hours_per_job"]), fmt(m["restarts_per_job"]), fmt(m["utilization"], "{:.0%}"),
+                     f"{fmt(m['sched_ms_p50'], '{:.1f}')}/{fmt(m['sched_ms_p95'], '{:.1f}')}",
+                     f"{ended[0]:.0f}/{ended[1]:.0f}"))
+    print_table(title, columns, rows)
 
 
 def cmd_sim(args: argparse.Namespace) -> int:

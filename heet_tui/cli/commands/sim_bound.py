@@ -11,6 +11,7 @@ from typing import Any
 from heet_tui.cli.arg_types import finite_float
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.output_paths import check_output_path
+from heet_tui.cli.split_table import print_table
 
 
 def register_verb(verbs: argparse._SubParsersAction) -> None:
@@ -116,20 +117,16 @@ def cmd_bound(args: argparse.Namespace) -> int:
 
 
 def _print(report: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     policies = sorted({p for e in report["files"].values() for p in e.get("policy_over_bound", {})})
-    table = Table(title=f"lower bound on average JCT, {report['cluster']}, placements: {report['placements']}, "
-                        f"batch: {report['batch']}")
-    for col in ("workload", "jobs", "bound h", "alone h", "LP vars", "solve s", *(f"{p} / bound" for p in policies)):
-        table.add_column(col, justify="left" if col == "workload" else "right")
+    columns = ("workload", "jobs", "bound h", "alone h", "LP vars", "solve s", *(f"{p} / bound" for p in policies))
+    rows = []
     for label, e in report["files"].items():
         if "error" in e:
-            table.add_row(label, str(e["jobs"]), f"failed: {e['error']}")
+            rows.append((label, str(e["jobs"]), f"failed: {e['error']}", *("",) * (len(columns) - 3)))
             continue
         ratios = e.get("policy_over_bound", {})
-        table.add_row(label, str(e["jobs"]), f"{e['bound_avg_jct_s'] / 3600:.3f}", f"{e['alone_avg_jct_s'] / 3600:.3f}",
-                      f"{e['lp_variables']:,}", f"{e['solve_s']:.0f}",
-                      *(f"{ratios[p]:.2f}" if p in ratios else "-" for p in policies))
-    Console(file=sys.stdout, width=None if sys.stdout.isatty() else 160).print(table)
+        rows.append((label, str(e["jobs"]), f"{e['bound_avg_jct_s'] / 3600:.3f}", f"{e['alone_avg_jct_s'] / 3600:.3f}",
+                     f"{e['lp_variables']:,}", f"{e['solve_s']:.0f}",
+                     *(f"{ratios[p]:.2f}" if p in ratios else "-" for p in policies)))
+    print_table(f"lower bound on average JCT, {report['cluster']}, placements: {report['placements']}, "
+                f"batch: {report['batch']}", columns, rows)
