@@ -56,6 +56,7 @@ class ThroughputPredictor:
         self._since_fit = 0
         self._rows: dict[int, RowPosterior] = {}
         self._coverage: tuple[dict[int, int], set[tuple[int, int]]] | None = None  # cells per type; (job, type)s
+        self._measured_by_pair: dict[tuple[int, int], list[tuple[int, float]]] | None = None  # (GPUs, value)s
 
     # -- input -------------------------------------------------------------------------------
     def observe(self, job: JobKey, gpu_type: str, placement: Placement | str, samples_per_s: float,
@@ -65,6 +66,7 @@ class ThroughputPredictor:
         self._since_fit += 1
         self._rows.pop(self.tensor.job_index(job), None)
         self._coverage = None
+        self._measured_by_pair = None
 
     def register(self, job: JobKey, gpu_types: Sequence[str] = (), placements: Sequence[Placement | str] = ()) -> None:
         """Make a job, types and configs known before anything is measured for them."""
@@ -140,8 +142,22 @@ class ThroughputPredictor:
         if measured is not None:
             sd = math.sqrt(belief.model.noise_var)
             return Prediction(measured, measured * math.exp(-sd), measured * math.exp(sd), True)
-        value = math.exp(float(mean[0]))
+        value = min(math.exp(float(mean[0])), self._linear_cap(j, t, c))
         return Prediction(value, value * math.exp(-sd), value * math.exp(sd), False)
+
+    def _linear_cap(self, j: int, t: int, c: int) -> float:
+        """The most ``c`` can give: linear scaling from each measurement of the job on the type on
+        fewer GPUs. A new job with one measured GPU was predicted 4x on two GPUs and 9x on four (the
+        factors of unlike jobs), and plans gave it GPUs for speed-ups no training loop has."""
+        if self._measured_by_pair is None:
+            self._measured_by_pair = {}
+            for cj, ct, cc in self.tensor.observed_cells():
+                value = self.tensor.value(cj, ct, cc)
+                if value is not None:
+                    self._measured_by_pair.setdefault((cj, ct), []).append((sum(self.tensor.configs[cc]), value))
+        gpus = sum(self.tensor.configs[c])
+        return min((value * gpus / n for n, value in self._measured_by_pair.get((j, t), ()) if n < gpus),
+                   default=math.inf)
 
     def _type_coverage(self) -> tuple[dict[int, int], set[tuple[int, int]]]:
         if self._coverage is None:

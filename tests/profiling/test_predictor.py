@@ -156,3 +156,23 @@ def test_a_gpu_type_new_to_the_cluster_widens_the_spread_of_jobs_never_run_on_it
     assert sd(other, "A100") >= math.sqrt(unseen_type_var(3)) > 0.3, "never run on the new type: wide"
     assert sd(probed, "A100") < 0.3, "measured there: its own gain is known"
     assert sd(other, "T4") < 0.3, "a type known from many cells adds nothing"
+
+
+def test_no_prediction_scales_better_than_linearly_from_what_the_job_measured() -> None:
+    """A new job with one measured GPU took the factors of unlike jobs (each measured slow on one
+    GPU of a loaded host, fast on several): 12k/s measured on 1xT4 was predicted 47k/s on two GPUs
+    and 113k/s on four, and the plan gave it four GPUs for a speed it then ran 43x short of."""
+    predictor = ThroughputPredictor()
+    for n, model in enumerate(("a", "b", "c", "d")):  # others: 4x from one GPU to two, 10x to four
+        job = JobKey(model, 64)
+        base = 100.0 * (n + 1)
+        for placement, factor in (((1,), 1.0), ((2,), 4.0), ((4,), 10.0)):
+            predictor.observe(job, "T4", placement, base * factor, Source.PROFILING)
+    new = JobKey("mlp", 64)
+    predictor.observe(new, "T4", (1,), 12_000.0, Source.PROFILING)
+    two, four = (predictor.predict(new, "T4", p) for p in ((2,), (4,)))
+    assert not two.measured and two.samples_per_s <= 2 * 12_000.0 + 1e-6
+    assert four.samples_per_s <= 4 * 12_000.0 + 1e-6
+    assert two.low <= two.samples_per_s <= two.high
+    predictor.observe(new, "T4", (2,), 15_000.0, Source.RUNNING)
+    assert predictor.predict(new, "T4", (4,)).samples_per_s <= 2 * 15_000.0 + 1e-6, "the nearest measurement binds"
