@@ -92,6 +92,7 @@ class IntentHandler:
         ctl = self.ctl
         rec = self._pending(intent.plan_id)
         ctl.store.set_plan_status(rec.id, "rejected", ctl.clock())
+        ctl.store.add_event(ctl.clock(), "plan", f"plan #{rec.id} rejected")
         ctl.rejected.add(planning.signature(rec.plan))
         ctl.pending_plan_id = None
         undone = self.edits.undo()

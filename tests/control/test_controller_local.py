@@ -171,6 +171,8 @@ def test_a_rejected_plan_stays_away_until_the_user_asks_to_plan_again(tmp_path: 
             await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=50))))
             first = await wait_for(ctl, lambda s: s.plan_id is not None, 30, "a plan")
             await ctl.post(RejectPlan(first.plan_id))
+            said = [e.message for e in store.events(limit=50) if e.kind == "plan"]
+            assert f"plan #{first.plan_id} rejected" in said, "a rejection is logged as an approval is"
             for _ in range(5):  # rounds go by; the same plan is not offered again
                 await ctl.round()
                 assert ctl.hub.latest.plan_id is None

@@ -122,6 +122,21 @@ def test_a_preview_made_later_is_compared_on_the_proposed_plans_clock():
     assert "10m00s as proposed → 9m30s with this tweak" in describe_effect(better_later, "j1", proposed)
 
 
+def test_a_tweak_that_holds_a_job_says_the_average_leaves_it_out():
+    """Holding a running job showed "5m02s as proposed → 55s with this tweak": the held job had
+    simply dropped out of the average, unsaid."""
+    from heet_tui.core.plan import JobPrediction, PredictedEffect
+    from heet_tui.ui.dialogs.tweak import describe_effect
+
+    proposed = PredictedEffect((JobPrediction("long", 900.0, 900.0, 600.0, 0.0),
+                                JobPrediction("short", 900.0, 900.0, 60.0, 0.0)), avg_jct_s=330.0, at=0.0)
+    held = PredictedEffect((JobPrediction("long", 900.0, 0.0, None, 0.0),
+                            JobPrediction("short", 900.0, 900.0, 60.0, 0.0)), avg_jct_s=60.0, at=0.0)
+    text = describe_effect(held, "long", proposed)
+    assert "5m30s as proposed → 1m00s with this tweak, without long (no GPUs, so no completion to count)" in text
+    assert "without" not in describe_effect(proposed, "long", proposed)
+
+
 def test_on_an_80_column_terminal_the_whole_plan_summary_shows(make_app):
     # A fixed 3-line summary cut off its last words at 80 columns.
     async def scenario():

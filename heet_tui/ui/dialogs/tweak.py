@@ -168,8 +168,13 @@ def describe_effect(effect: PredictedEffect, job_id: str, baseline: PredictedEff
         lines.append(f"completes in {duration(pred.completion_s)}"
                      + (f" (proposed: {duration(before.completion_s)})" if before is not None else "")
                      + f", restart pause {duration(pred.restart_pause_s)}")
+    # A held job has no completion, so it leaves the average: without a word, holding one read as
+    # a plan five times better.
+    counted = {p.job_id for p in baseline.jobs if p.completion_s is not None}
+    left = sorted(counted - {p.job_id for p in effect.jobs if p.completion_s is not None})
     lines.append(f"plan average JCT {duration(baseline.avg_jct_s)} as proposed → "
-                 f"{duration(same_clock_avg_jct(effect, baseline))} with this tweak")
+                 f"{duration(same_clock_avg_jct(effect, baseline))} with this tweak"
+                 + (f", without {', '.join(left)} (no GPUs, so no completion to count)" if left else ""))
     return "prediction:\n" + "\n".join(lines)
 
 

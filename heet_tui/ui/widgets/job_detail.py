@@ -45,8 +45,9 @@ class JobDetail(Static):
         if job.message:
             text.append(f"\n{job.message}", style="italic")
         if job.events:
-            text.append("\nevents:", style="bold")
-            for event in job.events[-6:]:
+            # newest first: the pane is a few lines high on a small terminal, and the latest is what matters
+            text.append("\nevents, newest first:", style="bold")
+            for event in reversed(job.events[-6:]):
                 text.append(f"\n  {event}")
         if job.log_tail:
             text.append("\nlog:", style="bold")
