@@ -313,3 +313,20 @@ def test_quitting_the_tuis_own_controller_says_which_jobs_train_on():
                                  "watches them again, from where they are")
     assert left_running(replace(own, mode="demo")) == "", "a simulation ends with the TUI"
     assert left_running(replace(own, jobs=())) == "" and left_running(None) == ""
+
+
+def test_at_80_columns_the_status_line_keeps_auto_approve_whatever_the_counts(make_app, backend):
+    """With a failed and a cancelled job and a plan pending, the line ended "plan #20" or
+    "plan #14 (2)  auto": auto-approve's state was cut off, or read as on."""
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=(80, 24)) as pilot:
+            line = app.screen.query_one(StatusLine)
+            snap = with_job(with_job(small_snapshot(1), "j3", state=JobState.FAILED), "j4", state=JobState.CANCELLED)
+            backend.push(replace(snap, plan_id=12345))
+            await wait_for(pilot, lambda: "failed" in line.render().plain)
+            plain = line.render().plain
+            assert len(plain.split("\n")[0]) <= line.content_size.width, f"cut off on screen: {plain!r}"
+            assert plain.rstrip().endswith("auto off") and "1 failed" in plain and "#12345" in plain, plain
+
+    run(scenario())

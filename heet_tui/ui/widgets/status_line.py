@@ -64,7 +64,7 @@ class StatusLine(Static):
         width = self.content_size.width
         figures = _Figures.of(snap) if snap is not None else None  # counted once, whatever the level
         text = self._line(snap, figures, 0, stopped or silent)
-        for level in (1, 2, 3):
+        for level in (1, 2, 3, 4, 5):
             if not width or text.cell_len <= width:
                 break
             text = self._line(snap, figures, level, stopped or silent)
@@ -83,7 +83,9 @@ class StatusLine(Static):
 
     def _line(self, snap: Snapshot | None, f: _Figures | None, level: int, stopped: str = "") -> Text:
         """``level`` 0 says everything; 1 drops the mode (unless demo), the policy and the words;
-        2 also the clock; 3 also the host count when every host is ready. Once the controller has
+        2 also the clock; 3 also the host count when every host is ready; 4 also the done and
+        cancelled counts (the Jobs screen has them) and the plan's size; 5 the host count: so
+        auto-approve's state is not cut off. Once the controller has
         stopped there is no clock: a time that moves on would read as live."""
         text = Text()
         text.append(f" {self._title} ", style="bold reverse")
@@ -109,13 +111,13 @@ class StatusLine(Static):
                     text.append(f" ({f.outside} outside heet)", style="yellow")
                 text.append(f"  jobs {running} run · {queued} wait · {done} done")
             else:
-                if level < 3 or ready < len(snap.hosts):
+                if level < 3 or (level < 5 and ready < len(snap.hosts)):
                     text.append(f"  hosts {ready}/{len(snap.hosts)}")
                 text.append(f"  GPUs {f.busy}/{f.gpus}")
                 if f.outside:
                     text.append(f" +{f.outside} outside", style="yellow")
-                text.append(f"  {running} run · {queued} wait · {done} done")
-            if states[JobState.CANCELLED]:  # not "done": they never reached their target
+                text.append(f"  {running} run · {queued} wait" + (f" · {done} done" if level < 4 else ""))
+            if states[JobState.CANCELLED] and level < 4:  # not "done": they never reached their target
                 text.append(f" · {states[JobState.CANCELLED]} cancelled", style="dim")
             if states[JobState.FAILED]:  # a failure is not "done": it needs the user
                 text.append(" · ")
@@ -124,7 +126,8 @@ class StatusLine(Static):
                 text.append(f"  policy {snap.policy}")
             if snap.plan is not None and snap.plan_id is not None and not snap.plan.is_empty:
                 what = "pending " if level == 0 else ""
-                text.append(f"  plan #{snap.plan_id} {what}({len(snap.plan.changes)})", style="bold yellow")
+                changes = f" {what}({len(snap.plan.changes)})" if level < 4 else ""
+                text.append(f"  plan #{snap.plan_id}{changes}", style="bold yellow")
             text.append("  auto " + ("on" if snap.auto_approve else "off"),
                         style="green" if snap.auto_approve else "dim")
         if self._read_only or (snap is not None and snap.read_only):
