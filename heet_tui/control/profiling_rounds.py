@@ -148,8 +148,9 @@ async def profile_idle_types(ctl: Controller) -> None:
     A job profiled while a type was full (or while another job's ``gpu_types`` kept every
     comparison away) has no throughput on that type until some job is measured on both, and
     the policy never gives it that type: its GPUs sat idle while the job ran on 4 slow T4s.
-    One short run on an idle GPU gives the estimate. At most one such run per round, and
-    none on GPUs a plan awaiting approval hands out.
+    One short run on an idle GPU gives the estimate. At most one such run per round, none for a
+    job whose twin is being measured (two twins of a sweep were profiled on a new host's two
+    GPUs), and none on GPUs a plan awaiting approval hands out.
     """
     if not ctl.opt.profile:
         return
@@ -167,8 +168,9 @@ async def profile_idle_types(ctl: Controller) -> None:
     jobs = [r.job for r in ctl.store.jobs(include_terminal=False)
             if r.job.state in (JobState.RUNNING, JobState.QUEUED)]
     jobs.sort(key=lambda j: (j.state is not JobState.RUNNING, j.submitted_at))  # running jobs can move
+    profiling = {book.classes.get(j, j) for j in executor.profiles}  # a twin's run measures the whole class
     for job in jobs:
-        if (job.id in executor.profiles or job.id in skip or not book.measured(job.id)
+        if (book.classes.get(job.id, job.id) in profiling or job.id in skip or not book.measured(job.id)
                 or waits_for_profiling(ctl, job.id, job.id in executor.runs)
                 or executor.backoff_until.get(job.id, 0) > now):
             continue

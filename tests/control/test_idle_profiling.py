@@ -31,16 +31,21 @@ def test_idle_gpus_of_a_type_a_job_has_no_estimate_for_get_it_measured_there(tmp
             snap = await wait_for(ctl, lambda s: s.plan_id is not None, 60, "a plan for b")
             await ctl.post(ApprovePlan(snap.plan_id))
             await wait_for(ctl, lambda s: job(s, "b").state is JobState.RUNNING, 60, "b running")
-            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=100000, max_gpus=4))))
-            snap = await wait_for(ctl, lambda s: s.plan_id is not None and "a" in s.plan.allocations, 60,
-                                  "a plan for a")
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=100000, max_gpus=3))))
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "twin", steps=100000, max_gpus=1, model="a"))))
+            snap = await wait_for(ctl, lambda s: s.plan_id is not None and {"a", "twin"} <= set(s.plan.allocations),
+                                  60, "a plan for a and its twin")
             assert snap.plan.allocations["a"].gpu_type == "T4", "the A100s are b's"
             assert ctl.book.estimate("a", "A100", (1,)) == 0.0, "the case this test is about: no estimate"
             await ctl.post(ApprovePlan(snap.plan_id))
-            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
+            await wait_for(ctl, lambda s: {job(s, n).state for n in ("a", "twin")} == {JobState.RUNNING}, 60,
+                           "a and its twin running")
 
             await ctl.post(CancelJob("b"))
             await wait_for(ctl, lambda s: "a" in ctl.executor.profiles, 60, "a measured on an idle A100")
+            for _ in range(3):  # the other A100 is idle too, but one run measures the class
+                await ctl.round()
+                assert "twin" not in ctl.executor.profiles, "the twin profiled beside a"
             # Meanwhile a runs on and is planned as usual: left out, its T4s looked free to plans.
             assert "a" in {j.id for j in ctl.job_inputs()}
             snap = await wait_for(ctl, lambda s: s.plan_id is not None and "a" in s.plan.allocations
