@@ -78,6 +78,9 @@ def test_host_form_fits_a_small_terminal_and_tab_reaches_every_field(make_app, h
             assert box_fits(app)
             for button in form.query(Button):
                 assert fully_shown(app, button), f"{button.id} is not visible while the first field is"
+            # every field in view at once: Emulate, Transport and the shared-FS box were below the fold
+            for widget in [*form.query(Input), form.query_one("#f-transport"), form.query_one("#f-shared_fs")]:
+                assert fully_shown(app, widget), f"{widget.id} is hidden until tabbed to"
             assert await tab_through(pilot, app, "save") == HOST_FORM_ORDER
             # the error line shows what is wrong wherever the user is in the form
             form.query_one("#f-name", Input).value = "a100-1"
@@ -94,7 +97,7 @@ def test_the_wheel_scrolls_the_host_form(make_app, hosts_copy):
 
     async def scenario():
         app = make_app("hosts", hosts_path=hosts_copy)
-        async with app.run_test(size=(80, 24)) as pilot:
+        async with app.run_test(size=(70, 16)) as pilot:
             form = await open_host_form(pilot, app)
             checkbox = form.query_one("#f-shared_fs")
             assert not fully_shown(app, checkbox), "the case this test is about: the form is taller than the screen"

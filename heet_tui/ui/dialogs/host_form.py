@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -30,6 +31,7 @@ TEXT_FIELDS = (
     ("emulate", "Emulate", "TYPE:COUNT:SPEED, e.g. T4:4:0.25 (real training on CPU)"),
 )
 SHARED_FS = "shared_fs"
+SHORT_SCREEN = 34  # lines: below this the form's rows lose their gaps, and the whole form fits in 20
 
 
 def fields_from_form(values: Mapping[str, str], transport: str, shared_fs: bool | None) -> dict[str, Any]:
@@ -89,6 +91,7 @@ class HostFormDialog(FormDialog[str | None]):
 
     DEFAULT_CSS = """
     HostFormDialog .row { height: auto; margin-bottom: 1; }
+    HostFormDialog.-short .row { margin-bottom: 0; }
     HostFormDialog .field { width: 12; }
     HostFormDialog Input, HostFormDialog Select { width: 1fr; }
     """
@@ -118,6 +121,11 @@ class HostFormDialog(FormDialog[str | None]):
             # docked: the error line and the buttons stay in view however far the fields scroll
             yield dialog_foot(Button("Cancel", id="cancel"), Button("Save", id="save", variant="primary"),
                               hint=self.HINT, error_id="form-error")
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Rows without gaps on a short terminal: at 80x24 Emulate, Transport and the shared-FS box,
+        what a local emulated host needs, sat below the fold with no scrollbar to say so."""
+        self.set_class(event.size.height < SHORT_SCREEN, "-short")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "save":
