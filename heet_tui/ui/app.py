@@ -51,6 +51,7 @@ from heet_tui.ui.screens.plan import PlanScreen
 from heet_tui.ui.screens.profiles import ProfilesScreen
 
 FIRST_NOTICES = 2  # of those published before the TUI's first snapshot, how many it shows
+FIRST_NOTICE_AGE_S = 20.0  # ... and only when said this recently (older news is in the log)
 
 
 def known_policies() -> list[str]:
@@ -157,12 +158,17 @@ class HeetApp(ControllerLink, App[int]):
         controller that had run for hours toasted its last twenty at once. The first snapshot
         brings its latest ``FIRST_NOTICES``, the news from just before the TUI opened."""
         total = snap.notices_total or len(snap.notices)
-        seen = self._notices_total
-        if seen is None or total < seen:  # the first snapshot, or another controller's count
+        seen, first = self._notices_total, self._notices_total is None or total < self._notices_total
+        if first:  # the first snapshot, or another controller's count
             seen = max(0, total - FIRST_NOTICES)
         self._notices_total = total
         new = min(total - seen, len(snap.notices))
-        return snap.notices[len(snap.notices) - new:] if new > 0 else ()
+        if new <= 0:
+            return ()
+        latest = range(len(snap.notices) - new, len(snap.notices))
+        if first and len(snap.notices_at) == len(snap.notices):  # a minute-old "host added" read as news
+            latest = [i for i in latest if time.time() - snap.notices_at[i] <= FIRST_NOTICE_AGE_S]  # wall clock
+        return tuple(snap.notices[i] for i in latest)
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = False) -> None:

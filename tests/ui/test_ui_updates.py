@@ -90,3 +90,27 @@ def test_notices_are_shown_once_each_by_count_and_an_attached_tui_gets_only_the_
             assert len(toasts(app)) == FIRST_NOTICES + 1
 
     run(scenario())
+
+
+def test_a_tui_attaching_later_does_not_toast_old_news_as_new(repo):
+    """A second TUI showed "hosts file reloaded: added h2-5" and "... removed h2-5", a minute old."""
+    import time
+    from dataclasses import replace
+
+    from ui_fakes import FakeBackend
+
+    from heet_tui.ui.app import HeetApp
+
+    snap = small_snapshot()
+    notices = ("hosts file reloaded: added h2-5", "hosts file reloaded: removed h2-5", "plan #3 auto-approved")
+    backend = FakeBackend(replace(snap, notices=notices, notices_total=3,
+                                  notices_at=(time.time() - 70.0, time.time() - 65.0, time.time() - 3.0)))
+
+    async def scenario():
+        app = HeetApp(backend, repo / "configs" / "local.toml", start_mode="jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None)
+            await pilot.pause()
+            assert [n.message for n in app._notifications] == ["plan #3 auto-approved"]
+
+    run(scenario())
