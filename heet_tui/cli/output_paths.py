@@ -24,6 +24,8 @@ def check_output_path(command: str, option: str, path: str | None) -> None:
         return
     target = Path(path)
     where = f"{command}: {option} {path}"
+    if path == "-":
+        raise UsageError(f"{where}: name a file (standard output carries the table); /dev/stdout works")
     if target.is_dir():
         raise UsageError(f"{where}: is a directory (name a file inside it)")
     parent = target.parent
@@ -36,3 +38,16 @@ def check_output_path(command: str, option: str, path: str | None) -> None:
             raise UsageError(f"{where}: file is not writable")
     elif not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"{where}: directory {parent} is not writable")
+
+
+def check_distinct(command: str, outputs: dict[str, str | None]) -> None:
+    """Two options naming one file: the second write silently replaced the first (``--json X
+    --events X`` left only the metrics)."""
+    seen: dict[str, str] = {}
+    for option, path in outputs.items():
+        if path is None or path in ("/dev/stdout", "/dev/stderr"):
+            continue
+        key = os.path.realpath(path)
+        if key in seen:
+            raise UsageError(f"{command}: {seen[key]} and {option} both name {path}: give each its own file")
+        seen[key] = option

@@ -247,3 +247,33 @@ def test_a_narrow_terminal_gets_the_table_in_parts_and_job_counts_are_totals(
     assert "makespan h" in out and "sched ms p50/p95" in out and "…" not in out, out
     ends = [line.split()[-2] for line in out.splitlines() if line.startswith("│ fifo ")]
     assert ends[-1] == "7/1", out  # fifo waits for 500 GPUs in vain (rigid-fifo caps the count and runs it)
+
+
+@pytest.mark.parametrize(("extra", "reason"), [
+    (["--json", "{tmp}/x", "--events", "{tmp}/x"], "sim: --json and --events both name {tmp}/x: give each its own file"),
+    (["--events", "-"], "sim: --events -: name a file (standard output carries the table); /dev/stdout works"),
+    (["--oracle", "--predictor", "simple"], "sim: --predictor chooses what policies are told without --oracle"),
+])
+def test_outputs_and_modes_that_cannot_both_be_had_are_refused_up_front(
+        tmp_path: Path, cluster_file: Path, profile_dir: Path, capsys: pytest.CaptureFixture[str],
+        extra: list[str], reason: str) -> None:
+    """--json X --events X kept only the metrics, --events - wrote a file named "-", and --oracle
+    dropped --predictor without a word (the JSON said predictor: null)."""
+    argv = ["sim", "--workload", str(WORKLOADS / "saturn-first7.csv"), "--cluster", str(cluster_file),
+            "--profiles", str(profile_dir), "--policy", "fifo", *(a.format(tmp=tmp_path) for a in extra)]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and reason.format(tmp=tmp_path) in captured.err
+    assert not (tmp_path / "-").exists()
+
+
+def test_events_to_a_reader_that_goes_away_end_quietly(tmp_path: Path, cluster_file: Path, profile_dir: Path) -> None:
+    """`--events /dev/stdout | head` ended with "heet-tui: sim: [Errno 32] Broken pipe", exit 1."""
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        f"{sys.executable} -m heet_tui.cli.main sim --workload {WORKLOADS / 'saturn-first7.csv'} --cluster {cluster_file}"
+        f" --profiles {profile_dir} --policy fifo,rigid-fifo --oracle --events /dev/stdout | head -n 0;"
+        " exit ${PIPESTATUS[0]}", shell=True, capture_output=True, text=True, timeout=120, executable="/bin/bash")
+    assert run.returncode == 0 and "Broken pipe" not in run.stderr and "Traceback" not in run.stderr, run

@@ -13,7 +13,7 @@ from typing import Any
 
 from heet_tui.cli.arg_types import finite_float
 from heet_tui.cli.errors import CliError, UsageError
-from heet_tui.cli.output_paths import check_output_path
+from heet_tui.cli.output_paths import check_distinct, check_output_path
 from heet_tui.cli.split_table import print_table
 
 DEFAULT_POLICIES = "heet,fifo,gavel,srtf,goodput-mip"
@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--policy", default=DEFAULT_POLICIES, help=f"comma-separated policies (default: {DEFAULT_POLICIES})")
     p.add_argument("--interval", type=finite_float, default=60.0, metavar="S", help="round length in seconds (default 60)")
     p.add_argument("--oracle", action="store_true", help="policies see true throughput instead of predictions")
-    p.add_argument("--predictor", choices=("model", "simple"), default="model",
+    p.add_argument("--predictor", choices=("model", "simple"), default=None,
                    help="without --oracle: the profiling model (default) or a simple power-law predictor")
     p.add_argument("--seed", type=int, default=0, help="seed for profiling noise (runs are deterministic per seed)")
     p.add_argument("--json", metavar="FILE", help="write the metrics as JSON")
@@ -127,8 +127,12 @@ def cmd_sim(args: argparse.Namespace) -> int:
             raise UsageError(f"sim: {exc}") from None
     if args.interval <= 0:
         raise UsageError("sim: --interval must be positive")
-    for option, path in (("--json", args.json), ("--events", args.events), ("--plot", args.plot)):
+    outputs = {"--json": args.json, "--events": args.events, "--plot": args.plot}
+    for option, path in outputs.items():
         check_output_path("sim", option, path)
+    check_distinct("sim", outputs)
+    if args.oracle and args.predictor is not None:
+        raise UsageError("sim: --predictor chooses what policies are told without --oracle; give one of the two")
     if args.plot:
         try:
             import matplotlib  # noqa: F401
@@ -144,6 +148,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
         raise UsageError("sim: --cluster-scale must be a positive integer")
     cluster, physics = load_inputs(args.cluster, args.profiles, args.reference_compat, models)
     cluster = cluster.scaled(args.cluster_scale)
+    args.predictor = args.predictor or "model"
     settings = RunSettings(args.interval, args.oracle, args.seed, args.predictor, args.reference_compat)
     try:
         with contextlib.ExitStack() as stack:
@@ -153,23 +158,27 @@ def cmd_sim(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     except PolicyError as exc:
         raise CliError(str(exc)) from None
+    except BrokenPipeError:  # --events /dev/stdout | head: the reader has what it wanted
+        return 0
     except OSError as exc:
-        raise CliError(f"sim: {exc}") from None
+        raise CliError(f"sim: {f'--events {args.events}: ' if args.events else ''}{exc.strerror or exc}") from None
     except KeyboardInterrupt:
         kept = f"; {args.events} holds the events up to the interruption" if args.events else ""
         print(f"heet-tui sim: interrupted: no results written{kept}", file=sys.stderr)
         return 130
     mode = "oracle" if args.oracle else f"predicted throughput ({args.predictor})"
     _print_table(summary, f"{cluster.name} ({cluster.total_gpus} GPUs), {len(paths)} workload file(s), {mode}")
+    option = "--json"
     try:
         if args.json:
             Path(args.json).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        option = "--plot"
         if args.plot:
             from heet_tui.sim.plot import write_plot
 
             write_plot(results, args.plot, cluster.total_gpus)
     except OSError as exc:  # checked up front, so only a disk filling up or a path removed meanwhile
-        raise CliError(f"sim: {exc}") from None
+        raise CliError(f"sim: {option} {getattr(args, option[2:])}: {exc.strerror or exc}") from None
     return 0
 
 
