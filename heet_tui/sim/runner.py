@@ -142,7 +142,8 @@ def compare(cluster: SimCluster, physics: Physics, files: Sequence[Path], polici
                 results.append(result)
                 per_file[labels[path]] = result.summary
             entry = aggregate(per_file)
-            entry["run"] = {"cluster": cluster.source or cluster.name, "interval_s": settings.interval,
+            entry["run"] = {"cluster": cluster.source or cluster.name, "gpus": cluster.total_gpus,
+                            "interval_s": settings.interval,
                             "oracle": settings.oracle, "seed": settings.seed,
                             "predictor": None if settings.oracle else settings.predictor,
                             "reference_compat": settings.reference_compat}

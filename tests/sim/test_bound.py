@@ -136,6 +136,12 @@ def test_cli_bound_prints_writes_json_and_compares_with_a_sim_run(tmp_path: Path
     assert entry["jobs"] == 7 and entry["bound_avg_jct_s"] >= entry["alone_avg_jct_s"] - 0.1
     assert set(entry["policy_over_bound"]) == {"srtf", "fifo"}
     assert all(ratio >= 1.0 for ratio in entry["policy_over_bound"].values())
+    # a run on another cluster or of other workloads is refused: it showed a policy at 0.42x the bound
+    base = ["sim", "bound", "--profiles", str(profile_dir), "--against", str(sim_json)]
+    assert main([*base, "--workload", str(workload), "--cluster-scale", "2"]) == 2
+    assert "simulated on 64 GPUs, the bound is for 128" in capsys.readouterr().err
+    assert main([*base, "--workload", str(WORKLOADS / "saturn-head.csv")]) == 2
+    assert "results for saturn-first7.csv, not for saturn-head.csv" in capsys.readouterr().err
 
 
 def test_cli_bound_rejects_a_bad_comparison_file(tmp_path: Path, profile_dir: Path,

@@ -42,8 +42,9 @@ def register_verb(verbs: argparse._SubParsersAction) -> None:
     b.set_defaults(func=cmd_bound)
 
 
-def _against(path: str) -> dict[str, dict[str, float]]:
-    """Policy -> workload label -> avg JCT from a sim JSON file."""
+def _against(path: str, gpus: int, labels: set[str]) -> dict[str, dict[str, float]]:
+    """Policy -> workload label -> avg JCT from a sim JSON file made on a cluster of ``gpus`` GPUs
+    for workloads among ``labels``: one made on a bigger cluster showed a policy at 0.42x the bound."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
@@ -58,6 +59,14 @@ def _against(path: str) -> dict[str, dict[str, float]]:
                            if isinstance(m, dict) and isinstance(m.get("avg_jct_s"), int | float)}
     if not out:
         raise UsageError(f"sim bound: --against {path}: no per-file results (write it with `heet-tui sim --json`)")
+    ran_on = {e["run"].get("gpus") for e in data.values() if isinstance(e, dict) and isinstance(e.get("run"), dict)}
+    if ran_on - {None, gpus}:
+        raise UsageError(f"sim bound: --against {path}: simulated on {', '.join(map(str, sorted(ran_on - {None})))} "
+                         f"GPUs, the bound is for {gpus}: give the --cluster and --cluster-scale of that run")
+    named = sorted({label for files in out.values() for label in files})
+    if not labels & set(named):
+        raise UsageError(f"sim bound: --against {path}: results for {', '.join(named)}, not for "
+                         f"{', '.join(sorted(labels))}: give the --workload of that run")
     return out
 
 
@@ -71,7 +80,6 @@ def cmd_bound(args: argparse.Namespace) -> int:
     if args.bound_interval <= 0 or args.bound_scale < 1:
         raise UsageError("sim bound: --interval must be positive and --cluster-scale at least 1")
     check_output_path("sim bound", "--json", args.bound_json)
-    against = _against(args.against) if args.against else {}
     try:
         paths = workload_files(args.workload)
         workloads = {str(p): load_workload(p) for p in paths}
@@ -80,8 +88,9 @@ def cmd_bound(args: argparse.Namespace) -> int:
     models = {j.application for jobs in workloads.values() for j in jobs}
     cluster, physics = load_inputs(args.bound_cluster, args.bound_profiles, models=models)
     cluster = cluster.scaled(args.bound_scale)
-    settings = BoundSettings(interval_s=args.bound_interval, placements=args.placements, batch=args.batch)
     labels = workload_labels(list(workloads))
+    against = _against(args.against, cluster.total_gpus, set(labels.values())) if args.against else {}
+    settings = BoundSettings(interval_s=args.bound_interval, placements=args.placements, batch=args.batch)
     report: dict[str, Any] = {"placements": args.placements, "batch": args.batch, "cluster": cluster.name,
                               "files": {}}
     failed: list[str] = []
