@@ -14,6 +14,7 @@ from heet_tui.core.sched_input import ClusterView, Constraints, HostView, JobVie
 from heet_tui.sim.cluster_spec import SimCluster
 from heet_tui.sim.errors import PolicyError, SimInputError
 from heet_tui.sim.estimates import OracleThroughput, PredictedThroughput, ThroughputSource
+from heet_tui.sim.feasibility import never_runs
 from heet_tui.sim.physics import Physics
 from heet_tui.sim.state import SimJob, gpu_range
 from heet_tui.sim.workload import WorkloadJob
@@ -63,11 +64,6 @@ def _source_for(oracle: bool, predictor: str, seed: int, host_sizes: dict[str, i
     if predictor == "simple":
         return PredictedThroughput(seed=seed, host_sizes=host_sizes)
     raise ValueError(f"unknown predictor {predictor!r} (model or simple)")
-
-
-def _packed(count: int, host_size: int) -> tuple[int, ...]:
-    full, rest = divmod(count, host_size)
-    return (host_size,) * full + ((rest,) if rest else ())
 
 
 class Simulation:
@@ -262,31 +258,12 @@ class Simulation:
         if self._events is not None:
             self._events({"t": round(t, 3), "job": job.id, "event": event, **extra})
 
-    def _feasible(self, job: SimJob) -> str:
-        """Why the job can never run here, or "" when it can: at some count of one type, not
-        only at its smallest (a pipeline-parallel GPT profiled on 4 or more GPUs was
-        "unschedulable" as a 1-GPU job, on a cluster of 16 A100s it runs on)."""
-        k = job.min_gpus
-        for t, cap in self._type_capacity.items():
-            top = min(cap, job.max_gpus, job.physics.max_gpus(t))
-            if any(job.progress_rate(t, _packed(n, self._host_size[t])) > 0 for n in range(k, top + 1)):
-                return ""
-        types = ", ".join(f"{t} ({c} GPUs)" for t, c in sorted(self._type_capacity.items()))
-        profiled = ", ".join(f"{t} up to {job.physics.max_gpus(t)}" for t in job.physics.gpu_types()) or "none"
-        if any(cap >= k and job.physics.max_gpus(t) >= k for t, cap in self._type_capacity.items()):
-            # GPUs and profiles are there: the batch is what no profiled configuration can run
-            return (f"batch size {job.spec.batch_size} runs on no profiled configuration of {job.spec.application!r} "
-                    f"from {k} GPU(s) up (its validation runs go up to a global batch of "
-                    f"{job.physics.validation.max_batch_size:g}); cluster has {types}; profiled: {profiled}")
-        return (f"needs at least {k} GPUs of one type with a profile for {job.spec.application!r}; "
-                f"cluster has {types}; profiled: {profiled}")
-
     def _admit(self, job: SimJob) -> None:
         self.jobs[job.id] = job
         self._active[job.id] = job
         self._emit(job, "submit", at=job.spec.time, application=job.spec.application,
                    num_replicas=job.spec.num_replicas, batch_size=job.spec.batch_size)
-        why = self._feasible(job)
+        why = never_runs(job, self._type_capacity, self._host_size)
         if why:
             job.state = JobState.FAILED
             job.outcome = "unschedulable"
@@ -394,8 +371,11 @@ class Simulation:
         for job in waiting:
             job.state = JobState.FAILED
             job.outcome = "unschedulable"
+            most = max(self._type_capacity.values(), default=0)  # a rigid count no type holds: say so
+            asks = f"; it asks for {job.spec.num_replicas} GPUs, the most of one type is {most}" * (
+                job.spec.num_replicas > most)
             job.message = (f"policy {getattr(self.policy, 'name', '?')!r} allocated nothing for "
-                           f"{MAX_IDLE_ROUNDS} rounds while the cluster was idle") if job.allocation is None else (
+                           f"{MAX_IDLE_ROUNDS} rounds while the cluster was idle{asks}") if job.allocation is None else (
                 f"made no progress for {MAX_IDLE_ROUNDS} rounds: {job.message}")
             job.allocation = None
             self._retire(job)

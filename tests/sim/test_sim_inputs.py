@@ -209,3 +209,14 @@ def test_upper_case_csv_files_of_a_directory_are_read(tmp_path: Path) -> None:
     _write(tmp_path, HEADER + "a,0,cifar10,2,128\n", "b.csv")
     (tmp_path / "notes.txt").write_text("not a workload")
     assert [p.name for p in workload_files(tmp_path)] == ["A.CSV", "b.csv"]
+
+
+def test_a_rigid_count_no_gpu_type_holds_is_named_when_the_job_ends_unschedulable(physics) -> None:
+    """fifo waited four simulated hours for 500 GPUs and then blamed itself: "allocated nothing"."""
+    from heet_tui.scheduling.registry import make_policy
+
+    sim = Simulation(cluster_of(("aws", 1)), [WorkloadJob("huge", 0.0, "cifar10", 500, 4096)], physics,
+                     make_policy("fifo"))
+    (record,) = sim.run()
+    assert record.outcome == "unschedulable"
+    assert record.message.endswith("; it asks for 500 GPUs, the most of one type is 4"), record.message

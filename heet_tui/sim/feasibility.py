@@ -1,0 +1,33 @@
+"""Whether a submitted job can ever run on the simulated cluster, and if not, why: said at once
+as a per-job "unschedulable" outcome instead of after hours of simulated waiting."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from heet_tui.sim.state import SimJob
+
+
+def packed(count: int, host_size: int) -> tuple[int, ...]:
+    full, rest = divmod(count, host_size)
+    return (host_size,) * full + ((rest,) if rest else ())
+
+
+def never_runs(job: SimJob, type_capacity: Mapping[str, int], host_size: Mapping[str, int]) -> str:
+    """Why the job can never run here, or "" when it can: at some count of one type, not
+    only at its smallest (a pipeline-parallel GPT profiled on 4 or more GPUs was
+    "unschedulable" as a 1-GPU job, on a cluster of 16 A100s it runs on)."""
+    k = job.min_gpus
+    for t, cap in type_capacity.items():
+        top = min(cap, job.max_gpus, job.physics.max_gpus(t))
+        if any(job.progress_rate(t, packed(n, host_size[t])) > 0 for n in range(k, top + 1)):
+            return ""
+    types = ", ".join(f"{t} ({c} GPUs)" for t, c in sorted(type_capacity.items()))
+    profiled = ", ".join(f"{t} up to {job.physics.max_gpus(t)}" for t in job.physics.gpu_types()) or "none"
+    if any(cap >= k and job.physics.max_gpus(t) >= k for t, cap in type_capacity.items()):
+        # GPUs and profiles are there: the batch is what no profiled configuration can run
+        return (f"batch size {job.spec.batch_size} runs on no profiled configuration of {job.spec.application!r} "
+                f"from {k} GPU(s) up (its validation runs go up to a global batch of "
+                f"{job.physics.validation.max_batch_size:g}); cluster has {types}; profiled: {profiled}")
+    return (f"needs at least {k} GPUs of one type with a profile for {job.spec.application!r}; "
+            f"cluster has {types}; profiled: {profiled}")
