@@ -98,6 +98,19 @@ def _line_of(text: str, needle: str, occurrence: int) -> int:
     return 1
 
 
+def _key_line(text: str, table: int, key: str) -> int:
+    """The line of ``key`` in the ``table``-th [[node_types]] (its header's when not found): an
+    error in "count" on line 6 was reported on line 1."""
+    start = _line_of(text, "[[node_types]]", table)
+    for i, line in enumerate(text.splitlines()[start:], start=start + 1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            break
+        if stripped.startswith(key) and stripped[len(key):].lstrip().startswith("="):
+            return i
+    return start
+
+
 def load_cluster(path: Path | str) -> SimCluster:
     """Read a cluster TOML; every problem is a :class:`SimInputError` naming file and line."""
     path = Path(path)
@@ -120,7 +133,8 @@ def load_cluster(path: Path | str) -> SimCluster:
             raise SimInputError(f"{where}: must be a table")
         unknown = sorted(set(raw) - {"name", "profile", "gpu_type", "gpus_per_node", "count"})
         if unknown:
-            raise SimInputError(f"{where}: unknown key(s) {', '.join(unknown)}")
+            raise SimInputError(f"{path}:{_key_line(text, i, unknown[0])}: node type #{i + 1}: unknown key(s) "
+                                f"{', '.join(unknown)} (known: name, profile, gpu_type, gpus_per_node, count)")
         name = raw.get("name")
         if not isinstance(name, str) or not name:
             raise SimInputError(f'{where}: "name" must be a non-empty string')
@@ -138,8 +152,14 @@ def load_cluster(path: Path | str) -> SimCluster:
         for key in ("gpus_per_node", "count"):
             value = raw.get(key)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise SimInputError(f'{where}: "{key}" must be a positive integer, got {value!r}')
+                at = f"{path}:{_key_line(text, i, key)}: node type {name!r}" if key in raw else where
+                raise SimInputError(f'{at}: "{key}" must be a positive integer, got {value!r}')
             ints[key] = value
+        twin = next((t for t in types if t.gpu_type == gpu_type), None)
+        if twin is not None:  # profiles and throughput are keyed by GPU type
+            raise SimInputError(f"{path}:{_key_line(text, i, 'gpu_type')}: node type {name!r}: {gpu_type!r} "
+                                f"is also the GPU type of node type {twin.name!r}; the simulator keys speed by GPU type, so give "
+                                f"each its own (e.g. {gpu_type + '-' + name!r})")
         types.append(NodeType(name, profile, gpu_type, ints["gpus_per_node"], ints["count"]))
     for t in types:
         clash = [u for u in types if u.profile == t.profile and u.gpu_type != t.gpu_type]

@@ -125,7 +125,10 @@ def test_a_double_booking_policy_is_reported(physics) -> None:
 
 @pytest.mark.parametrize(("text", "needle"), [
     ('[[node_types]]\nname = "aws"\ngpu_type = "T4"\ncount = 2\n', ':1: node type \'aws\': "gpus_per_node" must be'),
-    ('[[node_types]]\nname = "aws"\ngpu_type = "T4"\ngpus_per_node = 4\ncount = 0\n', '"count" must be a positive'),
+    ('[[node_types]]\nname = "aws"\ngpu_type = "T4"\ngpus_per_node = 4\ncount = 0\n', ':5: node type \'aws\': "count" must'),
+    ('[[node_types]]\nname = "aws"\ngpu_type = "T4"\ngpu_per_node = 4\ncount = 1\n', ":4: node type #1: unknown key(s) gpu_"),
+    ('[[node_types]]\nname = "aws"\ngpu_type = "T4"\ngpus_per_node = 4\ncount = 1\n[[node_types]]\nname = "rtx"\n'
+     'gpu_type = "T4"\ngpus_per_node = 8\ncount = 1\n', ":8: node type 'rtx': 'T4' is also the GPU type of node type 'aws'"),
     ('name = "x"\n', ":1: no [[node_types]] tables"),
     ('[[node_types]\n', "Expected"),
 ])
