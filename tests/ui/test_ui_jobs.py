@@ -330,3 +330,21 @@ def test_at_80_columns_the_status_line_keeps_auto_approve_whatever_the_counts(ma
             assert plain.rstrip().endswith("auto off") and "1 failed" in plain and "#12345" in plain, plain
 
     run(scenario())
+
+
+def test_the_demo_says_its_clock_waits_while_a_plan_is_pending(make_app, backend):
+    """The demo's clock stood still for a pending plan with nothing on screen to say why."""
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=(80, 24)) as pilot:
+            line = app.screen.query_one(StatusLine)
+            backend.push(replace(small_snapshot(1), mode="demo", plan_id=7))
+            await wait_for(pilot, lambda: "demo" in line.render().plain)
+            assert "⏸ paused" in line.render().plain, "shorter at 80 columns"
+            assert len(line.render().plain.split("\n")[0]) <= line.content_size.width
+            await pilot.resize_terminal(160, 30)
+            await wait_for(pilot, lambda: "⏸ clock waits for the plan" in line.render().plain)
+            backend.push(replace(small_snapshot(2), mode="demo", plan=None, plan_id=None))
+            await wait_for(pilot, lambda: "⏸" not in line.render().plain)
+
+    run(scenario())

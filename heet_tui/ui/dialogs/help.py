@@ -45,7 +45,8 @@ Footer keys show only what can be done now; with `--read-only` nothing that chan
 it; the host's details name them). A host shown *stale* has not been heard from: its figures are the last known.
 On the Profiles screen the columns are placements, one digit per host (`4`: 4 GPUs on one host, `22`: 2
 on each of two hosts); `●` marks a measured throughput and `~` a predicted one with its uncertainty
-(`±?`: a rough guess no model backs yet); the Plan screen marks each new speed the same way, and `✎`
+(`±?`: a rough guess no model backs yet); on the Plan screen a new speed with `±` is predicted (one
+without it was measured), and `✎`
 after a job says you fixed its placement with `e` (the Jobs screen shows what, and `d` there drops it).
 Jobs with the same `model` and `batch_size` (a sweep) are profiled once and share their measurements.
 

@@ -103,6 +103,9 @@ class StatusLine(Static):
             done = states[JobState.DONE]
             if level == 0 or snap.mode == "demo":
                 text.append(f"  {snap.mode}", style="bold magenta" if snap.mode == "demo" else "bold")
+            pending = snap.plan is not None and snap.plan_id is not None and not snap.plan.is_empty
+            if snap.mode == "demo" and pending and not snap.auto_approve:  # its clock waits: it looked frozen
+                text.append(" ⏸ clock waits for the plan" if level < 3 else " ⏸ paused", style="yellow")
             if level < 2 and not stopped:
                 text.append(f"  {clock(snap.now, snap.mode)}")
             if level == 0:
@@ -124,7 +127,7 @@ class StatusLine(Static):
                 text.append(f"{states[JobState.FAILED]} failed", style="bold red")
             if level == 0:
                 text.append(f"  policy {snap.policy}")
-            if snap.plan is not None and snap.plan_id is not None and not snap.plan.is_empty:
+            if pending:
                 what = "pending " if level == 0 else ""
                 changes = f" {what}({len(snap.plan.changes)})" if level < 4 else ""
                 text.append(f"  plan #{snap.plan_id}{changes}", style="bold yellow")
