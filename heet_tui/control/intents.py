@@ -93,7 +93,7 @@ class IntentHandler:
         rec = self._pending(intent.plan_id)
         ctl.store.set_plan_status(rec.id, "rejected", ctl.clock())
         ctl.store.add_event(ctl.clock(), "plan", f"plan #{rec.id} rejected")
-        ctl.rejected.add(planning.signature(rec.plan))
+        ctl.rejected.add(planning.shape(rec.plan))
         ctl.pending_plan_id = None
         undone = self.edits.undo()
         for job_id, c in undone.items():

@@ -208,6 +208,12 @@ def gain(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str] = frozense
     return total / len(plan.effect.jobs)
 
 
+def shape(plan: Plan) -> str:
+    """What a person rejecting a plan rejected: each job's GPU type and count per host, not which
+    GPUs. A rejected plan came back twice with the same moves on other GPU indices."""
+    return json.dumps(sorted((j, a.gpu_type, [(h, len(g)) for h, g in a.hosts]) for j, a in plan.allocations.items()))
+
+
 def signature(plan: Plan) -> str:
     """What makes two plans the same plan: who goes where (a rejected or failed plan is known again)."""
     return json.dumps(sorted((j, a.gpu_type, a.hosts) for j, a in plan.allocations.items()))

@@ -65,7 +65,7 @@ def propose(ctl: Controller) -> None:
             ctl.store.refresh_proposed_plan(plan_id, replace(plan, created_at=pending.plan.created_at))
     elif stands and pending is not None and shown is not None:
         plan, sig, plan_id, made = pending.plan, shown, pending.id, PlanMade.of(pending.plan, weighed)
-    elif sig in ctl.rejected:
+    elif planning.shape(plan) in ctl.rejected:
         ctl.plan_made = replace(made, rejected=True)
         return
     else:

@@ -328,3 +328,17 @@ def test_a_plan_marks_each_new_speed_with_how_sure_it_is() -> None:
                                    for j, a in grown.items()))
     marked = with_spreads(Plan.build(now, grown, "heet", 0.0, effect), book)
     assert {p.job_id: p.after_spread for p in marked.jobs} == {"j": None, "k": 0.0}, "2xT4 never ran: a guess"
+
+
+def test_a_rejected_plans_shape_ignores_which_gpus_of_a_host_it_names() -> None:
+    """A rejected plan came back twice, the same moves on other GPU indices of the same hosts."""
+    from heet_tui.control.planning import shape, signature
+    from heet_tui.core.plan import Plan
+
+    def plan(a_gpus: list[int], b_type: str = "T4", b_gpus: tuple[int, ...] = (0, 1)) -> Plan:
+        return Plan.build({}, {"a": Allocation.of("a", "A100", {"fast": a_gpus}),
+                               "b": Allocation.of("b", b_type, {"slow": list(b_gpus)})}, "heet", 0.0)
+
+    assert shape(plan([0])) == shape(plan([1])) and signature(plan([0])) != signature(plan([1]))
+    assert shape(plan([0])) != shape(plan([0, 1])), "another count is another plan"
+    assert shape(plan([0])) != shape(plan([0], b_gpus=(0,))), "so is another count of another job"
