@@ -144,8 +144,10 @@ def test_three_hosts_profile_plan_resize_lose_host_and_kill_controller(lab: SshL
                            "a plan starting all three jobs")
             snap = await _until(ctl, lambda s: all(_job(s, j).state is JobState.RUNNING for j in TARGETS)
                                 and store.job("j1").job.steps_done >= 80, 90, "all running, j1 past step 80")
-            for j in TARGETS:
-                assert {o[5] for o in store.observations(j)} >= {"profiling"}, f"{j} was profiled"
+            # one sweep (cifar10, batch 32): profiled once, through one of its jobs (the other two
+            # used to get idle-GPU runs of their own for the same cells)
+            profiled = {j for j in TARGETS if "profiling" in {o[5] for o in store.observations(j)}}
+            assert len(profiled) == 1, f"profiling runs of {sorted(profiled)}"
             rates: dict[str, list[float]] = {}
             for o in store.observations():
                 if o[5] == "profiling":
