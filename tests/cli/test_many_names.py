@@ -76,3 +76,30 @@ def test_a_pattern_that_names_only_jobs_in_other_states_says_so(tmp_path: Path, 
     assert main(["retry", "job-*", "--state", str(tmp_path / "state")]) == 2
     err = capsys.readouterr().err
     assert 'no job "job-*" that can be retried (it names 2 done job(s): job-1, job-2)' in err, err
+
+
+def test_jobs_only_lists_the_states_asked_for(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """300 jobs of a sweep: the few failed ones were lines among hundreds, and only the latest 20
+    ended jobs were listed at all."""
+    from heet_tui.core.job import JobState
+
+    store = Store(tmp_path / "state")
+    for i in range(1, 61):
+        job_id = store.add_job(parse_job_text(f'name = "sweep-{i}"\ncommand = ["python3", "t.py"]\nmodel = "m"\n'
+                                              "batch_size = 8\ntarget = { steps = 10 }\n", tmp_path / "j.toml"),
+                               float(i)).id
+        if i <= 30:
+            store.try_set_state(job_id, JobState.FAILED, float(i) + 0.5, "exit 1")
+    where = ["--state", str(tmp_path / "state")]
+    assert main(["jobs", "--only", "failed", "--json", *where]) == 0
+    listed = json.loads(capsys.readouterr().out)["jobs"]
+    assert len(listed) == 30 and {j["state"] for j in listed} == {"failed"}, "every failed job, not the latest 20"
+    assert main(["jobs", "--only", "queued,running", *where]) == 0
+    out = capsys.readouterr().out
+    assert "sweep-31" in out and "sweep-1 " not in out and "older ended" not in out
+    with pytest.raises(SystemExit) as exited:  # argparse's usage error
+        main(["jobs", "--only", "runing", *where])
+    assert exited.value.code == 2
+    assert "runing: not a job state (one or more of queued, profiling, running" in capsys.readouterr().err
+    assert main(["jobs", "--only", "done", *where]) == 0
+    assert capsys.readouterr().out.startswith("no done jobs in ")

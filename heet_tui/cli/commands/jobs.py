@@ -30,6 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--events", type=int, metavar="N", help="with NAME: how many events (default 20)")
     p.add_argument("--all", action="store_true", help="every ended job too (default: active jobs and the latest "
                    f"{SHOWN_ENDED} that ended)")
+    p.add_argument("--only", metavar="STATE[,STATE]", type=_states,
+                   help=f"only jobs in these states ({', '.join(s.value for s in JobState)}); an ended state lists "
+                   "every such job")
     p.set_defaults(func=cmd_jobs)
 
 
@@ -58,13 +61,18 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     store = open_store(args)
     if args.name is not None:
         return show_job(store, args.name, args.json, args.events or 20)
-    rows, left_out = job_rows(store, None if args.all else SHOWN_ENDED)
+    only: frozenset[JobState] | None = args.only
+    everything = args.all or (only is not None and any(state.terminal for state in only))
+    rows, left_out = job_rows(store, None if everything else SHOWN_ENDED)
+    if only is not None:  # 300 jobs of a sweep: the failed ones were lines among hundreds
+        rows, left_out = [r for r in rows if JobState(r["state"]) in only], 0
     pid = controller_running(store.dir)
     if args.json:
         print(json.dumps({"controller_pid": pid, "jobs": rows, "ended_not_listed": left_out}, indent=2))
         return 0
     if not rows:
-        print(f"no jobs in {store.dir}")
+        print(f"no jobs in {store.dir}" if only is None else
+              f"no {' or '.join(sorted(state.value for state in only))} jobs in {store.dir}")
         return 0
     # TOOK: submission to end, the job completion time the scheduler works to shorten
     # LOSS: the latest the script reported, when any did (what a sweep is compared by)
@@ -89,6 +97,17 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         print(f"... and {left_out} older ended job(s): heet-tui jobs --all lists them")
     print(f"controller: {f'running (pid {pid})' if pid else 'not running'}")
     return 0
+
+
+def _states(text: str) -> frozenset[JobState]:
+    """``running,queued`` as job states; argparse reports the ValueError's message as a usage error."""
+    names = [name.strip().lower() for name in text.split(",") if name.strip()]
+    known = {state.value: state for state in JobState}
+    wrong = [name for name in names if name not in known]
+    if wrong or not names:
+        raise argparse.ArgumentTypeError(f"{', '.join(wrong) or repr(text)}: not a job state "
+                                         f"(one or more of {', '.join(known)}, comma-separated)")
+    return frozenset(known[name] for name in names)
 
 
 def _age(seconds: float) -> str:
