@@ -8,6 +8,7 @@ from rich.text import Text
 
 from heet_tui.core.job import JobState
 from heet_tui.core.metrics import metric, number
+from heet_tui.core.natural_order import natural_key
 from heet_tui.core.snapshot import JobStatus, Snapshot
 from heet_tui.ui.format import duration, job_colour, progress_bar, rate, short_id
 from heet_tui.ui.widgets.keyed_table import Cells, KeyedTable
@@ -33,7 +34,7 @@ SORTS: dict[str, Callable[[JobStatus], Hashable]] = {
     "eta": lambda j: (j.eta_s is None, j.eta_s or 0.0, j.id),
     "gpus": lambda j: (-(j.allocation.num_gpus if j.allocation else 0), j.id),
     "restarts": lambda j: (-j.restarts, j.id),
-    "name": lambda j: (j.name, j.id),
+    "name": lambda j: (natural_key(j.name), j.id),
     "loss": lambda j: (_loss(j) is None, _loss(j) or 0.0, j.id),  # lowest first, jobs without one last
 }
 
