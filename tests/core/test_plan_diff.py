@@ -56,3 +56,6 @@ def test_the_jct_comparison_says_what_without_it_means_and_when_it_is_the_same()
     assert PredictedEffect(running, avg_jct_s=53.0, avg_jct_before_s=90.0).against() == " with this plan, " \
         "1m30s without it"
     assert PredictedEffect(running, avg_jct_s=53.0).against() == ""
+    # a plan the average says is worse was shown as if it were an improvement
+    worse = PredictedEffect(running, avg_jct_s=645.0, avg_jct_before_s=264.0).against()
+    assert worse.startswith(" with this plan, 4m24s without it: worse by this average, which weighs every job alike")
