@@ -59,8 +59,7 @@ class ThroughputPredictor:
         self._since_fit = 0
         self._rows: dict[int, RowPosterior] = {}
         self._coverage: tuple[dict[int, int], set[tuple[int, int]]] | None = None  # cells per type; (job, type)s
-        self._measured_by_pair: dict[tuple[int, int], list[tuple[int, float]]] | None = None  # (GPUs, value)s
-        self._sizes_by_job: dict[int, set[int]] = {}  # GPU counts each job was measured at
+        self._measured: dict[int, list[tuple[int, int, float]]] = {}  # per job: (type, GPUs, value) measured
 
     # -- input -------------------------------------------------------------------------------
     def observe(self, job: JobKey, gpu_type: str, placement: Placement | str, samples_per_s: float,
@@ -69,8 +68,8 @@ class ThroughputPredictor:
         self.tensor.add(job, gpu_type, placement, samples_per_s, source, time)
         self._since_fit += 1
         self._rows.pop(self.tensor.job_index(job), None)
+        self._measured.pop(self.tensor.job_index(job), None)
         self._coverage = None
-        self._measured_by_pair = None
 
     def register(self, job: JobKey, gpu_types: Sequence[str] = (), placements: Sequence[Placement | str] = ()) -> None:
         """Make a job, types and configs known before anything is measured for them."""
@@ -151,20 +150,18 @@ class ThroughputPredictor:
 
     def _linear_cap(self, j: int, t: int, c: int) -> float:
         """The most ``c`` can give while the job is measured at one size only: about linear scaling
-        from its measurements on the type on fewer GPUs. A new job with one measured GPU was predicted 4x on two GPUs and 9x on four (the
-        factors of unlike jobs), and plans gave it GPUs for speed-ups no training loop has."""
-        if self._measured_by_pair is None:
-            self._measured_by_pair, self._sizes_by_job = {}, {}
-            for cj, ct, cc in self.tensor.observed_cells():
-                value = self.tensor.value(cj, ct, cc)
-                if value is not None:
-                    self._measured_by_pair.setdefault((cj, ct), []).append((sum(self.tensor.configs[cc]), value))
-                    self._sizes_by_job.setdefault(cj, set()).add(sum(self.tensor.configs[cc]))
-        if len(self._sizes_by_job.get(j, ())) > 1:
+        from its measurements on the type on fewer GPUs. A new job with one measured GPU was
+        predicted 4x on two GPUs and 9x on four (the factors of unlike jobs), and plans gave it
+        GPUs for speed-ups no training loop has."""
+        if j not in self._measured:
+            self._measured[j] = [(ct, sum(self.tensor.configs[cc]), value) for cj, ct, cc in self.tensor.observed_cells()
+                                 if cj == j and (value := self.tensor.value(cj, ct, cc)) is not None]
+        measured = self._measured[j]
+        if len({n for _, n, _ in measured}) > 1:
             return math.inf  # measured at two sizes: the job's own scaling is evidence, superlinear or not
         gpus = sum(self.tensor.configs[c])
-        return min((value * gpus / n * SUPERLINEAR_SLACK for n, value in self._measured_by_pair.get((j, t), ())
-                    if n < gpus), default=math.inf)
+        return min((value * gpus / n * SUPERLINEAR_SLACK for ct, n, value in measured if ct == t and n < gpus),
+                   default=math.inf)
 
     def _type_coverage(self) -> tuple[dict[int, int], set[tuple[int, int]]]:
         if self._coverage is None:

@@ -371,12 +371,14 @@ class Simulation:
         for job in waiting:
             job.state = JobState.FAILED
             job.outcome = "unschedulable"
-            most = max(self._type_capacity.values(), default=0)  # a rigid count no type holds: say so
-            asks = f"; it asks for {job.spec.num_replicas} GPUs, the most of one type is {most}" * (
-                job.spec.num_replicas > most)
-            job.message = (f"policy {getattr(self.policy, 'name', '?')!r} allocated nothing for "
-                           f"{MAX_IDLE_ROUNDS} rounds while the cluster was idle{asks}") if job.allocation is None else (
-                f"made no progress for {MAX_IDLE_ROUNDS} rounds: {job.message}")
+            if job.allocation is not None:
+                job.message = f"made no progress for {MAX_IDLE_ROUNDS} rounds: {job.message}"
+            else:
+                most = max(self._type_capacity.values(), default=0)  # a rigid count no type holds: say so
+                asks = (f"; it asks for {job.spec.num_replicas} GPUs, the most of one type is {most}"
+                        if job.spec.num_replicas > most else "")
+                job.message = (f"policy {getattr(self.policy, 'name', '?')!r} allocated nothing for "
+                               f"{MAX_IDLE_ROUNDS} rounds while the cluster was idle{asks}")
             job.allocation = None
             self._retire(job)
             self._emit(job, "unschedulable", reason=job.message)

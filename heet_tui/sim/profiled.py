@@ -22,15 +22,11 @@ from heet_tui.core.sched_input import ThroughputFn
 from heet_tui.profiling.predictor import REFIT_EVERY, ThroughputPredictor
 from heet_tui.profiling.tensor import JobKey, Source
 from heet_tui.sim.estimates import PROFILING_NOISE, Placement
+from heet_tui.sim.feasibility import packed
 from heet_tui.sim.state import SimJob
 
 PROFILING_BUDGET = 3
 CANDIDATE_COUNTS = (1, 2, 4, 8)
-
-
-def _packed(count: int, host_size: int) -> Placement:
-    full, rest = divmod(count, host_size)
-    return (host_size,) * full + ((rest,) if rest else ())
 
 
 def _raw(job: SimJob, gpu_type: str, placement: Placement) -> float:
@@ -83,7 +79,7 @@ class ProfiledThroughput:
                 continue
             counts = sorted({*CANDIDATE_COUNTS, job.spec.num_replicas})
             for k in counts:
-                p = _packed(k, self._host_sizes[t])
+                p = packed(k, self._host_sizes[t])
                 if job.physics.rate(t, p, job.spec.batch_size, 0) > 0:
                     out.append((t, p))
         return out

@@ -168,17 +168,18 @@ def cmd_sim(args: argparse.Namespace) -> int:
         return 130
     mode = "oracle" if args.oracle else f"predicted throughput ({args.predictor})"
     _print_table(summary, f"{cluster.name} ({cluster.total_gpus} GPUs), {len(paths)} workload file(s), {mode}")
-    option = "--json"
-    try:
+    try:  # checked up front, so only a disk filling up or a path removed meanwhile fails here
         if args.json:
             Path(args.json).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-        option = "--plot"
-        if args.plot:
-            from heet_tui.sim.plot import write_plot
+    except OSError as exc:
+        raise CliError(f"sim: --json {args.json}: {exc.strerror or exc}") from None
+    if args.plot:
+        from heet_tui.sim.plot import write_plot
 
+        try:
             write_plot(results, args.plot, cluster.total_gpus)
-    except OSError as exc:  # checked up front, so only a disk filling up or a path removed meanwhile
-        raise CliError(f"sim: {option} {getattr(args, option[2:])}: {exc.strerror or exc}") from None
+        except OSError as exc:
+            raise CliError(f"sim: --plot {args.plot}: {exc.strerror or exc}") from None
     return 0
 
 
