@@ -8,8 +8,20 @@ from heet_agent.errors import JobError
 OWNER_FILE = ".heet-owner"
 
 
-def claim_checkpoint_dir(env, workdir):
-    """Mark the job's checkpoint directory with the id of the state store that runs the job.
+def resolve_checkpoint_dir(env, workdir):
+    """Give the job its checkpoint dir as an absolute path, ``~`` expanded on this host.
+
+    The controller writes it as the hosts file does (``~/.heet/checkpoints/...``), and only the
+    ``heet_agent.elastic`` helper expanded it: a plain script's ``open(os.path.join(dir, ...))``
+    failed, and its ``os.makedirs`` made a directory named ``~`` inside the job's workdir.
+    """
+    path = env.get("HEET_CHECKPOINT_DIR")
+    if path:
+        env["HEET_CHECKPOINT_DIR"] = os.path.normpath(os.path.join(workdir, os.path.expanduser(path)))
+
+
+def claim_checkpoint_dir(env):
+    """Mark the job's checkpoint directory (resolved by :func:`resolve_checkpoint_dir`) with the id of the state store that runs the job.
 
     Training resumes from whatever that directory holds. A job of another store (another user
     naming the same shared directory, or the same user after starting a fresh state directory)
@@ -18,7 +30,6 @@ def claim_checkpoint_dir(env, workdir):
     path, owner = env.get("HEET_CHECKPOINT_DIR"), env.get("HEET_CHECKPOINT_OWNER")
     if not path or not owner:
         return
-    path = os.path.join(workdir, os.path.expanduser(path))  # an absolute path stays as it is
     mark = os.path.join(path, OWNER_FILE)
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)
@@ -40,7 +51,7 @@ def claim_checkpoint_dir(env, workdir):
         fh.write(owner + "\n")
 
 
-def make_scratch_dir(env, workdir):
+def make_scratch_dir(env):
     """A run's own checkpoint dir (``HEET_CHECKPOINT_SCRATCH=1``, profiling runs): the agent
     creates it and removes it when the run ends, so short runs leave no checkpoints behind.
 
@@ -50,7 +61,6 @@ def make_scratch_dir(env, workdir):
     path = env.get("HEET_CHECKPOINT_DIR")
     if env.get("HEET_CHECKPOINT_SCRATCH") != "1" or not path:
         return None
-    path = os.path.join(workdir, os.path.expanduser(path))
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         os.mkdir(path, 0o700)

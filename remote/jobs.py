@@ -12,7 +12,7 @@ import signal
 import sys
 import time
 
-from heet_agent.checkpoint_dirs import claim_checkpoint_dir, make_scratch_dir, remove_scratch_dir
+from heet_agent.checkpoint_dirs import claim_checkpoint_dir, make_scratch_dir, remove_scratch_dir, resolve_checkpoint_dir
 from heet_agent.errors import STILL_STOPPING, JobError
 from heet_agent.job_env import job_environment
 from heet_agent.job_logs import MIN_ROTATE_BYTES, ROTATE_BYTES, read_tail, remove_log
@@ -171,9 +171,10 @@ class JobTable:
         exe = argv[0]
         if os.sep not in exe and shutil.which(exe, path=env.get("PATH")) is None:
             raise JobError(f"command not found: {exe}")
-        scratch = make_scratch_dir(env, workdir)
+        resolve_checkpoint_dir(env, workdir)
+        scratch = make_scratch_dir(env)
         try:
-            claim_checkpoint_dir(env, workdir)
+            claim_checkpoint_dir(env)
             return self._start(job_id, generation, argv, env, workdir, gpus, args.get("log"), scratch, log_max)
         except BaseException:
             remove_scratch_dir(scratch)

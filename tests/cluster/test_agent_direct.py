@@ -130,6 +130,31 @@ def test_a_scratch_checkpoint_dir_is_the_runs_own_and_goes_when_it_ends(agent, t
     assert (kept / "checkpoint.pt").read_text() == "a real job's"
 
 
+def test_a_job_gets_its_checkpoint_dir_absolute_with_the_home_dir_expanded(tmp_path):
+    # The controller names it as the hosts file does ("~/.heet/checkpoints/..."): a script that
+    # does not use heet_agent.elastic opened "~/..." literally and failed, or made a dir named "~"
+    home, workdir = tmp_path / "home", tmp_path / "jobs"
+    home.mkdir()
+    workdir.mkdir()
+    agent = AgentProcess(tmp_path / "agent", env=os.environ | {"HOME": str(home)})
+    try:
+        agent.line()
+        agent.request("hello", protocol=1, probes=[])
+        script = ("import os; d = os.environ['HEET_CHECKPOINT_DIR']; "
+                  "open(os.path.join(d, 'ckpt.txt'), 'w').write(d)")
+        for n, given in enumerate(("~/.heet/checkpoints/j.store", "ckpt/rel")):
+            env = {"HEET_CHECKPOINT_DIR": given, "HEET_CHECKPOINT_OWNER": "store"}
+            assert agent.request("launch", job_id=f"j{n}", generation=1, argv=[sys.executable, "-c", script],
+                                 env=env, workdir=str(workdir))["ok"]
+            assert agent.events_until("job_exit")["exit_code"] == 0
+        assert (home / ".heet/checkpoints/j.store/ckpt.txt").read_text() == str(home / ".heet/checkpoints/j.store")
+        assert (workdir / "ckpt/rel/ckpt.txt").read_text() == str(workdir / "ckpt/rel")
+        assert not (workdir / "~").exists()
+    finally:
+        agent.proc.kill()
+        agent.proc.wait()
+
+
 def test_a_check_only_agent_leaves_the_running_agent_and_its_jobs_alone(agent, tmp_path):
     agent.line()
     agent.request("hello", protocol=1, probes=[])
