@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from heet_tui.config.job_spec import spec_file
 from heet_tui.control.execution import StepFailed
+from heet_tui.control.planning import outside_spec
 from heet_tui.core.host import HostState
 from heet_tui.core.job import ACTIVE, JobSpec, JobState
 
@@ -102,12 +103,14 @@ class Updated:
     job_id: str
     changes: tuple[str, ...]
     restarts: bool  # a running job whose processes restart from its checkpoint to take it
+    moves: bool = False  # ... on GPUs a plan gives it: the ones it has are outside its new spec
 
     def __str__(self) -> str:
         if not self.changes:
             return f"{self.job_id}: nothing changed"
-        return f"updated {self.job_id}: {'; '.join(self.changes)}" + (
-            "; it restarts from its checkpoint" if self.restarts else "")
+        how = ("; it restarts from its checkpoint when a plan gives it GPUs its new spec allows" if self.moves
+               else "; it restarts from its checkpoint" if self.restarts else "")
+        return f"updated {self.job_id}: {'; '.join(self.changes)}" + how
 
 
 def apply_update(store: Store, rec: JobRecord, spec: JobSpec, path: Path, now: float) -> Updated:
@@ -118,7 +121,10 @@ def apply_update(store: Store, rec: JobRecord, spec: JobSpec, path: Path, now: f
         file = spec_file(path)
         store.replace_spec(job.id, spec, relaunch, file)
         store.add_event(now, "update", f"updated {job.id} from {file}: {'; '.join(changes)}", job.id)
-    return Updated(job.id, changes, relaunch and job.state is JobState.RUNNING)
+    running = job.state is JobState.RUNNING and not rec.cancel_requested  # a cancelled one restarts nowhere
+    held = store.current_allocations().get(job.id)
+    moves = running and held is not None and bool(outside_spec([(job.id, spec, held[0])]))
+    return Updated(job.id, changes, relaunch and running, moves)
 
 
 def needs_relaunch(old: JobSpec, new: JobSpec) -> bool:
@@ -141,7 +147,8 @@ async def follow_requests(ctl: Controller, active: list[JobRecord]) -> None:
             await ctl.intents.cancel(rec.job.id)
         elif (run := ctl.executor.runs.get(rec.job.id)) is not None:
             run.spec = rec.job.spec
-            if rec.relaunch_requested and run.stop_reason is None and all(
+            if rec.relaunch_requested and run.stop_reason is None and not outside_spec(
+                    [(run.job_id, rec.job.spec, run.alloc)]) and all(
                     ctl.cluster.host_status(h).state is HostState.READY for h in run.alloc.host_names):
                 relaunch.append(run)  # a host not (yet) connected: once it is, or once it is lost
     if relaunch and (ctl.applying is None or ctl.applying.done()):  # else after the plan being applied

@@ -182,3 +182,32 @@ def test_a_job_updated_while_no_controller_runs_is_relaunched_by_the_next_one(tm
         assert len(store.plans_with_status("approved", "applying", "applied")) == 1, "no plan relaunched it"
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_running_job_updated_out_of_its_gpus_restarts_once_where_the_plan_puts_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Its new command or target and a narrower GPU range at once: it was relaunched on the two GPUs
+    # it had (over its new max_gpus) and, a second later, again on the one the plan gave it
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 2, 0.05)]))
+    store, path = Store(tmp_path / "state"), write_job(tmp_path, "long", steps=100_000, max_gpus=2, every=10)
+    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
+
+    async def scenario() -> None:
+        async with started_controller(hosts, store, options) as ctl:
+            await ctl.post(SubmitJob(str(path)))
+            await wait_for(ctl, lambda s: job(s, "long").allocation is not None
+                           and job(s, "long").allocation.num_gpus == 2 and store.job("long").job.steps_done >= 10,
+                           90, "the job running on both GPUs")
+            path.write_text(path.read_text().replace("steps = 100000", "steps = 200000")
+                            .replace("max_gpus = 2", "max_gpus = 1"))
+            capsys.readouterr()
+            assert main(["--state", str(tmp_path / "state"), "update", str(path)]) == 0
+            said = capsys.readouterr().out
+            assert "when a plan gives it GPUs its new spec allows" in said and "next round" not in said
+            await wait_for(ctl, lambda s: job(s, "long").allocation is not None
+                           and job(s, "long").allocation.num_gpus == 1 and not store.job("long").relaunch_requested,
+                           90, "the job relaunched on one GPU")
+        launches = [e.message for e in store.events("long", limit=100) if e.kind == "launch"]
+        assert len(launches) == 2 and "1xA100" in launches[1], launches
+
+    run_and_clean(scenario, tmp_path)

@@ -43,7 +43,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     for rec, spec, path in found:
         done = apply_update(store, rec, spec, path, now)
         when = (f" at the controller's next round (pid {pid})" if pid else " when the controller next runs")
-        print(str(done) + (when if done.restarts else ""))
+        print(str(done) + (when if done.restarts and not done.moves else ""))
         for hint in submit_hints(spec, path, hosts) if done.changes else ():
             print(f"  warning: {hint}")
     return 0
