@@ -21,8 +21,9 @@ Why each piece is here:
   unreachable) then refuses to write and exits 3, so it cannot overwrite the newer run's work.
   Files are written to a temporary name and renamed, under a lock shared with other copies.
 * On hosts that declare emulated GPUs (``HEET_EMULATED_SPEED``) a step is taken to need its CPU
-  time / speed; it is paced to that and reported so. CPU time, not wall time, so that other
-  emulated GPUs sharing the cores do not change what this one measures.
+  time / speed plus what it waited on other than a CPU (``step_clock.py``); it is paced to that
+  and reported so. Not wall time, so that other emulated GPUs sharing the cores do not change
+  what this one measures.
 * ``exit`` leaves the process group on every rank together and ends the process without the
   interpreter's finalisation, where gloo's threads can abort a finished run (SIGABRT).
 
@@ -40,6 +41,7 @@ import time
 from heet_agent.elastic_checkpoint import CHECKPOINT_NAME, claim, rank_zeros, save_owned
 from heet_agent.elastic_data import BatchSampler, WorkerInit, ignore_sigterm  # noqa: F401 (ignore_sigterm: for users)
 from heet_agent.progress import PREFIX
+from heet_agent.step_clock import StepClock
 
 EXIT_DONE, EXIT_FENCED, EXIT_STOPPED = 0, 3, 143
 RESERVED = frozenset(("step", "samples", "samples_per_s", "loss", "epoch", "checkpoint", "checkpoint_s", "world_size"))
@@ -216,7 +218,7 @@ class ElasticRun:
             os._exit(self._code)
 
     def _restart_clock(self):
-        self._mark = (time.perf_counter(), time.process_time())  # the step's start: wall and CPU time
+        self._clock = StepClock(self.emulated_speed or 1.0)  # the step's start
         self._window = (time.perf_counter(), 0, 0.0)  # the report's: wall start, samples, emulated GPU seconds
 
     def wrap(self, model):
@@ -280,12 +282,11 @@ class ElasticRun:
         taken = RESERVED.intersection(metrics)
         if taken:
             raise ElasticError("metrics may not be named %s: heet-tui sets them" % ", ".join(sorted(taken)))
-        wall0, cpu0 = self._mark
-        cpu_s = time.process_time() - cpu0
+        wall0, step_s = self._clock.wall0, self._clock.emulated_s()
         due = self.is_main and self._checkpoint_due_by_time()
         if hasattr(loss, "detach"):  # a loss tensor as it comes: float() of one that needs grad warns
             loss = loss.detach()
-        values = [float(loss) if loss is not None else 0.0, 1.0 if self._stop_asked else 0.0, cpu_s, 1.0 if due else 0.0]
+        values = [float(loss) if loss is not None else 0.0, 1.0 if self._stop_asked else 0.0, step_s, 1.0 if due else 0.0]
         if self.world_size > 1:
             import torch
             import torch.distributed as dist
@@ -295,10 +296,10 @@ class ElasticRun:
             values = [float(v) for v in t.tolist()]
             values[0] /= self.world_size
             values[2] /= self.world_size
-        loss_value, stopping, cpu_s, due = values[0], values[1] > 0, values[2], values[3] > 0
+        loss_value, stopping, step_s, due = values[0], values[1] > 0, values[2], values[3] > 0
         gpu_s = 0.0
         if self.emulated_speed is not None:
-            gpu_s = cpu_s / self.emulated_speed
+            gpu_s = step_s
             time.sleep(max(0.0, gpu_s - (time.perf_counter() - wall0)))
         self.step += 1
         self.samples += self.batch_size
@@ -313,7 +314,7 @@ class ElasticRun:
             self._report(metrics)
         if self._code is None and stopping and not done:
             self._code = EXIT_STOPPED
-        self._mark = (time.perf_counter(), time.process_time())
+        self._clock.mark()
 
     def _checkpoint_due_by_time(self):
         interval = self.checkpoint_interval_s

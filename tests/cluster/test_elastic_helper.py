@@ -336,3 +336,45 @@ def test_ranks_on_hosts_that_share_no_filesystem_all_resume_from_rank_0s_checkpo
     assert "resumed=True step=4" in outs[1][1], "rank 1 took rank 0's checkpoint"
     assert "rank(s) 1 (none) found another checkpoint than rank 0's: sent rank 0's (step 4)" in outs[0][1]
     assert [p["step"] for p in _progress(outs[0][0])] == [5, 6, 7, 8]
+
+
+DATA_BOUND = """
+import time
+import torch
+from torch.utils.data import Dataset
+from heet_agent import elastic
+
+
+class SlowReads(Dataset):  # 4 ms a sample: a batch of 8 takes ~32 ms to load whatever the GPU
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        time.sleep(0.004)
+        return torch.ones(4)
+
+
+run = elastic.start(report_every=5)
+model = torch.nn.Linear(4, 1)
+for x in run.data_loader(SlowReads(), num_workers=1):
+    model(x).sum().backward()
+    run.step_done()
+    if not run.running:
+        break
+run.exit()
+"""
+
+
+def test_an_emulated_gpu_counts_the_time_a_step_waits_for_its_data(tmp_path):
+    """A job bound by its DataLoader is as slow on a fast GPU: with the CPU time of the main process
+    alone, such a job reported 20-60x the samples/s it trained at, and plans and ETAs believed it."""
+    script = tmp_path / "slow_reads.py"
+    script.write_text(DATA_BOUND)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          env=_env(HEET_BATCH_SIZE="8", HEET_TARGET_STEPS="20", HEET_EMULATED_SPEED="4.0"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rates = [p["samples_per_s"] for p in _progress(proc.stdout)[1:]]  # the first window starts the workers
+    assert len(rates) == 3
+    # the loader delivers 8 / 0.032 = 250 samples/s, and a 4x GPU does not read faster (it had
+    # reported ~27,000: the main process's CPU time / 4)
+    assert all(rate < 2 * 8 / 0.032 for rate in rates), rates
