@@ -201,13 +201,13 @@ class Executor:
         types = []
         for host, gpu in candidates:
             generation = self.store.next_generation(job_id, past=highest(self.store, job_id))  # newer_copies.py
-            spec = plan_profile_launch(job_id, rec.job.spec, entries[host], gpu, generation,
-                                       owner=self.store.store_id, stop_grace_s=self.opt.stop_grace_s)
+            spec = plan_profile_launch(job_id, rec.job.spec, entries[host], gpu, generation, owner=self.store.store_id,
+                                       stop_grace_s=grace_s(rec.job.spec, self.opt.stop_grace_s))
             gpu_type = self.cluster.host_status(host).gpu_type
             types.append(gpu_type)
             run = Run(job_id, Allocation.of(job_id, gpu_type, {host: [gpu]}), generation,
                       {0: RankProc(host, spec.agent_id, 0, (gpu,), "launching")}, self.clock(), profiling=True,
-                      side=side, start_samples=0.0)
+                      side=side, start_samples=0.0, spec=rec.job.spec)  # its stop grace and stall timeout
             runs.append(run)
             await self._send_launches(run, [spec])
         what = f"profiling on {len(candidates)} GPU type(s)" if not side else \
@@ -224,7 +224,8 @@ class Executor:
         if self.read_only:
             return  # it stops nothing: judging the same runs every round would only fill the log
         now = self.clock()
-        for run in overdue_profiling(self.profiles, now, self.opt.profile_timeout_s, self.opt.profile_reports):
+        for run in overdue_profiling(self.profiles, now, self.opt.profile_timeout_s, self.opt.profile_reports,
+                                     self.opt.stall_timeout_s):
             await self.stop_run(run, UNMEASURED_TIMEOUT, wait=False)
         for run, why in stalled(list(self.runs.values()), lambda job_id: self.runs[job_id].spec, now,
                                 self.opt.stall_timeout_s):

@@ -5,7 +5,8 @@ A script that prints none must still run. Before, its profiling runs ended with 
 measured, the job went back to the queue, was profiled again, and never got a plan, round after
 round; ``heet-tui run --no-profile`` never planned any job, for the same reason. Now:
 
-* a profiling run without enough reports after ``ExecOptions.profile_timeout_s`` is stopped
+* a profiling run without enough reports after ``ExecOptions.profile_timeout_s`` (or silent for
+  its job's shorter ``stall_timeout``) is stopped
   (a script that prints nothing may train for hours on its profiling GPU);
 * a job whose profiling runs all ended without a measurement is marked *unmeasured* (in the
   store, so a restarted controller does not profile it again) and planned with
@@ -24,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from heet_tui.control.runtime import Run
+from heet_tui.control.stalls import DEFAULT_STALL_S, silent_for, stall_limit
 from heet_tui.control.store import Store
 from heet_tui.core.plan import PredictedEffect
 
@@ -43,10 +45,16 @@ def mark_unmeasured(store: Store, job_id: str) -> None:
 
 
 def overdue_profiling(profiles: Mapping[str, list[Run]], now: float, timeout_s: float,
-                      reports_needed: int) -> list[Run]:
-    """Profiling runs that have had ``timeout_s`` to report and have not, not yet being stopped."""
+                      reports_needed: int, stall_default_s: float = DEFAULT_STALL_S) -> list[Run]:
+    """Profiling runs that have had ``timeout_s`` to report and have not, not yet being stopped;
+    and those silent for longer than their job's ``stall_timeout`` (a job that says it is hung
+    after 20 s of silence held two GPUs for ten minutes of profiling)."""
+    def overdue(run: Run) -> bool:
+        limit = stall_limit(run.spec, stall_default_s) if run.spec is not None else None
+        return now - run.started_at >= timeout_s or (limit is not None and silent_for(run, now) >= limit)
+
     return [run for runs in profiles.values() for run in runs
-            if run.stop_reason is None and run.reports < reports_needed and now - run.started_at >= timeout_s]
+            if run.stop_reason is None and run.reports < reports_needed and overdue(run)]
 
 
 def silent(run: Run) -> bool:

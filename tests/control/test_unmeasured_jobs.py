@@ -8,6 +8,7 @@ with `--no-profile` no job ever started.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ from heet_tui.control.unmeasured import (
 )
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.intents import CancelJob, SubmitJob
-from heet_tui.core.job import JobState
+from heet_tui.core.job import JobSpec, JobState, Target, TargetKind
 from heet_tui.core.plan import JobPrediction, Plan, PredictedEffect
 from heet_tui.profiling.configs import TYPICAL_SCALING_EXPONENT
 
@@ -98,6 +99,34 @@ def test_a_profiling_run_that_reports_nothing_is_stopped_and_the_plan_shows_no_m
     run_and_clean(scenario, tmp_path)
 
 
+def test_a_profiling_run_keeps_to_its_jobs_stall_timeout_and_stop_grace(tmp_path: Path) -> None:
+    # A job that says it is hung after 2 s of silence, and may be killed 1 s after SIGTERM: its
+    # profiling run held its GPU for the controller's ten minutes, then 30 s more at its stop
+    hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    script = tmp_path / "deaf.py"
+    script.write_text("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                      "print('loading', flush=True)\ntime.sleep(600)\n")
+    path = write_job(tmp_path, "deaf", steps=100, max_gpus=1, command=[sys.executable, str(script)],
+                     extra="stall_timeout = 2\nstop_grace = 1\n")
+    options = ControllerOptions(interval_s=0.2)
+    assert (options.execution.profile_timeout_s, options.execution.stop_grace_s) == (600.0, 30.0)
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, options)
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(path)))
+            await wait_for(ctl, lambda _: "deaf" in unmeasured_ids(store), 60, "its profiling run stopped")
+            stops = [seconds for job_id, phase, seconds in store.restart_times() if phase == "stop"]
+            assert len(stops) == 1 and stops[0] < 15, stops  # killed at its own grace, not the default 30 s
+            await ctl.post(CancelJob("deaf"))
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+
+
 def test_with_profiling_off_a_new_job_is_planned_and_runs(tmp_path: Path) -> None:
     hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 1, 1.0)]))
     store = Store(tmp_path / "state")
@@ -142,6 +171,11 @@ def test_silent_overdue_and_unreported_time_rules() -> None:
     waiting, measured = _run(0, None, started=0.0), _run(5, None, started=0.0)
     assert overdue_profiling({"j": [waiting, measured]}, 10.0, 10.0, 2) == [waiting]
     assert overdue_profiling({"j": [waiting]}, 9.0, 10.0, 2) == []
+    quick = JobSpec("j", ("t",), "m", 8, Target(TargetKind.STEPS, 10), stall_timeout_s=3)
+    waiting.spec = quick
+    assert overdue_profiling({"j": [waiting]}, 3.0, 600.0, 2) == [waiting], "silent past its stall timeout"
+    waiting.spec = replace(quick, stall_timeout_s=0)
+    assert overdue_profiling({"j": [waiting]}, 3.0, 600.0, 2) == [], "0: never hung, the profiling limit holds"
     assert unreported_gpu_s(_run(0, None, started=5.0, profiling=False), 15.0) == 20.0  # 10 s x 2 GPUs
     assert unreported_gpu_s(_run(3, None, started=5.0, profiling=False), 15.0) == 0.0
 
