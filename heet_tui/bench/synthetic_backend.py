@@ -53,5 +53,6 @@ class SyntheticBackend:
     async def preview(self, edit: EditJob) -> PredictedEffect:
         return PredictedEffect()
 
-    async def job_log(self, job_id: str, lines: int = 200, rank: int = 0) -> tuple[str, ...]:
+    async def job_log(self, job_id: str, lines: int = 200, rank: int = 0,
+                      generation: int | None = None) -> tuple[str, ...]:
         return ()

@@ -9,7 +9,7 @@ another uid, and speaks JSON lines (``control/wire.py``):
 * on connect it sends ``{"op": "hello", "version": 1, "pid": ...}``, then every snapshot it
   publishes, latest first: ``{"op": "snapshot", "snapshot": {...}}``;
 * ``{"op": "post", "id": n, "intent": {...}}``, ``{"op": "preview", "id": n, "edit": {...}}`` and
-  ``{"op": "job_log", "id": n, "job_id": "...", "lines": 200}``
+  ``{"op": "job_log", "id": n, "job_id": "...", "lines": 200}`` (optional ``"rank"``, ``"generation"``)
   are answered with ``{"op": "result", "id": n, "ok": true, "result": "..." | "effect": {...}}``
   or ``{"ok": false, "error": "..."}``.
 
@@ -133,9 +133,11 @@ class AttachServer:
                 reply["effect"] = to_obj(await self.backend.preview(edit_from_obj(message.get("edit"))))
             elif message["op"] == "job_log":
                 job_id, lines, rank = message.get("job_id"), message.get("lines", 200), message.get("rank", 0)
-                if not isinstance(job_id, str) or any(isinstance(n, bool) or not isinstance(n, int) for n in (lines, rank)):
-                    raise WireError("job_log needs a job_id string and integer lines and rank")
-                reply["lines"] = list(await self.backend.job_log(job_id, lines, rank))
+                generation = message.get("generation")
+                numbers = (lines, rank) if generation is None else (lines, rank, generation)
+                if not isinstance(job_id, str) or any(isinstance(n, bool) or not isinstance(n, int) for n in numbers):
+                    raise WireError("job_log needs a job_id string and integer lines, rank and generation")
+                reply["lines"] = list(await self.backend.job_log(job_id, lines, rank, generation))
             else:
                 raise WireError(f"unknown op {message['op']!r}")
             reply["ok"] = True

@@ -114,8 +114,10 @@ class AttachedBackend:
         reply = await self._request({"op": "preview", "edit": intent_to_obj(edit)})
         return effect_from_obj(reply.get("effect"))
 
-    async def job_log(self, job_id: str, lines: int = 200, rank: int = 0) -> tuple[str, ...]:
-        reply = await self._request({"op": "job_log", "job_id": str(job_id), "lines": int(lines), "rank": int(rank)})
+    async def job_log(self, job_id: str, lines: int = 200, rank: int = 0,
+                      generation: int | None = None) -> tuple[str, ...]:
+        reply = await self._request({"op": "job_log", "job_id": str(job_id), "lines": int(lines), "rank": int(rank),
+                                     **({"generation": int(generation)} if generation is not None else {})})
         found = reply.get("lines")
         if not isinstance(found, list):
             raise ValueError("the controller sent no log lines")

@@ -179,8 +179,9 @@ class Controller:
         await self.publish()
         return result
 
-    async def job_log(self, job_id: str, lines: int = 200, rank: int = 0) -> tuple[str, ...]:
-        return await job_log(self, job_id, lines, rank)
+    async def job_log(self, job_id: str, lines: int = 200, rank: int = 0,
+                      generation: int | None = None) -> tuple[str, ...]:
+        return await job_log(self, job_id, lines, rank, generation)
 
     async def preview(self, edit: EditJob) -> PredictedEffect:
         plan = self.replan({edit.job_id: edit.constraints})

@@ -146,7 +146,8 @@ class DemoBackend:
     async def preview(self, edit: EditJob) -> PredictedEffect:
         return await self._on_sim(lambda: self._preview(edit))
 
-    async def job_log(self, job_id: str, lines: int = 200, rank: int = 0) -> tuple[str, ...]:
+    async def job_log(self, job_id: str, lines: int = 200, rank: int = 0,
+                      generation: int | None = None) -> tuple[str, ...]:
         if job_id not in self.sim.jobs:
             raise ValueError(f"no job {job_id!r}")
         return (f"{job_id} runs in the simulator (demo): it has no process and no output.",)

@@ -21,19 +21,23 @@ if TYPE_CHECKING:
 MAX_LINES = 500
 
 
-async def job_log(ctl: Controller, job_id: str, lines: int = 200, rank: int = 0) -> tuple[str, ...]:
+async def job_log(ctl: Controller, job_id: str, lines: int = 200, rank: int = 0,
+                  generation: int | None = None) -> tuple[str, ...]:
     """``rank``: another rank's output (its error when it was the one that failed) is on its own
-    host, where a user had to look for it by hand."""
+    host, where a user had to look for it by hand. ``generation``: an earlier run's, whose last
+    lines (how its stop went) a ``log -f`` that sees the job relaunched has not printed yet."""
     rec = ctl.store.job(job_id)
     if rec is None:
         raise ValueError(f"no job {job_id!r}")
     lines = max(1, min(int(lines), MAX_LINES))
     run = ctl.executor.runs.get(job_id)
-    if run is not None and rank in run.ranks:
+    if run is not None and rank in run.ranks and generation in (None, run.generation):
         host, agent_id, generation = run.ranks[rank].host, run.ranks[rank].agent_id, run.generation
     else:
-        last = ctl.store.last_allocation(job_id)
+        last = ctl.store.last_allocation(job_id, generation)
         if last is None:
+            if generation is not None:
+                raise ValueError(f"{job_id} has no generation {generation}")
             if rank:
                 raise ValueError(f"{job_id} has not run yet")
             return ctl.executor.log_tails.get(job_id) or (f"{job_id} has not run yet (profiling runs keep "

@@ -344,10 +344,10 @@ class Store(PlanRows, EventRows):
                 out[job_id] = (alloc, gen)
         return out
 
-    def last_allocation(self, job_id: str) -> tuple[Allocation, int] | None:
-        """The job's latest allocation and generation, released or not (where its last log is)."""
-        row = self._db.execute("SELECT allocation, generation FROM allocations WHERE job_id = ? "
-                               "ORDER BY generation DESC LIMIT 1", (job_id,)).fetchone()
+    def last_allocation(self, job_id: str, generation: int | None = None) -> tuple[Allocation, int] | None:
+        """The job's latest allocation (or ``generation``'s) and its generation, released or not (where its log is)."""
+        row = self._db.execute("SELECT allocation, generation FROM allocations WHERE job_id = ? AND generation = "
+                               "COALESCE(?, generation) ORDER BY generation DESC LIMIT 1", (job_id, generation)).fetchone()
         alloc = alloc_from_obj(json.loads(row[0])) if row else None
         return (alloc, int(row[1])) if alloc is not None else None
 

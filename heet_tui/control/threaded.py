@@ -121,10 +121,11 @@ class ThreadedBackend:
         inner = self._inner
         return await self._call(lambda: inner.preview(edit))
 
-    async def job_log(self, job_id: str, lines: int = 200, rank: int = 0) -> tuple[str, ...]:
+    async def job_log(self, job_id: str, lines: int = 200, rank: int = 0,
+                      generation: int | None = None) -> tuple[str, ...]:
         assert self._inner is not None
         inner = self._inner
-        return await self._call(lambda: inner.job_log(job_id, lines, rank))
+        return await self._call(lambda: inner.job_log(job_id, lines, rank, generation))
 
     async def stop(self) -> None:
         if self._loop is None or self._inner is None:

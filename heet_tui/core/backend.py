@@ -27,6 +27,8 @@ class Backend(Protocol):
         """Re-evaluate the pending plan with one job tweaked, without applying anything."""
         ...
 
-    async def job_log(self, job_id: str, lines: int = 200, rank: int = 0) -> tuple[str, ...]:
-        """The last lines a rank (default 0) of the job's latest run wrote, a header line first."""
+    async def job_log(self, job_id: str, lines: int = 200, rank: int = 0,
+                      generation: int | None = None) -> tuple[str, ...]:
+        """The last lines a rank (default 0) of the job's latest run (or of ``generation``) wrote, a header
+        line first."""
         ...

@@ -64,9 +64,9 @@ def test_a_jobs_log_is_read_from_its_host_running_and_ended_and_through_an_attac
 
 
 def _follow_to_the_end(tmp_path: Path, capsys: pytest.CaptureFixture[str], steps: int,
-                       restart: bool = False) -> list[str]:
+                       restart: bool = False, update: bool = False) -> list[str]:
     """What `heet-tui log a -n 2 -f` prints while job a trains ``steps`` steps to its end, through
-    a controller restart when ``restart``."""
+    a controller restart when ``restart``, or a relaunch by ``heet-tui update`` when ``update``."""
     hosts = load_hosts(write_local_hosts(tmp_path, [("solo", "T4", 1, 1.0)]))
     state = tmp_path / "state"
     options = ControllerOptions(interval_s=0.2, auto_approve=True, profile=False)
@@ -75,9 +75,14 @@ def _follow_to_the_end(tmp_path: Path, capsys: pytest.CaptureFixture[str], steps
         ctl = Controller(hosts, Store(state), options)
         await ctl.start()
         try:
-            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=steps, max_gpus=1))))
+            spec = write_job(tmp_path, "a", steps=steps, max_gpus=1)
+            await ctl.post(SubmitJob(str(spec)))
             await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
             follow = asyncio.create_task(asyncio.to_thread(main, ["log", "a", "-n", "2", "-f", "--state", str(state)]))
+            if update:
+                await wait_for(ctl, lambda _: ctl.store.job("a").job.steps_done >= 20, 60, "a at step 20")
+                spec.write_text(spec.read_text().replace(f"steps = {steps}", f"steps = {steps + 1}"))
+                assert await asyncio.to_thread(main, ["update", str(spec), "--state", str(state)]) == 0
             if restart:
                 await asyncio.sleep(1.0)
                 await ctl.stop()
@@ -102,6 +107,21 @@ def test_log_follow_prints_each_line_once_until_the_job_ends(tmp_path: Path, cap
     steps = _steps(_follow_to_the_end(tmp_path, capsys, 120))
     assert steps == sorted(set(steps)), "each line once, in order"
     assert steps[-1] == 120 and len(steps) >= 3, steps
+
+
+def test_log_follow_prints_a_relaunched_jobs_last_lines_before_its_new_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
+    """The lines a run wrote after the follow's last read, its stop among them, came never: the next
+    read was of the relaunched run. They say whether the stop saved its checkpoint."""
+    from heet_tui.cli.commands import log as log_cli
+
+    monkeypatch.setattr(log_cli, "FOLLOW_EVERY_S", 4.0)  # reads far apart: a relaunch falls between two
+    out = _follow_to_the_end(tmp_path, capsys, 400, update=True)
+    first = [p for p in tmp_path.rglob("*-g1.log")]
+    assert len(first) == 1, first
+    written = _steps(first[0].read_text().splitlines())
+    shown = _steps(out[:next(i for i, line in enumerate(out) if line.startswith("a generation 2,"))])
+    assert written and shown == written[-len(shown):] and shown[-1] == written[-1], (written, shown)
 
 
 def test_new_lines_continue_from_the_overlap_and_a_new_run_from_its_header() -> None:
@@ -141,7 +161,7 @@ def _follow_with(tmp_path: Path, monkeypatch, replies: list) -> None:
 
         async def stop(self) -> None: ...
 
-        async def job_log(self, job_id, lines, rank=0):
+        async def job_log(self, job_id, lines, rank=0, generation=None):
             reply = replies.pop(0)
             if isinstance(reply, Exception):
                 raise reply

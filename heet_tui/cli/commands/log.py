@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 
 from heet_tui.cli.commands.job_details import job_named
 from heet_tui.cli.commands.jobs import open_store
@@ -89,6 +90,8 @@ async def _ask(store: Store, job_id: str, lines: int, follow: bool, rank: int = 
                 waiting = True
                 continue
             waiting = False
+            for line in await _rest_of_previous_run(backend, job_id, rank, shown, fetched):
+                print(line, flush=True)
             for line in new_lines(shown, fetched):
                 print(line, flush=True)
             shown = fetched
@@ -96,6 +99,26 @@ async def _ask(store: Store, job_id: str, lines: int, follow: bool, rank: int = 
                 return
     finally:
         await backend.stop()
+
+
+async def _rest_of_previous_run(backend: AttachedBackend, job_id: str, rank: int, shown: tuple[str, ...],
+                                fetched: tuple[str, ...]) -> list[str]:
+    """What the run shown last wrote after the last read, once the job has been relaunched: its
+    last steps and how its stop went (a saved checkpoint, or a traceback), which the next read,
+    of the new run, skipped."""
+    before = _generation_of(shown[0]) if shown else None
+    if before is None or not fetched or _run_of(shown[0]) == _run_of(fetched[0]):
+        return []
+    try:
+        rest = await asyncio.wait_for(backend.job_log(job_id, MAX_LINES, rank, before), REPLY_TIMEOUT_S)
+    except (ValueError, TimeoutError):  # its host is out, or the controller is slow: the new run goes on
+        return []
+    return new_lines(shown, rest) if rest and _run_of(rest[0]) == _run_of(shown[0]) else []
+
+
+def _generation_of(header: str) -> int | None:
+    found = re.search(r" generation (\d+), rank \d+ on ", header)
+    return int(found.group(1)) if found else None
 
 
 async def _attach_again(store: Store, gone: AttachedBackend) -> AttachedBackend:
