@@ -120,11 +120,16 @@ def note_lost_progress(store: Store, run: Run, progress: dict[str, Any], last_st
     The job's row kept showing step 600 (the store kept the furthest step; it now shows where the
     launch is) and nothing said 600 steps were being trained again. Compared with
     the previous launch's last report, not the furthest step: after one such loss, every later
-    relaunch would be behind the furthest. A restarted controller knows no previous launch, and
-    an adopted run was not relaunched: neither warns.
+    relaunch would be behind the furthest. A restarted controller compares with the step the store
+    holds (the last launch's last report it saw): it had said nothing when a host lost while it was
+    down took a job's checkpoint with it and the relaunch started from step 0. An adopted run was
+    not relaunched: it does not warn. Call it before this report is stored.
     """
     step = int(progress["step"])  # checked by the agent (heet_agent.progress), as on_progress reads it too
     previous = last_steps.get(run.job_id)
+    if previous is None and run.reports == 1 and run.start_samples is not None:
+        rec = store.job(run.job_id)
+        previous = rec.job.steps_done if rec is not None and rec.job.steps_done > 0 else None
     last_steps[run.job_id] = step
     if run.reports != 1 or run.start_samples is None or previous is None or step >= previous:
         return

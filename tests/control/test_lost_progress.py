@@ -68,21 +68,23 @@ def test_only_a_launch_behind_the_previous_one_warns(tmp_path: Path) -> None:
         for step in steps:
             run.reports += 1
             note_lost_progress(store, run, {"step": step}, last, float(generation))
-            store.update_progress("j", step, step * 32.0, None)
+            store.update_progress("j", step, step * 32.0, None, current=True)
         if exit_step is not None:  # the agent's exit report repeats the line it printed last
             remember_exit_step(last, run, RankProc("h", "j.r0", 0, (0,)), {"step": exit_step})
 
     launch(1, [10, 20, 30])  # crashed at 30 with no checkpoint
     launch(2, [5, 10])  # from scratch
     launch(3, [15, 20])  # stopped at 10 with a checkpoint, resumed there: nothing lost, though behind 30
-    launch(4, [25], adopted=True)  # found running by a restarted controller
-    last.clear()  # ... whose memory starts empty
-    launch(5, [5], exit_step=12)  # crashed at 12, after the last line the controller saw (5)
+    last.clear()  # a restarted controller: its memory starts empty
+    launch(4, [25], adopted=True)  # ... and it found generation 4 running, which reached step 25
+    last.clear()  # restarted again, while 4 lost its checkpoint with its host
+    launch(5, [5], exit_step=12)  # from the store's step 25; crashed at 12, after the last line seen (5)
     launch(6, [10])
     launch(7, [], exit_step=3)  # crashed at 3, its only line unseen: it had reached 3, not 10
     launch(8, [2])
     warned = [e.message for e in store.events("j", limit=20) if e.kind == "warning"]
-    assert len(warned) == 3, warned
+    assert len(warned) == 4, warned
     assert "generation 2 reports step 5, and its last launch had reached step 30" in warned[0]
-    assert "generation 6 reports step 10, and its last launch had reached step 12," in warned[1]
-    assert "generation 8 reports step 2, and its last launch had reached step 3," in warned[2]
+    assert "generation 5 reports step 5, and its last launch had reached step 25" in warned[1]
+    assert "generation 6 reports step 10, and its last launch had reached step 12," in warned[2]
+    assert "generation 8 reports step 2, and its last launch had reached step 3," in warned[3]
