@@ -127,7 +127,11 @@ def _approve(name: str, found: KeyToApprove, assume_yes: bool, fingerprint: str 
               "the key CHANGED. Check with the host's admin before trusting it; trusting replaces the old key.")
     if fingerprint is not None and found.fingerprint == fingerprint:
         return True  # the user checked this very key
-    if found.changed and (assume_yes or fingerprint is not None):
+    if fingerprint is not None:  # asking "trust it?" after a mismatch invited a "y" to the wrong key
+        print(f"Refused: that is not the fingerprint you gave ({fingerprint}). Check again with the host's admin; "
+              "nothing was recorded")
+        return False
+    if found.changed and assume_yes:
         # --yes is for first contact in scripts; it replaced a changed key (what an attack looks like) unasked
         print(f"Refused: --yes does not replace a changed key. Check {found.fingerprint} with the host's admin, "
               f"then: heet-tui hosts trust {name} --fingerprint {found.fingerprint}")

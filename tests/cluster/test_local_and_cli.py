@@ -289,6 +289,19 @@ def test_yes_never_replaces_a_changed_key_and_fingerprint_does_only_for_that_key
     assert lab.known_hosts.read_text() == before
     assert run_trust(hosts, "reinstalled", assume_yes=False, fingerprint="SHA256:" + "A" * 43) == 1
     assert lab.known_hosts.read_text() == before, "another fingerprint: refused"
-    capsys.readouterr()
+    said = capsys.readouterr().out
+    assert "not the fingerprint you gave (SHA256:AAAA" in said and "--yes" not in said, "it was not given"
     assert run_trust(hosts, "reinstalled", assume_yes=False, fingerprint=offered) == 0
     assert "Recorded in" in capsys.readouterr().out and lab.known_hosts.read_text() != before
+
+
+def test_a_fingerprint_that_is_not_the_hosts_is_refused_at_first_contact_too(lab, capsys):
+    """It asked "Trust it?" after printing the other key, and an admin who had passed the key they
+    checked answered y; without a terminal it said to pass --yes."""
+    host = lab.add_host("fresh", trusted=False)
+    before = lab.known_hosts.read_text()
+    hosts = load_hosts(lab.hosts_toml([lab.entry_for(host)]))
+    assert run_trust(hosts, "fresh", assume_yes=False, fingerprint="SHA256:" + "B" * 43) == 1
+    said = capsys.readouterr().out
+    assert "Refused: that is not the fingerprint you gave (SHA256:BBBB" in said and "pass --yes" not in said
+    assert lab.known_hosts.read_text() == before
