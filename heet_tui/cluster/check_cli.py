@@ -72,7 +72,9 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-def run_check(hosts_file: HostsFile, as_json: bool) -> int:
+def run_check(hosts_file: HostsFile, as_json: bool, hosts_option: str = "") -> int:
+    """``hosts_option``: `` --hosts FILE`` where the file is not the one ``heet-tui hosts trust``
+    finds by itself (the command printed for an unknown key said "no host named ..." as given)."""
     rows = asyncio.run(check_hosts(hosts_file))
     if as_json:
         print(json.dumps(rows, indent=2))
@@ -80,7 +82,8 @@ def run_check(hosts_file: HostsFile, as_json: bool) -> int:
         print(format_table(rows))
         unknown = [r["name"] for r in rows if HostState(r["state"]).awaits_trust]
         for name in unknown:
-            print(f"\n{name}: check the fingerprint with the host's admin, then run: heet-tui hosts trust {name}")
+            print(f"\n{name}: check the fingerprint with the host's admin, then run: "
+                  f"heet-tui hosts trust {name}{hosts_option}")
     return 0 if rows and all(r["state"] == "ready" for r in rows) else 1
 
 

@@ -126,7 +126,7 @@ class SshTransport:
         """Connect through the jump hops (hosts-file ``jump``, else the config's ProxyJump), if any."""
         tunnel: asyncssh.SSHClientConnection | None = None
         for hop in self.jump_targets():
-            tunnel = await open_connection(hop, tunnel, self.timeout, f"via jump {hop.alias}: ")
+            tunnel = await open_connection(hop, tunnel, self.timeout, f"via jump {hop.alias}: ", self.entry.name)
             self._conns.append(tunnel)
         return tunnel
 

@@ -105,9 +105,9 @@ class HostSupervisor:
                 refused = refused + 1 if isinstance(outcome, AuthFailed) else 0
                 self.fingerprint = getattr(outcome, "fingerprint", "")
                 wait = AUTH_RETRY_S[min(refused, len(AUTH_RETRY_S)) - 1] if refused else None
-                self._set(outcome.state, str(outcome) + (f"; tried again in {wait / 60:g} min (sshd and fail2ban "
-                                                         "ban addresses that keep failing); c reconnects now"
-                                                         if wait else ""))
+                later = (f"; tried again in {wait / 60:g} min (sshd and fail2ban ban addresses that keep failing); "
+                         "c reconnects now") if wait and not self.options.check_only else ""  # hosts check ends here
+                self._set(outcome.state, str(outcome) + later)
                 await self._backoff(attempt, wait)
                 continue
             attempt, self.fingerprint = 0, ""

@@ -305,3 +305,14 @@ def test_a_fingerprint_that_is_not_the_hosts_is_refused_at_first_contact_too(lab
     said = capsys.readouterr().out
     assert "Refused: that is not the fingerprint you gave (SHA256:BBBB" in said and "pass --yes" not in said
     assert lab.known_hosts.read_text() == before
+
+
+def test_hosts_check_names_the_hosts_file_in_the_trust_command_it_prints(lab, capsys):
+    """Run as printed, "heet-tui hosts trust NAME" read the default hosts file: "no host named NAME"."""
+    from heet_tui.cli.main import main
+
+    newcomer = lab.add_host("newcomer", trusted=False)
+    path = lab.hosts_toml([lab.entry_for(newcomer)])
+    assert main(["hosts", "check", "--hosts", str(path)]) == 1
+    said = capsys.readouterr().out
+    assert f"then run: heet-tui hosts trust newcomer --hosts {path}\n" in said, said

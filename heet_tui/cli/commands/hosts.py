@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -184,7 +185,9 @@ def _edited(path: Path, change: Callable[[HostsDocument], None]) -> Path:
 def cmd_check(args: argparse.Namespace) -> int:
     from heet_tui.cluster.check_cli import run_check
 
-    return run_check(_load(args), bool(args.json))
+    hosts = _load(args)
+    own = hosts.path.resolve() == resolve_hosts_path(None).resolve()
+    return run_check(hosts, bool(args.json), "" if own else f" --hosts {shlex.quote(str(hosts.path))}")
 
 
 def cmd_trust(args: argparse.Namespace) -> int:
