@@ -103,7 +103,7 @@ class IntentHandler:
             ctl.poke()  # the plan made without them is not the one rejected: propose it now
         took_back = f"; your edit(s) to {', '.join(undone)} taken back" if undone else ""
         return (f"plan #{rec.id} rejected{took_back}; it is not proposed again unless something changes (the TUI's "
-                "p plans again now)")
+                "p, or heet-tui plan again, plans now)")
 
     async def _Replan(self, intent: Replan) -> str:
         ctl = self.ctl

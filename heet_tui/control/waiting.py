@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 PREFIX = CANNOT_START
 NO_PLAN_YET = "waiting for a plan"
+REPLAN = "nothing is proposed until something changes (p on the Plan screen, or heet-tui plan again, plans now)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,12 +93,15 @@ def plan_reason(job_id: str, spec: JobSpec, made: PlanMade, pending_id: int | No
     ``pending_id``: the plan waits for approval under that id; ``rejected``: the user rejected it;
     ``not_auto``: why auto-approve, on, leaves that plan to the user."""
     plan = made.plan
+    if rejected and (job_id not in plan.allocations or made.starts.get(job_id) is not None):
+        # what a rejected plan would have left free is not what is free: it said "every GPU it may
+        # use is taken" on an idle cluster, the GPUs the rejected plan gave others counted as taken
+        started = "a plan that starts it" if job_id in plan.allocations else "the latest plan"
+        return f"{LEFT_QUEUED}{started} was rejected; {REPLAN}"
     if job_id in plan.allocations:
         start = made.starts.get(job_id)
         if start is None:
             return None
-        if rejected:
-            return f"{LEFT_QUEUED}a plan that starts it was rejected (p on the Plan screen plans again)"
         if pending_id is None:
             return None  # being started now
         planned = f"in plan #{pending_id} (start on {start.num_gpus}x{start.gpu_type})"

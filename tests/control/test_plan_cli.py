@@ -118,3 +118,31 @@ def test_plan_show_says_how_sure_each_completion_is() -> None:
 
     assert [_completes(pred(s)) for s in (0.0, 0.2, None)] == ["1h00m", "1h00m ±20%", "1h00m ±?"]
     assert _completes(None) == "-"
+
+
+def test_after_a_reject_jobs_say_so_and_plan_again_proposes_from_the_command_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Seen: after ``plan reject`` a queued job said "every GPU it may use is taken" with every GPU
+    idle (what the rejected plan handed out counted as taken), and only the TUI's p planned again."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "T4", 2, 1.0)]))
+    store = Store(tmp_path / "state")
+    state = ["--state", str(tmp_path / "state")]
+
+    async def scenario() -> None:
+        async with manual_controller(hosts, store) as ctl:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=2000, max_gpus=2))))
+            wide = write_job(tmp_path, "wide", steps=2000, max_gpus=2)
+            wide.write_text(wide.read_text().replace("min_gpus = 1", "min_gpus = 2"))
+            await ctl.post(SubmitJob(str(wide)))
+            snap = await wait_for(ctl, lambda s: s.plan_id is not None, 60, "a plan")
+            first = snap.plan_id
+            assert await asyncio.to_thread(main, ["plan", "reject", "--id", str(first), *state]) == 0
+            assert "heet-tui plan again" in capsys.readouterr().out
+            snap = await wait_for(ctl, lambda s: all("rejected" in job(s, j).message for j in ("a", "wide")), 30,
+                                  "the queued jobs told of the reject")
+            assert not any("taken" in job(snap, j).message for j in ("a", "wide")), "the GPUs are idle"
+            assert await asyncio.to_thread(main, ["plan", "again", *state]) == 0
+            assert "planning again" in capsys.readouterr().out
+            await wait_for(ctl, lambda s: s.plan_id is not None and s.plan_id != first, 30, "a new plan")
+
+    run_and_clean(scenario, tmp_path)

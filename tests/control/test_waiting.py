@@ -94,6 +94,11 @@ def test_a_job_left_waiting_says_for_what() -> None:
     undecided = _plan_leaving_j_waiting(None)  # no start foreseen, GPUs free: the policy's choice
     assert plan_reason("j", _spec(), PlanMade.of(undecided, WEIGHED), None, False, free, held=False) == (
         "left queued: the heet plan gives the free 4xT4 GPUs to no job; it is planned again as jobs come and go")
+    # rejected, the plan that left it waiting frees nothing and takes nothing: "every GPU it may use
+    # is taken" was said on an idle cluster
+    assert plan_reason("j", _spec(lo=5), made, None, True, free, held=False) == (
+        "left queued: the latest plan was rejected; nothing is proposed until something changes (p on the Plan "
+        "screen, or heet-tui plan again, plans now)")
     # GPUs a run outside the plan keeps are not free
     assert free_after(plan, cluster, kept={"t": {0, 1, 2, 3}})["T4"] == 0
 
@@ -106,7 +111,8 @@ def test_a_job_a_plan_starts_says_whether_it_waits_for_approval() -> None:
         "in plan #7 (start on 2xT4), waiting for approval: a on the Plan screen, or heet-tui plan approve")
     assert plan_reason("j", _spec(), made, None, False, free, held=False) is None, "approved: being started"
     assert plan_reason("j", _spec(), made, None, True, free, held=False) == (
-        "left queued: a plan that starts it was rejected (p on the Plan screen plans again)")
+        "left queued: a plan that starts it was rejected; nothing is proposed until something changes (p on the "
+        "Plan screen, or heet-tui plan again, plans now)")
 
 
 def test_a_queued_job_says_it_waits_for_approval_then_for_gpus(tmp_path: Path) -> None:

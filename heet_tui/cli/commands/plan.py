@@ -1,8 +1,10 @@
-"""``heet-tui plan [approve|reject] [--id N]``: the pending plan, from the command line.
+"""``heet-tui plan [approve|reject|again] [--id N]``: the pending plan, from the command line.
 
 ``heet-tui run`` without ``--auto-approve`` proposes plans and waits for a person; on a server
 with no TUI open, the only way to approve one was to open the TUI. This asks the running
-controller over its attach socket, as an attached TUI does.
+controller over its attach socket, as an attached TUI does. ``again`` plans now, as the TUI's p
+does: after a reject nothing is proposed until something changes, and a headless admin had no
+way to ask for a plan but to change a job.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from heet_tui.cli.table import aligned
 from heet_tui.control.attach_client import AttachedBackend, ControllerGone
 from heet_tui.control.snapshots import controller_running
 from heet_tui.core.durations import duration
-from heet_tui.core.intents import ApprovePlan, RejectPlan
+from heet_tui.core.intents import ApprovePlan, RejectPlan, Replan
 from heet_tui.core.plan import ROUGH_GUESS, JobPrediction, PredictedEffect, count_changes, spread
 from heet_tui.core.snapshot import Snapshot
 
@@ -26,9 +28,10 @@ REPLY_TIMEOUT_S = 30.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("plan", help="show, approve or reject the pending plan (through the running controller)")
+    p = sub.add_parser("plan", help="show, approve or reject the pending plan, or plan again now (through the running "
+                                    "controller)")
     add_location_options(p)
-    p.add_argument("action", nargs="?", choices=("show", "approve", "reject"), default="show")
+    p.add_argument("action", nargs="?", choices=("show", "approve", "reject", "again"), default="show")
     p.add_argument("--id", type=int, metavar="N", help="act only if plan #N is the one pending (what you looked at)")
     p.set_defaults(func=cmd_plan)
 
@@ -47,6 +50,10 @@ async def _plan(state_dir, action: str, expected: int | None) -> int:
     backend = AttachedBackend(state_dir)
     await backend.start()
     try:
+        if action == "again":
+            if expected is not None:
+                raise UsageError("--id is for approve and reject: plan again replaces whatever is pending")
+            return await _post(backend, Replan())
         snap = await asyncio.wait_for(anext(backend.snapshots()), REPLY_TIMEOUT_S)
         if (snap.plan is None or snap.plan_id is None) and expected is not None:
             raise UsageError(f"plan #{expected} is not pending: no plan is (the current allocation stands)")
@@ -59,14 +66,17 @@ async def _plan(state_dir, action: str, expected: int | None) -> int:
         if action == "show":
             _show(snap)
             return 0
-        intent = ApprovePlan(snap.plan_id) if action == "approve" else RejectPlan(snap.plan_id)
-        try:
-            print(await asyncio.wait_for(backend.post(intent), REPLY_TIMEOUT_S))
-        except ValueError as exc:
-            raise CliError(str(exc)) from None
-        return 0
+        return await _post(backend, ApprovePlan(snap.plan_id) if action == "approve" else RejectPlan(snap.plan_id))
     finally:
         await backend.stop()
+
+
+async def _post(backend: AttachedBackend, intent: ApprovePlan | RejectPlan | Replan) -> int:
+    try:
+        print(await asyncio.wait_for(backend.post(intent), REPLY_TIMEOUT_S))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    return 0
 
 
 def predicted_jct(effect: PredictedEffect) -> str:
