@@ -268,6 +268,10 @@ class ElasticRun:
         self.step, self.samples, self.loss = int(data["step"]), int(data["samples"]), data.get("loss")
         if self.is_main:
             self._say("resumed from %s at step %d (world %d)" % (path, self.step, self.world_size))
+            if self.step >= self.target_steps:
+                # a copy ran on to the target while heet-tui did not watch (its host cut off): without
+                # a line the run ends at once at the step heet-tui last saw, "done, short of its target"
+                self._report({})
         self._restart_clock()
         return True
 

@@ -174,6 +174,13 @@ def test_checkpoints_by_time_survive_a_kill_and_the_run_resumes_from_them(tmp_pa
     assert [p["step"] for p in _progress(resumed.stdout)] == [saved["step"] + i for i in (1, 2, 3)]
     assert "Warning" not in resumed.stderr, "a loss tensor that requires grad is read without torch's warning"
 
+    # a launch that finds the target reached (a copy ran on to it unwatched) says where it is:
+    # with no line, heet-tui counted the job done at the step it had last seen, "short of its target"
+    at_target = subprocess.run([sys.executable, str(_script(tmp_path))], capture_output=True, text=True, timeout=60,
+                               env=env | {"HEET_TARGET_STEPS": str(saved["step"] + 3), "HEET_GENERATION": "3"})
+    assert at_target.returncode == 0, at_target.stderr[-2000:]
+    assert [p["step"] for p in _progress(at_target.stdout)] == [saved["step"] + 3]
+
 
 def test_a_checkpoint_written_by_the_older_example_layout_is_resumed(tmp_path):
     """examples/training.py kept model and optimizer at the checkpoint's top level before it used
