@@ -131,3 +131,21 @@ def test_status_of_a_controller_that_does_not_answer_shows_what_the_store_has(
     assert out[0].startswith(f"controller  pid {os.getpid()} does not answer (") and "kill -STOP" in out[0], out
     assert any(line.split()[:1] == ["h"] for line in out), "the hosts, as the file declares them"
     assert any("queued" in line for line in out), out
+
+
+def test_a_host_out_of_reach_with_jobs_on_it_is_not_counted_against_the_gpus_known() -> None:
+    """Seen: "a100-2  unreachable  -  2/0" and "2 of 4 GPUs in use", the 2 on a host whose GPUs the
+    total did not count (it is out of reach: none are known until it is back)."""
+    from heet_tui.cli.commands.status import _lines
+
+    def host(name: str, state: str, gpus: int, busy: int) -> dict:
+        return {"name": name, "state": state, "gpu_type": "A100", "gpus": gpus, "busy": busy, "jobs": ["j"] * bool(busy),
+                "drained": False, "note": "", "outside": {}}
+
+    report = {"controller": {"running": True, "pid": 1, "policy": "heet", "auto_approve": False, "read_only": False,
+                             "log": "controller.log"},
+              "hosts": [host("near", "ready", 4, 2), host("far", "unreachable", 0, 2)], "jobs": {}, "plan": None,
+              "notices": []}
+    out = _lines(report)
+    assert out[1] == "hosts       1 of 2 ready, 2 of 4 GPUs in use, 2 more held on hosts out of reach"
+    assert out[4].split()[:4] == ["far", "unreachable", "?xA100", "2/?"]

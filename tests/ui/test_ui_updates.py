@@ -59,6 +59,9 @@ def test_a_host_never_reached_is_grouped_by_its_declared_type() -> None:
     down = replace(small_snapshot().hosts[1], gpus=(), state=HostState.UNREACHABLE, declared_type="A100")
     assert host_row(down, 100.0, "type")[1] == "A100"
     assert host_row(replace(down, declared_type=""), 100.0, "type")[1] == "?"
+    # and its GPU type column shows that type, dim, where it said "-"
+    assert str(host_row(down, 100.0, "rack")[3]) == "A100"
+    assert host_row(replace(down, declared_type=""), 100.0, "rack")[3] == "-"
 
 
 def test_notices_are_shown_once_each_by_count_and_an_attached_tui_gets_only_the_latest(repo):

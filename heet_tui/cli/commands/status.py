@@ -135,8 +135,11 @@ def _lines(report: dict[str, Any]) -> list[str]:
                 if ctl["read_only"] else f"policy {ctl['policy']}, auto-approve {'on' if ctl['auto_approve'] else 'off'}")
         out = [f"controller  running (pid {ctl['pid']}), {mode}; log {ctl['log']}"]
         ready = sum(h["state"] == HostState.READY.value for h in hosts)
-        busy, total = sum(h["busy"] for h in hosts), sum(h["gpus"] for h in hosts)
-        out.append(f"hosts       {ready} of {len(hosts)} ready, {busy} of {total} GPUs in use")
+        busy, total = sum(h["busy"] for h in hosts if h["gpus"]), sum(h["gpus"] for h in hosts)
+        # GPUs jobs still hold on a host out of reach (its grace period): not among the GPUs counted
+        away = sum(h["busy"] for h in hosts if not h["gpus"])
+        out.append(f"hosts       {ready} of {len(hosts)} ready, {busy} of {total} GPUs in use"
+                   + (f", {away} more held on hosts out of reach" if away else ""))
     else:
         out = ["controller  not running (heet-tui run, or the TUI, starts one); hosts as the hosts file declares them",
                f"hosts       {len(hosts)}"]
@@ -145,8 +148,8 @@ def _lines(report: dict[str, Any]) -> list[str]:
         for h in hosts:
             jobs = ", ".join(h["jobs"][:JOBS_SHOWN]) + (f" +{len(h['jobs']) - JOBS_SHOWN}"
                                                          if len(h["jobs"]) > JOBS_SHOWN else "")
-            gpus = f"{h['gpus']}x{h['gpu_type']}" if h["gpus"] else "-"
-            in_use = "-" if h["busy"] is None else f"{h['busy']}/{h['gpus']}"
+            gpus = f"{h['gpus']}x{h['gpu_type']}" if h["gpus"] else f"?x{h['gpu_type']}" if h["gpu_type"] else "-"
+            in_use = "-" if h["busy"] is None else f"{h['busy']}/{h['gpus'] or '?'}"  # "2/0" on a host out of reach
             state = ("drained" if h["state"] == "-" else f"{h['state']}, drained") if h["drained"] else h["state"]
             rows.append([h["name"], state, gpus, in_use, jobs or "-", _first_line(h["note"])])
         out += ["  " + line for line in aligned(rows)]

@@ -63,7 +63,9 @@ def host_row(host: HostStatus, now: float, group_by: str) -> Cells:
     seen = "-" if host.last_seen is None else duration(max(0.0, now - host.last_seen)) + " ago"
     # a host never reached is grouped by the type the hosts file gives it, not "?"
     group = host.gpu_type or host.declared_type or "?" if group_by == "type" else host.rack or "-"
-    return (host.name, group, state, host.gpu_type or "-", gpu_cells(host),
+    # one out of reach shows the type its hosts file declares, dim (NVML has not confirmed it)
+    gpu_type = host.gpu_type or (Text(host.declared_type, style="dim") if host.declared_type else "-")
+    return (host.name, group, state, gpu_type, gpu_cells(host),
             "-" if util is None else f"{util:3.0f}%", "-" if mem is None else f"{mem * 100:3.0f}%", seen)
 
 
