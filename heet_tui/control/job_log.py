@@ -17,6 +17,7 @@ from heet_tui.core.job import JobState
 if TYPE_CHECKING:
     from heet_tui.control.controller import Controller
     from heet_tui.control.execution import Executor
+    from heet_tui.control.store import Store
 
 MAX_LINES = 500
 
@@ -40,8 +41,11 @@ async def job_log(ctl: Controller, job_id: str, lines: int = 200, rank: int = 0,
                 raise ValueError(f"{job_id} has no generation {generation}")
             if rank:
                 raise ValueError(f"{job_id} has not run yet")
-            return ctl.executor.log_tails.get(job_id) or (f"{job_id} has not run yet (profiling runs keep "
-                                                          "no log here)",)
+            # a job that failed while profiling said it "has not run yet": its tail is in the store
+            tail = recorded_failure_tail(ctl.store, job_id)
+            if tail:
+                return (f"{job_id} failed before it ran (profiling), last {len(tail)} line(s) as recorded then:", *tail)
+            return (f"{job_id} has not run yet (profiling runs keep no log here)",)
         alloc, generation = last
         hosts = [h for h, gpus in alloc.hosts for _ in gpus]  # rank r runs on the r-th GPU's host (launch.py)
         if not 0 <= rank < len(hosts):
@@ -54,6 +58,12 @@ async def job_log(ctl: Controller, job_id: str, lines: int = 200, rank: int = 0,
     where = f" ({host}:{path})" if path else ""
     header = f"{job_id} generation {generation}, rank {rank} on {host}, last {len(found)} line(s){where}:"
     return (header, *found)
+
+
+def recorded_failure_tail(store: Store, job_id: str) -> tuple[str, ...]:
+    """The log tail stored with the job's latest failure (``fail_with_log_tail``), without its reason line."""
+    failures = [e for e in store.events(job_id, limit=200) if e.kind == "failed" and "\n" in e.message]
+    return tuple(failures[-1].message.splitlines()[1:]) if failures else ()
 
 
 async def fail_with_log_tail(executor: Executor, run: Run, why: str, crashes: int) -> None:

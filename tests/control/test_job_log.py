@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -236,3 +237,29 @@ def test_log_follow_waits_out_a_controller_that_does_not_answer(tmp_path: Path, 
                                          (HEAD.format(500), "step 1", "step 2", "step 3")])
     assert capsys.readouterr().out.splitlines() == [
         HEAD.format(1), "step 1", "(the controller has not answered for 0.1 s; still following)", "step 2", "step 3"]
+
+
+def test_the_log_of_a_job_that_failed_while_profiling_is_its_recorded_tail(tmp_path: Path) -> None:
+    """It said the job "has not run yet", though it had failed four times with a traceback."""
+    from heet_tui.control.execution import ExecOptions
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("solo", "T4", 1, 1.0)]))
+    script = tmp_path / "broken.py"
+    script.write_text("print('starting')\nthis is not python\n")
+    options = ControllerOptions(interval_s=0.2, execution=ExecOptions(retry_backoff_s=0.1))
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, Store(tmp_path / "state"), options)
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "bad", steps=10, max_gpus=1,
+                                                   command=[sys.executable, str(script)]))))
+            await wait_for(ctl, lambda s: job(s, "bad").state is JobState.FAILED, 90, "bad to fail")
+            assert ctl.store.last_allocation("bad") is None, "it never ran outside profiling"
+            shown = await ctl.job_log("bad")
+        finally:
+            await ctl.stop()
+        assert shown[0].startswith("bad failed before it ran (profiling), last ")
+        assert any("NameError" in line for line in shown[1:]), shown
+
+    run_and_clean(scenario, tmp_path)

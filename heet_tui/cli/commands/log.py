@@ -17,7 +17,7 @@ from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_location_options
 from heet_tui.control.attach_client import AttachedBackend, ControllerGone
-from heet_tui.control.job_log import MAX_LINES
+from heet_tui.control.job_log import MAX_LINES, recorded_failure_tail
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store
 
@@ -169,12 +169,12 @@ def _run_of(header: str) -> str:
 
 
 def _recorded_tail(store: Store, job_id: str, lines: int) -> int:
-    failures = [e for e in store.events(job_id, limit=200) if e.kind == "failed" and "\n" in e.message]
-    if not failures:
+    tail = recorded_failure_tail(store, job_id)
+    if not tail:
         raise CliError(f"{job_id}: no controller runs on {store.dir}, and only a controller reads output from the "
                        "hosts: start one (heet-tui run, or heet-tui) and ask again; heet-tui jobs "
                        f"{job_id} shows what the store holds")
     print(f"(no controller runs on {store.dir}: this is the tail recorded when {job_id} failed)")
-    for line in failures[-1].message.splitlines()[1:][-lines:]:
+    for line in tail[-lines:]:
         print(line)
     return 0
