@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from heet_tui.control.store import Store
 
 KILLED_AT_STOP = "was still running at the end of its stop grace"
+FAILED_AT_STOP = "failed when it was stopped"
+CLEAN_STOP_CODES = (3, 143)  # fenced by a newer copy; stopped on request (heet_agent.elastic)
 SLOW_STOP = "may not stop within its stop grace"
 MARGIN = 0.8  # a stop must fit in this share of the grace: steps and saves vary
 
@@ -44,12 +46,27 @@ def note_killed_at_stop(store: Store, run: Run, grace: float, now: float) -> Non
         return
     killed = sorted(r.rank for r in run.ranks.values() if r.signal == signal.SIGKILL)
     if not killed:
+        _note_failed_stop(store, run, now)
         return
     ranks = f"rank {killed[0]}" if len(killed) == 1 else f"ranks {', '.join(map(str, killed))}"
     store.add_event(now, "warning", f"{run.job_id} generation {run.generation} {KILLED_AT_STOP} ({grace:g} s) and "
                     f"was killed ({ranks}, SIGKILL): a checkpoint it was writing is lost, and its next launch resumes "
                     "from the one before. If its last step and checkpoint take longer, give it a larger stop_grace "
                     "(seconds) in its job spec: heet-tui update JOB.toml (docs/TRAINING.md)", run.job_id)
+
+
+def _note_failed_stop(store: Store, run: Run, now: float) -> None:
+    """A stop a rank answered with an error (exit 1, not 143): a DataLoader worker killed by the
+    stop signal made the main process raise inside its step, before it saved, and the stop was
+    recorded like a clean one; the next launch trained again from an older checkpoint."""
+    failed = {r.rank: r.exit_code for r in run.ranks.values() if r.exit_code not in (None, 0, *CLEAN_STOP_CODES)}
+    if not failed:
+        return
+    codes = ", ".join(f"rank {rank} exit code {code}" for rank, code in sorted(failed.items()))
+    store.add_event(now, "warning", f"{run.job_id} generation {run.generation} {FAILED_AT_STOP} ({run.stop_reason}): "
+                    f"{codes}, not 143. It may not have saved a checkpoint, and its next launch resumes from the last "
+                    "one it did; see its log (heet-tui log). DataLoader workers killed by the stop signal are the "
+                    "usual cause (docs/TRAINING.md)", run.job_id)
 
 
 def warn_slow_stop(store: Store, warned: set[tuple[str, str]], run: Run, progress: dict[str, Any],

@@ -23,6 +23,7 @@ from heet_tui.control.execution import ExecOptions
 from heet_tui.control.launch import plan_launch, plan_profile_launch
 from heet_tui.control.runtime import RankProc, Run
 from heet_tui.control.stop_grace import (
+    FAILED_AT_STOP,
     KILLED_AT_STOP,
     SLOW_STOP,
     grace_s,
@@ -84,6 +85,21 @@ def test_a_stop_that_ended_in_sigkill_is_a_warning_naming_the_ranks(tmp_path: Pa
         quiet.ranks[0].signal = signal.SIGKILL  # a crash, or a lost host: not a stop that ran out of time
         note_killed_at_stop(store, quiet, 30.0, 6.0)
     assert len(store.events("big")) == 1
+
+
+def test_a_stop_a_rank_answered_with_an_error_is_a_warning(tmp_path: Path) -> None:
+    """Seen: DataLoader workers killed by the stop signal made the main process exit 1 inside its
+    step, before it saved; the stop read like a clean one, and steps were trained again unannounced."""
+    store = Store(tmp_path / "state")
+    run = _run()
+    run.ranks[0].exit_code, run.ranks[1].exit_code = 143, 3  # stopped as asked; fenced by a newer copy
+    note_killed_at_stop(store, run, 30.0, 5.0)
+    assert not store.events("big")
+    run.ranks[1].exit_code = 1
+    note_killed_at_stop(store, run, 30.0, 5.0)
+    (event,) = store.events("big")
+    assert event.kind == "warning" and f"big generation 4 {FAILED_AT_STOP} (resize): rank 1 exit code 1" in event.message
+    assert "DataLoader" in event.message
 
 
 def test_a_job_whose_save_and_step_take_most_of_its_grace_is_warned_once(tmp_path: Path) -> None:
