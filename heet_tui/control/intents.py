@@ -170,7 +170,7 @@ class IntentHandler:
             paths = spec_paths(intent.spec_path)
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
-        found = planned_updates(self.ctl.store, *load_job_specs(paths))
+        found = planned_updates(self.ctl.store, *load_job_specs(paths), self.ctl.executor.hosts)
         return "; ".join(str(apply_update(self.ctl.store, rec, spec, path, self.ctl.clock()))
                          for rec, spec, path in found)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from heet_tui.config.job_hints import missing_files_hint
 from heet_tui.config.job_spec import spec_file
 from heet_tui.control.execution import StepFailed
 from heet_tui.control.planning import outside_spec
@@ -28,6 +29,7 @@ from heet_tui.core.host import HostState
 from heet_tui.core.job import ACTIVE, JobSpec, JobState
 
 if TYPE_CHECKING:
+    from heet_tui.config.hosts_file import HostsFile
     from heet_tui.control.controller import Controller
     from heet_tui.control.runtime import Run
     from heet_tui.control.store import Store
@@ -78,8 +80,8 @@ class UpdateRefused(ValueError):
         super().__init__("; ".join(self.problems))
 
 
-def planned_updates(store: Store, specs: list[JobSpec], origins: list[Path],
-                    problems: list[str]) -> list[tuple[JobRecord, JobSpec, Path]]:
+def planned_updates(store: Store, specs: list[JobSpec], origins: list[Path], problems: list[str],
+                    hosts: HostsFile | None = None) -> list[tuple[JobRecord, JobSpec, Path]]:
     """The job each spec updates (the newest of its name); :class:`UpdateRefused` naming every
     problem, ``problems`` (from reading the files) included: one bad file changes none."""
     found = []
@@ -89,11 +91,29 @@ def planned_updates(store: Store, specs: list[JobSpec], origins: list[Path],
             problems.append(f"{path}: no job named {spec.name!r} (heet-tui submit queues a new one)")
         elif (why := update_problem(rec.job.spec, spec, rec.job.state)) is not None:
             problems.append(f"{path}: job {rec.job.id}: {why}")
+        elif (why := _relaunch_fails_here(store, rec, spec, hosts)) is not None:
+            problems.append(f"{path}: job {rec.job.id}: {why}")
         else:
             found.append((rec, spec, path))
     if problems:
         raise UpdateRefused(problems, len(specs) + len(problems) > 1)
     return found
+
+
+def _relaunch_fails_here(store: Store, rec: JobRecord, spec: JobSpec, hosts: HostsFile | None) -> str | None:
+    """Why relaunching a running job with ``spec`` would fail for certain: its script is missing on
+    this machine, and every host it runs on is this machine (``transport = "local"``). An update
+    with a typo in the script's name stopped a healthy job, which then crashed three times and
+    failed. On other hosts the file may be there (another filesystem): that stays a warning."""
+    held = store.current_allocations().get(rec.job.id)
+    missing = missing_files_hint(spec) if hosts is not None and held and needs_relaunch(rec.job.spec, spec) else None
+    if missing is None or rec.job.state is not JobState.RUNNING:
+        return None
+    local = {h.name for h in hosts.hosts if h.transport == "local"}
+    if not set(held[0].host_names) <= local:
+        return None
+    what = missing.split(": every launch")[0]
+    return f"not updated: {what}, and it runs on this machine, where its relaunch would fail"
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ A running job updated under a running controller is tests/e2e/test_elastic_e2e.p
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from pathlib import Path
 
@@ -209,5 +210,28 @@ def test_a_running_job_updated_out_of_its_gpus_restarts_once_where_the_plan_puts
                            90, "the job relaunched on one GPU")
         launches = [e.message for e in store.events("long", limit=100) if e.kind == "launch"]
         assert len(launches) == 2 and "1xA100" in launches[1], launches
+
+    run_and_clean(scenario, tmp_path)
+
+
+def test_an_update_whose_script_is_missing_on_the_machine_the_job_runs_on_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A typo in the script's name stopped a healthy job, which crashed three times and failed."""
+    hosts, store, path, options = _slow_job(tmp_path)
+    path.write_text(path.read_text() + f'workdir = "{tmp_path}"\n')
+
+    async def scenario() -> None:
+        async with started_controller(hosts, store, options) as ctl:
+            await _submitted_and_running(ctl, store, path)
+            good = path.read_text()
+            path.write_text(good.replace("training.py", "trainig.py"))
+            capsys.readouterr()
+            assert await asyncio.to_thread(main, ["--state", str(tmp_path / "state"), "update", str(path)]) == 2
+            said = capsys.readouterr().err
+            assert "job long: not updated:" in said and "where its relaunch would fail" in said, said
+            with pytest.raises(ValueError, match="where its relaunch would fail"):
+                await ctl.post(UpdateJobs(str(path)))
+            assert any(a.endswith("/training.py") for a in store.job("long").job.spec.command), "unchanged"
+            assert store.job("long").job.state is JobState.RUNNING and not store.job("long").relaunch_requested
 
     run_and_clean(scenario, tmp_path)

@@ -35,11 +35,12 @@ def cmd_update(args: argparse.Namespace) -> int:
     except ConfigError as exc:  # a directory without job files
         raise UsageError(str(exc)) from None
     store = open_store(args)
+    hosts = hosts_file(args, store)
     try:
-        found = planned_updates(store, specs, origins, problems)
+        found = planned_updates(store, specs, origins, problems, hosts)
     except UpdateRefused as exc:
         raise UsageError("\n".join(exc.problems)) from None
-    pid, hosts, now = controller_running(store.dir), hosts_file(args, store), time.time()
+    pid, now = controller_running(store.dir), time.time()
     for rec, spec, path in found:
         done = apply_update(store, rec, spec, path, now)
         when = (f" at the controller's next round (pid {pid})" if pid else " when the controller next runs")
