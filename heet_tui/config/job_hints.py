@@ -6,9 +6,11 @@ job that waits with nothing said.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from heet_tui.config.hosts_file import HostsFile
+from heet_tui.core.gpu import type_allowed
 from heet_tui.core.job import JobSpec
 
 MAX_SCRIPT_BYTES = 2_000_000  # read no further: a progress line's marker in a huge file is not worth the wait
@@ -98,10 +100,20 @@ def gpu_types_hint(spec: JobSpec, hosts: HostsFile) -> str | None:
     if not spec.gpu_types or not declared or None in declared:
         return None
     types = sorted({t for t in declared if t})
+    # "A10O" beside "A100" was accepted without a word: the job just never ran on that type. Only
+    # look-alike characters count as a typo: V100 is not a misspelt A100
+    close = {t: [d for d in types if _looks(d) == _looks(t)]
+             for t in spec.gpu_types if not any(type_allowed(d, (t,)) for d in types)}
+    meant = "; ".join(f'"{t}": did you mean "{c[0]}"?' for t, c in close.items() if c)
     if any(spec.allows(t) for t in types):
-        return None
+        return f"gpu_types names types no host in {hosts.path} declares: {meant}" if meant else None
     return (f"no host in {hosts.path} declares a GPU type in gpu_types {list(spec.gpu_types)} (they declare "
-            f"{', '.join(types)}): the job waits until a host of such a type is added")
+            f"{', '.join(types)}): the job waits until a host of such a type is added" + (f"; {meant}" if meant else ""))
+
+
+def _looks(name: str) -> str:
+    """A GPU type name as it looks: O for 0, l and I for 1, no case, spaces, dashes or underscores."""
+    return re.sub(r"[\s_-]", "", name.casefold()).translate(str.maketrans("oli", "011"))
 
 
 def progress_hint(spec: JobSpec, path: Path | str) -> str | None:

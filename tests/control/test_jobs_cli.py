@@ -169,6 +169,10 @@ def test_submit_warns_of_gpu_types_no_host_declares(tmp_path: Path, capsys: pyte
     spec.write_text(JOB + 'gpu_types = ["V100", "a100"]\n')  # one of them is there (any case)
     assert main([*state, "submit", str(spec), "--json"]) == 0
     assert "warning" not in json.loads(capsys.readouterr().out)
+    spec.write_text(JOB + 'gpu_types = ["A10O", "T4"]\n')  # a look-alike typo beside a type that is there
+    assert main([*state, "submit", str(spec)]) == 0
+    assert f'warning: gpu_types names types no host in {hosts} declares: "A10O": did you mean "A100"?' in \
+        capsys.readouterr().out
     hosts.write_text(hosts.read_text() + '[[hosts]]\nname = "real"\naddress = "10.0.0.9"\n')  # type known on connect
     spec.write_text(JOB.replace('"cnn"', '"cnn3"') + 'gpu_types = ["V100"]\n')
     assert main([*state, "submit", str(spec)]) == 0
