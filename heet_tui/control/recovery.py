@@ -156,7 +156,8 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
             try:
                 await cluster.fence(host, r.job_id, r.generation + 1)
                 notes.append(f"fenced stale {r.job_id} generation {r.generation} on {host}")
-                store.add_event(now, "fence", f"stopped stale {r.job_id} generation {r.generation}", parsed[0], host)
+                store.add_event(now, "fence", f"stopped stale {r.job_id} generation {r.generation}"
+                                + _trained_on(store, parsed[0], r), parsed[0], host)
             except Exception as exc:  # noqa: BLE001 - a failed fence is retried on the next report
                 log.warning("fence %s on %s failed: %s", r.job_id, host, exc)
     reported = {(r.job_id, r.generation) for r in jobs}
@@ -168,6 +169,20 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
         if run.all_exited:
             executor._after_exit(run)
     return notes
+
+
+def _trained_on(store: Store, job_id: str, remote: RemoteJob) -> str:
+    """What a stale copy had done that the job now lost: it trained on, cut off, past where the newer
+    generation is (its steps were dropped with no word)."""
+    try:
+        step = int((remote.progress or {}).get("step"))
+    except (TypeError, ValueError):
+        return ""
+    rec = store.job(job_id)
+    if rec is None or step <= rec.job.steps_done:
+        return ""
+    return (f": it had trained on to step {step} while cut off from the controller, past the job's {rec.job.steps_done};"
+            " those steps are lost (the newer generation goes on from its own checkpoint)")
 
 
 def _never_launched_here(store: Store, parsed: tuple[str, str, int], generation: int) -> bool:

@@ -88,3 +88,20 @@ def test_only_a_launch_behind_the_previous_one_warns(tmp_path: Path) -> None:
     assert "generation 5 reports step 5, and its last launch had reached step 25" in warned[1]
     assert "generation 6 reports step 10, and its last launch had reached step 12," in warned[2]
     assert "generation 8 reports step 2, and its last launch had reached step 3," in warned[3]
+
+
+def test_a_fenced_stale_copy_that_trained_past_the_job_says_what_was_lost(tmp_path: Path) -> None:
+    """Seen: a copy cut off on its host trained on to step 723 while the relaunch elsewhere was at
+    220; when the host came back it was fenced with "stopped stale ..." and nothing more."""
+    from heet_tui.cluster.events import RemoteJob
+    from heet_tui.control.recovery import _trained_on
+
+    store = Store(tmp_path / "state")
+    store.add_job(JobSpec("j", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 1000)), 0.0)
+    store.update_progress("j", 220, 220 * 32.0, None, current=True)
+    ahead = RemoteJob("h", "j.r0.abc", 2, "running", progress={"step": 723, "samples": 723 * 32})
+    assert _trained_on(store, "j", ahead).startswith(": it had trained on to step 723 while cut off")
+    assert "past the job's 220" in _trained_on(store, "j", ahead)
+    for behind in (RemoteJob("h", "j.r0.abc", 2, "running", progress={"step": 200}),
+                   RemoteJob("h", "j.r0.abc", 2, "running")):
+        assert _trained_on(store, "j", behind) == ""
