@@ -159,5 +159,13 @@ def test_drain_and_undrain_write_the_state_stores_set(hosts: Path, tmp_path: Pat
 
     assert json.loads(Store(tmp_path / "state").setting("drained")) == ["t4-1", "t4-2"]
     assert heet("hosts", "undrain", "t4-1", *state).stdout.strip() == "t4-1 back in service"
-    assert heet("hosts", "undrain", "t4-1", *state).stdout.strip() == "t4-1 is not drained (drained: t4-2)"
+    assert heet("hosts", "undrain", "t4-1", "--hosts", str(hosts), *state).stdout.strip() == (
+        "t4-1 is not drained (drained: t4-2)")
     assert json.loads(Store(tmp_path / "state").setting("drained")) == ["t4-2"]
+    typo = heet("hosts", "undrain", "t4-l", "--hosts", str(hosts), *state)  # it said "not drained", exit 0
+    assert typo.returncode == 2 and 'no drained host named "t4-l"' in typo.stderr
+    # --hosts wins over the file the store's controller last ran on (it was ignored)
+    other = tmp_path / "other.toml"
+    other.write_text('[[hosts]]\nname = "elsewhere"\ntransport = "local"\n')
+    Store(tmp_path / "state").set_setting("hosts_path", str(other))
+    assert heet("hosts", "drain", "a100-1", "--hosts", str(hosts), *state).returncode == 0

@@ -38,24 +38,24 @@ def register(sub: argparse._SubParsersAction) -> None:
         return p
 
     p = with_file(verbs.add_parser("list", help="show the hosts file as a table"))
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the hosts as JSON")
     p.set_defaults(func=cmd_list)
 
     p = with_file(verbs.add_parser("check", help="connect to every host, deploy the agent, read the GPUs"))
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="one JSON object per host: state, message, GPUs, agent, RTT")
     p.set_defaults(func=cmd_check)
 
     p = with_file(verbs.add_parser("add", help="add a host (edits the file in place, comments kept)"))
     p.add_argument("name")
     p.add_argument("--address", help="default: the name, which may be an ~/.ssh/config alias")
-    p.add_argument("--port", type=int)
-    p.add_argument("--user")
-    p.add_argument("--gpu-type")
-    p.add_argument("--rack")
-    p.add_argument("--transport", choices=["ssh", "local"])
+    p.add_argument("--port", type=int, help="SSH port (default: ~/.ssh/config, else 22)")
+    p.add_argument("--user", help="SSH user (default: ~/.ssh/config, else yours)")
+    p.add_argument("--gpu-type", help="the host's GPU type when NVML's name is not the one profiles use")
+    p.add_argument("--rack", help="a label that groups hosts on the Cluster screen")
+    p.add_argument("--transport", choices=["ssh", "local"], help="ssh (default), or local for this machine")
     p.add_argument("--emulate", metavar="TYPE:COUNT:SPEED", help="declared GPUs, e.g. T4:4:0.25")
     p.add_argument("--gpus", metavar="I,J,...", help="the GPU indices heet may use (default: all)")
-    p.add_argument("--tags", metavar="A,B,...")
+    p.add_argument("--tags", metavar="A,B,...", help="free labels, for you (shown by hosts list and on the Hosts screen)")
     p.add_argument("--python", help="the host's interpreter for the agent (default: [defaults] or python3)")
     p.add_argument("--workdir", help="where the agent keeps its files there (default: [defaults] or ~/.heet)")
     p.add_argument("--jump", metavar="[USER@]HOST[:PORT]", help='a jump host; "" for none when [defaults] has one')
@@ -83,7 +83,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _path(args: argparse.Namespace):
-    return resolve_hosts_path(getattr(args, "hosts_file", None) or getattr(args, "hosts", None))
+    return resolve_hosts_path(_explicit(args))
+
+
+def _explicit(args: argparse.Namespace) -> str | None:
+    """The hosts file given on the command line (the verb's --hosts, else the global one), if any."""
+    return getattr(args, "hosts_file", None) or getattr(args, "hosts", None)
+
+
+def _names_in(path) -> tuple[str, ...]:
+    try:
+        return load_hosts(path).names()
+    except ConfigError:
+        return ()
 
 
 def _editable(path: Path) -> Path:
@@ -229,8 +241,9 @@ def cmd_drain(args: argparse.Namespace) -> int:
 
     store = open_store(args)
     drained = drained_hosts(store)
+    # --hosts given wins over the file the store's controller follows (it was ignored)
+    path = _explicit(args) or store.setting("hosts_path") or _path(args)
     if args.drained:
-        path = store.setting("hosts_path") or _path(args)  # the file the store's controller follows
         try:
             names = list(dict.fromkeys([*load_hosts(path).names(), *sorted(drained)]))
         except ConfigError as exc:
@@ -243,9 +256,9 @@ def cmd_drain(args: argparse.Namespace) -> int:
         pattern = is_pattern(asked)
         matched = [n for n in names if fnmatch.fnmatchcase(n, asked)] if pattern else [asked] * (asked in names)
         if not matched:
-            if not args.drained and not pattern and len(args.names) == 1:
+            if not args.drained and not pattern and len(args.names) == 1 and asked in _names_in(path):
                 print(f"{asked} is not drained (drained: {', '.join(names) or 'none'})")
-                return 0
+                return 0  # a host that is in service: nothing to do; a misspelt name is an error
             raise UsageError(f'{where}no {whose[:-1]} named "{asked}" ({known_names(names, asked, whose)})'
                              + ("; nothing changed" if len(args.names) > 1 else ""))
         chosen.update(dict.fromkeys(matched))
