@@ -8,8 +8,10 @@ TEST_WORKERS ?= 2
 
 .PHONY: run test lint
 
+# No --hosts: the bundled configs/local.toml until the first edit copies it to your own hosts
+# file, which is used from then on (README); --hosts configs/local.toml kept reopening the bundled one.
 run: $(VENV)/.installed
-	$(BIN)/heet-tui --hosts configs/local.toml
+	$(BIN)/heet-tui
 
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check heet_tui tests examples

@@ -67,7 +67,8 @@ def missing_files_hint(spec: JobSpec) -> str | None:
 
 def _script(spec: JobSpec) -> str | None:
     """The Python script the command runs, if it names one."""
-    return next((a for a in spec.command[1:] if a.endswith(".py") and not a.startswith("-")), None)
+    return next((a for a in spec.command[1:] if a.endswith(".py") and not a.startswith("-")
+                 and not any(c.isspace() for c in a)), None)  # not a "bash -c" string
 
 
 def size_hint(spec: JobSpec, hosts: HostsFile) -> str | None:

@@ -11,8 +11,8 @@ Schema::
     model = "cifar10"                     # profile class: jobs with one model and batch_size share measurements
     batch_size = 128                      # global batch size
     target = { steps = 200 }              # exactly one of epochs, steps, samples
-    min_gpus = 1
-    max_gpus = 4
+    min_gpus = 1                          # default 1
+    max_gpus = 4                          # default min_gpus: without it the job is rigid, not elastic
     gpu_types = ["A100", "T4"]            # allowed; default all
     priority = 0
     checkpoint_dir = "/shared/ckpt/resnet-small"  # default: <host workdir>/checkpoints/<job id>.<state store id, 8 chars>
@@ -34,6 +34,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
@@ -237,7 +238,8 @@ def _refuse_launcher(f: Fields, argv: tuple[str, ...]) -> None:
     their workers and rendezvous with each other, or train N separate copies. It can never work,
     so it is refused at submit time with the command to use instead.
     """
-    exe = Path(argv[0]).name
+    argv = _unwrapped(argv)
+    exe = Path(argv[0]).name if argv else ""
     if exe in LAUNCHERS or (exe == "accelerate" and argv[1:2] == ("launch",)):
         launcher = " ".join(argv[:2]) if exe == "accelerate" else exe
     elif exe.startswith("python") and "-m" in argv[:-1] and argv[argv.index("-m") + 1] in LAUNCHER_MODULES:
@@ -250,6 +252,29 @@ def _refuse_launcher(f: Fields, argv: tuple[str, ...]) -> None:
     raise f.error("command", f'key "command": {launcher} starts a process per GPU itself, and so does heet-tui '
                   "(one per GPU of the allocation, with RANK, WORLD_SIZE and MASTER_ADDR set, at whatever size "
                   f"the plan gives): run the script directly, command = [{instead}] (docs/TRAINING.md)")
+
+
+WRAPPERS = {"env": 1, "nice": 1, "nohup": 1, "stdbuf": 1, "time": 1, "uv": 2, "poetry": 2, "pipenv": 2}
+
+
+def _unwrapped(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """The command a wrapper runs: ``env X=1 torchrun ...``, ``uv run torchrun ...`` and
+    ``bash -c "torchrun ..."`` got past the launcher check."""
+    for _ in range(8):
+        exe = Path(argv[0]).name if argv else ""
+        if exe in ("bash", "sh", "zsh") and "-c" in argv[1:-1]:
+            try:
+                argv = tuple(shlex.split(argv[argv.index("-c") + 1]))
+            except ValueError:
+                return argv
+        elif exe in WRAPPERS:
+            rest = argv[WRAPPERS[exe]:]  # "uv run", "poetry run": the verb too
+            while rest and (rest[0].startswith("-") or rest[0].isdigit() or (exe == "env" and "=" in rest[0])):
+                rest = rest[1:]
+            argv = rest
+        else:
+            return argv
+    return argv
 
 
 def _target(f: Fields) -> Target:

@@ -120,6 +120,11 @@ CMD = 'name = "j"\nmodel = "cifar10"\nbatch_size = 64\ntarget = { steps = 10 }\n
          'python -m torch.distributed.run starts a process per GPU itself'),
         ('"accelerate", "launch", "--multi_gpu", "train.py"', 'accelerate launch starts a process per GPU itself'),
         ('"mpirun", "-np", "4", "./a.out"', 'command = ["python", "train.py", ...]'),
+        # behind a wrapper, they got through
+        ('"/usr/bin/env", "OMP_NUM_THREADS=1", "torchrun", "train.py"', 'torchrun starts a process per GPU itself'),
+        ('"uv", "run", "torchrun", "train.py"', 'command = ["python", "train.py"]'),
+        ('"nice", "-n", "10", "python", "-m", "torch.distributed.launch", "t.py"', 'python -m torch.distributed.launch'),
+        ('"bash", "-c", "torchrun --nproc_per_node 2 train.py"', 'torchrun starts a process per GPU itself'),
     ],
 )
 def test_a_command_run_by_a_distributed_launcher_is_refused_with_the_command_to_use(
@@ -135,7 +140,8 @@ def test_a_command_run_by_a_distributed_launcher_is_refused_with_the_command_to_
 
 def test_commands_that_only_look_like_launchers_are_accepted(tmp_path: Path) -> None:
     for command in ('"python", "train.py", "--launcher", "torchrun"', '"python", "-m", "mypkg.train"',
-                    '"accelerate-config-check"', '"python", "-m"'):
+                    '"accelerate-config-check"', '"python", "-m"', '"env"', '"bash", "-c", "echo \'unclosed"',
+                    '"uv", "run", "python", "train.py"'):
         assert parse_job_text(CMD % command, tmp_path / "job.toml").command[0]
 
 
