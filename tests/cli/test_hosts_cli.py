@@ -31,6 +31,9 @@ def hosts(repo: Path, tmp_path: Path) -> Path:
 def test_list_json_reports_every_host(hosts: Path) -> None:
     out = heet("hosts", "list", "--hosts", str(hosts), "--json")
     assert out.returncode == 0, out.stderr
+    # "no verb: list", with list's options too (they were usage errors)
+    bare = heet("hosts", "--hosts", str(hosts), "--json")
+    assert bare.returncode == 0 and json.loads(bare.stdout) == json.loads(out.stdout), bare.stderr
     rows = json.loads(out.stdout)
     assert [r["name"] for r in rows] == ["a100-1", "v100-1", "v100-2", "t4-1", "t4-2", "dev-box"]
     assert rows[1]["gpus"] == [0, 1, 2]

@@ -31,6 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     hosts = sub.add_parser("hosts", help="list, check, add or remove hosts (no verb: list)")
     verbs = hosts.add_subparsers(dest="hosts_verb", metavar="VERB")
     hosts.set_defaults(func=cmd_list, json=False, hosts_file=None)  # a bare `hosts` was a usage error
+    # ... and so were `hosts --json` and `hosts --hosts FILE` (list's options, without the verb)
+    hosts.add_argument("--hosts", dest="hosts_file", metavar="FILE", default=argparse.SUPPRESS,
+                       help="hosts file (overrides the global --hosts)")
+    hosts.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="no verb: the hosts as JSON")
 
     def with_file(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         p.add_argument("--hosts", dest="hosts_file", metavar="FILE", help="hosts file (overrides the global --hosts)")
