@@ -39,8 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("profiling", help="accuracy of throughput prediction from a few profiling runs")
     p.add_argument("--profiles", type=Path, default=None,
                    help="Sia-format profile directory (default: $HEET_SHARED/data/profiles)")
-    p.add_argument("--budget", type=int, default=3, help="measured cells per held-out job or type (K)")
-    p.add_argument("--seeds", type=int, default=1, help="repeat with this many seeds and pool the errors")
+    p.add_argument("--budget", type=int, default=3, help="measured cells per held-out job or type, K (default 3)")
+    p.add_argument("--seeds", type=int, default=1, help="repeat with this many seeds and pool the errors (default 1)")
     p.add_argument("--cases", default=",".join(CASES), help="comma-separated subset of " + ", ".join(CASES))
     p.add_argument("--json", action="store_true", help="print JSON only")
     p.set_defaults(func=run)

@@ -95,10 +95,10 @@ def run(args: argparse.Namespace) -> int:
 
 def register(bench_subparsers: argparse._SubParsersAction) -> None:
     p = bench_subparsers.add_parser("scheduler", help="plan latency of a scheduling policy")
-    p.add_argument("--gpus", default="64,512,2048", help="comma-separated cluster sizes (GPUs)")
-    p.add_argument("--policy", default="heet", choices=POLICY_NAMES)
-    p.add_argument("--rounds", type=int, default=5, help="timed steady-state rounds per size")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--gpus", default="64,512,2048", help="comma-separated cluster sizes in GPUs (default 64,512,2048)")
+    p.add_argument("--policy", default="heet", choices=POLICY_NAMES, help="the policy timed (default heet)")
+    p.add_argument("--rounds", type=int, default=5, help="timed steady-state rounds per size (default 5)")
+    p.add_argument("--seed", type=int, default=0, help="the synthetic cluster and jobs' seed (default 0)")
     p.add_argument("--profiles", help="Sia profile directory (default $HEET_SHARED/data/profiles)")
     p.add_argument("--synthetic", action="store_true", help="use synthetic Amdahl curves, not profiles")
     p.add_argument("--no-predict", action="store_true", help="skip evaluate() (time the decision only)")

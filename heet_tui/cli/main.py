@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     for module in _discover("heet_tui.cli.commands"):
         if hasattr(module, "register"):
             module.register(sub)
-    bench = sub.add_parser("bench", help="benchmarks that print JSON")
+    bench = sub.add_parser("bench", help="benchmarks; they print JSON (bench profiling: a table, JSON with --json)")
     bench_sub = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
     for module in _discover("heet_tui.bench"):
         if hasattr(module, "register"):

@@ -31,7 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plan", help="show, approve or reject the pending plan, or plan again now (through the running "
                                     "controller)")
     add_location_options(p)
-    p.add_argument("action", nargs="?", choices=("show", "approve", "reject", "again"), default="show")
+    p.add_argument("action", nargs="?", choices=("show", "approve", "reject", "again"), default="show",
+                   help="show the pending plan (the default), approve or reject it, or plan again now")
     p.add_argument("--id", type=int, metavar="N", help="act only if plan #N is the one pending (what you looked at)")
     p.set_defaults(func=cmd_plan)
 

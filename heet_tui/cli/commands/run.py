@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--until-idle", action="store_true", help="exit when every job is done, failed or cancelled")
     p.add_argument("--interval", type=finite_float, default=2.0, metavar="S", help="seconds between rounds (default 2)")
     p.add_argument("--policy", default=None, help="scheduling policy (default: the last one used, else heet)")
-    p.add_argument("--gain-threshold", type=float, default=0.05, help="auto mode: minimum predicted gain")
+    p.add_argument("--gain-threshold", type=float, default=0.05, help="auto-approve applies a plan that restarts jobs only if it is predicted to gain this fraction (default 0.05: 5%%)")
     p.add_argument("--no-profile", action="store_true",
                    help="no profiling runs: new jobs are planned on nominal throughput until their own "
                         "progress reports measure them")

@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--oracle", action="store_true", help="policies see true throughput instead of predictions")
     p.add_argument("--predictor", choices=("model", "simple"), default=None,
                    help="without --oracle: the profiling model (default) or a simple power-law predictor")
-    p.add_argument("--seed", type=int, default=0, help="seed for profiling noise (runs are deterministic per seed)")
+    p.add_argument("--seed", type=int, default=0, help="seed for profiling noise (default 0; runs are deterministic per seed)")
     p.add_argument("--json", metavar="FILE", help="write the metrics as JSON")
     p.add_argument("--events", metavar="FILE", help="write per-job events as JSON lines")
     p.add_argument("--plot", metavar="FILE.png", help="JCT CDF and GPUs-in-use plot (needs the `plot` extra)")

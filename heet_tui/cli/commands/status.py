@@ -41,7 +41,7 @@ STATE_ORDER = [s.value for s in JobState]
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("status", help="hosts, GPUs in use, job counts and the pending plan at a glance")
     add_location_options(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the same as one JSON object: controller, hosts, jobs, plan")
     p.set_defaults(func=cmd_status)
 
 
