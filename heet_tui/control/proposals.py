@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from heet_tui.control import planning
 from heet_tui.control.waiting import PlanMade
+from heet_tui.core.job import LEFT_QUEUED, JobState
 from heet_tui.core.sched_input import ClusterView
 
 if TYPE_CHECKING:
@@ -36,8 +37,36 @@ def plan_basis(inputs: list[planning.JobInput], cluster: ClusterView, policy: st
     return hashlib.sha256(repr((policy, jobs, cluster)).encode()).hexdigest()
 
 
+def out_of_reach_edits(inputs: list[planning.JobInput], cluster: ClusterView) -> dict[str, str]:
+    """Jobs whose edit on the Plan screen pins them to a GPU type or hosts no ready host offers now
+    (removed from the hosts file, or reconnecting), and why. Such an edit made planning fail for
+    every job, round after round, until someone dropped it."""
+    types, names = {h.gpu_type for h in cluster.hosts}, {h.name for h in cluster.hosts}
+    out = {}
+    for job in inputs:
+        c = job.constraints
+        if c.pinned_type is not None and c.pinned_type not in types:
+            out[job.id] = f"your edit pins it to {c.pinned_type}, which no ready host has now"
+        elif missing := [h for h in c.pinned_hosts if h not in names]:
+            out[job.id] = f"your edit pins it to {', '.join(missing)}, not ready now"
+    return out
+
+
+def _set_aside(ctl: Controller, stuck: dict[str, str]) -> None:
+    """Say why on each queued job left out (a running one keeps its GPUs: the plan does not weigh it)."""
+    for job_id, why in stuck.items():
+        rec = ctl.store.job(job_id)
+        if rec is not None and rec.job.state is JobState.QUEUED:
+            message = f"{LEFT_QUEUED}{why}; it waits for it (d on the Jobs screen drops the edit)"
+            if rec.job.message != message:
+                ctl.store.try_set_state(job_id, JobState.QUEUED, ctl.clock(), message)
+
+
 def propose(ctl: Controller) -> None:
     inputs, cluster = ctl.job_inputs(), ctl.cluster_view()
+    if stuck := out_of_reach_edits(inputs, cluster):
+        inputs = [j for j in inputs if j.id not in stuck]
+        _set_aside(ctl, stuck)
     try:
         plan = ctl.replan_from(inputs, cluster)
     except ValueError as exc:

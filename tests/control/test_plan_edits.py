@@ -84,3 +84,29 @@ def test_an_edit_shows_with_the_job_a_reject_takes_it_back_and_a_drop_frees_the_
         assert any(k == "update" and "taken back with plan #" in m for k, m in kinds)
 
     asyncio.run(scenario())
+
+
+def test_an_edit_pinning_a_type_no_ready_host_has_sets_its_job_aside_and_the_rest_are_planned(
+        tmp_path: Path) -> None:
+    """Seen: a job tweaked onto T4s, whose T4 host was then removed, made every plan fail ("pinned
+    GPU type 'T4' is not in the cluster") round after round: a new job sat beside two idle A100s."""
+    from heet_tui.control.user_constraints import set_user_constraints
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("a", "A100", 2, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        async with manual_controller(hosts, store) as ctl:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "pinned", steps=2000, max_gpus=1))))
+            set_user_constraints(store, "pinned", T4)  # as the tweak left it, its T4 host since removed
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "free", steps=2000, max_gpus=1))))
+            snap = await wait_for(ctl, lambda s: s.plan is not None and "free" in s.plan.allocations, 60,
+                                  "a plan for the other job")
+            assert "pinned" not in snap.plan.allocations
+            assert not any("planning:" in n for n in snap.notices), snap.notices
+            snap = await wait_for(ctl, lambda s: "no ready host has now" in job(s, "pinned").message, 30,
+                                  "the pinned job saying why it waits")
+            assert job(snap, "pinned").message == ("left queued: your edit pins it to T4, which no ready host has now; "
+                                                   "it waits for it (d on the Jobs screen drops the edit)")
+
+    asyncio.run(scenario())
