@@ -100,8 +100,10 @@ class HostsDocument:
             if value is None:
                 if key in table:
                     del table[key]
-            else:
+            elif key in table:
                 table[key] = _toml_value(value)
+            else:
+                _add_key(table, key, _toml_value(value))
         try:
             self.validated = self._check()
         except ConfigError:
@@ -162,6 +164,19 @@ class HostsDocument:
         self._loaded_digest = _digest(text)
         self.validated = validated
         return validated
+
+
+def _add_key(table: Table, key: str, value: Any) -> None:
+    """A new key goes after the host's last key, not after the blank lines and comments that end
+    its table: tomlkit files there the comments that introduce the next host ("# --- slow box
+    ---"), so the key landed under another host's banner, and removing that host later took the
+    banner and every comment around it along."""
+    body = table.value.body
+    trailing = []
+    while body and body[-1][0] is None:  # whitespace and comments after the last key
+        trailing.insert(0, body.pop())
+    table[key] = value
+    body.extend(trailing)
 
 
 def _write_backup(backup: Path, text: str, mode: int) -> None:

@@ -169,3 +169,44 @@ def test_the_backup_replaces_a_link_planted_at_its_name_and_never_writes_through
     backup = example.with_name("hosts.toml.bak")
     assert not backup.is_symlink() and backup.read_text() == original
     assert victim.read_text() == "untouched" and victim.stat().st_mode & 0o777 == 0o600
+
+
+BANNERS = """[defaults]
+workdir = "/tmp/w"
+
+# --- fast box ---
+[[hosts]]
+name = "a"
+transport = "local"
+emulate = { gpu_type = "A100", count = 1, speed = 1.0 }
+
+# --- slow box: T4s, bought 2019 ---
+[[hosts]]
+name = "b"
+transport = "local"
+emulate = { gpu_type = "T4", count = 1, speed = 0.25 }
+
+# --- c: keep this note about c ---
+[[hosts]]
+name = "c"
+transport = "local"
+emulate = { gpu_type = "T4", count = 1, speed = 0.25 }
+# the end of the file
+"""
+
+
+def test_a_new_key_goes_under_its_own_host_not_the_next_ones_banner(tmp_path: Path) -> None:
+    """Seen: tags added to "a" were written below "# --- slow box ---", the comment above "b";
+    removing "b" then took "# --- c: ..." and the keys around it along."""
+    path = tmp_path / "hosts.toml"
+    path.write_text(BANNERS)
+    for edit in (lambda d: d.update_host("a", {"tags": ["x"]}), lambda d: d.update_host("b", {"rack": "r2"}),
+                 lambda d: d.update_host("c", {"rack": "r3"}), lambda d: d.remove_host("b")):
+        doc = HostsDocument.load(path)
+        edit(doc)
+        doc.save()
+    text = path.read_text()
+    assert 'speed = 1.0 }\ntags = ["x"]\n\n# --- c: keep this note about c ---\n[[hosts]]\nname = "c"' in text, text
+    assert 'speed = 0.25 }\nrack = "r3"\n# the end of the file\n' in text, text
+    assert "slow box" not in text and 'name = "b"' not in text
+    assert [h.name for h in load_hosts(path).hosts] == ["a", "c"]
