@@ -253,3 +253,32 @@ def test_a_file_changed_outside_the_app_is_read_again_with_the_next_update(make_
             await wait_for(pilot, lambda: str(line.render()) == "" and screen.table.get_row("t4-2") is not None)
 
     run(scenario())
+
+
+def test_the_edit_form_writes_only_what_was_changed_in_it(make_app, backend, tmp_path):
+    """Seen: a hand edit of the same host made while its form was open (the file read again
+    meanwhile) was undone by the save, which wrote back every field as the form was opened."""
+    from ui_fakes import small_snapshot
+
+    path = hosts_copy(tmp_path)
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            await wait_for(pilot, lambda: screen.table.row_count == 2)
+            screen.table.select_key("t4-1")
+            await pilot.press("e")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
+            form = app.screen
+            path.write_text(path.read_text().replace('address = "10.0.0.12"', 'address = "10.0.0.99"  # moved'))
+            backend.push(small_snapshot(1))  # the screen behind reads the file again
+            await pilot.pause()
+            await fill(pilot, form, tags="x")
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen))
+            text = path.read_text()
+            assert 'address = "10.0.0.99"  # moved' in text, text
+            assert tomllib.loads(text)["hosts"][1]["tags"] == ["x"]
+
+    run(scenario())

@@ -143,11 +143,19 @@ class HostFormDialog(FormDialog[str | None]):
         except ValueError as exc:
             error.update(str(exc))
             return
-        problem = self.apply(fields)
+        problem = self.apply(self._changed(fields) if self.initial else fields)
         if problem:
             error.update(problem)
             return
         self.dismiss(fields.get("name"))
+
+    def _changed(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """Only what the user changed in the form: every field was written back, so a hand edit of
+        the same host made while the form was open (another key) was silently undone."""
+        shared = self.initial.get(SHARED_FS, True)
+        before = fields_from_form(form_from_fields(self.initial), str(self.initial.get("transport", "ssh")),
+                                  None if shared else False)
+        return {k: v for k, v in fields.items() if k not in before or before[k] != v}
 
     def action_cancel(self) -> None:
         self.dismiss(None)
