@@ -117,6 +117,10 @@ class IntentHandler:
 
     async def _EditJob(self, intent: EditJob) -> str:
         ctl = self.ctl
+        if intent.plan_id != ctl.pending_plan_id and ctl.pending_plan_id is not None:
+            # a newer plan came while the tweak dialog was open: what is fixed does not depend on
+            # the plan, so it applies to that one (it was refused, and the dialog's input lost)
+            intent = EditJob(ctl.pending_plan_id, intent.job_id, intent.constraints)
         self._pending(intent.plan_id)
         if ctl.store.job(intent.job_id) is None:
             raise ValueError(f"no job {intent.job_id!r}")

@@ -110,3 +110,23 @@ def test_an_edit_pinning_a_type_no_ready_host_has_sets_its_job_aside_and_the_res
                                                    "it waits for it (d on the Jobs screen drops the edit)")
 
     asyncio.run(scenario())
+
+
+def test_a_tweak_made_on_a_plan_superseded_meanwhile_applies_to_the_pending_one(tmp_path: Path) -> None:
+    """Seen while jobs were profiling: a new plan came while the tweak dialog was open, and Apply was
+    refused ("plan #1 is superseded, not pending"), the dialog's input lost."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 2, 1.0), ("slow", "T4", 2, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        async with manual_controller(hosts, store) as ctl:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=50))))
+            first = (await wait_for(ctl, lambda s: s.plan_id is not None, 30, "a plan")).plan_id
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "b", steps=50))))
+            await wait_for(ctl, lambda s: s.plan_id not in (None, first), 30, "a newer plan")
+            said = await ctl.post(EditJob(first, "a", T4))
+            snap = ctl.hub.latest
+            assert said.startswith(f"plan #{snap.plan_id} re-evaluated") and snap.plan_id != first
+            assert snap.plan.allocations["a"].gpu_type == "T4" and user_constraints(store) == {"a": T4}
+
+    asyncio.run(scenario())
