@@ -108,8 +108,12 @@ def _why_waiting(snap: Snapshot) -> str:
                  or j.message.startswith(PROFILE_WAITING)]
     blocked = [j.id for j in waiting if j.state is not JobState.PROFILING and j.message.startswith(CANNOT_START)]
     held = [j.id for j in waiting if j.message.startswith(HELD_FOR_FASTER)]
-    rest = [j.id for j in waiting if j.id not in profiling and j.id not in blocked and j.id not in held]
+    # held on the Plan screen, or pinned where no ready host is: "p plans again" could not help
+    by_hand = [j.id for j in waiting if j.edit.held or (j.edit.is_set and "your edit" in j.message)]
+    rest = [j.id for j in waiting if j.id not in {*profiling, *blocked, *held, *by_hand}]
     out = ""
+    if by_hand:
+        out += f" {_some(by_hand)}: kept out by your edit (see the Jobs screen; d there drops it)."
     if profiling:
         out += f" {_some(profiling)}: being profiled, planned once measured."
     if blocked:
