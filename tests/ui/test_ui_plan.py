@@ -179,7 +179,7 @@ def test_with_no_plan_the_summary_says_why_each_waiting_job_waits() -> None:
     jobs["j3"] = replace(jobs["j3"], message="left queued: held by hand", edit=Constraints(held=True))
     text = summary(replace(snap, jobs=tuple(jobs.values()))).plain  # it said "p plans again", which cannot help
     assert "j3: kept out by your edit (see the Jobs screen; d there drops it)." in text and "p plans" not in text
-    jobs["j3"] = replace(jobs["j3"], message="profiled; waiting for a plan")
+    jobs["j3"] = replace(jobs["j3"], message="profiled; waiting for a plan", edit=Constraints())
     full = tuple(replace(h, gpu_jobs=tuple((g.index, "jx") for g in h.gpus)) for h in snap.hosts)
     text = summary(replace(snap, jobs=tuple(jobs.values()), hosts=full)).plain
     assert "j3: waiting for GPUs (all 8 are in use); planned as jobs end." in text, "a100-2 is down: 8, not 12"
