@@ -79,6 +79,11 @@ def test_tweak_re_predicts_while_editing_and_applies_the_edit(make_app, backend)
             await wait_for(pilot, lambda: dialog.previews >= 2 and backend.previews[-1].constraints.fixed_count == 3)
             text = str(dialog.query_one("#prediction", Static).render())
             assert "790/s as proposed, 600/s with this tweak" in text and "+46%" in text  # fake: 200 x 3, vs 410 now
+            # Left empty, the policy decides: not shown as invalid (it turned red when tabbed past)
+            await pilot.press("backspace")
+            count.validate(count.value)
+            assert count.value == "" and count.is_valid and not count.has_class("-invalid")
+            await pilot.press("3")
             # A count outside the job's range is refused in the form, before any prediction.
             await pilot.press("backspace", "9")
             await wait_for(pilot, lambda: "from 1 to 4" in str(dialog.query_one("#error", Static).render()))

@@ -62,7 +62,8 @@ class TweakDialog(FormDialog[EditJob | None]):
                                  value=c.pinned_type if c.pinned_type in self.gpu_types else Select.NULL, compact=True)
                 with Horizontal(classes="row"):
                     yield Label("GPU count", classes="field")
-                    yield Input(str(c.fixed_count or ""), placeholder="policy decides", id="count", type="integer", compact=True)
+                    yield Input(str(c.fixed_count or ""), placeholder="policy decides", id="count", type="integer",
+                                valid_empty=True, compact=True)  # empty: the policy decides, not an error
                 with Horizontal(classes="row"):
                     yield Label("Hosts", classes="field")
                     yield Input(",".join(c.pinned_hosts), placeholder="any hosts (comma-separated names)", id="hosts", compact=True)
