@@ -179,6 +179,10 @@ class IntentHandler:
                          for rec, spec, path in found)
 
     async def _CancelJob(self, intent: CancelJob) -> str:
+        rec = self.ctl.store.find_job(intent.job_id)
+        if rec is not None and not rec.job.state.terminal and not rec.cancel_requested:
+            # as heet-tui cancel records it (the job's events had no word of an x in the TUI)
+            self.ctl.store.add_event(self.ctl.clock(), "cancel", f"cancel requested for {rec.job.id}", rec.job.id)
         return await self.cancel(intent.job_id)
 
     async def cancel(self, job_id: str) -> str:

@@ -130,3 +130,20 @@ def test_a_tweak_made_on_a_plan_superseded_meanwhile_applies_to_the_pending_one(
             assert snap.plan.allocations["a"].gpu_type == "T4" and user_constraints(store) == {"a": T4}
 
     asyncio.run(scenario())
+
+
+def test_a_cancel_from_the_tui_is_an_event_of_the_job_once(tmp_path: Path) -> None:
+    """heet-tui cancel recorded one; x in the TUI did not, and the job's events never said so."""
+    from heet_tui.core.intents import CancelJob
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        async with manual_controller(hosts, store) as ctl:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=50, max_gpus=1))))
+            assert await ctl.post(CancelJob("a")) == "cancelled a"
+            assert await ctl.post(CancelJob("a")) == "a is already cancelled"
+
+    asyncio.run(scenario())
+    assert [e.message for e in store.events("a", limit=20) if e.kind == "cancel"] == ["cancel requested for a"]
