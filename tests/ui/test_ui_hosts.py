@@ -282,3 +282,25 @@ def test_the_edit_form_writes_only_what_was_changed_in_it(make_app, backend, tmp
             assert tomllib.loads(text)["hosts"][1]["tags"] == ["x"]
 
     run(scenario())
+
+
+def test_removing_a_host_that_runs_jobs_says_what_becomes_of_them(make_app, backend, tmp_path):
+    """It asked only "Remove host t4-1 from hosts.toml?" while j2 ran there."""
+    from ui_fakes import small_snapshot
+
+    path = hosts_copy(tmp_path)
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            backend.push(small_snapshot(1))
+            await wait_for(pilot, lambda: screen.table.row_count == 2 and screen.latest is not None)
+            screen.table.select_key("t4-1")
+            await pilot.press("x")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+            said = " ".join(str(s.render()) for s in app.screen.query(Static))
+            assert "It runs j2: drained first, they move off at the next plan you approve" in said, said
+            await pilot.press("n")
+
+    run(scenario())

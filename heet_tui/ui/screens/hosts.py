@@ -230,7 +230,12 @@ class HostsScreen(SnapshotScreen):
                 else:
                     self.notify(f"removed host {name}")
 
-        self.app.push_screen(ConfirmDialog(f"Remove host {name} from {self.path}?", yes="Remove"), answered)
+        status = next((h for h in self.latest.hosts if h.name == name), None) if self.latest is not None else None
+        jobs = sorted({j for _, j in status.gpu_jobs}) if status is not None else []
+        moving = (f" It runs {', '.join(jobs)}: drained first, they move off at the next plan"
+                  f"{'' if self.latest and self.latest.auto_approve else ' you approve'}, then it is dropped."
+                  if jobs else "")
+        self.app.push_screen(ConfirmDialog(f"Remove host {name} from {self.path}?{moving}", yes="Remove"), answered)
 
     def action_open_editor(self) -> None:
         if self.path is None:
