@@ -81,6 +81,7 @@ class ControllerLink:
                 await old.stop()
             except Exception:  # the old one is gone anyway
                 pass
+        self.clear_notifications()  # "controller stopped" stayed up for its 30 s beside this
         self.notify("the controller runs again: attached to it", title="controller", timeout=8)
         self._show_aged()  # the mark goes at once; the next snapshot brings the figures
         self._pump_snapshots(start=False)

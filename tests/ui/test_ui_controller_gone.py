@@ -141,6 +141,9 @@ def test_an_attached_tui_attaches_again_when_a_controller_runs_again(repo, tmp_p
             try:
                 await wait_for(pilot, lambda: not app.stopped and app.latest.now == 105.0, tries=500)
                 assert "controller stopped" not in header(app)
+                # nor its 30 s toast beside "the controller runs again"
+                titles = [n.title for n in app._notifications]
+                assert "controller stopped" not in titles and "controller" in titles, titles
                 await pilot.press("d")
                 await wait_for(pilot, lambda: second.posted, tries=500)
                 assert isinstance(second.posted[0], DrainHost)
