@@ -97,6 +97,12 @@ def test_cancel_asks_first_and_posts_only_on_yes(make_app, backend):
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
             assert app.screen.question.startswith("Cancel job j2? ")
             await pilot.press("n")
+            # j3 never ran: there is nothing to lose, and the question does not say there is
+            table.select_key("j3")
+            await pilot.press("x")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+            assert app.screen.question == "Cancel job j3 (yolo)?"
+            await pilot.press("n")
             # A finished job cannot be cancelled: the binding is not offered.
             table.select_key("j4")
             await pilot.pause()
@@ -216,6 +222,13 @@ def test_the_details_say_how_long_a_restart_pauses_the_job_once_it_is_measured(m
             assert "pauses it" not in str(detail.render()), "not measured yet: nothing claimed"
             backend.push(with_job(small_snapshot(1), "j2", restart_s=42.0))
             await wait_for(pilot, lambda: "(each pauses it ~42s)" in str(detail.render()))
+            # ended, it pauses no more and plans no longer keep to its edit (kept for a retry)
+            from heet_tui.core.sched_input import Constraints
+
+            backend.push(with_job(small_snapshot(2), "j2", restart_s=42.0, state=JobState.CANCELLED, ended_at=99.0,
+                                  edit=Constraints(pinned_type="T4")))
+            await wait_for(pilot, lambda: "kept if it is retried; d drops it" in str(detail.render()))
+            assert "pauses it" not in str(detail.render())
 
     run(scenario())
 

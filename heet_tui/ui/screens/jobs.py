@@ -146,5 +146,6 @@ class JobsScreen(FilterKeys, SnapshotScreen):
                 self.request(CancelJob(job.id), f"cancel {job.id}")
 
         named = f" ({job.name})" if job.name != job.id else ""  # "wide-cnn (wide-cnn)" said it twice
-        self.app.push_screen(ConfirmDialog(f"Cancel job {job.id}{named}? Its progress since the last "
-                                           "checkpoint is lost.", yes="Cancel job"), answered)
+        # a job that never trained loses nothing: the warning read as if it would
+        lost = " Its progress since the last checkpoint is lost." if job.allocation or job.progress > 0 else ""
+        self.app.push_screen(ConfirmDialog(f"Cancel job {job.id}{named}?{lost}", yes="Cancel job"), answered)

@@ -32,14 +32,16 @@ class JobDetail(Static):
         text.append(job.id if job.name == job.id else f"{job.id} {job.name}", style="bold")
         text.append(f"  {job.state.value}  model {job.model}  wants {job.min_gpus}-{job.max_gpus} GPUs")
         text.append(f"\nallocation {job.allocation.describe() if job.allocation else '-'}")
+        ended = job.state.terminal  # an ended job is planned no more and pauses no more
         if edited := job.edit.describe():
             text.append(f"  your edit: {edited}", style="bold")
-            text.append(" (plans keep to it; d drops it)")
+            text.append(" (kept if it is retried; d drops it)" if ended else " (plans keep to it; d drops it)")
         when = (f"took {duration(job.ended_at - job.submitted_at)}" if job.ended_at is not None
                 else f"ETA {duration(job.eta_s)}")
         text.append(f"\nprogress {job.progress * 100:.1f}%  throughput {rate(job.throughput)}"
                     f"  {when}  restarts {job.restarts}"
-                    + (f" (each pauses it ~{duration(job.restart_s)})" if job.restart_s is not None else ""))
+                    + (f" (each pauses it ~{duration(job.restart_s)})" if job.restart_s is not None and not ended
+                       else ""))
         if job.metrics:
             text.append(f"\nreported {describe(job.metrics)}")
         if job.message:
