@@ -35,6 +35,9 @@ def progress_problem(line):
     return read_progress_line(line)[1]
 
 
+MAX_PROGRESS_BYTES = 4096  # as sent (non-ASCII escaped): a heartbeat carries the latest of up to 100 runs
+
+
 def read_progress_line(line):
     """``(progress, None)``, ``(None, why it is not one)``, or ``(None, None)`` without the prefix."""
     try:
@@ -69,6 +72,10 @@ def read_progress_line(line):
         checkpoint = data.get("checkpoint")
         if checkpoint is not None and not isinstance(checkpoint, str):
             return None, "checkpoint is not a string"
+        if len(json.dumps(out)) > MAX_PROGRESS_BYTES:
+            # the agent forwards it in events and every heartbeat: one 400 KB line of metrics cut
+            # the host's link again and again (over the protocol's line limit once escaped)
+            return None, "longer than %d bytes as JSON: report fewer or shorter metrics" % MAX_PROGRESS_BYTES
         return out, None
     except Exception as exc:  # it reads arbitrary user output: never raise
         return None, "unreadable ({})".format(type(exc).__name__)

@@ -32,6 +32,9 @@ from heet_tui.core.job import JobState
     ('@heet-progress {"step": -1, "samples": 160, "samples_per_s": 8}',
      "step, samples and samples_per_s must not be negative"),
     ('@heet-progress {"step": 5, "samples": 160, "samples_per_s": 8, "checkpoint": 3}', "checkpoint is not a string"),
+    # 400 KB of metrics, forwarded in every heartbeat, cut the host's link again and again
+    ('@heet-progress {"step": 5, "samples": 160, "samples_per_s": 8, "pad": "%s"}' % ("\u00e9" * 200_000),
+     "longer than 4096 bytes as JSON: report fewer or shorter metrics"),
 ])
 def test_each_way_a_line_can_be_wrong_is_named(line: str, why: str) -> None:
     assert parse_progress_line(line) is None and progress_problem(line) == why
