@@ -52,15 +52,24 @@ def _shown(spec: JobSpec, field: str) -> str:
         return " ".join(value)
     if field == "gpu_types":
         return ", ".join(value) or "any"
-    if field == "env":
-        return ", ".join(f"{k}={v}" for k, v in value) or "none"
     return "default" if value is None or value == "" else str(value)  # "workdir: /x -> " read as a bug
 
 
 def spec_changes(old: JobSpec, new: JobSpec) -> list[str]:
-    """What differs, as ``key: old -> new`` (the spec file's key names)."""
-    return [f"{field.removesuffix('_s')}: {_shown(old, field)} -> {_shown(new, field)}"
+    """What differs, as ``key: old -> new`` (the spec file's key names); ``env`` by its keys only."""
+    return [_env_change(old, new) if field == "env" else
+            f"{field.removesuffix('_s')}: {_shown(old, field)} -> {_shown(new, field)}"
             for field in ALL_FIELDS if getattr(old, field) != getattr(new, field)]
+
+
+def _env_change(old: JobSpec, new: JobSpec) -> str:
+    """Values are often tokens (HF_TOKEN, WANDB_API_KEY): printed, they went to scrollback, the
+    store's events and controller.log."""
+    before, after = dict(old.env), dict(new.env)
+    parts = [f"{k} {how}" for k, how in sorted(
+        [(k, "added") for k in after.keys() - before.keys()] + [(k, "removed") for k in before.keys() - after.keys()]
+        + [(k, "changed") for k in before.keys() & after.keys() if before[k] != after[k]])]
+    return f"env: {', '.join(parts)}"
 
 
 def update_problem(old: JobSpec, new: JobSpec, state: JobState) -> str | None:

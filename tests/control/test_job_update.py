@@ -33,6 +33,10 @@ def test_what_changed_is_named_and_what_names_the_job_measurements_or_checkpoint
                                          "gpu_types: any -> A100", "stop_grace: default -> 90"]
     assert spec_changes(SPEC, SPEC) == [] and update_problem(SPEC, wider, JobState.RUNNING) is None
     assert spec_changes(replace(SPEC, workdir="/src"), SPEC) == ["workdir: /src -> default"], "not '/src -> '"
+    # env by its keys: values are often tokens, and the change is printed, stored and logged
+    secret = replace(SPEC, env=(("HF_TOKEN", "hf_old"), ("SEED", "1")))
+    assert spec_changes(secret, replace(SPEC, env=(("HF_TOKEN", "hf_new"), ("LR", "0.1")))) == [
+        "env: HF_TOKEN changed, LR added, SEED removed"]
     assert needs_relaunch(SPEC, wider)
     assert not needs_relaunch(SPEC, JobSpec("j", SPEC.command, "m", 32, SPEC.target, checkpoint_dir="/ck/j",
                                             max_gpus=8, priority=3, stop_grace_s=90)), "the scheduler's alone"
