@@ -7,6 +7,7 @@ fingerprint the user approved, so a key swapped between "show" and "yes" is neve
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,14 +104,19 @@ async def trust_host(entry: HostEntry, fingerprint: str, ssh_config: Path | None
     public = key.export_public_key("openssh").decode("ascii").split()
     line = f"{target.known_hosts_pattern} {public[0]} {public[1]}\n"
     path = target.trust_file
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.parent.exists():
+        path.parent.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700)  # ~/.config/heet-tui: the user's alone, whatever the umask
+    if path.exists() and not path.is_file():  # UserKnownHostsFile /dev/null: replacing it would break the system
+        raise HostKeyUnknown(f"{path} is not a regular file: not recorded there (UserKnownHostsFile?)", actual)
     existing = path.read_text().splitlines(keepends=True) if path.is_file() else []
     # An approved key replaces older plain entries of the same type for this host (a key that
     # changed, e.g. after a reinstall); other types and other hosts' lines stay as they are.
     kept = [old for old in existing if old.split()[:2] != [target.known_hosts_pattern, public[0]]]
     kept = [old if old.endswith("\n") else old + "\n" for old in kept]
-    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
-    tmp.write_text("".join(kept) + line)
-    os.chmod(tmp, 0o600)
+    # a fresh name, created 0600: a predictable one was followed if someone planted a link there
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w") as out:
+        out.write("".join(kept) + line)
     os.replace(tmp, path)
     return path

@@ -82,8 +82,15 @@ def resolve_target(alias: str, port: int | None, user: str | None, ssh_config: P
     if files:
         known, trust_file = tuple(files), files[0]
     else:
-        known = (Path("~/.ssh/known_hosts").expanduser(), fallback_known_hosts)
+        known = (Path("~/.ssh/known_hosts").expanduser(), Path("~/.ssh/known_hosts2").expanduser(),
+                 fallback_known_hosts)
         trust_file = fallback_known_hosts
+    # and the system's, as ssh(1) reads them: a site that hands out its hosts' keys there had a
+    # key OpenSSH calls CHANGED taken as merely unknown, and recorded by `hosts trust --yes`
+    listed = config.get("GlobalKnownHostsFile", ())
+    system = [Path(os.path.expanduser(str(p))) for p in listed or () if str(p).lower() != "none"] if listed \
+        else [Path("/etc/ssh/ssh_known_hosts"), Path("/etc/ssh/ssh_known_hosts2")]
+    known = (*known, *system)
     jump = config.get("ProxyJump")
     interval = config.get("ServerAliveInterval")
     return SshTarget(alias, hostname, resolved_port, resolved_user, paths, known, trust_file,

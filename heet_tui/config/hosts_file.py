@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -35,6 +36,7 @@ from typing import Any
 
 from heet_tui.config.errors import ConfigError, parse_toml, read_config_text
 from heet_tui.config.fields import SAFE_ADDRESS, SAFE_NAME, SAFE_USER, SAFE_WORKDIR, Fields
+from heet_tui.config.file_safety import others_can_write, refusal
 from heet_tui.config.locate import LineIndex
 
 TRANSPORTS = ("ssh", "local")
@@ -121,7 +123,10 @@ class HostsFile:
 
 def load_hosts(path: Path | str) -> HostsFile:
     path = Path(path)
-    return parse_hosts_text(read_config_text(path), path)
+    text = read_config_text(path)
+    if (why := others_can_write(path)) is not None:
+        raise ConfigError(path, refusal(path, why))
+    return parse_hosts_text(text, path)
 
 
 def parse_hosts_text(text: str, path: Path | str) -> HostsFile:
@@ -309,11 +314,13 @@ def editable_hosts_path(path: Path) -> tuple[Path, bool]:
         raise FileExistsError(f"{path} is heet-tui's bundled example and is not edited in place; your hosts "
                               f"file is {user} (heet-tui uses it when started without --hosts)")
     try:
-        user.parent.mkdir(parents=True, exist_ok=True)
+        user.parent.parent.mkdir(parents=True, exist_ok=True)
+        user.parent.mkdir(mode=0o700, exist_ok=True)  # the user's alone, whatever the umask
         text = path.read_text(encoding="utf-8")
-        tmp = user.with_name(f".{user.name}.{os.getpid()}.tmp")
-        tmp.write_text(f"{COPY_HEADER} {path.name}.\n{text}", encoding="utf-8")
-        tmp.replace(user)
+        fd, tmp = tempfile.mkstemp(prefix=f".{user.name}.", suffix=".tmp", dir=user.parent)  # 0600
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(f"{COPY_HEADER} {path.name}.\n{text}")
+        os.replace(tmp, user)
     except OSError as exc:
         raise OSError(f"cannot copy {path} to {user}: {exc.strerror or exc}") from None
     return user, True

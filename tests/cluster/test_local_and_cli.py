@@ -316,3 +316,20 @@ def test_hosts_check_names_the_hosts_file_in_the_trust_command_it_prints(lab, ca
     assert main(["hosts", "check", "--hosts", str(path)]) == 1
     said = capsys.readouterr().out
     assert f"then run: heet-tui hosts trust newcomer --hosts {path}\n" in said, said
+
+
+def test_a_key_the_systems_known_hosts_holds_otherwise_is_a_changed_key_and_yes_does_not_take_it(lab, capsys):
+    """GlobalKnownHostsFile (by default /etc/ssh/ssh_known_hosts) was not read: a key OpenSSH calls
+    CHANGED was taken as merely unknown, and `hosts trust --yes` recorded it."""
+    from heet_tui.cluster.loopback_sshd import _keygen
+
+    host = lab.add_host("site", trusted=False)
+    kind, blob = _keygen(lab.root / "distributed_key").split()[:2]  # the key the site hands out
+    (lab.root / "global_known_hosts").write_text(f"[{host.address}]:{host.port} {kind} {blob}\n")
+    lab.write_ssh_config(lab.user_key, extra=f"Host *\n  GlobalKnownHostsFile {lab.root / 'global_known_hosts'}\n")
+    before = lab.known_hosts.read_text()
+    hosts = load_hosts(lab.hosts_toml([lab.entry_for(host)]))
+    assert run_trust(hosts, "site", assume_yes=True) == 1
+    said = capsys.readouterr().out
+    assert "the key CHANGED" in said and "Refused: --yes does not replace a changed key" in said
+    assert lab.known_hosts.read_text() == before

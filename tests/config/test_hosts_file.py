@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -154,3 +155,37 @@ def test_a_workdir_the_login_shell_could_read_as_code_is_refused_with_its_line(t
     with pytest.raises(ConfigError) as info:
         parse_hosts_text(text, tmp_path / "hosts.toml")
     assert str(info.value).startswith("hosts.toml:3:") and "no backslash, !" in str(info.value), str(info.value)
+
+
+def test_a_hosts_file_others_can_write_is_refused(tmp_path: Path) -> None:
+    """Its hosts' python, workdir and SSH settings run as you: with a umask of 000, another user added
+    python = "/tmp/evil.sh" and it ran as the controller's user at the next reload."""
+    path = tmp_path / "hosts.toml"
+    path.write_text('[[hosts]]\nname = "a"\ntransport = "local"\n')
+    assert load_hosts(path).names() == ("a",)
+    path.chmod(0o666)
+    with pytest.raises(ConfigError, match=r"refused: every user can write it.*chmod go-w"):
+        load_hosts(path)
+    path.chmod(0o664)
+    assert os.stat(path).st_gid != os.getgid() or load_hosts(path).names() == ("a",), "your own group: as ssh allows"
+    path.chmod(0o644)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # anyone may swap the file for another
+    moved = shared / "hosts.toml"
+    moved.write_text(path.read_text())
+    with pytest.raises(ConfigError, match="its directory is writable by all and not sticky"):
+        load_hosts(moved)
+
+
+def test_the_users_own_hosts_file_is_made_private_whatever_the_umask(tmp_path: Path, monkeypatch) -> None:
+    from heet_tui.config.hosts_file import editable_hosts_path
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    old = os.umask(0)
+    try:
+        user, copied = editable_hosts_path(bundled_config("local.toml"))
+    finally:
+        os.umask(old)
+    assert copied and oct(user.stat().st_mode & 0o777) == "0o600" and oct(user.parent.stat().st_mode & 0o777) == "0o700"
+    assert load_hosts(user).names()
