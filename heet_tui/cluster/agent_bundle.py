@@ -30,6 +30,7 @@ here = os.path.abspath(sys.argv[0])
 if here.endswith(".pyz"):
     unpacked = here[:-4] + ".d"
     if not os.path.isfile(os.path.join(unpacked, "__main__.py")):
+        mask = os.umask(0o077)  # the agent's code is the user's alone, whatever the umask (jobs keep theirs)
         try:
             tmp = "%%s.tmp.%%d" %% (unpacked, os.getpid())
             os.makedirs(os.path.join(tmp, "heet_agent"))
@@ -40,6 +41,8 @@ if here.endswith(".pyz"):
         except Exception:  # e.g. another agent unpacked first: use its copy, drop ours
             import shutil
             shutil.rmtree(tmp, ignore_errors=True)
+        finally:
+            os.umask(mask)
     if os.path.isfile(os.path.join(unpacked, "__main__.py")):
         sys.path.insert(0, unpacked)
 from heet_agent.main import main

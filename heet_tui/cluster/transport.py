@@ -58,7 +58,9 @@ class LocalTransport:
 
     async def open(self, bundle: AgentBundle) -> AgentChannel:
         try:
-            self.workdir.mkdir(parents=True, exist_ok=True)
+            if not self.workdir.exists():  # the user's alone whatever the umask: at 000 it was made
+                self.workdir.parent.mkdir(parents=True, exist_ok=True)  # 0777, then refused as not theirs
+                self.workdir.mkdir(mode=0o700)
             mode = self.workdir.stat()
             if mode.st_uid != os.geteuid() or mode.st_mode & 0o022:  # a planted agent file would run as you
                 raise AgentFailure(f"workdir {self.workdir} {NOT_YOURS}")

@@ -333,3 +333,19 @@ def test_a_key_the_systems_known_hosts_holds_otherwise_is_a_changed_key_and_yes_
     said = capsys.readouterr().out
     assert "the key CHANGED" in said and "Refused: --yes does not replace a changed key" in said
     assert lab.known_hosts.read_text() == before
+
+
+def test_a_local_host_comes_up_under_a_umask_of_000_with_its_agent_private(tmp_path):
+    """Its workdir was made 0777, then refused as not the user's alone (the host never came up);
+    the agent's unpacked sources were 0777/0666 until the workdir was made private."""
+    path, workdir = _local_hosts(tmp_path)
+    old = os.umask(0)
+    try:
+        (row,) = asyncio.run(check_hosts(load_hosts(path)))
+    finally:
+        os.umask(old)
+    assert row["state"] == "ready", row
+    assert oct(workdir.stat().st_mode & 0o777) == "0o700"
+    unpacked = next(workdir.glob("heet-agent-*.d"))
+    assert oct(unpacked.stat().st_mode & 0o777) == "0o700"
+    assert oct((unpacked / "heet_agent" / "main.py").stat().st_mode & 0o777) == "0o600"
