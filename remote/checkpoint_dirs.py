@@ -33,6 +33,7 @@ def claim_checkpoint_dir(env):
     mark = os.path.join(path, OWNER_FILE)
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)
+        _refuse_others(path)
         fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         try:
@@ -49,6 +50,19 @@ def claim_checkpoint_dir(env):
         raise JobError(f"cannot prepare checkpoint dir {path}: {exc}")
     with os.fdopen(fd, "w") as fh:
         fh.write(owner + "\n")
+
+
+def _refuse_others(path):
+    """A checkpoint dir someone else owns or may write: they could replace the checkpoints the job
+    resumes from, or plant links its next save writes through (a shared /tmp/ckpt made 0777 by
+    another user was taken as it was)."""
+    st = os.stat(path)
+    if st.st_uid != os.getuid():
+        raise JobError(f"checkpoint dir {path} belongs to uid {st.st_uid}, not to you: give the job a "
+                       "checkpoint_dir of its own")
+    if st.st_mode & 0o002 or (st.st_mode & 0o020 and st.st_gid != os.getgid()):
+        raise JobError(f"checkpoint dir {path} may be written by others (mode {oct(st.st_mode & 0o777)}): "
+                       f"chmod go-w {path}, or give the job another checkpoint_dir")
 
 
 def make_scratch_dir(env):

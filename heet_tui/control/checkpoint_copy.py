@@ -74,8 +74,11 @@ class _LocalDir:
     async def write(self, name: str, chunks: AsyncIterator[bytes]) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         tmp = self.path / f".{name}.copy.tmp"
+        tmp.unlink(missing_ok=True)  # a link planted at the name goes, not what it points at
         try:
-            with open(tmp, "wb") as fh:
+            # created here, never followed: "wb" wrote through a link to any file the user may write
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as fh:
                 async for data in chunks:
                     await asyncio.to_thread(fh.write, data)
             os.replace(tmp, self.path / name)
@@ -123,8 +126,10 @@ class _SftpDir:
     async def write(self, name: str, chunks: AsyncIterator[bytes]) -> None:
         await self.sftp.makedirs(self.path, exist_ok=True)
         tmp = f"{self.path}/.{name}.copy.tmp"
+        if await self.sftp.lexists(tmp):
+            await self.sftp.remove(tmp)  # a link planted at the name: removed, not written through
         try:
-            async with self.sftp.open(tmp, "wb") as fh:
+            async with self.sftp.open(tmp, "xb") as fh:  # created by this open (O_EXCL), or it fails
                 async for data in chunks:
                     await fh.write(data)
             await self.sftp.posix_rename(tmp, f"{self.path}/{name}")

@@ -106,6 +106,14 @@ def test_a_checkpoint_dir_used_by_another_state_store_is_refused(agent, tmp_path
     assert not refused["ok"] and f"checkpoint dir {ckpt} holds another heet-tui state store's" in refused["error"]
     assert launch("again", "store-a")["ok"]  # the same store's next job (or generation) goes ahead
     assert (ckpt / ".heet-owner").read_text() == "store-a\n"
+    # one others may write: they could swap the checkpoints it resumes from, or plant links
+    shared = tmp_path / "world" / "ckpt"
+    shared.mkdir(parents=True)
+    shared.chmod(0o777)
+    env = {"HEET_CHECKPOINT_DIR": str(shared), "HEET_CHECKPOINT_OWNER": "store-a"}
+    refused = agent.request("launch", job_id="open", generation=1, argv=["true"], env=env)
+    assert not refused["ok"] and f"checkpoint dir {shared} may be written by others (mode 0o777)" in refused["error"]
+    assert not (shared / ".heet-owner").exists()
 
 
 def test_a_scratch_checkpoint_dir_is_the_runs_own_and_goes_when_it_ends(agent, tmp_path):

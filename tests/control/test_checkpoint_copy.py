@@ -40,6 +40,11 @@ def test_copy_over_sftp_between_two_hosts(tmp_path: Path, monkeypatch: pytest.Mo
         (origin / "key").symlink_to(secret)  # a link copied what it points at to the other host
         on_src, on_dst = tmp_path / "on-src" / "ck", tmp_path / "on-dst" / "deep" / "ck"
         opts = ClusterOptions(connect_timeout_s=10.0)
+        victim = tmp_path / "victim.txt"
+        victim.write_text("mine")
+        for where in (on_src, on_dst):  # links planted at the temp names: "wb" wrote through them
+            where.mkdir(parents=True)
+            (where / ".checkpoint.pt.copy.tmp").symlink_to(victim)
 
         async def scenario() -> tuple[Copied, Copied]:
             first = await copy_checkpoint(local, str(origin), hosts.host("src"), str(on_src), hosts.ssh_config, opts)
@@ -53,6 +58,7 @@ def test_copy_over_sftp_between_two_hosts(tmp_path: Path, monkeypatch: pytest.Mo
         assert (on_dst / "checkpoint.pt").read_bytes() == (origin / "checkpoint.pt").read_bytes()
         assert (on_dst / "checkpoint.json").read_text() == '{"step": 40, "generation": 2}'
         assert not (on_dst / "key").exists(), "links are not followed"
+        assert victim.read_text() == "mine", "the planted links were removed, not written through"
         assert asyncio.run(copy_checkpoint(hosts.host("src"), str(tmp_path / "none"), hosts.host("dst"),
                                            str(on_dst), hosts.ssh_config, opts)) == Copied(0, 0), "nothing to copy yet"
         lab.server("src").kill()
