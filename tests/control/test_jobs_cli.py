@@ -9,7 +9,7 @@ import pytest
 
 from heet_tui.cli.main import main
 from heet_tui.control.store import Store
-from heet_tui.core.job import JobState
+from heet_tui.core.job import JobSpec, JobState, Target, TargetKind
 
 JOB = 'name = "cnn"\ncommand = ["python3", "-m", "train"]\nmodel = "m"\nbatch_size = 32\ntarget = { steps = 10 }\n'
 
@@ -202,3 +202,17 @@ def test_the_listing_keeps_to_active_jobs_and_the_latest_ended_unless_all(
     assert main([*state, "jobs", "--all", "--json"]) == 0
     everything = json.loads(capsys.readouterr().out)
     assert [j["id"] for j in everything["jobs"]] == ids and everything["ended_not_listed"] == 0
+
+
+def test_a_jobs_output_reaches_the_terminal_with_its_control_characters_escaped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A job printing an OSC 52 sequence could set the clipboard of whoever read its events."""
+    from heet_tui.cli.printable import printable
+
+    store = Store(tmp_path / "state")
+    store.add_job(JobSpec("esc", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 10)), 0.0)
+    store.add_event(1.0, "failed", "crashed\n\x1b]52;c;ZXZpbA==\x07\x1b]0;PWNED\x07 tail\tline", "esc")
+    assert main(["--state", str(tmp_path / "state"), "jobs", "esc"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\\x1b]52;c;ZXZpbA==\\x07" in out
+    assert printable("a\tb\x9bc") == "a\tb\\x9bc", "tab kept; a C1 control escaped too"

@@ -12,6 +12,7 @@ import time
 
 from heet_tui.cli.errors import UsageError
 from heet_tui.cli.names import known_names
+from heet_tui.cli.printable import printable
 from heet_tui.control.checkpoint_dirs import HOSTS_SETTING
 from heet_tui.control.codec import spec_to_obj
 from heet_tui.control.snapshots import controller_running
@@ -91,9 +92,9 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
     for e in found:
         lines = e.message.splitlines() or [""]
         where = f" [{e.host}]" if e.host else ""
-        print(f"  {_clock(e.at)} {e.kind:<10} {lines[0]}{where}")
+        print(f"  {_clock(e.at)} {e.kind:<10} {printable(lines[0])}{where}")
         for more in lines[1:]:
-            print(f"  {'':<8} {'':<10} {more}")
+            print(f"  {'':<8} {'':<10} {printable(more)}")
     return 0
 
 

@@ -16,6 +16,7 @@ from heet_tui.cli.commands.job_details import job_named
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_location_options
+from heet_tui.cli.printable import printable
 from heet_tui.control.attach_client import AttachedBackend, ControllerGone
 from heet_tui.control.job_log import MAX_LINES, recorded_failure_tail
 from heet_tui.control.snapshots import controller_running
@@ -65,7 +66,7 @@ async def _ask(store: Store, job_id: str, lines: int, follow: bool, rank: int = 
     try:
         shown = await asyncio.wait_for(backend.job_log(job_id, lines, rank), REPLY_TIMEOUT_S)
         for line in shown:
-            print(line, flush=True)
+            print(printable(line), flush=True)
         waiting = False  # the host is out: said once, until lines come again
         while follow:
             if backend.gone is not None:
@@ -91,9 +92,9 @@ async def _ask(store: Store, job_id: str, lines: int, follow: bool, rank: int = 
                 continue
             waiting = False
             for line in await _rest_of_previous_run(backend, job_id, rank, shown, fetched):
-                print(line, flush=True)
+                print(printable(line), flush=True)
             for line in new_lines(shown, fetched):
-                print(line, flush=True)
+                print(printable(line), flush=True)
             shown = fetched
             if ended:
                 return
@@ -176,5 +177,5 @@ def _recorded_tail(store: Store, job_id: str, lines: int) -> int:
                        f"{job_id} shows what the store holds")
     print(f"(no controller runs on {store.dir}: this is the tail recorded when {job_id} failed)")
     for line in tail[-lines:]:
-        print(line)
+        print(printable(line))
     return 0

@@ -19,6 +19,7 @@ from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.commands.plan import predicted_jct
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_location_options
+from heet_tui.cli.printable import printable
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
 from heet_tui.control.controller import Controller, ControllerOptions
@@ -97,7 +98,8 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> in
             for e in recent:
                 if e.id > last_event:
                     stamp = time.strftime("%H:%M:%S", time.localtime(e.at))
-                    print(f"{stamp} {e.kind:<10} {e.message.splitlines()[0] if e.message else ''}", flush=True)
+                    print(f"{stamp} {e.kind:<10} {printable(e.message.splitlines()[0]) if e.message else ''}",
+                          flush=True)
                     last_event = e.id
             # notices are what the TUI shows as toasts: a hosts file that did not reload, a failing
             # round, a store that takes no writes (then no event can be written to say so); one
@@ -105,7 +107,7 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> in
             said = {e.message for e in recent}
             for notice in pending:
                 if notice not in said:
-                    print(f"{time.strftime('%H:%M:%S')} {'notice':<10} {notice}", flush=True)
+                    print(f"{time.strftime('%H:%M:%S')} {'notice':<10} {printable(notice)}", flush=True)
             proposed = _proposed(controller, proposed)
             if until_idle and controller.all_done():
                 break
