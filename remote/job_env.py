@@ -18,7 +18,7 @@ def bundle_root():
     return None
 
 
-def job_environment(base, extra, job_id, generation, gpus, visible, emulated_speed):
+def job_environment(base, extra, job_id, generation, gpus, visible, emulated_speed, emulated_threads=None):
     """``gpus``: the process's own GPUs; ``visible``: what it sees, its job's GPUs on the host in
     ``LOCAL_RANK`` order, so that ``torch.cuda.set_device(LOCAL_RANK)`` picks its own, as under
     torchrun (with only its own GPU visible, that call failed on every rank but the first)."""
@@ -39,6 +39,8 @@ def job_environment(base, extra, job_id, generation, gpus, visible, emulated_spe
         # The indices name emulated GPUs: real ones (if the host has any) stay out of the job.
         env["HEET_EMULATED_GPUS"] = ",".join(str(g) for g in gpus)
         env["CUDA_VISIBLE_DEVICES"] = ""
+        if emulated_threads and not env.get("OMP_NUM_THREADS"):  # the spec's, or the host's, wins
+            env["OMP_NUM_THREADS"] = str(emulated_threads)
     root = bundle_root()
     if root is not None:
         # After the user's own entries: a module of theirs named like ours wins.

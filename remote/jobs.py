@@ -59,6 +59,7 @@ class JobTable:
         self.floors = {}  # job id -> lowest generation allowed to run (fence)
         self.children = {}  # key -> Popen, only for jobs this agent started
         self.emulated_speed = None
+        self.emulated_threads = None  # OMP_NUM_THREADS for jobs on emulated GPUs, unless set
         self.notes = []
         self.save_problem = None  # why the job table could not be saved, while it cannot
         os.makedirs(os.path.join(workdir, "logs"), exist_ok=True)
@@ -165,7 +166,8 @@ class JobTable:
         workdir = os.path.expanduser(str(workdir))
         if not os.path.isdir(workdir):
             raise JobError(f"workdir {workdir} does not exist")
-        env = job_environment(os.environ, env_extra, job_id, generation, gpus, visible, self.emulated_speed)
+        env = job_environment(os.environ, env_extra, job_id, generation, gpus, visible, self.emulated_speed,
+                              self.emulated_threads)
         import shutil
 
         exe = argv[0]

@@ -409,3 +409,23 @@ def test_a_copys_controller_refused_once_is_refused_while_it_runs_and_a_restart_
             if process.proc.poll() is None:
                 process.proc.kill()
                 process.proc.wait()
+
+
+def test_jobs_on_emulated_gpus_get_their_share_of_the_cores_as_threads_unless_they_say(tmp_path):
+    """Each rank's torch took a thread per core: on a 2-core machine with emulated GPUs a job ran
+    at a tenth of its speed on 2 GPUs, and every plan shrank it back to 1."""
+    agent = AgentProcess(tmp_path / "agent", env={k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"})
+    try:
+        agent.line()
+        emulate = {"gpu_type": "T4", "count": 2, "speed": 1.0}
+        assert agent.request("hello", protocol=1, probes=[], emulate=emulate)["ok"]
+        out = tmp_path / "threads"
+        script = f"import os; open({str(out)!r}, 'a').write(os.environ['OMP_NUM_THREADS'] + ' ')"
+        for n, env in enumerate(({}, {"OMP_NUM_THREADS": "3"})):
+            assert agent.request("launch", job_id=f"t{n}", generation=1, argv=[sys.executable, "-c", script],
+                                 env=env, gpus=[0])["ok"]
+            assert agent.events_until("job_exit")["exit_code"] == 0
+        assert out.read_text().split() == [str(max(1, (os.cpu_count() or 1) // 2)), "3"]
+    finally:
+        agent.proc.kill()
+        agent.proc.wait()
