@@ -158,6 +158,7 @@ class Controller:
         self._stopping = True
         self._wake.set()
         await self.attach_server.close()
+        await self._stop_profiling_runs()
         await cancel_and_wait([*self._tasks, self.applying], STOP_TIMEOUT_S, "controller task")
         await self.executor.close()
         await self.cluster.stop()
@@ -165,6 +166,14 @@ class Controller:
         if self._log_handler is not None:
             detach_log_file(self._log_handler)
         self._lock.release()
+
+    async def _stop_profiling_runs(self) -> None:
+        """A profiling run measures for this controller alone and has no end of its own: left
+        behind by a quit, it trained its job's whole target, unwatched, on the GPUs it held."""
+        runs = [r for runs in self.executor.profiles.values() for r in runs if r.stop_reason is None]
+        for run in runs:
+            with contextlib.suppress(Exception):  # a host out: its agent's fence ends the run later
+                await asyncio.wait_for(self.executor.stop_run(run, "the controller stopped", wait=False), 5.0)
 
     def poke(self) -> None:
         self._wake.set()

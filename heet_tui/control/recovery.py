@@ -157,7 +157,7 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
                 await cluster.fence(host, r.job_id, r.generation + 1)
                 notes.append(f"fenced stale {r.job_id} generation {r.generation} on {host}")
                 store.add_event(now, "fence", f"stopped stale {r.job_id} generation {r.generation}"
-                                + _trained_on(store, parsed[0], r), parsed[0], host)
+                                + (_trained_on(store, parsed[0], r) if parsed[1] == "r" else ""), parsed[0], host)
             except Exception as exc:  # noqa: BLE001 - a failed fence is retried on the next report
                 log.warning("fence %s on %s failed: %s", r.job_id, host, exc)
     reported = {(r.job_id, r.generation) for r in jobs}

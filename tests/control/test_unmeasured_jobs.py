@@ -7,6 +7,7 @@ with `--no-profile` no job ever started.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -210,5 +211,35 @@ def test_the_twins_of_a_job_whose_profiling_measured_nothing_are_unmeasured_too(
         assert any("profiling on" in m for m in _profiling_events(store, "s1"))
         assert _profiling_events(store, "s2") == ["s2: not profiled: the profiling runs of its twin s1 measured no "
                                                   "throughput"]
+
+    run_and_clean(scenario, tmp_path)
+
+
+def test_a_controller_that_stops_stops_the_profiling_runs_it_started(tmp_path: Path) -> None:
+    """Seen: a quit while a job was being profiled left its profiling runs training the job's whole
+    target, unwatched, on the GPUs they held: nothing else ever stops them."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    stopped = tmp_path / "got-sigterm"
+    script = tmp_path / "slow_start.py"
+    script.write_text("import signal, sys, time\n"
+                      f"signal.signal(signal.SIGTERM, lambda *_: (open({str(stopped)!r}, 'w').close(), sys.exit(143)))\n"
+                      "print('loading', flush=True)\ntime.sleep(600)\n")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "p", steps=100, max_gpus=1,
+                                                   command=[sys.executable, str(script)]))))
+            await wait_for(ctl, lambda _: any(r.ranks[0].state == "running" for r in ctl.executor.profiles.get("p", [])),
+                           60, "its profiling run running")
+        finally:
+            await ctl.stop()
+        for _ in range(100):
+            if stopped.exists():
+                return
+            await asyncio.sleep(0.1)
+        raise AssertionError("the profiling run was left running")
 
     run_and_clean(scenario, tmp_path)
