@@ -32,6 +32,10 @@ HINTS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
     (re.compile(r"ModuleNotFoundError: No module named '([^']+)'"),
      "the Python it ran under has no module {1}: install it on the host, or name an interpreter that has it "
      "as the host's python in the hosts file", False),
+    (re.compile(r"can't open file '([^']+)': \[Errno 2\]"),
+     "there is no {1} where the job runs: a script beside the job file needs workdir = \".\" in the spec "
+     "(without a workdir the command runs in the agent's own directory on each host); then heet-tui update "
+     "the job and retry it", False),
     (re.compile(r"No space left on device|Disk quota exceeded", re.I),
      "a disk it writes to (its checkpoint_dir, its data, or its log in the agent's workdir) is full or over "
      "quota: free space there; the job resumes from its last checkpoint", False),

@@ -42,6 +42,8 @@ from heet_tui.core.job import JobState
         ("OSError: [Errno 122] Disk quota exceeded", False, "free space there"),
         ("ModuleNotFoundError: No module named 'timm'", False, "has no module timm: install it on the host"),
         ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", False, "raise min_gpus"),
+        ("/usr/bin/python3: can't open file '/home/u/.heet/hosts/a/train.py': [Errno 2] No such file or directory",
+         False, 'no /home/u/.heet/hosts/a/train.py where the job runs: a script beside the job file needs workdir = "."'),
     ],
 )
 def test_the_usual_crashes_get_advice(line: str, emulated: bool, advice: str) -> None:
