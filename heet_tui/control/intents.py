@@ -165,7 +165,9 @@ class IntentHandler:
         hints: list[str] = []
         for path, file, spec, job in zip(origins, files, specs, jobs, strict=True):
             self.ctl.store.add_event(now, "submit", f"submitted {job.id} from {file}", job.id)
-            hints += [h for h in submit_hints(spec, path, self.ctl.hosts) if h not in hints]
+            for hint in submit_hints(spec, path, self.ctl.hosts):  # kept with the job: a toast goes by
+                self.ctl.store.add_event(now, "warning", f"at submit: {hint}", job.id)
+                hints += [hint] if hint not in hints else []
         return f"submitted {', '.join(j.id for j in jobs)}" + "".join(f"{WARNING_SEP}{h}" for h in hints)
 
     async def _UpdateJobs(self, intent: UpdateJobs) -> str:

@@ -69,7 +69,9 @@ def test_jobs_name_shows_one_job_with_its_history_and_events(tmp_path: Path,
     assert table[0][:5] == ["ID", "STATE", "STEPS", "TARGET", "LOSS"]
     assert table[1][:6] == ["cnn", "failed", "4", "10", "steps", "0.25"] and table[2][5] == "-"
     assert [h["state"] for h in detail["history"]] == ["queued", "running", "failed"]
-    assert [e["kind"] for e in detail["events"]] == ["submit", "failed"]
+    assert [e["kind"] for e in detail["events"]] == ["submit", "warning", "failed"]
+    assert detail["events"][1]["message"].startswith('at submit: "train.py" is not beside cnn.toml'), \
+        "submit's warning is kept with the job (it went by with the terminal's scrollback, or a toast)"
     assert main([*state, "jobs", "nope"]) == 2
     assert 'no job "nope"' in capsys.readouterr().err
 

@@ -147,3 +147,21 @@ def test_a_cancel_from_the_tui_is_an_event_of_the_job_once(tmp_path: Path) -> No
 
     asyncio.run(scenario())
     assert [e.message for e in store.events("a", limit=20) if e.kind == "cancel"] == ["cancel requested for a"]
+
+
+def test_a_warning_at_submit_from_the_tui_is_kept_with_the_job(tmp_path: Path) -> None:
+    """It was in a toast only: a newcomer missed it, and the job failed with no word of why."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    spec = tmp_path / "first.toml"
+    spec.write_text('name = "first"\ncommand = ["python3", "train.py"]\nmodel = "m"\nbatch_size = 8\n'
+                    "target = { steps = 10 }\n")
+
+    async def scenario() -> str:
+        async with manual_controller(hosts, store) as ctl:
+            return await ctl.post(SubmitJob(str(spec)))
+
+    said = asyncio.run(scenario())
+    assert '"train.py" is not beside first.toml' in said
+    (kept,) = [e.message for e in store.events("first", limit=20) if e.kind == "warning"]
+    assert kept.startswith('at submit: "train.py" is not beside first.toml') and kept[len("at submit: "):] in said

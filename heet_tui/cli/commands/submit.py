@@ -55,6 +55,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
     for file, job in zip(files, jobs, strict=True):
         store.add_event(now, "submit", f"submitted {job.id} from {file}", job.id)
     warnings = _warnings(args, store, origins, jobs)
+    for hint, ids in warnings.items():  # kept with each job: the terminal's scrollback goes by
+        for job_id in ids:
+            store.add_event(now, "warning", f"at submit: {hint}", job_id)
     if args.json:
         for job, users in zip(jobs, earlier, strict=True):
             resumes = resumed_from(users)
