@@ -20,6 +20,7 @@ from heet_tui.core.snapshot import JobProfile, JobStatus, ProfileCell, Snapshot
 
 if TYPE_CHECKING:
     from heet_tui.control.controller import Controller
+    from heet_tui.control.runtime import Run
 
 PROFILE_COUNTS = (1, 2, 4)
 OTHER_STORE = "(another state store)"  # who holds a GPU that a process of another store runs on
@@ -72,7 +73,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
                                   or quiet_note(run, job.spec, now, ex.opt.stall_timeout_s))
         if rate > 0 and job.state is JobState.RUNNING and quiet is None:  # a silent job's ETA would be a guess
             total = job.samples_done / progress if progress > 0 else None
-            remaining = (total - job.samples_done) / rate if total else None
+            remaining = (total - job.samples_done) / _steady(ctl, run, rate) if total else None
         elif job.state is JobState.QUEUED and run is None:  # quiet_note is None without a run
             remaining, quiet = _queued_prediction(ctl, job.id, job.message, now)
         jobs.append(JobStatus(
@@ -119,6 +120,14 @@ def _queued_prediction(ctl: Controller, job_id: str, message: str, now: float) -
 
 
 RECENT_DONE_PROFILES = 10
+
+
+def _steady(ctl: Controller, run: Run, latest: float) -> float:
+    """The rate an ETA is read at: the job's recent mean on its configuration (its last few
+    observations, ten seconds apart), else the latest report. From each report alone, the ETA of
+    a job on a busy machine jumped between 54 s and 15 minutes from one snapshot to the next."""
+    steady = ctl.book.own(run.job_id).get((run.alloc.gpu_type, placement_key(run.alloc.placement)))
+    return steady if steady else latest
 SHOWN_ENDED = 500  # ended jobs in a snapshot, latest first; `heet-tui jobs` lists them all
 
 
