@@ -67,7 +67,8 @@ def take_over(workdir, owner, session="", previous=""):
     if old and serving and serving != owner:
         raise JobError(f"this host is managed by another heet-tui controller (its agent pid {old} serves state "
                        f"store {serving[:12]}, this controller's is {owner[:12] or 'unnamed'}): stop that "
-                       f"controller, or run this one with the other's --state")
+                       f"controller, or run this one with the other's --state; another user on this host needs a "
+                       f"workdir of their own in their hosts file")
     if old and session:
         _refuse_another_session(workdir, old, session, previous)
     if old:

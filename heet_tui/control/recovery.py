@@ -179,6 +179,8 @@ def _trained_on(store: Store, job_id: str, remote: RemoteJob) -> str:
     except (TypeError, ValueError):
         return ""
     rec = store.job(job_id)
+    if rec is not None and rec.job.state.terminal:  # cancelled while its host was out: no newer generation
+        return f": it had run on to step {step} while its host was out of reach, after the job was {rec.job.state.value}"
     if rec is None or step <= rec.job.steps_done:
         return ""
     return (f": it had trained on to step {step} while cut off from the controller, past the job's {rec.job.steps_done};"

@@ -197,6 +197,7 @@ def test_an_agent_of_another_controller_is_refused_one_of_the_same_takes_over(tm
         other.line()
         refused = other.request("hello", protocol=1, probes=[], owner="store-b")
         assert not refused["ok"] and "managed by another heet-tui controller" in refused["error"]
+        assert "another user on this host needs a workdir of their own" in refused["error"]
         assert "store-a" in refused["error"] and "--state" in refused["error"]
         assert not other.request("jobs")["ok"], "no job requests before a hello that took the host"
         assert first.request("ping")["ok"], "the first agent goes on serving"

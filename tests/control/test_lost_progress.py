@@ -105,3 +105,6 @@ def test_a_fenced_stale_copy_that_trained_past_the_job_says_what_was_lost(tmp_pa
     for behind in (RemoteJob("h", "j.r0.abc", 2, "running", progress={"step": 200}),
                    RemoteJob("h", "j.r0.abc", 2, "running")):
         assert _trained_on(store, "j", behind) == ""
+    store.set_state("j", JobState.CANCELLED, 5.0)  # cancelled while its host was out: no newer generation
+    assert _trained_on(store, "j", ahead) == (": it had run on to step 723 while its host was out of reach, "
+                                              "after the job was cancelled")
