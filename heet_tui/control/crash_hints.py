@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from heet_tui.control.runtime import LAUNCH_REFUSED
+
 CPU_BACKEND = ("emulated GPUs are this host's CPU: use the gloo backend and the CPU while HEET_EMULATED_SPEED "
                "is set (heet_agent.elastic does), docs/TRAINING.md")
 
@@ -43,6 +45,16 @@ HINTS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
      "the local batch (batch_size / GPUs) does not fit one GPU: raise min_gpus, or leave this GPU type out "
      "of gpu_types", False),
 )
+
+
+# launch refusals a retry cannot change: the job's checkpoint_dir is another store's, or unsafe
+FOR_GOOD = ("holds another heet-tui state store's checkpoints", "may be written by others", "not to you: give the job")
+
+
+def refused_for_good(why: str) -> bool:
+    """A retry of such a launch failed the same way twice more, and a plan had resized a running
+    job to make room for each try."""
+    return LAUNCH_REFUSED in why and any(reason in why for reason in FOR_GOOD)
 
 
 def crash_hint(tail: Sequence[str], emulated: bool) -> str | None:

@@ -22,6 +22,7 @@ from heet_tui.cluster.aio import cancel_and_wait, spawn
 from heet_tui.config.hosts_file import HostsFile
 from heet_tui.control import progress_reports as reports
 from heet_tui.control.checkpoint_hosts import CheckpointHosts
+from heet_tui.control.crash_hints import refused_for_good
 from heet_tui.control.crashed_sizes import load_crashed_sizes, new_size_that_crashed, save_crashed_sizes
 from heet_tui.control.host_health import stored_health
 from heet_tui.control.job_log import fail_with_log_tail
@@ -383,7 +384,7 @@ class Executor:
             self.store.add_event(now, "crashed", f"{job_id}: {size[1]}x{size[0]} crashed before its first report, "
                                  "a size it never ran at: plans leave it out", job_id)
         crashes = self.store.count_crash(job_id)
-        if crashes > self.opt.max_retries:
+        if crashes > self.opt.max_retries or refused_for_good(why):
             self._spawn(fail_with_log_tail(self, run, why, crashes))
             return
         wait = backoff_s(crashes, self.opt.retry_backoff_s)

@@ -74,3 +74,28 @@ def test_a_job_that_fails_on_a_missing_module_says_where_to_install_it(tmp_path:
     failed = [e.message for e in store.events("m", limit=20) if e.kind == "failed"]
     assert failed and failed[0].endswith("install it on the host, or name an interpreter that has it as the host's "
                                          "python in the hosts file")
+
+
+def test_a_launch_refused_for_a_checkpoint_dir_of_another_store_fails_at_once(tmp_path: Path) -> None:
+    """Retried twice more, it was refused the same way, and each try's plan had resized a running job."""
+    from heet_tui.control.controller import ControllerOptions
+    from heet_tui.control.execution import ExecOptions
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    theirs = tmp_path / "ckpt" / "taken"
+    theirs.mkdir(parents=True)
+    (theirs / ".heet-owner").write_text("another-store-id\n")
+    spec = write_job(tmp_path, "taken", steps=10, max_gpus=1)  # its checkpoint_dir is <tmp>/ckpt/taken
+    options = ControllerOptions(interval_s=0.2, auto_approve=True, profile=False,
+                                execution=ExecOptions(retry_backoff_s=0.1))
+
+    async def scenario() -> None:
+        async with started_controller(hosts, store, options) as ctl:
+            await ctl.post(SubmitJob(str(spec)))
+            snap = await wait_for(ctl, lambda s: job(s, "taken").state is JobState.FAILED, 60, "taken to fail")
+            assert "holds another heet-tui state store's checkpoints" in job(snap, "taken").message
+            assert "(1 attempts)" in job(snap, "taken").message, job(snap, "taken").message
+
+    run_and_clean(scenario, tmp_path)
+    assert len([e for e in store.events("taken", limit=20) if e.kind == "launch"]) <= 1
