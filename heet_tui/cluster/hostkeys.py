@@ -6,8 +6,6 @@ fingerprint the user approved, so a key swapped between "show" and "yes" is neve
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from heet_tui.cluster.errors import ClusterError, HostKeyUnknown, Unreachable
 from heet_tui.cluster.options import default_known_hosts
 from heet_tui.cluster.ssh_settings import SshTarget, known_hosts_arg
 from heet_tui.cluster.ssh_transport import SshTransport, failure_reason, open_connection, server_key
+from heet_tui.config.file_safety import write_private
 from heet_tui.config.hosts_file import HostEntry
 
 
@@ -104,9 +103,6 @@ async def trust_host(entry: HostEntry, fingerprint: str, ssh_config: Path | None
     public = key.export_public_key("openssh").decode("ascii").split()
     line = f"{target.known_hosts_pattern} {public[0]} {public[1]}\n"
     path = target.trust_file
-    if not path.parent.exists():
-        path.parent.parent.mkdir(parents=True, exist_ok=True)
-        path.parent.mkdir(mode=0o700)  # ~/.config/heet-tui: the user's alone, whatever the umask
     if path.exists() and not path.is_file():  # UserKnownHostsFile /dev/null: replacing it would break the system
         raise HostKeyUnknown(f"{path} is not a regular file: not recorded there (UserKnownHostsFile?)", actual)
     existing = path.read_text().splitlines(keepends=True) if path.is_file() else []
@@ -114,9 +110,5 @@ async def trust_host(entry: HostEntry, fingerprint: str, ssh_config: Path | None
     # changed, e.g. after a reinstall); other types and other hosts' lines stay as they are.
     kept = [old for old in existing if old.split()[:2] != [target.known_hosts_pattern, public[0]]]
     kept = [old if old.endswith("\n") else old + "\n" for old in kept]
-    # a fresh name, created 0600: a predictable one was followed if someone planted a link there
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w") as out:
-        out.write("".join(kept) + line)
-    os.replace(tmp, path)
+    write_private(path, "".join(kept) + line)
     return path

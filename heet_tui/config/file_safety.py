@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 
@@ -41,3 +42,20 @@ def others_can_write(path: Path) -> str | None:
 def refusal(path: Path, why: str) -> str:
     return (f"refused: {why}, and what it says runs as you (hosts' python, workdir, SSH settings); "
             f"make it yours alone: chmod go-w {path}")
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``path`` whole, 0600, through a fresh name beside it (a predictable one was followed
+    if someone planted a link there); a directory it makes for it is the user's alone, whatever
+    the umask (``~/.config/heet-tui``)."""
+    if not path.parent.exists():
+        path.parent.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -36,7 +35,7 @@ from typing import Any
 
 from heet_tui.config.errors import ConfigError, parse_toml, read_config_text
 from heet_tui.config.fields import SAFE_ADDRESS, SAFE_NAME, SAFE_USER, SAFE_WORKDIR, Fields
-from heet_tui.config.file_safety import others_can_write, refusal
+from heet_tui.config.file_safety import others_can_write, refusal, write_private
 from heet_tui.config.locate import LineIndex
 
 TRANSPORTS = ("ssh", "local")
@@ -314,13 +313,7 @@ def editable_hosts_path(path: Path) -> tuple[Path, bool]:
         raise FileExistsError(f"{path} is heet-tui's bundled example and is not edited in place; your hosts "
                               f"file is {user} (heet-tui uses it when started without --hosts)")
     try:
-        user.parent.parent.mkdir(parents=True, exist_ok=True)
-        user.parent.mkdir(mode=0o700, exist_ok=True)  # the user's alone, whatever the umask
-        text = path.read_text(encoding="utf-8")
-        fd, tmp = tempfile.mkstemp(prefix=f".{user.name}.", suffix=".tmp", dir=user.parent)  # 0600
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(f"{COPY_HEADER} {path.name}.\n{text}")
-        os.replace(tmp, user)
+        write_private(user, f"{COPY_HEADER} {path.name}.\n{path.read_text(encoding='utf-8')}")
     except OSError as exc:
         raise OSError(f"cannot copy {path} to {user}: {exc.strerror or exc}") from None
     return user, True

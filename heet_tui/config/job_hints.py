@@ -52,16 +52,23 @@ def missing_files_hint(spec: JobSpec) -> str | None:
     "can't open file" twelve seconds later. The hosts may see another filesystem than the
     machine that submits, so this warns and does not refuse.
     """
+    missing = missing_here(spec)
+    if missing is None:
+        return None
+    elsewhere = "have it (a shared filesystem)" if missing.startswith("workdir") else "have it there"
+    return f"{missing}: every launch fails unless the hosts {elsewhere}"
+
+
+def missing_here(spec: JobSpec) -> str | None:
+    """The ``workdir``, or the script in it, that this machine does not have; None when both are here."""
     if not spec.workdir:
         return None  # the agent's own directory on each host: nothing here to look at
     base = Path(spec.workdir).expanduser()
     if not base.is_dir():
-        return (f"workdir {spec.workdir} does not exist on this machine: every launch fails unless the hosts "
-                "have it (a shared filesystem)")
+        return f"workdir {spec.workdir} does not exist on this machine"
     script = _script(spec)
     if script is not None and not (base / Path(script).expanduser()).is_file():
-        return (f'"{script}" is not in workdir {spec.workdir} on this machine: every launch fails unless the '
-                "hosts have it there")
+        return f'"{script}" is not in workdir {spec.workdir} on this machine'
     return None
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from heet_tui.config.job_hints import missing_files_hint
+from heet_tui.config.job_hints import missing_here
 from heet_tui.config.job_spec import spec_file
 from heet_tui.control.execution import StepFailed
 from heet_tui.control.planning import outside_spec
@@ -66,10 +66,9 @@ def _env_change(old: JobSpec, new: JobSpec) -> str:
     """Values are often tokens (HF_TOKEN, WANDB_API_KEY): printed, they went to scrollback, the
     store's events and controller.log."""
     before, after = dict(old.env), dict(new.env)
-    parts = [f"{k} {how}" for k, how in sorted(
-        [(k, "added") for k in after.keys() - before.keys()] + [(k, "removed") for k in before.keys() - after.keys()]
-        + [(k, "changed") for k in before.keys() & after.keys() if before[k] != after[k]])]
-    return f"env: {', '.join(parts)}"
+    parts = ([f"{k} added" for k in after.keys() - before.keys()] + [f"{k} removed" for k in before.keys() - after.keys()]
+             + [f"{k} changed" for k in before.keys() & after.keys() if before[k] != after[k]])
+    return f"env: {', '.join(sorted(parts))}"
 
 
 def update_problem(old: JobSpec, new: JobSpec, state: JobState) -> str | None:
@@ -114,15 +113,14 @@ def _relaunch_fails_here(store: Store, rec: JobRecord, spec: JobSpec, hosts: Hos
     this machine, and every host it runs on is this machine (``transport = "local"``). An update
     with a typo in the script's name stopped a healthy job, which then crashed three times and
     failed. On other hosts the file may be there (another filesystem): that stays a warning."""
+    if hosts is None or rec.job.state is not JobState.RUNNING or not needs_relaunch(rec.job.spec, spec):
+        return None
     held = store.current_allocations().get(rec.job.id)
-    missing = missing_files_hint(spec) if hosts is not None and held and needs_relaunch(rec.job.spec, spec) else None
-    if missing is None or rec.job.state is not JobState.RUNNING:
-        return None
+    missing = missing_here(spec) if held else None
     local = {h.name for h in hosts.hosts if h.transport == "local"}
-    if not set(held[0].host_names) <= local:
+    if missing is None or not set(held[0].host_names) <= local:
         return None
-    what = missing.split(": every launch")[0]
-    return f"not updated: {what}, and it runs on this machine, where its relaunch would fail"
+    return f"not updated: {missing}, and it runs on this machine, where its relaunch would fail"
 
 
 @dataclass(frozen=True, slots=True)

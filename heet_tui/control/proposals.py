@@ -19,6 +19,7 @@ from heet_tui.control import planning
 from heet_tui.control.waiting import PlanMade
 from heet_tui.core.job import LEFT_QUEUED, JobState
 from heet_tui.core.sched_input import ClusterView
+from heet_tui.scheduling.problem import missing_pins
 
 if TYPE_CHECKING:
     from heet_tui.control.controller import Controller
@@ -44,10 +45,10 @@ def out_of_reach_edits(inputs: list[planning.JobInput], cluster: ClusterView) ->
     types, names = {h.gpu_type for h in cluster.hosts}, {h.name for h in cluster.hosts}
     out = {}
     for job in inputs:
-        c = job.constraints
-        if c.pinned_type is not None and c.pinned_type not in types:
-            out[job.id] = f"your edit pins it to {c.pinned_type}, which no ready host has now"
-        elif missing := [h for h in c.pinned_hosts if h not in names]:
+        missing_type, missing = missing_pins(job.constraints, types, names)
+        if missing_type is not None:
+            out[job.id] = f"your edit pins it to {missing_type}, which no ready host has now"
+        elif missing:
             out[job.id] = f"your edit pins it to {', '.join(missing)}, not ready now"
     return out
 

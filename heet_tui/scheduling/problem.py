@@ -11,11 +11,11 @@ and makes bad input fail the same way everywhere (``ValueError``).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from heet_tui.core.allocation import Allocation
-from heet_tui.core.sched_input import ClusterView, JobView
+from heet_tui.core.sched_input import ClusterView, Constraints, JobView
 
 # A job whose remaining work is unknown is assumed to need at least this much one-GPU time:
 # the attained service is then the estimate (heavy-tailed job sizes: the longer a job has
@@ -277,9 +277,15 @@ def _check_job(job: JobView, types: tuple[str, ...], hosts: frozenset[str]) -> N
             raise ValueError(f"job {job.id!r}: {name} must be finite and > 0, got {value}")
     if c.fixed_count is not None and c.fixed_count < 1:
         raise ValueError(f"job {job.id!r}: fixed GPU count must be >= 1, got {c.fixed_count}")
-    if c.pinned_type is not None and c.pinned_type not in types:
-        raise ValueError(f"job {job.id!r}: pinned GPU type {c.pinned_type!r} is not in the cluster "
+    missing_type, missing = missing_pins(c, types, hosts)
+    if missing_type is not None:
+        raise ValueError(f"job {job.id!r}: pinned GPU type {missing_type!r} is not in the cluster "
                          f"(types: {', '.join(types) or 'none'})")
-    missing = [h for h in c.pinned_hosts if h not in hosts]
     if missing:
         raise ValueError(f"job {job.id!r}: pinned hosts {missing} are not in the cluster")
+
+
+def missing_pins(c: Constraints, types: Collection[str], hosts: Collection[str]) -> tuple[str | None, list[str]]:
+    """The pinned GPU type (if any) and pinned hosts that ``types`` and ``hosts`` lack."""
+    missing_type = c.pinned_type if c.pinned_type is not None and c.pinned_type not in types else None
+    return missing_type, [h for h in c.pinned_hosts if h not in hosts]
