@@ -334,7 +334,7 @@ class JobTable:
         else:
             job["reason"] = job.get("reason") or "lost (no exit status recorded)"
         job["state"] = "exited"
-        job["ended_at"] = time.time()
+        job["ended_at"], job["reaped_at"] = _when_ended(status), time.time()
         remove_scratch_dir(job.pop("scratch", None))
         if left_in_group(job["pgid"], job.get("start_time")):
             # children that ignored the stop (or outlived the job) keep its GPUs, which then show as free
@@ -354,12 +354,25 @@ class JobTable:
             "exit_code": job.get("exit_code"), "signal": job.get("signal"), "reason": job.get("reason"),
             "adopted": bool(job.get("adopted")), "started_at": job.get("started_at"),
             "progress": job.get("progress"),
+            # how long ago, not when: the controller's clock need not agree with this host's
+            "ended_ago_s": max(0.0, time.time() - job["ended_at"]) if job.get("ended_at") else None,
         }
 
     def recent_summaries(self, window_s=30.0):
         """Live jobs and those that ended in the last ``window_s``: what a heartbeat carries."""
         cutoff = time.time() - window_s
-        return [self.summary(j) for j in self.jobs if j["state"] != "exited" or j.get("ended_at", 0) >= cutoff]
+        return [self.summary(j) for j in self.jobs
+                if j["state"] != "exited" or j.get("reaped_at", j.get("ended_at", 0)) >= cutoff]
 
     def summaries(self):
         return [self.summary(j) for j in self.jobs]
+
+
+def _when_ended(status):
+    """The time the wrapper wrote, for an exit no agent saw (the agent had gone with its link):
+    else the first poll that finds it, which may be hours on."""
+    now = time.time()
+    ended = status.get("ended_at") if isinstance(status, dict) else None
+    if isinstance(ended, (int, float)) and not isinstance(ended, bool) and 0 < ended <= now:
+        return float(ended)
+    return now

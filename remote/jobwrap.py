@@ -11,12 +11,14 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 
 def _write_exit(path, status):
     """Record the exit; on a full disk say so and go on: this wrapper's own exit code still
     carries the status to an agent that is its parent (jobs.py)."""
     tmp = path + ".tmp"
+    status["ended_at"] = time.time()  # a later agent, or none for hours, reads it: its own clock is late
     try:
         with open(tmp, "w") as fh:
             json.dump(status, fh)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,7 @@ class RemoteJob:
     reason: str | None = None
     adopted: bool = False
     progress: dict[str, Any] | None = None
+    ended_ago_s: float | None = None  # for an exited job: how long before the report it ended
 
     @property
     def running(self) -> bool:
@@ -56,7 +58,13 @@ class RemoteJob:
             reason=data.get("reason") if isinstance(data.get("reason"), str) else None,
             adopted=bool(data.get("adopted")),
             progress=progress if isinstance(progress, dict) else None,
+            ended_ago_s=_age(data.get("ended_ago_s")),
         )
+
+
+def _age(value: Any) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    return float(value) if ok else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,6 @@ the last rank of a run has ended the run is judged once (done, stopped, interrup
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -22,10 +21,9 @@ from heet_tui.cluster.aio import cancel_and_wait, spawn
 from heet_tui.config.hosts_file import HostsFile
 from heet_tui.control import progress_reports as reports
 from heet_tui.control.checkpoint_hosts import CheckpointHosts
-from heet_tui.control.crash_hints import refused_for_good
-from heet_tui.control.crashed_sizes import load_crashed_sizes, new_size_that_crashed, save_crashed_sizes
+from heet_tui.control.crash_backoff import after_crash
+from heet_tui.control.crashed_sizes import load_crashed_sizes, new_size_that_crashed
 from heet_tui.control.host_health import stored_health
-from heet_tui.control.job_log import fail_with_log_tail
 from heet_tui.control.launch import LaunchSpec, choose_master_port, plan_launch, plan_profile_launch
 from heet_tui.control.newer_copies import highest
 from heet_tui.control.profiling_rounds import finish_profiling_run, profiling_message
@@ -35,7 +33,7 @@ from heet_tui.control.runtime import (
     Outcome,
     RankProc,
     Run,
-    backoff_s,
+    ended_unwatched,
     gpus_held,
     judge,
     outside_gpus,
@@ -297,6 +295,7 @@ class Executor:
         reports.record_unseen_progress(self.store, run, rank, job.progress)
         reports.remember_exit_step(self.last_steps, run, rank, job.progress)
         self._rank_exited(rank, job.exit_code, job.signal, job.reason)
+        rank.ended_at = None if job.ended_ago_s is None else self.clock() - job.ended_ago_s
         if not run.all_exited and run.stop_reason is None and rank.exit_code != 0:
             self._spawn(self.stop_run(run, None))  # peers of a failed rank would hang in a collective
         self._after_exit(run)
@@ -347,7 +346,8 @@ class Executor:
     def _finish(self, run: Run) -> None:
         rec = None if run.profiling else self.store.job(run.job_id)
         outcome, why = judge(run, rec.job.spec if rec is not None else None, rec.job if rec is not None else None)
-        now, job_id = self.clock(), run.job_id
+        job_id, now = run.job_id, self.clock()
+        ended = run.ended_at(rec.job.history[-1][0] if rec is not None and rec.job.history else 0.0, now)
         if (stop_s := stop_seconds(run, now)) is not None:
             self.store.add_restart_time(job_id, "stop", stop_s, now)
             note_killed_at_stop(self.store, run, grace_s(run.spec, self.opt.stop_grace_s), now)
@@ -358,16 +358,17 @@ class Executor:
             return
         if self.runs.get(job_id) is run:
             del self.runs[job_id]
-        if unreported := unreported_gpu_s(run, now):
+        if unreported := unreported_gpu_s(run, ended):
             self.store.update_progress(job_id, 0, 0.0, None, unreported)
         if (rank0 := run.ranks.get(0)) is not None and rec is not None and rec.checkpoint is not None:
             self.checkpoints.remember(job_id, rank0.host)  # rank 0 wrote the latest checkpoint
-        self.store.release_allocation(job_id, now)
-        self.store.add_event(now, outcome.value, f"{job_id} generation {run.generation}: {why}", job_id)
+        self.store.release_allocation(job_id, ended)
+        said = f"{job_id} generation {run.generation}: {why}{ended_unwatched(now - ended)}"
+        self.store.add_event(now, outcome.value, said, job_id)
         if outcome is Outcome.DONE:
-            self.store.try_set_state(job_id, JobState.DONE, now, why)
+            self.store.try_set_state(job_id, JobState.DONE, ended, why)
         elif outcome is Outcome.STOPPED and run.stop_reason == "cancel":
-            self.store.try_set_state(job_id, JobState.CANCELLED, now, "cancelled")
+            self.store.try_set_state(job_id, JobState.CANCELLED, ended, "cancelled")
         elif outcome is Outcome.STOPPED and run.stop_reason == "resize":
             pass  # the plan step relaunches it at once
         elif outcome in (Outcome.STOPPED, Outcome.INTERRUPTED):
@@ -377,22 +378,7 @@ class Executor:
             self.crashed(run, why)
 
     def crashed(self, run: Run, why: str) -> None:
-        job_id, now = run.job_id, self.clock()
-        if (size := new_size_that_crashed(run, self.book)) is not None:
-            self.crashed_sizes.setdefault(job_id, set()).add(size)
-            save_crashed_sizes(self.store, self.crashed_sizes)
-            self.store.add_event(now, "crashed", f"{job_id}: {size[1]}x{size[0]} crashed before its first report, "
-                                 "a size it never ran at: plans leave it out", job_id)
-        crashes = self.store.count_crash(job_id)
-        if crashes > self.opt.max_retries or refused_for_good(why):
-            self._spawn(fail_with_log_tail(self, run, why, crashes))
-            return
-        wait = backoff_s(crashes, self.opt.retry_backoff_s)
-        self.backoff_until[job_id] = now + wait
-        retry = f"retry {crashes}/{self.opt.max_retries}"
-        if not run.profiling and not json.loads(self.store.setting("auto_approve") or "false"):
-            retry += " in a plan for you to approve"  # manual mode: nothing restarts it by itself
-        self.store.try_set_state(job_id, JobState.QUEUED, now, f"{why}; {retry} in {wait:.0f} s")
+        after_crash(self, run, why)
 
     async def close(self) -> None:
         await cancel_and_wait(list(self._tasks), 10.0, "executor task")

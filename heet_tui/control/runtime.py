@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from heet_tui.cluster.gpu_users import gpus_used_by_others
 from heet_tui.core.allocation import Allocation
+from heet_tui.core.durations import duration
 from heet_tui.core.job import Job, JobSpec, TargetKind
 
 if TYPE_CHECKING:
@@ -115,6 +116,7 @@ class RankProc:
     exit_code: int | None = None
     signal: int | None = None
     reason: str | None = None
+    ended_at: float | None = None  # by the controller's clock, when its host said how long ago
 
     @property
     def exited(self) -> bool:
@@ -175,6 +177,21 @@ class Run:
     @property
     def any_exited(self) -> bool:
         return any(r.exited for r in self.ranks.values())
+
+    def ended_at(self, not_before: float, now: float) -> float:
+        """When its last rank ended, for a run that ended while no controller watched (done at
+        night, read in the morning: its time was the morning's); ``now`` when a rank's time is
+        unknown. Never before ``not_before``, the job's last change of state (not ``started_at``,
+        which for a run found on restart is when it was found)."""
+        times = [r.ended_at for r in self.ranks.values()]
+        if not times or None in times:
+            return now
+        return min(now, max(not_before, *(t for t in times if t is not None)))
+
+
+def ended_unwatched(late_s: float) -> str:
+    """What an event adds when the run ended well before the controller heard of it."""
+    return f" (it ended {duration(late_s)} before this controller heard of it)" if late_s >= 60 else ""
 
 
 def reached_target(spec: JobSpec, progress: dict[str, Any] | None) -> bool:

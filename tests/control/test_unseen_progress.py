@@ -76,6 +76,28 @@ def test_a_job_that_ended_while_the_controller_was_down_is_done_at_its_last_step
     run_and_clean(scenario, tmp_path)
 
 
+def test_a_job_that_ended_while_the_controller_was_down_ended_when_it_exited(tmp_path: Path) -> None:
+    """Not when a controller next heard of it: a job done at night read as done in the morning,
+    its completion time (and the jobs' mean) counted the night in."""
+    hosts_path, store, _ = _run_to_its_end_unwatched(tmp_path)
+    exit_file = next((tmp_path / "w-only").glob("**/exits/a.r0.*"))
+    exited_at = json.loads(exit_file.read_text())["ended_at"]
+    time.sleep(3.0)
+    heard_from = time.time()
+    run_and_clean(lambda: _run_until_done(hosts_path, store), tmp_path)
+    ended = store.job("a").job.ended_at
+    assert ended is not None and abs(ended - exited_at) < 1.0 and ended < heard_from - 2.0, (ended, exited_at)
+
+
+async def _run_until_done(hosts_path: Path, store: Store) -> None:
+    again = Controller(load_hosts(hosts_path), store, OPTIONS)
+    await again.start()
+    try:
+        await wait_for(again, lambda s: job(s, "a").state is JobState.DONE, 60, "a done")
+    finally:
+        await again.stop()
+
+
 def test_heet_tui_run_prints_the_controllers_notices(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The TUI showed notices as toasts; `heet-tui run` printed none of them (a hosts file that did
     not reload, a failing round, the jobs it looks for after a restart)."""

@@ -1,0 +1,34 @@
+"""What a crashed run leads to: a retry after a growing pause, or the job's failure.
+
+A size the job never ran at that crashed before its first report is left out of later plans
+(out of memory at a larger size is the usual cause), so the retry is not the same crash again.
+"""
+
+from __future__ import annotations
+
+import json
+
+from heet_tui.control.crash_hints import refused_for_good
+from heet_tui.control.crashed_sizes import new_size_that_crashed, save_crashed_sizes
+from heet_tui.control.job_log import fail_with_log_tail
+from heet_tui.control.runtime import Run, backoff_s
+from heet_tui.core.job import JobState
+
+
+def after_crash(executor, run: Run, why: str) -> None:
+    store, job_id, now = executor.store, run.job_id, executor.clock()
+    if (size := new_size_that_crashed(run, executor.book)) is not None:
+        executor.crashed_sizes.setdefault(job_id, set()).add(size)
+        save_crashed_sizes(store, executor.crashed_sizes)
+        store.add_event(now, "crashed", f"{job_id}: {size[1]}x{size[0]} crashed before its first report, "
+                        "a size it never ran at: plans leave it out", job_id)
+    crashes = store.count_crash(job_id)
+    if crashes > executor.opt.max_retries or refused_for_good(why):
+        executor._spawn(fail_with_log_tail(executor, run, why, crashes))
+        return
+    wait = backoff_s(crashes, executor.opt.retry_backoff_s)
+    executor.backoff_until[job_id] = now + wait
+    retry = f"retry {crashes}/{executor.opt.max_retries}"
+    if not run.profiling and not json.loads(store.setting("auto_approve") or "false"):
+        retry += " in a plan for you to approve"  # manual mode: nothing restarts it by itself
+    store.try_set_state(job_id, JobState.QUEUED, now, f"{why}; {retry} in {wait:.0f} s")
