@@ -36,6 +36,8 @@ class SshTarget:
     trust_file: Path  # where an approved key is recorded
     proxy_jump: str | None  # from the config, when the hosts file names no jump
     keepalive_s: float
+    identity_files: tuple[Path, ...] = ()  # the config's IdentityFile, for a refused login's message
+    identities_only: bool = False
 
     @property
     def known_hosts_pattern(self) -> str:
@@ -93,9 +95,10 @@ def resolve_target(alias: str, port: int | None, user: str | None, ssh_config: P
     known = (*known, *system)
     jump = config.get("ProxyJump")
     interval = config.get("ServerAliveInterval")
+    identities = tuple(Path(os.path.expanduser(str(p))) for p in config.get("IdentityFile", ()) or ())
     return SshTarget(alias, hostname, resolved_port, resolved_user, paths, known, trust_file,
                      str(jump) if jump and str(jump).lower() != "none" else None,
-                     float(interval) if interval else keepalive_s)
+                     float(interval) if interval else keepalive_s, identities, bool(config.get("IdentitiesOnly")))
 
 
 def target_for(entry: HostEntry, ssh_config: Path | None, fallback_known_hosts: Path,

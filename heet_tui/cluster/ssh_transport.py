@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import getpass
 import secrets
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import asyncssh
 
 from heet_tui.cluster.agent_bundle import AgentBundle
+from heet_tui.cluster.auth_hint import keys_offered
 from heet_tui.cluster.channel import AgentChannel
 from heet_tui.cluster.errors import AgentFailure, AuthFailed, ConnectFailure, HostKeyUnknown, Unreachable
 from heet_tui.cluster.login_output import after_login, first_command_line
@@ -88,9 +90,10 @@ async def open_connection(target: SshTarget, tunnel: Any, timeout_s: float, labe
                        f"verify it, then trust it (heet-tui hosts trust {name or '<host>'})")
         raise HostKeyUnknown(message, fingerprint, changed) from None
     except asyncssh.PermissionDenied as exc:
-        who = target.user or "(default user)"
+        who = target.user or getpass.getuser()
         raise AuthFailed(f"{label}{who}@{target.hostname}:{target.port}: permission denied ({failure_reason(exc)}); "
-                         "check IdentityFile, ssh-agent and authorized_keys") from None
+                         f"{keys_offered(target.identity_files, target.identities_only)}; the host's "
+                         f"~/.ssh/authorized_keys for {who} must hold one of them") from None
     except (TimeoutError, OSError, asyncssh.Error) as exc:
         raise Unreachable(f"{label}cannot connect to {target.describe()}: {failure_reason(exc)}") from None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 
 from helpers import make_cluster, wait_until
@@ -48,6 +49,11 @@ def test_wrong_user_key_is_auth_failed_retried_slowly_and_fixed_in_the_ssh_confi
     refused, tries, ready = _run(lab.hosts_toml([lab.entry_for(a)]), scenario)
     assert refused.state is HostState.AUTH_FAILED, refused.message
     assert "permission denied" in refused.message and "tried again in 1 min" in refused.message
+    # which key was offered, and whose authorized_keys must hold it: it said only "check
+    # IdentityFile, ssh-agent and authorized_keys"
+    user = os.environ.get("USER") or "root"
+    assert f"it offered {stranger} (IdentityFile)" in refused.message, refused.message
+    assert f"authorized_keys for {user} must hold" in refused.message, refused.message
     assert tries == 0, "not retried within seconds: sshd and fail2ban ban an address that keeps failing"
     assert ready, "the SSH config is read again at a reconnect"
 

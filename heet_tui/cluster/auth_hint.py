@@ -1,0 +1,39 @@
+"""What an SSH login refused was tried with, so the user knows which key to fix.
+
+"check IdentityFile, ssh-agent and authorized_keys" sent an admin through all three; the
+keys asyncssh offers follow from the SSH config's IdentityFile (else the default files in
+~/.ssh) and the agent, both known here before the connection.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+DEFAULT_KEYS = ("id_ed25519", "id_ecdsa", "id_rsa", "id_ed25519_sk", "id_ecdsa_sk", "id_dsa")
+
+
+def _shown(path: Path) -> str:
+    home = Path("~").expanduser()
+    return f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
+
+
+def keys_offered(identity_files: tuple[Path, ...], identities_only: bool) -> str:
+    """A phrase: the key files and the agent that a login offered."""
+    if identity_files:
+        found = [_shown(p) for p in identity_files if p.is_file()]
+        missing = [_shown(p) for p in identity_files if not p.is_file()]
+        said = f"{', '.join(found)} (IdentityFile)" if found else "no key"
+        if missing:
+            said += f" ({', '.join(missing)}, named by IdentityFile, does not exist)"
+    else:
+        found = [_shown(p) for name in DEFAULT_KEYS if (p := Path(f"~/.ssh/{name}").expanduser()).is_file()]
+        said = f"{', '.join(found)} (no IdentityFile set)" if found else "no key (no IdentityFile set, none in ~/.ssh)"
+    sock = os.environ.get("SSH_AUTH_SOCK")
+    if not sock or not os.path.exists(sock):
+        agent = "no ssh-agent ($SSH_AUTH_SOCK is " + ("not set)" if not sock else "gone)")
+    elif identities_only:
+        agent = "no other key of the ssh-agent (IdentitiesOnly)"
+    else:
+        agent = "the ssh-agent's keys"
+    return f"it offered {said} and {agent}; a key with a passphrase works only through ssh-agent"
