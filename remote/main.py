@@ -16,7 +16,7 @@ from heet_agent.gpu_sampler import GpuSampler
 from heet_agent.gpu_users import mark_others
 from heet_agent.jobs import JobError, JobTable
 from heet_agent.agent_log import open_agent_log
-from heet_agent.takeover import SessionMark, take_over
+from heet_agent.takeover import SessionMark, served_by_another, take_over
 from heet_agent.protocol import (
     AGENT_VERSION,
     MAX_LINE_BYTES,
@@ -128,6 +128,8 @@ class Agent:
         except inventory.ProbeTimeout as exc:  # unknown is not empty: fail, and be tried again
             raise JobError("GPUs not read: %s; jobs here keep running, and the connect is tried again" % exc) \
                 from None
+        if self.check_only and (held := served_by_another(self.workdir, owner)) is not None:
+            inv["warnings"].append(held)
         jobs = [] if self.check_only else self.jobs.adopt()
         if not self.check_only:  # a check-only agent has not read the job table: it cannot tell whose
             mark_others(inv["gpus"], self.jobs.jobs)

@@ -48,6 +48,23 @@ def _read(path):
         return None
 
 
+def served_by_another(workdir, owner):
+    """For a check (which takes no lock): what a controller of ``owner`` would be told here, as a
+    warning; None when no live agent serves another store. "ready" said nothing of it, and the
+    controller was then refused."""
+    try:
+        pid = int(_read(os.path.join(workdir, "agent.pid")) or 0)
+    except ValueError:
+        return None
+    serving = _read(os.path.join(workdir, "agent.owner")) if pid and is_agent(pid) else None
+    if not serving or serving == owner:
+        return None
+    whose = "another state store's" if owner else "a"
+    return (f"{whose} heet-tui controller manages this host (its agent pid {pid} serves state store "
+            f"{serving[:12]}): a controller of {'this' if owner else 'another'} state store is refused here "
+            "while it runs; another user needs a workdir of their own")
+
+
 def take_over(workdir, owner, session="", previous=""):
     """Become the only agent for this workdir and hold its lock; ``owner`` names the controller.
 

@@ -72,10 +72,12 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-def run_check(hosts_file: HostsFile, as_json: bool, hosts_option: str = "") -> int:
+def run_check(hosts_file: HostsFile, as_json: bool, hosts_option: str = "", owner: str = "") -> int:
     """``hosts_option``: `` --hosts FILE`` where the file is not the one ``heet-tui hosts trust``
-    finds by itself (the command printed for an unknown key said "no host named ..." as given)."""
-    rows = asyncio.run(check_hosts(hosts_file))
+    finds by itself (the command printed for an unknown key said "no host named ..." as given).
+    ``owner``: the user's state store id, if they have one: a host another store's controller
+    manages is a warning (their controller would be refused there)."""
+    rows = asyncio.run(check_hosts(hosts_file, replace(CHECK_OPTIONS, owner=owner)))
     if as_json:
         print(json.dumps(rows, indent=2))
     else:

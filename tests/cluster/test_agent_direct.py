@@ -430,3 +430,31 @@ def test_jobs_on_emulated_gpus_get_their_share_of_the_cores_as_threads_unless_th
     finally:
         agent.proc.kill()
         agent.proc.wait()
+
+
+def test_a_check_warns_when_another_state_stores_controller_manages_the_host(tmp_path):
+    """`hosts check` said "ready" for a host whose agent served another user's controller, and
+    the user's own controller was then refused there."""
+    serving = AgentProcess(tmp_path)
+    checks = []
+    try:
+        serving.line()
+        assert serving.request("hello", protocol=1, probes=[], owner="store-a")["ok"]
+        for owner in ("store-b", "", "store-a"):
+            check = AgentProcess(tmp_path, "--check-only")
+            checks.append(check)
+            check.line()
+            warnings = check.request("hello", protocol=1, probes=[], owner=owner)["result"]["inventory"]["warnings"]
+            said = [w for w in warnings if "manages this host" in w]
+            if owner == "store-a":
+                assert said == [], "its own controller's agent is no warning"
+            else:
+                assert len(said) == 1 and f"agent pid {serving.proc.pid} serves state store store-a" in said[0], said
+                assert ("a controller of this state store is refused" if owner
+                        else "a controller of another state store is refused") in said[0], said
+        assert serving.request("ping")["ok"]
+    finally:
+        for process in (serving, *checks):
+            if process.proc.poll() is None:
+                process.proc.kill()
+                process.proc.wait()

@@ -13,7 +13,7 @@ from pathlib import Path
 from helpers import FAST, make_cluster, wait_until
 
 from heet_tui.cluster import JobExited, JobsReported
-from heet_tui.cluster.check_cli import CHECK_OPTIONS, check_hosts, run_check, run_trust
+from heet_tui.cluster.check_cli import CHECK_OPTIONS, check_hosts, format_table, run_check, run_trust
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.core.host import HostState
 
@@ -128,6 +128,30 @@ def test_hosts_check_beside_a_running_controller_leaves_its_agent_and_jobs_alone
     row, job = asyncio.run(scenario())
     assert row["state"] == "ready" and row["gpu_source"] == "emulated"
     assert asyncio.run(wait_for_exit(job.pid, 10))
+
+
+def test_hosts_check_warns_of_a_host_another_state_stores_controller_manages(tmp_path):
+    """It said "ready"; the user's controller was then refused there (another user's agent held
+    the same workdir)."""
+    path, _ = _local_hosts(tmp_path)
+
+    async def scenario():
+        cluster = make_cluster(path, replace(FAST, owner="store-a"))
+        await cluster.start()
+        try:
+            assert await cluster.wait_settled(timeout=20)
+            (theirs,) = await check_hosts(load_hosts(path), replace(CHECK_OPTIONS, owner="store-b"))
+            (own,) = await check_hosts(load_hosts(path), replace(CHECK_OPTIONS, owner="store-a"))
+            return theirs, own
+        finally:
+            await cluster.stop()
+
+    theirs, own = asyncio.run(scenario())
+    assert theirs["state"] == "ready" and any(
+        "another state store's heet-tui controller manages this host" in w and "store-a" in w
+        for w in theirs["warnings"]), theirs["warnings"]
+    assert not any("manages this host" in w for w in own["warnings"]), own["warnings"]
+    assert "manages this host" in format_table([theirs]), "the table shows a ready host's warnings"
 
 
 def test_hosts_check_json_and_trust(lab, capsys):

@@ -203,7 +203,17 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     hosts = _load(args)
     own = hosts.path.resolve() == resolve_hosts_path(None).resolve()
-    return run_check(hosts, bool(args.json), "" if own else f" --hosts {shlex.quote(str(hosts.path))}")
+    return run_check(hosts, bool(args.json), "" if own else f" --hosts {shlex.quote(str(hosts.path))}",
+                     _store_id(args))
+
+
+def _store_id(args: argparse.Namespace) -> str:
+    """The id of the state store --state names (or the default one), where it exists; none is
+    created for asking."""
+    from heet_tui.control.store import DB_NAME, Store, default_state_dir
+
+    state = Path(args.state).expanduser() if getattr(args, "state", None) else default_state_dir()
+    return Store(state).store_id if (state / DB_NAME).is_file() else ""
 
 
 def cmd_trust(args: argparse.Namespace) -> int:
