@@ -24,6 +24,7 @@ from heet_tui.control.checkpoint_hosts import CheckpointHosts
 from heet_tui.control.crash_backoff import after_crash
 from heet_tui.control.crashed_sizes import load_crashed_sizes, new_size_that_crashed
 from heet_tui.control.host_health import stored_health
+from heet_tui.control.host_loss import left_out_of_reach
 from heet_tui.control.launch import LaunchSpec, choose_master_port, plan_launch, plan_profile_launch
 from heet_tui.control.newer_copies import highest
 from heet_tui.control.profiling_rounds import finish_profiling_run, profiling_message
@@ -368,7 +369,8 @@ class Executor:
         if outcome is Outcome.DONE:
             self.store.try_set_state(job_id, JobState.DONE, ended, why)
         elif outcome is Outcome.STOPPED and run.stop_reason == "cancel":
-            self.store.try_set_state(job_id, JobState.CANCELLED, ended, "cancelled")
+            unreached = left_out_of_reach(run.alloc.host_names, self.cluster.status())
+            self.store.try_set_state(job_id, JobState.CANCELLED, ended, f"cancelled{unreached}")
         elif outcome is Outcome.STOPPED and run.stop_reason == "resize":
             pass  # the plan step relaunches it at once
         elif outcome in (Outcome.STOPPED, Outcome.INTERRUPTED):

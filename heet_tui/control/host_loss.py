@@ -146,3 +146,14 @@ def on_host_changed(ctl: Controller, host: str, status: HostStatus) -> None:
                 said = f"host {host} is out ({why})"
     if said is not None:
         ctl.store.add_event(now, "host", said, None, host)
+
+
+def left_out_of_reach(hosts: Iterable[str], statuses: Iterable[HostStatus]) -> str:
+    """What a cancel adds when the job's processes may run on where no stop reaches: they train
+    on (holding those GPUs) until the host is back and fences them, and "cancelled" alone read
+    as if they had stopped."""
+    wanted = set(hosts)
+    out = sorted(s.name for s in statuses if s.name in wanted and s.state is not HostState.READY)
+    if not out:
+        return ""
+    return f"; what runs of it on {', '.join(out)} (out of reach) is stopped when the host is back"

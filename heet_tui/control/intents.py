@@ -14,6 +14,7 @@ from heet_tui.control import planning
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse
 from heet_tui.control.codec import constraints_to_obj
 from heet_tui.control.drains import drain_by_hand
+from heet_tui.control.host_loss import left_out_of_reach
 from heet_tui.control.job_update import apply_update, planned_updates
 from heet_tui.control.retry import retry_job
 from heet_tui.control.user_constraints import PendingEdits
@@ -204,8 +205,10 @@ class IntentHandler:
         if run is not None:
             await ctl.executor.stop_run(run, "cancel", wait=False)
             return f"cancelling {rec.job.id}: stopping its processes"
-        ctl.store.try_set_state(rec.job.id, JobState.CANCELLED, ctl.clock(), "cancelled")
-        return f"cancelled {rec.job.id}"
+        last = ctl.store.last_allocation(rec.job.id) if rec.job.state is JobState.QUEUED else None
+        unreached = left_out_of_reach(last[0].host_names if last else (), ctl.cluster.status())
+        ctl.store.try_set_state(rec.job.id, JobState.CANCELLED, ctl.clock(), f"cancelled{unreached}")
+        return f"cancelled {rec.job.id}{unreached}"
 
     async def _RetryJob(self, intent: RetryJob) -> str:
         ctl = self.ctl
