@@ -112,7 +112,7 @@ def judge_reported(executor: Executor, store: Store, host: str, jobs: tuple[Remo
             out.append(Verdict(remote, "newer" if remote.running else "newer-ended"))
         elif remote.running:  # ours, or from a version that did not name the store: stale
             out.append(Verdict(remote, "fence"))
-        elif other == mine and _finished_while_cut_off(store, remote):
+        elif other == mine and _finished_while_cut_off(store, host, remote):
             out.append(Verdict(remote, "finished"))
         else:
             out.append(Verdict(remote, "ignore"))
@@ -192,15 +192,21 @@ def _never_launched_here(store: Store, parsed: tuple[str, str, int], generation:
     return rec is None or (parsed[1] == "r" and generation > rec.generation)
 
 
-def _finished_while_cut_off(store: Store, remote: RemoteJob) -> bool:
+def _finished_while_cut_off(store: Store, host: str, remote: RemoteJob) -> bool:
     """Rank 0 of a generation of an unfinished job, not the one this controller watches, ended
     with the done code past the job's target: it trained on, and finished, on a host cut off
-    from the controller (a partition, a hung sshd) while a newer generation started elsewhere."""
+    from the controller (a partition, a hung sshd) while a newer generation started elsewhere.
+
+    Only on the host that generation's rank 0 was launched on: any agent learns the store's id
+    at its hello, so a compromised host (or a state file restored from a backup) reported another
+    host's job finished, and the job's real run was stopped and the job marked done for good."""
     parsed = parse_agent_id(remote.job_id)
     if parsed is None or parsed[1:] != ("r", 0) or remote.exit_code != EXIT_DONE or remote.signal is not None:
         return False
     rec = store.job(parsed[0])
+    launched = store.last_allocation(parsed[0], remote.generation)
     return (rec is not None and rec.job.state in (JobState.QUEUED, JobState.RUNNING, JobState.RESIZING)
+            and launched is not None and launched[0].host_names[:1] == (host,)
             and remote.generation <= rec.generation and reached_target(rec.job.spec, remote.progress))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from control_lab import run_and_clean, wait_for, write_job, write_local_hosts
@@ -89,3 +90,19 @@ def test_only_our_own_finished_rank_zero_past_the_target_counts(tmp_path: Path) 
     verdicts = [v.action for v in judge_reported(executor, store, "h", reports)]
     # the last, a generation this store never launched, is a newer copy's: remembered, never acted on
     assert verdicts == ["finished", "ignore", "ignore", "ignore", "ignore", "newer-ended"]
+
+
+def test_a_finish_reported_by_a_host_the_generation_never_ran_on_is_ignored(tmp_path: Path) -> None:
+    """Any agent learns the store's id at its hello: a compromised host (or an agent state file
+    restored from a backup) reported another host's job finished, and the controller stopped the
+    job's real run and marked it done for good at 49 of 400 steps."""
+    store = Store(tmp_path / "state")
+    store.add_job(JobSpec("a", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 100)), 0.0)
+    store.record_allocation(Allocation.of("a", "T4", {"h": [0], "i": [0]}), store.next_generation("a"), 1.0)
+    executor = Executor(None, None, store, ThroughputBook(), ExecOptions())
+    forged = RemoteJob("x", rank_agent_id("a", 0, store.store_id), 1, "exited", exit_code=0,
+                       progress={"step": 100, "samples": 3200})
+    assert [v.action for v in judge_reported(executor, store, "x", (forged,))] == ["ignore"]
+    assert [v.action for v in judge_reported(executor, store, "i", (replace(forged, host="i"),))] == ["ignore"], \
+        "nor by a host of the generation where its rank 0 did not run"
+    assert [v.action for v in judge_reported(executor, store, "h", (replace(forged, host="h"),))] == ["finished"]
