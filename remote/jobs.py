@@ -20,7 +20,7 @@ from heet_agent.jobstate import KEEP_FINISHED, StateFile, left_in_group, pid_ali
 from heet_agent.log_follow import follow_log
 from heet_agent.progress import parse_progress_line
 
-JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,127}$")
+JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,127}\Z")
 MAX_TAIL_LINES = 500
 
 

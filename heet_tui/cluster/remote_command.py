@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 import shlex
 
-_PYTHON = re.compile(r"^[A-Za-z0-9_./+~\-]+$")
-_FILE_NAME = re.compile(r"^heet-agent-[0-9a-f]{16}\.pyz$")
+_PYTHON = re.compile(r"^[A-Za-z0-9_./+~\-]+\Z")
+_FILE_NAME = re.compile(r"^heet-agent-[0-9a-f]{16}\.pyz\Z")
 NEED_AGENT = '{"event":"need_agent"}'
 
 

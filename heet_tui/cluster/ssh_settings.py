@@ -20,7 +20,7 @@ from asyncssh.config import SSHClientConfig
 from heet_tui.cluster.errors import ClusterError
 from heet_tui.config.hosts_file import HostEntry
 
-_JUMP = re.compile(r"^(?:(?P<user>[A-Za-z0-9_.\-]+)@)?(?P<host>[A-Za-z0-9_.\-%]+|\[[0-9A-Fa-f:.%]+\])(?::(?P<port>\d+))?$")
+_JUMP = re.compile(r"^(?:(?P<user>[A-Za-z0-9_.\-]+)@)?(?P<host>[A-Za-z0-9_.\-%]+|\[[0-9A-Fa-f:.%]+\])(?::(?P<port>\d+))?\Z")
 
 
 @dataclass(frozen=True, slots=True)

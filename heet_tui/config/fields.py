@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -10,11 +11,11 @@ from typing import Any
 
 from heet_tui.config.errors import ConfigError, did_you_mean
 
-SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
-SAFE_USER = re.compile(r"^[a-z_][a-z0-9_.\-]*\$?$", re.IGNORECASE)
-SAFE_ADDRESS = re.compile(r"^[A-Za-z0-9_.:\-\[\]%@]+$")
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*\Z")
+SAFE_USER = re.compile(r"^[a-z_][a-z0-9_.\-]*\$?\Z", re.IGNORECASE)
+SAFE_ADDRESS = re.compile(r"^[A-Za-z0-9_.:\-\[\]%@]+\Z")
 # quoted for the remote shell, but fish reads \' inside quotes and tcsh expands ! there (remote_command.py)
-SAFE_WORKDIR = re.compile(r"^(?!-)[^\\!\n\r\0]+$")
+SAFE_WORKDIR = re.compile(r"^(?!-)[^\\!\n\r\0]+\Z")
 
 
 class Fields:
@@ -120,7 +121,7 @@ class Fields:
 
 def _show(value: Any) -> str:
     if isinstance(value, str):
-        return f'"{value}"'
+        return json.dumps(value, ensure_ascii=False)  # as TOML writes it: a newline shows as \n
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict):

@@ -32,6 +32,7 @@ the new target; one left by a cancelled, failed or shorter job is resumed from, 
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 import shlex
@@ -50,7 +51,7 @@ JOB_KEYS = frozenset(
      "max_gpus", "gpu_types", "priority", "checkpoint_dir", "dataset_samples",
      "stall_timeout", "stop_grace"}
 )
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_NAME = 96
 MAX_STOP_GRACE_S = 3600  # a plan step waits out the grace: an hour is already a long wait for the others
 RESERVED_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
@@ -299,7 +300,7 @@ def _env(f: Fields) -> tuple[tuple[str, str], ...]:
     pairs = []
     for key, value in raw.items():
         if not ENV_NAME.match(key):
-            raise f.error("env", f'key "env": "{key}" is not a valid environment variable name')
+            raise f.error("env", f'key "env": {json.dumps(key)} is not a valid environment variable name')
         if key in RESERVED_ENV or key.startswith("HEET_"):
             raise f.error("env", f'key "env": "{key}" is set by heet-tui for each launch and cannot be overridden')
         if not isinstance(value, str) or "\0" in value:

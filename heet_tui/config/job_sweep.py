@@ -31,7 +31,7 @@ from heet_tui.config.errors import ConfigError
 
 TABLE = "sweep"
 MAX_JOBS = 1000
-KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 Scalar = str | int | float | bool
 

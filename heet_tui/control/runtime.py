@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     pass
 
 EXIT_DONE, EXIT_FENCED, EXIT_STOPPED = 0, 3, 143  # examples/training.py's exit codes
-_AGENT_ID = re.compile(r"^(?P<job>.+)\.(?P<kind>[rp])(?P<n>\d+)(?:\.(?P<store>[0-9a-f]{8}))?$")
+_AGENT_ID = re.compile(r"^(?P<job>.+)\.(?P<kind>[rp])(?P<n>\d+)(?:\.(?P<store>[0-9a-f]{8}))?\Z")
 
 
 def _store_part(store_id: str) -> str:

@@ -20,7 +20,7 @@ from heet_tui.profiling.configs import Placement
 from heet_tui.profiling.sia_format import ModelProfile
 from heet_tui.profiling.tensor import JobKey, Source, ThroughputTensor
 
-_VALIDATION = re.compile(r"^validation-(\d+)\.csv$")
+_VALIDATION = re.compile(r"^validation-(\d+)\.csv\Z")
 
 
 @dataclass(frozen=True)

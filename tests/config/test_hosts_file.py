@@ -39,6 +39,17 @@ def test_bad_file_names_file_line_host_and_key(name: str, expected: str) -> None
     assert str(info.value).startswith(expected) or expected in str(info.value), str(info.value)
 
 
+@pytest.mark.parametrize("key", ["name", "user", "address", "gpu_type"])
+def test_a_value_that_ends_in_a_newline_is_refused(key: str) -> None:
+    """A regex "$" takes a final newline: `name = "loc\\n"` loaded, broke `hosts list` into two
+    lines and the agent refused the host."""
+    values = {"name": "loc", "user": "root", "address": "127.0.0.1", "gpu_type": "V100"}
+    values[key] += "\n"
+    text = "[[hosts]]\n" + "".join(f'{k} = "{v.encode("unicode_escape").decode()}"\n' for k, v in values.items())
+    with pytest.raises(ConfigError, match=f'key "{key}"'):
+        parse_hosts_text(text, "hosts.toml")
+
+
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="nope.toml: file not found") as info:
         load_hosts(tmp_path / "nope.toml")

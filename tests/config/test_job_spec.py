@@ -32,6 +32,14 @@ def test_script_and_args_become_argv(tmp_path: Path) -> None:
     assert spec.target.kind is TargetKind.STEPS and spec.target.value == 10
 
 
+@pytest.mark.parametrize("key", ["name", "model"])
+def test_a_name_that_ends_in_a_newline_is_refused(tmp_path: Path, key: str) -> None:
+    text = BASE.replace('name = "j"', 'name = "j\\n"') if key == "name" else BASE.replace('"cifar10"', '"cifar10\\n"')
+    with pytest.raises(ConfigError) as info:
+        parse_job_text(text, tmp_path / "job.toml")
+    assert f'key "{key}": "' in str(info.value) and '\\n" is not' in str(info.value), str(info.value)
+
+
 @pytest.mark.parametrize(
     ("extra", "expected"),
     [
@@ -42,6 +50,9 @@ def test_script_and_args_become_argv(tmp_path: Path) -> None:
         ('env = { RANK = "3" }\n', '"RANK" is set by heet-tui for each launch'),
         ("priority = 1.5\n", 'key "priority": expected an integer, got 1.5'),
         ('gpu_types = "T4"\n', 'key "gpu_types": expected a list of strings'),
+        # a regex "$" takes a final newline: the name was accepted, broke the CLI's lines and every
+        # launch was refused by the agent
+        ('env = { "KEY\\n" = "1" }\n', 'key "env": "KEY\\n" is not a valid environment variable name'),
     ],
 )
 def test_bad_job_specs(tmp_path: Path, extra: str, expected: str) -> None:
