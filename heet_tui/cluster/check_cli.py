@@ -18,7 +18,12 @@ from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.names import known_names
 from heet_tui.cluster.cluster import Cluster
 from heet_tui.cluster.errors import ClusterError
-from heet_tui.cluster.hostkeys import KeyToApprove, fetch_host_key_fingerprint, trust_host
+from heet_tui.cluster.hostkeys import (
+    KeyToApprove,
+    fetch_host_key_fingerprint,
+    still_trusting_old_key,
+    trust_host,
+)
 from heet_tui.cluster.options import ClusterOptions
 from heet_tui.config.hosts_file import HostsFile
 from heet_tui.core.host import HostState
@@ -117,7 +122,7 @@ def run_trust(hosts_file: HostsFile, name: str, assume_yes: bool, fingerprint: s
             written = asyncio.run(trust_host(replace(entry), found.fingerprint, hosts_file.ssh_config))
         except ClusterError as exc:
             raise CliError(str(exc)) from None
-        print(f"Recorded in {written}.")
+        print(f"Recorded in {written}{still_trusting_old_key(found.target, found.key)}.")
         if not found.via:
             return 0
     raise CliError(f"{name}: more than {MAX_HOPS} jump hosts")

@@ -6,12 +6,14 @@ fingerprint the user approved, so a key swapped between "show" and "yes" is neve
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 import asyncssh
 
 from heet_tui.cluster.errors import ClusterError, HostKeyUnknown, Unreachable
+from heet_tui.cluster.known_hosts_lines import holding_other_key, without_host_key
 from heet_tui.cluster.options import default_known_hosts
 from heet_tui.cluster.ssh_settings import SshTarget, known_hosts_arg
 from heet_tui.cluster.ssh_transport import SshTransport, failure_reason, open_connection, server_key
@@ -106,9 +108,20 @@ async def trust_host(entry: HostEntry, fingerprint: str, ssh_config: Path | None
     if path.exists() and not path.is_file():  # UserKnownHostsFile /dev/null: replacing it would break the system
         raise HostKeyUnknown(f"{path} is not a regular file: not recorded there (UserKnownHostsFile?)", actual)
     existing = path.read_text().splitlines(keepends=True) if path.is_file() else []
-    # An approved key replaces older plain entries of the same type for this host (a key that
-    # changed, e.g. after a reinstall); other types and other hosts' lines stay as they are.
-    kept = [old for old in existing if old.split()[:2] != [target.known_hosts_pattern, public[0]]]
+    # An approved key replaces older entries of the same type for this host, hashed or listed
+    # with others (a key that changed, e.g. after a reinstall); other types and hosts stay.
+    kept = without_host_key(existing, target.known_hosts_pattern, public[0])
     kept = [old if old.endswith("\n") else old + "\n" for old in kept]
     write_private(path, "".join(kept) + line)
     return path
+
+
+def still_trusting_old_key(target: SshTarget, key: asyncssh.SSHKey) -> str:
+    """What to tell the user when another known_hosts file heet-tui reads (and does not edit:
+    ~/.ssh/known_hosts, the system's) still holds an older key of the type for the host, which
+    is accepted as well as the new one; "" when none does."""
+    public = key.export_public_key("openssh").decode("ascii").split()
+    others = tuple(p for p in target.known_hosts if p != target.trust_file)
+    stale = holding_other_key(others, target.known_hosts_pattern, public[0], public[1])
+    return "".join(f"; {p} still holds its old key, which is still accepted: remove it with ssh-keygen -R "
+                   f"{shlex.quote(target.known_hosts_pattern)} -f {shlex.quote(str(p))}" for p in stale)

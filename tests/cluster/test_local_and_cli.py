@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -317,6 +318,28 @@ def test_yes_never_replaces_a_changed_key_and_fingerprint_does_only_for_that_key
     assert "not the fingerprint you gave (SHA256:AAAA" in said and "--yes" not in said, "it was not given"
     assert run_trust(hosts, "reinstalled", assume_yes=False, fingerprint=offered) == 0
     assert "Recorded in" in capsys.readouterr().out and lab.known_hosts.read_text() != before
+
+
+def test_trusting_a_changed_key_replaces_the_old_one_hashed_or_listed(lab, capsys):
+    """The old key stayed beside the new one when its line was hashed (ssh-keygen -H) or named
+    the host among others, and both keys were accepted."""
+    other, host = lab.add_host("other"), lab.add_host("reinstalled", trusted=False)
+    impostor = other.host_public.split()
+    pattern = f"[{host.address}]:{host.port}"
+    with open(lab.known_hosts, "a") as fh:
+        fh.write(f"{pattern} {impostor[0]} {impostor[1]}\n")
+    subprocess.run(["ssh-keygen", "-H", "-f", str(lab.known_hosts)], check=True, capture_output=True)
+    with open(lab.known_hosts, "a") as fh:
+        fh.write(f"{pattern},10.9.9.9 {impostor[0]} {impostor[1]}\n")
+    assert lab.known_hosts.read_text().count(impostor[1]) == 3, "the other host's, the hashed line, the list"
+    hosts = load_hosts(lab.hosts_toml([lab.entry_for(host)]))
+    fingerprint = subprocess.run(["ssh-keygen", "-l", "-E", "sha256", "-f", f"{host.host_key}.pub"], check=True,
+                                 capture_output=True, text=True).stdout.split()[1]
+    assert run_trust(hosts, "reinstalled", assume_yes=False, fingerprint=fingerprint) == 0
+    assert "the key CHANGED" in capsys.readouterr().out
+    text = lab.known_hosts.read_text()
+    assert text.count(impostor[1]) == 1, f"the other host's own key only: {text}"
+    assert f"{pattern} {host.host_public.split()[0]} {host.host_public.split()[1]}" in text
 
 
 def test_a_fingerprint_that_is_not_the_hosts_is_refused_at_first_contact_too(lab, capsys):

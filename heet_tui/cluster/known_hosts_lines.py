@@ -1,0 +1,59 @@
+"""Which lines of a known_hosts file name a host, as OpenSSH reads them.
+
+An approved key replaces the host's older key of its type. Matching the first field to
+``[host]:port`` as text missed the forms OpenSSH writes too: hashed names (``|1|salt|hash``,
+``HashKnownHosts yes``) and lists (``host,10.0.0.5``). The old key stayed beside the new one, and
+both were accepted.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+from pathlib import Path
+
+
+def names_host(field: str, pattern: str) -> bool:
+    """True when a known_hosts host field names ``pattern`` (``host`` or ``[host]:port``)
+    itself; wildcard and negated patterns are left alone (they name more than this host)."""
+    if field.startswith("|1|"):
+        try:
+            _, _, salt, digest = field.split("|")
+            want = base64.b64decode(digest, validate=True)
+            mac = hmac.new(base64.b64decode(salt, validate=True), pattern.encode(), hashlib.sha1).digest()
+        except (ValueError, binascii.Error):
+            return False
+        return hmac.compare_digest(mac, want)
+    return any(name.lower() == pattern.lower() for name in field.split(","))
+
+
+def without_host_key(lines: list[str], pattern: str, key_type: str) -> list[str]:
+    """``lines`` less those giving ``pattern`` a key of ``key_type`` (markers such as
+    ``@revoked`` and ``@cert-authority`` stay: they are not a host's key)."""
+    kept = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) >= 2 and not line.lstrip().startswith(("#", "@")) and fields[1] == key_type \
+                and names_host(fields[0], pattern):
+            continue
+        kept.append(line)
+    return kept
+
+
+def holding_other_key(files: tuple[Path, ...], pattern: str, key_type: str, key_b64: str) -> list[Path]:
+    """The files that still give ``pattern`` another key of ``key_type``."""
+    out = []
+    for path in files:
+        try:
+            lines = path.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) >= 3 and not line.lstrip().startswith(("#", "@")) and fields[1] == key_type \
+                    and fields[2] != key_b64 and names_host(fields[0], pattern):
+                out.append(path)
+                break
+    return out
