@@ -124,6 +124,31 @@ def test_broken_file_is_reported_with_its_line(make_app, tmp_path):
     run(scenario())
 
 
+def test_saving_the_form_after_the_file_broke_on_disk_says_so_in_the_form(make_app, tmp_path):
+    """The form was open while an editor in another shell left the file half-typed: ctrl+s hit an
+    assert, and the TUI (with the controller it ran) exited."""
+    path = hosts_copy(tmp_path)
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            form = await open_add_form(pilot, app)
+            await fill(pilot, form, name="rtx-1", address="10.0.0.13")
+            good = path.read_text()
+            with open(path, "a") as fh:
+                fh.write('\n[[hosts]]\nname = "half-typed\n')
+            app.screen_stack[-2].action_reload(toast=False)  # what the next snapshot does
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: "TOML syntax error" in str(form.query_one("#form-error", Static).render()))
+            assert isinstance(app.screen, HostFormDialog) and form.query_one("#f-name", Input).value == "rtx-1"
+            path.write_text(good)  # fixed in the editor: the same form saves
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen) and app.screen.table.row_count == 3)
+            assert 'name = "rtx-1"' in path.read_text()
+
+    run(scenario())
+
+
 def test_a_problem_that_quotes_toml_brackets_is_shown_whole_and_a_stray_tag_cannot_crash(make_app, tmp_path):
     # Rendered as markup, "write it as [defaults]" lost its "[defaults]", and a notice holding
     # "[/]" (a path, a host's error) raised MarkupError and took the whole app down.

@@ -174,7 +174,10 @@ class HostsScreen(SnapshotScreen):
         problem = self._own_file()
         if problem:
             return problem
-        assert self.document is not None
+        if self.document is None:  # the file broke on disk while the form was open
+            self.action_reload(toast=False)
+        if self.document is None:
+            return f"{self.problem}: fix the file (o opens it in your editor), then save again; this form keeps its input"
         try:
             change(self.document)
             self.document.save()
