@@ -335,7 +335,7 @@ def run_app(args: argparse.Namespace) -> int:
     app.run()
     if choice.reattach is None and (left := left_running(app.latest)):
         print(left)
-    return 0
+    return app.return_code or 0  # 1 after a crash (its traceback is above): it exited 0
 
 
 def left_running(snap: Snapshot | None) -> str:
