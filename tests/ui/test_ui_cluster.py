@@ -107,3 +107,20 @@ def test_slash_filters_the_hosts_and_escape_brings_them_all_back(make_app):
             await wait_for(pilot, lambda: table.row_count == 3)
 
     run(scenario())
+
+
+def test_no_color_draws_every_screen(make_app, backend, monkeypatch):
+    """NO_COLOR=1 (Textual's monochrome filter) crashed as soon as the Cluster table drew: its
+    rows were padded with no style, which the filter cannot take."""
+    monkeypatch.setenv("NO_COLOR", "1")
+
+    async def scenario():
+        app = make_app("cluster")
+        async with app.run_test(size=SIZE) as pilot:
+            await _select(pilot, app, "t4-1")
+            for key in "23451":
+                await pilot.press(key)
+                await pilot.pause()
+            assert app.return_code is None, "still running"
+
+    run(scenario())

@@ -238,8 +238,8 @@ class KeyedTable(ScrollView, can_focus=True):
             strip = self._cache[key] = self._render_cells(cells)
         if index == self.cursor_row:
             cursor = self.get_component_rich_style("keyed-table--cursor")
-            return strip.crop_extend(scroll_x, scroll_x + width, None).apply_style(cursor)
-        return strip.crop_extend(scroll_x, scroll_x + width, None)
+            return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style).apply_style(cursor)
+        return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style)
 
     def on_resize(self, _: events.Resize) -> None:
         self._cache.clear()
