@@ -281,8 +281,9 @@ class Store(PlanRows, EventRows):
         larger of the two stays. One statement: it runs on every progress report (SET expressions
         read the old row)."""
         with self._tx() as db:
-            db.execute("UPDATE jobs SET steps_done = CASE WHEN ? THEN ? ELSE MAX(steps_done, ?) END, "
-                       "samples_done = CASE WHEN ? THEN ? ELSE MAX(samples_done, ?) END, "
+            # never lowers a done job's (a cut-off copy finished it; the newer run, stopped, reports less)
+            db.execute("UPDATE jobs SET steps_done = CASE WHEN ? AND state != 'done' THEN ? ELSE MAX(steps_done, ?) "
+                       "END, samples_done = CASE WHEN ? AND state != 'done' THEN ? ELSE MAX(samples_done, ?) END, "
                        "furthest_steps = MAX(furthest_steps, ?), "
                        "checkpoint = COALESCE(?, checkpoint), attained_gpu_s = attained_gpu_s + ?, "
                        "crashes = CASE WHEN ? AND ? > furthest_steps THEN 0 ELSE crashes END, "

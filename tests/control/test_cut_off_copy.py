@@ -106,3 +106,15 @@ def test_a_finish_reported_by_a_host_the_generation_never_ran_on_is_ignored(tmp_
     assert [v.action for v in judge_reported(executor, store, "i", (replace(forged, host="i"),))] == ["ignore"], \
         "nor by a host of the generation where its rank 0 did not run"
     assert [v.action for v in judge_reported(executor, store, "h", (replace(forged, host="h"),))] == ["finished"]
+
+
+def test_the_stopped_newer_run_does_not_lower_the_finished_jobs_progress(tmp_path: Path) -> None:
+    """A cut-off copy finished the job (step 1500); the newer run, stopped for it, then reported
+    its own step 777 as current, and the job read "done" at 52 %."""
+    store = Store(tmp_path / "state")
+    store.add_job(JobSpec("a", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 1500)), 0.0)
+    store.set_state("a", JobState.RUNNING, 1.0)
+    store.update_progress("a", 1500, 48000.0, None)
+    store.set_state("a", JobState.DONE, 2.0, "generation 1 finished on h")
+    store.update_progress("a", 777, 777 * 32.0, None, current=True)
+    assert (store.job("a").job.steps_done, store.job("a").job.samples_done) == (1500, 48000.0)
