@@ -349,8 +349,8 @@ class Controller:
                     or runs_elsewhere(self.cluster, self.executor.newer_copies, job.id):
                 continue
             measured = bool(self.book.measured(job.id))
-            if run is None and not measured and job.id not in unmeasured and self.opt.profile:
-                continue  # profiled first
+            if run is None and self.opt.profile and not (measured or job.id in unmeasured or job.spec.min_gpus > 1):
+                continue  # profiled first (on one GPU: a job that needs more is measured by its own runs)
             if run is None and self.executor.backoff_until.get(job.id, 0) > now:
                 continue
             if run is None and self.executor.checkpoints.out_of_reach(job.id, away, self.executor.hosts.hosts):

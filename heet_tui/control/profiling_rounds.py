@@ -43,8 +43,10 @@ async def profile_new_jobs(ctl: Controller) -> None:
         return
     executor, book = ctl.executor, ctl.book
     skip = unmeasured_ids(ctl.store)
+    # runs are single-GPU: a job that needs more (its model fits on no one GPU) crashed in every
+    # round, each an attempt, and failed without running at its size; its own runs measure it
     new = [rec.job for rec in ctl.store.jobs(include_terminal=False)
-           if rec.job.state is JobState.QUEUED and rec.job.id not in executor.profiles
+           if rec.job.state is JobState.QUEUED and rec.job.spec.min_gpus == 1 and rec.job.id not in executor.profiles
            and rec.job.id not in executor.runs and rec.job.id not in skip and not book.measured(rec.job.id)
            and executor.backoff_until.get(rec.job.id, 0) <= ctl.clock()]
     if not new:
@@ -171,6 +173,7 @@ async def profile_idle_types(ctl: Controller) -> None:
     profiling = {book.classes.get(j, j) for j in executor.profiles}  # a twin's run measures the whole class
     for job in jobs:
         if (book.classes.get(job.id, job.id) in profiling or job.id in skip or not book.measured(job.id)
+                or job.spec.min_gpus > 1
                 or waits_for_profiling(ctl, job.id, job.id in executor.runs)
                 or executor.backoff_until.get(job.id, 0) > now):
             continue

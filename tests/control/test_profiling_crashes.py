@@ -40,3 +40,32 @@ def test_a_profiling_round_that_crashes_on_two_types_is_one_attempt(tmp_path: Pa
         assert len(rounds) == 3, [e.message for e in rounds]
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_job_that_needs_two_gpus_is_not_profiled_on_one(tmp_path: Path) -> None:
+    """Profiling runs are single-GPU: a job with min_gpus = 2 (its model does not fit on one GPU)
+    crashed in every profiling round, each round counted as an attempt, and it failed without
+    ever running at the size it asked for."""
+    from control_lab import training_with, write_job
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("box", "A100", 2, 1.0)]))
+    store = Store(tmp_path / "state")
+    command = training_with(tmp_path, "needs_two", "if os.environ.get('WORLD_SIZE') != '2':\n"
+                            "    print('out of memory on one GPU', file=sys.stderr); sys.exit(3)")
+    spec = write_job(tmp_path, "big", steps=40, max_gpus=2, command=command)
+    spec.write_text(spec.read_text().replace("min_gpus = 1", "min_gpus = 2"))
+    options = ControllerOptions(interval_s=0.2, auto_approve=True, execution=ExecOptions(retry_backoff_s=0.2))
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, options)
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(spec)))
+            await wait_for(ctl, lambda s: job(s, "big").state.terminal, 120, "big to end")
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+    rec = store.job("big")
+    assert rec.job.state is JobState.DONE, (rec.job.state, rec.job.message)
+    assert not [e for e in store.events("big", limit=100) if e.kind == "profile" and "profiling on" in e.message]
