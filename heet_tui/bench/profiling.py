@@ -70,12 +70,17 @@ def run(args: argparse.Namespace) -> int:
         for seed in range(args.seeds):
             pooled.merge(getattr(evaluator, case)(seed))
         result[case] = pooled.summary()
+        if not result[case]["cells_predicted"]:  # NaN figures (invalid JSON) and "MISSED" said nothing of why
+            result[case]["skipped"] = (f"needs at least two GPU types, {root} has {len(truth.gpu_types)}"
+                                       if case == "cold_type" and len(truth.gpu_types) < 2 else
+                                       f"nothing left to predict: a budget of {args.budget} measures every cell")
     elapsed = time.perf_counter() - started
     result["meta"] = {
         "profiles": str(root), "budget": args.budget, "seeds": args.seeds, "jobs": len(truth.jobs),
         "gpu_types": truth.gpu_types, "configs": len(truth.configs),
         "cells": int(np.isfinite(truth.values).sum()), "seconds": round(elapsed, 2),
-        "targets_met": {c: meets_targets(c, result[c]) for c in cases} if args.budget == 3 else None,
+        "targets_met": {c: meets_targets(c, result[c]) for c in cases if "skipped" not in result[c]}
+        if args.budget == 3 else None,
     }
     wall, cpu = fit_seconds()
     result["meta"]["fit_seconds_200x5x20"] = round(wall, 3)
@@ -124,6 +129,9 @@ def print_table(result: dict, cases: list[str]) -> None:
     print(f"{'case':<22}{'median':>9}{'p90':>9}{'scaling':>10}{'nearest':>10}{'cells':>8}  target")
     for case in cases:
         s = result[case]
+        if "skipped" in s:
+            print(f"{case:<22}skipped: {s['skipped']}")
+            continue
         met = (meta["targets_met"] or {}).get(case)
         flag = "-" if met is None else ("met" if met else "MISSED")
         print(f"{case:<22}{s['median_ape']:>9.3f}{s['p90_ape']:>9.3f}{s['baseline_scaling_curve_median_ape']:>10.3f}"

@@ -73,14 +73,14 @@ class CaseErrors:
         self.nearest.extend(np.abs(np.exp(base_b) - t) / t)
 
     def summary(self) -> dict[str, float | int]:
-        def q(xs: list[float], p: float) -> float:
-            return round(float(np.quantile(xs, p)), 4) if xs else float("nan")
+        def q(xs: list[float], p: float) -> float | None:  # None, not NaN: JSON has no NaN
+            return round(float(np.quantile(xs, p)), 4) if xs else None
 
         med_a, med_b = q(self.scaling, 0.5), q(self.nearest, 0.5)
         return {
             "median_ape": q(self.model, 0.5),
             "p90_ape": q(self.model, 0.9),
-            "baseline_median_ape": min(med_a, med_b),
+            "baseline_median_ape": None if med_a is None or med_b is None else min(med_a, med_b),
             "baseline_scaling_curve_median_ape": med_a,
             "baseline_nearest_job_median_ape": med_b,
             "baseline_scaling_curve_p90_ape": q(self.scaling, 0.9),

@@ -40,3 +40,26 @@ def test_bench_reports_bad_input_cleanly(tmp_path: Path, capsys: pytest.CaptureF
     assert 'm/placements-aws.csv:2: column "step_time": not a number: "oops"' in err
     assert "Traceback" not in err
     assert main(["bench", "profiling", "--profiles", str(DATA), "--cases", "nope"]) == 2
+
+
+def test_a_case_with_nothing_to_predict_says_why_in_valid_json(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """With one GPU type, cold_type printed "median_ape": NaN (not JSON: JSON.parse failed) and
+    the table "nan nan ... MISSED"."""
+    import shutil
+
+    one_type = tmp_path / "profiles"
+    for model in ("cifar10", "imagenet"):
+        (one_type / model).mkdir(parents=True)
+        for path in (DATA / model).glob("*"):
+            if "-rtx" in path.name or "-dgx" in path.name:
+                continue
+            shutil.copy(path, one_type / model / path.name)
+    assert main(["bench", "profiling", "--profiles", str(one_type), "--cases", "cold_type", "--json"]) == 0
+    text = capsys.readouterr().out
+    assert "NaN" not in text
+    cold = json.loads(text)["cold_type"]
+    assert cold["cells_predicted"] == 0 and cold["median_ape"] is None
+    assert cold["skipped"] == f"needs at least two GPU types, {one_type} has 1"
+    assert main(["bench", "profiling", "--profiles", str(one_type), "--cases", "cold_type"]) == 0
+    assert "cold_type             skipped: needs at least two GPU types" in capsys.readouterr().out
