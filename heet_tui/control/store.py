@@ -28,7 +28,7 @@ from heet_tui.control.codec import (
     spec_to_json,
 )
 from heet_tui.control.store_events import EventRows
-from heet_tui.control.store_integrity import refuse_emptied
+from heet_tui.control.store_integrity import refuse_emptied, refuse_not_own
 from heet_tui.control.store_plans import PlanRows
 from heet_tui.control.store_records import JobRecord
 from heet_tui.control.store_schema import MIGRATIONS, SCHEMA_VERSION
@@ -76,11 +76,11 @@ class Store(PlanRows, EventRows):
             raise StoreError(f"state store {self.dir}: is not a directory (--state names a directory)")
         try:
             self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            refuse_not_own(self.dir)
             os.chmod(self.dir, 0o700)
             self.path = self.dir / DB_NAME
             refuse_emptied(self.path)
-            fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600)
-            os.close(fd)
+            os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
             os.chmod(self.path, 0o600)
             self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")

@@ -20,6 +20,16 @@ if TYPE_CHECKING:
 BEING_MADE_S = 10.0  # an empty store file younger than this is one another process is creating
 
 
+def refuse_not_own(folder: Path) -> None:
+    """Raise ``StoreError`` for a state directory someone else owns: they could swap what is in
+    it (root's state.sqlite3 was made in a directory of uid nobody's, then chmodded private)."""
+    from heet_tui.control.store import StoreError
+
+    if (owner := folder.stat().st_uid) != os.getuid():
+        raise StoreError(f"state store {folder}: it is owned by uid {owner}, not by you; pass --state with a "
+                         "directory of your own")
+
+
 def refuse_emptied(path: Path) -> None:
     """Raise ``StoreError`` for a store file emptied to 0 bytes (a truncation, ``> state.db``).
 

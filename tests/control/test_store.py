@@ -232,3 +232,19 @@ def test_only_the_newest_events_are_kept(tmp_path: Path, monkeypatch) -> None:
     kept = store.events(limit=1000)
     assert 50 <= len(kept) < 60 and kept[-1].message == "event 200", len(kept)
     assert [e.message for e in kept[-50:]] == [f"event {i}" for i in range(151, 201)], "the newest, in order"
+
+
+def test_a_state_directory_someone_else_owns_is_refused(tmp_path: Path) -> None:
+    """As root, a state directory of uid nobody's was chmodded private and used: its owner could
+    swap the database under the controller."""
+    import os
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    try:
+        os.chown(theirs, 65534, -1)
+    except PermissionError:
+        pytest.skip("changing a directory's owner needs root")
+    with pytest.raises(StoreError, match=r"theirs: it is owned by uid 65534, not by you; pass --state"):
+        Store(theirs)
+    assert not (theirs / "state.sqlite3").exists()
