@@ -38,6 +38,7 @@ from heet_tui.core.host import HostState
 from heet_tui.core.snapshot import HostStatus
 
 PING_EVERY_S = 10.0
+UNANSWERED_PINGS = 2  # in a row, while heartbeats come: the agent's request loop is stuck
 # A refused login is no blip: retried every few seconds it met sshd's MaxStartups and fail2ban's
 # maxretry (5 in 10 min bans the address: the login node's, or every host behind a jump host).
 AUTH_RETRY_S = (60.0, 300.0, 900.0)
@@ -72,6 +73,7 @@ class HostSupervisor:
         # so that nobody acts on them while requests to the host still fail.
         self._early: list[dict[str, Any]] = []
         self._stopping = False
+        self._pings_unanswered = 0  # pings in a row with no reply in time (_serve)
 
     # ---- state
     def status(self) -> HostStatus:
@@ -207,7 +209,7 @@ class HostSupervisor:
     async def _serve(self, client: AgentClient) -> ConnectFailure:
         """Wait until the link fails or goes silent; return why."""
         last_ping = awake = time.monotonic()
-        resumed = 0.0
+        resumed, self._pings_unanswered = 0.0, 0
         while not self._stopping:
             wait = min(1.0, self.options.heartbeat_timeout_s / 4)
             with contextlib.suppress(asyncio.TimeoutError):
@@ -222,6 +224,9 @@ class HostSupervisor:
             silent = now - max(client.last_message, resumed)
             if silent > self.options.heartbeat_timeout_s:
                 return Unreachable(f"no heartbeat for {silent:.0f} s")
+            if self._pings_unanswered >= UNANSWERED_PINGS:  # it stayed "ready" while every launch timed out
+                return AgentFailure(f"the agent sends heartbeats but answered none of {UNANSWERED_PINGS} pings "
+                                    f"in {self.options.heartbeat_timeout_s:g} s each: its requests are stuck")
             if time.monotonic() - last_ping > PING_EVERY_S:
                 last_ping = time.monotonic()
                 asyncio.ensure_future(self._ping(client))
@@ -229,9 +234,16 @@ class HostSupervisor:
 
     async def _ping(self, client: AgentClient) -> None:
         started = time.monotonic()
-        with contextlib.suppress(HostNotReady, AgentFailure, Exception):
+        try:
             await client.request("ping", {}, self.options.heartbeat_timeout_s)
-            self.rtt_ms = round((time.monotonic() - started) * 1000.0, 2)
+        except HostNotReady:
+            if not client.closed.done():  # no reply in time on a live link (a closed one is said elsewhere)
+                self._pings_unanswered += 1
+            return
+        except Exception:  # noqa: BLE001 - a refused ping is an answer
+            return
+        self._pings_unanswered = 0
+        self.rtt_ms = round((time.monotonic() - started) * 1000.0, 2)
 
     async def _backoff(self, attempt: int, fixed_s: float | None = None) -> None:
         base = min(self.options.backoff_max_s, self.options.backoff_initial_s * 2 ** (attempt - 1))

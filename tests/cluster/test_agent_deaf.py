@@ -1,0 +1,67 @@
+"""An agent that sends heartbeats but answers no request is taken out, not left "ready".
+
+Seen in a security review (a compromised host's agent, through a relay that dropped replies):
+the host stayed ready while every launch there waited out its 30 s timeout, and the plans that
+kept choosing it held up the whole cluster's steps.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import make_cluster, wait_until
+
+from heet_tui.cluster import supervisor
+from heet_tui.core.host import HostState
+
+DEAF_AGENT = f"""#!{sys.executable}
+import json, os, select, sys, time
+
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\\n")
+    sys.stdout.flush()
+
+send({{"event": "agent_start", "protocol": 1, "agent_version": "deaf", "pid": os.getpid()}})
+answered = 0
+while True:
+    if select.select([sys.stdin], [], [], 0.3)[0]:
+        line = sys.stdin.readline()
+        if not line:
+            break
+        m = json.loads(line)
+        if answered < 2:  # hello and the first ping; then nothing
+            answered += 1
+            result = {{"protocol": 1, "agent_version": "deaf", "pid": os.getpid(),
+                      "inventory": {{"source": "emulated", "gpus": [{{"index": 0, "name": "T4", "memory_mb": 1}}]}},
+                      "jobs": []}} if m["op"] == "hello" else {{}}
+            send({{"id": m["id"], "ok": True, "result": result}})
+    send({{"event": "heartbeat", "seq": 1, "jobs": [], "gpus": []}})
+"""
+
+
+def test_an_agent_that_heartbeats_but_answers_nothing_is_taken_out(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    monkeypatch.setattr(supervisor, "PING_EVERY_S", 0.5)
+    fake = tmp_path / "deaf-python"
+    fake.write_text(DEAF_AGENT)
+    fake.chmod(0o755)
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text(f'[[hosts]]\nname = "deaf"\ntransport = "local"\npython = "{fake}"\n'
+                     f'workdir = "{tmp_path / "w"}"\nemulate = {{ gpu_type = "T4", count = 1, speed = 1.0 }}\n')
+
+    async def scenario():
+        cluster = make_cluster(hosts)
+        await cluster.start()
+        try:
+            assert await wait_until(lambda: cluster.host_status("deaf").state is HostState.READY, 15)
+            assert await wait_until(lambda: cluster.host_status("deaf").state is HostState.AGENT_ERROR, 30)
+            return cluster.host_status("deaf").message
+        finally:
+            await cluster.stop()
+
+    message = asyncio.run(scenario())
+    assert "sends heartbeats but answered none of 2 pings" in message, message
