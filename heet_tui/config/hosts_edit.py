@@ -92,7 +92,9 @@ class HostsDocument:
         return self.validated
 
     def update_host(self, name: str, fields: Mapping[str, Any]) -> HostsFile:
-        """Set keys of one host; a value of ``None`` removes that key."""
+        """Set keys of one host; a value of ``None`` removes that key, and a table (``emulate``)
+        sets only the keys it names in the host's table: the form changed a count, and the speed
+        tuned by hand in the file meanwhile went back to the form's."""
         _reject_unknown(self.path, fields)
         _, table = self._find(name)
         before = {k: table[k] for k in fields if k in table}
@@ -100,6 +102,8 @@ class HostsDocument:
             if value is None:
                 if key in table:
                     del table[key]
+            elif key in table and isinstance(value, Mapping) and isinstance(table[key], Mapping):
+                table[key] = _toml_value({**table[key].unwrap(), **value})
             elif key in table:
                 table[key] = _toml_value(value)
             else:

@@ -309,6 +309,37 @@ def test_the_edit_form_writes_only_what_was_changed_in_it(make_app, backend, tmp
     run(scenario())
 
 
+def test_a_count_changed_in_the_form_keeps_the_speed_tuned_by_hand_meanwhile(make_app, backend, tmp_path):
+    """Emulate is one field (TYPE:COUNT:SPEED): changing its count wrote the form's speed over
+    the one set by hand while the form was open, under the hand edit's own comment."""
+    from ui_fakes import small_snapshot
+
+    path = tmp_path / "hosts.toml"
+    path.write_text('[[hosts]]\nname = "e1"\ntransport = "local"\n'
+                    'emulate = { gpu_type = "V100", count = 2, speed = 0.5 }\n')
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            await wait_for(pilot, lambda: screen.table.row_count == 1)
+            screen.table.select_key("e1")
+            await pilot.press("e")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
+            form = app.screen
+            path.write_text(path.read_text().replace("speed = 0.5 }", "speed = 0.6 }  # hand-tuned"))
+            backend.push(small_snapshot(1))
+            await pilot.pause()
+            await fill(pilot, form, emulate="V100:1:0.5")
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen))
+            text = path.read_text()
+            assert tomllib.loads(text)["hosts"][0]["emulate"] == {"gpu_type": "V100", "count": 1, "speed": 0.6}, text
+            assert "# hand-tuned" in text
+
+    run(scenario())
+
+
 def test_removing_a_host_that_runs_jobs_says_what_becomes_of_them(make_app, backend, tmp_path):
     """It asked only "Remove host t4-1 from hosts.toml?" while j2 ran there."""
     from ui_fakes import small_snapshot

@@ -155,7 +155,10 @@ class HostFormDialog(FormDialog[str | None]):
         shared = self.initial.get(SHARED_FS, True)
         before = fields_from_form(form_from_fields(self.initial), str(self.initial.get("transport", "ssh")),
                                   None if shared else False)
-        return {k: v for k, v in fields.items() if k not in before or before[k] != v}
+        changed = {k: v for k, v in fields.items() if k not in before or before[k] != v}
+        if isinstance(old := before.get("emulate"), dict) and isinstance(new := changed.get("emulate"), dict):
+            changed["emulate"] = {k: v for k, v in new.items() if old.get(k) != v}  # a hand-set speed stays
+        return changed
 
     def action_cancel(self) -> None:
         self.dismiss(None)
