@@ -74,6 +74,19 @@ def diff_hosts(old: tuple[HostEntry, ...], new: tuple[HostEntry, ...], busy: set
     )
 
 
+def speed_changes(old: tuple[HostEntry, ...], new: tuple[HostEntry, ...], changed: tuple[str, ...]) -> dict[str, str]:
+    """GPU type -> what changed, for emulated hosts whose speed changed and type did not. Every
+    plan and prediction went on with the old speed's measurements (a T4 made 3x faster still
+    read at its old rate), and since the type had an estimate it was never measured again."""
+    before, after = {h.name: h for h in old}, {h.name: h for h in new}
+    out: dict[str, str] = {}
+    for name in changed:
+        a, b = before[name].emulate, after[name].emulate
+        if a is not None and b is not None and a.gpu_type == b.gpu_type and a.speed != b.speed:
+            out[b.gpu_type] = f"{name}'s emulated speed went from {a.speed:g} to {b.speed:g}"
+    return out
+
+
 NOT_RELOADED = "hosts file not reloaded: "
 
 
@@ -107,6 +120,7 @@ class HostsReloader:
         diff = diff_hosts(ctl.hosts.hosts, new.hosts, set(gpus_held(ctl.executor.all_runs())))
         self._pending = bool(diff.waiting)
         self.leaving = frozenset(n for n in diff.waiting if n not in {h.name for h in new.hosts})
+        resped = speed_changes(ctl.hosts.hosts, diff.hosts, diff.changed)
         for name in (*diff.removed, *diff.changed):
             await ctl.cluster.remove_host(name)
             ctl.was_ready.discard(name)  # reconnected on purpose: not "out", then "back"
@@ -125,6 +139,11 @@ class HostsReloader:
         if edited:
             parts.append(f"{', '.join(edited)} kept as before while jobs run there: the edit applies once they "
                          "have ended (drain it to move them off sooner)")
+        for gpu_type, said in sorted(resped.items()):
+            if gone := ctl.store.forget_observations(gpu_type):
+                ctl.book.reload(ctl.store.observations())
+                parts.append(f"{said}: its {gone} measurement(s) on {gpu_type} are forgotten, and jobs are measured "
+                             "there afresh")
         if new.ssh_config != ctl.hosts.ssh_config:
             parts.append("the ssh_config setting applies when heet-tui restarts")
         if not parts and self._said.startswith(NOT_RELOADED):  # fixed: say so, or the error is the last word

@@ -29,6 +29,7 @@ from heet_tui.control.codec import (
 )
 from heet_tui.control.store_events import EventRows
 from heet_tui.control.store_integrity import refuse_emptied, refuse_not_own
+from heet_tui.control.store_observations import ObservationRows
 from heet_tui.control.store_plans import PlanRows
 from heet_tui.control.store_records import JobRecord
 from heet_tui.control.store_schema import MIGRATIONS, SCHEMA_VERSION
@@ -41,7 +42,6 @@ BUSY_TIMEOUT_S = 15.0
 
 _TERMINAL = tuple(s.value for s in JobState if s.terminal)
 _TERMINAL_MARKS = ", ".join("?" * len(_TERMINAL))  # SQL placeholders for _TERMINAL
-OBSERVATIONS_PER_CELL = 32  # per job, GPU type and placement: profiling.tensor.MAX_PER_CELL (not imported: numpy)
 
 
 class StoreError(RuntimeError):
@@ -68,7 +68,7 @@ def default_state_dir() -> Path:
     return Path(base) / "heet-tui"
 
 
-class Store(PlanRows, EventRows):
+class Store(PlanRows, EventRows, ObservationRows):
     def __init__(self, state_dir: Path | str | None = None) -> None:
         self.dir = Path(state_dir).expanduser() if state_dir else default_state_dir()
         self._store_id: str | None = None
@@ -351,23 +351,6 @@ class Store(PlanRows, EventRows):
                                "COALESCE(?, generation) ORDER BY generation DESC LIMIT 1", (job_id, generation)).fetchone()
         alloc = alloc_from_obj(json.loads(row[0])) if row else None
         return (alloc, int(row[1])) if alloc is not None else None
-
-    # -- observations -----------------------------------------------------------------------
-    def add_observation(self, job_id: str, gpu_type: str, placement: str, samples_per_s: float, at: float,
-                        source: str = "run") -> None:
-        with self._tx() as db:
-            db.execute("INSERT INTO observations VALUES (?, ?, ?, ?, ?, ?)",
-                       (job_id, gpu_type, placement, samples_per_s, at, source))
-            # only a cell's latest rows are used; a running job adds one every 10 s, for months
-            db.execute("DELETE FROM observations WHERE rowid IN (SELECT rowid FROM observations WHERE job_id = ? "
-                       "AND gpu_type = ? AND placement = ? ORDER BY rowid DESC LIMIT -1 OFFSET ?)",
-                       (job_id, gpu_type, placement, OBSERVATIONS_PER_CELL))
-
-    def observations(self, job_id: str | None = None) -> list[tuple[str, str, str, float, float, str]]:
-        sql = "SELECT job_id, gpu_type, placement, samples_per_s, at, source FROM observations"
-        rows = self._db.execute(sql + (" WHERE job_id = ?" if job_id else "") + " ORDER BY rowid",
-                                (job_id,) if job_id else ())
-        return [tuple(r) for r in rows]
 
     # -- restart times ----------------------------------------------------------------------
     def add_restart_time(self, job_id: str, phase: str, seconds: float, at: float) -> None:

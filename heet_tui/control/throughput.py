@@ -107,6 +107,17 @@ class ThroughputBook:
         for job_id, gpu_type, key, sps, at, source in rows:
             self.add(job_id, gpu_type, key, sps, source, at)
 
+    def reload(self, rows: Iterable[tuple[str, str, str, float, float, str]]) -> None:
+        """Start again from ``rows`` (after some were forgotten), keeping who is in which class."""
+        self.cells.clear()
+        self._running.clear()
+        self._pooled.clear()
+        if self.predictor is not None:
+            self.predictor, self.keys, self.model_ready = profiling_model(), {}, False
+            for job_id, (model, batch) in self.classes.items():
+                self.register(job_id, model, batch)
+        self.load(rows)
+
     def _well_observed(self) -> bool:
         from heet_tui.profiling.predictor import WELL_OBSERVED
 

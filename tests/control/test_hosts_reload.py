@@ -151,3 +151,29 @@ def test_a_second_controller_on_the_same_hosts_is_refused_and_the_first_keeps_th
             await first.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_changed_emulated_speed_forgets_the_measurements_taken_at_the_old_one(tmp_path: Path) -> None:
+    """A T4 made 3x faster by hand was still planned at its old rate: the old measurements stayed,
+    and as the type had an estimate it was never measured again."""
+    path = write_local_hosts(tmp_path, [("fast", "A100", 1, 1.0), ("slow", "T4", 1, 0.3)])
+    store = Store(tmp_path / "state")
+    for gpu_type, rate in (("A100", 900.0), ("T4", 120.0)):
+        store.add_observation("old-job", gpu_type, "1", rate, 1.0, "running")
+
+    async def scenario() -> None:
+        ctl = Controller(load_hosts(path), store, ControllerOptions(interval_s=0.2))
+        await ctl.start()
+        try:
+            await wait_for(ctl, lambda s: all(h.state is HostState.READY for h in s.hosts), 30, "hosts")
+            assert ctl.book.measured_types("old-job") == {"A100", "T4"}
+            write_local_hosts(tmp_path, [("fast", "A100", 1, 1.0), ("slow", "T4", 1, 0.9)])
+            snap = await wait_for(ctl, lambda s: any("reconnecting slow" in n for n in s.notices), 30, "the reload")
+            said = next(n for n in snap.notices if "reconnecting slow" in n)
+            assert "slow's emulated speed went from 0.3 to 0.9: its 1 measurement(s) on T4 are forgotten" in said, said
+            assert ctl.book.measured_types("old-job") == {"A100"}
+        finally:
+            await ctl.stop()
+        assert [r[1] for r in store.observations()] == ["A100"]
+
+    run_and_clean(scenario, tmp_path)

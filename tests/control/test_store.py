@@ -177,7 +177,7 @@ def _spec_json(name: str) -> str:
 
 
 def test_a_cell_keeps_only_its_latest_observations(tmp_path: Path) -> None:
-    from heet_tui.control.store import OBSERVATIONS_PER_CELL
+    from heet_tui.control.store_observations import OBSERVATIONS_PER_CELL
 
     store = Store(tmp_path / "state")
     for i in range(OBSERVATIONS_PER_CELL + 10):
