@@ -49,10 +49,10 @@ class StoreHealth:
         """True when writes work (again); one small write a round finds out. Never again once the
         store's file is gone: writes to a deleted file succeed, and a controller went on for
         minutes recording into nothing while a new store took its place."""
-        if self.gone or _inode(self.store.path) != self._inode:
+        if self.gone or (what := _lost(self.store.path, self._inode)):
             if not self.gone:
                 self.gone = True
-                said = (f"the state store {self.store.path} was deleted or replaced while this controller ran: it "
+                said = (f"the state store {self.store.path} was {what} while this controller ran: it "
                         "records and changes nothing from now on (jobs keep running on their hosts); stop it and "
                         "start heet-tui run on the state you keep")
                 log.error("%s", said)
@@ -80,6 +80,19 @@ class StoreHealth:
             await handle(HostChanged(status.name, status))
             if status.state is HostState.READY:
                 await handle(JobsReported(status.name, cluster.jobs(status.name)))
+
+
+def _lost(path, inode: int | None) -> str:
+    """How the store's file went from under the controller, or "". Emptied (``truncate -s 0``,
+    ``> state.sqlite3``) it kept its inode, went unnoticed for minutes, and every write since
+    went into the write-ahead log only."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "deleted"
+    if st.st_ino != inode:
+        return "replaced"
+    return "emptied (0 bytes)" if st.st_size == 0 else ""
 
 
 def _inode(path) -> int | None:

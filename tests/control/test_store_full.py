@@ -187,10 +187,33 @@ def test_a_state_directory_deleted_under_the_controller_stops_its_changes_loudly
         try:
             await wait_for(ctl, lambda s: s.hosts and s.hosts[0].state.value == "ready", 30, "host ready")
             shutil.rmtree(tmp_path / "state")
-            snap = await wait_for(ctl, lambda s: any("was deleted or replaced" in n for n in s.notices), 30,
+            snap = await wait_for(ctl, lambda s: any("was deleted while" in n for n in s.notices), 30,
                                   "the notice")
             assert "records and changes nothing from now on" in snap.notices[-1]
             assert not ctl.store_health.writable(), "and it stays so"
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+
+
+def test_a_store_emptied_under_the_controller_stops_its_changes_loudly(tmp_path: Path) -> None:
+    """`truncate -s 0 state.sqlite3` while it ran: the file kept its inode, and the controller
+    went on for minutes with no word, its writes going into the write-ahead log only."""
+    import os
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, auto_approve=True, profile=False))
+        await ctl.start()
+        try:
+            await wait_for(ctl, lambda s: s.hosts and s.hosts[0].state.value == "ready", 30, "host ready")
+            os.truncate(store.path, 0)
+            snap = await wait_for(ctl, lambda s: any("was emptied (0 bytes) while" in n for n in s.notices), 30,
+                                  "the notice")
+            assert "records and changes nothing from now on" in snap.notices[-1]
         finally:
             await ctl.stop()
 
