@@ -13,7 +13,9 @@ import argparse
 import importlib
 import os
 import pkgutil
+import sqlite3
 import sys
+from pathlib import Path
 
 from heet_tui import __version__
 from heet_tui.cli.errors import CliError, UsageError
@@ -76,6 +78,15 @@ def main(argv: list[str] | None = None) -> int:
         if not isinstance(exc, StoreError):
             raise
         print(f"heet-tui: {exc}", file=sys.stderr)  # the disk filled up under a submit or cancel: not a traceback
+        return EXIT_FAILURE
+    except sqlite3.DatabaseError as exc:
+        from heet_tui.control.store import DB_NAME, default_state_dir
+        from heet_tui.control.store_integrity import damaged, is_damage
+
+        if not is_damage(exc):
+            raise
+        state = Path(args.state).expanduser() if getattr(args, "state", None) else default_state_dir()
+        print(f"heet-tui: {damaged(state / DB_NAME, str(exc))}", file=sys.stderr)  # it was a traceback
         return EXIT_FAILURE
     except UnicodeEncodeError as exc:  # a file name that is not UTF-8 cannot go into the store
         print(f"heet-tui: a name or path that is not valid UTF-8: {exc.object[exc.start:exc.end]!r}", file=sys.stderr)

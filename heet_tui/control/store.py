@@ -28,7 +28,7 @@ from heet_tui.control.codec import (
     spec_to_json,
 )
 from heet_tui.control.store_events import EventRows
-from heet_tui.control.store_integrity import refuse_emptied, refuse_not_own
+from heet_tui.control.store_integrity import damaged, is_damage, refuse_emptied, refuse_not_own
 from heet_tui.control.store_observations import ObservationRows
 from heet_tui.control.store_plans import PlanRows
 from heet_tui.control.store_records import JobRecord
@@ -87,7 +87,8 @@ class Store(PlanRows, EventRows, ObservationRows):
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
         except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"state store {self.dir}: {exc}") from None
+            raise StoreError(damaged(self.path, str(exc)) if is_damage(exc) else f"state store {self.dir}: {exc}") \
+                from None
 
     def close(self) -> None:
         self._db.close()

@@ -60,7 +60,18 @@ def refuse_damaged(store: Store) -> None:
     except sqlite3.DatabaseError as exc:
         found = [str(exc)]
     if found:
-        aside = f"{store.dir}.damaged"
-        raise StoreError(f"state store {store.path} is damaged ({'; '.join(found[:3])}): the controller does not "
-                         f"start on it. Restore a copy, or move it aside (mv {store.dir} {aside}) to start afresh: "
-                         "jobs still running are then another store's, left running and shown as such")
+        raise StoreError(damaged(store.path, "; ".join(found[:3]), "the controller does not start on it"))
+
+
+def is_damage(exc: BaseException) -> bool:
+    """SQLite's word for a file that is not (or no longer) a database: "malformed", "not a database".
+    Its subclasses are other troubles (locked, disk I/O, a constraint)."""
+    return type(exc) is sqlite3.DatabaseError
+
+
+def damaged(path: Path, found: str, what: str = "heet-tui does not use it") -> str:
+    """What to tell the user of a damaged store file, with the way out."""
+    folder = Path(path).parent
+    return (f"state store {path} is damaged ({found}): {what}. Restore a copy, or move it aside "
+            f"(mv {folder} {folder}.damaged) to start afresh: jobs still running are then another store's, left "
+            "running and shown as such")

@@ -242,3 +242,31 @@ def test_a_store_emptied_to_zero_bytes_is_refused_not_started_afresh(tmp_path: P
     assert db.stat().st_size == 0, "nothing written over it"
     os.utime(db)  # just made by another process opening a new store: that is not refused
     Store(tmp_path / "state").close()
+
+
+@pytest.mark.parametrize("damage", ["pages", "cut"])
+def test_a_damaged_store_is_named_with_the_way_out_by_every_command(tmp_path: Path, capsys, damage: str) -> None:
+    """`jobs` and `submit` printed a traceback ending in "database disk image is malformed", and
+    a store cut short said only "state store std: file is not a database"."""
+    from heet_tui.cli.main import main
+    from heet_tui.core.job import JobSpec, Target, TargetKind
+
+    store = Store(tmp_path / "state")
+    for i in range(300):
+        store.add_job(JobSpec(f"job-{i}", ("python3", "t.py", "x" * 200), "m", 32, Target(TargetKind.STEPS, 10)), 0.0)
+    store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.close()
+    db = tmp_path / "state" / DB_NAME
+    with open(db, "r+b") as fh:
+        if damage == "pages":
+            fh.seek(3 * 4096)
+            fh.write(b"\xa5" * 8 * 4096)
+        else:
+            fh.truncate(10000)
+    spec = tmp_path / "j.toml"
+    spec.write_text('name = "j"\ncommand = ["python3", "t.py"]\nmodel = "m"\nbatch_size = 8\ntarget = { steps = 1 }\n')
+    for argv in (["jobs"], ["submit", str(spec)]):
+        assert main(["--state", str(tmp_path / "state"), *argv]) == 1, argv
+        err = capsys.readouterr().err
+        assert f"state store {db} is damaged (" in err and f"mv {db.parent} {db.parent}.damaged" in err, (argv, err)
+        assert "Traceback" not in err
