@@ -18,12 +18,18 @@ from heet_tui.control.store import Store
 from heet_tui.core.job import JobSpec
 
 SETTING = HOSTS_SETTING
+COPY_WAIT_S = 60.0  # a failed copy of a job's checkpoint is tried again this long (a host's grace period)
+
+
+class CopyWaiting(RuntimeError):
+    """The checkpoint could not be brought yet; the launch waits rather than start behind it."""
 
 
 class CheckpointHosts:
     def __init__(self, store: Store, clock: Callable[[], float]) -> None:
         self.store, self.clock = store, clock
         self._waiting: set[str] = set()  # jobs told they wait for the host with their checkpoint
+        self._copy_failed: dict[str, float] = {}  # job -> when bringing its checkpoint first failed
 
     def out_of_reach(self, job_id: str, out: set[str], entries: Iterable[HostEntry]) -> str | None:
         """The host that alone holds the job's checkpoint, while it is out within its grace period:
@@ -73,6 +79,15 @@ class CheckpointHosts:
             self.store.add_event(self.clock(), "checkpoint", f"{job_id}: copied {done.files} file(s), "
                                  f"{done.bytes / 1e6:.1f} MB in {took:.1f} s, {src.name} -> {dst.name}", job_id)
         except CopyFailed as exc:
-            # The old host may be gone for good; starting from what the new host has beats never starting.
+            # The source dropped out between the stop and the copy (a move): relaunched at once, the
+            # job trained 1,961 steps again, and the host was back 20 s later with them. It is tried
+            # again for a while; gone for good, starting from what the new host has beats never starting.
+            first = self._copy_failed.get(job_id, -1e18)
+            if self.clock() - first > 10 * COPY_WAIT_S:  # a failure long ago is not this one's
+                first = self._copy_failed[job_id] = self.clock()
+            if reported is not None and self.clock() - first < COPY_WAIT_S:
+                raise CopyWaiting(f"{exc}; tried again for up to {COPY_WAIT_S - (self.clock() - first):.0f} s more "
+                                  f"before it starts from what {dst.name} has") from None
             self.store.add_event(self.clock(), "checkpoint", f"{job_id}: {exc}; resuming from what {dst.name} has",
                                  job_id)
+        self._copy_failed.pop(job_id, None)

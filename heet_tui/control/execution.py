@@ -20,7 +20,7 @@ from heet_tui.cluster import AgentRequestError, ClusterError, HostNotReady, Remo
 from heet_tui.cluster.aio import cancel_and_wait, spawn
 from heet_tui.config.hosts_file import HostsFile
 from heet_tui.control import progress_reports as reports
-from heet_tui.control.checkpoint_hosts import CheckpointHosts
+from heet_tui.control.checkpoint_hosts import CheckpointHosts, CopyWaiting
 from heet_tui.control.crash_backoff import after_crash
 from heet_tui.control.crashed_sizes import load_crashed_sizes, new_size_that_crashed
 from heet_tui.control.host_health import stored_health
@@ -134,8 +134,11 @@ class Executor:
             if busy.get(host, set()) & set(gpus):
                 raise StepFailed(f"GPUs {sorted(busy[host] & set(gpus))} of {host} are still in use")
         began = self.clock()  # a checkpoint copy is part of the job's start-up pause (restart_costs.py)
-        await self.checkpoints.bring(job_id, rec.job.spec, entries, entries[alloc.hosts[0][0]], rec.checkpoint,
-                                     getattr(self.hosts, "ssh_config", None), getattr(self.cluster, "options", None))
+        try:
+            await self.checkpoints.bring(job_id, rec.job.spec, entries, entries[alloc.hosts[0][0]], rec.checkpoint,
+                                         getattr(self.hosts, "ssh_config", None), getattr(self.cluster, "options", None))
+        except CopyWaiting as exc:
+            raise StepFailed(str(exc)) from None
         generation = self.store.next_generation(job_id, past=highest(self.store, job_id))  # newer_copies.py
         port = choose_master_port(job_id, generation, entries[alloc.hosts[0][0]])
         specs = plan_launch(job_id, rec.job.spec, alloc, generation, entries, port, owner=self.store.store_id,

@@ -47,3 +47,43 @@ def test_a_launch_behind_its_last_one_names_the_checkpoint_copy_that_failed(tmp_
     assert "about 2170 steps are trained again" in warning
     assert "Its checkpoint could not be brought to this host (copying the checkpoint left:" in warning
     assert "DataLoader" not in warning, "not a guess at the script when the copy is known to have failed"
+
+
+def test_a_launch_waits_a_while_for_the_host_with_its_checkpoint_before_starting_behind(tmp_path: Path) -> None:
+    """Seen over SSH: the job was stopped on h1 for a move and h1 dropped out at that moment; the
+    copy failed and the job was relaunched at once from what h2 had (step 10 for 1,971): 1,961
+    steps trained again, and h1 was back 20 s later with the checkpoint."""
+    import asyncio
+
+    import pytest
+
+    from heet_tui.cluster.loopback_sshd import free_port
+    from heet_tui.cluster.options import ClusterOptions
+    from heet_tui.control.checkpoint_hosts import COPY_WAIT_S, CopyWaiting
+
+    store = Store(tmp_path / "state")
+    spec = JobSpec("j", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 10_000),
+                   checkpoint_dir=str(tmp_path / "ck"))
+    store.add_job(spec, 0.0)
+    now = [0.0]
+    hosts = CheckpointHosts(store, lambda: now[0])
+    hosts.remember("j", "gone")
+    gone = HostEntry("gone", "127.0.0.1", port=free_port("127.0.0.1"), shared_fs=False)  # nothing listens
+    here = HostEntry("here", "localhost", transport="local", workdir=str(tmp_path / "w"), shared_fs=False)
+    entries = {"gone": gone, "here": here}
+    options = ClusterOptions(connect_timeout_s=3.0)
+
+    def bring(reported: str | None) -> None:
+        asyncio.run(hosts.bring("j", spec, entries, here, reported, None, options))
+
+    with pytest.raises(CopyWaiting, match=r"tried again for up to 60 s more before it starts from what here has"):
+        bring("/ck/last.pt")
+    now[0] = COPY_WAIT_S / 2
+    with pytest.raises(CopyWaiting, match="up to 30 s more"):
+        bring("/ck/last.pt")
+    assert not [e for e in store.events("j") if "resuming from what" in e.message]
+    now[0] = COPY_WAIT_S + 1
+    bring("/ck/last.pt")  # gone for good, it seems: what the new host has beats never starting
+    assert [e for e in store.events("j") if "resuming from what here has" in e.message]
+    now[0] = 100 * COPY_WAIT_S
+    bring(None)  # a job that never reported a checkpoint has nothing to wait for
