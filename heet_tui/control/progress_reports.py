@@ -134,9 +134,15 @@ def note_lost_progress(store: Store, run: Run, progress: dict[str, Any], last_st
     if run.reports != 1 or run.start_samples is None or previous is None or step >= previous:
         return
     # the copy of the checkpoint to this launch's host, failed just before it (checkpoint_hosts.py)
-    copy = next((e.message for e in store.events(run.job_id, limit=20)
+    recent = store.events(run.job_id, limit=30)
+    copy = next((e.message for e in recent
                  if e.kind == "checkpoint" and e.at >= run.started_at - 600 and " failed: " in e.message), None)
+    # the previous launch's host lost: it was blamed on the script ("a crash, or ... does not resume")
+    launches = [i for i, e in enumerate(recent) if e.kind == "launch"]
+    since = recent[launches[-2] if len(launches) > 1 else 0:launches[-1] if launches else len(recent)]
+    lost = next((e.message for e in reversed(since) if e.kind == "host-lost"), None)
     why = (f"Its checkpoint could not be brought to this host ({copy.split(': ', 1)[-1]})" if copy else
+           f"That launch's {lost.split(': ', 1)[-1]}, after its last checkpoint (or before its first)" if lost else
            "That launch ended after its last checkpoint (a crash, or a stop that saved none: DataLoader workers "
            "killed by SIGTERM, docs/TRAINING.md), or the script does not resume")
     store.add_event(now, "warning", f"{run.job_id} resumed behind where it was: generation {run.generation} reports "

@@ -49,6 +49,22 @@ def test_a_launch_behind_its_last_one_names_the_checkpoint_copy_that_failed(tmp_
     assert "DataLoader" not in warning, "not a guess at the script when the copy is known to have failed"
 
 
+def test_a_launch_behind_its_last_one_says_that_launch_lost_its_host(tmp_path: Path) -> None:
+    """The host of a job at step 80 of a checkpoint every 100 was lost; the warning blamed the
+    script ("a crash, or a stop that saved none ..., or the script does not resume")."""
+    store = Store(tmp_path / "state")
+    store.add_job(SPEC, 0.0)
+    store.add_event(10.0, "launch", "j generation 1: 1xT4 on left", "j")
+    store.add_event(50.0, "host-lost", "j: host left lost: unreachable: no heartbeat for 12 s", "j", "left")
+    store.add_event(99.0, "launch", "j generation 2: 1xT4 on right", "j")
+    run = Run("j", Allocation.of("j", "T4", {"right": [0]}), 2, {}, 100.0, reports=1, start_samples=0.0)
+    note_lost_progress(store, run, {"step": 0}, {"j": 80}, 101.0)
+    warning = next(e.message for e in store.events("j") if e.kind == "warning")
+    assert ("That launch's host left lost: unreachable: no heartbeat for 12 s, after its last checkpoint (or "
+            "before its first)") in warning, warning
+    assert "DataLoader" not in warning
+
+
 def test_a_launch_waits_a_while_for_the_host_with_its_checkpoint_before_starting_behind(tmp_path: Path) -> None:
     """Seen over SSH: the job was stopped on h1 for a move and h1 dropped out at that moment; the
     copy failed and the job was relaunched at once from what h2 had (step 10 for 1,971): 1,961
