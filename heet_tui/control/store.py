@@ -28,7 +28,14 @@ from heet_tui.control.codec import (
     spec_to_json,
 )
 from heet_tui.control.store_events import EventRows
-from heet_tui.control.store_integrity import damaged, is_damage, refuse_emptied, refuse_not_own
+from heet_tui.control.store_integrity import (
+    damaged,
+    is_damage,
+    make_private,
+    refuse_emptied,
+    refuse_not_own,
+    unwritable,
+)
 from heet_tui.control.store_observations import ObservationRows
 from heet_tui.control.store_plans import PlanRows
 from heet_tui.control.store_records import JobRecord
@@ -77,18 +84,17 @@ class Store(PlanRows, EventRows, ObservationRows):
         try:
             self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             refuse_not_own(self.dir)
-            os.chmod(self.dir, 0o700)
             self.path = self.dir / DB_NAME
             refuse_emptied(self.path)
-            os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
-            os.chmod(self.path, 0o600)
+            make_private(self.dir, self.path)
             self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
         except (OSError, sqlite3.Error) as exc:
-            raise StoreError(damaged(self.path, str(exc)) if is_damage(exc) else f"state store {self.dir}: {exc}") \
-                from None
+            said = damaged(self.path, str(exc)) if is_damage(exc) else unwritable(self.dir, str(exc)) \
+                if "unable to open database file" in str(exc) else f"state store {self.dir}: {exc}"
+            raise StoreError(said) from None
 
     def close(self) -> None:
         self._db.close()

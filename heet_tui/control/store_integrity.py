@@ -7,8 +7,10 @@ running with no store that knew them; ``heet-tui run`` ended in a traceback.
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
+import stat
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +30,30 @@ def refuse_not_own(folder: Path) -> None:
     if (owner := folder.stat().st_uid) != os.getuid():
         raise StoreError(f"state store {folder}: it is owned by uid {owner}, not by you; pass --state with a "
                          "directory of your own")
+
+
+def make_private(folder: Path, db: Path) -> None:
+    """The state directory 0700 and its database 0600 (created if need be), changed only where they
+    are not: on a read-only or immutable directory the chmod itself failed, with "Operation not
+    permitted" and no word of why, even for `heet-tui jobs`."""
+    from heet_tui.control.store import StoreError
+
+    try:
+        if stat.S_IMODE(folder.stat().st_mode) != 0o700:
+            os.chmod(folder, 0o700)
+        os.close(os.open(db, os.O_CREAT | os.O_RDWR, 0o600))
+        if stat.S_IMODE(db.stat().st_mode) != 0o600:
+            os.chmod(db, 0o600)
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EACCES, errno.EROFS):
+            raise
+        raise StoreError(unwritable(folder, f"{exc.strerror}: {exc.filename}")) from None
+
+
+def unwritable(folder: Path, why: str) -> str:
+    return (f"state store {folder}: cannot write it ({why}): heet-tui writes its state directory even to read it "
+            "(SQLite's write-ahead log); a read-only or immutable copy can be read by copying it to a writable "
+            "place and passing --state")
 
 
 def refuse_emptied(path: Path) -> None:

@@ -248,3 +248,25 @@ def test_a_state_directory_someone_else_owns_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match=r"theirs: it is owned by uid 65534, not by you; pass --state"):
         Store(theirs)
     assert not (theirs / "state.sqlite3").exists()
+
+
+def test_a_state_directory_that_cannot_be_written_says_why(tmp_path: Path) -> None:
+    """An immutable (or read-only) state directory: `heet-tui jobs` said only "state store st1:
+    [Errno 1] Operation not permitted: 'st1'" (its chmod to 0700 failed, though it was 0700)."""
+    import shutil
+
+    state = tmp_path / "state"
+    Store(state).close()
+    chattr = shutil.which("chattr")
+    if chattr is None or subprocess.run([chattr, "+i", str(state)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here (needs root and a filesystem that supports it)")
+    files = [str(p) for p in state.iterdir()]
+    try:
+        for contents in ([], files):  # the directory alone (made so above), then its files too
+            if contents:
+                subprocess.run([chattr, "+i", *contents], check=True)
+            with pytest.raises(StoreError, match=r"cannot write it \(.*\): heet-tui writes its state directory even "
+                                                 r"to read it"):
+                Store(state)
+    finally:
+        subprocess.run([chattr, "-i", str(state), *files], check=True)
