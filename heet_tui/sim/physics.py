@@ -211,23 +211,26 @@ def load_physics(root: Path | str, cluster: SimCluster | Mapping[str, str],
 
 
 def _require_node_profiles(root: Path, cluster: SimCluster | Mapping[str, str], wanted: list[str] | None) -> None:
-    """Refuse a node type whose profile suffix has no files for the models to be read.
+    """Refuse a node type whose profile suffix has no files for any model of the directory (a
+    typo in the cluster file, or the wrong directory).
 
     Checked against the files, before parsing: a node type the reader finds nothing for is
     skipped silently, and when it was the only one every model came back empty and the run
     blamed the first workload row for an "unknown application". Models the directory lacks are
-    left to that error, which is then the right one.
+    left to that error, which is then the right one. A node type the workload's own models have
+    no profile for is no error: they do not run there (a gpt_pmp-only workload was refused on the
+    reference cluster, whose T4 nodes the profiles measure for other models).
     """
     if node_types_in(root):  # root is a single model's folder
         folders = [root] if wanted is None or root.name in wanted else []
     else:
-        folders = sorted(p for p in root.iterdir() if p.is_dir() and (wanted is None or p.name in wanted)
-                         and node_types_in(p))
+        folders = sorted(p for p in root.iterdir() if p.is_dir() and node_types_in(p))
+        if wanted is not None and not any(p.name in wanted for p in folders):
+            return
     if not folders:
         return
     found = sorted({node for folder in folders for node in node_types_in(folder)})
-    which = ("any model" if wanted is None else
-             f"the workload's model{'s' if len(folders) > 1 else ''} {', '.join(f.name for f in folders)}")
+    which = "any model"
     for suffix, gpu_type in (cluster.profile_map() if isinstance(cluster, SimCluster) else cluster).items():
         if suffix in found:
             continue

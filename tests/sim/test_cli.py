@@ -130,7 +130,7 @@ def test_a_node_type_without_profiles_names_the_cluster_file(tmp_path: Path, pro
     err = capsys.readouterr().err
     assert code == 2
     assert err.startswith(f"heet-tui: {cluster}: node type 'big' (GPU type 'H100'): {profile_dir} has no "
-                          "placements-h100.csv or scalability-h100.csv for the workload's model cifar10")
+                          "placements-h100.csv or scalability-h100.csv for any model")
     assert "it has node types aws, dgx-ext, rtx" in err
     assert "saturn-first7" not in err and "unknown application" not in err
 

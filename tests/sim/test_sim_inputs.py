@@ -81,6 +81,20 @@ def test_csv_inputs_saved_with_a_byte_order_mark_load(tmp_path: Path, profile_di
     assert physics.get("cifar10").gpu_types() == ("T4",)
 
 
+def test_a_node_type_the_workloads_model_has_no_profile_for_is_left_to_other_models(tmp_path: Path,
+                                                                                     profile_dir: Path) -> None:
+    """A gpt_pmp-only workload was refused on the reference cluster: its T4 nodes are profiled for
+    other models, not for gpt_pmp, which simply does not run there."""
+    import shutil
+
+    shutil.copytree(profile_dir / "cifar10", tmp_path / "cifar10")
+    shutil.copytree(profile_dir / "imagenet", tmp_path / "imagenet", ignore=shutil.ignore_patterns("*-aws.csv"))
+    physics = load_physics(tmp_path, {"aws": "T4", "rtx": "RTX2080Ti"}, models=["imagenet"])
+    assert physics.get("imagenet").gpu_types() == ("RTX2080Ti",)
+    with pytest.raises(SimInputError, match=r"no placements-h100\.csv or scalability-h100\.csv for any model"):
+        load_physics(tmp_path, {"aws": "T4", "h100": "H100"}, models=["imagenet"])
+
+
 def test_missing_validation_files(tmp_path: Path, profile_dir: Path) -> None:
     import shutil
 
