@@ -16,3 +16,14 @@ def finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
     return value
+
+
+def seed(text: str) -> int:
+    """A random seed numpy takes: ``--seed -1`` ended ``sim`` in a traceback from numpy."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"{value} is out of range (0 to {2**32 - 1})")
+    return value

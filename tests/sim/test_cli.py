@@ -94,6 +94,15 @@ def test_a_number_that_is_not_finite_is_refused_before_any_work(argv: list[str],
     assert exited.value.code == 2 and "not a finite number" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv", [["sim", "--seed", "-1"], ["sim", "generate", "--trace", "t.csv", "--jobs", "3",
+                                                               "--hours", "1", "--seed", "-1"]])
+def test_a_negative_seed_is_refused_before_any_work(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """``sim --seed -1`` ended in a traceback from numpy (exit 1); generate took it."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2 and "-1 is out of range (0 to 4294967295)" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("command", "option", "target", "reason"), [
     ("sim", "--json", "missing/m.json", "parent directory {tmp}/missing does not exist"),
     ("sim", "--json", ".", "is a directory (name a file inside it)"),

@@ -11,7 +11,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from heet_tui.cli.arg_types import finite_float
+from heet_tui.cli.arg_types import finite_float, seed
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.output_paths import check_distinct, check_output_path
 from heet_tui.cli.split_table import print_table
@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--oracle", action="store_true", help="policies see true throughput instead of predictions")
     p.add_argument("--predictor", choices=("model", "simple"), default=None,
                    help="without --oracle: the profiling model (default) or a simple power-law predictor")
-    p.add_argument("--seed", type=int, default=0, help="seed for profiling noise (default 0; runs are deterministic per seed)")
+    p.add_argument("--seed", type=seed, default=0, help="seed for profiling noise (default 0; runs are deterministic per seed)")
     p.add_argument("--json", metavar="FILE", help="write the metrics as JSON")
     p.add_argument("--events", metavar="FILE", help="write per-job events as JSON lines")
     p.add_argument("--plot", metavar="FILE.png", help="JCT CDF and GPUs-in-use plot (needs the `plot` extra)")
@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--jobs", type=int, required=True, help="how many jobs the workload holds")
     g.add_argument("--hours", type=finite_float, required=True,
                    help="the length of the trace window they are sampled from (their arrival span)")
-    g.add_argument("--seed", type=int, default=0, help="which window and jobs (default 0)")
+    g.add_argument("--seed", type=seed, default=0, help="which window and jobs (default 0)")
     g.add_argument("--out", metavar="FILE", help="output CSV (default: stdout)")
     g.set_defaults(func=cmd_generate)
 
