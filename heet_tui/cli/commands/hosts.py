@@ -253,7 +253,7 @@ def cmd_drain(args: argparse.Namespace) -> int:
     from heet_tui.cli.commands.jobs import open_store
     from heet_tui.control.drains import drain_by_hand, drained_hosts
 
-    store = open_store(args)
+    store = open_store(args, create=True)
     drained = drained_hosts(store)
     # --hosts given wins over the file the store's controller follows (it was ignored)
     path = _explicit(args) or store.setting("hosts_path") or _path(args)

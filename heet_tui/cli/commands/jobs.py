@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 from heet_tui.cli.commands.job_details import job_row, show_job
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_location_options
 from heet_tui.cli.table import first_line, line_room
 from heet_tui.control.snapshots import controller_running
-from heet_tui.control.store import Store, StoreError
+from heet_tui.control.store import DB_NAME, Store, StoreError
 from heet_tui.core.durations import duration
 from heet_tui.core.job import JobState
 from heet_tui.core.metrics import number
@@ -36,10 +37,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_jobs)
 
 
-def open_store(args: argparse.Namespace) -> Store:
-    """The store named by the global ``--state DIR`` (default ``$XDG_STATE_HOME/heet-tui``)."""
+def open_store(args: argparse.Namespace, create: bool = False) -> Store:
+    """The store named by the global ``--state DIR`` (default ``$XDG_STATE_HOME/heet-tui``).
+
+    A ``--state`` with no store in it is made only by the commands that begin one (``create``:
+    submit, run): `jobs` and `status` made an empty one there, at a mistyped path or at a state
+    directory deleted under its running controller, and said nothing was running."""
+    state = getattr(args, "state", None)
+    if state and not create and not (Path(state).expanduser() / DB_NAME).is_file():
+        raise CliError(f"no state store in {Path(state).expanduser()}: nothing was submitted with this --state "
+                       "(heet-tui submit or run begins one there)")
     try:
-        return Store(getattr(args, "state", None))
+        return Store(state)
     except StoreError as exc:
         raise CliError(str(exc)) from None
 

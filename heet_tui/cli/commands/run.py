@@ -55,7 +55,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         hosts = load_hosts(resolve_hosts_path(args.hosts))
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    store = open_store(args)
+    store = open_store(args, create=True)
     options = ControllerOptions(interval_s=args.interval, policy=args.policy or "heet",
                                 auto_approve=args.auto_approve,
                                 gain_threshold=args.gain_threshold, profile=not args.no_profile)

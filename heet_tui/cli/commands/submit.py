@@ -42,7 +42,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     if problems:
         raise UsageError("\n".join(problems) + _nothing_queued(len(problems), len(args.specs)))
-    store = open_store(args)
+    store = open_store(args, create=True)
     now = time.time()
     earlier = [store.checkpoint_users(s.checkpoint_dir) if s.checkpoint_dir else [] for s in specs]
     files = [spec_file(path) for path in origins]
