@@ -3,8 +3,9 @@
 It exists to validate the simulator against the published reference results, not to schedule
 real clusters well: every round, running jobs keep their GPUs (never preempted or resized);
 waiting jobs, in submission order, each get exactly their requested GPU count, capped by the
-largest count the job can run at on a type, on the GPU type where the job's one-GPU throughput
-is highest among types that still have that many free GPUs, packed onto the hosts with the most
+largest count the job can run at on a type (never below its ``min_gpus``), on the GPU type where
+the job's one-GPU throughput (per-GPU at its count, for a model no single GPU runs) is highest
+among types that still have that many free GPUs, packed onto the hosts with the most
 free GPUs first. A job that fits nowhere waits without blocking later jobs.
 
 The policy only sees what every policy sees (``JobView.throughput``): a count the job cannot run
@@ -58,9 +59,10 @@ class RigidFifoPolicy:
         return Plan.build(current, proposed, policy=self.name, now=now)
 
     def _count_on(self, job: JobView, gpu_type: str, host_size: int) -> int:
-        """The requested count, capped at the largest count the job can run at on this type."""
+        """The requested count, capped at the largest count the job can run at on this type, and
+        never below its ``min_gpus`` (a 20-GPU job with min_gpus 17 was started on 16)."""
         want = job.constraints.fixed_count or job.requested_gpus or job.min_gpus
-        for k in range(want, 0, -1):
+        for k in range(want, max(job.min_gpus, 1) - 1, -1):
             if job.throughput(gpu_type, _packed(k, host_size)) > 0:
                 return k
         return 0
@@ -69,12 +71,14 @@ class RigidFifoPolicy:
                host_size: dict[str, int]) -> Allocation | None:
         allowed_hosts = set(job.constraints.pinned_hosts)
         types = [t for t in sorted(host_size) if job.allows(t)]
-        speed = {t: job.throughput(t, (1,)) for t in types}
+        counts = {t: self._count_on(job, t, host_size[t]) for t in types}
+        # one GPU's speed on each type; for a model that runs on no single GPU (gpt_pmp), per GPU at
+        # its count there: it was skipped on every type and waited out the run, "allocated nothing"
+        speed = {t: job.throughput(t, (1,)) or (job.throughput(t, _packed(k, host_size[t])) / k if k else 0.0)
+                 for t, k in counts.items()}
         for t in sorted(types, key=lambda t: (-speed[t], t)):
-            if speed[t] <= 0:
-                continue
-            k = self._count_on(job, t, host_size[t])
-            if k <= 0:
+            k = counts[t]
+            if speed[t] <= 0 or k <= 0:
                 continue
             candidates = [h for h in hosts if h.gpu_type == t and (not allowed_hosts or h.name in allowed_hosts)]
             if sum(len(free[h.name]) for h in candidates) < k:

@@ -96,6 +96,26 @@ def test_rigid_fifo_prefers_the_fastest_type_and_caps_at_the_profiled_count() ->
     assert x.gpu_type == "A100" and x.num_gpus == 10 and x.placement == (8, 2)
 
 
+def test_rigid_fifo_never_goes_below_min_gpus_and_places_a_model_no_single_gpu_runs() -> None:
+    """A 20-GPU job with min_gpus 17 was started on 16 A100s; a gpt_pmp job (no one-GPU profile)
+    was skipped on every type and waited out the run."""
+    hosts = (HostView("t0", "T4", 4, (0, 1, 2, 3)), HostView("a0", "A100", 8, tuple(range(8))),
+             HostView("a1", "A100", 8, tuple(range(8))))
+
+    def capped(gpu_type: str, placement: tuple[int, ...]) -> float:
+        return sum(placement) * (3.0 if gpu_type == "A100" else 1.0) if sum(placement) <= 16 else 0.0
+
+    big = JobView("big", 17, 20, capped, requested_gpus=20)
+    assert "big" not in RigidFifoPolicy().plan(ClusterView(hosts), [big], 0.0).allocations
+
+    def pipeline(gpu_type: str, placement: tuple[int, ...]) -> float:
+        return 0.0 if sum(placement) < 4 else sum(placement) * (3.0 if gpu_type == "A100" else 1.0)
+
+    gpt = JobView("gpt", 4, 4, pipeline, requested_gpus=4)
+    placed = RigidFifoPolicy().plan(ClusterView(hosts), [gpt], 0.0).allocations["gpt"]
+    assert placed.gpu_type == "A100" and placed.num_gpus == 4
+
+
 def test_approving_after_a_cancel_applies_the_rest_of_the_plan(physics) -> None:
     jobs = [WorkloadJob("a", 0.0, "cifar10", 2, 128), WorkloadJob("b", 0.0, "cifar10", 2, 128)]
     sim = Simulation(cluster_of(("aws", 1)), jobs, physics, RigidFifoPolicy(), manual_approval=True)
