@@ -129,6 +129,24 @@ def test_output_paths_are_checked_before_any_work(tmp_path: Path, cluster_file: 
     assert captured.err.strip() == f"heet-tui: {command}: {option} {path}: {reason.format(tmp=tmp_path)}"
 
 
+def test_the_table_warns_when_policies_finished_different_jobs(tmp_path: Path, profile_dir: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """rigid-fifo left the 10-GPU job of an 8-GPU cluster unschedulable and its average, over the
+    other job alone, read as the best; nothing said the averages covered different jobs."""
+    cluster = tmp_path / "one.toml"
+    cluster.write_text('name = "one"\n[[node_types]]\nname = "dgx"\nprofile = "dgx-ext"\ngpu_type = "A100"\n'
+                       "gpus_per_node = 8\ncount = 1\n")
+    workload = tmp_path / "w.csv"
+    workload.write_text("name,time,application,num_replicas,batch_size\na,0,cifar10,2,256\nb,0,cifar10,10,1024\n")
+    argv = ["sim", "--workload", str(workload), "--cluster", str(cluster), "--profiles", str(profile_dir)]
+    assert main([*argv, "--policy", "rigid-fifo,heet"]) == 0
+    out = capsys.readouterr().out
+    assert "1/1" in out and "2/0" in out
+    assert "note: the policies finished different jobs (done/unsched)" in out
+    assert main([*argv, "--policy", "heet,goodput-mip"]) == 0
+    assert "note: the policies finished different jobs" not in capsys.readouterr().out
+
+
 def test_a_node_type_without_profiles_names_the_cluster_file(tmp_path: Path, profile_dir: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     cluster = tmp_path / "h100.toml"

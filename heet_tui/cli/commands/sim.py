@@ -30,7 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "utilisation and scheduler time per round.")
     p.add_argument("--workload", metavar="FILE|DIR", help="workload CSV, or a directory of them")
     p.add_argument("--cluster", metavar="FILE", help="cluster TOML (default: bundled sia-64gpu.toml)")
-    p.add_argument("--profiles", metavar="DIR", help="Sia-format profile directory (one folder per model)")
+    p.add_argument("--profiles", metavar="DIR",
+                   help="Sia-format profile directory (one folder per model); required, e.g. ../shared/data/profiles")
     p.add_argument("--cluster-scale", type=int, default=1, metavar="N",
                    help="multiply every node count of the cluster by N (e.g. 32: the 64-GPU mix at 2,048 GPUs)")
     p.add_argument("--policy", default=DEFAULT_POLICIES, help=f"comma-separated policies (default: {DEFAULT_POLICIES})")
@@ -106,6 +107,9 @@ def _print_table(summary: dict[str, Any], title: str) -> None:
                      f"{fmt(m['sched_ms_p50'], '{:.1f}')}/{fmt(m['sched_ms_p95'], '{:.1f}')}",
                      f"{ended[0]:.0f}/{ended[1]:.0f}"))
     print_table(title, columns, rows)
+    if len({r[-1] for r in rows}) > 1:  # a policy that left its slowest job unschedulable read as the fastest
+        print("note: the policies finished different jobs (done/unsched): each JCT figure covers its own policy's "
+              "finished jobs only, so they do not compare as they stand; --events names the jobs")
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
