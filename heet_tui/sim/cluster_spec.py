@@ -115,7 +115,10 @@ def load_cluster(path: Path | str) -> SimCluster:
     """Read a cluster TOML; every problem is a :class:`SimInputError` naming file and line."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark first (a Windows editor) is no error
+    except UnicodeDecodeError as exc:
+        raise SimInputError(f"{path}: not valid UTF-8 (byte {exc.object[exc.start]:#04x} at offset {exc.start})") \
+            from None
     except OSError as exc:
         raise SimInputError(f"{path}: cannot read cluster file: {exc.strerror or exc}") from None
     try:

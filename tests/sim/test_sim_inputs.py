@@ -79,6 +79,9 @@ def test_csv_inputs_saved_with_a_byte_order_mark_load(tmp_path: Path, profile_di
         path.write_text(bom + path.read_text())
     physics = load_physics(profiles, {"aws": "T4"})
     assert physics.get("cifar10").gpu_types() == ("T4",)
+    cluster = _write(tmp_path, bom + 'name = "c"\n[[node_types]]\nname = "aws"\ngpu_type = "T4"\n'
+                     "gpus_per_node = 4\ncount = 2\n", "bom.toml")
+    assert load_cluster(cluster).total_gpus == 8, "a BOM in the cluster file too"
 
 
 def test_a_node_type_the_workloads_model_has_no_profile_for_is_left_to_other_models(tmp_path: Path,
