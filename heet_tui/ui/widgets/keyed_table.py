@@ -238,7 +238,7 @@ class KeyedTable(ScrollView, can_focus=True):
             strip = self._cache[key] = self._render_cells(cells)
         if index == self.cursor_row:
             cursor = self.get_component_rich_style("keyed-table--cursor")
-            return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style).apply_style(cursor)
+            return strip.apply_style(cursor).crop_extend(scroll_x, scroll_x + width, self.rich_style + cursor)
         return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style)
 
     def on_resize(self, _: events.Resize) -> None:
