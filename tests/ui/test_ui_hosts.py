@@ -360,3 +360,22 @@ def test_removing_a_host_that_runs_jobs_says_what_becomes_of_them(make_app, back
             await pilot.press("n")
 
     run(scenario())
+
+
+def test_a_checkbox_shows_its_state_without_colour(make_app, tmp_path):
+    """Both states drew an X (dim when off): with NO_COLOR or 16 colours, off read as on."""
+    from textual.widgets import Checkbox
+
+    path = hosts_copy(tmp_path)
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            form = await open_add_form(pilot, app)
+            box = form.query_one("#f-shared_fs", Checkbox)
+            assert box.value and "▐X▌" in str(box.render())
+            box.value = False
+            await pilot.pause()
+            assert "▐ ▌" in str(box.render()) and "X" not in str(box.render())
+
+    run(scenario())

@@ -17,6 +17,7 @@ from textual.containers import Horizontal
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from heet_tui.ui.dialogs.base import DialogBody, DialogBox, FormDialog, dialog_foot
+from heet_tui.ui.widgets.marked_checkbox import MarkedCheckbox
 
 # (key, label, placeholder)
 TEXT_FIELDS = (
@@ -116,7 +117,7 @@ class HostFormDialog(FormDialog[str | None]):
                     yield Label("Transport", classes="field")
                     yield Select([("ssh", "ssh"), ("local (this machine)", "local")], allow_blank=False,
                                  value=str(self.initial.get("transport", "ssh")), id="f-transport", compact=True)
-                yield Checkbox("sees the shared checkpoint filesystem", value=bool(self.initial.get(SHARED_FS, True)),
+                yield MarkedCheckbox("sees the shared checkpoint filesystem", value=bool(self.initial.get(SHARED_FS, True)),
                                id="f-shared_fs", compact=True)
             # docked: the error line and the buttons stay in view however far the fields scroll
             yield dialog_foot(Button("Cancel", id="cancel"), Button("Save", id="save", variant="primary"),

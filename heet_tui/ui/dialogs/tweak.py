@@ -21,6 +21,7 @@ from heet_tui.core.sched_input import Constraints
 from heet_tui.core.snapshot import JobStatus
 from heet_tui.ui.dialogs.base import DialogBody, DialogBox, FormDialog, dialog_foot
 from heet_tui.ui.format import duration, rate, signed_percent
+from heet_tui.ui.widgets.marked_checkbox import MarkedCheckbox
 
 PREVIEW_DELAY_S = 0.15
 
@@ -68,9 +69,9 @@ class TweakDialog(FormDialog[EditJob | None]):
                     yield Label("Hosts", classes="field")
                     yield Input(",".join(c.pinned_hosts), placeholder="any hosts (comma-separated names)", id="hosts", compact=True)
                 with Horizontal(classes="row"):
-                    yield Checkbox("pin to the proposed placement", value=False, id="pin",
+                    yield MarkedCheckbox("pin to the proposed placement", value=False, id="pin",
                                    disabled=self.proposed is None, compact=True)
-                    yield Checkbox("hold (no GPUs)", value=c.held, id="hold", compact=True)
+                    yield MarkedCheckbox("hold (no GPUs)", value=c.held, id="hold", compact=True)
                 yield Static("prediction: …", id="prediction", markup=False)
             # docked: the error line and the buttons stay in view however far the fields scroll
             yield dialog_foot(Button("Cancel", id="cancel"), Button("Apply", id="apply", variant="primary"),
