@@ -364,8 +364,10 @@ class Executor:
             del self.runs[job_id]
         if unreported := unreported_gpu_s(run, ended):
             self.store.update_progress(job_id, 0, 0.0, None, unreported)
-        if (rank0 := run.ranks.get(0)) is not None and rec is not None and rec.checkpoint is not None:
-            self.checkpoints.remember(job_id, rank0.host)  # rank 0 wrote the latest checkpoint
+        # rank 0 wrote the latest checkpoint, in HEET_CHECKPOINT_DIR there, whether or not its progress
+        # lines name it: a script that did not was moved between hosts with its checkpoint left behind
+        if (rank0 := run.ranks.get(0)) is not None and rec is not None and (rec.checkpoint or run.reports):
+            self.checkpoints.remember(job_id, rank0.host)
         self.store.release_allocation(job_id, ended)
         said = f"{job_id} generation {run.generation}: {why}{ended_unwatched(now - ended)}"
         self.store.add_event(now, outcome.value, said, job_id)

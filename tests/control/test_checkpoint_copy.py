@@ -161,3 +161,65 @@ def test_a_moves_checkpoint_copy_counts_in_its_measured_start_pause(tmp_path: Pa
 
 def _starts(store) -> list[float]:
     return [s for job_id, phase, s in store.restart_times() if job_id == "mover" and phase == "start"]
+
+
+QUIET_SCRIPT = """
+import json, os, signal, sys, time
+ckpt = os.path.join(os.environ["HEET_CHECKPOINT_DIR"], "step.json")
+step = json.load(open(ckpt))["step"] if os.path.exists(ckpt) else 0
+def save(*_):
+    json.dump({"step": step}, open(ckpt, "w"))
+def stop(*_):
+    save()
+    sys.exit(143)
+signal.signal(signal.SIGTERM, stop)
+target = int(os.environ["HEET_TARGET_STEPS"])
+while step < target:
+    time.sleep(0.05)
+    step += 1
+    if step % 10 == 0:
+        save()
+    if step % 5 == 0:  # no "checkpoint" key: the docs ask only for step, samples and samples_per_s
+        print("@heet-progress " + json.dumps({"step": step, "samples": step * 8, "samples_per_s": 160.0}), flush=True)
+save()
+"""
+
+
+def test_a_moved_job_brings_its_checkpoint_though_its_progress_lines_never_name_it(tmp_path: Path) -> None:
+    """Seen at scale with per-host workdirs: a script whose progress lines had no "checkpoint" key
+    restarted from step 0 after every move, its checkpoint left on the old host (the controller
+    remembered where rank 0 ran only for jobs that had reported one)."""
+    from control_lab import job, run_and_clean, wait_for, write_local_hosts
+
+    from heet_tui.control.controller import Controller, ControllerOptions
+    from heet_tui.control.store import Store
+    from heet_tui.core.intents import DrainHost, SubmitJob
+    from heet_tui.core.job import JobState
+
+    script = tmp_path / "quiet.py"
+    script.write_text(QUIET_SCRIPT)
+    spec = tmp_path / "quiet.toml"
+    spec.write_text(f'name = "quiet"\ncommand = ["python3", "{script}"]\nmodel = "quiet"\nbatch_size = 8\n'
+                    "target = { steps = 400 }\n")
+    hosts = load_hosts(write_local_hosts(tmp_path, [("a", "A100", 1, 1.0), ("b", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=True, profile=False))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(spec)))
+            snap = await wait_for(ctl, lambda s: job(s, "quiet").state is JobState.RUNNING
+                                  and store.job("quiet").job.steps_done >= 30, 90, "quiet past step 30")
+            first = job(snap, "quiet").allocation.host_names[0]
+            await ctl.post(DrainHost(first))
+            await wait_for(ctl, lambda s: job(s, "quiet").state is JobState.DONE, 120, "quiet done")
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+    events = store.events("quiet", limit=200)
+    assert [e for e in events if e.kind == "checkpoint" and e.message.startswith("quiet: copied ")], \
+        [e.message for e in events]
+    assert not [e for e in events if e.kind == "warning" and "resumed behind" in e.message], \
+        [e.message for e in events if e.kind == "warning"]
