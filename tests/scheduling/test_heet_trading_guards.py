@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sched_cases import alloc, curve, host, job
 
 from heet_tui.core.sched_input import ClusterView, JobView
@@ -105,6 +107,11 @@ def test_a_new_job_waits_for_a_fast_gpu_that_frees_soon_instead_of_a_slow_one_no
     assert [(p.starts_on, p.starts_in_s) for p in waits] == [("A100", 18.0), ("A100", 18.0)]
     assert [p.completion_s for p in waits] == [18.0 + 5.0 + 18.0] * 2  # start, restart pause, 18 s of work
     assert plan.effect.for_job("r0").starts_in_s is None, "a job that holds GPUs has no predicted start"
+    # Held round after round, the A100s "freeing soon" every time: once it has waited three times
+    # the wait it is held for, it starts on a T4 (at scale four jobs were held 18 minutes and more)
+    cluster, jobs = _two_jobs_near_their_end_and_two_new(holders_left=27_000)
+    waited = [replace(j, age_s=400.0) if j.id.startswith("n") else j for j in jobs]
+    assert {HeetPolicy().plan(cluster, waited, 0.0).allocations[n].gpu_type for n in ("n0", "n1")} == {"T4"}
     # The A100s busy for an hour: starting on the T4s at once is right.
     cluster, jobs = _two_jobs_near_their_end_and_two_new(holders_left=1_500 * 3_600)
     assert {HeetPolicy().plan(cluster, jobs, 0.0).allocations[n].gpu_type for n in ("n0", "n1")} == {"T4"}
