@@ -1,4 +1,4 @@
-"""Carrying out an approved plan, step by step, so that it is never applied twice or half.
+"""Carrying out an approved plan, its steps side by side where they can, never twice or half.
 
 All steps are written to the store before the first runs; each is marked ``running`` before
 and ``done``/``failed`` after. A controller that dies mid-plan finds the plan ``applying`` on
@@ -16,8 +16,10 @@ whose GPUs something outside the plan holds fails before it stops the job, which
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
+from heet_tui.cluster.aio import cancel_and_wait
 from heet_tui.cluster.gpu_users import users_of
 from heet_tui.control.execution import Executor, StepFailed
 from heet_tui.control.runtime import gpus_held
@@ -27,6 +29,7 @@ from heet_tui.core.job import JobState
 from heet_tui.core.plan import Change, ChangeKind
 
 log = logging.getLogger(__name__)
+PARALLEL_STEPS = 16  # steps under way at once: each is a stop and a launch over SSH, maybe a checkpoint copy
 
 
 async def execute_change(executor: Executor, store: Store, change: Change, now: float) -> str:
@@ -84,14 +87,11 @@ def _waits_for(executor: Executor, step: StepRecord, moving: set[str]) -> set[st
     return out
 
 
-async def _next_step(executor: Executor, store: Store, pending: list[StepRecord], now: float) -> StepRecord:
-    """The first step no other pending step's job stands in the way of; in a ring, one job of
-    the ring is stopped so that the others can go (its own step then starts it)."""
+async def _break_ring(executor: Executor, store: Store, pending: list[StepRecord], now: float) -> StepRecord:
+    """Every pending step waits on another's job: one job of the ring is stopped so that the others
+    can go (its own step then starts it); the step to run next."""
     moving = {step.change.job_id for step in pending}
-    free = [step for step in pending if not _waits_for(executor, step, moving)]
-    if free:
-        return free[0]
-    # every step waits on another: follow the waits from the first until a job comes round again
+    # follow the waits from the first until a job comes round again
     by_job = {step.change.job_id: step for step in pending}
     seen: list[str] = []
     step = pending[0]
@@ -109,7 +109,25 @@ async def _next_step(executor: Executor, store: Store, pending: list[StepRecord]
     return free[0] if free else pending[0]
 
 
+async def _run_step(executor: Executor, store: Store, plan_id: int, step: StepRecord, clock) -> bool:
+    """One step, marked done or failed; whether it was done."""
+    try:
+        message = await execute_change(executor, store, step.change, clock())
+    except StepFailed as exc:
+        log.warning("plan %d step %d (%s): %s", plan_id, step.idx, step.change.job_id, exc)
+        store.mark_step(plan_id, step.idx, "failed", clock(), str(exc))
+        job = store.job(step.change.job_id)
+        if job is not None and job.job.state is JobState.RESIZING:
+            store.try_set_state(step.change.job_id, JobState.QUEUED, clock(), f"plan step failed: {exc}")
+        return False
+    store.mark_step(plan_id, step.idx, "done", clock(), message)
+    return True
+
+
 async def apply_plan(executor: Executor, store: Store, plan_id: int, clock) -> str:
+    """Steps whose targets no other step's job holds run together, each as soon as nothing stands in
+    its way: one at a time, a 36-preemption, 85-launch plan took 45 s at a stop a second, with the
+    freed GPUs idle and nothing else planned meanwhile (a job's stop grace is up to 30 s)."""
     rec = store.plan(plan_id)
     if rec is None:
         raise ValueError(f"no plan #{plan_id}")
@@ -120,21 +138,26 @@ async def apply_plan(executor: Executor, store: Store, plan_id: int, clock) -> s
     done = sum(step.status == "done" for step in steps)
     failed = sum(step.status == "failed" for step in steps)
     pending = [step for step in steps if step.status not in ("done", "failed")]
-    while pending:
-        step = await _next_step(executor, store, pending, clock())
-        pending.remove(step)
-        store.mark_step(plan_id, step.idx, "running", clock())
-        try:
-            message = await execute_change(executor, store, step.change, clock())
-            store.mark_step(plan_id, step.idx, "done", clock(), message)
-            done += 1
-        except StepFailed as exc:
-            log.warning("plan %d step %d (%s): %s", plan_id, step.idx, step.change.job_id, exc)
-            store.mark_step(plan_id, step.idx, "failed", clock(), str(exc))
-            job = store.job(step.change.job_id)
-            if job is not None and job.job.state is JobState.RESIZING:
-                store.try_set_state(step.change.job_id, JobState.QUEUED, clock(), f"plan step failed: {exc}")
-            failed += 1
+    running: dict[asyncio.Task[bool], StepRecord] = {}
+    try:
+        while pending or running:
+            moving = {step.change.job_id for step in (*pending, *running.values())}
+            free = [step for step in pending if not _waits_for(executor, step, moving)]
+            if not free and not running:
+                free = [await _break_ring(executor, store, pending, clock())]
+            for step in free[:max(0, PARALLEL_STEPS - len(running))]:
+                pending.remove(step)
+                store.mark_step(plan_id, step.idx, "running", clock())
+                running[asyncio.ensure_future(_run_step(executor, store, plan_id, step, clock))] = step
+            finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in finished:
+                running.pop(task)
+                if task.result():
+                    done += 1
+                else:
+                    failed += 1
+    finally:  # an error (or the controller stopping) ends the rest too: a restart applies them again
+        await cancel_and_wait(list(running), 30.0, "plan step")
     store.set_plan_status(plan_id, "applied" if failed == 0 else "failed", clock())
     summary = f"plan #{plan_id}: {done} step(s) done, {failed} failed"
     store.add_event(clock(), "plan", summary)

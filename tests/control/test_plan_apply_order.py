@@ -91,3 +91,17 @@ def test_a_step_onto_gpus_a_job_outside_the_plan_holds_fails_without_stopping_it
         assert ctl.executor.runs["a"].alloc == _on("a", 0)
 
     _scenario(tmp_path, ("a", "b"), {"a": (0,), "b": (1,)}, {"a": (1,), "b": (1,)}, check)
+
+
+def test_steps_in_nobodys_way_run_side_by_side(tmp_path: Path) -> None:
+    """At scale a plan of 36 stops and 85 launches ran one step at a time (a stop a second, 45 s),
+    with the freed GPUs idle and nothing else planned meanwhile."""
+    async def check(ctl, store, plan_id, before) -> None:
+        assert [s.status for s in store.steps(plan_id)] == ["done", "done", "done"], store.steps(plan_id)
+        times = store._db.execute("SELECT started_at, finished_at FROM plan_steps WHERE plan_id = ?",
+                                  (plan_id,)).fetchall()
+        assert max(started for started, _ in times) < min(finished for _, finished in times), \
+            f"every step began before the first ended: {times}"
+
+    _scenario(tmp_path, ("a", "b", "c"), {"a": (0,), "b": (1,), "c": (2,)}, {"a": (3,), "b": (4,), "c": (5,)},
+              check, gpus=6)
