@@ -46,8 +46,10 @@ AUTH_RETRY_S = (60.0, 300.0, 900.0)
 
 class HostSupervisor:
     def __init__(self, entry: HostEntry, transport: Transport, options: ClusterOptions,
-                 publish: Callable[[ClusterEvent], None], connect_slots: asyncio.Semaphore) -> None:
+                 publish: Callable[[ClusterEvent], None], connect_slots: asyncio.Semaphore,
+                 notes: Callable[[], list[str]] = list) -> None:
         self.entry = entry
+        self.notes = notes  # warnings of the hosts file's own about this host, added to the agent's
         self.transport = transport
         self.options = options
         self.publish = publish
@@ -179,7 +181,7 @@ class HostSupervisor:
         inventory = result.get("inventory") or {}
         self.agent_version = str(result.get("agent_version", ""))
         self.gpu_source = str(inventory.get("source", "none"))
-        self.warnings = [str(w) for w in inventory.get("warnings") or () if isinstance(w, str)]
+        self.warnings = [str(w) for w in inventory.get("warnings") or () if isinstance(w, str)] + self.notes()
         gpus = []
         allowed = set(self.entry.gpus) if self.entry.gpus is not None else None
         for raw in inventory.get("gpus") or ():

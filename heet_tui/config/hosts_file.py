@@ -115,6 +115,21 @@ class HostsFile:
     def names(self) -> tuple[str, ...]:
         return tuple(h.name for h in self.hosts)
 
+    def speed_clash(self, name: str) -> str | None:
+        """What to tell of an emulated host whose GPU type other hosts emulate at another speed:
+        plans know GPUs by type, so one job was put across a host at 1.0 and one at 0.25 (running
+        at the slow one's pace), and jobs were left on the slow host while the fast one sat idle."""
+        me = next((h for h in self.hosts if h.name == name), None)
+        if me is None or me.emulate is None:
+            return None
+        others = sorted({h.emulate.speed for h in self.hosts if h.emulate is not None and h.name != name
+                         and h.emulate.gpu_type == me.emulate.gpu_type and h.emulate.speed != me.emulate.speed})
+        if not others:
+            return None
+        return (f"emulated {me.emulate.gpu_type} at speed {me.emulate.speed:g}, which other hosts emulate at "
+                f"{', '.join(f'{s:g}' for s in others)}: plans know GPUs by type and cannot tell them apart; give "
+                f'the hosts of each speed a type of their own (e.g. gpu_type = "{me.emulate.gpu_type}-slow")')
+
     def emulated_names(self) -> frozenset[str]:
         """Hosts whose GPUs are declared and run on the CPU: speeds there follow the login node's load."""
         return frozenset(h.name for h in self.hosts if h.emulate is not None)

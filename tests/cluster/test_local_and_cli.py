@@ -396,3 +396,18 @@ def test_a_local_host_comes_up_under_a_umask_of_000_with_its_agent_private(tmp_p
     unpacked = next(workdir.glob("heet-agent-*.d"))
     assert oct(unpacked.stat().st_mode & 0o777) == "0o700"
     assert oct((unpacked / "heet_agent" / "main.py").stat().st_mode & 0o777) == "0o600"
+
+
+def test_one_gpu_type_emulated_at_two_speeds_is_a_warning_of_both_hosts(tmp_path):
+    """Plans know GPUs by type: one job went across a host at 1.0 and one at 0.25, running at the
+    slow one's pace, and nothing said the hosts file asked for it."""
+    text = "".join(f'[[hosts]]\nname = "{name}"\ntransport = "local"\npython = "{sys.executable}"\n'
+                   f'workdir = "{tmp_path / name}"\nemulate = {{ gpu_type = "A100", count = 1, speed = {speed} }}\n'
+                   for name, speed in (("fast", 1.0), ("slow", 0.25)))
+    path = tmp_path / "hosts.toml"
+    path.write_text(text)
+    rows = {r["name"]: r for r in asyncio.run(check_hosts(load_hosts(path)))}
+    assert rows["slow"]["state"] == "ready"
+    assert any("emulated A100 at speed 0.25, which other hosts emulate at 1: plans know GPUs by type" in w
+               and 'gpu_type = "A100-slow"' in w for w in rows["slow"]["warnings"]), rows["slow"]["warnings"]
+    assert any("emulated A100 at speed 1, which other hosts emulate at 0.25" in w for w in rows["fast"]["warnings"])
