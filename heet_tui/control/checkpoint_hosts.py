@@ -86,8 +86,9 @@ class CheckpointHosts:
             if self.clock() - first > 10 * COPY_WAIT_S:  # a failure long ago is not this one's
                 first = self._copy_failed[job_id] = self.clock()
             if reported is not None and self.clock() - first < COPY_WAIT_S:
-                raise CopyWaiting(f"{exc}; tried again for up to {COPY_WAIT_S - (self.clock() - first):.0f} s more "
-                                  f"before it starts from what {dst.name} has") from None
+                raise CopyWaiting(f"{exc}; {src.name} may come back with it: a start within the next "
+                                  f"{COPY_WAIT_S - (self.clock() - first):.0f} s copies it again, and one after "
+                                  f"that starts from what {dst.name} has") from None
             self.store.add_event(self.clock(), "checkpoint", f"{job_id}: {exc}; resuming from what {dst.name} has",
                                  job_id)
         self._copy_failed.pop(job_id, None)
