@@ -121,6 +121,10 @@ def plan_reason(job_id: str, spec: JobSpec, made: PlanMade, pending_id: int | No
                 f"{', '.join(f'{free[t]}x{t}' for t in usable)} GPUs to no job; it is planned again as jobs come and go")
     types = " or ".join(spec.gpu_types) + " " if spec.gpu_types else ""
     then = f"; it should start on {target} as running jobs end" if target else ""
+    some = sorted(t for t, n in free.items() if n > 0 and spec.allows(t))
+    if some:  # "every GPU ... is taken" beside free GPUs, too few of one type for it
+        return (f"{WAITING_FOR_GPUS}it needs {spec.min_gpus} GPUs of one type, and only "
+                f"{', '.join(f'{free[t]}x{t}' for t in some)} are free{then}")
     return f"{WAITING_FOR_GPUS}every {types}GPU it may use is taken{then}"
 
 
