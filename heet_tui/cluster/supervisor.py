@@ -239,7 +239,11 @@ class HostSupervisor:
         try:
             await client.request("ping", {}, self.options.heartbeat_timeout_s)
         except HostNotReady:
-            if not client.closed.done():  # no reply in time on a live link (a closed one is said elsewhere)
+            # no reply in time on a live link that went on talking (a closed one is said elsewhere),
+            # and not a pause of the controller's own: its timer then fires late, replies unread
+            waited = time.monotonic() - started
+            if not client.closed.done() and client.last_message > started \
+                    and waited < 1.5 * self.options.heartbeat_timeout_s:
                 self._pings_unanswered += 1
             return
         except Exception:  # noqa: BLE001 - a refused ping is an answer
