@@ -1,11 +1,18 @@
-"""Start the Textual app (placeholder until the UI lands)."""
+"""Start the Textual app, when there is a terminal to draw it on."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+
+from heet_tui.cli.errors import UsageError
 
 
 def run_tui(args: argparse.Namespace) -> int:
+    # With stdout redirected (a file, a pipe, cron), the app drew its screens into it until killed.
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("the TUI needs a terminal, and stdin or stdout is not one; without it: heet-tui run "
+                         "(the controller, headless), status, jobs, plan, log (heet-tui --help lists them)")
     from heet_tui.ui.app import run_app
 
     return run_app(args)
