@@ -62,6 +62,8 @@ class AttachedBackend:
                   "to run one in the TUI")
         try:
             while line := await reader.readline():
+                if not line.endswith(b"\n"):  # cut off at its end: the controller stopped mid-snapshot
+                    break
                 message = decode(line)
                 if message["op"] == "snapshot":
                     await self._hub.publish(snapshot_from_obj(message.get("snapshot")))

@@ -249,3 +249,34 @@ def test_a_controller_that_does_not_answer_is_said_to_be_so(tmp_path: Path, monk
 
     said = asyncio.run(scenario())
     assert said.endswith("it did not answer within 0.3 s (busy, or stopped with kill -STOP?)"), said
+
+
+def test_a_controller_that_stops_in_the_middle_of_a_snapshot_is_said_to_have_stopped(tmp_path: Path) -> None:
+    """The attached TUI said "the controller's connection failed: not a JSON line: Unterminated
+    string starting at: line 1 column 219257" when its controller stopped mid-snapshot."""
+    from heet_tui.control.attach_client import VERSION
+    from heet_tui.control.wire import encode
+
+    path = tmp_path / "cut.sock"
+
+    async def cut_off(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(encode({"op": "hello", "version": VERSION, "pid": 4242}))
+        writer.write(b'{"op":"snapshot","snapshot":{"now":1.0,"hosts":[{"name":"a')  # and no more
+        await writer.drain()
+        writer.close()
+
+    async def scenario() -> str:
+        server = await asyncio.start_unix_server(cut_off, path=str(path))
+        try:
+            backend = AttachedBackend(tmp_path / "state")
+            backend.path = path
+            await backend.start()
+            with pytest.raises(ControllerGone) as info:
+                async for _ in backend.snapshots():
+                    pass
+            return str(info.value)
+        finally:
+            server.close()
+
+    said = asyncio.run(scenario())
+    assert said.startswith("the controller (pid 4242) stopped"), said
