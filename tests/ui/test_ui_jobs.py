@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 from ui_fakes import small_snapshot, with_job
@@ -291,6 +292,29 @@ def test_a_long_job_id_is_cut_in_the_middle_in_the_table_only() -> None:
     assert len(shown) == ID_WIDTH and shown == "resnet50-…-seed1234-long"
     assert matches(job, "wd5e-4"), "the filter still sees the whole id"
     assert job_row(small_snapshot().jobs[0])[0].plain == "j1"
+
+
+def test_a_wide_screen_shows_a_long_job_id_whole(make_app, backend):
+    """At 160 columns a sweep's ids were cut to 24 characters: sweep-lr0…seed1-steps150 stood for
+    six learning rates, with 35 columns unused."""
+    long_id = "sweep-lr0.003-wd0.0001-seed1-steps150"
+
+    async def scenario(size: tuple[int, int]) -> str:
+        app = make_app("jobs")
+        async with app.run_test(size=size) as pilot:
+            snap = small_snapshot()
+            backend.push(replace(snap, jobs=(replace(snap.jobs[0], id=long_id, name=long_id), *snap.jobs[1:])))
+            table = app.screen.query_one(JobTable)
+
+            def shown() -> str | None:
+                names = [table.get_row_at(i)[0].plain for i in range(table.row_count)]
+                return next((n for n in names if n.endswith("steps150")), None)
+
+            await wait_for(pilot, lambda: shown() is not None)
+            return shown()
+
+    assert asyncio.run(scenario((170, 45))) == long_id
+    assert asyncio.run(scenario((100, 30))) == "sweep-lr0…seed1-steps150", "cut where the screen is narrow"
 
 
 def test_a_jobs_plan_screen_edit_is_shown_with_its_job_and_d_drops_it(make_app, backend):

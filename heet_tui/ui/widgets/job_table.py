@@ -10,7 +10,7 @@ from heet_tui.core.job import JobState
 from heet_tui.core.metrics import metric, number
 from heet_tui.core.natural_order import natural_key
 from heet_tui.core.snapshot import JobStatus, Snapshot
-from heet_tui.ui.format import duration, job_colour, progress_bar, rate, short_id
+from heet_tui.ui.format import ID_WIDTH, duration, job_colour, progress_bar, rate, short_id
 from heet_tui.ui.widgets.keyed_table import Cells, KeyedTable
 
 # Most telling first, so an 80-column terminal cuts the least: no Name column (an id is its job's
@@ -63,8 +63,12 @@ def hosts_text(job: JobStatus, limit: int = 3) -> str:
     return shown + (f" +{len(names) - limit}" if len(names) > limit else "")
 
 
-def job_row(job: JobStatus) -> Cells:
-    return (Text(short_id(job.id), style=job_colour(job.id)), Text(job.state.value, style=_STATE_STYLE[job.state]),
+OTHER_COLUMNS = 96  # what the columns after the id take, gaps included, at their usual widths
+LONGEST_ID = 96  # a job name's limit (config/job_spec.py); a sweep's "-2" on top is cut
+
+
+def job_row(job: JobStatus, id_width: int = ID_WIDTH) -> Cells:
+    return (Text(short_id(job.id, id_width), style=job_colour(job.id)), Text(job.state.value, style=_STATE_STYLE[job.state]),
             gpus_text(job), progress_bar(job.progress), duration(job.eta_s), rate(job.throughput),
             number(_loss(job)), hosts_text(job), str(job.restarts))
 
@@ -93,7 +97,9 @@ class JobTable(KeyedTable):
         return self._sort_values[job_id]
 
     def cells_for(self, key: str, source: JobStatus) -> Cells:
-        return job_row(source)
+        # as wide as the screen leaves: at 160 columns a sweep's ids were cut to 24 characters, and
+        # sweep-lr0…seed1-steps150 stood for six learning rates (a resize redraws every row)
+        return job_row(source, min(LONGEST_ID, max(ID_WIDTH, self.size.width - OTHER_COLUMNS)))
 
     def show(self, snap: Snapshot) -> None:
         sort = SORTS[self.sort_name]
