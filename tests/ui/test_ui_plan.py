@@ -178,7 +178,14 @@ def test_with_no_plan_the_summary_says_why_each_waiting_job_waits() -> None:
         jobs["j3"] = replace(jobs["j3"], message=message)
         text = summary(replace(snap, jobs=tuple(jobs.values()))).plain
         assert "j3: being profiled, planned once measured." in text and "rejected" not in text
+    # just measured: it read "left out by the policy, or in a plan you rejected" with nothing rejected
     jobs["j3"] = replace(jobs["j3"], message="profiled; waiting for a plan")
+    text = summary(replace(snap, jobs=tuple(jobs.values()))).plain
+    assert "j3: measured, planned in the next round." in text and "rejected" not in text
+    jobs["j3"] = replace(jobs["j3"], message="waiting for GPUs: it needs 5 GPUs of one type, and only 4xT4 are free")
+    text = summary(replace(snap, jobs=tuple(jobs.values()))).plain
+    assert "j3: waiting for GPUs others hold (the Jobs screen says which, and when)." in text
+    jobs["j3"] = replace(jobs["j3"], message="left queued: the heet plan gives the free 4xT4 GPUs to no job")
     text = summary(replace(snap, jobs=tuple(jobs.values()))).plain
     assert "j3: waiting with nothing proposed" in text and "p plans again" in text
     jobs["j3"] = replace(jobs["j3"], message="left queued: held by hand", edit=Constraints(held=True))

@@ -8,7 +8,14 @@ from rich.text import Text
 
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.host import HostState
-from heet_tui.core.job import CANNOT_START, HELD_FOR_FASTER, PROFILE_WAITING, TWIN_WAITING_END, JobState
+from heet_tui.core.job import (
+    CANNOT_START,
+    HELD_FOR_FASTER,
+    PROFILE_WAITING,
+    TWIN_WAITING_END,
+    WAITING_FOR_GPUS,
+    JobState,
+)
 from heet_tui.core.plan import ROUGH_GUESS, ChangeKind, JobPrediction, Plan, count_changes, spread
 from heet_tui.core.snapshot import Snapshot
 from heet_tui.ui.format import ID_WIDTH, clock, duration, rate, short_id, signed_percent
@@ -110,8 +117,19 @@ def _why_waiting(snap: Snapshot) -> str:
     held = [j.id for j in waiting if j.message.startswith(HELD_FOR_FASTER)]
     # held on the Plan screen, or pinned where no ready host is: "p plans again" could not help
     by_hand = [j.id for j in waiting if j.edit.held or (j.edit.is_set and "your edit" in j.message)]
-    rest = [j.id for j in waiting if j.id not in {*profiling, *blocked, *held, *by_hand}]
+    # just measured, or told by the latest plan that they wait for GPUs: they read as "left out by
+    # the policy, or in a plan you rejected" with auto-approve on and nothing rejected
+    ready = [h for h in snap.hosts if h.state is HostState.READY]
+    gpus = sum(len(h.gpus) for h in ready)
+    full = gpus and sum(len(h.gpu_jobs) for h in ready) >= gpus
+    next_plan = [] if full else [j.id for j in waiting if j.message.endswith("waiting for a plan")]
+    for_gpus = [] if full else [j.id for j in waiting if j.message.startswith(WAITING_FOR_GPUS)]
+    rest = [j.id for j in waiting if j.id not in {*profiling, *blocked, *held, *by_hand, *next_plan, *for_gpus}]
     out = ""
+    if next_plan:
+        out += f" {_some(next_plan)}: measured, planned in the next round."
+    if for_gpus:
+        out += f" {_some(for_gpus)}: waiting for GPUs others hold (the Jobs screen says which, and when)."
     if by_hand:
         out += f" {_some(by_hand)}: kept out by your edit (see the Jobs screen; d there drops it)."
     if profiling:
@@ -120,9 +138,7 @@ def _why_waiting(snap: Snapshot) -> str:
         out += f" {_some(blocked)}: cannot start on the hosts as they are (see the Jobs screen)."
     if held:
         out += f" {_some(held)}: held for faster GPUs that free soon (see the Jobs screen)."
-    ready = [h for h in snap.hosts if h.state is HostState.READY]
-    gpus = sum(len(h.gpus) for h in ready)
-    if rest and gpus and sum(len(h.gpu_jobs) for h in ready) >= gpus:
+    if rest and full:
         out += f" {_some(rest)}: waiting for GPUs (all {gpus} are in use); planned as jobs end."
     elif rest:
         out += (f" {_some(rest)}: waiting with nothing proposed (left out by the policy, or in a plan you "
