@@ -94,6 +94,7 @@ class LocalTransport:
             if proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
+                await _reaped(proc)
 
         return AgentChannel(PushbackReader(first, proc.stdout), proc.stdin, proc.stderr, closer,
                             f"local agent in {self.workdir}")
@@ -112,6 +113,14 @@ class LocalTransport:
             if proc.returncode is None:  # hung: killing it cannot hurt jobs, they do not depend on it
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
+                await _reaped(proc)
+
+
+async def _reaped(proc: asyncio.subprocess.Process) -> None:
+    """Wait for a killed agent's exit: reaped after its event loop closed, asyncio printed "Loop ...
+    that handles pid N is closed" on the terminal as the TUI quit."""
+    with contextlib.suppress(asyncio.TimeoutError, ProcessLookupError):
+        await asyncio.wait_for(proc.wait(), 2.0)
 
 
 def is_need_agent(line: bytes) -> bool:
