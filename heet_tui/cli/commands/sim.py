@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shutil
 import sys
+import textwrap
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -108,8 +110,9 @@ def _print_table(summary: dict[str, Any], title: str) -> None:
                      f"{ended[0]:.0f}/{ended[1]:.0f}"))
     print_table(title, columns, rows)
     if len({r[-1] for r in rows}) > 1:  # a policy that left its slowest job unschedulable read as the fastest
-        print("note: the policies finished different jobs (done/unsched): each JCT figure covers its own policy's "
-              "finished jobs only, so they do not compare as they stand; --events names the jobs")
+        print(textwrap.fill("note: the policies finished different jobs (done/unsched): each JCT figure covers its "
+                            "own policy's finished jobs only, so they do not compare as they stand; --events names "
+                            "the jobs", width=max(40, min(120, shutil.get_terminal_size().columns))))
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
