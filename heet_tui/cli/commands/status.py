@@ -122,7 +122,8 @@ def _stored_report(store: Store, hosts_arg: str | None) -> dict[str, Any]:
 
 
 def _ordered(counts: Counter[str]) -> dict[str, int]:
-    return {s: counts[s] for s in STATE_ORDER if counts[s]}
+    """Every state, 0 included: a script reading ``jobs.failed`` from --json met a KeyError while none had."""
+    return {s: counts[s] for s in STATE_ORDER}
 
 
 def _lines(report: dict[str, Any]) -> list[str]:
@@ -153,7 +154,7 @@ def _lines(report: dict[str, Any]) -> list[str]:
             state = ("drained" if h["state"] == "-" else f"{h['state']}, drained") if h["drained"] else h["state"]
             rows.append([h["name"], state, gpus, in_use, jobs or "-", _first_line(h["note"])])
         out += ["  " + line for line in aligned(rows)]
-    jobs = report["jobs"]
+    jobs = {s: n for s, n in report["jobs"].items() if n}
     as_left = "" if ctl["running"] else ", as the last controller left them"
     out.append("jobs        " + (", ".join(f"{n} {s}" for s, n in jobs.items()) + f"{as_left}  (heet-tui jobs)"
                                  if jobs else "none"))
