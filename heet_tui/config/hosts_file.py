@@ -197,7 +197,7 @@ def _host(path: Path, raw: Mapping[str, Any], i: int, index: LineIndex, d: Defau
     subject = f'host "{name}"' if isinstance(name, str) and name else f"host #{i + 1}"
     f = Fields(path, raw, subject, lambda key: index.key_line("hosts", i, key) if key else line)
     f.reject_unknown(HOST_KEYS)
-    name = f.required_string("name", SAFE_NAME, "a valid host name (letters, digits, . _ -)")
+    name = f.required_string("name", SAFE_NAME, "a valid host name (letters, digits, . _ -, starting with a letter or digit)")
     transport = f.string("transport", "ssh") or "ssh"
     if transport not in TRANSPORTS:
         raise f.error("transport", f'key "transport": unknown transport "{transport}" (expected "ssh" or "local")')
