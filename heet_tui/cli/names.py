@@ -23,7 +23,8 @@ def known_names(names: Sequence[str], asked: str, what: str) -> str:
     if len(names) <= SHOWN:
         return f"{what}: {', '.join(names) or 'none'}"
     stem = re.split(r"[*?\[]", asked)[0] or asked  # a pattern's fixed start
-    close = difflib.get_close_matches(stem, names, n=SHOWN, cutoff=0.0)
+    # a floor on likeness: "nosuchjob" was answered "closest: b74, b72, b71", which are nothing like it
+    close = difflib.get_close_matches(stem, names, n=SHOWN, cutoff=0.5)
     starting = [n for n in names if stem and n.startswith(stem)][:SHOWN]
     shown = list(dict.fromkeys(starting + close))[:SHOWN]
-    return f"{len(names)} {what}; closest: {', '.join(shown)}"
+    return f"{len(names)} {what}; closest: {', '.join(shown)}" if shown else f"{len(names)} {what}; none like it"

@@ -56,6 +56,8 @@ def test_a_job_name_not_found_is_answered_with_close_ones(tmp_path: Path, capsys
     err = capsys.readouterr().err
     assert 'no job "sweep-4x" (40 active jobs; closest: sweep-4' in err, err
     assert err.count("sweep-") <= 9
+    assert main(["jobs", "nosuchjob", "--state", str(tmp_path / "state")]) == 2
+    assert 'no job "nosuchjob" (40 active jobs; none like it)' in capsys.readouterr().err, "not unrelated names"
     assert main(["cancel", "sweep-1", "swep-*", "--state", str(tmp_path / "state")]) == 2
     err = capsys.readouterr().err
     assert 'no job "swep-*" (40 active jobs; closest: ' in err and "nothing cancelled" in err
