@@ -67,6 +67,15 @@ def test_a_plan_is_announced_shown_and_approved_from_the_command_line(tmp_path: 
         assert "approved" in capsys.readouterr().out
         _read_until(run, "controller stopped", 90)
         assert run.wait(30) == 0
+        # a past plan, from the store: what it predicted, beside what became of its steps (it said
+        # "plan #1 is not pending", and no controller needs to run for it)
+        capsys.readouterr()
+        assert main(["plan", "show", "--id", "1", *state]) == 0
+        shown = capsys.readouterr().out.splitlines()
+        assert shown[0].startswith("plan #1 by heet, applied; proposed at ") and shown[0].endswith(": 1 start")
+        assert any(line.split()[:1] == ["JOB"] and line.split()[-1] == "STEP" for line in shown), shown
+        assert any(line.split()[:3] == ["a", "start", "-"] and "done: running generation 1 on 1xT4" in line
+                   for line in shown), shown
     finally:
         run.kill()
         kill_jobs_under(tmp_path)

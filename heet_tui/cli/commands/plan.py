@@ -19,10 +19,10 @@ from heet_tui.cli.locations import add_location_options
 from heet_tui.cli.table import aligned
 from heet_tui.control.attach_client import AttachedBackend, ControllerGone
 from heet_tui.control.snapshots import controller_running
+from heet_tui.control.store_records import StepRecord
 from heet_tui.core.durations import duration
 from heet_tui.core.intents import ApprovePlan, RejectPlan, Replan
-from heet_tui.core.plan import ROUGH_GUESS, JobPrediction, PredictedEffect, count_changes, spread
-from heet_tui.core.snapshot import Snapshot
+from heet_tui.core.plan import ROUGH_GUESS, JobPrediction, Plan, PredictedEffect, count_changes, spread
 
 REPLY_TIMEOUT_S = 30.0
 
@@ -33,12 +33,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_location_options(p)
     p.add_argument("action", nargs="?", choices=("show", "approve", "reject", "again"), default="show",
                    help="show the pending plan (the default), approve or reject it, or plan again now")
-    p.add_argument("--id", type=int, metavar="N", help="act only if plan #N is the one pending (what you looked at)")
+    p.add_argument("--id", type=int, metavar="N", help="act only if plan #N is the one pending (what you looked at); with show, any plan, past ones from the store")
     p.set_defaults(func=cmd_plan)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     store = open_store(args)
+    if args.action == "show" and args.id is not None and (rec := store.plan(args.id)) is not None \
+            and rec.status != "proposed":
+        # a past plan, from the store: what it predicted, beside what became of each step (it said
+        # "plan #4 is not pending", and comparing a prediction with the outcome meant reading SQLite)
+        _show(rec.plan, rec.id, rec.plan.policy, f"{rec.status}; proposed at", store.steps(rec.id))
+        return 0
     if controller_running(store.dir) is None:
         raise CliError(f"no controller runs on {store.dir}: plans are made by a running one (heet-tui run)")
     try:
@@ -65,7 +71,10 @@ async def _plan(state_dir, action: str, expected: int | None) -> int:
         if expected is not None and expected != snap.plan_id:
             raise UsageError(f"plan #{expected} is not the one pending (plan #{snap.plan_id} is): look at it first")
         if action == "show":
-            _show(snap)
+            assert snap.plan is not None
+            _show(snap.plan, snap.plan_id, snap.plan.policy or snap.policy, "proposed at")
+            print(f"approve: heet-tui plan approve --id {snap.plan_id}   reject: heet-tui plan reject --id "
+                  f"{snap.plan_id}")
             return 0
         return await _post(backend, ApprovePlan(snap.plan_id) if action == "approve" else RejectPlan(snap.plan_id))
     finally:
@@ -96,21 +105,21 @@ def _completes(pred: JobPrediction | None) -> str:
     return f"{duration(pred.completion_s)} {spread(pred.after_spread)}"
 
 
-def _show(snap: Snapshot) -> None:
-    plan = snap.plan
-    assert plan is not None
+def _show(plan: Plan, plan_id: int, policy: str, when: str, steps: list[StepRecord] | None = None) -> None:
     created = time.strftime("%H:%M:%S", time.localtime(plan.created_at))
-    print(f"plan #{snap.plan_id} by {plan.policy or snap.policy}, proposed at {created}: {count_changes(plan.changes)}")
+    print(f"plan #{plan_id} by {policy}, {when} {created}: {count_changes(plan.changes)}")
     effect = plan.effect
     if said := predicted_jct(effect):
         print(said)
-    rows = [("JOB", "CHANGE", "NOW", "PLANNED", "COMPLETES IN")]
+    done = {step.change.job_id: step for step in steps or ()}
+    rows = [("JOB", "CHANGE", "NOW", "PLANNED", "COMPLETES IN", *(("STEP",) if steps else ()))]
     for change in plan.changes:
         pred = effect.for_job(change.job_id)
+        step = done.get(change.job_id)
+        outcome = (f"{step.status}: {step.message}" if step.message else step.status) if step else "-"
         rows.append((change.job_id, change.kind.value, change.before.describe() if change.before else "-",
                      change.after.describe() if change.after else "-",
-                     _completes(pred)))
+                     _completes(pred), *((outcome,) if steps else ())))
     print("\n".join(aligned(rows)))
     if any(p.after_spread is None and p.completion_s is not None for p in effect.jobs):
         print(f"±?: {ROUGH_GUESS}")
-    print(f"approve: heet-tui plan approve --id {snap.plan_id}   reject: heet-tui plan reject --id {snap.plan_id}")
