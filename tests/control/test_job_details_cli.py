@@ -38,6 +38,8 @@ def test_jobs_name_shows_one_job_with_its_history_and_events(tmp_path: Path,
     store.set_setting("checkpoint_hosts", json.dumps({"cnn": "gpu1"}))  # where its last run's rank 0 was
     store.record_allocation(Allocation.of("cnn", "T4", {"gpu1": [0, 1], "gpu2": [0, 1]}), 1, 100.0,
                             store.job("cnn").job.spec)
+    store.add_observation("cnn", "T4", "1", 301.0, 99.0, "profiling")
+    store.add_observation("cnn", "T4", "1", 311.0, 99.5, "profiling")
     store.add_observation("cnn", "T4", "22", 812.5, 101.0, "running")
     store.release_allocation("cnn", 101.5)
     tail = "rank 0 on gpu1 ended with exit code 1\nTraceback (most recent call last):\nValueError: loss is nan"
@@ -55,6 +57,8 @@ def test_jobs_name_shows_one_job_with_its_history_and_events(tmp_path: Path,
     assert "  now        -   (last ran on 4xT4 on gpu1[0,1],gpu2[0,1], generation 1)" in lines, "where its logs are"
     assert any(line.startswith("  speed      812.5 samples/s on 2+2xT4 (reported ") for line in lines)
     assert "  checkpoint /ck/cnn/last.pt   (on gpu1)" in lines
+    # what profiling measured too, not only what the running job last reported
+    assert "  measured   1xT4 311/s (profiling), 2+2xT4 812/s (running)" in lines, lines
     failed = lines.index(next(line for line in lines if "failed     rank 0 on gpu1 ended" in line))
     assert lines[failed].endswith("[gpu1]") and lines[failed + 2].strip() == "ValueError: loss is nan", \
         "the failure's log tail, whole"

@@ -75,6 +75,7 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
         ("reported", describe(job.metrics) or "-"),
         ("now", f"{alloc[0].describe()} (generation {alloc[1]})" if alloc else _last_ran(store, job.id)),
         ("speed", _speed(store, job.id)),
+        ("measured", _measured(store, job.id)),
         ("restarts", f"{job.restarts}" + (f", {rec.crashes} crash(es) since the last new step" if rec.crashes else "")),
         ("checkpoint", _checkpoint(store, rec, alloc)),
         ("submitted", f"{_clock(job.submitted_at)} ({duration(now - job.submitted_at)} ago)"),
@@ -82,7 +83,8 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
         ("message", job.message or "-"),
     ]
     if job.ended_at is not None:
-        fields.insert(11, ("took", _took(job.ended_at, job.submitted_at, job.history)))
+        fields.insert([label for label, _ in fields].index("history"),
+                      ("took", _took(job.ended_at, job.submitted_at, job.history)))
     if edited := user_constraints(store).get(job.id, Constraints()).describe():
         fields.insert(4, ("your edit", f"{edited} (fixed on the Plan screen; plans keep to it until d on the "
                                        "Jobs screen drops it)"))
@@ -142,6 +144,16 @@ def _speed(store: Store, job_id: str) -> str:
     _, gpu_type, placement, rate, at, _ = found[-1]
     per_host = placement.split("-") if "-" in placement else list(placement)  # "22": 2 GPUs on each of 2 hosts
     return f"{rate:,.1f} samples/s on {'+'.join(per_host)}x{gpu_type} (reported {_clock(at)})"
+
+
+def _measured(store: Store, job_id: str) -> str:
+    """Every configuration the job was measured on, its latest figure and by what: profiled values
+    were on the TUI's Profiles screen only, and `jobs NAME` said "speed -" until the job ran."""
+    latest: dict[tuple[str, str], tuple[float, str]] = {}
+    for _, gpu_type, placement, rate, _, source in store.observations(job_id):
+        latest[(gpu_type, placement)] = (rate, source)
+    return ", ".join(f"{'+'.join(p.split('-') if '-' in p else list(p))}x{t} {rate:,.0f}/s ({source})"
+                     for (t, p), (rate, source) in sorted(latest.items())) or "-"
 
 
 def _took(ended_at: float, submitted_at: float, history: tuple[tuple[float, JobState], ...]) -> str:
