@@ -20,6 +20,7 @@ from pathlib import Path
 from heet_tui import __version__
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_hosts_option, add_state_option
+from heet_tui.cli.printable import printable
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -66,11 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         code = int(func(args) or 0)
         sys.stdout.flush()  # a reader that went away shows here, not in the interpreter's last flush (exit 120)
         return code
-    except UsageError as exc:
-        print(f"heet-tui: {exc}", file=sys.stderr)
+    except UsageError as exc:  # messages quote names from files others may write: escaped (printable.py)
+        print(f"heet-tui: {printable(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except CliError as exc:
-        print(f"heet-tui: {exc}", file=sys.stderr)
+        print(f"heet-tui: {printable(str(exc))}", file=sys.stderr)
         return EXIT_FAILURE
     except RuntimeError as exc:
         from heet_tui.control.store import StoreError  # (imported here: most commands load it anyway, later)

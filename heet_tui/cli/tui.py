@@ -9,9 +9,9 @@ from heet_tui.cli.errors import UsageError
 
 
 def run_tui(args: argparse.Namespace) -> int:
-    # With stdout redirected (a file, a pipe, cron), the app drew its screens into it until killed.
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise UsageError("the TUI needs a terminal, and stdin or stdout is not one; without it: heet-tui run "
+    # Redirected (a file, a pipe, cron, `2> debug.log`), the app drew its screens into it until killed.
+    if not (sys.stdin.isatty() and sys.stdout.isatty() and sys.stderr.isatty()):
+        raise UsageError("the TUI needs a terminal, and stdin, stdout or stderr is not one; without it: heet-tui run "
                          "(the controller, headless), status, jobs, plan, log (heet-tui --help lists them)")
     from heet_tui.ui.app import run_app
 

@@ -7,6 +7,8 @@ import re
 import tomllib
 from pathlib import Path
 
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")  # all but tab: a one-line message stays one line
+
 
 class ConfigError(ValueError):
     """A problem in a user's TOML file; ``str()`` is the one-line message to show them.
@@ -20,7 +22,10 @@ class ConfigError(ValueError):
         self.subject = subject
         self.detail = message
         where = f"{self.path.name}:{line}" if line else self.path.name
-        super().__init__(f"{where}: {subject + ': ' if subject else ''}{message}")
+        # names and keys from the file are the user's, or whoever wrote a spec they were given:
+        # an escape sequence in one retitled the terminal, cleared it, or could set its clipboard
+        said = f"{where}: {subject + ': ' if subject else ''}{message}"
+        super().__init__(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if m.group() != "\n" else "\\n", said))
 
 
 class ConcurrentModification(ConfigError):

@@ -200,3 +200,20 @@ def test_the_users_own_hosts_file_is_made_private_whatever_the_umask(tmp_path: P
         os.umask(old)
     assert copied and oct(user.stat().st_mode & 0o777) == "0o600" and oct(user.parent.stat().st_mode & 0o777) == "0o700"
     assert load_hosts(user).names()
+
+
+def test_names_and_keys_from_the_file_reach_the_terminal_escaped(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """An escape sequence in a host name or key went raw into the error: it turned the line red,
+    cleared the screen, or (OSC 52) could set the clipboard; a newline split the message."""
+    from heet_tui.cli.main import main
+
+    path = tmp_path / "hosts.toml"
+    path.write_text('[[hosts]]\nname = "lo\\u001b[31mc"\n')
+    assert main(["hosts", "--hosts", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and 'host "lo\\x1b[31mc"' in err, err
+    path.write_text('[[hosts]]\nname = "loc\\n"\n')
+    assert main(["hosts", "--hosts", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and 'host "loc\\n"' in err, err

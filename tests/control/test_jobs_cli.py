@@ -71,10 +71,17 @@ def test_bad_input_is_a_located_message_not_a_traceback(tmp_path: Path, capsys: 
     assert main([*state, "submit", str(spec)]) == 2
     err = capsys.readouterr().err
     assert "job.toml:4" in err and "batch_size" in err
-    assert main([*state, "cancel", "nope"]) == 1, "a --state with no store in it is not made by a cancel"
+    assert main([*state, "cancel", "nope"]) == 2, "a --state with no store in it is not made by a cancel"
     assert f"no state store in {tmp_path / 'state'}: nothing was submitted with this --state" in capsys.readouterr().err
     assert not (tmp_path / "state").exists()
-    Store(tmp_path / "state").close()
+    # a drain before the first run makes one, and says so: a mistyped --state drained nothing real
+    hosts = tmp_path / "h.toml"
+    hosts.write_text('[[hosts]]\nname = "h"\ntransport = "local"\n')
+    assert main([*state, "hosts", "drain", "nope", "--hosts", str(hosts)]) == 2
+    assert 'no host named "nope"' in capsys.readouterr().err and not (tmp_path / "state").exists(), \
+        "a refused drain makes no store"
+    assert main([*state, "hosts", "drain", "h", "--hosts", str(hosts)]) == 0
+    assert f"(a new state store in {tmp_path / 'state'}: no controller has run on it yet)" in capsys.readouterr().err
     assert main([*state, "cancel", "nope"]) == 2
     assert 'no job "nope"' in capsys.readouterr().err
     assert main([*state, "--hosts", str(tmp_path / "missing.toml"), "run", "--until-idle"]) == 2

@@ -44,7 +44,7 @@ def test_a_plan_is_announced_shown_and_approved_from_the_command_line(tmp_path: 
 
     hosts = write_local_hosts(tmp_path, [("only", "T4", 1, 1.0)])
     state = ["--state", str(tmp_path / "state")]
-    assert main(["plan", *state]) == 1
+    assert main(["plan", *state]) == 2
     assert "no state store in" in capsys.readouterr().err
     assert main(["submit", str(write_job(tmp_path, "a", steps=20, max_gpus=1)), *state]) == 0
     assert main(["plan", *state]) == 1

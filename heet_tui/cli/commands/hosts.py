@@ -207,12 +207,18 @@ def cmd_check(args: argparse.Namespace) -> int:
                      _store_id(args))
 
 
+def _state_dir(args: argparse.Namespace) -> Path:
+    from heet_tui.control.store import default_state_dir
+
+    return Path(args.state).expanduser() if getattr(args, "state", None) else default_state_dir()
+
+
 def _store_id(args: argparse.Namespace) -> str:
     """The id of the state store --state names (or the default one), where it exists; none is
     created for asking."""
-    from heet_tui.control.store import DB_NAME, Store, default_state_dir
+    from heet_tui.control.store import DB_NAME, Store
 
-    state = Path(args.state).expanduser() if getattr(args, "state", None) else default_state_dir()
+    state = _state_dir(args)
     return Store(state).store_id if (state / DB_NAME).is_file() else ""
 
 
@@ -234,9 +240,9 @@ def cmd_trust(args: argparse.Namespace) -> int:
 def _controller_hosts(args: argparse.Namespace) -> HostsFile | None:
     """Without --hosts, the file the state's controller last ran on, where there is such a state
     (none is created for asking)."""
-    from heet_tui.control.store import DB_NAME, Store, default_state_dir
+    from heet_tui.control.store import DB_NAME, Store
 
-    state = Path(args.state).expanduser() if getattr(args, "state", None) else default_state_dir()
+    state = _state_dir(args)
     if getattr(args, "hosts", None) or not (state / DB_NAME).is_file():
         return None
     path = Store(state).setting("hosts_path")
@@ -252,11 +258,13 @@ def cmd_drain(args: argparse.Namespace) -> int:
     headless. Several names and patterns at once: a rack of ten took ten calls."""
     from heet_tui.cli.commands.jobs import open_store
     from heet_tui.control.drains import drain_by_hand, drained_hosts
+    from heet_tui.control.store import DB_NAME
 
-    store = open_store(args, create=True)
-    drained = drained_hosts(store)
+    # a drain before the first run is kept for it, in a store made for it once the names are checked
+    store = open_store(args) if (_state_dir(args) / DB_NAME).is_file() else None
+    drained = drained_hosts(store) if store is not None else set()
     # --hosts given wins over the file the store's controller follows (it was ignored)
-    path = _explicit(args) or store.setting("hosts_path") or _path(args)
+    path = _explicit(args) or (store.setting("hosts_path") if store is not None else None) or _path(args)
     if args.drained:
         try:
             names = list(dict.fromkeys([*load_hosts(path).names(), *sorted(drained)]))
@@ -276,6 +284,9 @@ def cmd_drain(args: argparse.Namespace) -> int:
             raise UsageError(f'{where}no {whose[:-1]} named "{asked}" ({known_names(names, asked, whose)})'
                              + ("; nothing changed" if len(args.names) > 1 else ""))
         chosen.update(dict.fromkeys(matched))
+    if store is None:  # a mistyped --state "drained" the host in a store no controller reads: said, not silent
+        store = open_store(args, create=True)
+        print(f"(a new state store in {store.dir}: no controller has run on it yet)", file=sys.stderr)
     for name in chosen:
         drain_by_hand(store, name, args.drained, time.time(), f"heet-tui hosts {'drain' if args.drained else 'undrain'}")
         print(f"{name} drained: its jobs move at the next plan" if args.drained else f"{name} back in service")

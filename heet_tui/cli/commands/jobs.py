@@ -45,8 +45,8 @@ def open_store(args: argparse.Namespace, create: bool = False) -> Store:
     directory deleted under its running controller, and said nothing was running."""
     state = getattr(args, "state", None)
     if state and not create and not (Path(state).expanduser() / DB_NAME).is_file():
-        raise CliError(f"no state store in {Path(state).expanduser()}: nothing was submitted with this --state "
-                       "(heet-tui submit or run begins one there)")
+        raise UsageError(f"no state store in {Path(state).expanduser()}: nothing was submitted with this --state "
+                         "(heet-tui submit or run begins one there)")
     try:
         return Store(state)
     except StoreError as exc:
