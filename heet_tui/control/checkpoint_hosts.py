@@ -18,6 +18,7 @@ from heet_tui.control.store import Store
 from heet_tui.core.job import JobSpec
 
 SETTING = HOSTS_SETTING
+LEFT_BEHIND = "checkpoints_left_behind"  # job -> [host, step]: further checkpoints on hosts that were out
 COPY_WAIT_S = 60.0  # a failed copy of a job's checkpoint is tried again this long (a host's grace period)
 
 
@@ -30,6 +31,7 @@ class CheckpointHosts:
         self.store, self.clock = store, clock
         self._waiting: set[str] = set()  # jobs told they wait for the host with their checkpoint
         self._copy_failed: dict[str, float] = {}  # job -> when bringing its checkpoint first failed
+        self.reclaiming: dict[str, tuple[str, int]] = {}  # job -> (host, step) its next launch resumes from
 
     def out_of_reach(self, job_id: str, out: set[str], entries: Iterable[HostEntry]) -> str | None:
         """The host that alone holds the job's checkpoint, while it is out within its grace period:
@@ -51,6 +53,22 @@ class CheckpointHosts:
             self.store.add_event(self.clock(), "checkpoint", f"{job_id} {why}", job_id, src)
         return src
 
+    def left_behind(self) -> dict[str, tuple[str, int]]:
+        """Checkpoints further than where their job went on from, on hosts that were out of reach
+        when it did (``reclaim.py`` takes them back when the host is)."""
+        return {j: (h, int(s)) for j, (h, s) in json.loads(self.store.setting(LEFT_BEHIND) or "{}").items()}
+
+    def note_left_behind(self, job_id: str, host: str, step: int) -> None:
+        kept = self.left_behind()
+        if job_id not in kept or kept[job_id][1] < step:
+            kept[job_id] = (host, step)
+            self.store.set_setting(LEFT_BEHIND, json.dumps(kept))
+
+    def forget_left_behind(self, job_id: str) -> None:
+        kept = self.left_behind()
+        if kept.pop(job_id, None) is not None:
+            self.store.set_setting(LEFT_BEHIND, json.dumps(kept))
+
     def _hosts(self) -> dict[str, str]:
         return json.loads(self.store.setting(SETTING) or "{}")
 
@@ -60,7 +78,7 @@ class CheckpointHosts:
         self.store.set_setting(SETTING, json.dumps(hosts))
 
     async def bring(self, job_id: str, spec: JobSpec, entries: Mapping[str, HostEntry], dst: HostEntry,
-                    reported: str | None = None, ssh_config=None, cluster_options=None) -> None:
+                    reported: str | None = None, ssh_config=None, cluster_options=None, step: int = 0) -> None:
         """Copy the job's checkpoint to ``dst`` when it is elsewhere and not on a shared filesystem
         (over SSH with the hosts file's ``ssh_config`` and the cluster layer's options)."""
         src_name = self._hosts().get(job_id)
@@ -91,4 +109,6 @@ class CheckpointHosts:
                                   f"that starts from what {dst.name} has") from None
             self.store.add_event(self.clock(), "checkpoint", f"{job_id}: {exc}; resuming from what {dst.name} has",
                                  job_id)
+            if reported is not None:  # taken back if the host comes back (reclaim.py)
+                self.note_left_behind(job_id, src.name, step)
         self._copy_failed.pop(job_id, None)

@@ -136,7 +136,8 @@ class Executor:
         began = self.clock()  # a checkpoint copy is part of the job's start-up pause (restart_costs.py)
         try:
             await self.checkpoints.bring(job_id, rec.job.spec, entries, entries[alloc.hosts[0][0]], rec.checkpoint,
-                                         getattr(self.hosts, "ssh_config", None), getattr(self.cluster, "options", None))
+                                         getattr(self.hosts, "ssh_config", None), getattr(self.cluster, "options", None),
+                                         rec.job.steps_done)
         except CopyWaiting as exc:
             raise StepFailed(str(exc)) from None
         generation = self.store.next_generation(job_id, past=highest(self.store, job_id))  # newer_copies.py
@@ -366,7 +367,8 @@ class Executor:
             self.store.update_progress(job_id, 0, 0.0, None, unreported)
         # rank 0 wrote the latest checkpoint, in HEET_CHECKPOINT_DIR there, whether or not its progress
         # lines name it: a script that did not was moved between hosts with its checkpoint left behind
-        if (rank0 := run.ranks.get(0)) is not None and rec is not None and (rec.checkpoint or run.reports):
+        back = self.checkpoints.reclaiming.pop(job_id, None)  # a further checkpoint elsewhere (reclaim.py)
+        if (rank0 := run.ranks.get(0)) is not None and rec is not None and (rec.checkpoint or run.reports) and not back:
             self.checkpoints.remember(job_id, rank0.host)
         self.store.release_allocation(job_id, ended)
         said = f"{job_id} generation {run.generation}: {why}{ended_unwatched(now - ended)}"
@@ -379,8 +381,9 @@ class Executor:
         elif outcome is Outcome.STOPPED and run.stop_reason == "resize":
             pass  # the plan step relaunches it at once
         elif outcome in (Outcome.STOPPED, Outcome.INTERRUPTED):
-            step = rec.job.steps_done if rec else 0
-            self.store.try_set_state(job_id, JobState.QUEUED, now, f"{why}; resumes from its checkpoint (step {step})")
+            step = back[1] if back else rec.job.steps_done if rec else 0
+            where = f"the checkpoint on {back[0]}" if back else "its checkpoint"
+            self.store.try_set_state(job_id, JobState.QUEUED, now, f"{why}; resumes from {where} (step {step})")
         else:
             self.crashed(run, why)
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from heet_tui.control.reclaim import reclaim_left_behind
 from heet_tui.core.host import HostState
 from heet_tui.core.job import JobState
 
@@ -131,6 +132,7 @@ def on_host_changed(ctl: Controller, host: str, status: HostStatus) -> None:
     said = ctl.host_states.saw(host, status)
     if state is HostState.READY:
         ctl.was_ready.add(host)
+        reclaim_left_behind(ctl.executor, ctl.store, host, now)  # a checkpoint a job left there, if further
         if ctl.host_grace.back(host):  # also after a drop to "connecting", which is said only for its jobs
             say_host_back(ctl.store, ctl.executor.all_runs(), host, now)
             said = f"host {host} is back"

@@ -25,6 +25,7 @@ from heet_tui.cluster import RemoteJob
 from heet_tui.control.execution import Executor
 from heet_tui.control.newer_copies import remember, remembered
 from heet_tui.control.progress_reports import record_unseen_progress
+from heet_tui.control.reclaim import reclaim_left_behind
 from heet_tui.control.runtime import (
     EXIT_DONE,
     RankProc,
@@ -156,8 +157,15 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
             try:
                 await cluster.fence(host, r.job_id, r.generation + 1)
                 notes.append(f"fenced stale {r.job_id} generation {r.generation} on {host}")
-                store.add_event(now, "fence", f"stopped stale {r.job_id} generation {r.generation}"
-                                + (_trained_on(store, parsed[0], r) if parsed[1] == "r" else ""), parsed[0], host)
+                trained = _trained_on(store, parsed[0], r) if parsed[1] == "r" else ""
+                taken: set[str] = set()
+                if parsed[1:] == ("r", 0) and (step := _step_of(r)) is not None:  # its checkpoint there may be
+                    executor.checkpoints.note_left_behind(parsed[0], host, step)  # ahead: reclaim.py weighs it
+                    taken = reclaim_left_behind(executor, store, host, now)
+                if trained and parsed[0] not in taken:
+                    trained += "; those steps are lost (the newer generation goes on from its own checkpoint)"
+                store.add_event(now, "fence", f"stopped stale {r.job_id} generation {r.generation}{trained}",
+                                parsed[0], host)
             except Exception as exc:  # noqa: BLE001 - a failed fence is retried on the next report
                 log.warning("fence %s on %s failed: %s", r.job_id, host, exc)
     reported = {(r.job_id, r.generation) for r in jobs}
@@ -169,6 +177,13 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
         if run.all_exited:
             executor._after_exit(run)
     return notes
+
+
+def _step_of(remote: RemoteJob) -> int | None:
+    try:
+        return int(float((remote.progress or {})["step"]))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _trained_on(store: Store, job_id: str, remote: RemoteJob) -> str:
@@ -183,8 +198,7 @@ def _trained_on(store: Store, job_id: str, remote: RemoteJob) -> str:
         return f": it had run on to step {step} while its host was out of reach, after the job was {rec.job.state.value}"
     if rec is None or step <= rec.job.steps_done:
         return ""
-    return (f": it had trained on to step {step} while cut off from the controller, past the job's {rec.job.steps_done};"
-            " those steps are lost (the newer generation goes on from its own checkpoint)")
+    return f": it had trained on to step {step} while cut off from the controller, past the job's {rec.job.steps_done}"
 
 
 def _never_launched_here(store: Store, parsed: tuple[str, str, int], generation: int) -> bool:
