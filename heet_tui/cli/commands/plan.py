@@ -39,6 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     store = open_store(args)
+    if args.action == "show" and args.id is not None and store.plan(args.id) is None:  # "is not pending: no plan is"
+        raise UsageError(f"no plan #{args.id} in {store.dir}")
     if args.action == "show" and args.id is not None and (rec := store.plan(args.id)) is not None \
             and rec.status != "proposed":
         # a past plan, from the store: what it predicted, beside what became of each step (it said

@@ -74,7 +74,7 @@ def scaling_curves(profile: JobProfile, width: int = 40) -> Text:
         text.append(f"{gpu_type}\n", style="bold")
         for count in sorted(best[gpu_type]):
             value = best[gpu_type][count]
-            text.append(f"  {count:>3} GPUs ")
+            text.append(f"  {count:>3} GPU{'s' if count != 1 else ' '} ")  # "1 GPUs" read as a typo
             text.append("█" * max(1, int(value / top * width)), style="cyan")
             text.append(f" {rate(value)}\n")
     return text
