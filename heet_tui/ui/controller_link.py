@@ -37,6 +37,7 @@ class ControllerLink:
         else:
             self.stopped = f"controller stopped at {at}: figures are as of then; quit and start heet-tui again"
         self.notify(message.reason, title="controller stopped", severity="error", timeout=30)
+        self.screen.refresh_bindings()  # the keys that ask the controller for something go
         self._stopped_timers = [self.set_interval(AGE_EVERY_S, self._show_aged)]
         if self.reattach is not None:
             self._stopped_timers.append(self.set_interval(REATTACH_EVERY_S, self._try_reattach))
@@ -75,6 +76,7 @@ class ControllerLink:
         for timer in self._stopped_timers:
             timer.stop()
         self._stopped_timers, self.stopped = [], ""
+        self.screen.refresh_bindings()
         self._notices_total = None  # another controller's count: its latest news, as on a first attach
         if old is not None:
             try:

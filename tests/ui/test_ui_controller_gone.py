@@ -81,7 +81,13 @@ def test_a_dead_controller_is_said_plainly_and_for_good_and_the_figures_age(repo
             table = app.screen.query_one(HostTable)
             await wait_for(pilot, lambda: seen(app, "a100-1") == duration(121.0) + " ago", tries=200)
             assert "stale" in table.get_row("a100-1")[2].plain, "a host not heard from is stale, not ready"
+            # the keys that ask the controller for something are no longer offered: the footer
+            # showed p, t and n, each refused once tried
+            assert app.screen.check_action("drain", ()) is False
             await pilot.press("d")  # drain: needs the controller
+            await pilot.pause()
+            assert backend.posted == []
+            app.post_intent(DrainHost("a100-1", True), "drain a100-1")  # asked another way: refused, saying why
             await wait_for(pilot, lambda: any(n.title == "refused" for n in app._notifications))
             refusal = next(n for n in app._notifications if n.title == "refused")
             assert refusal.message == app.stopped and backend.posted == []

@@ -22,7 +22,9 @@ class SnapshotScreen(Screen):
 
     @property
     def read_only(self) -> bool:
-        return bool(getattr(self.app, "read_only", False))
+        """Nothing the controller does can be asked for: a read-only TUI, or one whose controller has
+        stopped (its footer went on offering p, t and n, each refused once tried)."""
+        return bool(getattr(self.app, "read_only", False) or getattr(self.app, "stopped", ""))
 
     @property
     def latest(self) -> Snapshot | None:

@@ -136,7 +136,7 @@ class HostsScreen(SnapshotScreen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in CHANGING:
-            if self.read_only:
+            if getattr(self.app, "read_only", False):  # the file is edited without a controller too
                 return False
             if action == "open_editor":
                 return True
