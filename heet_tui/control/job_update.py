@@ -168,6 +168,7 @@ async def follow_requests(ctl: Controller, active: list[JobRecord]) -> None:
     started after the update relaunches too); a run already being stopped relaunches with the new
     spec wherever the plan puts it.
     """
+    ctl.store.log_others_events()
     relaunch = []
     for rec in active:
         if rec.cancel_requested:

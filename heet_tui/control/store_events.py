@@ -37,6 +37,27 @@ class EventRows:
                              (at, kind, job_id, host, message)).lastrowid or 0
             if row % PRUNE_EVERY == 0 and row > KEEP_EVENTS:
                 db.execute("DELETE FROM events WHERE id <= ?", (row - KEEP_EVENTS,))
+        if (mine := getattr(self, "_logged_here", None)) is not None:
+            mine.add(row)
+
+    def log_others_events(self) -> None:
+        """Put in this process's log the events other processes wrote since the last call: the
+        controller's log said "every event" and held none of `heet-tui submit`, `cancel` or `retry`
+        (each logged in its own short-lived process, where no log file listens). The first call
+        only marks where to start."""
+        mine: set[int] | None = getattr(self, "_logged_here", None)
+        if mine is None:
+            self._logged_here, self._others_from = set(), self._db.execute(
+                "SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
+            return
+        rows = self._db.execute("SELECT id, at, kind, job_id, host, message FROM events WHERE id > ? ORDER BY id",
+                                (self._others_from,)).fetchall()
+        for r in rows:
+            if r[0] not in mine:
+                events_log.info("%s: %s (from another heet-tui command)", r[2], r[5])
+            mine.discard(r[0])
+        if rows:
+            self._others_from = rows[-1][0]
 
     def events(self, job_id: str | None = None, limit: int = 50) -> list[EventRecord]:
         where = " WHERE job_id = ?" if job_id else ""

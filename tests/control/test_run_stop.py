@@ -61,3 +61,37 @@ def test_stopping_with_a_job_running_says_it_trains_on_and_is_picked_up_again(tm
 
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_the_controller_log_holds_what_other_heet_tui_commands_did(tmp_path: Path) -> None:
+    """The log said it held every event; a submit, cancel or retry from the CLI was in none of it
+    (each was logged in its own short-lived process, where no log file listens)."""
+    import asyncio
+
+    from control_lab import run_and_clean, wait_for, write_job
+
+    from heet_tui.config.hosts_file import load_hosts
+    from heet_tui.control.controller import Controller, ControllerOptions
+    from heet_tui.control.log_file import LOG_NAME
+    from heet_tui.control.store import Store
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    spec = write_job(tmp_path, "by-cli", steps=10, max_gpus=1)
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, profile=False))
+        await ctl.start()
+        try:
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+            done = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "heet_tui.cli.main", "submit",
+                                                            str(spec), "--state", str(store.dir)],
+                                           capture_output=True, text=True, env=env, timeout=60)
+            assert done.returncode == 0, done.stderr
+            log = store.dir / LOG_NAME
+            await wait_for(ctl, lambda s: "submit: submitted by-cli" in log.read_text(), 30, "the submit in the log")
+            assert "(from another heet-tui command)" in log.read_text()
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
