@@ -57,3 +57,29 @@ def test_the_read_only_tui_builds_its_controller_read_only(tmp_path: Path) -> No
         controller = choose_backend(args).backend._factory()  # built on this thread, never started
         assert controller.opt.read_only is flag
         controller.store.close()
+
+
+def test_plan_show_on_a_read_only_controller_offers_no_approve(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It ended with "approve: heet-tui plan approve --id N", which the controller then refused."""
+    from heet_tui.cli.main import main
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("solo", "T4", 2, 1.0)]))
+    store = Store(tmp_path / "state")
+    spec = write_job(tmp_path, "a", steps=50)
+    spec.write_text(spec.read_text().replace("min_gpus = 1", "min_gpus = 2"))  # planned unprofiled
+    store.add_job(load_job_spec(spec), 0.0)
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, read_only=True))
+        await ctl.start()
+        try:
+            await wait_for(ctl, lambda s: s.plan_id is not None, 60, "a plan to look at")
+            capsys.readouterr()
+            assert await asyncio.to_thread(main, ["plan", "show", "--state", str(store.dir)]) == 0
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+    out = capsys.readouterr().out
+    assert "the controller is read-only: it proposes plans to look at and applies none" in out, out
+    assert "plan approve" not in out

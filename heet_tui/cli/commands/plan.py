@@ -75,8 +75,12 @@ async def _plan(state_dir, action: str, expected: int | None) -> int:
         if action == "show":
             assert snap.plan is not None
             _show(snap.plan, snap.plan_id, snap.plan.policy or snap.policy, "proposed at")
-            print(f"approve: heet-tui plan approve --id {snap.plan_id}   reject: heet-tui plan reject --id "
-                  f"{snap.plan_id}")
+            if snap.read_only:  # it offered `plan approve`, which the controller then refused
+                print("the controller is read-only: it proposes plans to look at and applies none (heet-tui run "
+                      "without --read-only applies them)")
+            else:
+                print(f"approve: heet-tui plan approve --id {snap.plan_id}   reject: heet-tui plan reject --id "
+                      f"{snap.plan_id}")
             return 0
         return await _post(backend, ApprovePlan(snap.plan_id) if action == "approve" else RejectPlan(snap.plan_id))
     finally:
