@@ -344,8 +344,10 @@ def left_running(snap: Snapshot | None) -> str:
     if snap is None or snap.mode != "controller":
         return ""
     running = [j.id for j in snap.jobs if j.state is JobState.RUNNING]
+    waiting = sum(not j.state.terminal and j.state is not JobState.RUNNING for j in snap.jobs)
+    wait = f"; {waiting} queued job(s) wait until it runs" if waiting else ""  # they sat idle, unsaid
     if not running:
-        return ""
+        return f"{waiting} queued job(s) wait until heet-tui or heet-tui run runs again" if waiting else ""
     shown = ", ".join(running[:5]) + (f" and {len(running) - 5} more" if len(running) > 5 else "")
     return (f"{len(running)} job(s) still train on their hosts ({shown}), unwatched: heet-tui or heet-tui run "
-            "watches them again, from where they are")
+            f"watches them again, from where they are{wait}")

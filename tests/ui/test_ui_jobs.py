@@ -345,9 +345,11 @@ def test_a_jobs_plan_screen_edit_is_shown_with_its_job_and_d_drops_it(make_app, 
 def test_quitting_the_tuis_own_controller_says_which_jobs_train_on():
     from heet_tui.ui.app import left_running
 
-    own = small_snapshot(1)  # a controller's snapshot: j1 and j2 run
+    own = small_snapshot(1)  # a controller's snapshot: j1 and j2 run, j3 waits
     assert left_running(own) == ("2 job(s) still train on their hosts (j1, j2), unwatched: heet-tui or heet-tui run "
-                                 "watches them again, from where they are")
+                                 "watches them again, from where they are; 1 queued job(s) wait until it runs")
+    queued_only = replace(own, jobs=tuple(j for j in own.jobs if j.id in ("j3", "j4")))  # they sat idle, unsaid
+    assert left_running(queued_only) == "1 queued job(s) wait until heet-tui or heet-tui run runs again"
     assert left_running(replace(own, mode="demo")) == "", "a simulation ends with the TUI"
     assert left_running(replace(own, jobs=())) == "" and left_running(None) == ""
 
