@@ -28,6 +28,8 @@ def reclaim_left_behind(executor: Executor, store: Store, host: str, now: float)
     checkpoints left on it."""
     ck, entries = executor.checkpoints, {h.name: h for h in executor.hosts.hosts}
     taken: set[str] = set()
+    if executor.read_only:  # a watching controller changes nothing: the next one weighs them
+        return taken
     for job_id, (where, step) in ck.left_behind().items():
         if where != host:
             continue
