@@ -379,3 +379,33 @@ def test_a_checkbox_shows_its_state_without_colour(make_app, tmp_path):
             assert "▐ ▌" in str(box.render()) and "X" not in str(box.render())
 
     run(scenario())
+
+
+def test_a_host_added_to_a_file_of_local_hosts_is_local_too(make_app, repo, tmp_path):
+    """On the bundled config a newcomer's emulated host was added as ssh (the form's default) and
+    was "unreachable: cannot connect to emu:22: Name or service not known"."""
+    from textual.widgets import Select
+
+    path = tmp_path / "hosts.toml"
+    shutil.copy(repo / "configs" / "local.toml", path)
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.screen.table.row_count == 2)
+            await pilot.press("n")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
+            form = app.screen
+            assert form.query_one("#f-transport", Select).value == "local"
+            await fill(pilot, form, name="emu", emulate="T4:1:0.5")
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen) and app.screen.table.row_count == 3)
+            added = next(h for h in tomllib.loads(path.read_text())["hosts"] if h["name"] == "emu")
+            assert added["transport"] == "local"
+        async with make_app("hosts", hosts_path=hosts_copy(tmp_path)).run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: pilot.app.screen.table.row_count == 2)
+            await pilot.press("n")
+            await wait_for(pilot, lambda: isinstance(pilot.app.screen, HostFormDialog))
+            assert pilot.app.screen.query_one("#f-transport", Select).value == "ssh", "a file of ssh hosts"
+
+    run(scenario())

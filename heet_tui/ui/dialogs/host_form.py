@@ -99,10 +99,11 @@ class HostFormDialog(FormDialog[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "save", "Save")]
 
     def __init__(self, title: str, apply: Callable[[dict[str, Any]], str | None],
-                 initial: Mapping[str, Any] | None = None) -> None:
+                 initial: Mapping[str, Any] | None = None, transport: str = "ssh") -> None:
         super().__init__()
         self.title_text, self.apply = title, apply
         self.initial = dict(initial or {})
+        self.transport = transport  # a new host's, where the file's hosts are all local (the bundled config)
 
     def compose(self) -> ComposeResult:
         values = form_from_fields(self.initial)
@@ -116,7 +117,7 @@ class HostFormDialog(FormDialog[str | None]):
                 with Horizontal(classes="row"):
                     yield Label("Transport", classes="field")
                     yield Select([("ssh", "ssh"), ("local (this machine)", "local")], allow_blank=False,
-                                 value=str(self.initial.get("transport", "ssh")), id="f-transport", compact=True)
+                                 value=str(self.initial.get("transport", self.transport)), id="f-transport", compact=True)
                 yield MarkedCheckbox("sees the shared checkpoint filesystem", value=bool(self.initial.get(SHARED_FS, True)),
                                id="f-shared_fs", compact=True)
             # docked: the error line and the buttons stay in view however far the fields scroll

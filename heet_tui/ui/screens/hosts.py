@@ -204,8 +204,12 @@ class HostsScreen(SnapshotScreen):
                 self.table.select_key(name)
                 self.notify(f"added host {name} to {self.path}")
 
+        # on a file of local hosts only (the bundled config), a new host is local too: as ssh, a newcomer's
+        # emulated host was "unreachable: cannot connect to emu:22: Name or service not known"
+        hosts = self.document.validated.hosts if self.document is not None else ()
+        local = bool(hosts) and all(h.transport == "local" for h in hosts)
         self.app.push_screen(HostFormDialog("Add host", lambda f: self._apply(lambda d: d.add_host(
-            {k: v for k, v in f.items() if v is not None}))), done)
+            {k: v for k, v in f.items() if v is not None})), transport="local" if local else "ssh"), done)
 
     def action_edit_host(self) -> None:
         name = self.table.selected_key
