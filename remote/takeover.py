@@ -48,15 +48,22 @@ def _read(path):
         return None
 
 
+def _live_agent(workdir):
+    """(pid, the store it serves) of another live agent holding this workdir, else (0, None)."""
+    try:
+        pid = int(_read(os.path.join(workdir, "agent.pid")) or 0)
+    except ValueError:
+        pid = 0
+    if not (pid and pid != os.getpid() and is_agent(pid)):
+        return 0, None
+    return pid, _read(os.path.join(workdir, "agent.owner"))
+
+
 def served_by_another(workdir, owner):
     """For a check (which takes no lock): what a controller of ``owner`` would be told here, as a
     warning; None when no live agent serves another store. "ready" said nothing of it, and the
     controller was then refused."""
-    try:
-        pid = int(_read(os.path.join(workdir, "agent.pid")) or 0)
-    except ValueError:
-        return None
-    serving = _read(os.path.join(workdir, "agent.owner")) if pid and is_agent(pid) else None
+    pid, serving = _live_agent(workdir)
     if not serving or serving == owner:
         return None
     whose = "another state store's" if owner else "a"
@@ -74,13 +81,7 @@ def take_over(workdir, owner, session="", previous=""):
     left alone and this agent is refused.
     """
     pid_path, owner_path = os.path.join(workdir, "agent.pid"), os.path.join(workdir, "agent.owner")
-    try:
-        old = int(_read(pid_path) or 0)
-    except ValueError:
-        old = 0
-    if not (old and old != os.getpid() and is_agent(old)):
-        old = 0
-    serving = _read(owner_path) if old else None
+    old, serving = _live_agent(workdir)
     if old and serving and serving != owner:
         raise JobError(f"this host is managed by another heet-tui controller (its agent pid {old} serves state "
                        f"store {serving[:12]}, this controller's is {owner[:12] or 'unnamed'}): stop that "

@@ -29,17 +29,18 @@ def names_host(field: str, pattern: str) -> bool:
     return any(name.lower() == pattern.lower() for name in field.split(","))
 
 
+def _gives_key(line: str, pattern: str, key_type: str) -> list[str] | None:
+    """The line's fields when it gives ``pattern`` a key of ``key_type`` (markers such as
+    ``@revoked`` and ``@cert-authority`` are not a host's key), else None."""
+    fields = line.split()
+    if len(fields) < 3 or line.lstrip().startswith(("#", "@")) or fields[1] != key_type:
+        return None
+    return fields if names_host(fields[0], pattern) else None
+
+
 def without_host_key(lines: list[str], pattern: str, key_type: str) -> list[str]:
-    """``lines`` less those giving ``pattern`` a key of ``key_type`` (markers such as
-    ``@revoked`` and ``@cert-authority`` stay: they are not a host's key)."""
-    kept = []
-    for line in lines:
-        fields = line.split()
-        if len(fields) >= 2 and not line.lstrip().startswith(("#", "@")) and fields[1] == key_type \
-                and names_host(fields[0], pattern):
-            continue
-        kept.append(line)
-    return kept
+    """``lines`` less those giving ``pattern`` a key of ``key_type``."""
+    return [line for line in lines if _gives_key(line, pattern, key_type) is None]
 
 
 def holding_other_key(files: tuple[Path, ...], pattern: str, key_type: str, key_b64: str) -> list[Path]:
@@ -50,10 +51,6 @@ def holding_other_key(files: tuple[Path, ...], pattern: str, key_type: str, key_
             lines = path.read_text(errors="replace").splitlines()
         except OSError:
             continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) >= 3 and not line.lstrip().startswith(("#", "@")) and fields[1] == key_type \
-                    and fields[2] != key_b64 and names_host(fields[0], pattern):
-                out.append(path)
-                break
+        if any((f := _gives_key(line, pattern, key_type)) is not None and f[2] != key_b64 for line in lines):
+            out.append(path)
     return out

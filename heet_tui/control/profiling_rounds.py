@@ -15,7 +15,7 @@ from heet_tui.control.runtime import Outcome, union_gpus
 from heet_tui.control.unmeasured import MESSAGE as UNMEASURED
 from heet_tui.control.unmeasured import mark_unmeasured, silent, unmeasured_ids
 from heet_tui.control.waiting import why_waiting
-from heet_tui.core.job import PROFILE_WAITING, TWIN_WAITING, Job, JobState
+from heet_tui.core.job import PLAN_WAITING, PROFILE_WAITING, TWIN_WAITING, Job, JobState
 from heet_tui.core.sched_input import HostView
 
 if TYPE_CHECKING:
@@ -239,8 +239,8 @@ def finish_profiling_run(executor: Executor, run: Run, outcome: Outcome, why: st
         if crash is not None:  # measured on its other types: the job runs; the crash's host is kept off
             executor.store.add_event(now, "profile", f"{job_id}: profiling on {crash[0].alloc.describe()} crashed "
                                      f"({crash[1]}); not counted, as it measured elsewhere", job_id)
-        executor.store.try_set_state(job_id, JobState.QUEUED, now, "profiled; waiting for a plan")
+        executor.store.try_set_state(job_id, JobState.QUEUED, now, f"profiled; {PLAN_WAITING}")
         for mate in sorted(executor.book.class_mates(job_id)):
             rec = executor.store.job(mate)
             if rec and rec.job.state is JobState.QUEUED and rec.job.message == TWIN_WAITING.format(job_id):
-                executor.store.try_set_state(mate, JobState.QUEUED, now, f"profiled as {job_id}; waiting for a plan")
+                executor.store.try_set_state(mate, JobState.QUEUED, now, f"profiled as {job_id}; {PLAN_WAITING}")

@@ -28,6 +28,8 @@ class EventRows:
     _db: sqlite3.Connection
     _tx: Callable[[], AbstractContextManager[sqlite3.Connection]]
     _store_id: str | None
+    _logged_here: set[int] | None = None  # ids of events this process wrote, once log_others_events runs
+    _others_from = 0  # the last event id log_others_events has seen
 
     def add_event(self, at: float, kind: str, message: str, job_id: str | None = None,
                   host: str | None = None) -> None:
@@ -37,18 +39,18 @@ class EventRows:
                              (at, kind, job_id, host, message)).lastrowid or 0
             if row % PRUNE_EVERY == 0 and row > KEEP_EVENTS:
                 db.execute("DELETE FROM events WHERE id <= ?", (row - KEEP_EVENTS,))
-        if (mine := getattr(self, "_logged_here", None)) is not None:
-            mine.add(row)
+        if self._logged_here is not None:
+            self._logged_here.add(row)
 
     def log_others_events(self) -> None:
         """Put in this process's log the events other processes wrote since the last call: the
         controller's log said "every event" and held none of `heet-tui submit`, `cancel` or `retry`
         (each logged in its own short-lived process, where no log file listens). The first call
         only marks where to start."""
-        mine: set[int] | None = getattr(self, "_logged_here", None)
+        mine = self._logged_here
         if mine is None:
-            self._logged_here, self._others_from = set(), self._db.execute(
-                "SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
+            self._logged_here = set()
+            self._others_from = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
             return
         rows = self._db.execute("SELECT id, at, kind, job_id, host, message FROM events WHERE id > ? ORDER BY id",
                                 (self._others_from,)).fetchall()

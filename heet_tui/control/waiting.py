@@ -23,7 +23,15 @@ from typing import TYPE_CHECKING
 from heet_tui.control.runtime import gpus_held, union_gpus
 from heet_tui.control.user_constraints import user_constraints
 from heet_tui.core.allocation import Allocation
-from heet_tui.core.job import CANNOT_START, HELD_FOR_FASTER, LEFT_QUEUED, WAITING_FOR_GPUS, JobSpec, JobState
+from heet_tui.core.job import (
+    CANNOT_START,
+    HELD_FOR_FASTER,
+    LEFT_QUEUED,
+    PLAN_WAITING,
+    WAITING_FOR_GPUS,
+    JobSpec,
+    JobState,
+)
 from heet_tui.core.plan import ChangeKind, JobPrediction, Plan
 from heet_tui.core.sched_input import ClusterView
 
@@ -31,7 +39,7 @@ if TYPE_CHECKING:
     from heet_tui.control.controller import Controller
 
 PREFIX = CANNOT_START
-NO_PLAN_YET = "waiting for a plan"
+NO_PLAN_YET = PLAN_WAITING
 REPLAN = "nothing is proposed until something changes (p on the Plan screen, or heet-tui plan again, plans now)"
 
 

@@ -59,6 +59,7 @@ class JobSpec:
 # it; the Plan screen tells such jobs apart from those the policy left out).
 CANNOT_START = "cannot start yet: "
 # A twin's message while its profile class is profiled through another job (control/profiling_rounds.py).
+PLAN_WAITING = "waiting for a plan"  # how a message ends between a job's measuring and the next plan
 TWIN_WAITING = "waiting for {}'s profiling (same model and batch size)"
 TWIN_WAITING_END = TWIN_WAITING.split("{}")[1]
 # A new job's message while no GPU of its types is idle to profile it on.

@@ -234,18 +234,20 @@ def test_only_the_newest_events_are_kept(tmp_path: Path, monkeypatch) -> None:
     assert [e.message for e in kept[-50:]] == [f"event {i}" for i in range(151, 201)], "the newest, in order"
 
 
-def test_a_state_directory_someone_else_owns_is_refused(tmp_path: Path) -> None:
+def test_a_state_directory_someone_else_owns_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """As root, a state directory of uid nobody's was chmodded private and used: its owner could
     swap the database under the controller."""
     import os
 
     theirs = tmp_path / "theirs"
     theirs.mkdir()
-    try:
+    if os.getuid() == 0:  # as root, really another user's
         os.chown(theirs, 65534, -1)
-    except PermissionError:
-        pytest.skip("changing a directory's owner needs root")
-    with pytest.raises(StoreError, match=r"theirs: it is owned by uid 65534, not by you; pass --state"):
+    else:  # a user cannot give a directory away: the controller runs as someone else instead
+        someone_else = os.getuid() + 1
+        monkeypatch.setattr(os, "getuid", lambda: someone_else)
+    owner = theirs.stat().st_uid
+    with pytest.raises(StoreError, match=rf"theirs: it is owned by uid {owner}, not by you; pass --state"):
         Store(theirs)
     assert not (theirs / "state.sqlite3").exists()
 
@@ -253,20 +255,33 @@ def test_a_state_directory_someone_else_owns_is_refused(tmp_path: Path) -> None:
 def test_a_state_directory_that_cannot_be_written_says_why(tmp_path: Path) -> None:
     """An immutable (or read-only) state directory: `heet-tui jobs` said only "state store st1:
     [Errno 1] Operation not permitted: 'st1'" (its chmod to 0700 failed, though it was 0700)."""
+    import os
     import shutil
 
     state = tmp_path / "state"
     Store(state).close()
-    chattr = shutil.which("chattr")
-    if chattr is None or subprocess.run([chattr, "+i", str(state)], capture_output=True).returncode != 0:
-        pytest.skip("chattr +i is not available here (needs root and a filesystem that supports it)")
     files = [str(p) for p in state.iterdir()]
+    if os.getuid() != 0:  # a user's own permissions bind them: read-only modes
+        def lock(paths: list[str]) -> None:
+            for path in paths:
+                os.chmod(path, 0o500 if Path(path).is_dir() else 0o400)
+
+        def unlock() -> None:
+            for path in [str(state), *files]:
+                os.chmod(path, 0o700 if Path(path).is_dir() else 0o600)
+    else:  # root ignores modes: immutable, as the user who found it had made it
+        chattr = shutil.which("chattr") or "chattr"
+
+        def lock(paths: list[str]) -> None:
+            subprocess.run([chattr, "+i", *paths], check=True)
+
+        def unlock() -> None:
+            subprocess.run([chattr, "-i", str(state), *files], check=True)
     try:
-        for contents in ([], files):  # the directory alone (made so above), then its files too
-            if contents:
-                subprocess.run([chattr, "+i", *contents], check=True)
+        for contents in ([str(state)], files):  # the directory alone, then its files too
+            lock(contents)
             with pytest.raises(StoreError, match=r"cannot write it \(.*\): heet-tui writes its state directory even "
                                                  r"to read it"):
                 Store(state)
     finally:
-        subprocess.run([chattr, "-i", str(state), *files], check=True)
+        unlock()

@@ -207,18 +207,13 @@ def cmd_check(args: argparse.Namespace) -> int:
                      _store_id(args))
 
 
-def _state_dir(args: argparse.Namespace) -> Path:
-    from heet_tui.control.store import default_state_dir
-
-    return Path(args.state).expanduser() if getattr(args, "state", None) else default_state_dir()
-
-
 def _store_id(args: argparse.Namespace) -> str:
     """The id of the state store --state names (or the default one), where it exists; none is
     created for asking."""
+    from heet_tui.cli.commands.jobs import state_dir
     from heet_tui.control.store import DB_NAME, Store
 
-    state = _state_dir(args)
+    state = state_dir(args)
     return Store(state).store_id if (state / DB_NAME).is_file() else ""
 
 
@@ -240,9 +235,10 @@ def cmd_trust(args: argparse.Namespace) -> int:
 def _controller_hosts(args: argparse.Namespace) -> HostsFile | None:
     """Without --hosts, the file the state's controller last ran on, where there is such a state
     (none is created for asking)."""
+    from heet_tui.cli.commands.jobs import state_dir
     from heet_tui.control.store import DB_NAME, Store
 
-    state = _state_dir(args)
+    state = state_dir(args)
     if getattr(args, "hosts", None) or not (state / DB_NAME).is_file():
         return None
     path = Store(state).setting("hosts_path")
@@ -256,12 +252,12 @@ def cmd_drain(args: argparse.Namespace) -> int:
     """The drained set lives in the state store, as the TUI's d key writes it: a controller
     that drained a host as broken (control/host_health.py) is undone here when heet-tui runs
     headless. Several names and patterns at once: a rack of ten took ten calls."""
-    from heet_tui.cli.commands.jobs import open_store
+    from heet_tui.cli.commands.jobs import open_store, state_dir
     from heet_tui.control.drains import drain_by_hand, drained_hosts
     from heet_tui.control.store import DB_NAME
 
     # a drain before the first run is kept for it, in a store made for it once the names are checked
-    store = open_store(args) if (_state_dir(args) / DB_NAME).is_file() else None
+    store = open_store(args) if (state_dir(args) / DB_NAME).is_file() else None
     drained = drained_hosts(store) if store is not None else set()
     # --hosts given wins over the file the store's controller follows (it was ignored)
     path = _explicit(args) or (store.setting("hosts_path") if store is not None else None) or _path(args)

@@ -13,7 +13,7 @@ from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_location_options
 from heet_tui.cli.table import first_line, line_room
 from heet_tui.control.snapshots import controller_running
-from heet_tui.control.store import DB_NAME, Store, StoreError
+from heet_tui.control.store import DB_NAME, Store, StoreError, default_state_dir
 from heet_tui.core.durations import duration
 from heet_tui.core.job import JobState
 from heet_tui.core.metrics import number
@@ -37,18 +37,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_jobs)
 
 
+def state_dir(args: argparse.Namespace) -> Path:
+    """The directory ``--state`` names, else the default one."""
+    state = getattr(args, "state", None)
+    return Path(state).expanduser() if state else default_state_dir()
+
+
 def open_store(args: argparse.Namespace, create: bool = False) -> Store:
     """The store named by the global ``--state DIR`` (default ``$XDG_STATE_HOME/heet-tui``).
 
     A ``--state`` with no store in it is made only by the commands that begin one (``create``:
     submit, run): `jobs` and `status` made an empty one there, at a mistyped path or at a state
     directory deleted under its running controller, and said nothing was running."""
-    state = getattr(args, "state", None)
-    if state and not create and not (Path(state).expanduser() / DB_NAME).is_file():
-        raise UsageError(f"no state store in {Path(state).expanduser()}: nothing was submitted with this --state "
+    if getattr(args, "state", None) and not create and not (state_dir(args) / DB_NAME).is_file():
+        raise UsageError(f"no state store in {state_dir(args)}: nothing was submitted with this --state "
                          "(heet-tui submit or run begins one there)")
     try:
-        return Store(state)
+        return Store(state_dir(args))
     except StoreError as exc:
         raise CliError(str(exc)) from None
 

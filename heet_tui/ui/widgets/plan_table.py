@@ -11,6 +11,7 @@ from heet_tui.core.host import HostState
 from heet_tui.core.job import (
     CANNOT_START,
     HELD_FOR_FASTER,
+    PLAN_WAITING,
     PROFILE_WAITING,
     TWIN_WAITING_END,
     WAITING_FOR_GPUS,
@@ -122,22 +123,17 @@ def _why_waiting(snap: Snapshot) -> str:
     ready = [h for h in snap.hosts if h.state is HostState.READY]
     gpus = sum(len(h.gpus) for h in ready)
     full = gpus and sum(len(h.gpu_jobs) for h in ready) >= gpus
-    next_plan = [] if full else [j.id for j in waiting if j.message.endswith("waiting for a plan")]
+    next_plan = [] if full else [j.id for j in waiting if j.message.endswith(PLAN_WAITING)]
     for_gpus = [] if full else [j.id for j in waiting if j.message.startswith(WAITING_FOR_GPUS)]
     rest = [j.id for j in waiting if j.id not in {*profiling, *blocked, *held, *by_hand, *next_plan, *for_gpus}]
-    out = ""
-    if next_plan:
-        out += f" {_some(next_plan)}: measured, planned in the next round."
-    if for_gpus:
-        out += f" {_some(for_gpus)}: waiting for GPUs others hold (the Jobs screen says which, and when)."
-    if by_hand:
-        out += f" {_some(by_hand)}: kept out by your edit (see the Jobs screen; d there drops it)."
-    if profiling:
-        out += f" {_some(profiling)}: being profiled, planned once measured."
-    if blocked:
-        out += f" {_some(blocked)}: cannot start on the hosts as they are (see the Jobs screen)."
-    if held:
-        out += f" {_some(held)}: held for faster GPUs that free soon (see the Jobs screen)."
+    out = "".join(f" {_some(ids)}: {said}" for ids, said in (
+        (next_plan, "measured, planned in the next round."),
+        (for_gpus, "waiting for GPUs others hold (the Jobs screen says which, and when)."),
+        (by_hand, "kept out by your edit (see the Jobs screen; d there drops it)."),
+        (profiling, "being profiled, planned once measured."),
+        (blocked, "cannot start on the hosts as they are (see the Jobs screen)."),
+        (held, "held for faster GPUs that free soon (see the Jobs screen)."),
+    ) if ids)
     if rest and full:
         out += f" {_some(rest)}: waiting for GPUs (all {gpus} are in use); planned as jobs end."
     elif rest:
