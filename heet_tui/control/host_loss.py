@@ -131,8 +131,9 @@ def on_host_changed(ctl: Controller, host: str, status: HostStatus) -> None:
     now, state = ctl.clock(), status.state
     said = ctl.host_states.saw(host, status)
     if state is HostState.READY:
+        if host not in ctl.was_ready:  # just back (every heartbeat says READY): a checkpoint a job left there
+            reclaim_left_behind(ctl.executor, ctl.store, host, now)
         ctl.was_ready.add(host)
-        reclaim_left_behind(ctl.executor, ctl.store, host, now)  # a checkpoint a job left there, if further
         if ctl.host_grace.back(host):  # also after a drop to "connecting", which is said only for its jobs
             say_host_back(ctl.store, ctl.executor.all_runs(), host, now)
             said = f"host {host} is back"
