@@ -220,10 +220,11 @@ def test_a_controller_that_stops_stops_the_profiling_runs_it_started(tmp_path: P
     target, unwatched, on the GPUs they held: nothing else ever stops them."""
     hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 1, 1.0)]))
     store = Store(tmp_path / "state")
-    stopped = tmp_path / "got-sigterm"
+    stopped, listening = tmp_path / "got-sigterm", tmp_path / "handler-set"
     script = tmp_path / "slow_start.py"
     script.write_text("import signal, sys, time\n"
                       f"signal.signal(signal.SIGTERM, lambda *_: (open({str(stopped)!r}, 'w').close(), sys.exit(143)))\n"
+                      f"open({str(listening)!r}, 'w').close()\n"
                       "print('loading', flush=True)\ntime.sleep(600)\n")
 
     async def scenario() -> None:
@@ -232,8 +233,8 @@ def test_a_controller_that_stops_stops_the_profiling_runs_it_started(tmp_path: P
         try:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "p", steps=100, max_gpus=1,
                                                    command=[sys.executable, str(script)]))))
-            await wait_for(ctl, lambda _: any(r.ranks[0].state == "running" for r in ctl.executor.profiles.get("p", [])),
-                           60, "its profiling run running")
+            # a SIGTERM before the script set its handler would kill it unseen, however it was sent
+            await wait_for(ctl, lambda _: listening.exists(), 60, "its profiling run running")
         finally:
             await ctl.stop()
         for _ in range(100):
