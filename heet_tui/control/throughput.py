@@ -36,6 +36,10 @@ UNLIKE_TWINS = 1.5  # twins measured this far apart are probably not twins (busy
 # profiling runs (two), and warned that 0.37x was "probably another model".
 TWIN_WINDOW_S = 60.0
 MIN_OWN_EXPONENT = -3.0  # 2x the GPUs at 1/8 the speed: as bad as a job's own measurements need to say
+# A twin's numbers for a cell count in the class's value only while they are this close to the
+# class's newest there: a sweep's first job, measured alone on an idle host hours ago (1,063/s),
+# held its finished numbers equal with the running twin's 115/s, and the plan counted on 589.
+FRESH_S = 1800.0
 
 
 def parse_placement(key: str) -> tuple[int, ...]:
@@ -52,7 +56,7 @@ class ThroughputBook:
 
     Jobs of one profile class (the spec's ``model`` and ``batch_size``) run the same steps, so
     they share their measurements: a cell's value is the mean over the class's jobs of each
-    one's recent mean. Kept per job, the measurements of a sweep's identical jobs differed by
+    one's recent mean (of those that measured it lately: see ``FRESH_S``). Kept per job, the measurements of a sweep's identical jobs differed by
     the noise of the moment each was taken (a busy host, a profiling run beside it), and a plan
     preempted a job a tenth done for its twin that had not started, because the twin's number
     was higher. Pooled, twins compare by their remaining work alone, and a new job whose class
@@ -66,6 +70,8 @@ class ThroughputBook:
     classes: dict[str, ProfileClass] = field(default_factory=dict)
     _members: dict[ProfileClass, set[str]] = field(default_factory=dict)
     _pooled: dict[ProfileClass, dict[tuple[str, str], float]] = field(default_factory=dict)
+    # when each job last measured each cell: what decides whose numbers are fresh for the class
+    _latest: dict[str, dict[tuple[str, str], float]] = field(default_factory=lambda: defaultdict(dict))
     # running jobs' own reports, (when, samples/s) by job and cell: what twins are compared on
     _running: dict[str, dict[tuple[str, str], list[tuple[float, float]]]] = field(
         default_factory=lambda: defaultdict(dict))
@@ -91,6 +97,8 @@ class ThroughputBook:
         kept = self.cells[job_id].setdefault((gpu_type, key), [])
         kept.append(samples_per_s)
         del kept[:-RECENT]
+        latest = self._latest[job_id]
+        latest[(gpu_type, key)] = max(at, latest.get((gpu_type, key), at))
         if source == "running":
             dated = self._running[job_id].setdefault((gpu_type, key), [])
             dated.append((at, samples_per_s))
@@ -110,6 +118,7 @@ class ThroughputBook:
     def reload(self, rows: Iterable[tuple[str, str, str, float, float, str]]) -> None:
         """Start again from ``rows`` (after some were forgotten), keeping who is in which class."""
         self.cells.clear()
+        self._latest.clear()
         self._running.clear()
         self._pooled.clear()
         if self.predictor is not None:
@@ -147,17 +156,19 @@ class ThroughputBook:
         return {k: sum(v[-RECENT:]) / len(v[-RECENT:]) for k, v in self.cells.get(job_id, {}).items()}
 
     def measured(self, job_id: str) -> dict[tuple[str, str], float]:
-        """The job's cells, pooled over its profile class."""
+        """The job's cells, pooled over its profile class: the mean of the twins' recent means,
+        over the twins that measured the cell within ``FRESH_S`` of the newest of them."""
         cls = self.classes.get(job_id)
         if cls is None:
             return self.own(job_id)
         pooled = self._pooled.get(cls)
         if pooled is None:
-            values: dict[tuple[str, str], list[float]] = {}
+            values: dict[tuple[str, str], list[tuple[float, float]]] = {}
             for member in sorted(self._members[cls]):
+                latest = self._latest.get(member, {})
                 for key, value in self.own(member).items():
-                    values.setdefault(key, []).append(value)
-            pooled = self._pooled[cls] = {k: sum(v) / len(v) for k, v in values.items()}
+                    values.setdefault(key, []).append((latest.get(key, 0.0), value))
+            pooled = self._pooled[cls] = {k: _fresh_mean(v) for k, v in values.items()}
         return dict(pooled)
 
     def unlike_twins(self, job_id: str, gpu_type: str, key: str, now: float) -> float | None:
@@ -272,6 +283,12 @@ class ThroughputBook:
             return speeds[gpu_type] * _scaled({(1,): 1.0}, tuple(placement))
 
         return throughput
+
+
+def _fresh_mean(dated: list[tuple[float, float]]) -> float:
+    newest = max(at for at, _ in dated)
+    fresh = [value for at, value in dated if at >= newest - FRESH_S]
+    return sum(fresh) / len(fresh)
 
 
 def profiling_model():

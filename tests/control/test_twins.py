@@ -171,3 +171,18 @@ def test_a_sweep_is_profiled_through_one_twin_and_planned_whole(tmp_path: Path) 
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_twin_measured_long_ago_gives_way_to_the_twins_measuring_now() -> None:
+    """A sweep's first job ran alone on an idle host; hours later its twin runs on a busy one.
+    The old number is history: counted equal with the new one, the plan expected 5x the speed."""
+    book = ThroughputBook()
+    for job_id in ("first", "now", "queued"):
+        book.register(job_id, "cnn", 64)
+    book.add("first", "T4", (1,), 1063.0, "running", 100.0)
+    book.add("first", "T4", (2,), 1800.0, "running", 200.0)
+    book.add("now", "T4", (1,), 115.0, "running", 7200.0)
+    assert book.measured("queued")[("T4", "1")] == 115.0
+    assert book.measured("now")[("T4", "2")] == 1800.0, "no fresher number for that cell: the old one stands"
+    book.add("queued", "T4", (1,), 125.0, "running", 7300.0)
+    assert book.measured("first")[("T4", "1")] == 120.0, "twins measuring together are pooled as before"
