@@ -72,6 +72,8 @@ def gpus_from_nvml(nvml):
             procs = _optional(nvml.nvmlDeviceGetComputeRunningProcesses, handle)
             uuid = _optional(nvml.nvmlDeviceGetUUID, handle)
             name = _optional(nvml.nvmlDeviceGetName, handle)
+            mig_mode = getattr(nvml, "nvmlDeviceGetMigMode", None)  # absent from old pynvml releases
+            mig = _optional(mig_mode, handle) if mig_mode else None  # [current, pending]; 1 is enabled
             gpus.append({
                 "index": index,
                 "uuid": _text(uuid) if uuid is not None else "",
@@ -81,6 +83,8 @@ def gpus_from_nvml(nvml):
                 "utilization": float(util.gpu) if util is not None else None,
                 "processes": [int(p.pid) for p in procs] if procs is not None else None,
             })
+            if isinstance(mig, (list, tuple)) and mig and mig[0] == 1:
+                gpus[-1]["mig"] = True
         return gpus
     finally:
         _optional(nvml.nvmlShutdown)
@@ -99,14 +103,17 @@ def _smi_number(text, cast):
 def parse_nvidia_smi_csv(text):
     """GPU dicts from ``nvidia-smi --query-gpu=<SMI_FIELDS> --format=csv,noheader,nounits``.
 
-    Lines that do not have the expected number of fields are skipped (nvidia-smi prints
-    warnings on some drivers); ``[N/A]`` and ``[Not Supported]`` become ``None``.
+    Lines with too few fields are skipped (nvidia-smi prints warnings on some drivers); a name
+    holding commas (the CSV does not quote it) keeps them; ``[N/A]`` and ``[Not Supported]``
+    become ``None``.
     """
     gpus = []
     for line in text.splitlines():
         parts = [p.strip() for p in line.split(",")]
-        if len(parts) != len(SMI_FIELDS):
+        if len(parts) < len(SMI_FIELDS):
             continue
+        extra = len(parts) - len(SMI_FIELDS)
+        parts[2:3 + extra] = [", ".join(parts[2:3 + extra])]
         index = _smi_number(parts[0], int)
         if index is None:
             continue
@@ -114,7 +121,7 @@ def parse_nvidia_smi_csv(text):
         gpus.append({
             "index": index,
             "uuid": parts[1] if parts[1].lower() not in _SMI_MISSING else "",
-            "name": parts[2] or "unknown",
+            "name": parts[2] if parts[2].lower() not in _SMI_MISSING else "unknown",
             "memory_mb": total if total is not None else 0,
             "memory_used_mb": _smi_number(parts[4], int),
             "utilization": _smi_number(parts[5], float),
@@ -284,9 +291,32 @@ def reader(source, limit_s=SAMPLE_LIMIT_S):
 
 
 def utilization(fresh, gpus_before):
-    """Per-GPU utilization, memory and compute processes for a heartbeat: from ``fresh`` (a
-    recent reading), else unknown (None), never the inventory's old values."""
+    """``(gpus, changed)``: per-GPU utilization, memory and compute processes for a heartbeat, by
+    the inventory's index, and what changed since the inventory ("" when nothing did).
+
+    A GPU is matched by its UUID where both readings have one: after a GPU drops off the bus the
+    driver numbers the others anew, and matched by index each took the readings, and the
+    processes, of its neighbour. A GPU without a fresh reading is ``unread``, never given the
+    inventory's old values nor read as idle."""
     if fresh is None:
-        fresh = [{"index": g["index"]} for g in gpus_before]
-    return [{"index": g["index"], "utilization": g.get("utilization"), "memory_used_mb": g.get("memory_used_mb"),
-             "processes": g.get("processes")} for g in fresh]
+        return [{"index": g["index"], "unread": True} for g in gpus_before], ""
+    by_uuid = {g["uuid"]: g for g in fresh if g.get("uuid")}
+    by_index = {g["index"]: g for g in fresh}
+    out, gone, moved, seen = [], [], [], set()
+    for before in gpus_before:
+        uuid = before.get("uuid")
+        now = by_uuid.get(uuid) if uuid and by_uuid else by_index.get(before["index"])
+        if now is None:
+            gone.append("gpu%d" % before["index"])
+            out.append({"index": before["index"], "unread": True})
+            continue
+        seen.add(id(now))
+        if now["index"] != before["index"]:
+            moved.append("gpu%d is now %d" % (before["index"], now["index"]))
+        out.append({"index": before["index"], "utilization": now.get("utilization"),
+                    "memory_used_mb": now.get("memory_used_mb"), "processes": now.get("processes")})
+    new = ["gpu%d" % g["index"] for g in fresh if id(g) not in seen]
+    parts = [("%s gone" % ", ".join(gone)) if gone else "", ", ".join(moved),
+             ("%s new" % ", ".join(new)) if new else ""]
+    changed = "; ".join(p for p in parts if p)
+    return out, ("the GPUs changed since they were listed: %s" % changed) if changed else ""

@@ -173,9 +173,11 @@ class Agent:
     def heartbeat(self):
         self.seq += 1
         fresh, problem = self.sampler.sample() if self.sampler is not None else (None, None)
-        gpus = mark_others(inventory.utilization(fresh, self.gpus), self.jobs.jobs)
+        sample, changed = inventory.utilization(fresh, self.gpus)
+        gpus = mark_others(sample, self.jobs.jobs)
         self.send_event("heartbeat", seq=self.seq, time=time.time(), gpus=gpus, jobs=self.jobs.recent_summaries(),
-                        gpu_probe=problem, workdir_problem=self.jobs.save_problem)
+                        gpu_probe=problem or changed or None, gpus_changed=bool(changed),
+                        workdir_problem=self.jobs.save_problem)
 
     def serve(self):
         self.send_event("agent_start", protocol=PROTOCOL_VERSION, agent_version=AGENT_VERSION, pid=os.getpid())

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import random
 import time
 from collections.abc import Callable
@@ -28,8 +27,7 @@ from heet_tui.cluster.events import (
     JobsReported,
     RemoteJob,
 )
-from heet_tui.cluster.gpu_names import short_gpu_type
-from heet_tui.cluster.gpu_users import other_processes
+from heet_tui.cluster.gpu_inventory import read_inventory, with_sample
 from heet_tui.cluster.options import ClusterOptions
 from heet_tui.cluster.transport import Transport
 from heet_tui.config.hosts_file import HostEntry
@@ -76,6 +74,7 @@ class HostSupervisor:
         self._early: list[dict[str, Any]] = []
         self._stopping = False
         self._pings_unanswered = 0  # pings in a row with no reply in time (_serve)
+        self._rereading = False  # the GPUs are being listed again (_reread_gpus)
 
     # ---- state
     def status(self) -> HostStatus:
@@ -83,11 +82,23 @@ class HostSupervisor:
         return HostStatus(name=self.entry.name, state=self.state, message=self.message, gpus=self.gpus,
                           rack=self.entry.rack, gpu_source=self.gpu_source, last_seen=self.last_seen,
                           rtt_ms=self.rtt_ms, gpu_jobs=gpu_jobs,
-                          declared_type=self.entry.declared_type or "", launch_blocked=self.workdir_problem or "")
+                          declared_type=self.entry.declared_type or "", launch_blocked=self._launch_blocked(),
+                          warnings=tuple(self.warnings) if self.state is HostState.READY else ())
+
+    def _launch_blocked(self) -> str:
+        """Why nothing is launched here now. GPUs that cannot be read are not known free: a job was
+        placed on a GPU the driver called lost, and another beside someone's notebook."""
+        if self.workdir_problem:
+            return self.workdir_problem
+        if self.gpu_probe and self.gpus:
+            return f"GPUs not read: {self.gpu_probe}; jobs run on, nothing is launched here until they are"
+        return ""
 
     def _ready_message(self) -> str:
         warnings = "".join(f"; {w}" for w in self.warnings)
         probe = f"; GPUs not read: {self.gpu_probe}" if self.gpu_probe else ""
+        if probe and self.gpus and not self.workdir_problem:
+            probe += "; jobs run on, nothing is launched here until they are"
         full = (f"; the agent {self.workdir_problem}: jobs run on, nothing is launched here until it can"
                 if self.workdir_problem else "")
         return f"ready: {len(self.gpus)} GPU(s) ({self.gpu_source}), agent {self.agent_version}{warnings}{probe}{full}"
@@ -180,29 +191,7 @@ class HostSupervisor:
     def _apply_hello(self, result: dict[str, Any]) -> None:
         inventory = result.get("inventory") or {}
         self.agent_version = str(result.get("agent_version", ""))
-        self.gpu_source = str(inventory.get("source", "none"))
-        self.warnings = [str(w) for w in inventory.get("warnings") or () if isinstance(w, str)] + self.notes()
-        gpus = []
-        allowed = set(self.entry.gpus) if self.entry.gpus is not None else None
-        for raw in inventory.get("gpus") or ():
-            index = int(raw.get("index", 0))
-            if allowed is not None and index not in allowed:
-                continue
-            name = str(raw.get("name") or "unknown")
-            gpu_type = self.entry.gpu_type or (name if self.gpu_source == "emulated" else short_gpu_type(name))
-            gpus.append(Gpu(index=index, gpu_type=gpu_type, memory_mb=int(raw.get("memory_mb") or 0),
-                            uuid=str(raw.get("uuid") or ""), source=self.gpu_source,
-                            utilization=_number(raw.get("utilization")),
-                            memory_used_mb=_whole(raw.get("memory_used_mb")),
-                            others=other_processes(raw)))
-        self.gpus = tuple(gpus)
-        if not gpus:  # a ready host that can run nothing: say why, or it reads as a healthy empty box
-            found = len(inventory.get("gpus") or ())
-            why = "; ".join(str(n) for n in inventory.get("notes") or () if isinstance(n, str))
-            self.warnings.append(
-                f"no usable GPUs: the hosts file's gpus = [...] names none of the {found} found" if found else
-                f"no usable GPUs{': ' + why if why else ''}; jobs are not placed here "
-                "(emulate = {...} runs training on the CPU)")
+        self.gpu_source, self.gpus, self.warnings = read_inventory(self.entry, inventory, self.notes())
         self.jobs = {}
         for raw in result.get("jobs") or ():
             job = RemoteJob.from_wire(self.entry.name, raw)
@@ -301,18 +290,33 @@ class HostSupervisor:
             self.gpu_probe, self.workdir_problem = probe, full  # falling off the bus first shows
             if self.state is HostState.READY:
                 self.message = self._ready_message()
-        fresh = {int(g.get("index", -1)): g for g in message.get("gpus") or () if isinstance(g, dict)}
-        self.gpus = tuple(
-            replace(g, utilization=_number(fresh[g.index].get("utilization")),
-                    memory_used_mb=_whole(fresh[g.index].get("memory_used_mb")), others=other_processes(fresh[g.index]))
-            if g.index in fresh else g for g in self.gpus
-        )
+        self.gpus = with_sample(self.gpus, message.get("gpus"))
+        if message.get("gpus_changed") is True and self.client is not None and not self._rereading:
+            self._rereading = True
+            asyncio.ensure_future(self._reread_gpus(self.client, probe or "the GPUs changed"))
         for raw in message.get("jobs") or ():
             if isinstance(raw, dict):
                 job = RemoteJob.from_wire(self.entry.name, raw)
                 self.jobs[(job.job_id, job.generation)] = job
         if self.state is HostState.READY:
             self.publish(HostChanged(self.entry.name, self.status()))
+
+    async def _reread_gpus(self, client: AgentClient, change: str) -> None:
+        """List the GPUs again after the agent saw them change (one fell off the bus, the driver
+        numbered the rest anew): plans held the old list, and handed out GPUs that were gone.
+        Launches stay blocked until a heartbeat reads the new list as it is."""
+        try:
+            result = await client.request("inventory", {}, self.options.connect_timeout_s)
+        except Exception:  # noqa: BLE001 - tried again at the next heartbeat that says so
+            return
+        finally:
+            self._rereading = False
+        if client is not self.client:
+            return
+        self.gpu_source, self.gpus, self.warnings = read_inventory(self.entry, result, self.notes())
+        self.warnings.append(f"{change}: listed them again")
+        if self.state is HostState.READY:
+            self._set(HostState.READY, self._ready_message())
 
     def exit_waiter(self, job_id: str, generation: int) -> asyncio.Future[RemoteJob]:
         future: asyncio.Future[RemoteJob] = asyncio.get_running_loop().create_future()
@@ -330,16 +334,3 @@ class HostSupervisor:
 def _text(value: Any) -> str | None:
     """A heartbeat's optional text field: None when absent or empty, cut to a message's length."""
     return str(value)[:300] if isinstance(value, str) and value else None
-
-
-def _number(value: Any) -> float | None:
-    """An agent's reading as a number, else None: a string there ("LOTS") went into every snapshot,
-    and each attached TUI and ``heet-tui status`` refused the snapshot for it."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
-def _whole(value: Any) -> int | None:
-    number = _number(value)
-    return None if number is None else int(number)

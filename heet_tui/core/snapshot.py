@@ -30,7 +30,8 @@ class HostStatus:
     gpu_jobs: tuple[tuple[int, str], ...] = ()  # (gpu index, job id) for GPUs in use
     declared_type: str = ""  # the hosts file's GPU type (emulate or gpu_type), known before any connection
     drained_why: str = ""  # what drained it, when known (by hand, removed from the hosts file, found broken)
-    launch_blocked: str = ""  # why its agent launches nothing now (its workdir's disk is full); "" when it does
+    launch_blocked: str = ""  # why nothing is launched there now (a full disk, GPUs not read); "" when it is
+    warnings: tuple[str, ...] = ()  # what a user must hear about a ready host (GPUs left out, none usable)
 
     @property
     def gpu_type(self) -> str:

@@ -81,7 +81,7 @@ def _host_row(h: HostStatus) -> dict[str, Any]:
     if h.drained:
         note = h.drained_why or "drained by hand"
     else:
-        note = h.launch_blocked if h.state is HostState.READY else h.message
+        note = "; ".join(filter(None, [h.launch_blocked, *h.warnings])) if h.state is HostState.READY else h.message
     outside = {str(g.index): list(g.others) for g in h.gpus if g.others}
     if outside:  # someone's notebook on a GPU heet would otherwise use: plans keep off it
         note = "; ".join(filter(None, [note, "in use outside heet: " + "; ".join(

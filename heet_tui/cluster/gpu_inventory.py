@@ -1,0 +1,109 @@
+"""The GPUs a host offers, from its agent's inventory and heartbeats.
+
+Plans know a host by one GPU type and hand out GPUs by index. A host that holds several types
+(an A100 box with a V100 added, a GPU whose name the driver would not give) read as the type of
+its first GPU, and a job limited to A100s ran on the V100 and the RTX 2080 Ti beside them.
+Such a host offers the GPUs of its main type only and says which it leaves out and how to
+use them (an entry of their own in the hosts file).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import replace
+from typing import Any
+
+from heet_tui.cluster.gpu_names import short_gpu_type
+from heet_tui.cluster.gpu_users import other_processes
+from heet_tui.config.hosts_file import HostEntry
+from heet_tui.core.gpu import Gpu
+
+
+def read_inventory(entry: HostEntry, inventory: dict[str, Any], notes: list[str]) -> tuple[str, tuple[Gpu, ...], list[str]]:
+    """``(source, gpus, warnings)`` from an agent's inventory (hello, or listed again)."""
+    source = str(inventory.get("source", "none"))
+    warnings = [str(w) for w in inventory.get("warnings") or () if isinstance(w, str)] + notes
+    gpus, left_out = gpus_offered(entry, source, inventory.get("gpus"))
+    warnings += left_out
+    if not gpus and not left_out:  # a ready host that can run nothing: say why, or it reads as a healthy empty box
+        found = len(inventory.get("gpus") or ())
+        why = "; ".join(str(n) for n in inventory.get("notes") or () if isinstance(n, str))
+        warnings.append(
+            f"no usable GPUs: the hosts file's gpus = [...] names none of the {found} found" if found else
+            f"no usable GPUs{': ' + why if why else ''}; jobs are not placed here "
+            "(emulate = {...} runs training on the CPU)")
+    return source, gpus, warnings
+
+
+def gpus_offered(entry: HostEntry, source: str, raw_gpus: Any) -> tuple[tuple[Gpu, ...], list[str]]:
+    """The host's usable GPUs and what a user must hear about those left out."""
+    allowed = set(entry.gpus) if entry.gpus is not None else None
+    found, warnings = [], []
+    mig = []
+    for raw in raw_gpus or ():
+        if not isinstance(raw, dict):
+            continue
+        index = _whole(raw.get("index"))
+        if index is None or (allowed is not None and index not in allowed):
+            continue
+        if raw.get("mig") is True:  # CUDA_VISIBLE_DEVICES=<index> would reach one slice at most
+            mig.append(index)
+            continue
+        name = str(raw.get("name") or "unknown")
+        gpu_type = entry.gpu_type or (name if source == "emulated" else short_gpu_type(name))
+        found.append(Gpu(index=index, gpu_type=gpu_type, memory_mb=_whole(raw.get("memory_mb")) or 0,
+                         uuid=str(raw.get("uuid") or ""), source=source, utilization=_number(raw.get("utilization")),
+                         memory_used_mb=_whole(raw.get("memory_used_mb")), others=other_processes(raw)))
+    if mig:
+        warnings.append(f"{_gpus(mig)} left out: MIG mode is on (heet-tui hands out whole GPUs; "
+                        "nvidia-smi -i N -mig 0 turns it off)")
+    types = Counter(g.gpu_type for g in found)
+    if len(types) > 1:
+        first = {t: min(g.index for g in found if g.gpu_type == t) for t in types}
+        main = min(types, key=lambda t: (-types[t], first[t]))
+        kept = [g for g in found if g.gpu_type == main]
+        left = [g for g in found if g.gpu_type != main]
+        left_types = sorted({g.gpu_type for g in left}, key=lambda t: first[t])
+        each = ", ".join(f"{t} (gpus = [{', '.join(str(g.index) for g in left if g.gpu_type == t)}])"
+                         for t in left_types)
+        warnings.append(f"GPUs of {len(types)} types: jobs here run on the {len(kept)}x{main} only "
+                        f"({_gpus([g.index for g in kept])}); left out: {each}: give each an entry of its own "
+                        "in the hosts file, with the same address and those gpus")
+        found = kept
+    return tuple(found), warnings
+
+
+def with_sample(gpus: tuple[Gpu, ...], sample: Any) -> tuple[Gpu, ...]:
+    """The GPUs with a heartbeat's readings. A GPU the agent could not read keeps the processes
+    last seen on it: read as "none", someone's notebook there became free to plan onto the moment
+    the driver stopped answering."""
+    fresh = {i: g for g in sample or () if isinstance(g, dict) and (i := _whole(g.get("index"))) is not None}
+    out = []
+    for gpu in gpus:
+        raw = fresh.get(gpu.index)
+        if raw is None:
+            out.append(gpu)
+        elif raw.get("unread") is True:
+            out.append(replace(gpu, utilization=None, memory_used_mb=None))
+        else:
+            out.append(replace(gpu, utilization=_number(raw.get("utilization")),
+                               memory_used_mb=_whole(raw.get("memory_used_mb")), others=other_processes(raw)))
+    return tuple(out)
+
+
+def _gpus(indices: list[int]) -> str:
+    return ("gpu " if len(indices) == 1 else "gpus ") + ",".join(str(i) for i in sorted(indices))
+
+
+def _number(value: Any) -> float | None:
+    """An agent's reading as a number, else None: a string there ("LOTS") went into every snapshot,
+    and each attached TUI and ``heet-tui status`` refused the snapshot for it."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _whole(value: Any) -> int | None:
+    number = _number(value)
+    return None if number is None else int(number)

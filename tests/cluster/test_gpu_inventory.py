@@ -1,0 +1,92 @@
+"""Which GPUs a host offers, and how heartbeats update them, on recorded hardware answers.
+
+Seen with imitated NVML and nvidia-smi on hosts with mixed cards: a job limited to A100s ran on
+the V100 and the RTX 2080 Ti of its host (the host read as its first GPU's type); when the
+driver stopped answering, a GPU someone else computed on read as free and got a job; when a GPU
+dropped off the bus, the others took its neighbours' readings (matched by index).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+from heet_agent.inventory import gpus_from_nvml, parse_nvidia_smi_csv, utilization
+
+from heet_tui.cluster.gpu_inventory import gpus_offered, read_inventory, with_sample
+from heet_tui.config.hosts_file import HostEntry
+
+DATA = Path(__file__).parent / "data"
+BOX = HostEntry("box", "127.0.0.1")
+
+
+def _raw(index: int, name: str, **extra: object) -> dict[str, object]:
+    return {"index": index, "uuid": f"GPU-{index}", "name": name, "memory_mb": 40960, **extra}
+
+
+def test_a_host_of_several_gpu_types_offers_its_main_type_and_says_how_to_use_the_rest() -> None:
+    raw = [_raw(0, "NVIDIA A100-SXM4-80GB"), _raw(1, "NVIDIA A100-SXM4-80GB"), _raw(2, "Tesla V100-SXM2-16GB"),
+           _raw(3, "NVIDIA A100-PCIE-40GB"), _raw(4, "NVIDIA GeForce RTX 2080 Ti"), _raw(5, "unknown")]
+    gpus, warnings = gpus_offered(BOX, "nvml", raw)
+    assert [(g.index, g.gpu_type) for g in gpus] == [(0, "A100"), (1, "A100"), (3, "A100")]
+    assert warnings == ["GPUs of 4 types: jobs here run on the 3xA100 only (gpus 0,1,3); left out: V100 (gpus = [2]), "
+                        "RTX2080Ti (gpus = [4]), unknown (gpus = [5]): give each an entry of its own in the hosts "
+                        "file, with the same address and those gpus"]
+    split = HostEntry("box-v100", "127.0.0.1", gpus=(2,))
+    assert [(g.index, g.gpu_type) for g in gpus_offered(split, "nvml", raw)[0]] == [(2, "V100")]
+    declared = HostEntry("box", "127.0.0.1", gpu_type="A100")  # the user says what they are
+    assert len(gpus_offered(declared, "nvml", raw)[0]) == 6
+    # a tie goes to the type of the lowest index
+    assert [g.index for g in gpus_offered(BOX, "nvml", [_raw(0, "Tesla T4"), _raw(1, "NVIDIA A10")])[0]] == [0]
+
+
+def test_a_gpu_in_mig_mode_is_left_out_and_said_so() -> None:
+    source, gpus, warnings = read_inventory(BOX, {"source": "nvml", "gpus": [
+        _raw(0, "NVIDIA A100-SXM4-40GB", mig=True), _raw(1, "NVIDIA A100-SXM4-40GB")]}, [])
+    assert source == "nvml" and [g.index for g in gpus] == [1]
+    assert warnings == ["gpu 0 left out: MIG mode is on (heet-tui hands out whole GPUs; "
+                        "nvidia-smi -i N -mig 0 turns it off)"]
+    assert read_inventory(BOX, {"source": "nvml", "gpus": [_raw(0, "A100", mig=True)]}, [])[1] == ()
+    class Nvml(SimpleNamespace):
+        def __getattr__(self, name: str):  # every other query unsupported, as on some cards
+            def unsupported(*_: object) -> None:
+                raise RuntimeError("Not Supported")
+            return unsupported
+
+    nvml = Nvml(nvmlInit=lambda: None, nvmlShutdown=lambda: None, nvmlDeviceGetCount=lambda: 2,
+                nvmlDeviceGetHandleByIndex=lambda i: i, nvmlDeviceGetName=lambda h: b"NVIDIA A100-SXM4-40GB",
+                nvmlDeviceGetMigMode=lambda h: [1 - h, 1 - h])
+    assert [g.get("mig") for g in gpus_from_nvml(nvml)] == [True, None]
+
+
+def test_a_gpu_the_agent_could_not_read_keeps_the_processes_last_seen_on_it() -> None:
+    gpus, _ = gpus_offered(BOX, "nvml", [_raw(0, "Tesla V100"), _raw(1, "Tesla V100")])
+    seen = with_sample(gpus, [{"index": 0, "utilization": 3, "others": []},
+                              {"index": 1, "utilization": 97, "others": [{"pid": 4242, "name": "python"}]}])
+    assert seen[1].others == ("pid 4242 python",) and seen[1].utilization == 97.0
+    unread = with_sample(seen, [{"index": 0, "unread": True}, {"index": 1, "unread": True}])
+    assert unread[1].others == ("pid 4242 python",) and unread[1].utilization is None
+    assert with_sample(unread, [{"index": 1, "utilization": 0, "others": []}])[1].others == ()
+
+
+def test_heartbeat_readings_follow_each_gpu_by_uuid_and_say_what_changed() -> None:
+    listed = [_raw(0, "V100", utilization=0), _raw(1, "V100", utilization=10), _raw(2, "V100", utilization=20)]
+    assert utilization(listed, listed)[1] == ""
+    renumbered = [dict(listed[1], index=0), dict(listed[2], index=1)]  # gpu0 fell off the bus
+    sample, changed = utilization(renumbered, listed)
+    assert [(g["index"], g.get("utilization"), g.get("unread")) for g in sample] == [
+        (0, None, True), (1, 10, None), (2, 20, None)]
+    assert changed == "the GPUs changed since they were listed: gpu0 gone; gpu1 is now 0, gpu2 is now 1"
+    added = listed + [_raw(3, "V100")]
+    assert utilization(added, listed)[1] == "the GPUs changed since they were listed: gpu3 new"
+    assert utilization(None, listed) == ([{"index": i, "unread": True} for i in range(3)], "")
+    assert utilization([], listed)[1] == "the GPUs changed since they were listed: gpu0, gpu1, gpu2 gone"
+
+
+def test_nvidia_smi_names_with_commas_and_unreadable_names() -> None:
+    text = ("0, GPU-a, NVIDIA A100, rev B, 40960, 3, 0\n"
+            "1, GPU-b, [N/A], 40960, 3, 0\n"
+            "WARNING: infoROM is corrupted at gpu 0000:3B:00.0\n")
+    assert [(g["index"], g["name"]) for g in parse_nvidia_smi_csv(text)] == [(0, "NVIDIA A100, rev B"),
+                                                                            (1, "unknown")]
+    assert len(parse_nvidia_smi_csv((DATA / "nvidia-smi-mixed.csv").read_text())) == 2

@@ -1,0 +1,113 @@
+"""Real GPU hosts as the driver reports them, mixed and failing: no GPU here, so the host's
+``nvidia-smi`` answers from recordings (support/gpu_box.py) that a test switches mid-run.
+
+Seen with imitated hardware: a job limited to A100s ran on the V100 of a mixed host; once the
+driver stopped answering, a GPU someone else computed on read as free and a job went onto it;
+after a GPU dropped off the bus the host still offered it, and a job was launched onto it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from pathlib import Path
+
+import pytest
+from control_lab import job, run_and_clean, started_controller, wait_for, write_job
+from support.gpu_box import RECORDING, SECOND_GPU, recorded_gpu_box
+
+from heet_tui.cli.main import main
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control.controller import ControllerOptions
+from heet_tui.control.store import Store
+from heet_tui.core.intents import SubmitJob
+from heet_tui.core.job import JobState
+
+V100 = "2, GPU-3c4d5e6f-0000-4000-8000-00000000d00d, Tesla V100-SXM2-16GB, 16384, 0, 0\n"
+
+
+def _switchable_box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, Path, Path]:
+    """Host "box" whose GPU listing is ``listing`` while that file exists (the two recorded A100s
+    otherwise), and whose nvidia-smi fails like a lost GPU while ``lost`` exists."""
+    listing, lost = tmp_path / "listing.csv", tmp_path / "lost"
+    prelude = (f'if [ -e {lost} ]; then echo "Unable to determine the device handle for GPU 0000:18:00.0: '
+               f'GPU is lost" >&2; exit 15; fi\n'
+               f'case "$1" in --query-gpu*) if [ -e {listing} ]; then cat {listing}; exit 0; fi ;; esac')
+    hosts, apps = recorded_gpu_box(tmp_path, monkeypatch, prelude=prelude)
+    return hosts, apps, listing, lost
+
+
+def test_a_job_limited_to_one_type_runs_only_on_that_type_of_a_mixed_host(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    hosts_path, _, listing, _ = _switchable_box(tmp_path, monkeypatch)
+    listing.write_text(RECORDING.read_text() + V100)
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
+        async with started_controller(load_hosts(hosts_path), store, options) as ctl:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=100_000, max_gpus=3,
+                                                   extra='gpu_types = ["A100"]\n'))))
+            snap = await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 90, "a running")
+            assert job(snap, "a").allocation.hosts == (("box", (0, 1)),), "the A100s, not the V100"
+            assert [g.gpu_type for g in snap.hosts[0].gpus] == ["A100", "A100"]
+            assert await asyncio.to_thread(main, ["--state", str(tmp_path / "state"), "status"]) == 0
+            assert "left out: V100 (gpus = [2])" in capsys.readouterr().out
+
+    run_and_clean(scenario, tmp_path)
+
+
+def test_gpus_that_cannot_be_read_keep_their_users_and_get_no_new_job(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    hosts_path, apps, _, lost = _switchable_box(tmp_path, monkeypatch)
+    notebook = subprocess.Popen(["sleep", "600"], start_new_session=True)  # someone's, not heet's
+    apps.write_text(f"{SECOND_GPU}, {notebook.pid}\n")
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
+        async with started_controller(load_hosts(hosts_path), store, options) as ctl:
+            await wait_for(ctl, lambda s: s.hosts and s.hosts[0].gpus and s.hosts[0].gpus[1].others, 60,
+                           "the notebook seen on gpu1")
+            lost.touch()
+            snap = await wait_for(ctl, lambda s: s.hosts[0].launch_blocked, 30, "the host's GPUs unread")
+            assert snap.hosts[0].launch_blocked.startswith("GPUs not read: nvidia-smi: ") and \
+                "GPU is lost" in snap.hosts[0].launch_blocked
+            assert snap.hosts[0].gpus[1].others, "the notebook is still there for all anyone knows"
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=100_000, max_gpus=2))))
+            for _ in range(15):  # rounds every 0.3 s
+                await asyncio.sleep(0.3)
+                await ctl.publish()
+                assert job(ctl.hub.latest, "a").state is JobState.QUEUED, "launched onto GPUs nobody can read"
+            assert await asyncio.to_thread(main, ["--state", str(tmp_path / "state"), "status"]) == 0
+            assert "GPUs not read: nvidia-smi: " in capsys.readouterr().out
+            lost.unlink()
+            snap = await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
+            assert job(snap, "a").allocation.hosts == (("box", (0,)),)
+
+    try:
+        run_and_clean(scenario, tmp_path)
+    finally:
+        notebook.kill()
+
+
+def test_a_gpu_that_falls_off_the_bus_is_no_longer_offered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hosts_path, _, listing, _ = _switchable_box(tmp_path, monkeypatch)
+    store = Store(tmp_path / "state")
+    second = RECORDING.read_text().splitlines()[1]
+
+    async def scenario() -> None:
+        options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
+        async with started_controller(load_hosts(hosts_path), store, options) as ctl:
+            await wait_for(ctl, lambda s: s.hosts and len(s.hosts[0].gpus) == 2, 60, "box with 2 GPUs")
+            listing.write_text("0," + second.split(",", 1)[1] + "\n")  # the driver numbers the survivor 0
+            snap = await wait_for(ctl, lambda s: len(s.hosts[0].gpus) == 1, 30, "the lost GPU dropped")
+            (gpu,) = snap.hosts[0].gpus
+            assert (gpu.index, gpu.uuid) == (0, SECOND_GPU) and gpu.utilization == 97.0
+            assert "the GPUs changed since they were listed: gpu0 gone; gpu1 is now 0: listed them again" in \
+                snap.hosts[0].warnings
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=100_000, max_gpus=2))))
+            snap = await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
+            assert job(snap, "a").allocation.hosts == (("box", (0,)),)
+
+    run_and_clean(scenario, tmp_path)
