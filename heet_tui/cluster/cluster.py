@@ -128,7 +128,9 @@ class Cluster:
         except (UnsafeValue, ValueError) as exc:  # e.g. a python that cannot be a command
             transport = _BrokenTransport(AgentFailure(str(exc)))
         sup = HostSupervisor(entry, transport, self.options, self._publish, self._slots,
-                             notes=lambda: [w for w in (self.hosts_file.speed_clash(entry.name),) if w])
+                             notes=lambda real_type: [w for w in (self.hosts_file.speed_clash(entry.name),
+                                                                  self.hosts_file.emulation_clash(entry.name, real_type))
+                                                      if w])
         self._supervisors[entry.name] = sup
         self._tasks[entry.name] = asyncio.ensure_future(sup.run())
 

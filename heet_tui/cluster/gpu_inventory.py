@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -20,12 +21,14 @@ from heet_tui.config.hosts_file import HostEntry
 from heet_tui.core.gpu import Gpu
 
 
-def read_inventory(entry: HostEntry, inventory: dict[str, Any], notes: list[str]) -> tuple[str, tuple[Gpu, ...], list[str]]:
-    """``(source, gpus, warnings)`` from an agent's inventory (hello, or listed again)."""
+def read_inventory(entry: HostEntry, inventory: dict[str, Any],
+                   notes: Callable[[str], list[str]]) -> tuple[str, tuple[Gpu, ...], list[str]]:
+    """``(source, gpus, warnings)`` from an agent's inventory (hello, or listed again);
+    ``notes(real_type)``: the hosts file's warnings about the host, given its real GPUs' type."""
     source = str(inventory.get("source", "none"))
-    warnings = [str(w) for w in inventory.get("warnings") or () if isinstance(w, str)] + notes
     gpus, left_out = gpus_offered(entry, source, inventory.get("gpus"))
-    warnings += left_out
+    real_type = gpus[0].gpu_type if gpus and source != "emulated" else ""
+    warnings = [str(w) for w in inventory.get("warnings") or () if isinstance(w, str)] + notes(real_type) + left_out
     if not gpus and not left_out:  # a ready host that can run nothing: say why, or it reads as a healthy empty box
         found = len(inventory.get("gpus") or ())
         why = "; ".join(str(n) for n in inventory.get("notes") or () if isinstance(n, str))

@@ -45,9 +45,9 @@ AUTH_RETRY_S = (60.0, 300.0, 900.0)
 class HostSupervisor:
     def __init__(self, entry: HostEntry, transport: Transport, options: ClusterOptions,
                  publish: Callable[[ClusterEvent], None], connect_slots: asyncio.Semaphore,
-                 notes: Callable[[], list[str]] = list) -> None:
+                 notes: Callable[[str], list[str]] = lambda real_type: []) -> None:
         self.entry = entry
-        self.notes = notes  # warnings of the hosts file's own about this host, added to the agent's
+        self.notes = notes  # the hosts file's warnings about this host (given its real GPU type, "" if none)
         self.transport = transport
         self.options = options
         self.publish = publish
@@ -191,7 +191,7 @@ class HostSupervisor:
     def _apply_hello(self, result: dict[str, Any]) -> None:
         inventory = result.get("inventory") or {}
         self.agent_version = str(result.get("agent_version", ""))
-        self.gpu_source, self.gpus, self.warnings = read_inventory(self.entry, inventory, self.notes())
+        self.gpu_source, self.gpus, self.warnings = read_inventory(self.entry, inventory, self.notes)
         self.jobs = {}
         for raw in result.get("jobs") or ():
             job = RemoteJob.from_wire(self.entry.name, raw)
@@ -313,7 +313,7 @@ class HostSupervisor:
             self._rereading = False
         if client is not self.client:
             return
-        self.gpu_source, self.gpus, self.warnings = read_inventory(self.entry, result, self.notes())
+        self.gpu_source, self.gpus, self.warnings = read_inventory(self.entry, result, self.notes)
         self.warnings.append(f"{change}: listed them again")
         if self.state is HostState.READY:
             self._set(HostState.READY, self._ready_message())

@@ -130,6 +130,18 @@ class HostsFile:
                 f"{', '.join(f'{s:g}' for s in others)}: plans know GPUs by type and cannot tell them apart; give "
                 f'the hosts of each speed a type of their own (e.g. gpu_type = "{me.emulate.gpu_type}-slow")')
 
+    def emulation_clash(self, name: str, real_type: str) -> str | None:
+        """What to tell of a host with real GPUs of a type other hosts emulate: plans know GPUs by
+        type, and put one job across an emulated A100 (training on the CPU, gloo) and real ones
+        (CUDA, NCCL), which cannot train together."""
+        emulating = sorted(h.name for h in self.hosts if h.emulate is not None and h.name != name
+                           and h.emulate.gpu_type.casefold() == real_type.casefold())
+        if not real_type or not emulating:
+            return None
+        return (f"real {real_type} GPUs here, and {', '.join(emulating)} emulate {real_type}: one job may be placed "
+                f"across both, and real and emulated ranks cannot train together; give the emulated GPUs a type of "
+                f'their own (emulate = {{ gpu_type = "{real_type}-emu", ... }})')
+
     def emulated_names(self) -> frozenset[str]:
         """Hosts whose GPUs are declared and run on the CPU: speeds there follow the login node's load."""
         return frozenset(h.name for h in self.hosts if h.emulate is not None)

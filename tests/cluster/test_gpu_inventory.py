@@ -14,10 +14,14 @@ from types import SimpleNamespace
 from heet_agent.inventory import gpus_from_nvml, parse_nvidia_smi_csv, utilization
 
 from heet_tui.cluster.gpu_inventory import gpus_offered, read_inventory, with_sample
-from heet_tui.config.hosts_file import HostEntry
+from heet_tui.config.hosts_file import HostEntry, load_hosts
 
 DATA = Path(__file__).parent / "data"
 BOX = HostEntry("box", "127.0.0.1")
+
+
+def NO_NOTES(real_type: str) -> list[str]:  # noqa: N802 - a constant's role
+    return []
 
 
 def _raw(index: int, name: str, **extra: object) -> dict[str, object]:
@@ -42,11 +46,11 @@ def test_a_host_of_several_gpu_types_offers_its_main_type_and_says_how_to_use_th
 
 def test_a_gpu_in_mig_mode_is_left_out_and_said_so() -> None:
     source, gpus, warnings = read_inventory(BOX, {"source": "nvml", "gpus": [
-        _raw(0, "NVIDIA A100-SXM4-40GB", mig=True), _raw(1, "NVIDIA A100-SXM4-40GB")]}, [])
+        _raw(0, "NVIDIA A100-SXM4-40GB", mig=True), _raw(1, "NVIDIA A100-SXM4-40GB")]}, NO_NOTES)
     assert source == "nvml" and [g.index for g in gpus] == [1]
     assert warnings == ["gpu 0 left out: MIG mode is on (heet-tui hands out whole GPUs; "
                         "nvidia-smi -i N -mig 0 turns it off)"]
-    assert read_inventory(BOX, {"source": "nvml", "gpus": [_raw(0, "A100", mig=True)]}, [])[1] == ()
+    assert read_inventory(BOX, {"source": "nvml", "gpus": [_raw(0, "A100", mig=True)]}, NO_NOTES)[1] == ()
     class Nvml(SimpleNamespace):
         def __getattr__(self, name: str):  # every other query unsupported, as on some cards
             def unsupported(*_: object) -> None:
@@ -90,3 +94,18 @@ def test_nvidia_smi_names_with_commas_and_unreadable_names() -> None:
     assert [(g["index"], g["name"]) for g in parse_nvidia_smi_csv(text)] == [(0, "NVIDIA A100, rev B"),
                                                                             (1, "unknown")]
     assert len(parse_nvidia_smi_csv((DATA / "nvidia-smi-mixed.csv").read_text())) == 2
+
+
+def test_real_gpus_of_a_type_other_hosts_emulate_are_a_warning(tmp_path: Path) -> None:
+    """One job was placed across an emulated A100 (CPU, gloo) and real A100s (CUDA, NCCL)."""
+    path = tmp_path / "hosts.toml"
+    path.write_text('[[hosts]]\nname = "box"\naddress = "127.0.0.1"\n\n'
+                    '[[hosts]]\nname = "emu"\ntransport = "local"\n'
+                    'emulate = { gpu_type = "a100", count = 1, speed = 1.0 }\n')
+    hosts = load_hosts(path)
+    _, _, warnings = read_inventory(hosts.hosts[0], {"source": "nvidia-smi", "gpus": [_raw(0, "NVIDIA A100-SXM4-40GB")]},
+                                    lambda real_type: [w for w in (hosts.emulation_clash("box", real_type),) if w])
+    assert warnings == ["real A100 GPUs here, and emu emulate A100: one job may be placed across both, and real and "
+                        "emulated ranks cannot train together; give the emulated GPUs a type of their own "
+                        '(emulate = { gpu_type = "A100-emu", ... })']
+    assert hosts.emulation_clash("box", "V100") is None and hosts.emulation_clash("emu", "") is None
