@@ -54,8 +54,10 @@ JOB_KEYS = frozenset(
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_NAME = 96
 MAX_STOP_GRACE_S = 3600  # a plan step waits out the grace: an hour is already a long wait for the others
+# CUDA_DEVICE_ORDER too: CUDA_VISIBLE_DEVICES holds NVML's numbers, which are PCI bus order; a
+# job's FASTEST_FIRST made them name other GPUs on a host of mixed cards
 RESERVED_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                "CUDA_VISIBLE_DEVICES")
+                "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
 
 
 def load_job_spec(path: Path | str) -> JobSpec:
@@ -303,7 +305,10 @@ def _env(f: Fields) -> tuple[tuple[str, str], ...]:
             raise f.error("env", f'key "env": {json.dumps(key)} is not a valid environment variable name')
         if key in RESERVED_ENV or key.startswith("HEET_"):
             raise f.error("env", f'key "env": "{key}" is set by heet-tui for each launch and cannot be overridden')
-        if not isinstance(value, str) or "\0" in value:
+        if not isinstance(value, str):
+            raise f.error("env", f'key "env": value of "{key}" must be a string (in quotes), '
+                                 f"not {type(value).__name__} {json.dumps(value, default=str)}")
+        if "\0" in value:
             raise f.error("env", f'key "env": value of "{key}" must be a string without NUL characters')
         pairs.append((key, value))
     return tuple(sorted(pairs))

@@ -48,6 +48,8 @@ def test_a_name_that_ends_in_a_newline_is_refused(tmp_path: Path, key: str) -> N
         ("batchsize = 3\n", 'job.toml:6: job "j": unknown key "batchsize" (did you mean "batch_size"?)'),
         ('command = ["x"]\n', 'give either "command" or "script"'),
         ('env = { RANK = "3" }\n', '"RANK" is set by heet-tui for each launch'),
+        ('env = { CUDA_DEVICE_ORDER = "FASTEST_FIRST" }\n', '"CUDA_DEVICE_ORDER" is set by heet-tui for each launch'),
+        ('env = { X = 1 }\n', 'value of "X" must be a string (in quotes), not int 1'),
         ("priority = 1.5\n", 'key "priority": expected an integer, got 1.5'),
         ('gpu_types = "T4"\n', 'key "gpu_types": expected a list of strings'),
         # a regex "$" takes a final newline: the name was accepted, broke the CLI's lines and every
