@@ -39,7 +39,7 @@ import sys
 import time
 
 from heet_agent.elastic_checkpoint import CHECKPOINT_NAME, claim, rank_zeros, save_owned
-from heet_agent.elastic_data import BatchSampler, WorkerInit, ignore_sigterm  # noqa: F401 (ignore_sigterm: for users)
+from heet_agent.elastic_data import BatchSampler, WorkerInit, end_workers, ignore_sigterm  # noqa: F401 (ignore_sigterm: for users)
 from heet_agent.progress import PREFIX
 from heet_agent.step_clock import StepClock
 
@@ -212,6 +212,7 @@ class ElasticRun:
     def _at_interpreter_exit(self):
         """A script that ends without ``exit()`` after a stop would exit 0, which heet-tui reads as
         "target reached": the job would be marked done part-way. It ends with the stop's code."""
+        end_workers()
         if self._code in (EXIT_STOPPED, EXIT_FENCED):
             sys.stdout.flush()
             sys.stderr.flush()

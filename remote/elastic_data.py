@@ -46,6 +46,30 @@ def ignore_sigterm(worker_id=None):
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
+def end_workers(wait_s=1.0):
+    """End the main process's daemonic children (DataLoader workers) before Python's exit does.
+
+    Python's exit terminates them with SIGTERM and waits for each: workers that ignore it (as
+    above) with ``persistent_workers=True`` kept a finished job's process alive for good, its
+    target reached and nothing left to do. Those still there after ``wait_s`` are killed."""
+    import sys
+    import time
+
+    mp = sys.modules.get("multiprocessing")
+    children = [c for c in mp.active_children() if c.daemon] if mp is not None else []
+    if not children:
+        return
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # torch's handler would report each as a failed worker
+    for child in children:
+        child.terminate()
+    deadline = time.monotonic() + wait_s
+    for child in children:
+        child.join(max(0.0, deadline - time.monotonic()))
+        if child.is_alive():
+            child.kill()
+            child.join(1.0)
+
+
 class WorkerInit:
     """Picklable (for the ``spawn`` start method): ignore SIGTERM, then the user's own init."""
 

@@ -385,3 +385,25 @@ def test_an_emulated_gpu_counts_the_time_a_step_waits_for_its_data(tmp_path):
     # the loader delivers 8 / 0.032 = 250 samples/s, and a 4x GPU does not read faster (it had
     # reported ~27,000: the main process's CPU time / 4)
     assert all(rate < 2 * 8 / 0.032 for rate in rates), rates
+
+
+def test_a_run_that_reaches_its_target_exits_though_its_loader_workers_ignore_sigterm(tmp_path):
+    """docs/TRAINING.md's hand-built DataLoader (worker_init_fn=elastic.ignore_sigterm) with
+    persistent_workers: Python's exit sent the workers SIGTERM and waited for them forever; the
+    job reached its target and its process never ended."""
+    script = tmp_path / "loader.py"
+    script.write_text(SCRIPT.replace("while run.running:", (
+        "from torch.utils.data import DataLoader\n"
+        "loader = DataLoader(list(range(64)), batch_size=8, num_workers=1, persistent_workers=True,\n"
+        "                    worker_init_fn=elastic.ignore_sigterm)\n"
+        "for _ in loader:\n"
+        "    pass\n"
+        "while run.running:")).replace("run.exit()", "print('fell off the end', file=sys.stderr, flush=True)"))
+    try:
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                              env=_env(HEET_BATCH_SIZE="8", HEET_TARGET_STEPS="3"), start_new_session=True)
+    except subprocess.TimeoutExpired:
+        subprocess.run(["pkill", "-KILL", "-f", str(script)], check=False)
+        raise AssertionError("the run reached its target and did not exit") from None
+    assert done.returncode == 0 and "fell off the end" in done.stderr, done.stderr[-2000:]
+    assert "killed by signal" not in done.stderr
