@@ -7,7 +7,7 @@ job that waits with nothing said.
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from heet_tui.config.hosts_file import HostsFile
 from heet_tui.core.gpu import type_allowed
@@ -73,9 +73,22 @@ def missing_here(spec: JobSpec) -> str | None:
 
 
 def _script(spec: JobSpec) -> str | None:
-    """The Python script the command runs, if it names one."""
+    """The Python script the command runs, if it names one: after a python, its first argument
+    that is not an option (a directory with a space in its name is a script's too; the
+    ``"*.py"`` among its arguments is not); after anything else, an argument ending in .py that
+    is not a ``bash -c`` string."""
+    if PurePath(spec.command[0]).name.startswith("python"):
+        args = iter(spec.command[1:])
+        for arg in args:
+            if arg in ("-m", "-c", "-"):
+                return None
+            if arg in ("-W", "-X", "-Q"):  # options that take the next argument
+                next(args, None)
+            elif not arg.startswith("-"):
+                return arg if arg.endswith(".py") else None
+        return None
     return next((a for a in spec.command[1:] if a.endswith(".py") and not a.startswith("-")
-                 and not any(c.isspace() for c in a)), None)  # not a "bash -c" string
+                 and not any(c.isspace() for c in a)), None)
 
 
 def size_hint(spec: JobSpec, hosts: HostsFile) -> str | None:

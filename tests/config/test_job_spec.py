@@ -219,3 +219,21 @@ def test_a_pipe_or_a_link_loop_is_refused_not_waited_on(tmp_path: Path) -> None:
         load_job_spec(fifo)
     with pytest.raises(ConfigError, match="cannot read it: Too many levels of symbolic links"):
         load_job_spec(loop)
+
+
+def test_the_script_checked_at_submit_is_the_one_python_runs(tmp_path: Path) -> None:
+    """A script in a directory with a space was skipped (taken for a "bash -c" string), and the
+    "*.py" among its arguments was reported missing instead, while a typo in it went unsaid."""
+    project = tmp_path / "my proj ü"
+    project.mkdir()
+    (project / "train.py").write_text("print('hi')\n")
+    path = tmp_path / "job.toml"
+
+    def spec(script: str, *args: str) -> str:
+        quoted = ", ".join(f'"{a}"' for a in args)
+        return (BASE.replace('script = "train.py"\n', f'script = "{script}"\nargs = [{quoted}]\n')
+                + 'workdir = "."\n')
+
+    assert missing_files_hint(parse_job_text(spec("my proj ü/train.py", "--glob", "*.py"), path)) is None
+    hint = missing_files_hint(parse_job_text(spec("my proj ü/trian.py", "*.py"), path))
+    assert hint is not None and hint.startswith('"my proj ü/trian.py" is not in workdir')
