@@ -31,6 +31,8 @@ def test_a_sweep_is_queued_whole_or_not_at_all(tmp_path: Path, capsys: pytest.Ca
     err = capsys.readouterr().err
     assert "lr3.toml:6" in err and "min_gpus" in err and "nothing submitted: 1 of the 4 specs cannot be queued" in err
     assert Store(tmp_path / "state").jobs() == [], "the good specs were not queued either"
+    assert main([*state, "submit", str(tmp_path)]) == 2, "the same four given as their directory"
+    assert "nothing submitted: 1 of the 4 specs cannot be queued" in capsys.readouterr().err
     # The fourth reuses the second's checkpoint directory: refused in the same transaction.
     ckpt = 'checkpoint_dir = "~/ckpt/shared"\n'
     clash = [_spec(tmp_path, "a"), _spec(tmp_path, "b", ckpt), _spec(tmp_path, "c"), _spec(tmp_path, "d", ckpt)]

@@ -37,11 +37,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     try:
-        specs, origins, problems = load_job_specs(spec_files(args.specs))
+        paths = spec_files(args.specs)
+        specs, origins, problems = load_job_specs(paths)
     except ConfigError as exc:  # a directory without job files
         raise UsageError(str(exc)) from None
-    if problems:
-        raise UsageError("\n".join(problems) + _nothing_queued(len(problems), len(args.specs)))
+    if problems:  # counted in files: a directory given holds many
+        raise UsageError("\n".join(problems) + _nothing_queued(len(problems), len(paths)))
     store = open_store(args, create=True)
     now = time.time()
     earlier = [store.checkpoint_users(s.checkpoint_dir) if s.checkpoint_dir else [] for s in specs]
