@@ -263,3 +263,30 @@ def test_the_log_of_a_job_that_failed_while_profiling_is_its_recorded_tail(tmp_p
         assert any("NameError" in line for line in shown[1:]), shown
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_tail_cut_short_by_the_read_limit_says_so(tmp_path: Path) -> None:
+    """`log -n 500` of a job writing long lines printed 66 with nothing said: the agent reads
+    the last 64 KiB of a log, whatever was asked."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("solo", "T4", 1, 1.0)]))
+    wide = [sys.executable, "-c", "import time; print(('x' * 1000 + chr(10)) * 200, flush=True); time.sleep(120)"]
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, Store(tmp_path / "state"), ControllerOptions(interval_s=0.2, auto_approve=True,
+                                                                             profile=False))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=10, max_gpus=1, command=wide))))
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
+            for _ in range(100):
+                tail = await ctl.job_log("a", lines=500)
+                if len(tail) > 50:
+                    break
+                await asyncio.sleep(0.1)
+            assert 60 <= len(tail) - 1 < 200 and tail[0].endswith(
+                "; fewer than 500: a tail is read from the last 64 KiB of the log:"), tail[0]
+            assert (await ctl.job_log("a", lines=5))[0].endswith("-g1.log):"), "nothing said when all came"
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
