@@ -38,6 +38,7 @@ class SshTarget:
     keepalive_s: float
     identity_files: tuple[Path, ...] = ()  # the config's IdentityFile, for a refused login's message
     identities_only: bool = False
+    connect_timeout_s: float | None = None  # the config's ConnectTimeout
 
     @property
     def known_hosts_pattern(self) -> str:
@@ -96,9 +97,11 @@ def resolve_target(alias: str, port: int | None, user: str | None, ssh_config: P
     jump = config.get("ProxyJump")
     interval = config.get("ServerAliveInterval")
     identities = tuple(Path(os.path.expanduser(str(p))) for p in config.get("IdentityFile", ()) or ())
+    timeout = config.get("ConnectTimeout")
     return SshTarget(alias, hostname, resolved_port, resolved_user, paths, known, trust_file,
                      str(jump) if jump and str(jump).lower() != "none" else None,
-                     float(interval) if interval else keepalive_s, identities, bool(config.get("IdentitiesOnly")))
+                     float(interval) if interval else keepalive_s, identities, bool(config.get("IdentitiesOnly")),
+                     float(timeout) if timeout else None)
 
 
 def target_for(entry: HostEntry, ssh_config: Path | None, fallback_known_hosts: Path,
@@ -135,7 +138,8 @@ def connect_kwargs(target: SshTarget, connect_timeout_s: float) -> dict[str, Any
         "known_hosts": known_hosts_arg(target),
         "keepalive_interval": target.keepalive_s,
         "keepalive_count_max": 3,
-        "connect_timeout": connect_timeout_s,
+        # the config's ConnectTimeout where it is shorter: a host known to be down is said so sooner
+        "connect_timeout": min(connect_timeout_s, target.connect_timeout_s or connect_timeout_s),
         "login_timeout": connect_timeout_s,
     }
     if target.user:

@@ -38,6 +38,8 @@ from heet_tui.cluster.ssh_settings import (
 from heet_tui.cluster.transport import PushbackReader, is_need_agent
 from heet_tui.config.hosts_file import HostEntry
 
+MAX_JUMP_DEPTH = 8  # jump hosts behind jump hosts; more is a loop in ~/.ssh/config
+
 
 def failure_reason(exc: BaseException) -> str:
     """A short human reason for a connection-level exception."""
@@ -113,9 +115,17 @@ class SshTransport:
         self._conns: list[asyncssh.SSHClientConnection] = []  # jump hops first, the host last
 
     def jump_targets(self) -> list[SshTarget]:
-        spec = self.entry.jump or self.target.proxy_jump
+        return self._hops(self.entry.jump or self.target.proxy_jump, 0)
+
+    def _hops(self, spec: str | None, depth: int) -> list[SshTarget]:
+        """The hops of a jump spec, in the order connected: before the first, the hops of its own
+        ProxyJump, as ssh(1) reaches it (`ssh far` through login2 went straight to login2, which
+        only the bastion can reach); the later hops of a list are reached through the one before."""
         if not spec:
             return []
+        if depth >= MAX_JUMP_DEPTH:
+            raise Unreachable(f'host "{self.entry.name}": ProxyJump goes on through more than {MAX_JUMP_DEPTH} '
+                              "jump hosts (does one's ProxyJump lead back to another?)")
         hops = []
         for hop in spec.split(","):
             try:
@@ -123,7 +133,7 @@ class SshTransport:
             except ValueError as exc:
                 raise Unreachable(f'host "{self.entry.name}": {exc}') from None
             hops.append(resolve_target(host, port, user, self.ssh_config, self.fallback, self.keepalive))
-        return hops
+        return [*self._hops(hops[0].proxy_jump, depth + 1), *hops]
 
     async def open_tunnel(self) -> asyncssh.SSHClientConnection | None:
         """Connect through the jump hops (hosts-file ``jump``, else the config's ProxyJump), if any."""

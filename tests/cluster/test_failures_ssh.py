@@ -168,6 +168,26 @@ def test_ssh_config_alias_with_proxyjump(lab):
     assert lost  # the path really went through the bastion
 
 
+def test_a_jump_hosts_own_proxyjump_is_gone_through_as_ssh_does(lab):
+    """`far` is behind login2, which is behind login1 (each only reachable from the one before):
+    the second jump was made straight to login2."""
+    login1, login2, far = lab.add_host("login1"), lab.add_host("login2"), lab.add_host("far")
+    lab.write_ssh_config(lab.user_key, extra=(
+        f"Host login1\n  HostName {login1.address}\n  Port {login1.port}\n\n"
+        f"Host login2\n  HostName {login2.address}\n  Port {login2.port}\n  ProxyJump login1\n\n"
+        f"Host far\n  HostName {far.address}\n  Port {far.port}\n  ProxyJump login2\n  ConnectTimeout 3\n\n"))
+    path = lab.hosts_toml([{"name": "far", "address": "far", "workdir": str(far.workdir)}])
+
+    async def scenario(cluster):
+        ready = cluster.host_status("far")
+        login1.kill()  # login2 and far keep running: only the path through login1 breaks
+        return ready, await cluster.wait_for_state("far", HostState.UNREACHABLE, 15)
+
+    ready, lost = _run(path, scenario)
+    assert ready.state is HostState.READY, ready.message
+    assert lost, "the path went through login1"
+
+
 def test_missing_ssh_config_is_a_clear_host_error(lab, tmp_path):
     a = lab.add_host("cfg")
     path = lab.hosts_toml([lab.entry_for(a, emulate={"gpu_type": "T4", "count": 1, "speed": 1.0})])
