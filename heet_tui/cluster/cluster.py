@@ -64,6 +64,35 @@ class _BrokenTransport:
         return None
 
 
+class _ConfigRetryingTransport:
+    """Stands in for a host whose SSH config could not be read: each connect reads it again, so a
+    fix to ~/.ssh/config is seen (a host first met while a line of it was broken kept that error
+    until the controller restarted, through every reconnect)."""
+
+    def __init__(self, make: Callable[[], Transport]) -> None:
+        self.make = make
+        self.inner: Transport | None = None
+
+    @property
+    def target(self) -> object:
+        return getattr(self.inner, "target", None)
+
+    async def open(self, bundle: AgentBundle) -> AgentChannel:
+        if self.inner is None:
+            try:
+                self.inner = self.make()
+            except SshConfigError as exc:
+                raise Unreachable(str(exc)) from None
+        return await self.inner.open(bundle)
+
+    def connected(self) -> bool:
+        return self.inner is not None and self.inner.connected()
+
+    async def close(self) -> None:
+        if self.inner is not None:
+            await self.inner.close()
+
+
 class EventSubscription:
     """An async iterator over cluster events; ``close()`` (or leaving ``async with``) unsubscribes."""
 
@@ -123,8 +152,8 @@ class Cluster:
         assert self._slots is not None
         try:
             transport = self._factory(entry)
-        except SshConfigError as exc:  # cannot even work out how to connect
-            transport = _BrokenTransport(Unreachable(str(exc)))
+        except SshConfigError:  # cannot even work out how to connect, yet: said at each connect
+            transport = _ConfigRetryingTransport(lambda: self._factory(entry))
         except (UnsafeValue, ValueError) as exc:  # e.g. a python that cannot be a command
             transport = _BrokenTransport(AgentFailure(str(exc)))
         sup = HostSupervisor(entry, transport, self.options, self._publish, self._slots,

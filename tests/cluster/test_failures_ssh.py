@@ -198,6 +198,26 @@ def test_missing_ssh_config_is_a_clear_host_error(lab, tmp_path):
     assert status.gpus == () and status.declared_type == "T4", "never reached, its declared type is known"
 
 
+def test_a_host_met_while_the_ssh_config_was_broken_connects_once_it_is_fixed(lab, tmp_path):
+    """The error was kept for good: every reconnect said the old one until a restart."""
+    a = lab.add_host("cfg")
+    path = lab.hosts_toml([lab.entry_for(a)])
+    broken = tmp_path / "ssh_config"
+    broken.write_text('Match originalhost x exec "test %n = x"\n')  # asyncssh cannot parse it
+    path.write_text(path.read_text().replace(str(lab.ssh_config), str(broken)))
+
+    async def scenario(cluster):
+        before = cluster.host_status("cfg")
+        broken.write_text(lab.ssh_config.read_text())
+        await cluster.reconnect("cfg")
+        return before, await cluster.wait_for_state("cfg", HostState.READY, 30), cluster.host_status("cfg").message
+
+    before, ready, message = _run(path, scenario)
+    assert before.state is HostState.UNREACHABLE and str(broken) in before.message, before.message
+    assert "as asyncssh, which heet-tui connects with, reads it" in before.message, "OpenSSH reads the line"
+    assert ready, message
+
+
 def test_changed_host_key_is_flagged_and_an_approved_key_replaces_the_old_one(lab):
     other, host = lab.add_host("other"), lab.add_host("reinstalled", trusted=False)
     impostor = other.host_public.split()  # known_hosts says "reinstalled" has other's key
