@@ -15,7 +15,7 @@ import asyncssh
 from heet_tui.cluster.errors import ClusterError, HostKeyUnknown, Unreachable
 from heet_tui.cluster.known_hosts_lines import holding_other_key, without_host_key
 from heet_tui.cluster.options import default_known_hosts
-from heet_tui.cluster.ssh_settings import SshTarget, known_hosts_arg
+from heet_tui.cluster.ssh_settings import SshTarget, key_revoked, known_hosts_arg, revoked_message
 from heet_tui.cluster.ssh_transport import SshTransport, failure_reason, open_connection, server_key
 from heet_tui.config.file_safety import write_private
 from heet_tui.config.hosts_file import HostEntry
@@ -53,6 +53,8 @@ async def next_key(entry: HostEntry, ssh_config: Path | None, fallback: Path, ti
             opened.append(tunnel)
         target = transport.target
         key = await _server_key(target, tunnel, timeout_s)
+        if key_revoked(target, key):
+            raise HostKeyUnknown(revoked_message(target, key.get_fingerprint("sha256")), key.get_fingerprint("sha256"))
         trusted, others = _known(target, key)
         return KeyToApprove(target, key, "", trusted, not trusted and others)
     finally:

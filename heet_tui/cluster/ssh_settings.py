@@ -133,6 +133,21 @@ def known_hosts_arg(target: SshTarget) -> Any:
     return asyncssh.read_known_hosts(existing) if existing else asyncssh.import_known_hosts("")
 
 
+def key_revoked(target: SshTarget, key: Any) -> bool:
+    """Whether a known_hosts file the target is checked against marks ``key`` ``@revoked``."""
+    try:
+        revoked = known_hosts_arg(target).match(target.hostname, "", target.port)[2]
+    except Exception:  # noqa: BLE001 - an unreadable file revokes nothing
+        return False
+    return any(k.public_data == key.public_data for k in revoked)
+
+
+def revoked_message(target: SshTarget, fingerprint: str) -> str:
+    return (f"host key {fingerprint} of {target.known_hosts_pattern} is REVOKED (an @revoked line of "
+            f"{', '.join(str(p) for p in target.known_hosts if p.is_file())}): heet-tui does not connect, as ssh(1) "
+            "does not, and it cannot be trusted here; the host needs a new key from its admin")
+
+
 def connect_kwargs(target: SshTarget, connect_timeout_s: float) -> dict[str, Any]:
     kwargs: dict[str, Any] = {
         "host": target.alias,

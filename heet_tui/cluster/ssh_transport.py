@@ -31,8 +31,10 @@ from heet_tui.cluster.ssh_settings import (
     SshConfigError,
     SshTarget,
     connect_kwargs,
+    key_revoked,
     parse_jump,
     resolve_target,
+    revoked_message,
     target_for,
 )
 from heet_tui.cluster.transport import PushbackReader, is_need_agent
@@ -61,15 +63,16 @@ async def server_key(target: SshTarget, tunnel: Any, timeout_s: float) -> asyncs
         target.alias, target.port, tunnel=tunnel, config=[str(p) for p in target.config_paths]), timeout_s)
 
 
-async def _fingerprint(target: SshTarget, tunnel: Any, timeout_s: float) -> tuple[str, bool]:
-    """The server's host key fingerprint, and whether known_hosts had a different key for it."""
+async def _fingerprint(target: SshTarget, tunnel: Any, timeout_s: float) -> tuple[str, bool, bool]:
+    """The server's host key fingerprint, whether known_hosts had a different key for it, and
+    whether it marks this one revoked."""
     key = await server_key(target, tunnel, timeout_s)
     fingerprint = key.get_fingerprint("sha256") if key is not None else ""
     changed = False
     with contextlib.suppress(Exception):
         known = connect_kwargs(target, timeout_s)["known_hosts"]
         changed = bool(known.match(target.hostname, "", target.port)[0])
-    return fingerprint, changed
+    return fingerprint, changed, key is not None and key_revoked(target, key)
 
 
 async def open_connection(target: SshTarget, tunnel: Any, timeout_s: float, label: str,
@@ -80,10 +83,12 @@ async def open_connection(target: SshTarget, tunnel: Any, timeout_s: float, labe
                                       timeout_s)
     except asyncssh.HostKeyNotVerifiable:
         try:
-            fingerprint, changed = await _fingerprint(target, tunnel, timeout_s)
+            fingerprint, changed, revoked = await _fingerprint(target, tunnel, timeout_s)
         except (TimeoutError, OSError, asyncssh.Error) as exc:
             raise HostKeyUnknown(f"{label}host key of {target.describe()} not verifiable and could not be read "
                                  f"({failure_reason(exc)})") from None
+        if revoked:  # "changed" sent users round a loop of trusting a key already trusted
+            raise Unreachable(label + revoked_message(target, fingerprint)) from None
         if changed:
             message = (f"{label}HOST KEY CHANGED for {target.known_hosts_pattern}: it now presents {fingerprint}, "
                        f"which differs from {target.trust_file}; check with the host's admin before trusting it")

@@ -6,6 +6,7 @@ import asyncio
 import os
 import subprocess
 
+import pytest
 from helpers import make_cluster, wait_until
 
 from heet_tui.cluster import HostChanged, HostKeyUnknown
@@ -265,6 +266,23 @@ def test_an_unknown_jump_host_key_is_trusted_first_then_the_hosts_own(lab, capsy
     assert run_trust(load_hosts(path), "inside", assume_yes=True) == 0  # the command walks the rest
     assert target.known_hosts_line in lab.known_hosts.read_text()
     assert f"Host inside ({target.address}:{target.port}) presents" in capsys.readouterr().out
+
+
+def test_a_revoked_host_key_is_said_revoked_and_cannot_be_trusted(lab):
+    """It read "HOST KEY CHANGED", and trusting it said "already trusted", round and round."""
+    from heet_tui.cli.errors import CliError
+    from heet_tui.cluster.check_cli import run_trust
+    from heet_tui.config.hosts_file import load_hosts
+
+    host = lab.add_host("rev")  # its key is trusted, and revoked beside it
+    with open(lab.known_hosts, "a") as fh:
+        fh.write(f"@revoked * {' '.join(host.host_public.split()[:2])}\n")
+    path = lab.hosts_toml([lab.entry_for(host)])
+    status = _run(path, _snapshot)["rev"]
+    assert status.state is HostState.UNREACHABLE and "is REVOKED (an @revoked line of" in status.message, \
+        status.message
+    with pytest.raises(CliError, match="is REVOKED"):
+        run_trust(load_hosts(path), "rev", assume_yes=True)
 
 
 def test_a_workdir_others_may_write_is_an_agent_error_that_says_so_and_runs_nothing(lab, tmp_path):
