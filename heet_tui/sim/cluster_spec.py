@@ -158,16 +158,18 @@ def load_cluster(path: Path | str) -> SimCluster:
                 at = f"{path}:{_key_line(text, i, key)}: node type {name!r}" if key in raw else where
                 raise SimInputError(f'{at}: "{key}" must be a positive integer, got {value!r}')
             ints[key] = value
-        twin = next((t for t in types if t.gpu_type == gpu_type), None)
-        if twin is not None:  # profiles and throughput are keyed by GPU type
+        twin = next((t for t in types if t.gpu_type == gpu_type and t.profile != profile), None)
+        if twin is not None:  # profiles and throughput are keyed by GPU type; one profile in two sizes is fine
             raise SimInputError(f"{path}:{_key_line(text, i, 'gpu_type')}: node type {name!r}: {gpu_type!r} "
-                                f"is also the GPU type of node type {twin.name!r}; the simulator keys speed by GPU type, so give "
-                                f"each its own (e.g. {gpu_type + '-' + name!r})")
+                                f"is also the GPU type of node type {twin.name!r}, profiled as {twin.profile!r}; the "
+                                f"simulator keys speed by GPU type, so give each its own (e.g. "
+                                f"{gpu_type + '-' + name!r}), or both the same profile (nodes of one GPU in two sizes)")
         types.append(NodeType(name, profile, gpu_type, ints["gpus_per_node"], ints["count"]))
     for t in types:
         clash = [u for u in types if u.profile == t.profile and u.gpu_type != t.gpu_type]
         if clash:
             raise SimInputError(f"{path}: node types {t.name!r} and {clash[0].name!r} share profile "
-                                f"{t.profile!r} but name different GPU types")
+                                f"{t.profile!r} but name different GPU types ({t.gpu_type!r}, {clash[0].gpu_type!r}): "
+                                "nodes of one GPU in two sizes are node types of the same gpu_type and profile")
     name = data.get("name", path.stem)
     return SimCluster(str(name), tuple(types), str(path))

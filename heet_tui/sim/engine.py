@@ -90,7 +90,9 @@ class Simulation:
         self._slowdowns = dict(slowdowns or {})
         self._nodes = cluster.nodes
         self._type_capacity = {t: cluster.gpus_of_type(t) for t in cluster.gpu_types()}
-        self._host_size = {t.gpu_type: max(t.gpus_per_node, 1) for t in cluster.node_types}
+        self._host_size: dict[str, int] = {}  # the largest node of each GPU type (nodes of one type may differ)
+        for t in cluster.node_types:
+            self._host_size[t.gpu_type] = max(self._host_size.get(t.gpu_type, 1), t.gpus_per_node)
         self._source: ThroughputSource = throughput_source or _source_for(oracle, predictor, seed, self._host_size)
         self._arrivals: list[SimJob] = [self._make_job(w, source_label) for w in workload]
         self._arrivals.sort(key=lambda j: j.spec.time)

@@ -60,15 +60,31 @@ def prepare_jobs(jobs: Sequence[WorkloadJob], settings: RunSettings) -> tuple[Wo
 def simulate(cluster: SimCluster, physics: Physics, jobs: Sequence[WorkloadJob], policy: object,
              settings: RunSettings, *, label: str = "", events: IO[str] | None = None,
              on_round: Callable[[Simulation], None] | None = None, policy_name: str = "") -> RunResult:
+    held: list[dict] = []  # a round's events, written in time order at its end: a job done mid-round
+    # came before an arrival stamped earlier, and a replay in file order over-filled the GPUs
+
     def sink(event: dict) -> None:
+        held.append(event)
+
+    def flush() -> None:
         if events is not None:
-            events.write(json.dumps({"policy": policy_name, "workload": label, **event}) + "\n")
+            for event in sorted(held, key=lambda e: e["t"]):
+                events.write(json.dumps({"policy": policy_name, "workload": label, **event}) + "\n")
+        held.clear()
+
+    def each_round(sim: Simulation) -> None:
+        flush()
+        if on_round is not None:
+            on_round(sim)
 
     sim = Simulation(cluster, prepare_jobs(jobs, settings), physics, policy, interval=settings.interval,
                      oracle=settings.oracle, seed=settings.seed, events=sink if events is not None else None,
                      slowdowns=SIA_SLOWDOWNS if settings.reference_compat else None, source_label=label,
                      predictor=settings.predictor)
-    records = sim.run(on_round)
+    try:
+        records = sim.run(each_round)
+    finally:
+        flush()  # an interrupted run keeps what it had
     return RunResult(policy_name, label, summarize(records, sim.stats, cluster.total_gpus), records, sim.stats)
 
 

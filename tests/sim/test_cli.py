@@ -52,6 +52,9 @@ def test_sim_prints_a_table_and_writes_json_and_events(tmp_path: Path, cluster_f
     lines = [json.loads(line) for line in events.read_text().splitlines()]
     done = [e for e in lines if e["event"] == "done" and e["policy"] == "fifo"]
     assert len(done) == 9 and all(e["jct_s"] > 0 for e in done)
+    for policy in data:  # in time order: replayed in file order, GPUs read over-filled
+        times = [e["t"] for e in lines if e["policy"] == policy]
+        assert times == sorted(times), policy
 
 
 def test_sim_on_a_directory_reports_mean_and_std(tmp_path: Path, cluster_file: Path, profile_dir: Path) -> None:
@@ -304,3 +307,17 @@ def test_events_to_a_reader_that_goes_away_end_quietly(tmp_path: Path, cluster_f
         f" --profiles {profile_dir} --policy fifo,rigid-fifo --oracle --events /dev/stdout | head -n 0;"
         " exit ${PIPESTATUS[0]}", shell=True, capture_output=True, text=True, timeout=120, executable="/bin/bash")
     assert run.returncode == 0 and "Broken pipe" not in run.stderr and "Traceback" not in run.stderr, run
+
+
+def test_nodes_of_one_gpu_in_two_sizes_share_a_profile(tmp_path: Path, profile_dir: Path) -> None:
+    """Both ways were refused: the same gpu_type ("is also the GPU type of"), and the same
+    profile under a new gpu_type ("share profile ... but name different GPU types")."""
+    cluster = tmp_path / "sizes.toml"
+    cluster.write_text(CLUSTER + '[[node_types]]\nname = "big"\nprofile = "dgx-ext"\ngpu_type = "A100"\n'
+                                 'gpus_per_node = 16\ncount = 1\n')
+    workload = tmp_path / "w.csv"
+    workload.write_text("name,time,application,num_replicas,batch_size\nwide,0,cifar10,16,2048\n")
+    out = tmp_path / "m.json"
+    assert main(["sim", "--workload", str(workload), "--cluster", str(cluster), "--profiles", str(profile_dir),
+                 "--policy", "rigid-fifo", "--oracle", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["rigid-fifo"]["jobs_done"] == 1

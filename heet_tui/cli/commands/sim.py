@@ -142,10 +142,15 @@ def cmd_sim(args: argparse.Namespace) -> int:
         raise UsageError("sim: --predictor chooses what policies are told without --oracle; give one of the two")
     if args.plot:
         try:
-            import matplotlib  # noqa: F401
+            from matplotlib.backend_bases import FigureCanvasBase
         except ImportError:
             raise UsageError("sim: --plot needs matplotlib, which is not installed: "
                              "pip install 'heet-tui[plot]' (the `plot` extra)") from None
+        kinds = FigureCanvasBase.get_supported_filetypes()  # said after the whole run, it lost it
+        suffix = Path(args.plot).suffix.lstrip(".").lower()
+        if suffix and suffix not in kinds:
+            raise UsageError(f"sim: --plot {args.plot}: matplotlib writes {', '.join(sorted(kinds))}, "
+                             f"not .{suffix}")
     try:
         paths = workload_files(args.workload)
         models = {j.application for path in paths for j in load_workload(path)}
