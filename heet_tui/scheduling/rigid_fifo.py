@@ -15,7 +15,7 @@ that type" reaches it. User constraints (held, pinned type/hosts, fixed count) a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.plan import Plan
@@ -62,10 +62,14 @@ class RigidFifoPolicy:
         """The requested count, capped at the largest count the job can run at on this type, and
         never below its ``min_gpus`` (a 20-GPU job with min_gpus 17 was started on 16)."""
         want = job.constraints.fixed_count or job.requested_gpus or job.min_gpus
-        for k in range(want, max(job.min_gpus, 1) - 1, -1):
-            if job.throughput(gpu_type, _packed(k, host_size)) > 0:
-                return k
-        return 0
+        low = max(job.min_gpus, 1)
+
+        def runs(k: int) -> bool:
+            return job.throughput(gpu_type, _packed(k, host_size)) > 0
+
+        if want - low <= LINEAR_SCAN:
+            return next((k for k in range(want, low - 1, -1) if runs(k)), 0)
+        return _largest_running(runs, low, want)
 
     def _place(self, job: JobView, hosts: list[HostView], free: dict[str, set[int]],
                host_size: dict[str, int]) -> Allocation | None:
@@ -94,3 +98,31 @@ class RigidFifoPolicy:
                     left -= len(take)
             return Allocation.of(job.id, t, chosen)
         return None
+
+
+LINEAR_SCAN = 64  # counts tried one by one; a wider range (a typo of 100,000 replicas) is searched
+
+
+def _largest_running(runs: Callable[[int], bool], low: int, high: int) -> int:
+    """The largest count in ``low..high`` the job runs at (0 if none), in a few lookups: the counts
+    a model runs at are one range (from its smallest to its largest profiled), so the search
+    steps down from ``high`` in doubling strides to a count that runs, or to ``low``, then halves
+    the gap. Counted down one by one, 100,000 replicas took minutes of lookups in one round."""
+    if runs(high):
+        return high
+    above, before, stride = high, high, 1  # counts known not to run: the lowest, and the one tried before it
+    while True:
+        k = max(low, above - stride)
+        if runs(k):
+            break
+        if k == low:  # strode past the range, which then starts between ``low`` and ``before``
+            k = next((c for c in range(low + 1, min(before, low + LINEAR_SCAN)) if runs(c)), 0)
+            if not k:
+                return 0
+            above = before
+            break
+        above, before, stride = k, above, stride * 2
+    while above - k > 1:
+        mid = (k + above) // 2
+        k, above = (mid, above) if runs(mid) else (k, mid)
+    return k

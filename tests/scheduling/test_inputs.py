@@ -86,3 +86,46 @@ def test_no_policy_starts_a_job_on_a_type_it_cannot_run_on(name) -> None:
     not_at_one = job("b", hi=2, fn=lambda t, p: 900.0 if sum(p) == 2 else 0.0)
     plan = make_policy(name).plan(ClusterView((host("t", "T4", 2),)), [not_at_one], 0.0)
     assert plan.allocations.get("b") is None or plan.allocations["b"].num_gpus == 2, "never at the size it cannot run"
+
+
+def test_rigid_fifo_sizes_a_huge_request_by_the_gpus_there_are() -> None:
+    """num_replicas 100,000 (a typo) was counted down one count at a time, each a throughput
+    lookup: minutes of one round, on a 64-GPU cluster."""
+    from heet_tui.core.sched_input import JobView
+
+    asked: list[int] = []
+
+    def throughput(gpu_type: str, placement: tuple[int, ...]) -> float:
+        asked.append(sum(placement))
+        return 100.0 * sum(placement) if sum(placement) <= 4 else 0.0
+
+    cluster = ClusterView((HostView("a", "T4", 8, tuple(range(8))), HostView("b", "T4", 8, tuple(range(8)))))
+    huge = JobView("huge", 1, 100_000, throughput, requested_gpus=100_000)
+    plan = make_policy("rigid-fifo").plan(cluster, [huge], 0.0)
+    assert plan.allocations["huge"].num_gpus == 4, "the most it runs at, as counted down one by one"
+    assert len(asked) <= 60, f"{len(asked)} throughput lookups"
+
+
+def test_the_search_for_the_largest_count_a_job_runs_at_finds_what_counting_down_finds() -> None:
+    """Counts a model runs at are one range (smallest to largest profiled); the search must find
+    its top wherever the range sits, however narrow, in far fewer lookups than counting down."""
+    import random
+
+    from heet_tui.scheduling.rigid_fifo import _largest_running
+
+    rng = random.Random(1)
+    for trial in range(5000):
+        low = rng.randint(1, 3)
+        high = rng.randint(low, 100_000 if trial % 2 else 300)
+        start = rng.randint(low, low + 5)
+        top = start + rng.choice([0, 1, 5, 50, 5000])
+        asked: list[int] = []
+
+        def runs(k: int, start: int = start, top: int = top, asked: list[int] = asked) -> bool:
+            asked.append(k)
+            return start <= k <= top
+
+        counted_down = next((k for k in range(high, low - 1, -1) if start <= k <= top), 0) if high < 10_000 \
+            else (min(top, high) if start <= high else 0)
+        assert _largest_running(runs, low, high) == counted_down, (low, high, start, top)
+        assert len(asked) <= 110, f"{len(asked)} lookups"  # 2 x 17 strides and halvings, and a scan of 64
