@@ -15,7 +15,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -300,11 +300,11 @@ class Controller:
         explain_waiting(self, now)
         await self.publish()
 
-    def cluster_view(self, for_plans: bool = True) -> ClusterView:
+    def cluster_view(self, for_plans: bool = True, planned: Collection[str] | None = None) -> ClusterView:
         """The ready, usable GPUs as the policies see them; for plans, less those profiling runs
         and other state stores' processes hold (a plan giving them out would fail when applied)."""
         usable = {h.name: h.gpus for h in self.hosts.hosts}
-        reserved = self.executor.reserved_gpus() if for_plans else None
+        reserved = self.executor.reserved_gpus(planned) if for_plans else None
         return planning.cluster_view(self.cluster.status(), usable, self.drained(), reserved)
 
     async def _resume_applying(self) -> None:
@@ -374,7 +374,7 @@ class Controller:
     def replan_from(self, inputs: list[planning.JobInput], cluster: ClusterView | None = None) -> Plan | None:
         if not inputs:
             return None
-        cluster = cluster or self.cluster_view()
+        cluster = cluster or self.cluster_view(planned={j.id for j in inputs})
         inputs = keep_off_crash_hosts(inputs, cluster, self.executor.health, self.book.classes, self.cluster.status())
         views = planning.job_views(inputs, self.book, self.clock())
         plan = planning.run_policy(self.policy, self.policy_name, cluster, views, self.book, self.clock())

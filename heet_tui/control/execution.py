@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from heet_agent.errors import STILL_STOPPING
@@ -100,11 +100,13 @@ class Executor:
         """Profiled as a new job (not planned meanwhile); a side run leaves the job to the plans."""
         return any(not r.side for r in self.profiles.get(job_id, ()))
 
-    def reserved_gpus(self) -> dict[str, set[int]]:
-        """GPUs in use yet in no allocation a plan knows of: profiling runs', and processes this
-        store did not start."""
+    def reserved_gpus(self, planned: Collection[str] | None = None) -> dict[str, set[int]]:
+        """GPUs in use yet in no allocation a plan knows of: profiling runs', processes this store
+        did not start, and the runs of jobs left out of the ``planned`` (on a host that launches
+        nothing now: a plan gave the GPU of its running job to another, and failed every minute)."""
+        left_out = gpus_held(r for job_id, r in self.runs.items() if planned is not None and job_id not in planned)
         return union_gpus(gpus_held(r for rs in self.profiles.values() for r in rs),
-                          outside_gpus(self.cluster, self.store.store_id, self.newer_copies))
+                          outside_gpus(self.cluster, self.store.store_id, self.newer_copies), left_out)
 
     def find(self, host: str, agent_id: str, generation: int) -> tuple[Run, RankProc] | None:
         for run in self.all_runs():

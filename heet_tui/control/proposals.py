@@ -64,7 +64,8 @@ def _set_aside(ctl: Controller, stuck: dict[str, str]) -> None:
 
 
 def propose(ctl: Controller) -> None:
-    inputs, cluster = ctl.job_inputs(), ctl.cluster_view()
+    inputs = ctl.job_inputs()
+    cluster = ctl.cluster_view(planned={j.id for j in inputs})
     if stuck := out_of_reach_edits(inputs, cluster):
         inputs = [j for j in inputs if j.id not in stuck]
         _set_aside(ctl, stuck)

@@ -9,6 +9,7 @@ after a GPU dropped off the bus the host still offered it, and a job was launche
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 from pathlib import Path
 
@@ -109,5 +110,30 @@ def test_a_gpu_that_falls_off_the_bus_is_no_longer_offered(tmp_path: Path, monke
             await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=100_000, max_gpus=2))))
             snap = await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
             assert job(snap, "a").allocation.hosts == (("box", (0,)),)
+
+    run_and_clean(scenario, tmp_path)
+
+
+def test_no_plan_gives_out_the_gpu_of_a_job_running_where_nothing_is_launched(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The running job is left out of plans there, and its GPU was in no allocation and not
+    reserved: a plan started another job on it, failed ("still in use"), and again every minute."""
+    hosts_path, _, _, lost = _switchable_box(tmp_path, monkeypatch)
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
+        async with started_controller(load_hosts(hosts_path), store, options) as ctl:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=100_000, max_gpus=1))))
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 90, "a running")
+            lost.touch()
+            await wait_for(ctl, lambda s: s.hosts[0].launch_blocked, 30, "the host's GPUs unread")
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "b", steps=100_000, max_gpus=1))))
+            for _ in range(15):  # rounds every 0.3 s
+                await asyncio.sleep(0.3)
+            await ctl.publish()
+            assert job(ctl.hub.latest, "b").state is JobState.QUEUED
+            failed = [e.message for e in store.events(limit=200) if re.search(r"[1-9]\d* failed", e.message)]
+            assert not failed, failed
 
     run_and_clean(scenario, tmp_path)
