@@ -164,5 +164,14 @@ def explain_waiting(ctl: Controller, now: float) -> None:
                               ctl.not_auto_approved)
         elif why is None and job.message.startswith(PREFIX):
             why = NO_PLAN_YET
+        if why is not None and why.startswith(WAITING_FOR_GPUS):
+            why += blocked_hosts(job.spec, ctl.cluster.status())
         if why is not None and job.message != why:
             ctl.store.try_set_state(job.id, JobState.QUEUED, now, why)
+
+
+def blocked_hosts(spec: JobSpec, statuses) -> str:
+    """What to add to "every GPU it may use is taken" for the ready hosts of the job's types that
+    launch nothing now: with GPUs not read, the GPUs read idle and the header said 0/4 busy."""
+    hosts = [s for s in statuses if s.launch_blocked and s.gpus and spec.allows(s.gpu_type)]
+    return "".join(f"; nothing is launched on {s.name} now: {s.launch_blocked.split('; ')[0]}" for s in hosts[:3])
