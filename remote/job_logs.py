@@ -40,8 +40,9 @@ def _tail_lines(path):
     text = [as_shown(line) for line in data.decode("utf-8", errors="replace").split("\n")]
     if text and not text[-1]:
         text.pop()
-    if size > MAX_TAIL_BYTES and text:
-        text = text[1:]  # the first line is probably cut
+    if size > MAX_TAIL_BYTES and text:  # the first line is probably cut
+        # dropped, unless it is all there is: a last line longer than the read showed nothing
+        text = text[1:] if len(text) > 1 else ["[...] " + text[0]]
     return text, size <= MAX_TAIL_BYTES
 
 

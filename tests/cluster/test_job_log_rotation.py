@@ -38,6 +38,14 @@ def test_the_tail_reads_on_into_the_rotated_part(tmp_path) -> None:
     assert not rotate(str(tmp_path / "missing.log")), "a log that cannot be read is left alone"
 
 
+def test_a_last_line_longer_than_the_read_shows_its_end(tmp_path) -> None:
+    """`log -n 500` printed no line at all when the script's last line was 200,000 characters."""
+    log = tmp_path / "job.log"
+    log.write_text("short 0\n" + "y" * 199_999 + "z\n")
+    (tail,) = read_tail(str(log), 500)
+    assert tail.startswith("[...] yyy") and tail.endswith("yz") and len(tail) < 70_000
+
+
 def test_a_chatty_job_log_is_bounded_and_still_followed(tmp_path) -> None:
     path = tmp_path / "hosts.toml"
     path.write_text(f'[[hosts]]\nname = "here"\ntransport = "local"\npython = "{sys.executable}"\n'
