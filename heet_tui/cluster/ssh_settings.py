@@ -64,10 +64,10 @@ def _lookup(paths: tuple[Path, ...], host: str, user: str | None, port: int | No
     except OSError as exc:
         raise SshConfigError(f"ssh_config {exc.filename or paths[0]}: {exc.strerror or exc}") from None
     except ValueError as exc:  # asyncssh's ConfigParseError names the file and line
-        raise SshConfigError(f"ssh_config: {exc} (as asyncssh, which heet-tui connects with, reads it: OpenSSH may "
-                             "take the line, as one with a quoted '=' in Match exec; give "
-                             'heet-tui an SSH config of its own with ssh_config = "..." in the hosts file\'s '
-                             "[defaults])") from None
+        hint = (" (as asyncssh, which heet-tui connects with, reads it: OpenSSH takes some Match lines it "
+                "cannot, as one with a quoted '=' in exec; give heet-tui an SSH config of its own with "
+                'ssh_config = "..." in the hosts file\'s [defaults])') if "match" in str(exc).lower() else ""
+        raise SshConfigError(f"ssh_config: {exc}{hint}") from None
 
 
 class SshConfigError(ClusterError, ValueError):
