@@ -183,6 +183,10 @@ def test_a_twin_measured_long_ago_gives_way_to_the_twins_measuring_now() -> None
     book.add("first", "T4", (2,), 1800.0, "running", 200.0)
     book.add("now", "T4", (1,), 115.0, "running", 7200.0)
     assert book.measured("queued")[("T4", "1")] == 115.0
-    assert book.measured("now")[("T4", "2")] == 1800.0, "no fresher number for that cell: the old one stands"
+    # no twin measured 2 GPUs lately: the old number, scaled as the 1-GPU cell changed (1,063 -> 115);
+    # left at 1,800 it promised 16x for a resize
+    assert abs(book.measured("now")[("T4", "2")] - 1800.0 * 115 / 1063) < 1e-6
     book.add("queued", "T4", (1,), 125.0, "running", 7300.0)
     assert book.measured("first")[("T4", "1")] == 120.0, "twins measuring together are pooled as before"
+    book.add("queued", "T4", (2,), 200.0, "running", 7400.0)
+    assert book.measured("first")[("T4", "2")] == 200.0, "measured lately: as measured"
