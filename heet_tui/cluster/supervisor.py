@@ -36,6 +36,7 @@ from heet_tui.core.host import HostState
 from heet_tui.core.snapshot import HostStatus
 
 PING_EVERY_S = 10.0
+GPUS_CHANGED = "the GPUs changed since they were listed"  # how the agent's heartbeat says so (inventory.py)
 UNANSWERED_PINGS = 2  # in a row, while heartbeats come: the agent's request loop is stuck
 # A refused login is no blip: retried every few seconds it met sshd's MaxStartups and fail2ban's
 # maxretry (5 in 10 min bans the address: the login node's, or every host behind a jump host).
@@ -90,6 +91,8 @@ class HostSupervisor:
         placed on a GPU the driver called lost, and another beside someone's notebook."""
         if self.workdir_problem:
             return self.workdir_problem
+        if self.gpu_probe and self.gpus and self.gpu_probe.startswith(GPUS_CHANGED):
+            return f"{self.gpu_probe}; they are listed again once no heet job runs here, and nothing is launched here until then"
         if self.gpu_probe and self.gpus:
             return f"GPUs not read: {self.gpu_probe}; jobs run on, nothing is launched here until they are"
         return ""
@@ -291,13 +294,17 @@ class HostSupervisor:
             if self.state is HostState.READY:
                 self.message = self._ready_message()
         self.gpus = with_sample(self.gpus, message.get("gpus"))
-        if message.get("gpus_changed") is True and self.client is not None and not self._rereading:
-            self._rereading = True
-            asyncio.ensure_future(self._reread_gpus(self.client, probe or "the GPUs changed"))
         for raw in message.get("jobs") or ():
             if isinstance(raw, dict):
                 job = RemoteJob.from_wire(self.entry.name, raw)
                 self.jobs[(job.job_id, job.generation)] = job
+        # Listed again only with no heet job running here: jobs hold GPUs by the old numbers, and
+        # renumbered under them, screens and plans put each job on its neighbour's GPU. Meanwhile
+        # the agent's readings follow each GPU by UUID, and nothing is launched here.
+        if message.get("gpus_changed") is True and self.client is not None and not self._rereading \
+                and not any(j.running for j in self.jobs.values()):
+            self._rereading = True
+            asyncio.ensure_future(self._reread_gpus(self.client, probe or "the GPUs changed"))
         if self.state is HostState.READY:
             self.publish(HostChanged(self.entry.name, self.status()))
 
@@ -314,7 +321,7 @@ class HostSupervisor:
         if client is not self.client:
             return
         self.gpu_source, self.gpus, self.warnings = read_inventory(self.entry, result, self.notes)
-        self.warnings.append(f"{change}: listed them again")
+        self.warnings.append(f"at {time.strftime('%H:%M:%S')} {change}: listed them again")
         if self.state is HostState.READY:
             self._set(HostState.READY, self._ready_message())
 

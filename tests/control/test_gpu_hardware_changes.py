@@ -106,8 +106,8 @@ def test_a_gpu_that_falls_off_the_bus_is_no_longer_offered(tmp_path: Path, monke
             snap = await wait_for(ctl, lambda s: len(s.hosts[0].gpus) == 1, 30, "the lost GPU dropped")
             (gpu,) = snap.hosts[0].gpus
             assert (gpu.index, gpu.uuid) == (0, SECOND_GPU) and gpu.utilization == 97.0
-            assert "the GPUs changed since they were listed: gpu0 gone; gpu1 is now 0: listed them again" in \
-                snap.hosts[0].warnings
+            assert [w[12:] for w in snap.hosts[0].warnings if w.startswith("at ")] == [
+                "the GPUs changed since they were listed: gpu0 gone; gpu1 is now 0: listed them again"]
             await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=100_000, max_gpus=2))))
             snap = await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
             assert job(snap, "a").allocation.hosts == (("box", (0,)),)
@@ -136,5 +136,37 @@ def test_no_plan_gives_out_the_gpu_of_a_job_running_where_nothing_is_launched(
             assert job(ctl.hub.latest, "b").state is JobState.QUEUED
             failed = [e.message for e in store.events(limit=200) if re.search(r"[1-9]\d* failed", e.message)]
             assert not failed, failed
+
+    run_and_clean(scenario, tmp_path)
+
+
+def test_gpus_renumbered_under_a_running_job_are_listed_again_once_it_ends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Listed again at once, the job on old gpu1 (now 0) read as on gpu0's lost card and the plan
+    stopped it, then put another job on its card."""
+    from heet_tui.core.intents import CancelJob
+
+    hosts_path, _, listing, _ = _switchable_box(tmp_path, monkeypatch)
+    store = Store(tmp_path / "state")
+    second = RECORDING.read_text().splitlines()[1]
+
+    async def scenario() -> None:
+        options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
+        async with started_controller(load_hosts(hosts_path), store, options) as ctl:
+            spec = write_job(tmp_path, "a", steps=100_000, max_gpus=2)
+            spec.write_text(spec.read_text().replace("min_gpus = 1", "min_gpus = 2"))
+            await ctl.post(SubmitJob(str(spec)))
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 90, "a running")
+            listing.write_text("0," + second.split(",", 1)[1] + "\n")
+            snap = await wait_for(ctl, lambda s: s.hosts[0].launch_blocked, 30, "launches blocked")
+            assert snap.hosts[0].launch_blocked.startswith("the GPUs changed since they were listed: gpu0 gone") \
+                and "listed again once no heet job runs here" in snap.hosts[0].launch_blocked
+            await asyncio.sleep(2.0)
+            await ctl.publish()
+            assert len(ctl.hub.latest.hosts[0].gpus) == 2, "not listed again under the running job"
+            assert job(ctl.hub.latest, "a").state is JobState.RUNNING, "not stopped"
+            await ctl.post(CancelJob("a"))
+            snap = await wait_for(ctl, lambda s: len(s.hosts[0].gpus) == 1, 60, "listed again")
+            assert snap.hosts[0].gpus[0].uuid == SECOND_GPU
 
     run_and_clean(scenario, tmp_path)
