@@ -39,7 +39,7 @@ from heet_tui.control.store_integrity import (
 from heet_tui.control.store_observations import ObservationRows
 from heet_tui.control.store_plans import PlanRows
 from heet_tui.control.store_records import JobRecord
-from heet_tui.control.store_schema import MIGRATIONS, SCHEMA_VERSION
+from heet_tui.control.store_schema import MIGRATIONS, SCHEMA_VERSION, before_upgrade
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import InvalidTransition, Job, JobSpec, JobState
 from heet_tui.core.metrics import Metrics
@@ -131,6 +131,8 @@ class Store(PlanRows, EventRows, ObservationRows):
         the write lock, which is when a user most needs to see what is going on."""
         if self.schema_version == SCHEMA_VERSION:
             return
+        if 0 < self.schema_version < SCHEMA_VERSION:  # an empty store is being made, not upgraded
+            before_upgrade(self._db, self.dir, self.path, self.schema_version)
         with self._tx() as db:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:

@@ -6,6 +6,10 @@ so a running lab keeps its jobs and history across upgrades.
 
 from __future__ import annotations
 
+import os
+import sqlite3
+from pathlib import Path
+
 # Each entry upgrades the schema by one version; never edit a released entry, append a new one.
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -65,3 +69,28 @@ MIGRATIONS: tuple[str, ...] = (
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def before_upgrade(db: sqlite3.Connection, state_dir: Path, path: Path, version: int) -> None:
+    """Refuse to upgrade a store an older controller is running on, else keep a copy of it.
+
+    A newer ``heet-tui status`` upgraded the store of a running older controller in passing:
+    that controller's own commands were refused from then on ("newer than this heet-tui"), and
+    nothing said why or kept the store it could read."""
+    from heet_tui.control.snapshots import controller_running
+    from heet_tui.control.store import StoreError
+
+    holder = controller_running(state_dir)
+    if holder is not None and holder != os.getpid():
+        raise StoreError(f"{path} has schema version {version}, older than this heet-tui's ({SCHEMA_VERSION}), "
+                         f"and the controller running on it (pid {holder}) is an older heet-tui: use that "
+                         "heet-tui's commands, or stop its controller and start this one's, which upgrades the store")
+    kept = path.with_name(f"{path.name}.schema-{version}")
+    if not kept.exists():
+        fd = os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.close(fd)
+        copy = sqlite3.connect(kept)
+        try:
+            db.backup(copy)
+        finally:
+            copy.close()

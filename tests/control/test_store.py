@@ -153,6 +153,42 @@ def test_a_store_of_the_first_schema_is_upgraded_in_place_keeping_its_jobs(tmp_p
     assert store.job("old").crashes == 2, "the furthest step it had (40) came along: 40 is no new ground"
     assert not store.job("old").relaunch_requested, "no update asked for a relaunch"
     assert store.job("old").spec_file == "/lab/jobs/my old.toml", "taken from its submit event"
+    kept = sqlite3.connect(path / "state.sqlite3.schema-1")  # what the older heet-tui can still read
+    assert kept.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert kept.execute("SELECT id FROM jobs").fetchall() == [("old",)]
+    assert (path / "state.sqlite3.schema-1").stat().st_mode & 0o077 == 0
+
+
+def test_a_store_an_older_controller_runs_on_is_not_upgraded_under_it(tmp_path: Path) -> None:
+    """A newer `heet-tui status` upgraded it in passing, and the running controller's own commands
+    were refused from then on ("newer than this heet-tui")."""
+    import fcntl
+    import subprocess
+
+    from heet_tui.control.store import StoreError
+    from heet_tui.control.store_schema import MIGRATIONS
+
+    path = tmp_path / "state"
+    path.mkdir(mode=0o700)
+    db = sqlite3.connect(path / "state.sqlite3")
+    db.executescript(MIGRATIONS[0])
+    db.execute("PRAGMA user_version=1")
+    db.commit()
+    db.close()
+    older = subprocess.Popen(["sleep", "600"])  # holds the controller lock, as a controller does
+    lock = open(path / "controller.lock", "a+")
+    lock.write(str(older.pid))
+    lock.flush()
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        with pytest.raises(StoreError, match=rf"schema version 1, older than this heet-tui's .* the controller "
+                                             rf"running on it \(pid {older.pid}\) is an older heet-tui"):
+            Store(path)
+        assert sqlite3.connect(path / "state.sqlite3").execute("PRAGMA user_version").fetchone()[0] == 1
+    finally:
+        lock.close()
+        older.kill()
+        older.wait()
 
 
 def test_a_jobs_latest_metrics_are_kept_and_a_report_without_any_keeps_them(tmp_path: Path) -> None:
