@@ -159,8 +159,9 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
                 notes.append(f"fenced stale {r.job_id} generation {r.generation} on {host}")
                 trained = _trained_on(store, parsed[0], r) if parsed[1] == "r" else ""
                 taken: set[str] = set()
-                if parsed[1:] == ("r", 0) and (step := _step_of(r)) is not None:  # its checkpoint there may be
-                    executor.checkpoints.note_left_behind(parsed[0], host, step)  # ahead: reclaim.py weighs it
+                if parsed[1:] == ("r", 0) and (step := _step_of(r)) is not None \
+                        and _rank0_launched_on(store, parsed[0], r.generation, host):  # its checkpoint there
+                    executor.checkpoints.note_left_behind(parsed[0], host, step)  # may be ahead: reclaim.py
                     taken = reclaim_left_behind(executor, store, host, now)
                 if trained and parsed[0] not in taken:
                     trained += "; those steps are lost (the newer generation goes on from its own checkpoint)"
@@ -206,6 +207,14 @@ def _never_launched_here(store: Store, parsed: tuple[str, str, int], generation:
     return rec is None or (parsed[1] == "r" and generation > rec.generation)
 
 
+def _rank0_launched_on(store: Store, job_id: str, generation: int, host: str) -> bool:
+    """Whether ``generation`` of the job had its rank 0 launched on ``host``: any agent learns the
+    store's id at its hello, and a compromised host claimed a stale rank 0 of a job running
+    elsewhere, far ahead; the job was stopped and went on from the host's planted checkpoint."""
+    launched = store.last_allocation(job_id, generation)
+    return launched is not None and launched[0].host_names[:1] == (host,)
+
+
 def _finished_while_cut_off(store: Store, host: str, remote: RemoteJob) -> bool:
     """Rank 0 of a generation of an unfinished job, not the one this controller watches, ended
     with the done code past the job's target: it trained on, and finished, on a host cut off
@@ -218,9 +227,8 @@ def _finished_while_cut_off(store: Store, host: str, remote: RemoteJob) -> bool:
     if parsed is None or parsed[1:] != ("r", 0) or remote.exit_code != EXIT_DONE or remote.signal is not None:
         return False
     rec = store.job(parsed[0])
-    launched = store.last_allocation(parsed[0], remote.generation)
     return (rec is not None and rec.job.state in (JobState.QUEUED, JobState.RUNNING, JobState.RESIZING)
-            and launched is not None and launched[0].host_names[:1] == (host,)
+            and _rank0_launched_on(store, parsed[0], remote.generation, host)
             and remote.generation <= rec.generation and reached_target(rec.job.spec, remote.progress))
 
 

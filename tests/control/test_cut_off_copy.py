@@ -118,3 +118,31 @@ def test_the_stopped_newer_run_does_not_lower_the_finished_jobs_progress(tmp_pat
     store.set_state("a", JobState.DONE, 2.0, "generation 1 finished on h")
     store.update_progress("a", 777, 777 * 32.0, None, current=True)
     assert (store.job("a").job.steps_done, store.job("a").job.samples_done) == (1500, 48000.0)
+
+
+def test_a_stale_rank_zero_claimed_by_a_host_it_never_ran_on_leaves_no_checkpoint_to_take(tmp_path: Path) -> None:
+    """A compromised host claimed a stale rank 0 of a job running elsewhere, at step 1,900: the
+    job's run was stopped and went on from the checkpoint the host had planted."""
+    import asyncio
+
+    from heet_tui.control.recovery import reconcile_host
+
+    class Fences:
+        fenced: list[tuple[str, str, int]] = []
+
+        async def fence(self, host: str, job_id: str, generation: int) -> None:
+            self.fenced.append((host, job_id, generation))
+
+    store = Store(tmp_path / "state")
+    store.add_job(JobSpec("victim", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 4000)), 0.0)
+    for generation in (1, 2):
+        store.record_allocation(Allocation.of("victim", "A100", {"good": [0]}), store.next_generation("victim"),
+                                float(generation))
+    store.set_state("victim", JobState.RUNNING, 3.0)
+    store.update_progress("victim", 174, 174 * 32.0, None)
+    executor = Executor(None, None, store, ThroughputBook(), ExecOptions())
+    claim = RemoteJob("evil", rank_agent_id("victim", 0, store.store_id), 1, "running",
+                      progress={"step": 1900, "samples": 1900 * 32})
+    asyncio.run(reconcile_host(executor, store, Fences(), "evil", (claim,), 10.0))
+    assert Fences.fenced == [("evil", claim.job_id, 2)], "fenced, as any stale copy is"
+    assert executor.checkpoints.left_behind() == {}, "no checkpoint of it on a host its rank 0 never ran on"
