@@ -36,6 +36,7 @@ from heet_tui.core.host import HostState
 from heet_tui.core.snapshot import HostStatus
 
 PING_EVERY_S = 10.0
+MAX_JOBS_KEPT = 256  # an agent keeps its live jobs and its latest 100 ended ones
 GPUS_CHANGED = "the GPUs changed since they were listed"  # how the agent's heartbeat says so (inventory.py)
 UNANSWERED_PINGS = 2  # in a row, while heartbeats come: the agent's request loop is stuck
 # A refused login is no blip: retried every few seconds it met sshd's MaxStartups and fail2ban's
@@ -197,8 +198,7 @@ class HostSupervisor:
         self.gpu_source, self.gpus, self.warnings = read_inventory(self.entry, inventory, self.notes)
         self.jobs = {}
         for raw in result.get("jobs") or ():
-            job = RemoteJob.from_wire(self.entry.name, raw)
-            self.jobs[(job.job_id, job.generation)] = job
+            self._keep(RemoteJob.from_wire(self.entry.name, raw))
 
     async def _serve(self, client: AgentClient) -> ConnectFailure:
         """Wait until the link fails or goes silent; return why."""
@@ -281,7 +281,7 @@ class HostSupervisor:
                                           str(message.get("error", ""))[:200]))
         elif name == "job_exit":
             job = RemoteJob.from_wire(self.entry.name, message)
-            self.jobs[(job.job_id, job.generation)] = job
+            self._keep(job)
             self.publish(JobExited(self.entry.name, job))
             for future in self._exit_waiters.pop((job.job_id, job.generation), []):
                 if not future.done():
@@ -296,8 +296,7 @@ class HostSupervisor:
         self.gpus = with_sample(self.gpus, message.get("gpus"))
         for raw in message.get("jobs") or ():
             if isinstance(raw, dict):
-                job = RemoteJob.from_wire(self.entry.name, raw)
-                self.jobs[(job.job_id, job.generation)] = job
+                self._keep(RemoteJob.from_wire(self.entry.name, raw))
         # Listed again only with no heet job running here: jobs hold GPUs by the old numbers, and
         # renumbered under them, screens and plans put each job on its neighbour's GPU. Meanwhile
         # the agent's readings follow each GPU by UUID, and nothing is launched here.
@@ -307,6 +306,19 @@ class HostSupervisor:
             asyncio.ensure_future(self._reread_gpus(self.client, probe or "the GPUs changed"))
         if self.state is HostState.READY:
             self.publish(HostChanged(self.entry.name, self.status()))
+
+    def _keep(self, job: RemoteJob) -> None:
+        """Record an agent's job, holding at most ``MAX_JOBS_KEPT`` (ended ones go first): a
+        compromised agent reported thousands of new ended jobs a second, and the table, walked at
+        every heartbeat, grew to 686 MB until the next reconnect."""
+        key = (job.job_id, job.generation)
+        if key not in self.jobs and len(self.jobs) >= MAX_JOBS_KEPT:
+            ended = [k for k, j in self.jobs.items() if not j.running]
+            for old in ended[:max(1, len(self.jobs) - MAX_JOBS_KEPT + 1)]:
+                del self.jobs[old]
+            if len(self.jobs) >= MAX_JOBS_KEPT:
+                return  # that many running: the agent's own table holds no more
+        self.jobs[key] = job
 
     async def _reread_gpus(self, client: AgentClient, change: str) -> None:
         """List the GPUs again after the agent saw them change (one fell off the bus, the driver

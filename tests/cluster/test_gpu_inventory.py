@@ -109,3 +109,4 @@ def test_real_gpus_of_a_type_other_hosts_emulate_are_a_warning(tmp_path: Path) -
                         "emulated ranks cannot train together; give the emulated GPUs a type of their own "
                         '(emulate = { gpu_type = "A100-emu", ... })']
     assert hosts.emulation_clash("box", "V100") is None and hosts.emulation_clash("emu", "") is None
+
