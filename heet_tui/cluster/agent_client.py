@@ -20,6 +20,7 @@ from heet_agent.protocol import PROTOCOL_VERSION, decode_line, encode, message_k
 from heet_tui.cluster.aio import cancel_and_wait
 from heet_tui.cluster.channel import AgentChannel
 from heet_tui.cluster.errors import AgentFailure, AgentRequestError, ConnectFailure, HostNotReady, Unreachable
+from heet_tui.cluster.inert import inert, inert_text
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ class AgentClient:
         if not self.link_alive():
             return Unreachable(f"connection to {self.host} lost")
         await self.channel.stderr_settled()
-        tail = self.channel.stderr_tail()
+        tail = inert_text(self.channel.stderr_tail())
         return AgentFailure(f"{what}{': ' + tail if tail else ''}")
 
     async def _read_loop(self) -> None:
@@ -83,6 +84,7 @@ class AgentClient:
                 if message is None:
                     failure = AgentFailure(f"agent sent a non-protocol line: {problem}")
                     break
+                message = inert(message)
                 kind = message_kind(message)
                 if kind == "reply":
                     future = self._pending.pop(message["id"], None)

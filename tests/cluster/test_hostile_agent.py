@@ -24,3 +24,50 @@ def test_an_agent_reporting_endless_jobs_is_held_to_a_bounded_table() -> None:
             for i in range(3000)]})
     assert len(sup.jobs) <= MAX_JOBS_KEPT
     assert ("live.r0.4a146a78", 1) in sup.jobs, "a running job is never the one let go"
+
+
+def test_what_an_agent_sends_reaches_nobody_able_to_drive_a_terminal() -> None:
+    """A GPU name and a warning holding ESC]0;...BEL ESC[2J retitled the admin's window and wiped
+    the TUI; printed by `status`, the same. A NaN rate broke the observations table."""
+    import json
+
+    from heet_agent.protocol import PROTOCOL_VERSION
+
+    from heet_tui.cluster.agent_client import AgentClient
+    from heet_tui.cluster.channel import AgentChannel
+
+    hostile = "\x1b]0;PWNED\x07\x1b[2J\x1b[31mA100\u202e\x00"
+    banner = json.dumps({"event": "agent_start", "protocol": PROTOCOL_VERSION})
+    answer = json.dumps({"id": 1, "ok": True, "result": {"inventory": {"gpus": [{"index": 0, "name": hostile}],
+                                                                        "warnings": [hostile]}}})
+    event = json.dumps({"event": "progress", "job_id": "a.r0.4a146a78", "progress": {"samples_per_s": float("nan"),
+                                                                                      hostile: 1}})
+    script = f"echo '{banner}'; read hello; echo '{answer}'; echo '{event}'; sleep 2"
+    events: list[dict] = []
+
+    async def scenario() -> dict:
+        proc = await asyncio.create_subprocess_exec("sh", "-c", script, stdin=asyncio.subprocess.PIPE,
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+
+        async def closer() -> None:
+            if proc.returncode is None:
+                proc.kill()
+            await proc.wait()
+
+        channel = AgentChannel(proc.stdout, proc.stdin, proc.stderr, closer, "sh on evil")
+        client = AgentClient(channel, "evil", on_event=events.append, link_alive=lambda: True)
+        try:
+            result = await client.handshake({}, timeout_s=10)
+            for _ in range(50):
+                if events:
+                    break
+                await asyncio.sleep(0.05)
+            return result
+        finally:
+            await client.close()
+
+    result = asyncio.run(scenario())
+    said = json.dumps([result, events], ensure_ascii=False)
+    assert "\x1b" not in said and "\x07" not in said and "\u202e" not in said and "\x00" not in said
+    assert result["inventory"]["gpus"][0]["name"] == "A100\\u202e\\x00", "sequences dropped, the rest escaped"
+    assert events and events[0]["progress"]["samples_per_s"] is None
