@@ -17,21 +17,29 @@ from typing import Any
 
 from heet_tui.cluster.gpu_names import short_gpu_type
 from heet_tui.cluster.gpu_users import other_processes
-from heet_tui.config.hosts_file import HostEntry
+from heet_tui.config.hosts_file import MAX_EMULATED_GPUS, HostEntry
 from heet_tui.core.gpu import Gpu
+
+# What one agent's inventory may hold: a compromised one sent 400 KB names and warnings, and each
+# heartbeat's snapshot carried them to every screen and CLI answer.
+MAX_GPUS = MAX_EMULATED_GPUS  # more than any real machine holds
+MAX_NAME = 96
+MAX_TEXT = 500
+MAX_WARNINGS = 20
 
 
 def read_inventory(entry: HostEntry, inventory: dict[str, Any],
                    notes: Callable[[str], list[str]]) -> tuple[str, tuple[Gpu, ...], list[str]]:
     """``(source, gpus, warnings)`` from an agent's inventory (hello, or listed again);
     ``notes(real_type)``: the hosts file's warnings about the host, given its real GPUs' type."""
-    source = str(inventory.get("source", "none"))
+    source = str(inventory.get("source", "none"))[:20]
     gpus, left_out = gpus_offered(entry, source, inventory.get("gpus"))
     real_type = gpus[0].gpu_type if gpus and source != "emulated" else ""
-    warnings = [str(w) for w in inventory.get("warnings") or () if isinstance(w, str)] + notes(real_type) + left_out
+    said = [w[:MAX_TEXT] for w in list(inventory.get("warnings") or ())[:MAX_WARNINGS] if isinstance(w, str)]
+    warnings = said + notes(real_type) + left_out
     if not gpus and not left_out:  # a ready host that can run nothing: say why, or it reads as a healthy empty box
         found = len(inventory.get("gpus") or ())
-        why = "; ".join(str(n) for n in inventory.get("notes") or () if isinstance(n, str))
+        why = "; ".join(n[:MAX_TEXT] for n in list(inventory.get("notes") or ())[:MAX_WARNINGS] if isinstance(n, str))
         warnings.append(
             f"no usable GPUs: the hosts file's gpus = [...] names none of the {found} found" if found else
             f"no usable GPUs{': ' + why if why else ''}; jobs are not placed here "
@@ -44,7 +52,10 @@ def gpus_offered(entry: HostEntry, source: str, raw_gpus: Any) -> tuple[tuple[Gp
     allowed = set(entry.gpus) if entry.gpus is not None else None
     found, warnings = [], []
     mig = []
-    for raw in raw_gpus or ():
+    listed = list(raw_gpus or ()) if isinstance(raw_gpus, list) else []
+    if len(listed) > MAX_GPUS:  # a compromised agent claimed 7,000, and every plan went there
+        warnings.append(f"the agent lists {len(listed)} GPUs: only the first {MAX_GPUS} are used")
+    for raw in listed[:MAX_GPUS]:
         if not isinstance(raw, dict):
             continue
         index = _whole(raw.get("index"))
@@ -53,10 +64,10 @@ def gpus_offered(entry: HostEntry, source: str, raw_gpus: Any) -> tuple[tuple[Gp
         if raw.get("mig") is True:  # CUDA_VISIBLE_DEVICES=<index> would reach one slice at most
             mig.append(index)
             continue
-        name = str(raw.get("name") or "unknown")
+        name = str(raw.get("name") or "unknown")[:MAX_NAME]
         gpu_type = entry.gpu_type or (name if source == "emulated" else short_gpu_type(name))
         found.append(Gpu(index=index, gpu_type=gpu_type, memory_mb=_whole(raw.get("memory_mb")) or 0,
-                         uuid=str(raw.get("uuid") or ""), source=source, utilization=_number(raw.get("utilization")),
+                         uuid=str(raw.get("uuid") or "")[:MAX_NAME], source=source, utilization=_number(raw.get("utilization")),
                          memory_used_mb=_whole(raw.get("memory_used_mb")), others=other_processes(raw)))
     if mig:
         warnings.append(f"{_gpus(mig)} left out: MIG mode is on (heet-tui hands out whole GPUs; "

@@ -36,6 +36,7 @@ from heet_tui.core.host import HostState
 from heet_tui.core.snapshot import HostStatus
 
 PING_EVERY_S = 10.0
+REREAD_EVERY_S = 30.0  # GPUs listed again at most this often
 MAX_JOBS_KEPT = 256  # an agent keeps its live jobs and its latest 100 ended ones
 GPUS_CHANGED = "the GPUs changed since they were listed"  # how the agent's heartbeat says so (inventory.py)
 UNANSWERED_PINGS = 2  # in a row, while heartbeats come: the agent's request loop is stuck
@@ -77,6 +78,7 @@ class HostSupervisor:
         self._stopping = False
         self._pings_unanswered = 0  # pings in a row with no reply in time (_serve)
         self._rereading = False  # the GPUs are being listed again (_reread_gpus)
+        self._reread_after = 0.0  # monotonic time before which they are not (an agent said so at every heartbeat)
 
     # ---- state
     def status(self) -> HostStatus:
@@ -301,8 +303,8 @@ class HostSupervisor:
         # renumbered under them, screens and plans put each job on its neighbour's GPU. Meanwhile
         # the agent's readings follow each GPU by UUID, and nothing is launched here.
         if message.get("gpus_changed") is True and self.client is not None and not self._rereading \
-                and not any(j.running for j in self.jobs.values()):
-            self._rereading = True
+                and not any(j.running for j in self.jobs.values()) and time.monotonic() >= self._reread_after:
+            self._rereading, self._reread_after = True, time.monotonic() + REREAD_EVERY_S
             asyncio.ensure_future(self._reread_gpus(self.client, probe or "the GPUs changed"))
         if self.state is HostState.READY:
             self.publish(HostChanged(self.entry.name, self.status()))

@@ -71,3 +71,15 @@ def test_what_an_agent_sends_reaches_nobody_able_to_drive_a_terminal() -> None:
     assert "\x1b" not in said and "\x07" not in said and "\u202e" not in said and "\x00" not in said
     assert result["inventory"]["gpus"][0]["name"] == "A100\\u202e\\x00", "sequences dropped, the rest escaped"
     assert events and events[0]["progress"]["samples_per_s"] is None
+
+
+def test_an_inventory_is_held_to_sizes_a_real_host_has() -> None:
+    """7,000 claimed GPUs drew every job to the host; 400 KB names and warnings rode every snapshot."""
+    from heet_tui.cluster.gpu_inventory import MAX_GPUS, MAX_NAME, MAX_TEXT, MAX_WARNINGS, read_inventory
+
+    raw = [{"index": i, "name": "NVIDIA A100" + "x" * 400_000, "uuid": "GPU-" + "u" * 400_000} for i in range(7000)]
+    _, gpus, warnings = read_inventory(BOX, {"source": "nvml", "gpus": raw, "warnings": ["w" * 400_000] * 1000},
+                                       lambda real_type: [])
+    assert len(gpus) == MAX_GPUS and all(len(g.gpu_type) <= MAX_NAME and len(g.uuid) <= MAX_NAME for g in gpus)
+    assert f"the agent lists 7000 GPUs: only the first {MAX_GPUS} are used" in warnings
+    assert len(warnings) <= MAX_WARNINGS + 2 and all(len(w) <= MAX_TEXT for w in warnings)
