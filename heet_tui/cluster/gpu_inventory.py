@@ -35,11 +35,11 @@ def read_inventory(entry: HostEntry, inventory: dict[str, Any],
     source = str(inventory.get("source", "none"))[:20]
     gpus, left_out = gpus_offered(entry, source, inventory.get("gpus"))
     real_type = gpus[0].gpu_type if gpus and source != "emulated" else ""
-    said = [w[:MAX_TEXT] for w in list(inventory.get("warnings") or ())[:MAX_WARNINGS] if isinstance(w, str)]
+    said = _texts(inventory.get("warnings"))
     warnings = said + notes(real_type) + left_out
     if not gpus and not left_out:  # a ready host that can run nothing: say why, or it reads as a healthy empty box
         found = len(inventory.get("gpus") or ())
-        why = "; ".join(n[:MAX_TEXT] for n in list(inventory.get("notes") or ())[:MAX_WARNINGS] if isinstance(n, str))
+        why = "; ".join(_texts(inventory.get("notes")))
         warnings.append(
             f"no usable GPUs: the hosts file's gpus = [...] names none of the {found} found" if found else
             f"no usable GPUs{': ' + why if why else ''}; jobs are not placed here "
@@ -67,7 +67,8 @@ def gpus_offered(entry: HostEntry, source: str, raw_gpus: Any) -> tuple[tuple[Gp
         name = str(raw.get("name") or "unknown")[:MAX_NAME]
         gpu_type = entry.gpu_type or (name if source == "emulated" else short_gpu_type(name))
         found.append(Gpu(index=index, gpu_type=gpu_type, memory_mb=_whole(raw.get("memory_mb")) or 0,
-                         uuid=str(raw.get("uuid") or "")[:MAX_NAME], source=source, utilization=_number(raw.get("utilization")),
+                         uuid=str(raw.get("uuid") or "")[:MAX_NAME], source=source,
+                         utilization=_number(raw.get("utilization")),
                          memory_used_mb=_whole(raw.get("memory_used_mb")), others=other_processes(raw)))
     if mig:
         warnings.append(f"{_gpus(mig)} left out: MIG mode is on (heet-tui hands out whole GPUs; "
@@ -104,6 +105,12 @@ def with_sample(gpus: tuple[Gpu, ...], sample: Any) -> tuple[Gpu, ...]:
             out.append(replace(gpu, utilization=_number(raw.get("utilization")),
                                memory_used_mb=_whole(raw.get("memory_used_mb")), others=other_processes(raw)))
     return tuple(out)
+
+
+def _texts(value: Any) -> list[str]:
+    """An agent's list of messages, held to ``MAX_WARNINGS`` of ``MAX_TEXT`` characters (a string
+    in its place is no list of them)."""
+    return [t[:MAX_TEXT] for t in value[:MAX_WARNINGS] if isinstance(t, str)] if isinstance(value, list) else []
 
 
 def _gpus(indices: list[int]) -> str:

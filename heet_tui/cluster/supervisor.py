@@ -95,7 +95,8 @@ class HostSupervisor:
         if self.workdir_problem:
             return self.workdir_problem
         if self.gpu_probe and self.gpus and self.gpu_probe.startswith(GPUS_CHANGED):
-            return f"{self.gpu_probe}; they are listed again once no heet job runs here, and nothing is launched here until then"
+            return (f"{self.gpu_probe}; they are listed again once no heet job runs here, and nothing is "
+                    "launched here until then")
         if self.gpu_probe and self.gpus:
             return f"GPUs not read: {self.gpu_probe}; jobs run on, nothing is launched here until they are"
         return ""

@@ -56,11 +56,11 @@ class ThroughputBook:
 
     Jobs of one profile class (the spec's ``model`` and ``batch_size``) run the same steps, so
     they share their measurements: a cell's value is the mean over the class's jobs of each
-    one's recent mean (of those that measured it lately: see ``FRESH_S``). Kept per job, the measurements of a sweep's identical jobs differed by
-    the noise of the moment each was taken (a busy host, a profiling run beside it), and a plan
-    preempted a job a tenth done for its twin that had not started, because the twin's number
-    was higher. Pooled, twins compare by their remaining work alone, and a new job whose class
-    has run is measured already.
+    one's recent mean (of those that measured it lately: see ``FRESH_S``). Kept per job, the
+    measurements of a sweep's identical jobs differed by the noise of the moment each was taken
+    (a busy host, a profiling run beside it), and a plan preempted a job a tenth done for its
+    twin that had not started, because the twin's number was higher. Pooled, twins compare by
+    their remaining work alone, and a new job whose class has run is measured already.
     """
 
     cells: dict[str, dict[tuple[str, str], list[float]]] = field(default_factory=lambda: defaultdict(dict))

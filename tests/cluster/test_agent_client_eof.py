@@ -8,22 +8,14 @@ import json
 
 import pytest
 from heet_agent.protocol import PROTOCOL_VERSION
+from support.script_agent import script_channel
 
 from heet_tui.cluster.agent_client import AgentClient
-from heet_tui.cluster.channel import AgentChannel
 from heet_tui.cluster.errors import AgentFailure
 
 
 async def _handshake_with(script: str, limit: int = 1 << 16) -> str:
-    proc = await asyncio.create_subprocess_exec("sh", "-c", script, stdin=asyncio.subprocess.PIPE, limit=limit,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-
-    async def closer() -> None:
-        if proc.returncode is None:
-            proc.kill()
-        await proc.wait()
-
-    channel = AgentChannel(proc.stdout, proc.stdin, proc.stderr, closer, "sh on h1")
+    channel = await script_channel(script, "sh on h1", limit)
     client = AgentClient(channel, "h1", on_event=lambda _: None, link_alive=lambda: True)
     try:
         with pytest.raises(AgentFailure) as failure:

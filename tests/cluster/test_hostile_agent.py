@@ -32,9 +32,9 @@ def test_what_an_agent_sends_reaches_nobody_able_to_drive_a_terminal() -> None:
     import json
 
     from heet_agent.protocol import PROTOCOL_VERSION
+    from support.script_agent import script_channel
 
     from heet_tui.cluster.agent_client import AgentClient
-    from heet_tui.cluster.channel import AgentChannel
 
     hostile = "\x1b]0;PWNED\x07\x1b[2J\x1b[31mA100\u202e\x00"
     banner = json.dumps({"event": "agent_start", "protocol": PROTOCOL_VERSION})
@@ -46,15 +46,7 @@ def test_what_an_agent_sends_reaches_nobody_able_to_drive_a_terminal() -> None:
     events: list[dict] = []
 
     async def scenario() -> dict:
-        proc = await asyncio.create_subprocess_exec("sh", "-c", script, stdin=asyncio.subprocess.PIPE,
-                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-
-        async def closer() -> None:
-            if proc.returncode is None:
-                proc.kill()
-            await proc.wait()
-
-        channel = AgentChannel(proc.stdout, proc.stdin, proc.stderr, closer, "sh on evil")
+        channel = await script_channel(script, "sh on evil")
         client = AgentClient(channel, "evil", on_event=events.append, link_alive=lambda: True)
         try:
             result = await client.handshake({}, timeout_s=10)

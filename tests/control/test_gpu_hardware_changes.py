@@ -25,6 +25,9 @@ from heet_tui.core.intents import SubmitJob
 from heet_tui.core.job import JobState
 
 V100 = "2, GPU-3c4d5e6f-0000-4000-8000-00000000d00d, Tesla V100-SXM2-16GB, 16384, 0, 0\n"
+# the recording after its gpu0 fell off the bus: the driver numbers the survivor 0
+SURVIVOR = "0," + RECORDING.read_text().splitlines()[1].split(",", 1)[1] + "\n"
+OPTIONS = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
 
 
 def _switchable_box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, Path, Path]:
@@ -45,8 +48,7 @@ def test_a_job_limited_to_one_type_runs_only_on_that_type_of_a_mixed_host(
     store = Store(tmp_path / "state")
 
     async def scenario() -> None:
-        options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
-        async with started_controller(load_hosts(hosts_path), store, options) as ctl:
+        async with started_controller(load_hosts(hosts_path), store, OPTIONS) as ctl:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=100_000, max_gpus=3,
                                                    extra='gpu_types = ["A100"]\n'))))
             snap = await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 90, "a running")
@@ -66,8 +68,7 @@ def test_gpus_that_cannot_be_read_keep_their_users_and_get_no_new_job(
     store = Store(tmp_path / "state")
 
     async def scenario() -> None:
-        options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
-        async with started_controller(load_hosts(hosts_path), store, options) as ctl:
+        async with started_controller(load_hosts(hosts_path), store, OPTIONS) as ctl:
             await wait_for(ctl, lambda s: s.hosts and s.hosts[0].gpus and s.hosts[0].gpus[1].others, 60,
                            "the notebook seen on gpu1")
             lost.touch()
@@ -96,13 +97,11 @@ def test_gpus_that_cannot_be_read_keep_their_users_and_get_no_new_job(
 def test_a_gpu_that_falls_off_the_bus_is_no_longer_offered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     hosts_path, _, listing, _ = _switchable_box(tmp_path, monkeypatch)
     store = Store(tmp_path / "state")
-    second = RECORDING.read_text().splitlines()[1]
 
     async def scenario() -> None:
-        options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
-        async with started_controller(load_hosts(hosts_path), store, options) as ctl:
+        async with started_controller(load_hosts(hosts_path), store, OPTIONS) as ctl:
             await wait_for(ctl, lambda s: s.hosts and len(s.hosts[0].gpus) == 2, 60, "box with 2 GPUs")
-            listing.write_text("0," + second.split(",", 1)[1] + "\n")  # the driver numbers the survivor 0
+            listing.write_text(SURVIVOR)
             snap = await wait_for(ctl, lambda s: len(s.hosts[0].gpus) == 1, 30, "the lost GPU dropped")
             (gpu,) = snap.hosts[0].gpus
             assert (gpu.index, gpu.uuid) == (0, SECOND_GPU) and gpu.utilization == 97.0
@@ -123,8 +122,7 @@ def test_no_plan_gives_out_the_gpu_of_a_job_running_where_nothing_is_launched(
     store = Store(tmp_path / "state")
 
     async def scenario() -> None:
-        options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
-        async with started_controller(load_hosts(hosts_path), store, options) as ctl:
+        async with started_controller(load_hosts(hosts_path), store, OPTIONS) as ctl:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=100_000, max_gpus=1))))
             await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 90, "a running")
             lost.touch()
@@ -148,16 +146,14 @@ def test_gpus_renumbered_under_a_running_job_are_listed_again_once_it_ends(
 
     hosts_path, _, listing, _ = _switchable_box(tmp_path, monkeypatch)
     store = Store(tmp_path / "state")
-    second = RECORDING.read_text().splitlines()[1]
 
     async def scenario() -> None:
-        options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
-        async with started_controller(load_hosts(hosts_path), store, options) as ctl:
+        async with started_controller(load_hosts(hosts_path), store, OPTIONS) as ctl:
             spec = write_job(tmp_path, "a", steps=100_000, max_gpus=2)
             spec.write_text(spec.read_text().replace("min_gpus = 1", "min_gpus = 2"))
             await ctl.post(SubmitJob(str(spec)))
             await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 90, "a running")
-            listing.write_text("0," + second.split(",", 1)[1] + "\n")
+            listing.write_text(SURVIVOR)
             snap = await wait_for(ctl, lambda s: s.hosts[0].launch_blocked, 30, "launches blocked")
             assert snap.hosts[0].launch_blocked.startswith("the GPUs changed since they were listed: gpu0 gone") \
                 and "listed again once no heet job runs here" in snap.hosts[0].launch_blocked
