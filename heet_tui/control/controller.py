@@ -346,7 +346,7 @@ class Controller:
         for rec in self.store.jobs(include_terminal=False):
             job, run = rec.job, self.executor.runs.get(rec.job.id)
             if job.state not in planning.SCHEDULABLE or waits_for_profiling(self, job.id, run is not None) \
-                    or runs_elsewhere(self.cluster, self.executor.newer_copies, job.id):
+                    or runs_elsewhere(self.cluster, self.store, self.executor.newer_copies, job):
                 continue
             measured = bool(self.book.measured(job.id))
             if run is None and self.opt.profile and not (measured or job.id in unmeasured or job.spec.min_gpus > 1):

@@ -16,8 +16,10 @@ from collections.abc import Iterable
 
 from heet_tui.control.runtime import parse_agent_id
 from heet_tui.control.store import Store
+from heet_tui.core.job import Job
 
 SETTING = "newer_copy_runs"
+FIRST_SEEN = "newer_copy_unknown_jobs"  # job -> when a host first claimed a run of it, the store not having it
 KEPT = 2000  # (job, generation) pairs; the oldest go first
 
 
@@ -50,11 +52,34 @@ def highest(store: Store, job_id: str) -> int:
     return max((g for j, g in _pairs(store) if j == job_id), default=0)
 
 
-def runs_elsewhere(cluster, newer: Iterable[tuple[str, str, int]], job_id: str) -> bool:
+def note_unknown_claims(store: Store, agent_ids: Iterable[str], now: float) -> None:
+    """When a host first said it ran a job this store does not have (``agent_ids``)."""
+    seen = _first_seen(store)
+    new = {job: now for job in map(_job_of, agent_ids) if job and job not in seen and store.job(job) is None}
+    if new:
+        store.set_setting(FIRST_SEEN, json.dumps(dict(list({**seen, **new}.items())[-KEPT:])))
+
+
+def _first_seen(store: Store) -> dict[str, float]:
+    try:
+        return {str(j): float(t) for j, t in json.loads(store.setting(FIRST_SEEN) or "{}").items()}
+    except (ValueError, TypeError, AttributeError):
+        return {}
+
+
+def runs_elsewhere(cluster, store: Store, newer: Iterable[tuple[str, str, int]], job: Job) -> bool:
     """A newer copy runs the job now (``newer``: (host, agent id, generation) seen, still running
     by what the agents last said): this store does not start it as well; two runs of one job
     trained side by side, and its launch on that host was refused ("generation 2 is still running
-    here"). Once that run ends, the job is this store's to run again."""
+    here"). Once that run ends, the job is this store's to run again.
+
+    Not a run a host claimed before the job was submitted here: any agent learns the store's id,
+    and a compromised host claimed runs of names not yet submitted (``train``, ``sweep-0``), and
+    held each such job queued for good as it came."""
+    job_id = job.id
+    claimed = _first_seen(store).get(job_id)
+    if claimed is not None and claimed < job.submitted_at:
+        return False
     its = {run for run in newer if _job_of(run[1]) == job_id}
     return any(j.running and (host, j.job_id, j.generation) in its
                for host in {h for h, _, _ in its} for j in cluster.jobs(host))

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from heet_tui.cluster import RemoteJob
 from heet_tui.control.execution import Executor
-from heet_tui.control.newer_copies import remember, remembered
+from heet_tui.control.newer_copies import note_unknown_claims, remember, remembered
 from heet_tui.control.progress_reports import record_unseen_progress
 from heet_tui.control.reclaim import reclaim_left_behind
 from heet_tui.control.runtime import (
@@ -131,9 +131,12 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
                      f"{', '.join(map(str, foreign))}); plans keep off those GPUs")
     newer = {(host, v.remote.job_id, v.remote.generation) for v in verdicts if v.action == "newer"}
     remember(store, [(v.remote.job_id, v.remote.generation) for v in verdicts if v.action in ("newer", "newer-ended")])
+    note_unknown_claims(store, [v.remote.job_id for v in verdicts if v.action == "newer"], now)
     for said in sorted(newer - executor.newer_copies):
+        unknown = store.job((parse_agent_id(said[1]) or ("",))[0]) is None
         notes.append(f"{host} runs {said[1]} generation {said[2]}, which this state store never launched: a newer "
-                     f"copy of {store.dir} started it (is this one a restored backup or an old copy?). It is left "
+                     f"copy of {store.dir} started it (is this one a restored backup or an old copy?)"
+                     f"{', or the host reports a job it does not run' if unknown else ''}. It is left "
                      "running and its GPUs kept out of plans; if the newer state directory exists, stop this "
                      "controller and run heet-tui with that --state")
         store.add_event(now, "host", notes[-1], None, host)

@@ -146,3 +146,28 @@ def test_a_stale_rank_zero_claimed_by_a_host_it_never_ran_on_leaves_no_checkpoin
     asyncio.run(reconcile_host(executor, store, Fences(), "evil", (claim,), 10.0))
     assert Fences.fenced == [("evil", claim.job_id, 2)], "fenced, as any stale copy is"
     assert executor.checkpoints.left_behind() == {}, "no checkpoint of it on a host its rank 0 never ran on"
+
+
+def test_a_run_claimed_before_its_job_was_submitted_does_not_hold_the_job(tmp_path: Path) -> None:
+    """A compromised host claimed a run of "starve" (generation 7) before anyone submitted it;
+    submitted 13 s later, the job sat queued for good beside an idle GPU, "a newer copy started it"."""
+    import asyncio
+
+    from heet_tui.control.newer_copies import runs_elsewhere
+    from heet_tui.control.recovery import reconcile_host
+
+    store = Store(tmp_path / "state")
+    store.add_job(JobSpec("known", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 100)), 0.0)
+    claims = (RemoteJob("evil", rank_agent_id("starve", 0, store.store_id), 7, "running"),
+              RemoteJob("evil", rank_agent_id("known", 0, store.store_id), 7, "running"))
+
+    class Evil:
+        def jobs(self, host: str) -> tuple[RemoteJob, ...]:
+            return claims if host == "evil" else ()
+
+    executor = Executor(None, None, store, ThroughputBook(), ExecOptions())
+    asyncio.run(reconcile_host(executor, store, Evil(), "evil", claims, 10.0))
+    store.add_job(JobSpec("starve", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 100)), 23.0)
+    assert not runs_elsewhere(Evil(), store, executor.newer_copies, store.job("starve").job)
+    assert runs_elsewhere(Evil(), store, executor.newer_copies, store.job("known").job), \
+        "a job this store had when a host said a newer copy runs it is still left to that copy"
