@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from helpers import make_cluster, wait_until
+from support.script_agent import host_run_by
 
 from heet_tui.core.host import HostState
 
@@ -39,12 +40,7 @@ for line in sys.stdin:
 
 
 def test_a_malformed_event_is_left_out_and_the_host_stays_ready(tmp_path: Path, caplog) -> None:
-    fake = tmp_path / "fake-python"
-    fake.write_text(AGENT)
-    fake.chmod(0o755)
-    hosts = tmp_path / "hosts.toml"
-    hosts.write_text(f'[[hosts]]\nname = "odd"\ntransport = "local"\npython = "{fake}"\n'
-                     f'workdir = "{tmp_path / "w"}"\nemulate = {{ gpu_type = "T4", count = 1, speed = 1.0 }}\n')
+    hosts = host_run_by(tmp_path, "odd", AGENT)
     caplog.set_level(logging.WARNING, logger="heet_tui")
 
     async def scenario():

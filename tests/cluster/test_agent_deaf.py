@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers import make_cluster, wait_until
+from support.script_agent import host_run_by
 
 from heet_tui.cluster import supervisor
 from heet_tui.core.host import HostState
@@ -46,12 +47,7 @@ def test_an_agent_that_heartbeats_but_answers_nothing_is_taken_out(tmp_path: Pat
     import asyncio
 
     monkeypatch.setattr(supervisor, "PING_EVERY_S", 0.5)
-    fake = tmp_path / "deaf-python"
-    fake.write_text(DEAF_AGENT)
-    fake.chmod(0o755)
-    hosts = tmp_path / "hosts.toml"
-    hosts.write_text(f'[[hosts]]\nname = "deaf"\ntransport = "local"\npython = "{fake}"\n'
-                     f'workdir = "{tmp_path / "w"}"\nemulate = {{ gpu_type = "T4", count = 1, speed = 1.0 }}\n')
+    hosts = host_run_by(tmp_path, "deaf", DEAF_AGENT)
 
     async def scenario():
         cluster = make_cluster(hosts)

@@ -9,6 +9,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+from heet_tui.core.job import JobState
 from heet_tui.core.snapshot import Snapshot
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,16 +28,29 @@ def write_local_hosts(root: Path, hosts: list[tuple[str, str, int, float]]) -> P
 
 
 def write_job(root: Path, name: str, steps: int, max_gpus: int = 2, batch: int = 32, every: int = 20,
-              command: list[str] | None = None, extra: str = "", model: str | None = None) -> Path:
-    """A job spec; its profile class is its own (``model`` = its name) unless ``model`` makes it a twin."""
+              command: list[str] | None = None, extra: str = "", model: str | None = None,
+              own_checkpoint_dir: bool = True) -> Path:
+    """A job spec; its profile class is its own (``model`` = its name) unless ``model`` makes it a
+    twin; without ``own_checkpoint_dir`` its checkpoints are under each host's workdir."""
     argv = command or ["python3", str(TRAINING), "--checkpoint-every", str(every), "--report-every", "5"]
     quoted = ", ".join(f'"{a}"' for a in argv)
     path = root / f"{name}.toml"
+    checkpoints = f'checkpoint_dir = "{root / "ckpt" / name}"\n' if own_checkpoint_dir else ""
     path.write_text(
         f'name = "{name}"\ncommand = [{quoted}]\nenv = {{ OMP_NUM_THREADS = "1" }}\nmodel = "{model or name}"\n'
         f"batch_size = {batch}\ntarget = {{ steps = {steps} }}\nmin_gpus = 1\nmax_gpus = {max_gpus}\n"
-        f'checkpoint_dir = "{root / "ckpt" / name}"\n{extra}')
+        f"{checkpoints}{extra}")
     return path
+
+
+async def running_past(ctl, spec: Path, name: str, step: int, timeout: float) -> str:
+    """Submit ``spec`` and wait until job ``name`` runs past ``step``; the host of its rank 0."""
+    from heet_tui.core.intents import SubmitJob
+
+    await ctl.post(SubmitJob(str(spec)))
+    snap = await wait_for(ctl, lambda s: job(s, name).state is JobState.RUNNING
+                          and ctl.store.job(name).job.steps_done >= step, timeout, f"{name} past step {step}")
+    return job(snap, name).allocation.host_names[0]
 
 
 def training_with(root: Path, name: str, prelude: str) -> list[str]:

@@ -111,13 +111,12 @@ def test_a_moves_checkpoint_copy_counts_in_its_measured_start_pause(tmp_path: Pa
     """Plans weigh moves against the measured pause. The copy ran before the run's clock started,
     so however long it took, it was left out. The link is made slow here (6 s on top of the real
     local copy); the copy, the launch and the training are real."""
-    from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
+    from control_lab import job, run_and_clean, running_past, wait_for, write_job, write_local_hosts
 
     from heet_tui.control import checkpoint_hosts
     from heet_tui.control.controller import Controller, ControllerOptions
     from heet_tui.control.store import Store
     from heet_tui.core.intents import DrainHost
-    from heet_tui.core.job import JobState
 
     slow_s = 3.0
 
@@ -128,20 +127,14 @@ def test_a_moves_checkpoint_copy_counts_in_its_measured_start_pause(tmp_path: Pa
     monkeypatch.setattr(checkpoint_hosts, "copy_checkpoint", slow_copy)
     hosts = load_hosts(write_local_hosts(tmp_path, [("a", "A100", 1, 1.0), ("b", "A100", 1, 1.0)]))
     store = Store(tmp_path / "state")
-    spec = write_job(tmp_path, "mover", steps=600, max_gpus=1, every=10)
-    spec.write_text("\n".join(line for line in spec.read_text().splitlines() if not line.startswith("checkpoint_dir")))
+    spec = write_job(tmp_path, "mover", steps=600, max_gpus=1, every=10, own_checkpoint_dir=False)
     options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
 
     async def scenario() -> None:
-        from heet_tui.core.intents import SubmitJob
-
         ctl = Controller(hosts, store, options)
         await ctl.start()
         try:
-            await ctl.post(SubmitJob(str(spec)))
-            snap = await wait_for(ctl, lambda s: job(s, "mover").state is JobState.RUNNING
-                                  and store.job("mover").job.steps_done >= 30, 90, "mover past step 30")
-            first = job(snap, "mover").allocation.host_names[0]
+            first = await running_past(ctl, spec, "mover", 30, 90)
             await ctl.post(DrainHost(first))
             await wait_for(ctl, lambda s: job(s, "mover").allocation is not None and first not in
                            job(s, "mover").allocation.host_names and len(_starts(store)) >= 2, 120,
@@ -189,11 +182,11 @@ def test_a_moved_job_brings_its_checkpoint_though_its_progress_lines_never_name_
     """Seen at scale with per-host workdirs: a script whose progress lines had no "checkpoint" key
     restarted from step 0 after every move, its checkpoint left on the old host (the controller
     remembered where rank 0 ran only for jobs that had reported one)."""
-    from control_lab import job, run_and_clean, wait_for, write_local_hosts
+    from control_lab import job, run_and_clean, running_past, wait_for, write_local_hosts
 
     from heet_tui.control.controller import Controller, ControllerOptions
     from heet_tui.control.store import Store
-    from heet_tui.core.intents import DrainHost, SubmitJob
+    from heet_tui.core.intents import DrainHost
     from heet_tui.core.job import JobState
 
     script = tmp_path / "quiet.py"
@@ -208,10 +201,7 @@ def test_a_moved_job_brings_its_checkpoint_though_its_progress_lines_never_name_
         ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=True, profile=False))
         await ctl.start()
         try:
-            await ctl.post(SubmitJob(str(spec)))
-            snap = await wait_for(ctl, lambda s: job(s, "quiet").state is JobState.RUNNING
-                                  and store.job("quiet").job.steps_done >= 30, 90, "quiet past step 30")
-            first = job(snap, "quiet").allocation.host_names[0]
+            first = await running_past(ctl, spec, "quiet", 30, 90)
             await ctl.post(DrainHost(first))
             await wait_for(ctl, lambda s: job(s, "quiet").state is JobState.DONE, 120, "quiet done")
         finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -173,28 +174,37 @@ def test_a_damaged_store_is_refused_before_any_host_is_touched(tmp_path: Path) -
     asyncio.run(scenario())
 
 
-def test_a_state_directory_deleted_under_the_controller_stops_its_changes_loudly(tmp_path: Path) -> None:
-    """Deleted while it ran, the controller went on recording into the deleted file with no word,
-    while `jobs` showed an empty new store and `submit` filled it."""
-    import shutil
-
+def _damaged_under_the_controller(tmp_path: Path, damage: Callable[[Store], object], said: str) -> tuple[str, bool]:
+    """Damage the store once the controller runs; its notice that says ``said``, and whether it
+    still takes the store for writable after it."""
     hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
     store = Store(tmp_path / "state")
+    seen: list[tuple[str, bool]] = []
 
     async def scenario() -> None:
         ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, auto_approve=True, profile=False))
         await ctl.start()
         try:
             await wait_for(ctl, lambda s: s.hosts and s.hosts[0].state.value == "ready", 30, "host ready")
-            shutil.rmtree(tmp_path / "state")
-            snap = await wait_for(ctl, lambda s: any("was deleted while" in n for n in s.notices), 30,
-                                  "the notice")
-            assert "records and changes nothing from now on" in snap.notices[-1]
-            assert not ctl.store_health.writable(), "and it stays so"
+            damage(store)
+            snap = await wait_for(ctl, lambda s: any(said in n for n in s.notices), 30, "the notice")
+            seen.append((snap.notices[-1], ctl.store_health.writable()))
         finally:
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+    return seen[0]
+
+
+def test_a_state_directory_deleted_under_the_controller_stops_its_changes_loudly(tmp_path: Path) -> None:
+    """Deleted while it ran, the controller went on recording into the deleted file with no word,
+    while `jobs` showed an empty new store and `submit` filled it."""
+    import shutil
+
+    notice, writable = _damaged_under_the_controller(tmp_path, lambda store: shutil.rmtree(store.dir),
+                                                     "was deleted while")
+    assert "records and changes nothing from now on" in notice
+    assert not writable, "and it stays so"
 
 
 def test_a_store_emptied_under_the_controller_stops_its_changes_loudly(tmp_path: Path) -> None:
@@ -202,22 +212,9 @@ def test_a_store_emptied_under_the_controller_stops_its_changes_loudly(tmp_path:
     went on for minutes with no word, its writes going into the write-ahead log only."""
     import os
 
-    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
-    store = Store(tmp_path / "state")
-
-    async def scenario() -> None:
-        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, auto_approve=True, profile=False))
-        await ctl.start()
-        try:
-            await wait_for(ctl, lambda s: s.hosts and s.hosts[0].state.value == "ready", 30, "host ready")
-            os.truncate(store.path, 0)
-            snap = await wait_for(ctl, lambda s: any("was emptied (0 bytes) while" in n for n in s.notices), 30,
-                                  "the notice")
-            assert "records and changes nothing from now on" in snap.notices[-1]
-        finally:
-            await ctl.stop()
-
-    run_and_clean(scenario, tmp_path)
+    notice, _ = _damaged_under_the_controller(tmp_path, lambda store: os.truncate(store.path, 0),
+                                              "was emptied (0 bytes) while")
+    assert "records and changes nothing from now on" in notice
 
 
 def test_a_store_emptied_to_zero_bytes_is_refused_not_started_afresh(tmp_path: Path, capsys) -> None:

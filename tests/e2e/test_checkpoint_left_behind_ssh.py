@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from control.control_lab import job, wait_for, write_job
+from control.control_lab import job, running_past, wait_for, write_job
 from support.e2e import FAST
 from support.sshd import SshLab
 
@@ -22,7 +22,6 @@ from heet_tui.control import checkpoint_hosts, proposals
 from heet_tui.control import controller as controller_module
 from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.store import Store
-from heet_tui.core.intents import SubmitJob
 from heet_tui.core.job import JobState
 
 pytestmark = pytest.mark.slow
@@ -37,18 +36,14 @@ def test_a_host_back_with_a_further_checkpoint_gives_it_to_its_job(lab: SshLab, 
     emulate = {"gpu_type": "A100", "count": 1, "speed": 1.0}
     hosts = load_hosts(lab.hosts_toml([lab.entry_for(s, emulate=emulate) for s in servers], python=sys.executable))
     store = Store(tmp_path / "state")
-    spec = write_job(tmp_path, "a", steps=1_000_000, max_gpus=1, every=20)
-    spec.write_text("\n".join(line for line in spec.read_text().splitlines() if not line.startswith("checkpoint_dir")))
+    spec = write_job(tmp_path, "a", steps=1_000_000, max_gpus=1, every=20, own_checkpoint_dir=False)
     options = ControllerOptions(interval_s=0.3, auto_approve=True, cluster=FAST, profile=False, host_loss_grace_s=2.0)
 
     async def scenario() -> int:
         ctl = Controller(hosts, store, options)
         await ctl.start()
         try:
-            await ctl.post(SubmitJob(str(spec)))
-            snap = await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING
-                                  and store.job("a").job.steps_done >= 60, 120, "a past step 60")
-            first = job(snap, "a").allocation.host_names[0]
+            first = await running_past(ctl, spec, "a", 60, 120)
             cut = next(s for s in servers if s.name == first)
             cut.kill()  # its sshd and sessions: the job trains on there, cut off
             await wait_for(ctl, lambda s: store.job("a").generation >= 2 and job(s, "a").state is JobState.RUNNING

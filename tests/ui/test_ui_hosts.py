@@ -39,6 +39,26 @@ async def fill(pilot, dialog: HostFormDialog, **values: str) -> None:
     await pilot.pause()
 
 
+async def save_form_edited_meanwhile(pilot, app, backend, key: str, rows: int, path: Path, hand_edit: tuple[str, str],
+                                     **fields: str) -> None:
+    """Open host ``key``'s form, edit the file by hand meanwhile (``hand_edit``: old, new text;
+    the screen behind reads it again), fill ``fields`` and save."""
+    from ui_fakes import small_snapshot
+
+    screen = app.screen
+    await wait_for(pilot, lambda: screen.table.row_count == rows)
+    screen.table.select_key(key)
+    await pilot.press("e")
+    await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
+    form = app.screen
+    path.write_text(path.read_text().replace(*hand_edit))
+    backend.push(small_snapshot(1))
+    await pilot.pause()
+    await fill(pilot, form, **fields)
+    await pilot.press("ctrl+s")
+    await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen))
+
+
 def test_add_edit_remove_round_trip_keeps_comments(make_app, tmp_path):
     path = hosts_copy(tmp_path)
 
@@ -283,25 +303,13 @@ def test_a_file_changed_outside_the_app_is_read_again_with_the_next_update(make_
 def test_the_edit_form_writes_only_what_was_changed_in_it(make_app, backend, tmp_path):
     """Seen: a hand edit of the same host made while its form was open (the file read again
     meanwhile) was undone by the save, which wrote back every field as the form was opened."""
-    from ui_fakes import small_snapshot
-
     path = hosts_copy(tmp_path)
 
     async def scenario():
         app = make_app("hosts", hosts_path=path)
         async with app.run_test(size=SIZE) as pilot:
-            screen = app.screen
-            await wait_for(pilot, lambda: screen.table.row_count == 2)
-            screen.table.select_key("t4-1")
-            await pilot.press("e")
-            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
-            form = app.screen
-            path.write_text(path.read_text().replace('address = "10.0.0.12"', 'address = "10.0.0.99"  # moved'))
-            backend.push(small_snapshot(1))  # the screen behind reads the file again
-            await pilot.pause()
-            await fill(pilot, form, tags="x")
-            await pilot.press("ctrl+s")
-            await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen))
+            await save_form_edited_meanwhile(pilot, app, backend, "t4-1", 2, path,
+                                             ('address = "10.0.0.12"', 'address = "10.0.0.99"  # moved'), tags="x")
             text = path.read_text()
             assert 'address = "10.0.0.99"  # moved' in text, text
             assert tomllib.loads(text)["hosts"][1]["tags"] == ["x"]
@@ -312,8 +320,6 @@ def test_the_edit_form_writes_only_what_was_changed_in_it(make_app, backend, tmp
 def test_a_count_changed_in_the_form_keeps_the_speed_tuned_by_hand_meanwhile(make_app, backend, tmp_path):
     """Emulate is one field (TYPE:COUNT:SPEED): changing its count wrote the form's speed over
     the one set by hand while the form was open, under the hand edit's own comment."""
-    from ui_fakes import small_snapshot
-
     path = tmp_path / "hosts.toml"
     path.write_text('[[hosts]]\nname = "e1"\ntransport = "local"\n'
                     'emulate = { gpu_type = "V100", count = 2, speed = 0.5 }\n')
@@ -321,18 +327,8 @@ def test_a_count_changed_in_the_form_keeps_the_speed_tuned_by_hand_meanwhile(mak
     async def scenario():
         app = make_app("hosts", hosts_path=path)
         async with app.run_test(size=SIZE) as pilot:
-            screen = app.screen
-            await wait_for(pilot, lambda: screen.table.row_count == 1)
-            screen.table.select_key("e1")
-            await pilot.press("e")
-            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
-            form = app.screen
-            path.write_text(path.read_text().replace("speed = 0.5 }", "speed = 0.6 }  # hand-tuned"))
-            backend.push(small_snapshot(1))
-            await pilot.pause()
-            await fill(pilot, form, emulate="V100:1:0.5")
-            await pilot.press("ctrl+s")
-            await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen))
+            await save_form_edited_meanwhile(pilot, app, backend, "e1", 1, path,
+                                             ("speed = 0.5 }", "speed = 0.6 }  # hand-tuned"), emulate="V100:1:0.5")
             text = path.read_text()
             assert tomllib.loads(text)["hosts"][0]["emulate"] == {"gpu_type": "V100", "count": 1, "speed": 0.6}, text
             assert "# hand-tuned" in text

@@ -1,0 +1,109 @@
+"""`heet-tui hosts trust`: which hosts file it reads, and what it records for a new, a changed, a
+hashed or a system-wide key (against real sshd hosts, the `lab` fixture)."""
+
+from __future__ import annotations
+
+import subprocess
+
+from heet_tui.cluster.check_cli import run_trust
+from heet_tui.config.hosts_file import load_hosts
+
+
+def test_hosts_trust_without_hosts_uses_the_file_the_states_controller_runs_on(lab, capsys, monkeypatch, tmp_path):
+    """The hint ("heet-tui hosts trust gamma") came from a controller run with --hosts F; run as
+    printed, it read the default file and said 'local.toml: no host named "gamma"'."""
+    from heet_tui.cli.main import main
+    from heet_tui.control.store import Store
+
+    monkeypatch.delenv("HEET_HOSTS", raising=False)
+    newcomer = lab.add_host("newcomer", trusted=False)
+    path = lab.hosts_toml([lab.entry_for(newcomer)])
+    Store(tmp_path / "state").set_setting("hosts_path", str(path))  # as a controller records it
+    assert main(["--state", str(tmp_path / "state"), "hosts", "trust", "newcomer", "--yes"]) == 0
+    assert "SHA256:" in capsys.readouterr().out
+    assert main(["--state", str(tmp_path / "elsewhere"), "hosts", "trust", "newcomer", "--yes"]) == 2
+    assert 'no host named "newcomer"' in capsys.readouterr().err
+    assert not (tmp_path / "elsewhere").exists(), "asking created no state"
+
+
+def test_yes_never_replaces_a_changed_key_and_fingerprint_does_only_for_that_key(lab, capsys):
+    """`hosts trust NAME --yes` replaced a changed key (what a man-in-the-middle looks like) with exit 0."""
+    other, host = lab.add_host("other"), lab.add_host("reinstalled", trusted=False)
+    impostor = other.host_public.split()
+    with open(lab.known_hosts, "a") as fh:
+        fh.write(f"[{host.address}]:{host.port} {impostor[0]} {impostor[1]}\n")
+    before = lab.known_hosts.read_text()
+    hosts = load_hosts(lab.hosts_toml([lab.entry_for(host)]))
+    assert run_trust(hosts, "reinstalled", assume_yes=True) == 1
+    said = capsys.readouterr().out
+    assert "the key CHANGED" in said and "Refused: --yes does not replace a changed key" in said
+    offered = said.split("heet-tui hosts trust reinstalled --fingerprint ")[1].split()[0]
+    assert lab.known_hosts.read_text() == before
+    assert run_trust(hosts, "reinstalled", assume_yes=False, fingerprint="SHA256:" + "A" * 43) == 1
+    assert lab.known_hosts.read_text() == before, "another fingerprint: refused"
+    said = capsys.readouterr().out
+    assert "not the fingerprint you gave (SHA256:AAAA" in said and "--yes" not in said, "it was not given"
+    assert run_trust(hosts, "reinstalled", assume_yes=False, fingerprint=offered) == 0
+    assert "Recorded in" in capsys.readouterr().out and lab.known_hosts.read_text() != before
+
+
+def test_trusting_a_changed_key_replaces_the_old_one_hashed_or_listed(lab, capsys):
+    """The old key stayed beside the new one when its line was hashed (ssh-keygen -H) or named
+    the host among others, and both keys were accepted."""
+    other, host = lab.add_host("other"), lab.add_host("reinstalled", trusted=False)
+    impostor = other.host_public.split()
+    pattern = f"[{host.address}]:{host.port}"
+    with open(lab.known_hosts, "a") as fh:
+        fh.write(f"{pattern} {impostor[0]} {impostor[1]}\n")
+    subprocess.run(["ssh-keygen", "-H", "-f", str(lab.known_hosts)], check=True, capture_output=True)
+    with open(lab.known_hosts, "a") as fh:
+        fh.write(f"{pattern},10.9.9.9 {impostor[0]} {impostor[1]}\n")
+    assert lab.known_hosts.read_text().count(impostor[1]) == 3, "the other host's, the hashed line, the list"
+    hosts = load_hosts(lab.hosts_toml([lab.entry_for(host)]))
+    fingerprint = subprocess.run(["ssh-keygen", "-l", "-E", "sha256", "-f", f"{host.host_key}.pub"], check=True,
+                                 capture_output=True, text=True).stdout.split()[1]
+    assert run_trust(hosts, "reinstalled", assume_yes=False, fingerprint=fingerprint) == 0
+    assert "the key CHANGED" in capsys.readouterr().out
+    text = lab.known_hosts.read_text()
+    assert text.count(impostor[1]) == 1, f"the other host's own key only: {text}"
+    assert f"{pattern} {host.host_public.split()[0]} {host.host_public.split()[1]}" in text
+
+
+def test_a_fingerprint_that_is_not_the_hosts_is_refused_at_first_contact_too(lab, capsys):
+    """It asked "Trust it?" after printing the other key, and an admin who had passed the key they
+    checked answered y; without a terminal it said to pass --yes."""
+    host = lab.add_host("fresh", trusted=False)
+    before = lab.known_hosts.read_text()
+    hosts = load_hosts(lab.hosts_toml([lab.entry_for(host)]))
+    assert run_trust(hosts, "fresh", assume_yes=False, fingerprint="SHA256:" + "B" * 43) == 1
+    said = capsys.readouterr().out
+    assert "Refused: that is not the fingerprint you gave (SHA256:BBBB" in said and "pass --yes" not in said
+    assert lab.known_hosts.read_text() == before
+
+
+def test_hosts_check_names_the_hosts_file_in_the_trust_command_it_prints(lab, capsys):
+    """Run as printed, "heet-tui hosts trust NAME" read the default hosts file: "no host named NAME"."""
+    from heet_tui.cli.main import main
+
+    newcomer = lab.add_host("newcomer", trusted=False)
+    path = lab.hosts_toml([lab.entry_for(newcomer)])
+    assert main(["hosts", "check", "--hosts", str(path)]) == 1
+    said = capsys.readouterr().out
+    assert f"then run: heet-tui hosts trust newcomer --hosts {path}\n" in said, said
+
+
+def test_a_key_the_systems_known_hosts_holds_otherwise_is_a_changed_key_and_yes_does_not_take_it(lab, capsys):
+    """GlobalKnownHostsFile (by default /etc/ssh/ssh_known_hosts) was not read: a key OpenSSH calls
+    CHANGED was taken as merely unknown, and `hosts trust --yes` recorded it."""
+    from heet_tui.cluster.loopback_sshd import _keygen
+
+    host = lab.add_host("site", trusted=False)
+    kind, blob = _keygen(lab.root / "distributed_key").split()[:2]  # the key the site hands out
+    (lab.root / "global_known_hosts").write_text(f"[{host.address}]:{host.port} {kind} {blob}\n")
+    lab.write_ssh_config(lab.user_key, extra=f"Host *\n  GlobalKnownHostsFile {lab.root / 'global_known_hosts'}\n")
+    before = lab.known_hosts.read_text()
+    hosts = load_hosts(lab.hosts_toml([lab.entry_for(host)]))
+    assert run_trust(hosts, "site", assume_yes=True) == 1
+    said = capsys.readouterr().out
+    assert "the key CHANGED" in said and "Refused: --yes does not replace a changed key" in said
+    assert lab.known_hosts.read_text() == before
