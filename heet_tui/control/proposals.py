@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from heet_tui.control import planning
 from heet_tui.control.waiting import PlanMade
+from heet_tui.core.gpu import type_allowed
 from heet_tui.core.job import LEFT_QUEUED, JobState
 from heet_tui.core.sched_input import ClusterView
 from heet_tui.scheduling.problem import missing_pins
@@ -46,7 +47,10 @@ def out_of_reach_edits(inputs: list[planning.JobInput], cluster: ClusterView) ->
     out = {}
     for job in inputs:
         missing_type, missing = missing_pins(job.constraints, types, names)
-        if missing_type is not None:
+        pinned = job.constraints.pinned_type
+        if pinned is not None and not type_allowed(pinned, job.gpu_types):  # the spec changed since
+            out[job.id] = f"your edit pins it to {pinned}, which its spec leaves out (gpu_types: {', '.join(job.gpu_types)})"
+        elif missing_type is not None:
             out[job.id] = f"your edit pins it to {missing_type}, which no ready host has now"
         elif missing:
             out[job.id] = f"your edit pins it to {', '.join(missing)}, not ready now"

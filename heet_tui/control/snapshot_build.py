@@ -85,7 +85,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
             restart_s=cost_of(job.id, restart_cost, ctl.book.class_mates(job.id), None,
                               ended_cost.get((job.spec.model, job.spec.batch_size))),
             ended_at=job.ended_at, metrics=job.metrics, spec_file=rec.spec_file,
-            edit=edits.get(job.id, Constraints()),
+            edit=edits.get(job.id, Constraints()), gpu_types=job.spec.gpu_types,
         ))
         if not job.state.terminal or job.id in recent_done:
             profiles.append(_profile(ctl, job.id, job.spec, hosts))

@@ -91,6 +91,7 @@ class JobView:
     statistical_efficiency: float = 1.0
 
     def allows(self, gpu_type: str) -> bool:
-        if self.constraints.pinned_type is not None:
-            return gpu_type == self.constraints.pinned_type
-        return type_allowed(gpu_type, self.gpu_types)
+        """An edit narrows what the spec allows, never widens it: a job written for T4s was
+        tweaked onto an A100 and ran there."""
+        pinned = self.constraints.pinned_type
+        return (pinned is None or gpu_type == pinned) and type_allowed(gpu_type, self.gpu_types)

@@ -60,6 +60,7 @@ class JobStatus:
     metrics: tuple[tuple[str, float], ...] = ()  # the latest loss, accuracy, ... it reported (core/metrics.py)
     spec_file: str = ""  # the file its spec was last read from (submit or update); "" when not known
     edit: Constraints = Constraints()  # what the user fixed for it on the Plan screen (until dropped)
+    gpu_types: tuple[str, ...] = ()  # the types its spec allows (empty: any); an edit picks among them
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from heet_tui.core.allocation import Allocation
+from heet_tui.core.gpu import type_allowed
 from heet_tui.core.sched_input import ClusterView, Constraints, JobView
 
 # A job whose remaining work is unknown is assumed to need at least this much one-GPU time:
@@ -282,7 +283,10 @@ def _check_job(job: JobView, types: tuple[str, ...], hosts: frozenset[str]) -> N
         raise ValueError(f"job {job.id!r}: pinned GPU type {missing_type!r} is not in the cluster "
                          f"(types: {', '.join(types) or 'none'})")
     if missing:
-        raise ValueError(f"job {job.id!r}: pinned hosts {missing} are not in the cluster")
+        raise ValueError(f"job {job.id!r}: pinned hosts {missing} are not among the hosts ready now")
+    if c.pinned_type is not None and not type_allowed(c.pinned_type, job.gpu_types):
+        raise ValueError(f"job {job.id!r}: pinned GPU type {c.pinned_type!r} is not one its spec allows "
+                         f"(gpu_types: {', '.join(job.gpu_types)})")
 
 
 def missing_pins(c: Constraints, types: Collection[str], hosts: Collection[str]) -> tuple[str | None, list[str]]:

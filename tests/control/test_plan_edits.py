@@ -165,3 +165,38 @@ def test_a_warning_at_submit_from_the_tui_is_kept_with_the_job(tmp_path: Path) -
     assert '"train.py" is not beside first.toml' in said
     (kept,) = [e.message for e in store.events("first", limit=20) if e.kind == "warning"]
     assert kept.startswith('at submit: "train.py" is not beside first.toml') and kept[len("at submit: "):] in said
+
+
+def test_an_edit_cannot_put_a_job_on_a_type_its_spec_leaves_out_and_an_old_one_sets_it_aside(
+        tmp_path: Path) -> None:
+    """Seen: a T4-only job tweaked onto the A100 host was started there. An edit made before its
+    spec was narrowed (``heet-tui update``) must not stop the other jobs being planned either."""
+    from heet_tui.control.user_constraints import set_user_constraints
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 1, 1.0), ("slow", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    a100 = Constraints(pinned_type="A100")
+
+    async def scenario() -> None:
+        async with manual_controller(hosts, store) as ctl:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "t4only", steps=2000, max_gpus=1,
+                                                   extra='gpu_types = ["T4"]\n'))))
+            snap = await wait_for(ctl, lambda s: s.plan_id is not None, 30, "a plan")
+            assert next(j for j in snap.jobs if j.id == "t4only").gpu_types == ("T4",), "what the dialog offers"
+            with pytest.raises(ValueError, match="pinned GPU type 'A100' is not one its spec allows"):
+                await ctl.post(EditJob(snap.plan_id, "t4only", a100))
+            assert user_constraints(store) == {}
+            with pytest.raises(ValueError, match="not one its spec allows"):
+                await ctl.preview(EditJob(snap.plan_id, "t4only", a100))
+
+            set_user_constraints(store, "t4only", a100)  # made before the spec said T4 only
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "free", steps=2000, max_gpus=1))))
+            snap = await wait_for(ctl, lambda s: s.plan is not None and "free" in s.plan.allocations
+                                  and "t4only" not in s.plan.allocations, 60, "a plan for the other job")
+            assert not any("planning:" in n for n in snap.notices), snap.notices
+            snap = await wait_for(ctl, lambda s: "leaves out" in job(s, "t4only").message, 30, "why it waits")
+            assert job(snap, "t4only").message == (
+                "left queued: your edit pins it to A100, which its spec leaves out (gpu_types: T4); "
+                "it waits for it (d on the Jobs screen drops the edit)")
+
+    asyncio.run(scenario())

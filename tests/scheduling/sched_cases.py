@@ -55,11 +55,12 @@ def rounds(draw, max_hosts: int = 6, max_jobs: int = 10) -> tuple[ClusterView, l
                 taken.update((h.name, g) for g in gpus)
                 current = Allocation.of(f"j{j}", h.gpu_type, {h.name: gpus})
         c = Constraints()
+        allowed = tuple(draw(st.lists(st.sampled_from(types), max_size=2, unique=True)))
         pick = draw(st.integers(0, 9))
         if pick == 0:
             c = Constraints(held=True)
         elif pick == 1:
-            c = Constraints(pinned_type=draw(st.sampled_from(types)))
+            c = Constraints(pinned_type=draw(st.sampled_from(allowed or types)))  # an edit narrows the spec
         elif pick == 2:
             c = Constraints(fixed_count=draw(st.integers(1, 4)))
         elif pick == 3:
@@ -67,8 +68,7 @@ def rounds(draw, max_hosts: int = 6, max_jobs: int = 10) -> tuple[ClusterView, l
         remaining = draw(st.one_of(st.none(), st.floats(1e2, 1e7)))
         jobs.append(JobView(
             f"j{j}", lo, hi, curve(scale=draw(st.floats(0.2, 5.0)), serial=draw(st.floats(0.0, 0.3))),
-            gpu_types=tuple(draw(st.lists(st.sampled_from(types), max_size=2, unique=True))),
-            current=current, remaining_samples=remaining, restart_cost_s=draw(st.floats(0, 300)),
+            gpu_types=allowed, current=current, remaining_samples=remaining, restart_cost_s=draw(st.floats(0, 300)),
             age_s=draw(st.floats(0, 1e5)), attained_gpu_s=draw(st.floats(0, 1e5)),
             priority=draw(st.integers(-1, 1)), constraints=c,
             requested_gpus=draw(st.one_of(st.none(), st.integers(lo, hi)))))

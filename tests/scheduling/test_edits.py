@@ -34,3 +34,13 @@ def test_impossible_edit_leaves_the_job_waiting() -> None:
     p = replan_with_edit(make_policy("heet"), CLUSTER, JOBS, 0.0, "y", Constraints(pinned_type="T4", fixed_count=6,
                                                                                     pinned_hosts=("t1",)))
     assert "y" not in p.allocations
+
+
+@pytest.mark.parametrize("name", ["heet", "heet-lookahead", "goodput-mip", "srtf"])
+def test_an_edit_narrows_the_types_a_spec_allows_and_never_widens_them(name) -> None:
+    """Seen: a job whose spec says gpu_types = ["T4"] was tweaked onto an A100, and ran there."""
+    t4_only = [JOBS[0], job("y", hi=4, work=2e6, gpu_types=("T4",))]
+    with pytest.raises(ValueError, match=r"job 'y': pinned GPU type 'A100' is not one its spec allows \(gpu_types: T4\)"):
+        replan_with_edit(make_policy(name), CLUSTER, t4_only, 0.0, "y", Constraints(pinned_type="A100"))
+    p = replan_with_edit(make_policy(name), CLUSTER, t4_only, 0.0, "y", Constraints(fixed_count=2))
+    assert p.allocations["y"].gpu_type == "T4"

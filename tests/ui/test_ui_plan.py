@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from textual.widgets import Input, Label, Static
-from ui_fakes import small_snapshot
+from ui_fakes import small_snapshot, with_job
 from ui_support import SIZE, open_tweak, run, wait_for
 
 from heet_tui.core.intents import ApprovePlan, EditJob, RejectPlan, Replan, SetAutoApprove
@@ -93,6 +93,22 @@ def test_tweak_re_predicts_while_editing_and_applies_the_edit(make_app, backend)
             await wait_for(pilot, lambda: any(isinstance(i, EditJob) for i in backend.posted))
             edit = backend.posted[-1]
             assert edit.job_id == "j1" and edit.plan_id == 7 and edit.constraints.fixed_count == 4
+
+    run(scenario())
+
+
+def test_the_tweak_offers_only_the_gpu_types_the_jobs_spec_allows(make_app, backend):
+    """Seen: a job whose spec says T4 only was offered (and put on) the A100s."""
+    from textual.widgets import Select
+
+    backend.current = with_job(small_snapshot(), "j1", gpu_types=("a100",))  # specs match types ignoring case
+
+    async def scenario():
+        app = make_app("plan")
+        async with app.run_test(size=SIZE) as pilot:
+            dialog = await open_tweak(pilot, app)
+            offered = [value for _, value in dialog.query_one("#type", Select)._options if isinstance(value, str)]
+            assert offered == ["A100"], offered
 
     run(scenario())
 

@@ -7,6 +7,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
+from heet_tui.core.gpu import type_allowed
 from heet_tui.core.intents import ApprovePlan, EditJob, RejectPlan, Replan, SetAutoApprove
 from heet_tui.core.snapshot import Snapshot
 from heet_tui.ui.dialogs.tweak import TweakDialog
@@ -93,7 +94,8 @@ class PlanScreen(SnapshotScreen):
         if job is None:
             self.notify(f"{job_id} is no longer in the queue", severity="warning")
             return
-        types = tuple(sorted({h.gpu_type for h in snap.hosts if h.gpu_type}))
+        # only what its spec allows: an edit narrows the spec's gpu_types, it cannot widen them
+        types = tuple(sorted({h.gpu_type for h in snap.hosts if h.gpu_type and type_allowed(h.gpu_type, job.gpu_types)}))
         dialog = TweakDialog(snap.plan_id, job, types, snap.plan.allocations.get(job_id), snap.plan.effect,
                              job.edit)
 
