@@ -143,7 +143,7 @@ class Executor:
         except CopyWaiting as exc:
             raise StepFailed(str(exc)) from None
         generation = self.store.next_generation(job_id, past=highest(self.store, job_id))  # newer_copies.py
-        port = choose_master_port(job_id, generation, entries[alloc.hosts[0][0]])
+        port = choose_master_port(job_id, generation, entries[alloc.hosts[0][0]], self.store.store_id)
         specs = plan_launch(job_id, rec.job.spec, alloc, generation, entries, port, owner=self.store.store_id,
                             stop_grace_s=grace_s(rec.job.spec, self.opt.stop_grace_s),
                             reported_checkpoint=rec.checkpoint, address_of=getattr(self.cluster, "reachable_address", None))

@@ -30,7 +30,13 @@ OUT = "its host"  # how the message of a job whose host is out begins
 LOST_STATES = tuple(s for s in HostState if s not in (HostState.READY, HostState.CONNECTING))
 
 
-COPY_REFUSAL = "another heet-tui controller of the same state store"  # remote/takeover.py's refusal
+# remote/takeover.py's refusals: a controller of a copy of this store, or of another store
+# sharing the agent's workdir, serves the host; this store's jobs there run on under it
+SERVED_ELSEWHERE = "managed by another heet-tui controller"
+
+
+def served_elsewhere(why: str) -> bool:
+    return SERVED_ELSEWHERE in why
 
 
 @dataclass
@@ -51,10 +57,11 @@ class HostLossGrace:
 
     def expired(self, now: float) -> list[tuple[str, str]]:
         """Hosts out for longer than the grace period, with why; they are no longer held. A host
-        refused because a controller of a copy of this store serves it is held for good: its jobs
-        run there under that controller (counted lost, they were relaunched here as duplicates)."""
+        refused because another controller serves it (of a copy of this store, or of another
+        store in the same workdir) is held for good: its jobs run on there (counted lost, they
+        were relaunched elsewhere, and the originals fenced once the host was back)."""
         out = [(host, why) for host, (at, why) in sorted(self.since.items())
-               if now - at >= self.grace_s and COPY_REFUSAL not in why]
+               if now - at >= self.grace_s and not served_elsewhere(why)]
         for host, _ in out:
             del self.since[host]
         return out
@@ -68,8 +75,11 @@ class HostLossGrace:
         out = sorted(hosts & set(self.since))
         if not out:
             return None
+        why = self.since[out[0]][1]
+        if all(served_elsewhere(self.since[h][1]) for h in out):
+            return f"its host {', '.join(out)} is out ({why}); it keeps its GPUs until that controller stops"
         left = max(0.0, self.grace_s - (now - min(self.since[h][0] for h in out)))
-        return (f"its host {', '.join(out)} is out ({self.since[out[0]][1]}); it keeps its GPUs for {left:.0f} s "
+        return (f"its host {', '.join(out)} is out ({why}); it keeps its GPUs for {left:.0f} s "
                 "more in case the host comes back with it still running")
 
 
@@ -79,13 +89,14 @@ def say_host_out(store: Store, runs: Iterable[Run], host: str, why: str, now: fl
     2xT4" with a frozen step count; and the event went to no job, so ``jobs NAME`` never named
     the host that stopped it."""
     until = time.strftime("%H:%M:%S", time.localtime(now + grace_s))
-    store.add_event(now, "host", f"host {host} is out ({why}); its jobs keep their GPUs for {grace_s:g} s in case "
-                    "it comes back", None, host)
+    held = "until that controller stops" if served_elsewhere(why) else f"for {grace_s:g} s in case it comes back"
+    store.add_event(now, "host", f"host {host} is out ({why}); its jobs keep their GPUs {held}", None, host)
     for run in runs:
         on_it = not run.profiling and any(r.host == host and not r.exited for r in run.ranks.values())
         rec = store.job(run.job_id) if on_it else None
         if rec is not None and rec.job.state is JobState.RUNNING:
-            note = f"{OUT} {host} is out ({why}); it keeps its GPUs until {until} in case the host comes back"
+            note = (f"{OUT} {host} is out ({why}); it keeps its GPUs " + ("until that controller stops (it may "
+                    "train on there meanwhile)" if served_elsewhere(why) else f"until {until} in case the host comes back"))
             store.set_state(run.job_id, JobState.RUNNING, now, note)
             store.add_event(now, "host", f"{run.job_id}: {note}", run.job_id, host)
 

@@ -71,19 +71,21 @@ def master_address(host: HostEntry, one_host: bool, reachable: str | None = None
     return reachable or host.address
 
 
-def choose_master_port(job_id: str, generation: int, first: HostEntry) -> int:
+def choose_master_port(job_id: str, generation: int, first: HostEntry, owner: str = "") -> int:
     """A free port on the first host.
 
     For this machine (local transport or a loopback address) the OS picks one. For a remote
-    host the agent offers no port probe, so the port is derived from (job, generation) inside
-    a range kept clear of the ephemeral ports; a clash makes rank 0 fail to bind, which is a
-    crash, and the retry comes with a new generation and therefore a new port.
+    host the agent offers no port probe, so the port is derived from (state store, job,
+    generation) inside a range kept clear of the ephemeral ports; a clash makes rank 0 fail to
+    bind, which is a crash, and the retry comes with a new generation and therefore a new port.
+    The store counts: two users' jobs named "train" both reached generation 2 on one host, and
+    each crashed the other at the same port.
     """
     if first.transport == "local" or first.address in LOOPBACK:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             return int(s.getsockname()[1])
-    digest = int(hashlib.sha256(f"{job_id}/{generation}".encode()).hexdigest()[:8], 16)
+    digest = int(hashlib.sha256(f"{owner}/{job_id}/{generation}".encode()).hexdigest()[:8], 16)
     return PORT_RANGE[0] + digest % (PORT_RANGE[1] - PORT_RANGE[0])
 
 

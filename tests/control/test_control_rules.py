@@ -68,7 +68,7 @@ def test_each_profiling_run_has_a_scratch_checkpoint_dir_of_its_own() -> None:
     assert "/w/checkpoints/cnn" not in {e["HEET_CHECKPOINT_DIR"] for e in runs}, "never the job's own"
 
 
-def test_master_port_is_free_locally_and_varies_by_generation_remotely() -> None:
+def test_master_port_is_free_locally_and_varies_by_generation_and_store_remotely() -> None:
     local = HostEntry("l", "localhost", transport="local")
     port = choose_master_port("cnn", 1, local)
     import socket
@@ -77,6 +77,8 @@ def test_master_port_is_free_locally_and_varies_by_generation_remotely() -> None
         s.bind(("127.0.0.1", port))  # it really is free
     remote = HostEntry("r", "gpu7.example.org")
     assert choose_master_port("cnn", 1, remote) != choose_master_port("cnn", 2, remote)
+    # two users' stores, each with a job "cnn" at generation 1 on one host: not the same port
+    assert len({choose_master_port("cnn", 1, remote, owner) for owner in ("alice-store", "bob-store")}) == 2
     assert target_env(JobSpec("e", ("x",), "m", 8, Target(TargetKind.EPOCHS, 1.5), dataset_samples=100), 45) == {
         "HEET_BATCH_SIZE": "8", "HEET_TARGET_EPOCHS": "1.5", "HEET_DATASET_SAMPLES": "100", "HEET_STOP_GRACE": "45"}
 
