@@ -66,6 +66,13 @@ class _LocalDir:
         return sorted(p.name for p in self.path.iterdir()
                       if p.is_file() and not p.is_symlink() and not p.name.endswith(SKIP_SUFFIXES))
 
+    async def stats(self) -> dict[str, tuple[int, int]]:
+        out = {}
+        for name in await self.files():
+            st = (self.path / name).stat()
+            out[name] = (st.st_size, int(st.st_mtime))
+        return out
+
     async def chunks(self, name: str) -> AsyncIterator[bytes]:
         with open(self.path / name, "rb") as fh:
             while data := await asyncio.to_thread(fh.read, CHUNK):
@@ -117,6 +124,13 @@ class _SftpDir:
         names = [n for n in listing if n not in (".", "..") and "/" not in n and not n.endswith(SKIP_SUFFIXES)]
         return sorted([n for n in names if await self.sftp.isfile(f"{self.path}/{n}")
                        and not await self.sftp.islink(f"{self.path}/{n}")])
+
+    async def stats(self) -> dict[str, tuple[int, int]]:
+        out = {}
+        for name in await self.files():
+            attrs = await self.sftp.stat(f"{self.path}/{name}")
+            out[name] = (int(attrs.size or 0), int(attrs.mtime or 0))
+        return out
 
     async def chunks(self, name: str) -> AsyncIterator[bytes]:
         async with self.sftp.open(f"{self.path}/{name}", "rb") as fh:
@@ -207,6 +221,34 @@ async def copy_checkpoint(src: HostEntry, src_dir: str, dst: HostEntry, dst_dir:
     except Exception as exc:  # noqa: BLE001 - asyncssh, OS and cluster errors all mean "could not copy"
         raise CopyFailed(f"copying the checkpoint {src.name}:{src_dir} -> {dst.name}:{dst_dir} failed: "
                          f"{exc}") from None
+    finally:
+        for side in opened:
+            with contextlib.suppress(Exception):
+                await side.close()
+
+
+async def sees_same_files(src: HostEntry, dst: HostEntry, directory: str, ssh_config: Path | None = None,
+                          options: ClusterOptions | None = None) -> bool | None:
+    """Whether ``dst`` finds in ``directory`` every checkpoint file ``src`` has there, of the same
+    size and time; None when one of them cannot be read (then the hosts file is taken at its word).
+
+    ``shared_fs = true`` is the hosts file's default, and hosts that were not one filesystem read
+    a directory of the same name each: a job moved by a drain restarted from step 10 on the new
+    host while its checkpoint at step 1,043 sat on the old one."""
+    options = options or ClusterOptions()
+    opened: list[_LocalDir | _SftpDir] = []
+    try:
+        source = await _open(src, directory, ssh_config, options)
+        opened.append(source)
+        theirs = await source.stats()
+        if not theirs:
+            return True  # nothing to find
+        target = await _open(dst, directory, ssh_config, options)
+        opened.append(target)
+        ours = await target.stats()
+        return all(ours.get(name) == stat for name, stat in theirs.items())
+    except Exception:  # noqa: BLE001 - asyncssh, OS and cluster errors all mean "cannot tell"
+        return None
     finally:
         for side in opened:
             with contextlib.suppress(Exception):

@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 
 from heet_tui.config.hosts_file import HostEntry
-from heet_tui.control.checkpoint_copy import CopyFailed, copy_checkpoint, needs_copy
+from heet_tui.control.checkpoint_copy import CopyFailed, copy_checkpoint, needs_copy, sees_same_files
 from heet_tui.control.checkpoint_dirs import HOSTS_SETTING
 from heet_tui.control.launch import checkpoint_dir
 from heet_tui.control.store import Store
@@ -32,6 +32,7 @@ class CheckpointHosts:
         self._waiting: set[str] = set()  # jobs told they wait for the host with their checkpoint
         self._copy_failed: dict[str, float] = {}  # job -> when bringing its checkpoint first failed
         self.reclaiming: dict[str, tuple[str, int]] = {}  # job -> (host, step) its next launch resumes from
+        self._said_unshared: set[tuple[str, str]] = set()  # (from, to) hosts found not to share a filesystem
 
     def out_of_reach(self, job_id: str, out: set[str], entries: Iterable[HostEntry]) -> str | None:
         """The host that alone holds the job's checkpoint, while it is out within its grace period:
@@ -69,6 +70,22 @@ class CheckpointHosts:
         if kept.pop(job_id, None) is not None:
             self.store.set_setting(LEFT_BEHIND, json.dumps(kept))
 
+    async def _shared_in_name_only(self, job_id: str, src: HostEntry, dst: HostEntry, directory: str,
+                                   ssh_config, cluster_options) -> bool:
+        """Hosts the hosts file says share a filesystem, where ``dst`` does not see the checkpoint
+        ``src`` wrote: it is copied, and the hosts file's error is said (once per pair and run)."""
+        if src.name == dst.name or (src.transport == "local" and dst.transport == "local"):
+            return False
+        if await sees_same_files(src, dst, directory, ssh_config, cluster_options) is not False:
+            return False
+        if (src.name, dst.name) not in self._said_unshared:
+            self._said_unshared.add((src.name, dst.name))
+            self.store.add_event(self.clock(), "warning", f"{job_id}: {dst.name} does not see the checkpoint "
+                                 f"{src.name} wrote in {directory}, though the hosts file says they share a "
+                                 "filesystem (shared_fs, true unless set): copied; set shared_fs = false for "
+                                 "hosts that do not share one", job_id, dst.name)
+        return True
+
     def _hosts(self) -> dict[str, str]:
         return json.loads(self.store.setting(SETTING) or "{}")
 
@@ -89,7 +106,8 @@ class CheckpointHosts:
         src_dir = checkpoint_dir(job_id, spec, src, store_id, reported)
         dst_dir = checkpoint_dir(job_id, spec, dst, store_id, reported)
         if not needs_copy(src, dst, src_dir, dst_dir):
-            return
+            if not await self._shared_in_name_only(job_id, src, dst, src_dir, ssh_config, cluster_options):
+                return
         began = self.clock()
         try:
             done = await copy_checkpoint(src, src_dir, dst, dst_dir, ssh_config, cluster_options)
