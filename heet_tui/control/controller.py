@@ -108,7 +108,7 @@ class Controller:
         self.rejected: set[str] = set()
         self.pending_basis: str | None = None  # what the pending plan was made from (proposals.py)
         self._host_seen: dict[str, HostState] = {}  # each host's state in its last event (_wakes)
-        self.failed_plans: dict[str, float] = {}  # signature -> when applying it last failed
+        self.failed_plans: dict[str, tuple[float, str]] = {}  # signature -> when applying it last failed, why
         self.applying: asyncio.Task | None = None
         self.notices = Notices()
         self.store_health = StoreHealth(store, self.clock, self.notices)
@@ -318,11 +318,11 @@ class Controller:
     async def _apply(self, plan_id: int) -> None:
         try:
             self.notices.append(await apply_plan(self.executor, self.store, plan_id, self.clock))
-            if any(step.status == "failed" for step in self.store.steps(plan_id)):
-                now = self.clock()
-                self.failed_plans = {sig: at for sig, at in self.failed_plans.items()
-                                     if now - at < RETRY_FAILED_PLAN_S}  # only recent failures matter
-                self.failed_plans[planning.signature(self.store.plan(plan_id).plan)] = now
+            if failed := [step for step in self.store.steps(plan_id) if step.status == "failed"]:
+                now = self.clock()  # only recent failures matter; the job's row says why meanwhile
+                self.failed_plans = {sig: f for sig, f in self.failed_plans.items() if now - f[0] < RETRY_FAILED_PLAN_S}
+                self.failed_plans[planning.signature(self.store.plan(plan_id).plan)] = (
+                    now, f"{failed[0].change.job_id}: {failed[0].message}")
         except Exception as exc:
             log.exception("applying plan %d", plan_id)
             self.store.set_plan_status(plan_id, "failed", self.clock())

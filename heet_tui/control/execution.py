@@ -31,6 +31,7 @@ from heet_tui.control.profiling_rounds import finish_profiling_run, profiling_me
 from heet_tui.control.restart_costs import start_seconds, stop_seconds
 from heet_tui.control.runtime import (
     LAUNCH_REFUSED,
+    NOT_LAUNCHED,
     Outcome,
     RankProc,
     Run,
@@ -187,7 +188,7 @@ class Executor:
                 self._rank_exited(rank, 127, None, f"{LAUNCH_REFUSED}: {exc}")
             if rank.exited:  # no point starting more ranks of a run that cannot form
                 for rest in specs[s.rank + 1:]:
-                    self._rank_exited(run.ranks[rest.rank], None, None, "lost: not launched")
+                    self._rank_exited(run.ranks[rest.rank], None, None, NOT_LAUNCHED)
                 self._spawn(self.stop_run(run, None))
                 return
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from heet_tui.control.crashed_sizes import save_crashed_sizes
 from heet_tui.control.drains import set_drained
-from heet_tui.control.runtime import Run
+from heet_tui.control.runtime import LAUNCH_REFUSED, Run
 from heet_tui.core.gpu import type_allowed
 from heet_tui.core.host import HostState
 from heet_tui.core.job import JobState
@@ -79,6 +79,9 @@ class HostHealth:
     def crashed(self, run: Run, job_class: JobClass | None, why: str, at: float,
                 crashed_size: tuple[str, int] | None) -> None:
         hosts = run.alloc.host_names
+        refused = sorted({r.host for r in run.ranks.values() if (r.reason or "").startswith(LAUNCH_REFUSED)})
+        if len(hosts) > 1 and len(refused) == 1:
+            hosts = tuple(refused)  # its agent would not start the rank there: the fault is that host's
         if run.reports > 0 or len(hosts) != 1 or job_class is None:
             return  # it ran, or the fault could be on any of its hosts
         size = (run.alloc.gpu_type, run.alloc.num_gpus)

@@ -22,7 +22,7 @@ import logging
 from heet_tui.cluster.aio import cancel_and_wait
 from heet_tui.cluster.gpu_users import users_of
 from heet_tui.control.execution import Executor, StepFailed
-from heet_tui.control.runtime import gpus_held
+from heet_tui.control.runtime import gpus_held, judge
 from heet_tui.control.store import Store
 from heet_tui.control.store_records import StepRecord
 from heet_tui.core.job import JobState
@@ -63,8 +63,8 @@ async def execute_change(executor: Executor, store: Store, change: Change, now: 
     if rec is None or rec.job.state.terminal:  # it may have finished while stopping
         return "skipped: the job finished while stopping"
     new = await executor.launch(change.job_id, target)
-    if new.any_exited:
-        raise StepFailed(f"launch on {target.describe()} failed")
+    if new.any_exited:  # why, as the job's event says it: "failed" alone sent people to the agent's log
+        raise StepFailed(f"launch on {target.describe()} failed: {judge(new)[1]}")
     return f"running generation {new.generation} on {target.describe()}"
 
 

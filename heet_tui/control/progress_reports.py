@@ -133,13 +133,15 @@ def note_lost_progress(store: Store, run: Run, progress: dict[str, Any], last_st
     last_steps[run.job_id] = step
     if run.reports != 1 or run.start_samples is None or previous is None or step >= previous:
         return
-    # the copy of the checkpoint to this launch's host, failed just before it (checkpoint_hosts.py)
     recent = store.events(run.job_id, limit=30)
-    copy = next((e.message for e in recent
-                 if e.kind == "checkpoint" and e.at >= run.started_at - 600 and " failed: " in e.message), None)
-    # the previous launch's host lost: it was blamed on the script ("a crash, or ... does not resume")
     launches = [i for i, e in enumerate(recent) if e.kind == "launch"]
     since = recent[launches[-2] if len(launches) > 1 else 0:launches[-1] if launches else len(recent)]
+    # the copy of the checkpoint to this launch's rank-0 host, failed since the previous launch
+    # (checkpoint_hosts.py): one from an earlier move was quoted for a crash after it
+    rank0 = run.alloc.hosts[0][0] if run.alloc.hosts else None  # plan_launch puts rank 0 on the first
+    copy = next((e.message for e in reversed(since) if e.kind == "checkpoint" and " failed: " in e.message
+                 and f" -> {rank0}:" in e.message), None)
+    # the previous launch's host lost: it was blamed on the script ("a crash, or ... does not resume")
     lost = next((e.message for e in reversed(since) if e.kind == "host-lost"), None)
     why = (f"Its checkpoint could not be brought to this host ({copy.split(': ', 1)[-1]})" if copy else
            f"That launch's {lost.split(': ', 1)[-1]}, after its last checkpoint (or before its first)" if lost else

@@ -107,12 +107,13 @@ def propose(ctl: Controller) -> None:
         plan_id = ctl.pending_plan_id = ctl.store.add_plan(plan)
         ctl.pending_basis = basis
     ctl.plan_made = replace(made, plan_id=plan_id)
-    failed_at = ctl.failed_plans.get(sig)
+    failed_at, why = ctl.failed_plans.get(sig, (None, ""))
     if failed_at is not None and ctl.clock() - failed_at < RETRY_FAILED_PLAN_S:
-        # the same plan just failed: not again at once, in a loop (the user may approve it)
+        # the same plan just failed: not again at once, in a loop (the user may approve it); why, or
+        # a job waiting for the host with its checkpoint said so in controller.log only
         at, again = (time.strftime("%H:%M:%S", time.localtime(t)) for t in (failed_at,
                                                                             failed_at + RETRY_FAILED_PLAN_S))
-        ctl.held_why = f"the same plan failed at {at} (its steps say why); auto-approve tries it again at {again}"
+        ctl.held_why = f"the same plan failed at {at} ({why}); auto-approve tries it again at {again}"
         return
     unmeasured = frozenset(j.id for j in inputs if not j.measured)
     misplaced = planning.outside_spec((r.job_id, r.spec, r.alloc) for r in ctl.executor.runs.values() if r.spec)

@@ -127,16 +127,21 @@ SIGTERM = 15
 
 
 def culprit(ranks: Iterable[RankProc]) -> RankProc | None:
-    """The exited rank a failure is blamed on: one whose host was lost (its peers then fail on the
-    broken connection), then one that exited with its own code before one killed by a signal, and
-    a signal other than SIGTERM before SIGTERM (what its peers get when one rank fails); then the
-    lowest rank. Blaming the lowest failed rank put a peer's "rank1 boom" error
-    on rank 0's SIGTERM and quoted rank 0's "Connection closed by peer" as the reason."""
+    """The exited rank a failure is blamed on: one whose launch its agent refused (the ranks after
+    it were then never launched), one whose host was lost (its peers then fail on the broken
+    connection), a signal other than SIGTERM before SIGTERM (what its peers get when one rank
+    fails), the first to end, one that exited with its own code, then the lowest rank.
+
+    Blaming the lowest failed rank put a peer's "rank1 boom" error on rank 0's SIGTERM. Blaming
+    a lost rank first put a refusal on rank 0's host (its checkpoint dir blocked) on rank 1's
+    "not launched", round after round; and an exit code before a signal put a rank 1 SIGKILLed
+    by hand on rank 0's "Connection reset by peer" that followed it."""
     failed = [r for r in ranks if r.exited and r.exit_code not in (EXIT_DONE, EXIT_STOPPED)]
     if not failed:
         return None
-    return min(failed, key=lambda r: (not (r.reason or "").startswith("lost"), r.exit_code is None,
-                                      r.signal == SIGTERM, r.rank))
+    return min(failed, key=lambda r: (r.reason == NOT_LAUNCHED, not (r.reason or "").startswith(LAUNCH_REFUSED),
+                                      not (r.reason or "").startswith("lost"), r.signal == SIGTERM,
+                                      r.ended_at is None, r.ended_at or 0.0, r.exit_code is None, r.rank))
 
 
 @dataclass
@@ -221,6 +226,7 @@ def _done(spec: JobSpec | None, job: Job | None) -> str:
 
 
 LAUNCH_REFUSED = "launch refused"  # a rank's exit reason when its agent would not start it
+NOT_LAUNCHED = "lost: not launched"  # a rank's when an earlier rank of its run could not be launched
 STALLED = "stalled"  # how the stop reason of a hung run starts (control/stalls.py)
 
 

@@ -91,6 +91,7 @@ def test_a_plan_that_just_failed_is_said_to_wait_and_until_when(tmp_path) -> Non
             snap = await wait_for(ctl, lambda s: "not auto-approved" in job(s, "b").message, 60, "b said to wait")
             message = job(snap, "b").message
             assert "the same plan failed at" in message and "auto-approve tries it again at" in message, message
+            assert "(b: launch on 1xT4 on h[0] failed: rank 0 on h: launch refused: " in message, "and why"
             assert "waiting for approval" not in message
             assert snap.plan_id is not None and snap.held_why.startswith("the same plan failed at")
             await asyncio.sleep(1.0)

@@ -49,6 +49,23 @@ def test_a_launch_behind_its_last_one_names_the_checkpoint_copy_that_failed(tmp_
     assert "DataLoader" not in warning, "not a guess at the script when the copy is known to have failed"
 
 
+def test_a_launch_behind_its_last_one_does_not_quote_a_copy_that_failed_before_an_earlier_launch(
+        tmp_path: Path) -> None:
+    """Seen: rank 0 was SIGKILLed on the host holding its checkpoint, and the warning quoted a copy
+    to another host that had failed three launches before."""
+    store = Store(tmp_path / "state")
+    store.add_job(SPEC, 0.0)
+    store.add_event(10.0, "checkpoint", "j: copying the checkpoint left:/w/ck -> right:/w/ck failed: connection "
+                    "refused; resuming from what right has", "j")
+    store.add_event(11.0, "launch", "j generation 3: 1xT4 on right", "j")
+    store.add_event(50.0, "launch", "j generation 4: 1xT4 on left", "j")
+    store.add_event(99.0, "launch", "j generation 5: 1xT4 on left", "j")
+    run = Run("j", Allocation.of("j", "T4", {"left": [0]}), 5, {}, 100.0, reports=1, start_samples=0.0)
+    note_lost_progress(store, run, {"step": 20}, {"j": 400}, 101.0)
+    warning = next(e.message for e in store.events("j") if e.kind == "warning")
+    assert "could not be brought" not in warning and "That launch ended after its last checkpoint" in warning
+
+
 def test_a_launch_behind_its_last_one_says_that_launch_lost_its_host(tmp_path: Path) -> None:
     """The host of a job at step 80 of a checkpoint every 100 was lost; the warning blamed the
     script ("a crash, or a stop that saved none ..., or the script does not resume")."""

@@ -124,6 +124,12 @@ def test_a_failure_is_blamed_on_the_rank_that_failed_not_on_the_peer_killed_afte
     lost = _run((1, None), (None, "lost: host h2 is gone"))
     assert culprit(lost.ranks.values()).rank == 1, "the lost host's rank: its peer failed on the broken link"
     assert culprit(_run((0, None), (143, None)).ranks.values()) is None
+    refused = _run((127, "launch refused: checkpoint dir /c: not a directory"), (None, "lost: not launched"))
+    assert judge(refused) == (Outcome.CRASHED, "rank 0 on h: launch refused: checkpoint dir /c: not a directory"), \
+        "the refusal, not the rank never launched after it"
+    killed = _run((1, None), (None, None))  # rank 1 SIGKILLed by hand; rank 0 then failed on the reset link
+    killed.ranks[1].signal, killed.ranks[1].ended_at, killed.ranks[0].ended_at = 9, 100.0, 100.4
+    assert judge(killed)[1] == "rank 1 on h ended with signal 9"
 
 
 def test_a_rank_dying_after_the_target_was_reported_is_done_not_a_crash() -> None:

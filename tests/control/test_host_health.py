@@ -62,6 +62,20 @@ def test_what_is_not_evidence_of_a_broken_host(case: str) -> None:
     assert health.broken() == {}
 
 
+def test_a_launch_one_host_of_a_spread_run_refused_keeps_the_class_off_that_host() -> None:
+    """Seen: rank 0's checkpoint dir on h1 was blocked; every minute the plan put the job on h1 and
+    h2 again (h3 idle), each launch refused on h1 and blamed on h2's rank, never launched."""
+    from heet_tui.control.runtime import NOT_LAUNCHED, RankProc
+
+    run = _run("a", {"h1": [0], "h2": [0]})
+    run.ranks = {0: RankProc("h1", "a.r0", 0, (0,), "exited", 127, None, "launch refused: cannot claim /ck"),
+                 1: RankProc("h2", "a.r1", 1, (0,), "exited", None, None, NOT_LAUNCHED)}
+    health = HostHealth()
+    health.crashed(run, ("m", 32), "rank 0 on h1: launch refused: cannot claim /ck", 1.0, None)
+    assert health.avoid(("m", 32)) == {"h1"}
+    assert [c.job_id for c in health.crashes["h1"]] == ["a"] and "h2" not in health.crashes
+
+
 def _fragile(root: Path) -> list[str]:
     """A training script that dies at once on the host named "broken" (its GPUs are gone)."""
     return training_with(root, "fragile", "if os.path.basename(os.getcwd()) == 'broken':\n"
@@ -185,3 +199,38 @@ def test_a_class_kept_off_a_host_waits_for_the_others_while_they_are_busy() -> N
     assert pinned.constraints.pinned_hosts == ("good",) and not pinned.constraints.held
     [alone] = keep_off_crash_hosts([queued], only_broken_free, health, {"a": ("m", 32)}, statuses[:1])
     assert alone.constraints == Constraints(), "no other host at all: the suspect one rather than never"
+
+
+def test_a_spread_launch_refused_on_one_host_says_why_and_the_job_moves_off_it(tmp_path: Path) -> None:
+    """A blocked checkpoint dir on h1: the step said only "launch on ... failed", the crash was
+    blamed on h2's rank "lost: not launched", and every plan tried h1 again while h3 was free."""
+    from heet_tui.core.intents import DrainHost
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("h1", "T4", 1, 1.0), ("h2", "T4", 1, 1.0),
+                                                    ("h3", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    (tmp_path / "w-h1" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "w-h1" / "checkpoints" / f"spread.{store.store_id[:8]}").write_text("in the way")
+    spec = write_job(tmp_path, "spread", steps=100_000, max_gpus=2, own_checkpoint_dir=False)
+    spec.write_text(spec.read_text().replace("min_gpus = 1", "min_gpus = 2"))
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=True, profile=False))
+        await ctl.start()
+        try:
+            await ctl.post(DrainHost("h3"))
+            await ctl.post(SubmitJob(str(spec)))
+            await wait_for(ctl, lambda s: any(e.kind == "crashed" for e in store.events("spread", limit=50)), 60,
+                           "the refused launch")
+            (crash,) = [e.message for e in store.events("spread", limit=50) if e.kind == "crashed"]
+            assert crash.startswith("spread generation 1: rank ") and " on h1: launch refused: " in crash, crash
+            steps = [s for p in range(1, 6) for s in store.steps(p) if s.status == "failed"]
+            assert steps and "on h1: launch refused: " in steps[0].message, steps
+            assert " on h1: launch refused: " in job(ctl.hub.latest, "spread").message
+            await ctl.post(DrainHost("h3", drained=False))
+            snap = await wait_for(ctl, lambda s: job(s, "spread").state is JobState.RUNNING, 90, "spread running")
+            assert sorted(job(snap, "spread").allocation.host_names) == ["h2", "h3"]
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
