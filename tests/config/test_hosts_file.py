@@ -99,6 +99,18 @@ def test_bundled_configs_are_valid_and_heterogeneous(repo: Path) -> None:
     assert any(h.jump for h in example.hosts)
 
 
+def test_the_example_hosts_file_shows_every_key(repo: Path) -> None:
+    """README says it does; ssh_config and transport were missing."""
+    import re
+
+    from heet_tui.config.hosts_file import DEFAULT_KEYS, EMULATE_KEYS, HOST_KEYS
+
+    text = (repo / "configs" / "hosts.example.toml").read_text()
+    written = set(re.findall(r"^#? ?(\w+) = ", text, re.M)) | set(re.findall(r"(\w+) = ", text.split("emulate = {")[1]))
+    keys = HOST_KEYS | DEFAULT_KEYS | EMULATE_KEYS
+    assert keys <= written, sorted(keys - written)
+
+
 def test_hosts_path_resolution_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert resolve_hosts_path(None) == bundled_config("local.toml")
     user = tmp_path / "config" / "heet-tui" / "hosts.toml"

@@ -28,7 +28,7 @@ from heet_tui.config.hosts_file import (
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    hosts = sub.add_parser("hosts", help="list, check, add or remove hosts (no verb: list)")
+    hosts = sub.add_parser("hosts", help="list, check, add, remove, drain or trust hosts (no verb: list)")
     verbs = hosts.add_subparsers(dest="hosts_verb", metavar="VERB")
     hosts.set_defaults(func=cmd_list, json=False, hosts_file=None)  # a bare `hosts` was a usage error
     # ... and so were `hosts --json` and `hosts --hosts FILE` (list's options, without the verb)
@@ -52,8 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = with_file(verbs.add_parser("add", help="add a host (edits the file in place, comments kept)"))
     p.add_argument("name")
     p.add_argument("--address", help="default: the name, which may be an ~/.ssh/config alias")
-    p.add_argument("--port", type=int, help="SSH port (default: ~/.ssh/config, else 22)")
-    p.add_argument("--user", help="SSH user (default: ~/.ssh/config, else yours)")
+    p.add_argument("--port", type=int, help="SSH port (default: the file's [defaults], else ~/.ssh/config, else 22)")
+    p.add_argument("--user", help="SSH user (default: the file's [defaults], else ~/.ssh/config, else yours)")
     p.add_argument("--gpu-type", help="the host's GPU type when NVML's name is not the one profiles use")
     p.add_argument("--rack", help="a label that groups hosts on the Cluster screen")
     p.add_argument("--transport", choices=["ssh", "local"], help="ssh (default), or local for this machine")

@@ -23,8 +23,8 @@ from heet_tui.ui.widgets.marked_checkbox import MarkedCheckbox
 TEXT_FIELDS = (
     ("name", "Name", "required: letters, digits, . _ -"),
     ("address", "Address", "default: the name (or an ~/.ssh/config alias)"),
-    ("port", "Port", "default from [defaults] or 22"),
-    ("user", "User", "default from [defaults]"),
+    ("port", "Port", "default: [defaults], ~/.ssh/config, 22"),
+    ("user", "User", "default: [defaults], ~/.ssh/config, yours"),
     ("gpu_type", "GPU type", "override what NVML reports"),
     ("gpus", "GPUs", "indices heet may use, e.g. 0,1,2 (default all)"),
     ("tags", "Tags", "comma-separated"),
