@@ -95,3 +95,10 @@ def test_log_without_a_controller_shows_a_failures_recorded_tail_or_says_why_not
     assert main([*state, "log", "b"]) == 1
     assert "no controller runs on" in capsys.readouterr().err
     assert main([*state, "log", "b", "-n", "0"]) == 2
+    store.retry("a", 8.0, "retried")  # heet-tui retry
+    store.set_state("a", JobState.RUNNING, 8.5, "running")
+    store.set_state("a", JobState.DONE, 9.0, "target reached")  # and it went well
+    capsys.readouterr()
+    assert main([*state, "log", "a"]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert "failed before it was retried; it is done now" in header, "not read as the job's latest output"

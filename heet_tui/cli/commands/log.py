@@ -21,6 +21,7 @@ from heet_tui.control.attach_client import AttachedBackend, ControllerGone
 from heet_tui.control.job_log import MAX_LINES, recorded_failure_tail
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store
+from heet_tui.core.job import JobState
 
 REPLY_TIMEOUT_S = 30.0
 FOLLOW_EVERY_S = 2.0
@@ -175,7 +176,12 @@ def _recorded_tail(store: Store, job_id: str, lines: int) -> int:
         raise CliError(f"{job_id}: no controller runs on {store.dir}, and only a controller reads output from the "
                        "hosts: start one (heet-tui run, or heet-tui) and ask again; heet-tui jobs "
                        f"{job_id} shows what the store holds")
-    print(f"(no controller runs on {store.dir}: this is the tail recorded when {job_id} failed)")
+    rec = store.job(job_id)
+    if rec is not None and rec.job.state is not JobState.FAILED:  # retried since: that failure is history
+        print(f"(no controller runs on {store.dir}: this is the tail recorded when {job_id} failed before it was "
+              f"retried; it is {rec.job.state.value} now, and only a controller reads its latest output)")
+    else:
+        print(f"(no controller runs on {store.dir}: this is the tail recorded when {job_id} failed)")
     for line in tail[-lines:]:
         print(printable(line))
     return 0
