@@ -96,7 +96,7 @@ def free_after(plan: Plan, cluster: ClusterView, kept: dict[str, set[int]]) -> C
 
 
 def plan_reason(job_id: str, spec: JobSpec, made: PlanMade, pending_id: int | None, rejected: bool,
-                free: Counter[str], held: bool, not_auto: str = "") -> str | None:
+                free: Counter[str], held: bool, not_auto: str = "", read_only: bool = False) -> str | None:
     """The message for a queued job the latest plan weighed (module docstring); None: leave it.
     ``pending_id``: the plan waits for approval under that id; ``rejected``: the user rejected it;
     ``not_auto``: why auto-approve, on, leaves that plan to the user."""
@@ -113,6 +113,8 @@ def plan_reason(job_id: str, spec: JobSpec, made: PlanMade, pending_id: int | No
         if pending_id is None:
             return None  # being started now
         planned = f"in plan #{pending_id} (start on {start.num_gpus}x{start.gpu_type})"
+        if read_only:  # "heet-tui plan approve" is refused by such a controller
+            return f"{planned}; this controller only watches (--read-only): one started without it applies plans"
         if not_auto:
             return f"{planned}, not auto-approved: {not_auto}; a on the Plan screen, or heet-tui plan approve, applies it"
         return f"{planned}, waiting for approval: a on the Plan screen, or heet-tui plan approve"
@@ -161,7 +163,7 @@ def explain_waiting(ctl: Controller, now: float) -> None:
         why = why_waiting(job.spec, cluster)
         if why is None and made is not None and job.id in made.weighed:
             why = plan_reason(job.id, job.spec, made, pending_id, made.rejected, free, job.id in held,
-                              ctl.not_auto_approved)
+                              ctl.not_auto_approved, ctl.opt.read_only)
         elif why is None and job.message.startswith(PREFIX):
             why = NO_PLAN_YET
         if why is not None and why.startswith(WAITING_FOR_GPUS):

@@ -114,6 +114,9 @@ def test_a_job_a_plan_starts_says_whether_it_waits_for_approval() -> None:
     assert plan_reason("j", _spec(), made, 7, False, free, held=False) == (
         "in plan #7 (start on 2xT4), waiting for approval: a on the Plan screen, or heet-tui plan approve")
     assert plan_reason("j", _spec(), made, None, False, free, held=False) is None, "approved: being started"
+    assert plan_reason("j", _spec(), made, 7, False, free, held=False, read_only=True) == (
+        "in plan #7 (start on 2xT4); this controller only watches (--read-only): one started without it applies "
+        "plans"), "not advice that a watch-only controller refuses"
     assert plan_reason("j", _spec(), made, None, True, free, held=False) == (
         "left queued: a plan that starts it was rejected; nothing is proposed until something changes (p on the "
         "Plan screen, or heet-tui plan again, plans now)")
