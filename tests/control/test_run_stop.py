@@ -19,7 +19,9 @@ def test_a_controller_stopped_by_sigterm_logs_why(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "heet_tui.cli.main", "run", "--hosts", str(hosts), "--state", str(state)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
-        assert proc.stdout is not None and proc.stdout.readline().startswith("controller running:")
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith("controller running:") and "plans wait for approval" in first, first
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -48,6 +50,8 @@ def test_stopping_with_a_job_running_says_it_trains_on_and_is_picked_up_again(tm
                                 text=True, env=env)
         try:
             assert proc.stdout is not None
+            first = proc.stdout.readline()
+            assert "; auto-approve on: plans apply without asking" in first, "said, as the store remembers it"
             for line in proc.stdout:  # the run's event lines
                 if " launch " in line:
                     break

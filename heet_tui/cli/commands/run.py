@@ -85,8 +85,11 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> in
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, lambda sig=sig: (stopped_by.append(sig.name), stop.set()))
     await controller.start()
+    # the store remembers auto-approve (t in a TUI turns it on): plans applied unasked came as a surprise
+    approving = ("auto-approve on: plans apply without asking (--no-auto-approve turns it off)"
+                 if controller.auto_approve else "plans wait for approval (heet-tui plan approve)")
     print(f"controller running: {len(hosts.hosts)} host(s) from {hosts.path}, state in {store.dir} "
-          f"(log: {store.dir / LOG_NAME})", flush=True)
+          f"(log: {store.dir / LOG_NAME}); {approving}", flush=True)
     last_event = max((e.id for e in store.events(limit=1)), default=0)
     notices_shown = 0
     proposed: tuple[int | None, float, bool] = (None, 0.0, False)
