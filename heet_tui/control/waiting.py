@@ -168,8 +168,19 @@ def explain_waiting(ctl: Controller, now: float) -> None:
             why = NO_PLAN_YET
         if why is not None and why.startswith(WAITING_FOR_GPUS):
             why += blocked_hosts(job.spec, ctl.cluster.status())
+        if why is not None and why.startswith((WAITING_FOR_GPUS, LEFT_QUEUED)):
+            why += kept_off(ctl.executor.health.avoided.get(ctl.book.classes.get(job.id), set()))
         if why is not None and job.message != why:
             ctl.store.try_set_state(job.id, JobState.QUEUED, now, why)
+
+
+def kept_off(hosts: set[str]) -> str:
+    """What a waiting job adds for the hosts its class keeps off (host_health.py): beside free GPUs
+    there, "the plan gives the free 2xA100 GPUs to no job" read as the policy's whim."""
+    if not hosts:
+        return ""
+    return (f"; it keeps off {', '.join(sorted(hosts))}, where a run of its model and batch size died before "
+            "its first progress report (it goes back there only when no other host could hold it)")
 
 
 def blocked_hosts(spec: JobSpec, statuses) -> str:

@@ -234,3 +234,32 @@ def test_a_spread_launch_refused_on_one_host_says_why_and_the_job_moves_off_it(t
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_job_waiting_beside_a_host_its_class_keeps_off_says_so(tmp_path: Path) -> None:
+    """Seen: beside a free GPU on the host its class had crashed on, a job read "the heet plan gives
+    the free 2xA100 GPUs to no job" for minutes, and nothing named the host it kept off."""
+    import json
+
+    hosts_path = write_local_hosts(tmp_path, [("bad", "T4", 1, 1.0), ("good", "T4", 1, 1.0)])
+    state = tmp_path / "state"
+    for name in ("long", "w"):
+        assert main(["--state", str(state), "--hosts", str(hosts_path), "submit",
+                     str(write_job(tmp_path, name, steps=100_000, max_gpus=1, every=1000))]) == 0
+    store = Store(state)
+    store.set_setting("crash_avoided", json.dumps([["long", 32, ["bad"]], ["w", 32, ["bad"]]]))
+
+    async def scenario() -> None:
+        ctl = Controller(load_hosts(hosts_path), store, ControllerOptions(interval_s=0.3, auto_approve=True,
+                                                                          profile=False))
+        await ctl.start()
+        try:
+            snap = await wait_for(ctl, lambda s: job(s, "long").state is JobState.RUNNING
+                                  and "keeps off" in job(s, "w").message, 60, "w saying why it waits")
+            assert job(snap, "long").allocation.host_names == ("good",)
+            assert ("; it keeps off bad, where a run of its model and batch size died before its first progress "
+                    "report (it goes back there only when no other host could hold it)") in job(snap, "w").message
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
