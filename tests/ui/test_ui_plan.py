@@ -175,6 +175,16 @@ def test_on_an_80_column_terminal_the_whole_plan_summary_shows(make_app):
     run(scenario())
 
 
+def test_a_plan_predicted_worse_than_none_says_so_in_words() -> None:
+    """Seen: "1m54s with this plan, 1m50s without it", in red only, and approved unnoticed."""
+    from dataclasses import replace
+
+    snap = small_snapshot()
+    worse = replace(snap, plan=replace(snap.plan, effect=replace(snap.plan.effect, avg_jct_s=3700.0)))
+    assert "worse on average than no plan: r rejects it" in summary(worse).plain
+    assert "worse on average" not in summary(snap).plain, "the fake plan gains 10 minutes"
+
+
 def test_with_no_plan_the_summary_says_why_each_waiting_job_waits() -> None:
     """It blamed "a rejected plan" while the only waiting job was being profiled."""
     from dataclasses import replace
