@@ -336,7 +336,7 @@ class Executor:
         warn_slow_stop(self.store, self.warned, run, progress, grace_s(run.spec, self.opt.stop_grace_s), now)
         self.store.update_progress(run.job_id, int(progress["step"]), float(progress["samples"]),
                                    progress.get("checkpoint"), held * run.alloc.num_gpus, clear_crashes=run.reports > 1,
-                                   metrics=training_metrics(progress), current=True)
+                                   metrics=training_metrics(progress), current=run.job_id not in self.checkpoints.reclaiming)
         return True
 
     def _rank_exited(self, rank: RankProc, code: int | None, sig: int | None, reason: str | None) -> None:

@@ -47,6 +47,8 @@ def reclaim_left_behind(executor: Executor, store: Store, host: str, now: float)
             continue  # the same directory: the newer run's checkpoint is the one there
         store.add_event(now, "checkpoint", f"host {host} is back with {job_id}'s checkpoint at step {step}, ahead of "
                         f"the {at} it is at: it goes on from there", job_id, host)
+        # where it goes on from: plans made meanwhile counted its whole target again (0% done)
+        store.update_progress(job_id, step, float(step * rec.job.spec.batch_size), None, current=True)
         ck.remember(job_id, host)
         taken.add(job_id)
         if run is not None:
