@@ -127,6 +127,9 @@ class HostsDocument:
         the ``[[hosts]]`` header to the last key line of the entry keeps every other byte.
         """
         i, _ = self._find(name)
+        if len(self._doc.get("hosts", [])) <= 1:  # the file's own error named no path and no remedy
+            raise ConfigError(self.path, f'cannot remove host "{name}": it is the only one, and a hosts file needs '
+                              "one at least; add the host that replaces it first")
         text = self.text()
         lines = text.splitlines(keepends=True)
         start, end = _entry_span(lines, i)

@@ -210,3 +210,15 @@ def test_a_new_key_goes_under_its_own_host_not_the_next_ones_banner(tmp_path: Pa
     assert 'speed = 0.25 }\nrack = "r3"\n# the end of the file\n' in text, text
     assert "slow box" not in text and 'name = "b"' not in text
     assert [h.name for h in load_hosts(path).hosts] == ["a", "c"]
+
+
+def test_removing_the_only_host_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    """It said only "hosts.toml: no hosts defined; add at least one [[hosts]] table", as if the
+    file were broken rather than the removal refused."""
+    path = tmp_path / "hosts.toml"
+    original = '# my one box\n[[hosts]]\nname = "solo"\ntransport = "local"\n'
+    path.write_text(original)
+    doc = HostsDocument.load(path)
+    with pytest.raises(ConfigError, match='cannot remove host "solo": it is the only one.*add the host that replaces'):
+        doc.remove_host("solo")
+    assert path.read_text() == original
