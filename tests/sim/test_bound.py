@@ -142,6 +142,13 @@ def test_cli_bound_prints_writes_json_and_compares_with_a_sim_run(tmp_path: Path
     assert "simulated on 64 GPUs, the bound is for 128" in capsys.readouterr().err
     assert main([*base, "--workload", str(WORKLOADS / "saturn-head.csv")]) == 2
     assert "results for saturn-first7.csv, not for saturn-head.csv" in capsys.readouterr().err
+    assert main([*base, "--workload", str(workload), "--interval", "600"]) == 2
+    assert "simulated with rounds of 60 s, the bound is for 600 s" in capsys.readouterr().err
+    other = tmp_path / "other" / "saturn-first7.csv"  # the same name, another workload
+    other.parent.mkdir()
+    other.write_text("".join(workload.read_text().splitlines(keepends=True)[:4]))
+    assert main([*base, "--workload", str(other)]) == 2
+    assert "its saturn-first7.csv held 7 jobs, this one holds 3: not the same workload" in capsys.readouterr().err
 
 
 def test_cli_bound_rejects_a_bad_comparison_file(tmp_path: Path, profile_dir: Path,

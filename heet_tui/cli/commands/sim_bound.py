@@ -42,9 +42,12 @@ def register_verb(verbs: argparse._SubParsersAction) -> None:
     b.set_defaults(func=cmd_bound)
 
 
-def _against(path: str, gpus: int, labels: set[str]) -> dict[str, dict[str, float]]:
-    """Policy -> workload label -> avg JCT from a sim JSON file made on a cluster of ``gpus`` GPUs
-    for workloads among ``labels``: one made on a bigger cluster showed a policy at 0.42x the bound."""
+def _against(path: str, gpus: int, jobs: dict[str, int], interval_s: float) -> dict[str, dict[str, float]]:
+    """Policy -> workload label -> avg JCT from a sim JSON file made on a cluster of ``gpus`` GPUs,
+    with rounds of ``interval_s``, for workloads among ``jobs`` (label -> job count): one made on a
+    bigger cluster showed a policy at 0.42x the bound, one with 60 s rounds against a 600 s bound
+    at 0.68x, and another file of the same name at 16.7x."""
+    labels = set(jobs)
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
@@ -67,6 +70,16 @@ def _against(path: str, gpus: int, labels: set[str]) -> dict[str, dict[str, floa
     if not labels & set(named):
         raise UsageError(f"sim bound: --against {path}: results for {', '.join(named)}, not for "
                          f"{', '.join(sorted(labels))}: give the --workload of that run")
+    runs = [e["run"] for e in data.values() if isinstance(e, dict) and isinstance(e.get("run"), dict)]
+    if rounds := sorted({r.get("interval_s") for r in runs} - {None, interval_s}):
+        raise UsageError(f"sim bound: --against {path}: simulated with rounds of "
+                         f"{', '.join(f'{r:g}' for r in rounds)} s, the bound is for {interval_s:g} s: give that "
+                         "run's --interval")
+    for entry in data.values():
+        for label, m in (entry.get("files") or {}).items() if isinstance(entry, dict) else ():
+            if label in jobs and isinstance(m, dict) and isinstance(m.get("jobs"), int) and m["jobs"] != jobs[label]:
+                raise UsageError(f"sim bound: --against {path}: its {label} held {m['jobs']} jobs, this one holds "
+                                 f"{jobs[label]}: not the same workload")
     return out
 
 
@@ -89,7 +102,8 @@ def cmd_bound(args: argparse.Namespace) -> int:
     cluster, physics = load_inputs(args.bound_cluster, args.bound_profiles, models=models)
     cluster = cluster.scaled(args.bound_scale)
     labels = workload_labels(list(workloads))
-    against = _against(args.against, cluster.total_gpus, set(labels.values())) if args.against else {}
+    counts = {labels[path]: len(jobs) for path, jobs in workloads.items()}
+    against = _against(args.against, cluster.total_gpus, counts, args.bound_interval) if args.against else {}
     settings = BoundSettings(interval_s=args.bound_interval, placements=args.placements, batch=args.batch)
     report: dict[str, Any] = {"placements": args.placements, "batch": args.batch, "cluster": cluster.name,
                               "files": {}}
