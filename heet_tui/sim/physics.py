@@ -191,7 +191,8 @@ def load_physics(root: Path | str, cluster: SimCluster | Mapping[str, str],
             # Only the workload's models: parsing every profile of a big directory is most of the start-up.
             profiles = {n: read_model(root / n, profile_map, label_prefix=f"{n}/") for n in wanted
                         if n in available}
-            profiles = {n: m for n, m in profiles.items() if m.by_type}
+            # one profiled on none of the cluster's types is kept: its jobs end "unschedulable" (it
+            # was an "unknown application" that refused the run, beside a list naming it)
         else:
             profiles = read_profiles(root, profile_map)
     except ProfileFormatError as exc:

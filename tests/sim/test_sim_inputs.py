@@ -98,6 +98,21 @@ def test_a_node_type_the_workloads_model_has_no_profile_for_is_left_to_other_mod
         load_physics(tmp_path, {"aws": "T4", "h100": "H100"}, models=["imagenet"])
 
 
+def test_a_job_whose_model_is_profiled_on_none_of_the_clusters_types_is_unschedulable(tmp_path: Path,
+                                                                                      profile_dir: Path) -> None:
+    """It refused the whole run: "unknown application 'gpt_pmp' (profiles in ...: bert, ..., gpt_pmp, ...)"."""
+    import shutil
+
+    shutil.copytree(profile_dir / "cifar10", tmp_path / "cifar10")
+    shutil.copytree(profile_dir / "imagenet", tmp_path / "imagenet", ignore=shutil.ignore_patterns("*-aws.csv"))
+    physics = load_physics(tmp_path, {"aws": "T4"}, models=["cifar10", "imagenet"])
+    jobs = [WorkloadJob("ok", 0.0, "cifar10", 2, 128), WorkloadJob("nowhere", 0.0, "imagenet", 2, 200)]
+    records = {r.name: r for r in Simulation(cluster_of(("aws", 1)), jobs, physics, RigidFifoPolicy()).run()}
+    assert records["ok"].outcome == "done"
+    assert records["nowhere"].outcome == "unschedulable"
+    assert "with a profile for 'imagenet'" in records["nowhere"].message and "profiled: none" in records["nowhere"].message
+
+
 def test_missing_validation_files(tmp_path: Path, profile_dir: Path) -> None:
     import shutil
 
