@@ -86,6 +86,15 @@ def test_bad_inputs_exit_2_with_the_location(tmp_path: Path, cluster_file: Path,
     assert "unknown policy 'nope'" in capsys.readouterr().err
 
 
+def test_a_round_length_outside_a_second_to_a_day_is_refused(profile_dir: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """0.001 s rounds ran a 7-job workload for minutes without a word; 1e9 was accepted."""
+    for interval in ("0.001", "1e9"):
+        assert main(["sim", "--workload", str(WORKLOADS / "saturn-first7.csv"), "--profiles", str(profile_dir),
+                     "--interval", interval]) == 2
+        assert "--interval must be from 1 to 86400 seconds" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv", [["sim", "--interval", "nan"], ["sim", "--interval", "inf"],
                                   ["sim", "generate", "--trace", "t.csv", "--jobs", "3", "--hours", "nan"],
                                   ["sim", "bound", "--interval=-inf"], ["run", "--interval", "nan"]])
@@ -321,3 +330,22 @@ def test_nodes_of_one_gpu_in_two_sizes_share_a_profile(tmp_path: Path, profile_d
     assert main(["sim", "--workload", str(workload), "--cluster", str(cluster), "--profiles", str(profile_dir),
                  "--policy", "rigid-fifo", "--oracle", "--json", str(out)]) == 0
     assert json.loads(out.read_text())["rigid-fifo"]["jobs_done"] == 1
+
+
+def test_sim_validate_exits_1_when_the_reference_is_not_reproduced(tmp_path: Path, repo: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """On a cluster other than the reference's it printed a ratio of 2.8, "within_10pct": false,
+    and exited 0: a script checking the exit code took it for a pass."""
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(WORKLOADS.parent / "reference", data / "reference")
+    shutil.copytree(WORKLOADS, data / "workloads")
+    shutil.copytree(repo / "heet_tui" / "data" / "profiles", data / "profiles")
+    assert main(["sim", "validate", "--data", str(data)]) == 0
+    small = tmp_path / "small.toml"
+    small.write_text('name = "small"\n[[node_types]]\nname = "aws"\ngpu_type = "T4"\ngpus_per_node = 4\ncount = 4\n')
+    capsys.readouterr()
+    assert main(["sim", "validate", "--data", str(data), "--cluster", str(small)]) == 1
+    err = capsys.readouterr().err
+    assert "rigid-fifo-saturn-first7: the reference-compatible average JCT is not within 10%" in err, err
