@@ -105,10 +105,10 @@ class Agent:
                     or not isinstance(emulate.get("count"), int) or not isinstance(emulate.get("speed"), (int, float)):
                 raise JobError("emulate must be {gpu_type: str, count: int, speed: number}")
         self.jobs.emulated_speed = float(emulate["speed"]) if emulate is not None else None
-        # emulated GPUs share this host's cores: a rank whose torch takes a thread per core
-        # oversubscribed them, and every job measured slower at 2 GPUs than at 1 (as torchrun does)
-        self.jobs.emulated_threads = (max(1, (os.cpu_count() or 1) // max(1, emulate["count"]))
-                                      if emulate is not None else None)
+        # one thread a rank: its step is its CPU time / speed, and a second thread's CPU time
+        # spinning at each sync counted too (20% slower idle, 3-5x on a busy host: a V100 at 0.6
+        # measured slower than a T4 at 0.3); a thread per core in every rank oversubscribed them
+        self.jobs.emulated_threads = 1 if emulate is not None else None
         self.emulate = emulate
         heartbeat = args.get("heartbeat_s", 3.0)
         if isinstance(heartbeat, (int, float)) and not isinstance(heartbeat, bool) and heartbeat > 0:

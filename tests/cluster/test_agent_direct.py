@@ -412,13 +412,15 @@ def test_a_copys_controller_refused_once_is_refused_while_it_runs_and_a_restart_
                 process.proc.wait()
 
 
-def test_jobs_on_emulated_gpus_get_their_share_of_the_cores_as_threads_unless_they_say(tmp_path):
+def test_jobs_on_emulated_gpus_get_one_thread_unless_they_say(tmp_path):
     """Each rank's torch took a thread per core: on a 2-core machine with emulated GPUs a job ran
-    at a tenth of its speed on 2 GPUs, and every plan shrank it back to 1."""
+    at a tenth of its speed on 2 GPUs, and every plan shrank it back to 1. Then a share of the
+    cores: a 1-GPU host of 2 cores measured its V100 (0.6) slower than a T4 (0.3), the second
+    thread's spinning counted in the step's CPU time."""
     agent = AgentProcess(tmp_path / "agent", env={k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"})
     try:
         agent.line()
-        emulate = {"gpu_type": "T4", "count": 2, "speed": 1.0}
+        emulate = {"gpu_type": "T4", "count": 1, "speed": 1.0}  # fewer GPUs than cores (2 here, in CI)
         assert agent.request("hello", protocol=1, probes=[], emulate=emulate)["ok"]
         out = tmp_path / "threads"
         script = f"import os; open({str(out)!r}, 'a').write(os.environ['OMP_NUM_THREADS'] + ' ')"
@@ -426,7 +428,7 @@ def test_jobs_on_emulated_gpus_get_their_share_of_the_cores_as_threads_unless_th
             assert agent.request("launch", job_id=f"t{n}", generation=1, argv=[sys.executable, "-c", script],
                                  env=env, gpus=[0])["ok"]
             assert agent.events_until("job_exit")["exit_code"] == 0
-        assert out.read_text().split() == [str(max(1, (os.cpu_count() or 1) // 2)), "3"]
+        assert out.read_text().split() == ["1", "3"]
     finally:
         agent.proc.kill()
         agent.proc.wait()
