@@ -58,6 +58,10 @@ def _whole_lines(job, data, send_event):
     for line in data[:end].split(b"\n"):
         if b"@heet-progress" in line:
             parsed, problem = read_progress_line(line)
+            before = (latest or job.get("progress") or {}).get("step")
+            if parsed is not None and before is not None and parsed["step"] < before:
+                # one process does not go back: a script counting something else (it read 5 after 229)
+                parsed, problem = None, "step went back from %d to %d within one run" % (before, parsed["step"])
             if parsed is not None:
                 latest = parsed
             elif problem is not None and not job.get("bad_progress_said"):  # once per job process

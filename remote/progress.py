@@ -36,6 +36,7 @@ def progress_problem(line):
 
 
 MAX_PROGRESS_BYTES = 4096  # as sent (non-ASCII escaped): a heartbeat carries the latest of up to 100 runs
+MAX_SAMPLES_PER_S = 1e9  # samples a second: a thousand times the fastest real training
 
 
 def read_progress_line(line):
@@ -69,6 +70,9 @@ def read_progress_line(line):
             out[key] = int(value) if key in ("step", "samples") else float(value)
         if out["step"] < 0 or out["samples"] < 0 or out["samples_per_s"] < 0:
             return None, "step, samples and samples_per_s must not be negative"
+        if out["samples_per_s"] > MAX_SAMPLES_PER_S:  # 1e15 became a measurement, and every job's guesses
+            return None, "samples_per_s %g is beyond any real job (at most %g)" % (out["samples_per_s"],
+                                                                                   MAX_SAMPLES_PER_S)
         checkpoint = data.get("checkpoint")
         if checkpoint is not None and not isinstance(checkpoint, str):
             return None, "checkpoint is not a string"

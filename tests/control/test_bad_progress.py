@@ -32,12 +32,28 @@ from heet_tui.core.job import JobState
     ('@heet-progress {"step": -1, "samples": 160, "samples_per_s": 8}',
      "step, samples and samples_per_s must not be negative"),
     ('@heet-progress {"step": 5, "samples": 160, "samples_per_s": 8, "checkpoint": 3}', "checkpoint is not a string"),
+    # well-formed, and it became a measurement that moved every other job's cross-type guesses
+    ('@heet-progress {"step": 5, "samples": 160, "samples_per_s": 1e15}',
+     "samples_per_s 1e+15 is beyond any real job (at most 1e+09)"),
     # 400 KB of metrics, forwarded in every heartbeat, cut the host's link again and again
     ('@heet-progress {"step": 5, "samples": 160, "samples_per_s": 8, "pad": "%s"}' % ("\u00e9" * 200_000),
      "longer than 4096 bytes as JSON: report fewer or shorter metrics"),
 ])
 def test_each_way_a_line_can_be_wrong_is_named(line: str, why: str) -> None:
     assert parse_progress_line(line) is None and progress_problem(line) == why
+
+
+def test_a_step_going_back_within_one_run_is_not_progress() -> None:
+    """Seen: "progress 5 steps, 3 samples" after step 229, without a word."""
+    from heet_agent.log_follow import _whole_lines
+
+    said: list[tuple[str, dict]] = []
+    job = {"job_id": "g.r0.x", "generation": 1, "progress": {"step": 229, "samples": 7328, "samples_per_s": 80.0}}
+    lines = b'@heet-progress {"step": 230, "samples": 7360, "samples_per_s": 80}\n' \
+            b'@heet-progress {"step": 5, "samples": 3, "samples_per_s": 0}\n'
+    latest = _whole_lines(job, lines, lambda kind, **fields: said.append((kind, fields)))
+    assert latest is not None and latest["step"] == 230
+    assert [(k, f["error"]) for k, f in said] == [("progress_error", "step went back from 230 to 5 within one run")]
 
 
 def test_good_lines_and_other_output_have_no_problem() -> None:
