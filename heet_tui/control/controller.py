@@ -28,7 +28,7 @@ from heet_tui.control.attach import AttachServer
 from heet_tui.control.drains import drained_hosts
 from heet_tui.control.execution import ExecOptions, Executor
 from heet_tui.control.host_health import drain_broken_hosts, keep_off_crash_hosts
-from heet_tui.control.host_loss import HostLossGrace, HostStateLog, on_host_changed
+from heet_tui.control.host_loss import HostLossGrace, HostStateLog, hold_unlisted_hosts, on_host_changed
 from heet_tui.control.hosts_reload import HostsReloader
 from heet_tui.control.intents import IntentHandler
 from heet_tui.control.job_log import job_log
@@ -135,7 +135,7 @@ class Controller:
         for rec in self.store.jobs():
             self.book.register(rec.job.id, rec.job.spec.model, rec.job.spec.batch_size)
         self.book.load(self.store.observations())
-        self.notices += rebuild_runs(self.store, self.executor, now)
+        self.notices += rebuild_runs(self.store, self.executor, now) + hold_unlisted_hosts(self, now)
         for rec in self.store.plans_with_status("proposed"):
             self.store.set_plan_status(rec.id, "superseded", now)
         events = self.cluster.events()

@@ -33,10 +33,34 @@ LOST_STATES = tuple(s for s in HostState if s not in (HostState.READY, HostState
 # remote/takeover.py's refusals: a controller of a copy of this store, or of another store
 # sharing the agent's workdir, serves the host; this store's jobs there run on under it
 SERVED_ELSEWHERE = "managed by another heet-tui controller"
+# a run's host the hosts file no longer has, removed while no controller ran: its run cannot be
+# stopped, and the plan that moved the job started a second copy beside it
+UNLISTED = "not in the hosts file: removed while no controller ran"
+HELD_UNTIL = {SERVED_ELSEWHERE: "until that controller stops (it may train on there meanwhile)",
+              UNLISTED: "until the host is back in the hosts file, which stops that run and moves the job "
+                        "(heet-tui cancel gives the job up; its run trains on there until stopped)"}
+
+
+def held_until(why: str) -> str | None:
+    """How long a host out for ``why`` holds its jobs when that is for good (not the grace period)."""
+    return next((until for marker, until in HELD_UNTIL.items() if marker in why), None)
 
 
 def served_elsewhere(why: str) -> bool:
-    return SERVED_ELSEWHERE in why
+    return held_until(why) is not None
+
+
+def hold_unlisted_hosts(ctl: Controller, now: float) -> list[str]:
+    """Runs found in the store on hosts the hosts file lacks are held there, said once each."""
+    listed = {h.name for h in ctl.hosts.hosts}
+    notes = []
+    for host in sorted({r.host for run in ctl.executor.all_runs() for r in run.ranks.values()} - listed):
+        if ctl.host_grace.lost(host, UNLISTED, now):
+            jobs = sorted({run.job_id for run in ctl.executor.all_runs() if any(r.host == host for r in run.ranks.values())})
+            say_host_out(ctl.store, ctl.executor.all_runs(), host, UNLISTED, now, ctl.opt.host_loss_grace_s)
+            notes.append(f"{', '.join(jobs)} ran on {host}, which is {UNLISTED}: put it back so that its run can be "
+                         "stopped and the job moved, or cancel the job")
+    return notes
 
 
 @dataclass
@@ -77,7 +101,7 @@ class HostLossGrace:
             return None
         why = self.since[out[0]][1]
         if all(served_elsewhere(self.since[h][1]) for h in out):
-            return f"its host {', '.join(out)} is out ({why}); it keeps its GPUs until that controller stops"
+            return f"its host {', '.join(out)} is out ({why}); it keeps its GPUs {held_until(why)}"
         left = max(0.0, self.grace_s - (now - min(self.since[h][0] for h in out)))
         return (f"its host {', '.join(out)} is out ({why}); it keeps its GPUs for {left:.0f} s "
                 "more in case the host comes back with it still running")
@@ -89,14 +113,13 @@ def say_host_out(store: Store, runs: Iterable[Run], host: str, why: str, now: fl
     2xT4" with a frozen step count; and the event went to no job, so ``jobs NAME`` never named
     the host that stopped it."""
     until = time.strftime("%H:%M:%S", time.localtime(now + grace_s))
-    held = "until that controller stops" if served_elsewhere(why) else f"for {grace_s:g} s in case it comes back"
+    held = held_until(why) or f"for {grace_s:g} s in case it comes back"
     store.add_event(now, "host", f"host {host} is out ({why}); its jobs keep their GPUs {held}", None, host)
     for run in runs:
         on_it = not run.profiling and any(r.host == host and not r.exited for r in run.ranks.values())
         rec = store.job(run.job_id) if on_it else None
         if rec is not None and rec.job.state is JobState.RUNNING:
-            note = (f"{OUT} {host} is out ({why}); it keeps its GPUs " + ("until that controller stops (it may "
-                    "train on there meanwhile)" if served_elsewhere(why) else f"until {until} in case the host comes back"))
+            note = f"{OUT} {host} is out ({why}); it keeps its GPUs {held_until(why) or f'until {until} in case the host comes back'}"
             store.set_state(run.job_id, JobState.RUNNING, now, note)
             store.add_event(now, "host", f"{run.job_id}: {note}", run.job_id, host)
 

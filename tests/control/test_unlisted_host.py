@@ -1,0 +1,60 @@
+"""A host removed from the hosts file while no controller ran, with a job's run on it.
+
+Seen: the restarted controller looked for the run for good, proposed moving the job, and on
+approval could not stop the run ("unknown host") and launched a second copy elsewhere, both
+training until the host was put back and the first fenced."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from control_lab import job, run_and_clean, running_past, wait_for, write_job, write_local_hosts
+
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.execution import ExecOptions
+from heet_tui.control.store import Store
+from heet_tui.core.intents import ApprovePlan
+from heet_tui.core.job import JobState
+
+
+def test_a_run_on_a_host_gone_from_the_file_is_held_not_duplicated_and_adopted_when_it_is_back(
+        tmp_path: Path) -> None:
+    path = write_local_hosts(tmp_path, [("h1", "T4", 1, 1.0), ("h2", "T4", 1, 1.0)])
+    full = path.read_text()
+    store = Store(tmp_path / "state")
+    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False, execution=ExecOptions(stop_grace_s=1.0))
+    spec = write_job(tmp_path, "a", steps=100_000, max_gpus=1, every=1000)
+
+    async def scenario() -> None:
+        first = Controller(load_hosts(path), store, options)
+        await first.start()
+        try:
+            host = await running_past(first, spec, "a", 5, 60)
+        finally:
+            await first.stop()  # a trains on
+        head, *blocks = full.split("[[hosts]]")
+        path.write_text(head + "".join("[[hosts]]" + b for b in blocks if f'name = "{host}"' not in b))
+        again = Controller(load_hosts(path), store, options)
+        await again.start()
+        try:
+            assert any(f"a ran on {host}, which is not in the hosts file" in n for n in again.notices)
+            await asyncio.sleep(3.0)  # rounds with the other host free
+            await again.publish()
+            if (pending := again.hub.latest.plan_id) is not None:  # approved by hand, as the user did
+                await again.post(ApprovePlan(pending))
+                await asyncio.sleep(8.0)  # the stop waited out its grace, then the second copy started
+            await again.publish()
+            assert job(again.hub.latest, "a").state is JobState.RUNNING
+            assert "not in the hosts file" in job(again.hub.latest, "a").message
+            assert store.job("a").generation == 1 and not [e for e in store.events("a", limit=100)
+                                                            if e.kind == "launch" and "generation 2" in e.message]
+            path.write_text(full)  # put back: its run is found, still training
+            await wait_for(again, lambda s: any(e.kind == "adopt" for e in store.events("a", limit=100)), 60,
+                           "a found running on its host")
+            assert store.job("a").generation == 1
+        finally:
+            await again.stop()
+
+    run_and_clean(scenario, tmp_path)
