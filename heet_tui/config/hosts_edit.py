@@ -155,16 +155,19 @@ class HostsDocument:
         if "\r\n" in on_disk:  # a file written on Windows keeps its line ends; what tomlkit adds has "\n"
             text = re.sub(r"(?<!\r)\n", "\r\n", text)
         validated = parse_hosts_text(text, self.path)
-        mode = self.path.stat().st_mode & 0o777
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        # a link (to a file kept in a repository, say) is written through: replaced, the link
+        # became a file of its own and the repository's copy silently missed the edit
+        target = Path(os.path.realpath(self.path))
+        mode = target.stat().st_mode & 0o777
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
                 out.write(text)
                 out.flush()
                 os.fsync(out.fileno())
             os.chmod(tmp, mode)
-            _write_backup(self.path.with_name(self.path.name + ".bak"), on_disk, mode)
-            os.replace(tmp, self.path)
+            _write_backup(target.with_name(target.name + ".bak"), on_disk, mode)
+            os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise

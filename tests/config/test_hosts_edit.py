@@ -222,3 +222,17 @@ def test_removing_the_only_host_is_refused_with_what_to_do(tmp_path: Path) -> No
     with pytest.raises(ConfigError, match='cannot remove host "solo": it is the only one.*add the host that replaces'):
         doc.remove_host("solo")
     assert path.read_text() == original
+
+
+def test_a_linked_hosts_file_is_written_through_the_link(tmp_path: Path) -> None:
+    """Saving replaced the link with a file of its own: the linked copy (in a repository) missed the edit."""
+    real = tmp_path / "repo" / "hosts.toml"
+    real.parent.mkdir()
+    real.write_text('[[hosts]]\nname = "a"\ntransport = "local"\n')
+    link = tmp_path / "hosts.toml"
+    link.symlink_to(real)
+    doc = HostsDocument.load(link)
+    doc.add_host({"name": "b", "transport": "local"})
+    doc.save()
+    assert link.is_symlink() and 'name = "b"' in real.read_text()
+    assert (tmp_path / "repo" / "hosts.toml.bak").exists()
