@@ -11,6 +11,7 @@ changes nothing, and the controller says why, with the line.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -88,6 +89,7 @@ def speed_changes(old: tuple[HostEntry, ...], new: tuple[HostEntry, ...], change
 
 
 NOT_RELOADED = "hosts file not reloaded: "
+SETTLE_S = 1.5  # a changed file is read once it has not changed for this long
 
 
 class HostsReloader:
@@ -95,6 +97,7 @@ class HostsReloader:
         self.path = path
         self._stamp = _stamp(path)
         self._pending = False  # a change waits for jobs to leave a host
+        self._changing: tuple[tuple[int, int] | None, float] | None = None  # a new stamp, and since when
         self.leaving: frozenset[str] = frozenset()  # gone from the file, still running jobs: drained
         self._said: str = ""
         # Running on the bundled config: its first edit makes the user's own copy and goes there
@@ -105,7 +108,18 @@ class HostsReloader:
         if self._follow and _copied_from_bundled(user_hosts_path()):
             self.path, self._follow = user_hosts_path(), False
             return True
-        return self._pending or _stamp(self.path) != self._stamp
+        if self._pending:
+            return True
+        stamp = _stamp(self.path)
+        if stamp == self._stamp:
+            return False
+        # read once it has stayed the same a moment: a file caught half-written (an editor writing
+        # in place, a copy in two parts) was applied as it stood, its missing hosts removed and
+        # their jobs stopped, and put back seconds later
+        now = time.monotonic()
+        if self._changing is None or self._changing[0] != stamp:
+            self._changing = (stamp, now)
+        return now - self._changing[1] >= SETTLE_S
 
     async def reload(self, ctl: Controller) -> list[str]:
         """Apply the file as it is now; returns what the user should be told (each thing once)."""

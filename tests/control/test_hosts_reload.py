@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
 
 from heet_tui.config.hosts_file import HostEntry, load_hosts
@@ -31,6 +32,29 @@ def test_a_busy_host_keeps_its_entry_until_its_jobs_leave() -> None:
     assert (busy.removed, busy.changed, busy.waiting) == ((), (), ("b", "c"))
     assert {h.name: h.address for h in busy.hosts} == {"x": "x", "a": "a", "b": "b", "c": "c"}, "kept as they were"
     assert diff_hosts(old, (_entry("a", line=7), _entry("b"), _entry("c")), set()).empty, "a new line is no change"
+
+
+def test_a_changed_hosts_file_is_read_once_it_has_stayed_the_same_a_moment(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file caught half-written was applied as it stood: its missing hosts were removed, their
+    job stopped under auto-approve, and all put back seconds later."""
+    from heet_tui.control import hosts_reload
+
+    clock = [100.0]
+    monkeypatch.setattr(hosts_reload.time, "monotonic", lambda: clock[0])
+    path = tmp_path / "hosts.toml"
+    path.write_text('[[hosts]]\nname = "a"\ntransport = "local"\n')
+    reloader = HostsReloader(path)
+    assert not reloader.due()
+    path.write_text('[[hosts]]\nname = "a"\ntransport = "local"\n[[hosts]]\nname = "b"\n')  # half of it
+    assert not reloader.due()
+    clock[0] += 1.0
+    path.write_text('[[hosts]]\nname = "a"\ntransport = "local"\n[[hosts]]\nname = "b"\ntransport = "local"\n')
+    assert not reloader.due(), "still changing"
+    clock[0] += 1.0
+    assert not reloader.due()
+    clock[0] += hosts_reload.SETTLE_S
+    assert reloader.due()
 
 
 def test_hosts_added_broken_and_removed_while_the_controller_runs(tmp_path: Path) -> None:
