@@ -241,15 +241,17 @@ class ThroughputBook:
         own = {parse_placement(k): v for (t, k), v in m.items() if t == gpu_type}
         if own:
             return _scaled(own, placement, exponent)
-        best = None
+        # every measured type's route, averaged (geometric): the best of them was taken, and one
+        # inflated ratio put a T4 above the job's own A100 figure, and the plan waited for T4s
+        routes = []
         for other in self.measured_types(job_id):
             ratio = self.type_ratio(gpu_type, other)
             if ratio is None:
                 continue
             base = {parse_placement(k): v for (t, k), v in m.items() if t == other}
-            value = _scaled(base, placement, exponent) * ratio
-            best = value if best is None else max(best, value)
-        return best or 0.0
+            if (value := _scaled(base, placement, exponent) * ratio) > 0:
+                routes.append(value)
+        return math.exp(sum(math.log(v) for v in routes) / len(routes)) if routes else 0.0
 
     def function(self, job_id: str) -> ThroughputFn:
         def throughput(gpu_type: str, placement: tuple[int, ...]) -> float:

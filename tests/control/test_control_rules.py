@@ -167,6 +167,21 @@ def test_throughput_estimates_use_measurements_then_scale_and_borrow_type_ratios
     assert book.estimate("b", "V100", (1,)) == 0.0, "never measured anywhere: not offered"
 
 
+def test_a_type_guessed_from_several_measured_types_is_their_routes_mean_not_the_best() -> None:
+    """Seen: measured at 9,165/s on an A100 and 5,307/s on a V100, a job's T4 guess was 15k/s
+    (through an inflated T4:V100 ratio), above its own A100 figure; the plan held it for T4s."""
+    book = ThroughputBook()
+    for job_id, a100, v100, t4 in (("x", 100.0, 20.0, 50.0), ("y", 100.0, 20.0, 50.0)):
+        book.add(job_id, "A100", (1,), a100)
+        book.add(job_id, "V100", (1,), v100)  # measured too slow (a busy emulated host)
+        book.add(job_id, "T4", (1,), t4)
+    book.add("z", "A100", (1,), 9165.0)
+    book.add("z", "V100", (1,), 5307.0)
+    via_a100, via_v100 = 9165.0 * 0.5, 5307.0 * 2.5  # T4:A100 = 0.5, T4:V100 = 2.5 on x and y
+    assert book.estimate("z", "T4", (1,)) == pytest.approx((via_a100 * via_v100) ** 0.5)
+    assert book.estimate("z", "T4", (1,)) < 9165.0
+
+
 
 def test_a_job_that_scaled_badly_on_one_type_is_not_expected_to_scale_on_another() -> None:
     """Seen on the local config: a small MLP ran at 52k samples/s on one A100 and 5k on two (its
