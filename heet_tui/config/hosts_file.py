@@ -176,8 +176,26 @@ def parse_hosts_text(text: str, path: Path | str) -> HostsFile:
             first = f" (first defined at line {seen[entry.name]})" if seen[entry.name] else ""
             raise ConfigError(path, f'duplicate host name "{entry.name}"{first}', entry.line)
         seen[entry.name] = entry.line
+        _refuse_same_gpus_twice(path, entry, hosts)
         hosts.append(entry)
     return HostsFile(path, tuple(hosts), defaults, defaults.ssh_config)
+
+
+def _refuse_same_gpus_twice(path: Path, entry: HostEntry, before: list[HostEntry]) -> None:
+    """Two entries for one machine's real GPUs (same address and port) must split them with
+    ``gpus``: a copy-pasted entry, or one renamed by copying, counted the machine's GPUs twice,
+    and plans put two jobs on each. Emulated GPUs are declared, not read: any may share a box."""
+    if entry.emulate is not None or entry.transport != "ssh":
+        return
+    for other in before:
+        if other.emulate is not None or other.transport != "ssh" or (other.address, other.port) != (
+                entry.address, entry.port):
+            continue
+        if entry.gpus is None or other.gpus is None or set(entry.gpus) & set(other.gpus):
+            both = "all" if entry.gpus is None or other.gpus is None else sorted(set(entry.gpus) & set(other.gpus))
+            raise ConfigError(path, f'host "{entry.name}" is the same machine as host "{other.name}" (address '
+                              f"{entry.address}{f', port {entry.port}' if entry.port else ''}), and both use its "
+                              f"GPUs ({both}): remove one, or give each its own gpus = [...]", entry.line)
 
 
 def _defaults(path: Path, raw: Any, index: LineIndex) -> Defaults:

@@ -229,3 +229,22 @@ def test_names_and_keys_from_the_file_reach_the_terminal_escaped(tmp_path: Path,
     assert main(["hosts", "--hosts", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and 'host "loc\\n"' in err, err
+
+
+def test_two_entries_for_one_machines_real_gpus_must_split_them() -> None:
+    """A copy-pasted entry (same address and port) counted the machine's GPUs twice: plans put
+    two jobs on each GPU."""
+    twice = ('[[hosts]]\nname = "spare-1"\naddress = "10.0.0.8"\nport = 2222\n\n'
+             '[[hosts]]\nname = "gpu-v9"\naddress = "10.0.0.8"\nport = 2222\n')
+    with pytest.raises(ConfigError, match=r'hosts.toml:6: host "gpu-v9" is the same machine as host "spare-1" '
+                                          r"\(address 10.0.0.8, port 2222\), and both use its GPUs \(all\)"):
+        parse_hosts_text(twice, Path("hosts.toml"))
+    with pytest.raises(ConfigError, match=r"both use its GPUs \(\[1\]\)"):
+        parse_hosts_text(twice.replace('port = 2222\n\n', 'port = 2222\ngpus = [0, 1]\n\n', 1) + "gpus = [1, 2]\n",
+                         Path("hosts.toml"))
+    split = twice.replace('port = 2222\n\n', 'port = 2222\ngpus = [0, 1]\n\n', 1) + "gpus = [2, 3]\n"
+    assert [h.name for h in parse_hosts_text(split, Path("hosts.toml")).hosts] == ["spare-1", "gpu-v9"]
+    other_port = twice.replace("port = 2222\n", "port = 2223\n", 1)
+    assert len(parse_hosts_text(other_port, Path("hosts.toml")).hosts) == 2
+    emulated = twice + 'emulate = { gpu_type = "T4", count = 1, speed = 0.5 }\n'
+    assert len(parse_hosts_text(emulated, Path("hosts.toml")).hosts) == 2, "declared GPUs may share a box"
