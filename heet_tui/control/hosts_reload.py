@@ -122,8 +122,11 @@ class HostsReloader:
         return now - self._changing[1] >= SETTLE_S
 
     async def reload(self, ctl: Controller) -> list[str]:
-        """Apply the file as it is now; returns what the user should be told (each thing once)."""
-        self._stamp = _stamp(self.path)
+        """Apply the file as it is now; returns what the user should be told (each thing once
+        per version of the file: another edit with the same outcome was not said at all)."""
+        if (stamp := _stamp(self.path)) != self._stamp and not self._said.startswith(NOT_RELOADED):
+            self._said = ""  # a new version of the file: what it leads to is news again
+        self._stamp = stamp
         try:
             new = load_hosts(self.path)
         except ConfigError as exc:

@@ -201,3 +201,27 @@ def test_a_changed_emulated_speed_forgets_the_measurements_taken_at_the_old_one(
         assert [r[1] for r in store.observations()] == ["A100"]
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_each_new_edit_of_a_busy_host_is_said_though_it_leads_to_the_same_words(tmp_path: Path) -> None:
+    """Seen: a second edit of a host running a job (type A100, then V100) was said nowhere: its
+    message matched the one said for the first, and each thing is said once."""
+    path = write_local_hosts(tmp_path, [("one", "T4", 1, 1.0)])
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(load_hosts(path), store, ControllerOptions(interval_s=0.2, auto_approve=True, profile=False))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=100_000, max_gpus=1, every=1000))))
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 90, "a running")
+            kept = "one kept as before while jobs run there"
+            for speed in (0.5, 0.25):
+                before = ctl.notices.total
+                write_local_hosts(tmp_path, [("one", "T4", 1, speed)])
+                await wait_for(ctl, lambda s: any(kept in n for n in ctl.notices.since(before)), 30,
+                               f"the edit to speed {speed} said")
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
