@@ -131,6 +131,20 @@ def test_plan_show_says_how_sure_each_completion_is() -> None:
     assert _completes(None) == "-"
 
 
+def test_plan_show_lists_the_jobs_the_plan_leaves_waiting(capsys: pytest.CaptureFixture[str]) -> None:
+    """The Plan screen showed "wide-cnn wait → A100 in 8s"; plan show left the row out."""
+    from heet_tui.cli.commands.plan import _show
+    from heet_tui.core.allocation import Allocation
+    from heet_tui.core.plan import JobPrediction, Plan, PredictedEffect
+
+    run = Allocation.of("r", "A100", {"a": [0]})
+    effect = PredictedEffect((JobPrediction("r", 100.0, 100.0, 40.0, 0.0),
+                              JobPrediction("w", 0.0, 0.0, 90.0, 0.0, 8.0, "A100")))
+    _show(Plan.build({"r": run}, {"r": run}, "heet", 0.0, effect), 3, "heet", "proposed")
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("w "))
+    assert row.split()[:7] == ["w", "wait", "-", "starts", "on", "A100", "in"] and "1m30s" in row
+
+
 def test_after_a_reject_jobs_say_so_and_plan_again_proposes_from_the_command_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Seen: after ``plan reject`` a queued job said "every GPU it may use is taken" with every GPU

@@ -126,6 +126,13 @@ def _show(plan: Plan, plan_id: int, policy: str, when: str, steps: list[StepReco
         rows.append((change.job_id, change.kind.value, change.before.describe() if change.before else "-",
                      change.after.describe() if change.after else "-",
                      _completes(pred), *((outcome,) if steps else ())))
+    # the jobs it leaves waiting, with the start it foresees, as the Plan screen shows them: a job
+    # held for faster GPUs was on screen and nowhere here
+    changed = {c.job_id for c in plan.changes}
+    for pred in sorted(effect.jobs, key=lambda p: p.job_id):
+        if pred.job_id not in changed and pred.job_id not in plan.allocations:
+            starts = f"starts on {pred.starts_on} in {duration(pred.starts_in_s)}" if pred.starts_on else "-"
+            rows.append((pred.job_id, "wait", "-", starts, _completes(pred), *(("-",) if steps else ())))
     print("\n".join(aligned(rows)))
     if any(p.after_spread is None and p.completion_s is not None for p in effect.jobs):
         print(f"±?: {ROUGH_GUESS}")
