@@ -219,7 +219,7 @@ def test_each_new_edit_of_a_busy_host_is_said_though_it_leads_to_the_same_words(
             for speed in (0.5, 0.25):
                 before = ctl.notices.total
                 write_local_hosts(tmp_path, [("one", "T4", 1, speed)])
-                await wait_for(ctl, lambda s: any(kept in n for n in ctl.notices.since(before)), 30,
+                await wait_for(ctl, lambda s, before=before: any(kept in n for n in ctl.notices.since(before)), 30,
                                f"the edit to speed {speed} said")
         finally:
             await ctl.stop()
