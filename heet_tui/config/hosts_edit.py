@@ -97,13 +97,19 @@ class HostsDocument:
         tuned by hand in the file meanwhile went back to the form's."""
         _reject_unknown(self.path, fields)
         _, table = self._find(name)
-        before = {k: table[k] for k in fields if k in table}
+        merged = {k for k, v in fields.items() if k in table and isinstance(v, Mapping) and isinstance(table[k], Mapping)}
+        before = {k: table[k] for k in fields if k in table and k not in merged}
+        sub_before = {k: {s: table[k][s] for s in fields[k] if s in table[k]} for k in merged}
         for key, value in fields.items():
             if value is None:
                 if key in table:
                     del table[key]
-            elif key in table and isinstance(value, Mapping) and isinstance(table[key], Mapping):
-                table[key] = _toml_value({**table[key].unwrap(), **value})
+            elif key in merged:
+                # key by key, and only those that change: replaced whole, a [hosts.emulate] table
+                # became an inline one, and its comments and the comment after it were lost
+                for sub, v in value.items():
+                    if sub not in table[key] or table[key][sub] != v:
+                        table[key][sub] = v
             elif key in table:
                 table[key] = _toml_value(value)
             else:
@@ -112,7 +118,13 @@ class HostsDocument:
             self.validated = self._check()
         except ConfigError:
             for key in fields:
-                if key in before:
+                if key in merged:
+                    for sub in fields[key]:
+                        if sub in sub_before[key]:
+                            table[key][sub] = sub_before[key][sub]
+                        elif sub in table[key]:
+                            del table[key][sub]
+                elif key in before:
                     table[key] = before[key]
                 elif key in table:
                     del table[key]

@@ -236,3 +236,21 @@ def test_a_linked_hosts_file_is_written_through_the_link(tmp_path: Path) -> None
     doc.save()
     assert link.is_symlink() and 'name = "b"' in real.read_text()
     assert (tmp_path / "repo" / "hosts.toml.bak").exists()
+
+
+def test_an_edit_of_an_emulate_sub_table_keeps_it_and_its_comments(tmp_path: Path) -> None:
+    """The form's emulate edit rewrote a [hosts.emulate] table as an inline one: its four comments,
+    the blank line and the comment after it were gone."""
+    path = tmp_path / "hosts.toml"
+    original = ('[[hosts]]\nname = "gpu-t2"   # the t2 box\ntransport = "local"\n[hosts.emulate]   # declared\n'
+                'gpu_type = "T4"   # kind\ncount = 2         # how many\nspeed = 0.25      # slow\n\n'
+                '# (end of file -- spare-1 is not yet in service)\n')
+    path.write_text(original)
+    doc = HostsDocument.load(path)
+    with pytest.raises(ConfigError):
+        doc.update_host("gpu-t2", {"emulate": {"gpu_type": "T4", "count": 0, "speed": 0.3}})
+    assert doc.text() == original, "a refused edit changes nothing"
+    doc.update_host("gpu-t2", {"emulate": {"gpu_type": "T4", "count": 2, "speed": 0.3}})
+    doc.save()
+    assert path.read_text() == original.replace("speed = 0.25      # slow", "speed = 0.3      # slow")
+    assert load_hosts(path).host("gpu-t2").emulate.speed == 0.3
