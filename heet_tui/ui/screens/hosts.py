@@ -221,8 +221,20 @@ class HostsScreen(SnapshotScreen):
                 self.table.select_key(saved)
                 self.notify(f"saved host {saved}")
 
-        self.app.push_screen(HostFormDialog(f"Edit host {name}", lambda f: self._apply(
-            lambda d: d.update_host(name, f)), self.raw_host(name)), done)
+        initial, overwrite = self.raw_host(name), set()
+
+        def apply(fields: dict[str, Any]) -> str | None:
+            # a field the form changes that was also changed in the file since the form opened:
+            # the form's value went over the hand edit without a word
+            if self.document is not None and (name_now := self.raw_host(name)):
+                clash = sorted(k for k in _changed_keys(fields) if _at(name_now, k) != _at(initial, k))
+                if clash and not set(clash) <= overwrite:
+                    overwrite.update(clash)
+                    said = ", ".join(f"{k} (now {_at(name_now, k)!r})" for k in clash)
+                    return f"changed in the file since this form opened: {said}; save again to write the form's over it"
+            return self._apply(lambda d: d.update_host(name, fields))
+
+        self.app.push_screen(HostFormDialog(f"Edit host {name}", apply, initial), done)
 
     def action_remove_host(self) -> None:
         name = self.table.selected_key
@@ -269,3 +281,15 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.st_mtime_ns, st.st_size
+
+
+def _changed_keys(fields: dict[str, Any]) -> list[str]:
+    """``key`` or ``table.key`` for each value the form writes."""
+    return [f"{k}.{sub}" for k, v in fields.items() if isinstance(v, dict) for sub in v] + [
+        k for k, v in fields.items() if not isinstance(v, dict)]
+
+
+def _at(raw: dict[str, Any], dotted: str) -> Any:
+    key, _, sub = dotted.partition(".")
+    value = raw.get(key)
+    return value.get(sub) if sub and isinstance(value, dict) else value

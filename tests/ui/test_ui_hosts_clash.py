@@ -1,0 +1,43 @@
+"""The host form and a hand edit of the same field while it is open."""
+
+from __future__ import annotations
+
+import tomllib
+
+from hosts_support import fill, hosts_copy
+from textual.widgets import Static
+from ui_fakes import small_snapshot
+from ui_support import SIZE, run, wait_for
+
+from heet_tui.ui.dialogs.host_form import HostFormDialog
+from heet_tui.ui.screens.hosts import HostsScreen
+
+
+def test_a_field_changed_by_hand_while_the_form_is_open_is_not_written_over_unasked(make_app, backend, tmp_path):
+    """Seen: rack set to "rackB-hand" in the file, "rackB-form" typed in the open form, saved:
+    "saved host", the file said rackB-form, and nothing said the hand edit was gone."""
+    path = hosts_copy(tmp_path)
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            await wait_for(pilot, lambda: screen.table.row_count == 2)
+            screen.table.select_key("t4-1")
+            await pilot.press("e")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
+            form = app.screen
+            path.write_text(path.read_text().replace('address = "10.0.0.12"', 'address = "10.0.0.99"'))
+            backend.push(small_snapshot(1))  # the screen behind reads the file again
+            await pilot.pause()
+            await fill(pilot, form, address="10.0.0.50")
+            await pilot.press("ctrl+s")
+            error = form.query_one("#form-error", Static)
+            await wait_for(pilot, lambda: "changed in the file since this form opened" in str(error.render()))
+            assert "address (now '10.0.0.99')" in str(error.render())
+            assert tomllib.loads(path.read_text())["hosts"][1]["address"] == "10.0.0.99", "nothing written yet"
+            await pilot.press("ctrl+s")  # asked, and meant
+            await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen))
+            assert tomllib.loads(path.read_text())["hosts"][1]["address"] == "10.0.0.50"
+
+    run(scenario())
