@@ -42,6 +42,7 @@ from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.dialogs.help import HelpDialog
 from heet_tui.ui.dialogs.host_key import HostKeyDialog, fingerprint_in
 from heet_tui.ui.dialogs.prompt import PromptDialog
+from heet_tui.ui.dialogs.tweak import TweakDialog
 from heet_tui.ui.messages import BackendFailed, IntentDone, IntentRequested, SnapshotArrived
 from heet_tui.ui.screens.base import SnapshotScreen
 from heet_tui.ui.screens.cluster import ClusterScreen
@@ -148,6 +149,8 @@ class HeetApp(ControllerLink, App[int]):
         base = self.screen_stack[0] if self.screen_stack else None
         if isinstance(base, SnapshotScreen):
             base.apply_snapshot(snap)
+        if isinstance(self.screen, TweakDialog):  # it compares with the plan it was opened on
+            self.screen.plan_changed(snap.plan_id, snap.plan)
         for notice in self._new_notices(snap):
             self.notify(notice, timeout=6)
         self._offer_new_host_keys(snap.hosts)

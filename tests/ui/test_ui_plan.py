@@ -113,6 +113,29 @@ def test_the_tweak_offers_only_the_gpu_types_the_jobs_spec_allows(make_app, back
     run(scenario())
 
 
+def test_the_tweak_dialog_follows_a_plan_that_changes_under_it(make_app, backend):
+    """Seen: opened on plan #5, the dialog still compared with #5's 36 s when #7 stood at 1m04s."""
+    from dataclasses import replace
+
+    async def scenario():
+        app = make_app("plan")
+        async with app.run_test(size=SIZE) as pilot:
+            dialog = await open_tweak(pilot, app)
+            snap = small_snapshot(1)
+            slower = replace(snap.plan.effect, avg_jct_s=3840.0)
+            newer = replace(snap, plan_id=8, plan=replace(snap.plan, effect=slower))
+            backend.push(newer)
+            note = dialog.query_one("#plan-note", Static)
+            await wait_for(pilot, lambda: "plan #7 was replaced by #8" in str(note.render()))
+            prediction = dialog.query_one("#prediction", Static)
+            await wait_for(pilot, lambda: "plan average JCT 1h04m as proposed" in str(prediction.render()))
+            assert dialog.plan_id == 8 and dialog.edit().plan_id == 8
+            backend.push(small_snapshot(2, plan=False))
+            await wait_for(pilot, lambda: "plan #8 is no longer pending" in str(note.render()))
+
+    run(scenario())
+
+
 def test_auto_approve_toggle(make_app, backend):
     async def scenario():
         app = make_app("plan")

@@ -16,7 +16,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.intents import EditJob
-from heet_tui.core.plan import PredictedEffect
+from heet_tui.core.plan import Plan, PredictedEffect
 from heet_tui.core.sched_input import Constraints
 from heet_tui.core.snapshot import JobStatus
 from heet_tui.ui.dialogs.base import DialogBody, DialogBox, FormDialog, dialog_foot
@@ -33,6 +33,7 @@ class TweakDialog(FormDialog[EditJob | None]):
     TweakDialog .field { width: 14; }
     TweakDialog Input, TweakDialog Select { width: 1fr; }
     TweakDialog #prediction { height: auto; min-height: 4; border: round $primary; padding: 0 1; }
+    TweakDialog #plan-note { height: auto; color: $warning; margin-bottom: 1; }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "apply", "Apply")]
     HINT = "enter: next field\nctrl+s: apply\nesc: cancel"
@@ -54,9 +55,8 @@ class TweakDialog(FormDialog[EditJob | None]):
             yield Label(f"Tweak {self.job.id} ({named}{self.job.min_gpus}-{self.job.max_gpus} GPUs)",
                         classes="dialog-title")
             with DialogBody():
-                where = ", ".join(self.proposed.host_names) if self.proposed else ""
-                yield Label(f"proposed: {self.proposed.num_gpus}x{self.proposed.gpu_type} on {where}" if self.proposed
-                            else "proposed: no GPUs", classes="title")
+                yield Label(_proposed(self.proposed), classes="title", id="proposed")
+                yield Static("", id="plan-note")
                 with Horizontal(classes="row"):
                     yield Label("GPU type", classes="field")
                     yield Select([(t, t) for t in self.gpu_types], prompt="any type", id="type",
@@ -78,6 +78,24 @@ class TweakDialog(FormDialog[EditJob | None]):
                               hint=self.HINT, error_id="error")
 
     def on_mount(self) -> None:
+        self.query_one("#plan-note").display = False
+        self._schedule()
+
+    def plan_changed(self, plan_id: int | None, plan: Plan | None) -> None:
+        """A newer snapshot's plan: compared with it from now on, and said. The dialog kept
+        comparing with the plan it was opened on, two plans later, and read like the screen's."""
+        if plan_id == self.plan_id:
+            return
+        note = self.query_one("#plan-note", Static)
+        note.display = True
+        if plan is None or plan_id is None:
+            note.update(f"plan #{self.plan_id} is no longer pending (applied, rejected or withdrawn): Apply is refused; "
+                        "Esc, then tweak the next plan")
+            return
+        note.update(f"plan #{self.plan_id} was replaced by #{plan_id}: compared with #{plan_id} now, and Apply edits it")
+        self.plan_id, self.baseline = plan_id, plan.effect
+        self.proposed = plan.allocations.get(self.job.id)
+        self.query_one("#proposed", Label).update(_proposed(self.proposed))
         self._schedule()
 
     def constraints(self) -> Constraints:
@@ -192,3 +210,7 @@ def same_clock_avg_jct(effect: PredictedEffect, baseline: PredictedEffect) -> fl
     if effect.avg_jct_s is None or effect.at is None or baseline.at is None:
         return effect.avg_jct_s
     return effect.avg_jct_s - (effect.at - baseline.at)
+
+
+def _proposed(alloc: Allocation | None) -> str:
+    return f"proposed: {alloc.num_gpus}x{alloc.gpu_type} on {', '.join(alloc.host_names)}" if alloc else "proposed: no GPUs"
