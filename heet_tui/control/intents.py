@@ -122,7 +122,12 @@ class IntentHandler:
             # a newer plan came while the tweak dialog was open: what is fixed does not depend on
             # the plan, so it applies to that one (it was refused, and the dialog's input lost)
             intent = EditJob(ctl.pending_plan_id, intent.job_id, intent.constraints)
-        self._pending(intent.plan_id)
+        if ctl.pending_plan_id is not None:
+            self._pending(intent.plan_id)
+        elif ctl.applying is not None and not ctl.applying.done():
+            raise ValueError("a plan is being applied; edit the next one")
+        # else nothing is pending (applied meanwhile, or a job the policy holds back on a quiet
+        # cluster): the edit makes the plan proposed now; a held job could not be started by hand
         if ctl.store.job(intent.job_id) is None:
             raise ValueError(f"no job {intent.job_id!r}")
         plan = ctl.replan({intent.job_id: intent.constraints})  # raises ValueError when infeasible

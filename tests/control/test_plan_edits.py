@@ -200,3 +200,26 @@ def test_an_edit_cannot_put_a_job_on_a_type_its_spec_leaves_out_and_an_old_one_s
                 "it waits for it (d on the Jobs screen drops the edit)")
 
     asyncio.run(scenario())
+
+
+def test_an_edit_with_no_plan_pending_proposes_one(tmp_path: Path) -> None:
+    """Seen: a job held for faster GPUs, the T4s idle, no plan pending: nothing on the Plan screen
+    could start it ("p" planned the same again), and an edit needed a pending plan."""
+    from heet_tui.core.intents import ApprovePlan
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 2, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        async with manual_controller(hosts, store) as ctl:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=100_000, every=1000))))
+            snap = await wait_for(ctl, lambda s: s.plan_id is not None and "a" in s.plan.allocations, 30, "a plan")
+            assert snap.plan.allocations["a"].num_gpus == 2
+            await ctl.post(ApprovePlan(snap.plan_id))
+            await wait_for(ctl, lambda s: s.plan_id is None and job(s, "a").allocation is not None, 60, "a running")
+            said = await ctl.post(EditJob(0, "a", Constraints(fixed_count=1)))
+            snap = ctl.hub.latest
+            assert said.startswith(f"plan #{snap.plan_id} re-evaluated with the edit to a")
+            assert snap.plan.allocations["a"].num_gpus == 1
+
+    asyncio.run(scenario())

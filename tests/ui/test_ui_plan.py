@@ -38,9 +38,9 @@ def test_approve_posts_the_pending_plan_and_clears_it(make_app, backend):
             assert backend.posted == [ApprovePlan(7)]
             table = app.screen.query_one(PlanTable)
             # the plan's lines go; the allocation that stands stays: j1 and j2 kept, j3 not started
-            await wait_for(pilot, lambda: app.latest.plan is None and table.row_count == 2)
-            assert [table.get_row_at(i)[0] for i in range(2)] == ["j1", "j2"]
-            assert {table.get_row_at(i)[1].plain for i in range(2)} == {"keep"}
+            await wait_for(pilot, lambda: app.latest.plan is None and table.row_count == 3)
+            assert [table.get_row_at(i)[0] for i in range(3)] == ["j1", "j2", "j3"]
+            assert [table.get_row_at(i)[1].plain for i in range(3)] == ["keep", "keep", "wait"]
             # With nothing pending, approving again is not offered.
             assert app.screen.check_action("approve", ()) is False  # hidden, not merely dimmed
             await pilot.press("a")
@@ -132,6 +132,34 @@ def test_the_tweak_dialog_follows_a_plan_that_changes_under_it(make_app, backend
             assert dialog.plan_id == 8 and dialog.edit().plan_id == 8
             backend.push(small_snapshot(2, plan=False))
             await wait_for(pilot, lambda: "plan #8 is no longer pending" in str(note.render()))
+
+    run(scenario())
+
+
+def test_with_no_plan_pending_a_waiting_job_can_be_tweaked_into_one(make_app, backend):
+    """A job held for faster GPUs had no row and no key with no plan pending: it could not be
+    started by hand on the free GPUs."""
+    from heet_tui.ui.dialogs.tweak import NO_PLAN
+
+    backend.current = small_snapshot(plan=False)
+
+    async def scenario():
+        app = make_app("plan")
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.screen.query_one(PlanTable)
+            await wait_for(pilot, lambda: table.row_count == 3)
+            table.select_key("j3")
+            await pilot.pause()
+            assert app.screen.check_action("tweak", ()) and not app.screen.check_action("approve", ())
+            await pilot.press("e")
+            await wait_for(pilot, lambda: isinstance(app.screen, TweakDialog))
+            dialog = app.screen
+            assert "no plan is pending: Apply proposes one" in str(dialog.query_one("#plan-note", Static).render())
+            dialog.query_one("#count", Input).value = "1"
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: any(isinstance(i, EditJob) for i in backend.posted))
+            edit = backend.posted[-1]
+            assert (edit.plan_id, edit.job_id, edit.constraints.fixed_count) == (NO_PLAN, "j3", 1)
 
     run(scenario())
 
@@ -271,10 +299,11 @@ def test_with_no_plan_the_table_shows_the_allocation_that_stands() -> None:
     from heet_tui.ui.widgets.plan_table import current_rows, plan_cells
 
     rows = current_rows(small_snapshot(plan=False))
-    assert list(rows) == ["j1", "j2"], "running jobs only"
+    assert list(rows) == ["j1", "j2", "j3"], "running jobs, then the queued one (to tweak it onto GPUs by hand)"
     cells = plan_cells(rows["j1"])
     assert cells[1].plain == "keep" and cells[2] == cells[3] == "2xA100 @a100-1"
     assert cells[4] == "410/s → 410/s" and cells[7] == "-", "measured speed, no pause"
+    assert plan_cells(rows["j3"])[1].plain == "wait"
 
 
 def test_a_job_the_plan_leaves_waiting_has_a_row_with_its_predicted_start() -> None:

@@ -24,6 +24,7 @@ from heet_tui.ui.format import duration, rate, signed_percent
 from heet_tui.ui.widgets.marked_checkbox import MarkedCheckbox
 
 PREVIEW_DELAY_S = 0.15
+NO_PLAN = 0  # the plan id of a tweak made with none pending: the controller proposes one with it
 
 
 class TweakDialog(FormDialog[EditJob | None]):
@@ -78,13 +79,15 @@ class TweakDialog(FormDialog[EditJob | None]):
                               hint=self.HINT, error_id="error")
 
     def on_mount(self) -> None:
-        self.query_one("#plan-note").display = False
+        note = self.query_one("#plan-note", Static)
+        note.display = self.plan_id == NO_PLAN
+        note.update("no plan is pending: Apply proposes one with this edit")
         self._schedule()
 
     def plan_changed(self, plan_id: int | None, plan: Plan | None) -> None:
         """A newer snapshot's plan: compared with it from now on, and said. The dialog kept
         comparing with the plan it was opened on, two plans later, and read like the screen's."""
-        if plan_id == self.plan_id:
+        if plan_id == self.plan_id or (plan_id is None and self.plan_id == NO_PLAN):
             return
         note = self.query_one("#plan-note", Static)
         note.display = True
@@ -92,7 +95,9 @@ class TweakDialog(FormDialog[EditJob | None]):
             note.update(f"plan #{self.plan_id} is no longer pending (applied, rejected or withdrawn): Apply is refused; "
                         "Esc, then tweak the next plan")
             return
-        note.update(f"plan #{self.plan_id} was replaced by #{plan_id}: compared with #{plan_id} now, and Apply edits it")
+        before = f"plan #{self.plan_id} was replaced by #{plan_id}" if self.plan_id != NO_PLAN else \
+            f"plan #{plan_id} was proposed meanwhile"
+        note.update(f"{before}: compared with #{plan_id} now, and Apply edits it")
         self.plan_id, self.baseline = plan_id, plan.effect
         self.proposed = plan.allocations.get(self.job.id)
         self.query_one("#proposed", Label).update(_proposed(self.proposed))

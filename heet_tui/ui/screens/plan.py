@@ -10,14 +10,14 @@ from textual.widgets import Static
 from heet_tui.core.gpu import type_allowed
 from heet_tui.core.intents import ApprovePlan, EditJob, RejectPlan, Replan, SetAutoApprove
 from heet_tui.core.snapshot import Snapshot
-from heet_tui.ui.dialogs.tweak import TweakDialog
+from heet_tui.ui.dialogs.tweak import NO_PLAN, TweakDialog
 from heet_tui.ui.screens.base import SnapshotScreen
 from heet_tui.ui.widgets.keyed_table import KeyedTable
 from heet_tui.ui.widgets.plan_table import PlanTable, summary
 from heet_tui.ui.widgets.screen_footer import ScreenFooter
 from heet_tui.ui.widgets.status_line import StatusLine
 
-NEEDS_PLAN = frozenset({"approve", "reject", "tweak"})
+NEEDS_PLAN = frozenset({"approve", "reject"})  # tweak too makes one, for a job left waiting
 
 
 class PlanScreen(SnapshotScreen):
@@ -54,13 +54,16 @@ class PlanScreen(SnapshotScreen):
         return snap is not None and snap.plan is not None and snap.plan_id is not None and not snap.plan.is_empty
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in NEEDS_PLAN or action in ("toggle_auto", "replan"):
+        if action in NEEDS_PLAN or action in ("tweak", "toggle_auto", "replan"):
             if self.read_only:
                 return False
             # the footer shows only what is possible now: no pending plan, no approve key
             if action in NEEDS_PLAN and not self._pending():
                 return False
             if action == "tweak" and self.query_one(PlanTable).selected_key is None:
+                return False
+            if action == "tweak" and not self._pending() and self.query_one(PlanTable).selected_key not in {
+                    j.id for j in (self.latest.jobs if self.latest else ()) if not j.state.terminal}:
                 return False
         return True
 
@@ -88,7 +91,7 @@ class PlanScreen(SnapshotScreen):
     def action_tweak(self) -> None:
         snap = self.latest
         job_id = self.query_one(PlanTable).selected_key
-        if snap is None or snap.plan is None or snap.plan_id is None or job_id is None:
+        if snap is None or job_id is None:
             return
         job = next((j for j in snap.jobs if j.id == job_id), None)
         if job is None:
@@ -96,8 +99,11 @@ class PlanScreen(SnapshotScreen):
             return
         # only what its spec allows: an edit narrows the spec's gpu_types, it cannot widen them
         types = tuple(sorted({h.gpu_type for h in snap.hosts if h.gpu_type and type_allowed(h.gpu_type, job.gpu_types)}))
-        dialog = TweakDialog(snap.plan_id, job, types, snap.plan.allocations.get(job_id), snap.plan.effect,
-                             job.edit)
+        if snap.plan is not None and snap.plan_id is not None:
+            dialog = TweakDialog(snap.plan_id, job, types, snap.plan.allocations.get(job_id), snap.plan.effect,
+                                 job.edit)
+        else:  # nothing pending: the edit proposes a plan (NO_PLAN)
+            dialog = TweakDialog(NO_PLAN, job, types, job.allocation, None, job.edit)
 
         def done(edit: EditJob | None) -> None:
             if edit is not None:

@@ -80,8 +80,12 @@ def current_rows(snap: Snapshot) -> dict[str, PlanRow]:
     """With no plan pending, the allocation that stands, as "keep" lines with the measured speed
     and ETA (the table was empty under "the current allocation stands")."""
     running = sorted((j for j in snap.jobs if j.allocation is not None and not j.state.terminal), key=lambda j: j.id)
-    return {j.id: PlanRow(j.id, None, j.allocation, j.allocation,
+    rows = {j.id: PlanRow(j.id, None, j.allocation, j.allocation,
                           JobPrediction(j.id, j.throughput, j.throughput, j.eta_s, 0.0)) for j in running}
+    # and the queued ones, to tweak (e): a job held for faster GPUs could not be started by hand
+    for j in sorted((j for j in snap.jobs if j.state is JobState.QUEUED and j.allocation is None), key=lambda j: j.id):
+        rows[j.id] = PlanRow(j.id, None, None, None, JobPrediction(j.id, 0.0, 0.0, j.eta_s, 0.0), waiting=True)
+    return rows
 
 
 def plan_cells(row: PlanRow) -> Cells:
