@@ -44,12 +44,15 @@ def out_of_reach_edits(inputs: list[planning.JobInput], cluster: ClusterView) ->
     (removed from the hosts file, or reconnecting), and why. Such an edit made planning fail for
     every job, round after round, until someone dropped it."""
     types, names = {h.gpu_type for h in cluster.hosts}, {h.name for h in cluster.hosts}
+    host_types = {h.name: h.gpu_type for h in cluster.hosts}
     out = {}
     for job in inputs:
         missing_type, missing = missing_pins(job.constraints, types, names)
         pinned = job.constraints.pinned_type
         if pinned is not None and not type_allowed(pinned, job.gpu_types):  # the spec changed since
             out[job.id] = f"your edit pins it to {pinned}, which its spec leaves out (gpu_types: {', '.join(job.gpu_types)})"
+        elif pinned_off_spec(job, host_types):
+            out[job.id] = f"your edit pins it to {pinned_off_spec(job, host_types)}, whose GPUs its spec leaves out"
         elif missing_type is not None:
             out[job.id] = f"your edit pins it to {missing_type}, which no ready host has now"
         elif missing:
@@ -122,3 +125,12 @@ def propose(ctl: Controller) -> None:
         ctl.store.set_plan_status(plan_id, "approved", ctl.clock())
         ctl.store.add_event(ctl.clock(), "plan", f"plan #{plan_id} auto-approved")
         ctl.start_apply(plan_id)
+
+
+def pinned_off_spec(job: planning.JobInput, host_types: dict[str, str]) -> str:
+    """The pinned hosts, when none has a GPU type the job's spec allows (an edit made before
+    ``heet-tui update`` narrowed the spec); "" otherwise."""
+    pinned = [h for h in job.constraints.pinned_hosts if h in host_types]
+    if not pinned or any(type_allowed(host_types[h], job.gpu_types) for h in pinned):
+        return ""
+    return ", ".join(f"{h} ({host_types[h]})" for h in pinned)

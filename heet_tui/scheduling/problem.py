@@ -178,6 +178,9 @@ class Problem:
     def _resolve(self, index: int, job: JobView) -> JobInfo:
         _check_job(job, self.types, self._host_names)
         c = job.constraints
+        if c.pinned_hosts and (wrong := pinned_hosts_of_other_types(job, {h.name: h.gpu_type
+                                                                           for h in self.cluster.hosts})):
+            raise ValueError(f"job {job.id!r}: {wrong}")
         lo, hi = job.min_gpus, job.max_gpus
         if c.fixed_count is not None:
             lo = hi = c.fixed_count
@@ -287,6 +290,17 @@ def _check_job(job: JobView, types: tuple[str, ...], hosts: frozenset[str]) -> N
     if c.pinned_type is not None and not type_allowed(c.pinned_type, job.gpu_types):
         raise ValueError(f"job {job.id!r}: pinned GPU type {c.pinned_type!r} is not one its spec allows "
                          f"(gpu_types: {', '.join(job.gpu_types)})")
+
+
+def pinned_hosts_of_other_types(job: JobView, host_types: dict[str, str]) -> str:
+    """Why none of the job's pinned hosts has a GPU type it may use ("" when one has): pinned to
+    an A100 host, a T4-only job was planned nowhere, and read "the plan gives the free GPUs to no job"."""
+    pinned = [h for h in job.constraints.pinned_hosts if h in host_types]
+    if not pinned or any(job.allows(host_types[h]) for h in pinned):
+        return ""
+    kinds = ", ".join(f"{h} ({host_types[h]})" for h in pinned)
+    allowed = job.constraints.pinned_type or ", ".join(job.gpu_types)
+    return f"pinned hosts {kinds} have no GPU type it may use ({allowed})"
 
 
 def missing_pins(c: Constraints, types: Collection[str], hosts: Collection[str]) -> tuple[str | None, list[str]]:

@@ -198,6 +198,12 @@ def test_an_edit_cannot_put_a_job_on_a_type_its_spec_leaves_out_and_an_old_one_s
             assert job(snap, "t4only").message == (
                 "left queued: your edit pins it to A100, which its spec leaves out (gpu_types: T4); "
                 "it waits for it (d on the Jobs screen drops the edit)")
+            set_user_constraints(store, "t4only", Constraints(pinned_hosts=("fast",)))  # the A100 host
+            snap = await wait_for(ctl, lambda s: "whose GPUs" in job(s, "t4only").message, 30, "why it waits")
+            assert job(snap, "t4only").message.startswith(
+                "left queued: your edit pins it to fast (A100), whose GPUs its spec leaves out")
+            with pytest.raises(ValueError, match=r"pinned hosts fast \(A100\) have no GPU type it may use \(T4\)"):
+                await ctl.post(EditJob(snap.plan_id or 0, "t4only", Constraints(pinned_hosts=("fast",))))
 
     asyncio.run(scenario())
 

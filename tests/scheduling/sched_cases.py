@@ -64,7 +64,8 @@ def rounds(draw, max_hosts: int = 6, max_jobs: int = 10) -> tuple[ClusterView, l
         elif pick == 2:
             c = Constraints(fixed_count=draw(st.integers(1, 4)))
         elif pick == 3:
-            c = Constraints(pinned_hosts=(draw(st.sampled_from(hosts)).name,))
+            fits = [h for h in hosts if not allowed or h.gpu_type in allowed]  # an edit narrows the spec
+            c = Constraints(pinned_hosts=(draw(st.sampled_from(fits)).name,)) if fits else Constraints()
         remaining = draw(st.one_of(st.none(), st.floats(1e2, 1e7)))
         jobs.append(JobView(
             f"j{j}", lo, hi, curve(scale=draw(st.floats(0.2, 5.0)), serial=draw(st.floats(0.0, 0.3))),

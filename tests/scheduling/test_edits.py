@@ -44,3 +44,8 @@ def test_an_edit_narrows_the_types_a_spec_allows_and_never_widens_them(name) -> 
         replan_with_edit(make_policy(name), CLUSTER, t4_only, 0.0, "y", Constraints(pinned_type="A100"))
     p = replan_with_edit(make_policy(name), CLUSTER, t4_only, 0.0, "y", Constraints(fixed_count=2))
     assert p.allocations["y"].gpu_type == "T4"
+    # pinned to the A100 host alone: planned nowhere, and the job read "given no GPUs by the policy"
+    with pytest.raises(ValueError, match=r"job 'y': pinned hosts a \(A100\) have no GPU type it may use \(T4\)"):
+        replan_with_edit(make_policy(name), CLUSTER, t4_only, 0.0, "y", Constraints(pinned_hosts=("a",)))
+    p = replan_with_edit(make_policy(name), CLUSTER, t4_only, 0.0, "y", Constraints(pinned_hosts=("a", "t2")))
+    assert p.allocations["y"].host_names == ("t2",)
