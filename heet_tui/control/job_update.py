@@ -25,8 +25,10 @@ from heet_tui.config.job_hints import missing_here
 from heet_tui.config.job_spec import spec_file
 from heet_tui.control.execution import StepFailed
 from heet_tui.control.planning import outside_spec
+from heet_tui.control.user_constraints import set_user_constraints, user_constraints
 from heet_tui.core.host import HostState
 from heet_tui.core.job import ACTIVE, JobSpec, JobState
+from heet_tui.core.sched_input import Constraints
 
 if TYPE_CHECKING:
     from heet_tui.config.hosts_file import HostsFile
@@ -131,13 +133,14 @@ class Updated:
     changes: tuple[str, ...]
     restarts: bool  # a running job whose processes restart from its checkpoint to take it
     moves: bool = False  # ... on GPUs a plan gives it: the ones it has are outside its new spec
+    dropped: str = ""  # the Plan-screen edit the new spec rules out, dropped
 
     def __str__(self) -> str:
         if not self.changes:
             return f"{self.job_id}: nothing changed"
         how = ("; it restarts from its checkpoint when a plan gives it GPUs its new spec allows" if self.moves
                else "; it restarts from its checkpoint" if self.restarts else "")
-        return f"updated {self.job_id}: {'; '.join(self.changes)}" + how
+        return f"updated {self.job_id}: {'; '.join(self.changes)}" + how + self.dropped
 
 
 def apply_update(store: Store, rec: JobRecord, spec: JobSpec, path: Path, now: float) -> Updated:
@@ -151,7 +154,25 @@ def apply_update(store: Store, rec: JobRecord, spec: JobSpec, path: Path, now: f
     running = job.state is JobState.RUNNING and not rec.cancel_requested  # a cancelled one restarts nowhere
     held = store.current_allocations().get(job.id)
     moves = running and held is not None and bool(outside_spec([(job.id, spec, held[0])]))
-    return Updated(job.id, changes, relaunch and running, moves)
+    return Updated(job.id, changes, relaunch and running, moves, _drop_ruled_out_edit(store, job.id, spec, now))
+
+
+def _drop_ruled_out_edit(store: Store, job_id: str, spec: JobSpec, now: float) -> str:
+    """An edit made on the Plan screen that the new spec rules out goes, said: a job fixed at 1 GPU
+    by a tweak ran on at 1 after ``min_gpus = 2`` ("it restarts when a plan gives it GPUs its new
+    spec allows"), and no plan ever came."""
+    edit = user_constraints(store).get(job_id, Constraints())
+    why = []
+    if edit.fixed_count is not None and not spec.min_gpus <= edit.fixed_count <= spec.max_gpus:
+        why.append(f"{edit.fixed_count} GPU(s) is outside {spec.min_gpus}-{spec.max_gpus}")
+    if edit.pinned_type is not None and not spec.allows(edit.pinned_type):
+        why.append(f"{edit.pinned_type} is not among gpu_types {', '.join(spec.gpu_types)}")
+    if not why:
+        return ""
+    set_user_constraints(store, job_id, Constraints())
+    said = f"; your edit on the Plan screen ({edit.describe()}) is dropped: {'; '.join(why)} of the new spec"
+    store.add_event(now, "update", f"{job_id}: edit dropped ({edit.describe()}): the new spec rules it out", job_id)
+    return said
 
 
 def needs_relaunch(old: JobSpec, new: JobSpec) -> bool:

@@ -239,3 +239,28 @@ def test_an_update_whose_script_is_missing_on_the_machine_the_job_runs_on_is_ref
             assert store.job("long").job.state is JobState.RUNNING and not store.job("long").relaunch_requested
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_an_update_drops_the_plan_screen_edit_its_new_spec_rules_out(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Seen: tweaked to 1 GPU, then updated to min_gpus = 2: "it restarts when a plan gives it GPUs
+    its new spec allows", and it ran on at 1 GPU to its end, no plan proposed, nothing said."""
+    from heet_tui.control.user_constraints import set_user_constraints, user_constraints
+    from heet_tui.core.sched_input import Constraints
+
+    store = Store(tmp_path / "state")
+    (tmp_path / "a.toml").write_text(BASE.format("a") + "max_gpus = 4\n")
+    store.add_jobs([load_job_spec(tmp_path / "a.toml")], 1.0)
+    set_user_constraints(store, "a", Constraints(fixed_count=1))
+    state = ["--state", str(tmp_path / "state")]
+    (tmp_path / "a.toml").write_text(BASE.format("a") + "min_gpus = 2\nmax_gpus = 4\n")
+    capsys.readouterr()
+    assert main([*state, "update", str(tmp_path / "a.toml")]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == ("updated a: min_gpus: 1 -> 2; your edit on the Plan screen "
+                                                       "(1 GPU(s)) is dropped: 1 GPU(s) is outside 2-4 of the new spec")
+    assert user_constraints(store) == {}
+    assert any(e.kind == "update" and "edit dropped (1 GPU(s))" in e.message for e in store.events("a"))
+    set_user_constraints(store, "a", Constraints(fixed_count=3))  # within the range: it stays
+    (tmp_path / "a.toml").write_text(BASE.format("a") + "min_gpus = 2\nmax_gpus = 4\npriority = 1\n")
+    assert main([*state, "update", str(tmp_path / "a.toml")]) == 0
+    assert user_constraints(store) == {"a": Constraints(fixed_count=3)}
