@@ -11,7 +11,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from control_lab import job, manual_controller, wait_for, write_job, write_local_hosts
+from control_lab import job, manual_controller, run_and_clean, wait_for, write_job, write_local_hosts
 
 from heet_tui.cli.main import main
 from heet_tui.config.hosts_file import load_hosts
@@ -228,4 +228,4 @@ def test_an_edit_with_no_plan_pending_proposes_one(tmp_path: Path) -> None:
             assert said.startswith(f"plan #{snap.plan_id} re-evaluated with the edit to a")
             assert snap.plan.allocations["a"].num_gpus == 1
 
-    asyncio.run(scenario())
+    run_and_clean(scenario, tmp_path)  # a trains on past the test
