@@ -232,8 +232,12 @@ def test_a_plan_predicted_worse_than_none_says_so_in_words() -> None:
 
     snap = small_snapshot()
     worse = replace(snap, plan=replace(snap.plan, effect=replace(snap.plan.effect, avg_jct_s=3700.0)))
-    assert "worse on average than no plan: r rejects it" in summary(worse).plain
-    assert "worse on average" not in summary(snap).plain, "the fake plan gains 10 minutes"
+    said = summary(worse).plain
+    assert "1h00m without it (waiting jobs then queue for GPUs in order): worse by this average" in said, said
+    assert said.count("worse") == 1 and "decides by (r rejects it)" in said, said
+    assert "worse" not in summary(snap).plain, "the fake plan gains 10 minutes"
+    slightly = replace(snap, plan=replace(snap.plan, effect=replace(snap.plan.effect, avg_jct_s=3640.0)))
+    assert "worse by this average" in summary(slightly).plain, "1% worse is said too (3.6% went by in red only)"
 
 
 def test_with_no_plan_the_summary_says_why_each_waiting_job_waits() -> None:

@@ -170,9 +170,8 @@ def summary(snap: Snapshot) -> Text:
         text.append(duration(effect.avg_jct_s), style="bold green" if (effect.avg_jct_before_s or 1e18)
                     >= effect.avg_jct_s else "bold red")
         text.append(effect.against())
-        if effect.avg_jct_before_s is not None and effect.avg_jct_s > effect.avg_jct_before_s * 1.005:
-            # red alone went unnoticed: the policy weighs more than the average (fairness, restarts to come)
-            text.append("  worse on average than no plan: r rejects it", style="bold red")
+        if effect.avg_jct_before_s is not None and effect.avg_jct_s > effect.avg_jct_before_s:
+            text.append(" (r rejects it)", style="bold red")  # against() said why it is worse
         if guesses := [p.job_id for p in effect.jobs if p.after_spread is None and p.throughput_after > 0]:
             text.append(f"\n±? on {_some(guesses)}: {ROUGH_GUESS}", style="dim")
     return text
