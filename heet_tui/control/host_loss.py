@@ -37,8 +37,8 @@ SERVED_ELSEWHERE = "managed by another heet-tui controller"
 # stopped, and the plan that moved the job started a second copy beside it
 UNLISTED = "not in the hosts file: removed while no controller ran"
 HELD_UNTIL = {SERVED_ELSEWHERE: "until that controller stops (it may train on there meanwhile)",
-              UNLISTED: "until the host is back in the hosts file, which stops that run and moves the job "
-                        "(heet-tui cancel gives the job up; its run trains on there until stopped)"}
+              UNLISTED: "until the host is back in the hosts file, where its run is looked for again and "
+                        "carried on (heet-tui cancel gives the job up; a run there trains on until stopped)"}
 
 
 def held_until(why: str) -> str | None:
@@ -58,8 +58,8 @@ def hold_unlisted_hosts(ctl: Controller, now: float) -> list[str]:
         if ctl.host_grace.lost(host, UNLISTED, now):
             jobs = sorted({run.job_id for run in ctl.executor.all_runs() if any(r.host == host for r in run.ranks.values())})
             say_host_out(ctl.store, ctl.executor.all_runs(), host, UNLISTED, now, ctl.opt.host_loss_grace_s)
-            notes.append(f"{', '.join(jobs)} ran on {host}, which is {UNLISTED}: put it back so that its run can be "
-                         "stopped and the job moved, or cancel the job")
+            notes.append(f"{', '.join(jobs)} ran on {host}, which is {UNLISTED}: put it back so that its run is "
+                         "found again, or cancel the job")
     return notes
 
 
