@@ -16,7 +16,11 @@ from heet_tui.core.job import InvalidTransition
 def retry_job(store: Store, rec: JobRecord, now: float) -> str:
     """Queue it again; what to tell the user. ``ValueError`` says why it cannot be."""
     job = rec.job
+    # a script that checkpoints by itself and names none in its progress lines (the key is
+    # optional) was told "from the start", then resumed at step 560
     where = (f"from its last checkpoint (it had reached step {job.steps_done})" if rec.checkpoint
+             else f"from what its script saved, if anything (it had reached step {job.steps_done}; its progress "
+                  "lines named no checkpoint)" if job.steps_done
              else "from the start (it reported no checkpoint)")
     try:
         store.retry(job.id, now, f"retried by you (it was {job.state.value}); resumes {where}")

@@ -82,6 +82,12 @@ def test_retry_from_the_command_line_names_patterns_and_refusals(tmp_path: Path,
         "s queued again; it resumes from the start (it reported no checkpoint)",
         "s-2 queued again; it resumes from the start (it reported no checkpoint)"]
     assert [r.job.state for r in store.jobs()] == [JobState.QUEUED, JobState.QUEUED, JobState.DONE, JobState.QUEUED]
+    store.set_state("s", JobState.RUNNING, 4.0)
+    store.update_progress("s", 560, 17920.0, None)  # it saves by itself, naming no checkpoint
+    store.set_state("s", JobState.FAILED, 5.0, "crashed")
+    assert main([*state, "retry", "s"]) == 0
+    assert capsys.readouterr().out.strip() == ("s queued again; it resumes from what its script saved, if anything "
+                                               "(it had reached step 560; its progress lines named no checkpoint)")
     assert main([*state, "retry", "s*"]) == 2, "nothing left to retry"
     assert main([*state, "jobs", "s", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["events"][-1]["kind"] == "retry"
