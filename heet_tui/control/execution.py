@@ -371,6 +371,8 @@ class Executor:
         # rank 0 wrote the latest checkpoint, in HEET_CHECKPOINT_DIR there, whether or not its progress
         # lines name it: a script that did not was moved between hosts with its checkpoint left behind
         back = self.checkpoints.reclaiming.pop(job_id, None)  # a further checkpoint elsewhere (reclaim.py)
+        if back:  # where its next launch goes on from: not "ahead of where it was"
+            self.last_steps[job_id] = back[1]
         if (rank0 := run.ranks.get(0)) is not None and rec is not None and (rec.checkpoint or run.reports) and not back:
             self.checkpoints.remember(job_id, rank0.host)
         self.store.release_allocation(job_id, ended)

@@ -131,6 +131,14 @@ def note_lost_progress(store: Store, run: Run, progress: dict[str, Any], last_st
         rec = store.job(run.job_id)
         previous = rec.job.steps_done if rec is not None and rec.job.steps_done > 0 else None
     last_steps[run.job_id] = step
+    if run.reports == 1 and run.start_samples is not None and previous is not None and step > 2 * previous + 100:
+        # another job's checkpoint, most likely: a relative path two jobs wrote (it read c3's at 560 after 70)
+        store.add_event(now, "warning", f"{run.job_id} resumed ahead of where it was: generation {run.generation} "
+                        f"reports step {step}, and its last launch had reached step {previous}. It loaded a "
+                        "checkpoint that is not its own (one at a relative path, or in a directory another job "
+                        f"writes too?): about {step - previous} steps count as trained that it never trained; "
+                        "give it its own checkpoint_dir, or HEET_CHECKPOINT_DIR (docs/TRAINING.md)", run.job_id)
+        return
     if run.reports != 1 or run.start_samples is None or previous is None or step >= previous:
         return
     recent = store.events(run.job_id, limit=30)

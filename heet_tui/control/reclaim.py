@@ -49,6 +49,7 @@ def reclaim_left_behind(executor: Executor, store: Store, host: str, now: float)
                         f"the {at} it is at: it goes on from there", job_id, host)
         # where it goes on from: plans made meanwhile counted its whole target again (0% done)
         store.update_progress(job_id, step, float(step * rec.job.spec.batch_size), None, current=True)
+        executor.last_steps[job_id] = step  # its next launch resumes there: not "ahead of where it was"
         ck.remember(job_id, host)
         taken.add(job_id)
         if run is not None:

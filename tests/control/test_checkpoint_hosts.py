@@ -66,6 +66,22 @@ def test_a_launch_behind_its_last_one_does_not_quote_a_copy_that_failed_before_a
     assert "could not be brought" not in warning and "That launch ended after its last checkpoint" in warning
 
 
+def test_a_launch_far_ahead_of_its_last_one_says_it_loaded_another_jobs_checkpoint(tmp_path: Path) -> None:
+    """Seen: a script saving to a relative path in a shared workdir stopped at step 70 and resumed
+    at 560 from another job's file; 15,680 samples never trained counted as done, unsaid."""
+    store = Store(tmp_path / "state")
+    store.add_job(SPEC, 0.0)
+    run = Run("j", Allocation.of("j", "T4", {"right": [0]}), 3, {}, 100.0, reports=1, start_samples=0.0)
+    note_lost_progress(store, run, {"step": 560}, {"j": 70}, 101.0)
+    (warning,) = [e.message for e in store.events("j") if e.kind == "warning"]
+    assert warning.startswith("j resumed ahead of where it was: generation 3 reports step 560, and its last launch "
+                              "had reached step 70. It loaded a checkpoint that is not its own")
+    ok = Store(tmp_path / "ok")
+    ok.add_job(SPEC, 0.0)
+    note_lost_progress(ok, run, {"step": 95}, {"j": 70}, 101.0)  # the stop's own checkpoint, a little on
+    assert not [e for e in ok.events("j") if e.kind == "warning"]
+
+
 def test_a_launch_behind_its_last_one_says_that_launch_lost_its_host(tmp_path: Path) -> None:
     """The host of a job at step 80 of a checkpoint every 100 was lost; the warning blamed the
     script ("a crash, or a stop that saved none ..., or the script does not resume")."""

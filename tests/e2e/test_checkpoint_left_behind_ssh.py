@@ -76,6 +76,8 @@ def test_a_host_back_with_a_further_checkpoint_gives_it_to_its_job(lab: SshLab, 
     step = asyncio.run(scenario())
     warned = [e.message for e in store.events("a", limit=300) if e.kind == "warning" and "resumed behind" in e.message]
     assert len(warned) == 1, warned  # the start from h2's nothing only: not the one from the checkpoint taken back
+    assert not [e.message for e in store.events("a", limit=300) if "resumed ahead" in e.message], \
+        "going on from the checkpoint taken back is not another job's checkpoint"
     restarted_at = int(warned[0].split("generation 2 reports step ")[1].split(",")[0])
     assert step - 40 > restarted_at, (step, restarted_at)
     fenced = [e.message for e in store.events("a", limit=300) if e.kind == "fence"]
