@@ -23,6 +23,7 @@ from heet_tui.core.job import JobSpec
 
 DEFAULT_STALL_S = 1800  # torch.distributed's own default collective timeout is also 30 minutes
 QUIET_FRACTION = 1 / 3  # silence past this share of the limit is shown in the job's message
+NONE_SEEN = "none since its launch"  # a stalled run that reported nothing while it ran
 
 
 def stall_limit(spec: JobSpec, default_s: float) -> float | None:
@@ -73,5 +74,5 @@ def quiet_note(run: Run | None, spec: JobSpec, now: float, default_s: float) -> 
 
 def last_seen(run: Run) -> str:
     if run.progress is None:
-        return "none since its launch"
+        return NONE_SEEN
     return f"the last at step {run.progress.get('step', '?')}"

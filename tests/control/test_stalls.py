@@ -140,3 +140,40 @@ def test_a_hung_job_is_stopped_retried_and_failed_with_the_lines_that_show_where
         assert not [pid for pid in launched if _alive(pid)], "the agent kills each hung process"
 
     run_and_clean(scenario, tmp_path)
+
+
+BUFFERED = '''
+import json, os, signal, sys, time
+out = open(1, "w", buffering=65536, closefd=False)  # block-buffered whatever PYTHONUNBUFFERED says
+signal.signal(signal.SIGTERM, lambda *_: (out.flush(), os._exit(143)))  # saves, flushes, exits as stopped
+for step in range(1, 40):
+    out.write("@heet-progress " + json.dumps({"step": step, "samples": step * 32, "samples_per_s": 100.0}) + "\\n")
+    time.sleep(0.02)
+while True:
+    time.sleep(1)
+'''
+
+
+def test_a_script_whose_progress_lines_come_only_when_it_is_stopped_is_told_to_flush(tmp_path: Path) -> None:
+    """Seen: "stalled: no progress report ... (none since its launch)", and its last log line a
+    progress line at step 1030: the lines reached the log when the stop flushed them."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    script = tmp_path / "buffered.py"
+    script.write_text(BUFFERED)
+    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False,
+                                execution=ExecOptions(max_retries=1, retry_backoff_s=0.2, stop_grace_s=2.0))
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, options)
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "buf", steps=1000, max_gpus=1,
+                                                   command=[sys.executable, str(script)], extra="stall_timeout = 3\n"))))
+            snap = await wait_for(ctl, lambda s: job(s, "buf").state is JobState.FAILED, 90, "the job to fail")
+            assert "(none since its launch); its progress lines reached its log only when it was stopped" in \
+                job(snap, "buf").message and "flush stdout after each line" in job(snap, "buf").message
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
