@@ -151,3 +151,18 @@ def test_a_host_out_of_reach_with_jobs_on_it_is_not_counted_against_the_gpus_kno
     out = _lines(report)
     assert out[1] == "hosts       1 of 2 ready, 2 of 4 GPUs in use, 2 more held on hosts out of reach"
     assert out[4].split()[:4] == ["far", "unreachable", "?xA100", "2/?"]
+
+
+def test_a_host_jobs_keep_off_says_so_in_its_note(tmp_path: Path) -> None:
+    """After a refused launch on hB its jobs' model kept off it, and status showed hB "ready" with
+    an empty note."""
+    import json as json_module
+
+    from heet_tui.cli.commands.status import _with_kept_off
+
+    store = Store(tmp_path / "state")
+    store.set_setting("crash_avoided", json_module.dumps([["cifar10", 32, ["hB"]], ["bert", 12, ["hB", "hC"]]]))
+    rows = _with_kept_off([{"name": "hA", "note": ""}, {"name": "hB", "note": "x"}, {"name": "hC", "note": ""}], store)
+    assert [r["note"] for r in rows] == [
+        "", "x; jobs of bert/12, cifar10/32 keep off it (a run of theirs died here before its first report)",
+        "jobs of bert/12 keep off it (a run of theirs died here before its first report)"]

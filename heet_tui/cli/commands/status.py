@@ -26,6 +26,7 @@ from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
 from heet_tui.control.attach_client import AttachedBackend, ControllerGone
 from heet_tui.control.drains import drain_reasons, drained_hosts
+from heet_tui.control.host_health import AVOIDED
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store
 from heet_tui.core.host import HostState
@@ -100,9 +101,24 @@ def _live_report(snap: Snapshot, pid: int, store: Store) -> dict[str, Any]:
         plan = {"id": snap.plan_id, "changes": count_changes(snap.plan.changes)}
     return {"controller": {"running": True, "pid": pid, "policy": snap.policy, "auto_approve": snap.auto_approve,
                            "read_only": snap.read_only, "log": str(store.dir / "controller.log")},
-            "hosts": [_host_row(h) for h in snap.hosts], "jobs": _ordered(counts), "plan": plan,
+            "hosts": _with_kept_off([_host_row(h) for h in snap.hosts], store), "jobs": _ordered(counts), "plan": plan,
             "notices": list(snap.notices[-2:]),
             "notices_at": list(snap.notices_at[-2:]) if len(snap.notices_at) == len(snap.notices) else []}
+
+
+def _with_kept_off(rows: list[dict[str, Any]], store: Store) -> list[dict[str, Any]]:
+    """Each host's note names the jobs' models that keep off it, where a run of theirs died at once
+    (control/host_health.py): the host read "ready", with nothing to say why its GPUs stayed idle."""
+    try:
+        avoided = json.loads(store.setting(AVOIDED) or "[]")
+        off = {h: sorted(f"{m}/{b}" for m, b, hosts in avoided if h in hosts) for _, _, hs in avoided for h in hs}
+    except (ValueError, TypeError):
+        return rows
+    for row in rows:
+        if kinds := off.get(row["name"]):
+            said = f"jobs of {', '.join(kinds)} keep off it (a run of theirs died here before its first report)"
+            row["note"] = "; ".join(filter(None, [row["note"], said]))
+    return rows
 
 
 def _stored_report(store: Store, hosts_arg: str | None) -> dict[str, Any]:
