@@ -57,6 +57,12 @@ def prepare_jobs(jobs: Sequence[WorkloadJob], settings: RunSettings) -> tuple[Wo
     return tuple(dataclasses.replace(j, num_replicas=1, min_gpus=1, max_gpus=1) for j in jobs)
 
 
+# within one time, what frees GPUs comes before what takes them: written as the plan listed its
+# jobs, a migrate onto GPUs came before the shrink that freed them, and a replay over-filled a type
+RELEASES_FIRST = {"submit": 0, "done": 1, "unschedulable": 1, "cancelled": 1, "preempt": 2, "shrink": 3,
+                  "migrate": 4, "grow": 5, "start": 6}
+
+
 def simulate(cluster: SimCluster, physics: Physics, jobs: Sequence[WorkloadJob], policy: object,
              settings: RunSettings, *, label: str = "", events: IO[str] | None = None,
              on_round: Callable[[Simulation], None] | None = None, policy_name: str = "") -> RunResult:
@@ -68,7 +74,7 @@ def simulate(cluster: SimCluster, physics: Physics, jobs: Sequence[WorkloadJob],
 
     def flush() -> None:
         if events is not None:
-            for event in sorted(held, key=lambda e: e["t"]):
+            for event in sorted(held, key=lambda e: (e["t"], RELEASES_FIRST.get(e["event"], 9))):
                 events.write(json.dumps({"policy": policy_name, "workload": label, **event}) + "\n")
         held.clear()
 

@@ -349,3 +349,40 @@ def test_sim_validate_exits_1_when_the_reference_is_not_reproduced(tmp_path: Pat
     assert main(["sim", "validate", "--data", str(data), "--cluster", str(small)]) == 1
     err = capsys.readouterr().err
     assert "rigid-fifo-saturn-first7: the reference-compatible average JCT is not within 10%" in err, err
+
+
+def test_events_within_one_time_free_gpus_before_taking_them(physics) -> None:
+    """Written in the plan's job order, a job's grow onto GPUs came before the shrink that freed
+    them, and a replay line by line over-filled the type (RTX 34/24)."""
+    import io
+
+    from scripted import ScriptedPolicy
+    from sim_support import cluster_of
+
+    from heet_tui.core.allocation import Allocation
+    from heet_tui.sim.runner import RunSettings, simulate
+    from heet_tui.sim.workload import WorkloadJob
+
+    def script(now, jobs):
+        active = {j.id for j in jobs}
+        if now < 120:  # a and b on a host each, then a grows onto the GPUs b gives up
+            plan = {"a": Allocation.of("a", "T4", {"aws-0": [0, 1, 2, 3]}),
+                    "b": Allocation.of("b", "T4", {"aws-1": [0, 1, 2, 3]})}
+        else:
+            plan = {"a": Allocation.of("a", "T4", {"aws-0": [0, 1, 2, 3], "aws-1": [0, 1]}),
+                    "b": Allocation.of("b", "T4", {"aws-1": [2, 3]})}
+        return {job_id: alloc for job_id, alloc in plan.items() if job_id in active}
+
+    jobs = [WorkloadJob(name, 0.0, "cifar10", 4, 512, min_gpus=1, max_gpus=8) for name in ("a", "b")]
+    out = io.StringIO()
+    simulate(cluster_of(("aws", 2)), physics, jobs, ScriptedPolicy(script), RunSettings(oracle=True), events=out)
+    held: dict[str, int] = {}
+    most = 0
+    for e in map(json.loads, out.getvalue().splitlines()):
+        if e["event"] in ("start", "grow", "shrink", "migrate"):
+            held[e["job"]] = e["gpus"]
+        elif e["event"] in ("preempt", "done"):
+            held.pop(e["job"], None)
+        most = max(most, sum(held.values()))
+    assert any('"grow"' in line for line in out.getvalue().splitlines()), "the case this test is about"
+    assert most == 8, "never more than the cluster's 8 T4s at any line"
