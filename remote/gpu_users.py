@@ -27,7 +27,23 @@ def _describe(pid):
                     break
     except (OSError, ValueError, IndexError):
         pass
-    return {"pid": pid, "user": who, "name": name}
+    out = {"pid": pid, "user": who, "name": name}
+    job = _heet_job(pid)
+    if job:  # another state store's run (a second user, or a second --state): not "outside heet"
+        out["heet_job"] = job
+    return out
+
+
+def _heet_job(pid):
+    """The HEET_JOB_ID a process runs under, when this user may read its environment."""
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as fh:
+            for item in fh.read().split(b"\0"):
+                if item.startswith(b"HEET_JOB_ID="):
+                    return item[len(b"HEET_JOB_ID="):].decode("utf-8", "replace")[:96]
+    except OSError:
+        pass
+    return None
 
 
 def _user(uid):

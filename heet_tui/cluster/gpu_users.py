@@ -20,8 +20,10 @@ def other_processes(raw: dict[str, Any]) -> tuple[str, ...]:
     for entry in found[:MAX_SHOWN]:
         if not isinstance(entry, dict) or not isinstance(entry.get("pid"), int) or isinstance(entry["pid"], bool):
             continue
-        name, user = entry.get("name"), entry.get("user")
+        name, user, job = entry.get("name"), entry.get("user"), entry.get("heet_job")
         text = f"pid {entry['pid']}" + (f" {str(name)[:40]}" if name else "") + (f" ({str(user)[:32]})" if user else "")
+        if isinstance(job, str) and job:  # another state store's heet job, by its agent's name for it
+            text += f", heet job {job[:96]} of another state store"
         out.append(text)
     more = raw.get("others_more")
     if out and isinstance(more, int) and not isinstance(more, bool) and more > 0:

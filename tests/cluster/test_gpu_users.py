@@ -44,6 +44,21 @@ def test_processes_outside_the_agents_jobs_on_gpus_its_jobs_do_not_hold_are_othe
             p.wait()
 
 
+def test_another_state_stores_heet_job_is_named_as_such() -> None:
+    """Two users' controllers on one host: the other's training read "in use outside heet"."""
+    other = subprocess.Popen(["sleep", "60"], start_new_session=True,
+                             env={**os.environ, "HEET_JOB_ID": "train.r0.5e4f1ec2"})
+    try:
+        gpus = [{"index": 0, "processes": [other.pid]}]
+        mark_others(gpus, [])
+        assert gpus[0]["others"][0]["heet_job"] == "train.r0.5e4f1ec2"
+        me = pwd.getpwuid(os.getuid()).pw_name
+        assert other_processes(gpus[0])[0].endswith(f"sleep ({me}), heet job train.r0.5e4f1ec2 of another state store")
+    finally:
+        other.kill()
+        other.wait()
+
+
 def test_nvidia_smi_compute_apps_are_read_by_gpu_uuid() -> None:
     gpus = parse_nvidia_smi_csv("0, GPU-a, NVIDIA A100-SXM4-40GB, 40960, 3, 0\n1, GPU-b, NVIDIA A100-SXM4-40GB, 40960, 9, 1\n")
     parse_compute_apps_csv("GPU-b, 4242\nGPU-b, 77\nGPU-zz, 5\nNo running processes found\nGPU-a, [N/A]\n", gpus)
