@@ -304,6 +304,7 @@ class Executor:
         reports.remember_exit_step(self.last_steps, run, rank, job.progress)
         self._rank_exited(rank, job.exit_code, job.signal, job.reason)
         rank.ended_at = None if job.ended_ago_s is None else self.clock() - job.ended_ago_s
+        reports.done_beside_out_of_reach(self, run, rank)
         if not run.all_exited and run.stop_reason is None and rank.exit_code != 0:
             self._spawn(self.stop_run(run, None))  # peers of a failed rank would hang in a collective
         self._after_exit(run)
@@ -371,8 +372,7 @@ class Executor:
         # rank 0 wrote the latest checkpoint, in HEET_CHECKPOINT_DIR there, whether or not its progress
         # lines name it: a script that did not was moved between hosts with its checkpoint left behind
         back = self.checkpoints.reclaiming.pop(job_id, None)  # a further checkpoint elsewhere (reclaim.py)
-        if back:  # where its next launch goes on from: not "ahead of where it was"
-            self.last_steps[job_id] = back[1]
+        self.last_steps.update({job_id: back[1]} if back else {})  # where its next launch goes on from
         if (rank0 := run.ranks.get(0)) is not None and rec is not None and (rec.checkpoint or run.reports) and not back:
             self.checkpoints.remember(job_id, rank0.host)
         self.store.release_allocation(job_id, ended)

@@ -8,8 +8,9 @@ import math
 import statistics
 from typing import TYPE_CHECKING, Any
 
-from heet_tui.control.runtime import RankProc, Run
+from heet_tui.control.runtime import EXIT_DONE, RankProc, Run
 from heet_tui.core.allocation import placement_key
+from heet_tui.core.host import HostState
 from heet_tui.core.metrics import training_metrics
 
 if TYPE_CHECKING:
@@ -197,3 +198,15 @@ def record_unseen_progress(store: Store, run: Run, rank: RankProc, progress: dic
     store.update_progress(run.job_id, step, samples, checkpoint if isinstance(checkpoint, str) else None,
                           held_s * run.alloc.num_gpus, metrics=training_metrics(progress))
     run.progress = progress
+
+
+def done_beside_out_of_reach(executor: Executor, run: Run, rank: RankProc) -> None:
+    """Rank 0 reached the target: ranks on hosts out of reach are counted ended with it. Seen: a
+    job done on its rank-0 host stayed "running" while a peer's host was out of the hosts file,
+    and "heet-tui cancel" would have made a finished job cancelled."""
+    if rank.rank != 0 or rank.exit_code != EXIT_DONE:
+        return
+    ready = {s.name for s in executor.cluster.status() if s.state is HostState.READY}
+    for peer in run.ranks.values():
+        if not peer.exited and peer.host not in ready:
+            executor._rank_exited(peer, None, None, f"lost: host {peer.host} out of reach when rank 0 finished")

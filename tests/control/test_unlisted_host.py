@@ -58,3 +58,34 @@ def test_a_run_on_a_host_gone_from_the_file_is_held_not_duplicated_and_adopted_w
             await again.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_job_done_on_its_rank_0_host_ends_though_a_peers_host_is_gone_from_the_file(tmp_path: Path) -> None:
+    """Seen: rank 0 reached the target and both ranks exited, yet the job stayed "running" for as
+    long as its rank 1's host was out of the hosts file."""
+    path = write_local_hosts(tmp_path, [("h1", "T4", 1, 1.0), ("h2", "T4", 1, 1.0)])
+    full = path.read_text()
+    store = Store(tmp_path / "state")
+    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
+    spec = write_job(tmp_path, "wide", steps=400, max_gpus=2, every=1000)
+    spec.write_text(spec.read_text().replace("min_gpus = 1", "min_gpus = 2"))
+
+    async def scenario() -> None:
+        first = Controller(load_hosts(path), store, options)
+        await first.start()
+        try:
+            await running_past(first, spec, "wide", 5, 90)
+            (rank0, _), (peer, _) = job(first.hub.latest, "wide").allocation.hosts
+        finally:
+            await first.stop()
+        head, *blocks = full.split("[[hosts]]")
+        path.write_text(head + "".join("[[hosts]]" + b for b in blocks if f'name = "{peer}"' not in b))
+        again = Controller(load_hosts(path), store, options)
+        await again.start()
+        try:
+            snap = await wait_for(again, lambda s: job(s, "wide").state is JobState.DONE, 120, "wide done")
+            assert job(snap, "wide").message.startswith("target reached"), job(snap, "wide").message
+        finally:
+            await again.stop()
+
+    run_and_clean(scenario, tmp_path)
