@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from control_lab import run_and_clean, wait_for, write_job, write_local_hosts
+from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
 
 from heet_tui.cluster.events import RemoteJob
 from heet_tui.config.hosts_file import load_hosts
@@ -27,7 +27,7 @@ from heet_tui.core.allocation import Allocation
 from heet_tui.core.intents import SubmitJob
 from heet_tui.core.job import JobSpec, JobState, Target, TargetKind
 
-STEPS = 60
+STEPS = 400  # outlasts the first controller's stop: at 60 a fast run was done before it (the case lost)
 
 
 def _exit_of(root: Path, generation: int) -> dict | None:
@@ -48,10 +48,11 @@ def test_the_job_is_done_when_a_cut_off_generation_finished_it(tmp_path: Path) -
         await first.start()
         try:
             await first.post(SubmitJob(str(write_job(tmp_path, "a", steps=STEPS, max_gpus=1))))
-            await wait_for(first, lambda s: store.job("a").job.steps_done >= 5, 90, "a running")
+            snap = await wait_for(first, lambda s: store.job("a").job.steps_done >= 5, 90, "a running")
         finally:
             await first.stop()  # as a partition looks from the host: nobody listens, it trains on
-        (host, _), = store.current_allocations()["a"][0].hosts
+        assert not store.job("a").job.state.terminal, "the case this test is about: it trains on unwatched"
+        (host,) = job(snap, "a").allocation.host_names
         deadline = time.monotonic() + 90
         while _exit_of(tmp_path, 1) is None and time.monotonic() < deadline:
             time.sleep(0.2)
