@@ -132,6 +132,7 @@ def test_the_tweak_dialog_follows_a_plan_that_changes_under_it(make_app, backend
             assert dialog.plan_id == 8 and dialog.edit().plan_id == 8
             backend.push(small_snapshot(2, plan=False))
             await wait_for(pilot, lambda: "plan #8 is no longer pending" in str(note.render()))
+            assert "Apply proposes a new plan with this edit" in str(note.render()) and dialog.edit().plan_id == 0
 
     run(scenario())
 

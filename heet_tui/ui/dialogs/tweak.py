@@ -92,8 +92,9 @@ class TweakDialog(FormDialog[EditJob | None]):
         note = self.query_one("#plan-note", Static)
         note.display = True
         if plan is None or plan_id is None:
-            note.update(f"plan #{self.plan_id} is no longer pending (applied, rejected or withdrawn): Apply is refused; "
-                        "Esc, then tweak the next plan")
+            note.update(f"plan #{self.plan_id} is no longer pending (applied, rejected or withdrawn): Apply proposes "
+                        "a new plan with this edit")
+            self.plan_id, self.baseline = NO_PLAN, PredictedEffect()
             return
         before = f"plan #{self.plan_id} was replaced by #{plan_id}" if self.plan_id != NO_PLAN else \
             f"plan #{plan_id} was proposed meanwhile"

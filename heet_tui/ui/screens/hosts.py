@@ -221,15 +221,16 @@ class HostsScreen(SnapshotScreen):
                 self.table.select_key(saved)
                 self.notify(f"saved host {saved}")
 
-        initial, overwrite = self.raw_host(name), set()
+        initial, overwrite = self.raw_host(name), {}  # field -> the file's value the user chose to write over
 
         def apply(fields: dict[str, Any]) -> str | None:
             # a field the form changes that was also changed in the file since the form opened:
             # the form's value went over the hand edit without a word
             if self.document is not None and (name_now := self.raw_host(name)):
                 clash = sorted(k for k in _changed_keys(fields) if _at(name_now, k) != _at(initial, k))
-                if clash and not set(clash) <= overwrite:
-                    overwrite.update(clash)
+                # asked about the value it has now, not one since changed again by hand
+                if any(k not in overwrite or overwrite[k] != _at(name_now, k) for k in clash):
+                    overwrite.update({k: _at(name_now, k) for k in clash})
                     said = ", ".join(f"{k} (now {_at(name_now, k)!r})" for k in clash)
                     return f"changed in the file since this form opened: {said}; save again to write the form's over it"
             return self._apply(lambda d: d.update_host(name, fields))
