@@ -12,18 +12,15 @@ from heet_tui.control.crash_hints import refused_for_good
 from heet_tui.control.crashed_sizes import new_size_that_crashed, save_crashed_sizes
 from heet_tui.control.job_log import fail_with_log_tail
 from heet_tui.control.runtime import STALLED, Run, backoff_s
-from heet_tui.control.stalls import NONE_SEEN
+from heet_tui.control.stalls import BUFFERED, NONE_SEEN
 from heet_tui.core.job import JobState
-
-BUFFERED = ("its progress lines reached its log only when it was stopped: its output is buffered; flush stdout "
-            "after each line (print(..., flush=True)), docs/TRAINING.md")
 
 
 def after_crash(executor, run: Run, why: str) -> None:
     store, job_id, now = executor.store, run.job_id, executor.clock()
     if why.startswith(STALLED) and why.find(NONE_SEEN) >= 0 and run.progress:
         # "no progress report ... (none since its launch)" beside a last log line of step 1030
-        why = f"{why}; {BUFFERED}"
+        why, run.buffered_said = f"{why}; {BUFFERED}", True
     if (size := new_size_that_crashed(run, executor.book)) is not None:
         executor.crashed_sizes.setdefault(job_id, set()).add(size)
         save_crashed_sizes(store, executor.crashed_sizes)

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from typing import TYPE_CHECKING, Any
 
-from heet_tui.control.runtime import EXIT_DONE, RankProc, Run
+from heet_tui.control.runtime import EXIT_DONE, STALLED, RankProc, Run
+from heet_tui.control.stalls import BUFFERED, NONE_SEEN
 from heet_tui.core.allocation import placement_key
 from heet_tui.core.host import HostState
 from heet_tui.core.metrics import training_metrics
@@ -126,6 +128,7 @@ def note_lost_progress(store: Store, run: Run, progress: dict[str, Any], last_st
     down took a job's checkpoint with it and the relaunch started from step 0. An adopted run was
     not relaunched: it does not warn. Call it before this report is stored.
     """
+    note_buffered(store, run)
     step = int(progress["step"])  # checked by the agent (heet_agent.progress), as on_progress reads it too
     previous = last_steps.get(run.job_id)
     if previous is None and run.reports == 1 and run.start_samples is not None:
@@ -191,6 +194,7 @@ def record_unseen_progress(store: Store, run: Run, rank: RankProc, progress: dic
         return
     if run.progress and float(run.progress.get("samples", 0) or 0) >= samples:
         return  # seen as it happened (a watched run's exit repeats its last line): nothing to record
+    note_buffered(store, run)
     rec = store.job(run.job_id)
     unseen = max(0.0, samples - rec.job.samples_done) if rec else 0.0
     held_s = unseen / rate if rate > 0 and math.isfinite(rate) else 0.0  # the GPUs it held meanwhile count too
@@ -210,3 +214,17 @@ def done_beside_out_of_reach(executor: Executor, run: Run, rank: RankProc) -> No
     for peer in run.ranks.values():
         if not peer.exited and peer.host not in ready:
             executor._rank_exited(peer, None, None, f"lost: host {peer.host} out of reach when rank 0 finished")
+
+
+def note_buffered(store: Store, run: Run) -> None:
+    """Progress from a run stopped as hung with none seen before: its lines were buffered, and the
+    stop flushed them. Said with the job's crash (crash_backoff), or here when they came later:
+    over SSH the exit was handled first, and the hint was never given."""
+    why = run.stop_reason or ""
+    if not (why.startswith(STALLED) and NONE_SEEN in why) or run.buffered_said:
+        return
+    run.buffered_said = True
+    rec = store.job(run.job_id)
+    if rec is not None and BUFFERED not in rec.job.message and rec.job.message.startswith(STALLED):
+        store.try_set_state(run.job_id, rec.job.state, time.time(), f"{rec.job.message}; {BUFFERED}"[:500])
+    store.add_event(time.time(), "warning", f"{run.job_id} generation {run.generation}: {BUFFERED}", run.job_id)

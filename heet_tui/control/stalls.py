@@ -24,6 +24,8 @@ from heet_tui.core.job import JobSpec
 DEFAULT_STALL_S = 1800  # torch.distributed's own default collective timeout is also 30 minutes
 QUIET_FRACTION = 1 / 3  # silence past this share of the limit is shown in the job's message
 NONE_SEEN = "none since its launch"  # a stalled run that reported nothing while it ran
+BUFFERED = ("its progress lines reached its log only when it was stopped: its output is buffered; flush stdout "
+            "after each line (print(..., flush=True)), docs/TRAINING.md")
 
 
 def stall_limit(spec: JobSpec, default_s: float) -> float | None:

@@ -177,3 +177,22 @@ def test_a_script_whose_progress_lines_come_only_when_it_is_stopped_is_told_to_f
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_buffered_lines_that_arrive_after_the_crash_was_handled_still_bring_the_hint(tmp_path: Path) -> None:
+    """Over SSH the exit was handled before the flushed lines came: the job read only "stalled: no
+    progress report ... (none since its launch)", and then showed 71 steps."""
+    from heet_tui.control.progress_reports import record_unseen_progress
+    from heet_tui.control.stalls import BUFFERED
+
+    store = Store(tmp_path / "state")
+    store.add_job(_spec(stall=20), 0.0)
+    stalled_why = "stalled: no progress report in its stall_timeout of 20s (none since its launch)"
+    store.set_state("j", JobState.RUNNING, 1.0)
+    store.set_state("j", JobState.QUEUED, 2.0, f"{stalled_why}; retry 1/2 in 2 s")
+    run = _run(None)
+    run.stop_reason = stalled_why
+    record_unseen_progress(store, run, run.ranks[0], {"step": 71, "samples": 2272, "samples_per_s": 90.0})
+    assert store.job("j").job.message == f"{stalled_why}; retry 1/2 in 2 s; {BUFFERED}"
+    record_unseen_progress(store, run, run.ranks[0], {"step": 72, "samples": 2304, "samples_per_s": 90.0})
+    assert [e.kind for e in store.events("j")].count("warning") == 1, "said once"
