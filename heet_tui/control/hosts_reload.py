@@ -151,7 +151,7 @@ class HostsReloader:
                  (("added", diff.added), ("removed", diff.removed), ("reconnecting", diff.changed)) if names]
         if self.leaving:
             parts.append(f"{', '.join(sorted(self.leaving))} drained and dropped once its jobs have moved "
-                         "(the next plan moves them)")
+                         "(the next plan moves them, or stops those no other host can hold)")
         edited = [n for n in diff.waiting if n not in self.leaving]
         if edited:
             parts.append(f"{', '.join(edited)} kept as before while jobs run there: the edit applies once they "

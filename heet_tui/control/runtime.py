@@ -240,6 +240,9 @@ def judge(run: Run, spec: JobSpec | None = None, job: Job | None = None) -> tupl
     """
     rank0 = run.ranks.get(0)
     if rank0 is not None and rank0.exited and rank0.exit_code == EXIT_DONE:
+        if run.stop_reason == "cancel" and not run.profiling and spec is not None and not reached_target(
+                spec, run.progress):  # a script exiting 0 on SIGTERM: the user's cancel wins, not "done"
+            return Outcome.STOPPED, "cancel"
         return (Outcome.STOPPED, "profiling run finished") if run.profiling else (Outcome.DONE, _done(spec, job))
     fenced = any(r.exit_code == EXIT_FENCED for r in run.ranks.values())
     if not run.profiling and not fenced and spec is not None and reached_target(spec, run.progress):

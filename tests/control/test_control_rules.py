@@ -91,6 +91,13 @@ def _run(*exits: tuple[int | None, str | None], stop: str | None = None, profili
 
 def test_exit_verdicts() -> None:
     assert judge(_run((0, None), (0, None)))[0] is Outcome.DONE
+    # a script that exits 0 on SIGTERM, short of its target: the user's cancel is what happened
+    spec = JobSpec("j", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 100))
+    cancelled = _run((0, None), stop="cancel")
+    cancelled.progress = {"step": 46, "samples": 1472}
+    assert judge(cancelled, spec) == (Outcome.STOPPED, "cancel")
+    cancelled.progress = {"step": 100, "samples": 3200}
+    assert judge(cancelled, spec)[0] is Outcome.DONE, "it did finish, just as the cancel came"
     assert judge(_run((143, None), stop="resize"))[0] is Outcome.STOPPED
     assert judge(_run((None, "lost: x"), stop="host h lost"))[0] is Outcome.INTERRUPTED
     assert judge(_run((143, None)))[0] is Outcome.INTERRUPTED, "a SIGTERM from elsewhere is not a crash"
