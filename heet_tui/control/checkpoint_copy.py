@@ -201,30 +201,40 @@ class Copied:
     bytes: int
 
 
-async def copy_checkpoint(src: HostEntry, src_dir: str, dst: HostEntry, dst_dir: str,
-                          ssh_config: Path | None = None, options: ClusterOptions | None = None) -> Copied:
-    """Copy every file of ``src:src_dir`` to ``dst:dst_dir``; says how many files and bytes were copied."""
-    options = options or ClusterOptions()
+@contextlib.asynccontextmanager
+async def _sides(ssh_config: Path | None, options: ClusterOptions) -> AsyncIterator[Any]:
+    """``open(entry, directory)`` for each host a copy or comparison reads; all closed on the way out."""
     opened: list[_LocalDir | _SftpDir] = []
+
+    async def open_side(entry: HostEntry, directory: str) -> _LocalDir | _SftpDir:
+        opened.append(await _open(entry, directory, ssh_config, options))
+        return opened[-1]
+
     try:
-        source = await _open(src, src_dir, ssh_config, options)
-        opened.append(source)
-        names = await source.files()
-        if not names:
-            return Copied(0, 0)  # nothing checkpointed yet: the job starts from scratch there
-        target = await _open(dst, dst_dir, ssh_config, options)
-        opened.append(target)
-        total = 0
-        for name in names:
-            total += await _relay(source, target, name)
-        return Copied(len(names), total)
-    except Exception as exc:  # noqa: BLE001 - asyncssh, OS and cluster errors all mean "could not copy"
-        raise CopyFailed(f"copying the checkpoint {src.name}:{src_dir} -> {dst.name}:{dst_dir} failed: "
-                         f"{exc}") from None
+        yield open_side
     finally:
         for side in opened:
             with contextlib.suppress(Exception):
                 await side.close()
+
+
+async def copy_checkpoint(src: HostEntry, src_dir: str, dst: HostEntry, dst_dir: str,
+                          ssh_config: Path | None = None, options: ClusterOptions | None = None) -> Copied:
+    """Copy every file of ``src:src_dir`` to ``dst:dst_dir``; says how many files and bytes were copied."""
+    try:
+        async with _sides(ssh_config, options or ClusterOptions()) as open_side:
+            source = await open_side(src, src_dir)
+            names = await source.files()
+            if not names:
+                return Copied(0, 0)  # nothing checkpointed yet: the job starts from scratch there
+            target = await open_side(dst, dst_dir)
+            total = 0
+            for name in names:
+                total += await _relay(source, target, name)
+            return Copied(len(names), total)
+    except Exception as exc:  # noqa: BLE001 - asyncssh, OS and cluster errors all mean "could not copy"
+        raise CopyFailed(f"copying the checkpoint {src.name}:{src_dir} -> {dst.name}:{dst_dir} failed: "
+                         f"{exc}") from None
 
 
 async def sees_same_files(src: HostEntry, dst: HostEntry, directory: str, ssh_config: Path | None = None,
@@ -235,21 +245,12 @@ async def sees_same_files(src: HostEntry, dst: HostEntry, directory: str, ssh_co
     ``shared_fs = true`` is the hosts file's default, and hosts that were not one filesystem read
     a directory of the same name each: a job moved by a drain restarted from step 10 on the new
     host while its checkpoint at step 1,043 sat on the old one."""
-    options = options or ClusterOptions()
-    opened: list[_LocalDir | _SftpDir] = []
     try:
-        source = await _open(src, directory, ssh_config, options)
-        opened.append(source)
-        theirs = await source.stats()
-        if not theirs:
-            return True  # nothing to find
-        target = await _open(dst, directory, ssh_config, options)
-        opened.append(target)
-        ours = await target.stats()
-        return all(ours.get(name) == stat for name, stat in theirs.items())
+        async with _sides(ssh_config, options or ClusterOptions()) as open_side:
+            theirs = await (await open_side(src, directory)).stats()
+            if not theirs:
+                return True  # nothing to find
+            ours = await (await open_side(dst, directory)).stats()
+            return all(ours.get(name) == stat for name, stat in theirs.items())
     except Exception:  # noqa: BLE001 - asyncssh, OS and cluster errors all mean "cannot tell"
         return None
-    finally:
-        for side in opened:
-            with contextlib.suppress(Exception):
-                await side.close()
