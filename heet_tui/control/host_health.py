@@ -131,13 +131,17 @@ def stored_health(store: Store) -> HostHealth:
         store.set_setting(AVOIDED, json.dumps([[m, b, sorted(hosts)] for (m, b), hosts in sorted(avoided.items())
                                                if hosts and (m, b) in keep]))
 
+    keep = live()
+    return HostHealth(avoided={c: hosts for c, hosts in stored_avoided(store).items() if c in keep}, saved=save)
+
+
+def stored_avoided(store: Store) -> dict[JobClass, set[str]]:
+    """The hosts each class keeps off, as the store holds them (unreadable: none)."""
     try:
         rows = json.loads(store.setting(AVOIDED) or "[]")
-        avoided = {(str(m), int(b)): {str(h) for h in hosts} for m, b, hosts in rows}
+        return {(str(m), int(b)): {str(h) for h in hosts} for m, b, hosts in rows}
     except (ValueError, TypeError):
-        avoided = {}
-    keep = live()
-    return HostHealth(avoided={c: hosts for c, hosts in avoided.items() if c in keep}, saved=save)
+        return {}
 
 
 def keep_off_crash_hosts(inputs: list[JobInput], cluster: ClusterView, health: HostHealth,

@@ -46,18 +46,13 @@ def held_until(why: str) -> str | None:
     return next((until for marker, until in HELD_UNTIL.items() if marker in why), None)
 
 
-def served_elsewhere(why: str) -> bool:
-    return held_until(why) is not None
-
-
 def hold_unlisted_hosts(ctl: Controller, now: float) -> list[str]:
     """Runs found in the store on hosts the hosts file lacks are held there, said once each."""
-    listed = {h.name for h in ctl.hosts.hosts}
-    notes = []
-    for host in sorted({r.host for run in ctl.executor.all_runs() for r in run.ranks.values()} - listed):
+    listed, runs, notes = {h.name for h in ctl.hosts.hosts}, ctl.executor.all_runs(), []
+    for host in sorted({r.host for run in runs for r in run.ranks.values()} - listed):
         if ctl.host_grace.lost(host, UNLISTED, now):
-            jobs = sorted({run.job_id for run in ctl.executor.all_runs() if any(r.host == host for r in run.ranks.values())})
-            say_host_out(ctl.store, ctl.executor.all_runs(), host, UNLISTED, now, ctl.opt.host_loss_grace_s)
+            jobs = sorted({run.job_id for run in runs if run.on_host(host)})
+            say_host_out(ctl.store, runs, host, UNLISTED, now, ctl.opt.host_loss_grace_s)
             notes.append(f"{', '.join(jobs)} ran on {host}, which is {UNLISTED}: put it back so that its run is "
                          "found again, or cancel the job")
     return notes
@@ -85,7 +80,7 @@ class HostLossGrace:
         store in the same workdir) is held for good: its jobs run on there (counted lost, they
         were relaunched elsewhere, and the originals fenced once the host was back)."""
         out = [(host, why) for host, (at, why) in sorted(self.since.items())
-               if now - at >= self.grace_s and not served_elsewhere(why)]
+               if now - at >= self.grace_s and held_until(why) is None]
         for host, _ in out:
             del self.since[host]
         return out
@@ -100,7 +95,7 @@ class HostLossGrace:
         if not out:
             return None
         why = self.since[out[0]][1]
-        if all(served_elsewhere(self.since[h][1]) for h in out):
+        if all(held_until(self.since[h][1]) for h in out):
             return f"its host {', '.join(out)} is out ({why}); it keeps its GPUs {held_until(why)}"
         left = max(0.0, self.grace_s - (now - min(self.since[h][0] for h in out)))
         return (f"its host {', '.join(out)} is out ({why}); it keeps its GPUs for {left:.0f} s "

@@ -20,7 +20,7 @@ from heet_tui.control.waiting import PlanMade
 from heet_tui.core.gpu import type_allowed
 from heet_tui.core.job import LEFT_QUEUED, JobState
 from heet_tui.core.sched_input import ClusterView
-from heet_tui.scheduling.problem import missing_pins
+from heet_tui.scheduling.problem import missing_pins, pinned_off_types
 
 if TYPE_CHECKING:
     from heet_tui.control.controller import Controller
@@ -51,8 +51,9 @@ def out_of_reach_edits(inputs: list[planning.JobInput], cluster: ClusterView) ->
         pinned = job.constraints.pinned_type
         if pinned is not None and not type_allowed(pinned, job.gpu_types):  # the spec changed since
             out[job.id] = f"your edit pins it to {pinned}, which its spec leaves out (gpu_types: {', '.join(job.gpu_types)})"
-        elif pinned_off_spec(job, host_types):
-            out[job.id] = f"your edit pins it to {pinned_off_spec(job, host_types)}, whose GPUs its spec leaves out"
+        elif off := pinned_off_types(job.constraints.pinned_hosts, lambda t, types=job.gpu_types: type_allowed(t, types),
+                                     host_types):
+            out[job.id] = f"your edit pins it to {off}, whose GPUs its spec leaves out"
         elif missing_type is not None:
             out[job.id] = f"your edit pins it to {missing_type}, which no ready host has now"
         elif missing:
@@ -126,11 +127,3 @@ def propose(ctl: Controller) -> None:
         ctl.store.add_event(ctl.clock(), "plan", f"plan #{plan_id} auto-approved")
         ctl.start_apply(plan_id)
 
-
-def pinned_off_spec(job: planning.JobInput, host_types: dict[str, str]) -> str:
-    """The pinned hosts, when none has a GPU type the job's spec allows (an edit made before
-    ``heet-tui update`` narrowed the spec); "" otherwise."""
-    pinned = [h for h in job.constraints.pinned_hosts if h in host_types]
-    if not pinned or any(type_allowed(host_types[h], job.gpu_types) for h in pinned):
-        return ""
-    return ", ".join(f"{h} ({host_types[h]})" for h in pinned)

@@ -11,7 +11,7 @@ and makes bad input fail the same way everywhere (``ValueError``).
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from heet_tui.core.allocation import Allocation
@@ -295,12 +295,17 @@ def _check_job(job: JobView, types: tuple[str, ...], hosts: frozenset[str]) -> N
 def pinned_hosts_of_other_types(job: JobView, host_types: dict[str, str]) -> str:
     """Why none of the job's pinned hosts has a GPU type it may use ("" when one has): pinned to
     an A100 host, a T4-only job was planned nowhere, and read "the plan gives the free GPUs to no job"."""
-    pinned = [h for h in job.constraints.pinned_hosts if h in host_types]
-    if not pinned or any(job.allows(host_types[h]) for h in pinned):
-        return ""
-    kinds = ", ".join(f"{h} ({host_types[h]})" for h in pinned)
+    kinds = pinned_off_types(job.constraints.pinned_hosts, job.allows, host_types)
     allowed = job.constraints.pinned_type or ", ".join(job.gpu_types)
-    return f"pinned hosts {kinds} have no GPU type it may use ({allowed})"
+    return f"pinned hosts {kinds} have no GPU type it may use ({allowed})" if kinds else ""
+
+
+def pinned_off_types(pinned_hosts: Collection[str], allows: Callable[[str], bool], host_types: dict[str, str]) -> str:
+    """``"a100-1 (A100), ..."`` when none of the pinned hosts (of those known) has a type ``allows``; ""."""
+    pinned = [h for h in pinned_hosts if h in host_types]
+    if not pinned or any(allows(host_types[h]) for h in pinned):
+        return ""
+    return ", ".join(f"{h} ({host_types[h]})" for h in pinned)
 
 
 def missing_pins(c: Constraints, types: Collection[str], hosts: Collection[str]) -> tuple[str | None, list[str]]:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
+from control_lab import job, run_and_clean, started_controller, wait_for, write_job, write_local_hosts
 
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.config.job_spec import parse_job_text
@@ -108,13 +108,17 @@ def test_the_spec_key_is_checked_and_kept_in_the_store(tmp_path: Path) -> None:
     assert spec_from_json(older).stall_timeout_s is None
 
 
+def _one_host_retrying_once(tmp_path: Path, stop_grace_s: float):
+    """Hosts, store and options: one emulated A100, plans applied unasked, one retry soon after a crash."""
+    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False,
+                                execution=ExecOptions(max_retries=1, retry_backoff_s=0.2, stop_grace_s=stop_grace_s))
+    return load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)])), Store(tmp_path / "state"), options
+
+
 def test_a_hung_job_is_stopped_retried_and_failed_with_the_lines_that_show_where_it_hung(tmp_path: Path) -> None:
-    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
-    store = Store(tmp_path / "state")
+    hosts, store, options = _one_host_retrying_once(tmp_path, stop_grace_s=1.0)
     script, pids = tmp_path / "hang.py", tmp_path / "pids"
     script.write_text(HANG)
-    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False,
-                                execution=ExecOptions(max_retries=1, retry_backoff_s=0.2, stop_grace_s=1.0))
 
     async def scenario() -> None:
         ctl = Controller(hosts, store, options)
@@ -157,24 +161,17 @@ while True:
 def test_a_script_whose_progress_lines_come_only_when_it_is_stopped_is_told_to_flush(tmp_path: Path) -> None:
     """Seen: "stalled: no progress report ... (none since its launch)", and its last log line a
     progress line at step 1030: the lines reached the log when the stop flushed them."""
-    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
-    store = Store(tmp_path / "state")
+    hosts, store, options = _one_host_retrying_once(tmp_path, stop_grace_s=2.0)
     script = tmp_path / "buffered.py"
     script.write_text(BUFFERED)
-    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False,
-                                execution=ExecOptions(max_retries=1, retry_backoff_s=0.2, stop_grace_s=2.0))
 
     async def scenario() -> None:
-        ctl = Controller(hosts, store, options)
-        await ctl.start()
-        try:
+        async with started_controller(hosts, store, options) as ctl:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "buf", steps=1000, max_gpus=1,
                                                    command=[sys.executable, str(script)], extra="stall_timeout = 3\n"))))
             snap = await wait_for(ctl, lambda s: job(s, "buf").state is JobState.FAILED, 90, "the job to fail")
             assert "(none since its launch); its progress lines reached its log only when it was stopped" in \
                 job(snap, "buf").message and "flush stdout after each line" in job(snap, "buf").message
-        finally:
-            await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
 

@@ -26,7 +26,7 @@ from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
 from heet_tui.control.attach_client import AttachedBackend, ControllerGone
 from heet_tui.control.drains import drain_reasons, drained_hosts
-from heet_tui.control.host_health import AVOIDED
+from heet_tui.control.host_health import stored_avoided
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store
 from heet_tui.core.host import HostState
@@ -109,11 +109,9 @@ def _live_report(snap: Snapshot, pid: int, store: Store) -> dict[str, Any]:
 def _with_kept_off(rows: list[dict[str, Any]], store: Store) -> list[dict[str, Any]]:
     """Each host's note names the jobs' models that keep off it, where a run of theirs died at once
     (control/host_health.py): the host read "ready", with nothing to say why its GPUs stayed idle."""
-    try:
-        avoided = json.loads(store.setting(AVOIDED) or "[]")
-        off = {h: sorted(f"{m}/{b}" for m, b, hosts in avoided if h in hosts) for _, _, hs in avoided for h in hs}
-    except (ValueError, TypeError):
-        return rows
+    avoided = stored_avoided(store)
+    off = {h: sorted(f"{m}/{b}" for (m, b), hosts in avoided.items() if h in hosts)
+           for hosts in avoided.values() for h in hosts}
     for row in rows:
         if kinds := off.get(row["name"]):
             said = f"jobs of {', '.join(kinds)} keep off it (a run of theirs died here before its first report)"
