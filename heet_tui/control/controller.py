@@ -34,16 +34,14 @@ from heet_tui.control.intents import IntentHandler
 from heet_tui.control.job_log import job_log
 from heet_tui.control.job_update import follow_requests
 from heet_tui.control.log_file import attach_log_file, detach_log_file
-from heet_tui.control.newer_copies import runs_elsewhere
 from heet_tui.control.notices import Notices
 from heet_tui.control.plan_apply import apply_plan
-from heet_tui.control.profiling_rounds import profile_idle_types, profile_new_jobs, waits_for_profiling
+from heet_tui.control.plan_inputs import job_inputs
+from heet_tui.control.profiling_rounds import profile_idle_types, profile_new_jobs
 from heet_tui.control.progress_reports import note_bad_progress
 from heet_tui.control.proposals import RETRY_FAILED_PLAN_S, propose
 from heet_tui.control.recovery import rebuild_runs, reconcile_host
-from heet_tui.control.restart_costs import cost_of, ended_twin_costs, restart_costs
 from heet_tui.control.round_errors import RoundErrors
-from heet_tui.control.runtime import launch_blocked
 from heet_tui.control.sessions import succeed
 from heet_tui.control.snapshot_build import build_snapshot
 from heet_tui.control.snapshots import ControllerLock, SnapshotHub
@@ -51,8 +49,7 @@ from heet_tui.control.store import Store, StoreWriteError
 from heet_tui.control.store_health import StoreHealth
 from heet_tui.control.store_integrity import refuse_damaged
 from heet_tui.control.throughput import ThroughputBook, profiling_model
-from heet_tui.control.unmeasured import hide_nominal, unmeasured_ids, unreported_gpu_s
-from heet_tui.control.user_constraints import user_constraints
+from heet_tui.control.unmeasured import hide_nominal
 from heet_tui.control.waiting import PlanMade, explain_waiting
 from heet_tui.core.host import HostState
 from heet_tui.core.intents import EditJob, Intent
@@ -336,37 +333,7 @@ class Controller:
         return drained_hosts(self.store) | self.hosts_reloader.leaving
 
     def job_inputs(self, overrides: dict[str, Constraints] | None = None) -> list[planning.JobInput]:
-        """Jobs to plan: measured ones, and those that cannot be (control/unmeasured.py)."""
-        constraints = user_constraints(self.store) | (overrides or {})
-        out, now = [], self.clock()
-        unmeasured, restart_cost, ended_cost = unmeasured_ids(self.store), restart_costs(self.store), ended_twin_costs(
-            self.store)
-        crashed = self.executor.crashed_sizes  # a size a twin could not run at, this job cannot either
-        held = (away := self.host_grace.holding()) | launch_blocked(self.cluster.status())
-        for rec in self.store.jobs(include_terminal=False):
-            job, run = rec.job, self.executor.runs.get(rec.job.id)
-            if job.state not in planning.SCHEDULABLE or waits_for_profiling(self, job.id, run is not None) \
-                    or runs_elsewhere(self.cluster, self.store, self.executor.newer_copies, job):
-                continue
-            measured = bool(self.book.measured(job.id))
-            if run is None and self.opt.profile and not (measured or job.id in unmeasured or job.spec.min_gpus > 1):
-                continue  # profiled first (on one GPU: a job that needs more is measured by its own runs)
-            if run is None and self.executor.backoff_until.get(job.id, 0) > now:
-                continue
-            if run is None and self.executor.checkpoints.out_of_reach(job.id, away, self.executor.hosts.hosts):
-                continue  # its checkpoint's host may come back: not restarted from nothing elsewhere
-            if run is not None and run.any_exited:
-                continue  # ending: judged once its last rank is reported
-            if run is not None and {r.host for r in run.ranks.values()} & held:
-                continue  # its host may come back (or launch again) with it still running: not moved on a guess
-            spec, total, mates = job.spec, job.spec.target_samples, self.book.class_mates(job.id)
-            out.append(planning.JobInput(
-                job.id, job.state, spec.min_gpus, spec.max_gpus, spec.gpu_types, spec.priority, job.submitted_at,
-                job.attained_gpu_s + unreported_gpu_s(run, now), max(0.0, total - job.samples_done),
-                run.alloc if run else None, constraints.get(job.id, Constraints()), measured,
-                cost_of(job.id, restart_cost, mates, ended_twins=ended_cost.get((spec.model, spec.batch_size))),
-                frozenset().union(*(crashed.get(j, ()) for j in {job.id} | mates))))
-        return out
+        return job_inputs(self, overrides)
 
     def replan(self, overrides: dict[str, Constraints] | None = None) -> Plan | None:
         return self.replan_from(self.job_inputs(overrides))

@@ -22,31 +22,28 @@ from heet_tui.config.hosts_file import HostsFile
 from heet_tui.control import progress_reports as reports
 from heet_tui.control.checkpoint_hosts import CheckpointHosts, CopyWaiting
 from heet_tui.control.crash_backoff import after_crash
-from heet_tui.control.crashed_sizes import load_crashed_sizes, new_size_that_crashed
+from heet_tui.control.crashed_sizes import load_crashed_sizes
 from heet_tui.control.host_health import stored_health
-from heet_tui.control.host_loss import left_out_of_reach
 from heet_tui.control.launch import LaunchSpec, choose_master_port, plan_launch, plan_profile_launch
 from heet_tui.control.newer_copies import highest
-from heet_tui.control.profiling_rounds import finish_profiling_run, profiling_message
-from heet_tui.control.restart_costs import start_seconds, stop_seconds
+from heet_tui.control.profiling_rounds import profiling_message
+from heet_tui.control.restart_costs import start_seconds
+from heet_tui.control.run_end import finish_run
 from heet_tui.control.runtime import (
     LAUNCH_REFUSED,
     NOT_LAUNCHED,
-    Outcome,
     RankProc,
     Run,
-    ended_unwatched,
     gpus_held,
-    judge,
     outside_gpus,
     union_gpus,
 )
 from heet_tui.control.stalls import DEFAULT_STALL_S, stalled
-from heet_tui.control.stop_grace import grace_s, note_killed_at_stop, warn_slow_stop
+from heet_tui.control.stop_grace import grace_s, warn_slow_stop
 from heet_tui.control.store import Store
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.control.unmeasured import TIMED_OUT as UNMEASURED_TIMEOUT
-from heet_tui.control.unmeasured import overdue_profiling, unreported_gpu_s
+from heet_tui.control.unmeasured import overdue_profiling
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import DEFAULT_STOP_GRACE_S, JobState
 from heet_tui.core.metrics import training_metrics
@@ -353,44 +350,7 @@ class Executor:
             self.notify()
 
     def _finish(self, run: Run) -> None:
-        rec = None if run.profiling else self.store.job(run.job_id)
-        outcome, why = judge(run, rec.job.spec if rec is not None else None, rec.job if rec is not None else None)
-        job_id, now = run.job_id, self.clock()
-        ended = run.ended_at(rec.job.history[-1][0] if rec is not None and rec.job.history else 0.0, now)
-        if (stop_s := stop_seconds(run, now)) is not None:
-            self.store.add_restart_time(job_id, "stop", stop_s, now)
-            note_killed_at_stop(self.store, run, grace_s(run.spec, self.opt.stop_grace_s), now)
-        if outcome is Outcome.CRASHED:
-            self.health.crashed(run, self.book.classes.get(job_id), why, now, new_size_that_crashed(run, self.book))
-        if run.profiling:
-            finish_profiling_run(self, run, outcome, why, now)
-            return
-        if self.runs.get(job_id) is run:
-            del self.runs[job_id]
-        if unreported := unreported_gpu_s(run, ended):
-            self.store.update_progress(job_id, 0, 0.0, None, unreported)
-        # rank 0 wrote the latest checkpoint, in HEET_CHECKPOINT_DIR there, whether or not its progress
-        # lines name it: a script that did not was moved between hosts with its checkpoint left behind
-        back = self.checkpoints.reclaiming.pop(job_id, None)  # a further checkpoint elsewhere (reclaim.py)
-        self.last_steps.update({job_id: back[1]} if back else {})  # where its next launch goes on from
-        if (rank0 := run.ranks.get(0)) is not None and rec is not None and (rec.checkpoint or run.reports) and not back:
-            self.checkpoints.remember(job_id, rank0.host)
-        self.store.release_allocation(job_id, ended)
-        said = f"{job_id} generation {run.generation}: {why}{ended_unwatched(now - ended)}"
-        self.store.add_event(now, outcome.value, said, job_id)
-        if outcome is Outcome.DONE:
-            self.store.try_set_state(job_id, JobState.DONE, ended, why)
-        elif outcome is Outcome.STOPPED and run.stop_reason == "cancel":
-            unreached = left_out_of_reach(run.alloc.host_names, self.cluster.status())
-            self.store.try_set_state(job_id, JobState.CANCELLED, ended, f"cancelled{unreached}")
-        elif outcome is Outcome.STOPPED and run.stop_reason == "resize":
-            pass  # the plan step relaunches it at once
-        elif outcome in (Outcome.STOPPED, Outcome.INTERRUPTED):
-            step = back[1] if back else rec.job.steps_done if rec else 0
-            where = f"the checkpoint on {back[0]}" if back else "its checkpoint"
-            self.store.try_set_state(job_id, JobState.QUEUED, now, f"{why}; resumes from {where} (step {step})")
-        else:
-            self.crashed(run, why)
+        finish_run(self, run)
 
     def crashed(self, run: Run, why: str) -> None:
         after_crash(self, run, why)
