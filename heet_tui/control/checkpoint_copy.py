@@ -44,6 +44,18 @@ def needs_copy(src: HostEntry, dst: HostEntry, src_dir: str, dst_dir: str) -> bo
     return not (both_local and _local(src_dir) == _local(dst_dir))
 
 
+def refusal(directory: str, owner: int, group: int, mode: int, my_uid: int, my_gid: int) -> str | None:
+    """Why a copy must not land in ``directory`` (the agent's rule for checkpoint dirs, applied
+    before any byte is written): a directory another user owns, or may write, received the
+    weights and kept them readable after the agent refused it at the next launch."""
+    if owner != my_uid:
+        return f"checkpoint dir {directory} belongs to uid {owner}, not to you: give the job a checkpoint_dir of its own"
+    if mode & 0o002 or (mode & 0o020 and group != my_gid):
+        return (f"checkpoint dir {directory} may be written by others (mode {oct(mode & 0o777)}): "
+                f"chmod go-w {directory}, or give the job another checkpoint_dir")
+    return None
+
+
 def _local(path: str) -> str:
     return os.path.abspath(os.path.expanduser(path))
 
@@ -79,7 +91,10 @@ class _LocalDir:
                 yield data
 
     async def write(self, name: str, chunks: AsyncIterator[bytes]) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
+        self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = self.path.stat()
+        if why := refusal(str(self.path), st.st_uid, st.st_gid, st.st_mode, os.getuid(), os.getgid()):
+            raise PermissionError(why)
         tmp = self.path / f".{name}.copy.tmp"
         tmp.unlink(missing_ok=True)  # a link planted at the name goes, not what it points at
         try:
@@ -138,12 +153,19 @@ class _SftpDir:
                 yield data
 
     async def write(self, name: str, chunks: AsyncIterator[bytes]) -> None:
-        await self.sftp.makedirs(self.path, exist_ok=True)
+        import asyncssh
+
+        await self.sftp.makedirs(self.path, attrs=asyncssh.SFTPAttrs(permissions=0o700), exist_ok=True)
         tmp = f"{self.path}/.{name}.copy.tmp"
         if await self.sftp.lexists(tmp):
             await self.sftp.remove(tmp)  # a link planted at the name: removed, not written through
         try:
-            async with self.sftp.open(tmp, "xb") as fh:  # created by this open (O_EXCL), or it fails
+            # created by this open (O_EXCL), or it fails; 0600 as the agent's own: the host's umask made it 0644
+            async with self.sftp.open(tmp, "xb", attrs=asyncssh.SFTPAttrs(permissions=0o600)) as fh:
+                mine, where = await self.sftp.lstat(tmp), await self.sftp.stat(self.path)  # our uid: the new file's
+                if why := refusal(self.path, int(where.uid), int(where.gid), int(where.permissions), int(mine.uid),
+                                  int(mine.gid)):
+                    raise PermissionError(why)
                 async for data in chunks:
                     await fh.write(data)
             await self.sftp.posix_rename(tmp, f"{self.path}/{name}")

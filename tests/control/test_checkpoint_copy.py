@@ -213,3 +213,48 @@ def test_a_moved_job_brings_its_checkpoint_though_its_progress_lines_never_name_
         [e.message for e in events]
     assert not [e for e in events if e.kind == "warning" and "resumed behind" in e.message], \
         [e.message for e in events if e.kind == "warning"]
+
+
+def test_a_copy_lands_private_and_never_in_a_directory_others_own_or_may_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The copy made 0755 directories and 0644 files (a 0600 checkpoint became world-readable on
+    the new host), and wrote into a 0777 directory another user had made, which the agent then
+    refused at launch with the weights already there."""
+    import os
+    import stat
+
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    lab = SshLab(tmp_path / "lab")
+    try:
+        servers = [lab.add_host(n) for n in ("src", "dst")]
+        hosts = load_hosts(lab.hosts_toml([lab.entry_for(s, shared_fs=False) for s in servers]))
+        local = HostEntry("here", "localhost", transport="local")
+        origin = tmp_path / "origin"
+        origin.mkdir()
+        (origin / "checkpoint.pt").write_bytes(b"weights")
+        (origin / "checkpoint.pt").chmod(0o600)
+        opts = ClusterOptions(connect_timeout_s=10.0)
+
+        def copy(src: HostEntry, dst: HostEntry, to: Path) -> Copied:
+            return asyncio.run(copy_checkpoint(src, str(origin), dst, str(to), hosts.ssh_config, opts))
+
+        for dst in (hosts.host("dst"), local):
+            to = tmp_path / f"to-{dst.name}" / "job" / "ck"
+            assert copy(hosts.host("src"), dst, to) == Copied(1, 7)
+            assert stat.S_IMODE((to / "checkpoint.pt").stat().st_mode) == 0o600, dst.name
+            assert stat.S_IMODE(to.stat().st_mode) == 0o700, dst.name
+            open_to_all = tmp_path / f"open-{dst.name}"
+            open_to_all.mkdir()
+            open_to_all.chmod(0o777)
+            with pytest.raises(CopyFailed, match="may be written by others"):
+                copy(hosts.host("src"), dst, open_to_all)
+            assert list(open_to_all.iterdir()) == [], "nothing written there, not even the temp file"
+            if os.getuid() == 0:  # another user's directory, however its mode
+                theirs = tmp_path / f"theirs-{dst.name}"
+                theirs.mkdir(mode=0o755)
+                os.chown(theirs, 65534, 65534)
+                with pytest.raises(CopyFailed, match="belongs to uid 65534"):
+                    copy(hosts.host("src"), dst, theirs)
+                assert list(theirs.iterdir()) == []
+    finally:
+        lab.close()
