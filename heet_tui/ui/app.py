@@ -40,7 +40,7 @@ from heet_tui.ui.commands import HeetCommands, example_job_specs
 from heet_tui.ui.controller_link import AGE_EVERY_S, ControllerLink
 from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.dialogs.help import HelpDialog
-from heet_tui.ui.dialogs.host_key import HostKeyDialog, fingerprint_in
+from heet_tui.ui.dialogs.host_key import HostKeyDialog, fingerprint_in, key_question_settled
 from heet_tui.ui.dialogs.prompt import PromptDialog
 from heet_tui.ui.dialogs.tweak import TweakDialog
 from heet_tui.ui.messages import BackendFailed, IntentDone, IntentRequested, SnapshotArrived
@@ -237,9 +237,8 @@ class HeetApp(ControllerLink, App[int]):
         closed: it stayed up, and took the keys meant for the screen under it."""
         if self.read_only:
             return
-        asking = {h.name: fingerprint_in(h.message) for h in hosts if h.state.awaits_trust}
         dialog = self.screen  # dismissing pops the top screen: one under another dialog waits its turn
-        if isinstance(dialog, HostKeyDialog) and asking.get(dialog.host, "") != dialog.fingerprint:
+        if isinstance(dialog, HostKeyDialog) and key_question_settled(dialog.host, dialog.fingerprint, hosts):
             dialog.dismiss(None)
             now = next((h.state.value for h in hosts if h.name == dialog.host), "gone from the hosts file")
             self.notify(f"{dialog.host}: its key question is settled elsewhere (the host is now {now})", timeout=6)

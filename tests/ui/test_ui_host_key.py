@@ -114,3 +114,33 @@ def test_first_contact_names_whose_key_and_the_address_without_repeating_the_mes
             assert "hosts trust" not in shot and shot.count(FINGERPRINT) == 1
 
     run(scenario())
+
+
+def test_a_reconnect_attempt_leaves_the_question_open(make_app, backend):
+    """The supervisor's retries show the host connecting, or unreachable while its jump host is
+    down: that closed the question a second after it opened ("settled elsewhere"), and it was
+    never asked again."""
+    backend.current = with_new_host(small_snapshot())
+
+    def gpu_new(version: int, state: HostState, message: str):
+        snap = with_new_host(small_snapshot(version))
+        return replace(snap, hosts=tuple(replace(h, state=state, message=message) if h.name == "gpu-new" else h
+                                         for h in snap.hosts))
+
+    async def scenario():
+        app = make_app("cluster")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, HostKeyDialog))
+            asked = app.screen
+            for step, snap in enumerate((gpu_new(1, HostState.CONNECTING, "connecting"),
+                                         gpu_new(2, HostState.UNREACHABLE, "via jump gw: connection refused"),
+                                         with_new_host(small_snapshot(3))), start=1):  # the same key again
+                backend.push(snap)
+                await wait_for(pilot, lambda step=step: app.latest is not None and app.latest.now == 100.0 + step)
+                await pilot.pause(0.05)
+                assert app.screen is asked, f"the same question, still open ({snap.hosts[-1].state})"
+            backend.push(gpu_new(4, HostState.AUTH_FAILED, "permission denied"))  # past the key check
+            await wait_for(pilot, lambda: not isinstance(app.screen, HostKeyDialog))
+            assert backend.posted == []
+
+    run(scenario())

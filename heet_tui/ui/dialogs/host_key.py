@@ -22,6 +22,19 @@ def fingerprint_in(message: str) -> str | None:
     return match.group(1) if match else None
 
 
+def key_question_settled(name: str, fingerprint: str, hosts) -> bool:
+    """Whether the host no longer asks about ``fingerprint``: it is gone, asks about another key,
+    or got past the key check (ready, or failing later at login or at the agent). A reconnect
+    attempt (connecting, unreachable) settles nothing: it closed the question a second after it
+    opened, and it was never asked again."""
+    host = next((h for h in hosts if h.name == name), None)
+    if host is None:
+        return True
+    if host.state.awaits_trust:
+        return fingerprint_in(host.message) != fingerprint
+    return host.state.value not in ("connecting", "unreachable")
+
+
 class HostKeyDialog(Dialog[bool]):
     DEFAULT_CSS = """
     HostKeyDialog DialogBox { width: 80; border: thick $warning; padding: 1 2; }
