@@ -106,6 +106,9 @@ def propose(ctl: Controller) -> None:
         plan, sig, plan_id, made = pending.plan, shown, pending.id, PlanMade.of(pending.plan, weighed)
     elif planning.shape(plan) in ctl.rejected:
         ctl.plan_made = replace(made, rejected=True)
+        if pending is not None:  # made before what changed since; its jobs said "rejected" beside it
+            ctl.store.set_plan_status(pending.id, "superseded", ctl.clock())
+            ctl.pending_plan_id = None
         return
     else:
         plan_id = ctl.pending_plan_id = ctl.store.add_plan(plan)
