@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 
 from heet_tui.config.hosts_file import HostEntry
 from heet_tui.control.checkpoint_copy import CopyFailed, copy_checkpoint, needs_copy, sees_same_files
@@ -85,6 +86,26 @@ class CheckpointHosts:
                                  "filesystem (shared_fs, true unless set): copied; set shared_fs = false for "
                                  "hosts that do not share one", job_id, dst.name)
         return True
+
+    def away(self, records: Iterable, entries: Iterable[HostEntry], statuses: Iterable) -> dict[str, str]:
+        """Jobs (of ``records``) whose checkpoint is on a host out of reach that no ready host reads
+        it from (``needs_copy``: no shared filesystem, or another directory there), with that host
+        and its state: what a start elsewhere would begin without (``Snapshot`` shows it)."""
+        states = {s.name: s.state.value for s in statuses}
+        if all(state == "ready" for state in states.values()):
+            return {}  # most rounds: no store read
+        by_name, hosts = {e.name: e for e in entries}, self._hosts()
+        ready = [by_name[n] for n, state in states.items() if state == "ready" and n in by_name]
+        out = {}
+        for rec in records:
+            src = by_name.get(hosts.get(rec.job.id, ""))
+            if src is None or states.get(src.name, "ready") == "ready" or not ready:
+                continue
+            where = partial(checkpoint_dir, rec.job.id, rec.job.spec, store_id=self.store.store_id,
+                            reported=rec.checkpoint)
+            if all(needs_copy(src, dst, where(src), where(dst)) for dst in ready):
+                out[rec.job.id] = f"{src.name} ({states[src.name]})"
+        return out
 
     def _hosts(self) -> dict[str, str]:
         return json.loads(self.store.setting(SETTING) or "{}")

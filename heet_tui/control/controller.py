@@ -28,7 +28,13 @@ from heet_tui.control.attach import AttachServer
 from heet_tui.control.drains import drained_hosts
 from heet_tui.control.execution import ExecOptions, Executor
 from heet_tui.control.host_health import drain_broken_hosts, keep_off_crash_hosts
-from heet_tui.control.host_loss import HostLossGrace, HostStateLog, hold_unlisted_hosts, on_host_changed
+from heet_tui.control.host_loss import (
+    HostLossGrace,
+    HostStateLog,
+    hold_unlisted_hosts,
+    on_host_changed,
+    why_lost,
+)
 from heet_tui.control.hosts_reload import HostsReloader
 from heet_tui.control.intents import IntentHandler
 from heet_tui.control.job_log import job_log
@@ -269,7 +275,8 @@ class Controller:
         if self.hosts_reloader.due():
             self.notices += await self.hosts_reloader.reload(self)
         for host, why in self.host_grace.expired(now):
-            self.executor.lose_host(host, why)
+            self.executor.lose_host(host, why_lost(why, next((s for s in self.cluster.status() if s.name == host),
+                                                             None)))
         if now - self._started_at > self.opt.settle_timeout_s:
             for status in self.cluster.status():
                 if status.state is HostState.CONNECTING and status.name not in self.host_grace.holding():

@@ -102,6 +102,15 @@ class HostLossGrace:
                 "more in case the host comes back with it still running")
 
 
+def why_lost(why: str, latest: HostStatus | None) -> str:
+    """What a host counted lost is said to be lost to: what took it out, unless its key is what
+    keeps it out now. A host re-keyed after a cut was lost to "connection lost" in every job's
+    event, though waiting would never bring it back."""
+    if latest is not None and latest.state.awaits_trust:
+        return f"{latest.state.value}: {latest.message}"
+    return why
+
+
 def say_host_out(store: Store, runs: Iterable[Run], host: str, why: str, now: float, grace_s: float) -> None:
     """The host's event, and each of its running jobs' message and event, until when it waits.
     The note above reached the TUI only: ``heet-tui jobs`` reads the store, and said "running on

@@ -62,6 +62,8 @@ def build_snapshot(ctl: Controller) -> Snapshot:
     hidden_ended = tuple((state, n - shown_ended[state]) for value, n in sorted(ctl.store.state_counts().items())
                          if (state := JobState(value)).terminal and n > shown_ended[state])
     restart_cost, ended_cost, edits = restart_costs(ctl.store), ended_twin_costs(ctl.store), user_constraints(ctl.store)
+    away = ex.checkpoints.away([r for r in records if not r.job.state.terminal and r.job.id not in runs],
+                               ctl.hosts.hosts, hosts)
     # finished jobs keep their heat map too (what was measured is worth seeing), but only the
     # most recent few: predicting every cell of every old job on each snapshot would not scale
     recent_done = {r.job.id for r in [r for r in records if r.job.state.terminal][-RECENT_DONE_PROFILES:]}
@@ -86,6 +88,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
                               ended_cost.get((job.spec.model, job.spec.batch_size))),
             ended_at=job.ended_at, metrics=job.metrics, spec_file=rec.spec_file,
             edit=edits.get(job.id, Constraints()), gpu_types=job.spec.gpu_types,
+            checkpoint_away=away.get(job.id, ""),
         ))
         if not job.state.terminal or job.id in recent_done:
             profiles.append(_profile(ctl, job.id, job.spec, hosts))

@@ -12,7 +12,7 @@ from heet_tui.core.allocation import Allocation
 from heet_tui.core.gpu import Gpu
 from heet_tui.core.host import HostState
 from heet_tui.core.job import JobState
-from heet_tui.core.plan import Plan
+from heet_tui.core.plan import ChangeKind, Plan
 from heet_tui.core.sched_input import Constraints
 
 
@@ -61,6 +61,9 @@ class JobStatus:
     spec_file: str = ""  # the file its spec was last read from (submit or update); "" when not known
     edit: Constraints = Constraints()  # what the user fixed for it on the Plan screen (until dropped)
     gpu_types: tuple[str, ...] = ()  # the types its spec allows (empty: any); an edit picks among them
+    # a job without a run whose checkpoint is on a host out of reach that shares no filesystem:
+    # "c (host-key-changed)"; a start elsewhere trains again from what the new host has
+    checkpoint_away: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,3 +103,18 @@ class Snapshot:
     # how many, so the counts on screen stay whole.
     hidden_ended: tuple[tuple[JobState, int], ...] = ()
     profiles_hidden: int = 0  # ended jobs whose profiles are left out (only the latest few are kept)
+
+
+def starts_without_checkpoint(snap: Snapshot) -> str:
+    """What the pending plan's starts lose: a job whose checkpoint is on a host out of reach
+    starts from what its new host has. It was said only after the approval, as "resumed behind
+    where it was ... 15,780 steps are trained again"."""
+    if snap.plan is None:
+        return ""
+    starting = {c.job_id for c in snap.plan.changes if c.kind is ChangeKind.START}
+    away = [f"{j.id} (its checkpoint is on {j.checkpoint_away})" for j in snap.jobs
+            if j.id in starting and j.checkpoint_away]
+    if not away:
+        return ""
+    return (f"starts without its checkpoint: {', '.join(away)}; it trains again from what its new host has, and "
+            "takes the further checkpoint back if that host returns")

@@ -137,3 +137,26 @@ def test_a_launch_waits_a_while_for_the_host_with_its_checkpoint_before_starting
     assert [e for e in store.events("j") if "resuming from what here has" in e.message]
     now[0] = 100 * COPY_WAIT_S
     bring(None)  # a job that never reported a checkpoint has nothing to wait for
+
+
+def test_a_checkpoint_on_a_host_out_of_reach_that_no_ready_host_reads_is_said_away(tmp_path: Path) -> None:
+    from heet_tui.core.host import HostState
+    from heet_tui.core.snapshot import HostStatus
+
+    store = Store(tmp_path / "state")
+    for name in ("a", "b", "c"):
+        store.add_job(JobSpec(name, ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 10)), 0.0)
+    book = CheckpointHosts(store, lambda: 0.0)
+    book.remember("a", "priv")
+    book.remember("b", "shared")
+    book.remember("c", "own-dir")
+    entries = [HostEntry("priv", "10.0.0.3", shared_fs=False, workdir="/w"),
+               HostEntry("shared", "10.0.0.4", workdir="/w"),  # the same directory on one filesystem
+               HostEntry("own-dir", "10.0.0.5", workdir="/elsewhere"),  # shared_fs, but its own workdir
+               HostEntry("new", "10.0.0.6", workdir="/w")]
+    out = [HostStatus("priv", HostState.HOST_KEY_CHANGED, "x"), HostStatus("shared", HostState.UNREACHABLE, "y"),
+           HostStatus("own-dir", HostState.UNREACHABLE, "z"), HostStatus("new", HostState.READY, "ok")]
+    records = store.jobs()
+    assert book.away(records, entries, out) == {"a": "priv (host-key-changed)", "c": "own-dir (unreachable)"}, \
+        "b's checkpoint is read in place on new"
+    assert book.away(records, entries, [HostStatus(h.name, HostState.READY, "ok") for h in entries]) == {}

@@ -167,3 +167,16 @@ def test_an_idle_hosts_trouble_is_an_event_and_plans_and_notices_reach_the_log(t
     assert "plan #1 proposed by heet: 1 change(s)" in caplog.text
     assert "notice: plan #1: 1 step(s) done, 0 failed" in caplog.text
     assert "host idle is out (" in caplog.text
+
+
+def test_a_host_rekeyed_while_out_is_lost_to_its_key_not_to_the_cut() -> None:
+    from heet_tui.control.host_loss import why_lost
+    from heet_tui.core.host import HostState
+    from heet_tui.core.snapshot import HostStatus
+
+    changed = HostStatus("c", HostState.HOST_KEY_CHANGED, "HOST KEY CHANGED for [10.0.0.5]:22: it now presents X")
+    assert why_lost("unreachable: connection lost", changed) == ("host-key-changed: HOST KEY CHANGED for "
+                                                                 "[10.0.0.5]:22: it now presents X")
+    assert why_lost("unreachable: connection lost", HostStatus("c", HostState.CONNECTING, "retrying")) == \
+        "unreachable: connection lost"
+    assert why_lost("unreachable: connection lost", None) == "unreachable: connection lost"

@@ -46,6 +46,9 @@ def test_a_host_back_with_a_further_checkpoint_gives_it_to_its_job(lab: SshLab, 
             first = await running_past(ctl, spec, "a", 60, 120)
             cut = next(s for s in servers if s.name == first)
             cut.kill()  # its sshd and sessions: the job trains on there, cut off
+            # once counted lost, a plan starting it elsewhere says it starts without its checkpoint
+            await wait_for(ctl, lambda s: job(s, "a").checkpoint_away.startswith(f"{first} ("), 120,
+                           "a's checkpoint said out of reach")
             await wait_for(ctl, lambda s: store.job("a").generation >= 2 and job(s, "a").state is JobState.RUNNING
                            and job(s, "a").allocation.host_names[0] != first, 120, "a started again elsewhere")
             generation = store.job("a").generation

@@ -334,3 +334,15 @@ def test_a_job_across_hosts_takes_one_host_name_and_a_count_in_the_plan_table():
     across = Allocation.of("j", "RTX2080Ti", {"node-007-rtx2080ti": [0], "node-015-rtx2080ti": [1]})
     cells = plan_cells(PlanRow("j", ChangeKind.START, None, across, None))
     assert cells[3] == "2xRTX2080Ti @node-007-rtx2080ti +1"
+
+
+def test_a_start_without_its_checkpoint_is_said_before_the_approval() -> None:
+    """A job whose checkpoint was on a re-keyed host was started elsewhere from step 0 by the
+    approved plan; only then did it say "about 15,780 steps are trained again"."""
+    snap = small_snapshot()  # its plan starts j3
+    assert "without its checkpoint" not in summary(snap).plain
+    away = with_job(snap, "j3", checkpoint_away="c (host-key-changed)")
+    said = summary(away).plain
+    assert "starts without its checkpoint: j3 (its checkpoint is on c (host-key-changed))" in said, said
+    assert "without its checkpoint" not in summary(with_job(snap, "j1", checkpoint_away="c (unreachable)")).plain, \
+        "j1 runs on; the plan grows it where it is"

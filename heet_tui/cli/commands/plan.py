@@ -23,6 +23,7 @@ from heet_tui.control.store_records import StepRecord
 from heet_tui.core.durations import duration
 from heet_tui.core.intents import ApprovePlan, RejectPlan, Replan
 from heet_tui.core.plan import ROUGH_GUESS, JobPrediction, Plan, PredictedEffect, count_changes, spread
+from heet_tui.core.snapshot import starts_without_checkpoint
 
 REPLY_TIMEOUT_S = 30.0
 
@@ -75,6 +76,8 @@ async def _plan(state_dir, action: str, expected: int | None) -> int:
         if action == "show":
             assert snap.plan is not None
             _show(snap.plan, snap.plan_id, snap.plan.policy or snap.policy, "proposed at")
+            if behind := starts_without_checkpoint(snap):
+                print(behind)
             if snap.read_only:  # it offered `plan approve`, which the controller then refused
                 print("the controller is read-only: it proposes plans to look at and applies none (heet-tui run "
                       "without --read-only applies them)")

@@ -18,7 +18,7 @@ from heet_tui.core.job import (
     JobState,
 )
 from heet_tui.core.plan import ROUGH_GUESS, ChangeKind, JobPrediction, Plan, count_changes, spread
-from heet_tui.core.snapshot import Snapshot
+from heet_tui.core.snapshot import Snapshot, starts_without_checkpoint
 from heet_tui.ui.format import ID_WIDTH, clock, duration, rate, short_id, signed_percent
 from heet_tui.ui.widgets.keyed_table import Cells, KeyedTable
 
@@ -174,6 +174,8 @@ def summary(snap: Snapshot) -> Text:
             text.append(" (r rejects it)", style="bold red")  # against() said why it is worse
         if guesses := [p.job_id for p in effect.jobs if p.after_spread is None and p.throughput_after > 0]:
             text.append(f"\n±? on {_some(guesses)}: {ROUGH_GUESS}", style="dim")
+    if behind := starts_without_checkpoint(snap):
+        text.append(f"\n{behind}", style="bold yellow")
     return text
 
 
