@@ -3,8 +3,8 @@
 Each job's measured cells (GPU type x placement, samples/s from profiling runs and from the
 running job's own progress reports) are used as they are. For a placement nobody measured the
 estimate starts from the nearest measured count on that type and scales it sub-linearly
-(the job's own exponent where it ran at several counts on some type, else
-``profiling.configs.TYPICAL_SCALING_EXPONENT``), with a penalty for spanning hosts, because
+(the job's own exponent where it ran at several counts on some type, else the mean of the other
+classes' exponents with ``profiling.configs.TYPICAL_SCALING_EXPONENT`` counted as one more), with a penalty for spanning hosts, because
 data-parallel speed-up is never linear and crossing hosts costs bandwidth. A type with no measurement for the job gets
 the job's best measured type scaled by how the two types compare on jobs that ran on both;
 with nothing to compare, the type is left out (throughput 0) until it is profiled.
@@ -40,6 +40,7 @@ MIN_OWN_EXPONENT = -3.0  # 2x the GPUs at 1/8 the speed: as bad as a job's own m
 # class's newest there: a sweep's first job, measured alone on an idle host hours ago (1,063/s),
 # held its finished numbers equal with the running twin's 115/s, and the plan counted on 589.
 FRESH_S = 1800.0
+PRIOR_CLASSES = 1  # the typical scaling law counts as this many measured classes (others_exponent)
 
 
 def parse_placement(key: str) -> tuple[int, ...]:
@@ -75,6 +76,8 @@ class ThroughputBook:
     # running jobs' own reports, (when, samples/s) by job and cell: what twins are compared on
     _running: dict[str, dict[tuple[str, str], list[tuple[float, float]]]] = field(
         default_factory=lambda: defaultdict(dict))
+    _version: int = 0  # counts changes to the cells: what ``others_exponent`` was worked out for
+    _exponent: tuple[int, float] | None = None
 
     def register(self, job_id: str, model: str, global_batch: int) -> None:
         """Say which profile class a job is; jobs that share one share their measurements (and a row
@@ -84,6 +87,7 @@ class ThroughputBook:
             self.classes[job_id] = cls
             self._members.setdefault(cls, set()).add(job_id)
             self._pooled.pop(cls, None)
+            self._version += 1
         if self.predictor is not None and job_id not in self.keys:
             from heet_tui.profiling.tensor import JobKey
 
@@ -104,6 +108,7 @@ class ThroughputBook:
             dated.append((at, samples_per_s))
             del dated[:-RECENT]
         self._pooled.pop(self.classes.get(job_id), None)  # type: ignore[arg-type]
+        self._version += 1
         if self.predictor is not None and job_id in self.keys:
             try:
                 self.predictor.observe(self.keys[job_id], gpu_type, key, samples_per_s, source, at)
@@ -121,6 +126,7 @@ class ThroughputBook:
         self._latest.clear()
         self._running.clear()
         self._pooled.clear()
+        self._version += 1
         if self.predictor is not None:
             self.predictor, self.keys, self.model_ready = profiling_model(), {}, False
             for job_id, (model, batch) in self.classes.items():
@@ -235,9 +241,21 @@ class ThroughputBook:
             return predicted
         return self._guessed(job_id, gpu_type, placement, m), None
 
+    def others_exponent(self) -> float:
+        """How speed grew with GPUs for the classes that ran at several counts here, averaged with
+        the typical law counted as one class more: a job that ran only on one GPU was guessed at
+        1.8x on two whatever the cluster showed (three classes measured there at 0.6-1.5x, and plans
+        grew jobs that then ran slower than on one GPU)."""
+        if self._exponent is None or self._exponent[0] != self._version:
+            found = [e for m in self._one_per_class()
+                     if (e := own_scaling_exponent(m, otherwise=math.nan)) == e]  # nan: not measured at two
+            mean = (sum(found) + TYPICAL_SCALING_EXPONENT * PRIOR_CLASSES) / (len(found) + PRIOR_CLASSES)
+            self._exponent = (self._version, mean)
+        return self._exponent[1]
+
     def _guessed(self, job_id: str, gpu_type: str, placement: tuple[int, ...],
                  m: dict[tuple[str, str], float]) -> float:
-        exponent = own_scaling_exponent(m)
+        exponent = own_scaling_exponent(m, otherwise=self.others_exponent())
         own = {parse_placement(k): v for (t, k), v in m.items() if t == gpu_type}
         if own:
             return _scaled(own, placement, exponent)
@@ -323,7 +341,8 @@ def profiling_model():
     return ThroughputPredictor()
 
 
-def own_scaling_exponent(measured: dict[tuple[str, str], float]) -> float:
+def own_scaling_exponent(measured: dict[tuple[str, str], float],
+                         otherwise: float = TYPICAL_SCALING_EXPONENT) -> float:
     """How this job's speed grows with GPUs where it ran at two or more counts on one host of a
     type (mean over such pairs, each against the type's smallest count), else the typical law.
 
@@ -342,7 +361,7 @@ def own_scaling_exponent(measured: dict[tuple[str, str], float]) -> float:
         low = min(counts)
         exponents += [math.log(v / counts[low]) / math.log(c / low) for c, v in counts.items() if c != low]
     if not exponents:
-        return TYPICAL_SCALING_EXPONENT
+        return otherwise
     return min(1.0, max(MIN_OWN_EXPONENT, sum(exponents) / len(exponents)))
 
 

@@ -85,8 +85,8 @@ class JobPrediction:
     after_spread: float | None = 0.0
 
 
-ROUGH_GUESS = ("a rough guess by a typical scaling law, until the profiling model has a job measured in "
-               "several configurations to learn from")
+ROUGH_GUESS = ("a rough guess from how other jobs scaled here (a typical law until one ran at two sizes); "
+               "no profiling model backs it yet")
 
 
 def spread(relative: float | None) -> str:

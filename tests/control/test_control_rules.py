@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from heet_tui.control.runtime import (
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import Job, JobSpec, JobState, Target, TargetKind
+from heet_tui.profiling.configs import TYPICAL_SCALING_EXPONENT
 
 
 def _spec(**kw) -> JobSpec:
@@ -372,3 +374,20 @@ def test_a_rejected_plans_shape_ignores_which_gpus_of_a_host_it_names() -> None:
     assert shape(plan([0])) == shape(plan([1])) and signature(plan([0])) != signature(plan([1]))
     assert shape(plan([0])) != shape(plan([0, 1])), "another count is another plan"
     assert shape(plan([0])) != shape(plan([0], b_gpus=(0,))), "so is another count of another job"
+
+
+def test_a_job_measured_at_one_count_scales_as_the_jobs_measured_here_did() -> None:
+    """Seen on a 2-core host: every class was guessed at 1.8x on 2 GPUs though three had measured
+    0.5-1.5x there; plans grew jobs that then ran slower than on one GPU."""
+    book = ThroughputBook()
+    book.add("new", "T4", (1,), 100.0)
+    typical = book.estimate("new", "T4", (2,))
+    assert typical == pytest.approx(100.0 * 2 ** TYPICAL_SCALING_EXPONENT), "nothing else measured: the typical law"
+    for job_id, two in (("wide", 146.0), ("mlp", 46.0)):
+        book.add(job_id, "A100", (1,), 100.0)
+        book.add(job_id, "A100", (2,), two)
+    exponents = [math.log(1.46, 2), math.log(0.46, 2), TYPICAL_SCALING_EXPONENT]  # the law counts as one class
+    assert book.estimate("new", "T4", (2,)) == pytest.approx(100.0 * 2 ** (sum(exponents) / 3))
+    assert book.estimate("new", "T4", (2,)) < 0.75 * typical
+    book.add("new", "T4", (2,), 190.0)  # its own measurement wins
+    assert book.estimate("new", "T4", (4,)) == pytest.approx(190.0 * 2 ** math.log(1.9, 2))
