@@ -130,6 +130,11 @@ class StepTable:
             return curve.max_bsz
         nodes, replicas = len(placement), sum(placement)
         wider = [c.max_bsz for (n, r), c in self._grid.items() if n >= nodes and r >= replicas]
-        if wider:
-            return max(wider)
-        return max((c.max_bsz for c in self._grid.values()), default=0.0)
+        first = max(wider) if wider else max((c.max_bsz for c in self._grid.values()), default=0.0)
+        # no larger than the step times read for this placement go: 14 GPUs on 4 nodes took the
+        # largest batch any curve measured (80) where the 3-node curves it is read from stop at 40,
+        # ran at no speed, and held their GPUs for hours until the job was called unschedulable
+        for b in [first, *sorted({c.max_bsz for c in self._grid.values() if c.max_bsz < first}, reverse=True)]:
+            if self.lookup(placement, b) is not None:
+                return b
+        return 0.0

@@ -91,3 +91,19 @@ def test_the_profiling_model_profiles_a_few_runs_then_learns_from_running(physic
     twin = _job(physics)  # same model and batch: nothing new to profile
     source.admit(twin)
     assert source.profiling_runs <= PROFILING_BUDGET
+
+
+def test_a_placement_wider_than_any_measured_takes_a_batch_its_step_times_answer() -> None:
+    """Seen on a lab cluster: 14 GPUs over 4 nodes took the largest local batch any curve
+    measured (80, on one node) where the 3-node curves it is read from stop at 40: it ran at no
+    speed and held its GPUs for 10 simulated hours until it was called unschedulable."""
+    from heet_tui.profiling.sia_format import NodeProfile, PlacementRow, ScalabilityRow
+    from heet_tui.sim.step_table import StepTable
+
+    one_node = [PlacementRow((1,), b, 0.01 * b, 0.0) for b in (10, 40, 80)]
+    three_nodes = [ScalabilityRow(3, r, b, 0.012 * b, 0.02) for r in (12, 16) for b in (10, 40)]
+    table = StepTable(NodeProfile("rtx", "V100", tuple(one_node), tuple(three_nodes)))
+    wide = (8, 3, 2, 1)
+    assert table.max_local_bsz(wide) == 40.0
+    assert table.lookup(wide, table.max_local_bsz(wide)) is not None
+    assert table.max_local_bsz((1,)) == 80.0, "a measured placement keeps its own limit"
