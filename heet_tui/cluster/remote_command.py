@@ -70,10 +70,21 @@ def enter_workdir(workdir: str) -> str:
     """``cd`` into the work dir, creating it only when it is missing (no ``mkdir`` process per
     start), and refuse one that others may write: the agent file there is found by a name anyone
     can work out, so a file planted in a shared workdir (``/tmp/heet``) ran as the user."""
-    wd = shell_path(workdir)
+    wd = shell_path(workdir.rstrip("/") or "/")
     mine = '[ -O . ] && [ -z "$(find . -prune \\( -perm -020 -o -perm -002 \\))" ]'
     refuse = f'{{ echo "heet-tui: workdir $(pwd) {NOT_YOURS}" >&2; exit 3; }}'
-    return f"{{ cd {wd} 2>/dev/null || {{ (umask 077 && mkdir -p {wd}) && cd {wd}; }}; }} && {{ {mine} || {refuse}; }}"
+    # a link someone else planted at the path (in /tmp, say) led to a directory of the user's that
+    # passed "-O ." (a test of the target): the agent made it 0700 and filled it with its files
+    link = (f'{{ [ ! -L {wd} ] || [ -n "$(find {wd} -prune -user "$(id -u)" 2>/dev/null)" ] || '
+            f'{{ echo "heet-tui: workdir {_said(workdir)} is a link someone else made: the agent is not run '
+            f'through it; give the host a workdir only you can write" >&2; exit 3; }}; }}')
+    return (f"{link} && {{ cd {wd} 2>/dev/null || {{ (umask 077 && mkdir -p {wd}) && cd {wd}; }}; }} && "
+            f"{{ {mine} || {refuse}; }}")
+
+
+def _said(path: str) -> str:
+    """``path`` as a double-quoted shell word's text: printed as written, never expanded."""
+    return "".join(c if c.isalnum() or c in "/._-~+,:@" else "?" for c in path)
 
 
 def start_agent(python: str, workdir: str, file_name: str, host: str, check_only: bool = False) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import subprocess
 import sys
 
@@ -113,3 +115,27 @@ def test_the_commands_run_whatever_the_login_shell(tmp_path, shell):
                    check=True, timeout=30)
     assert (tmp_path / "w dir" / "it's $(touch PWNED)" / NAME).read_text() == "payload"
     assert not list(tmp_path.rglob("PWNED"))
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="planting another user's link needs root")
+def test_a_workdir_that_is_someone_elses_link_is_refused_and_its_target_left_alone(tmp_path):
+    """A link planted in a shared directory led to a directory of the user's: it passed the
+    ownership test (of the target), and the agent made it 0700 and filled it with its files."""
+    victim = tmp_path / "project"
+    victim.mkdir(mode=0o755)
+    victim.chmod(0o755)
+    shared = tmp_path / "tmpshared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    link = shared / "heet-me"
+    link.symlink_to(victim)
+    os.lchown(link, 65534, 65534)
+    done = subprocess.run(["sh", "-c", start_agent(sys.executable, str(link), NAME, "h1")],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    assert done.returncode == 3 and "is a link someone else made" in done.stderr, done.stderr
+    assert list(victim.iterdir()) == [] and stat.S_IMODE(victim.stat().st_mode) == 0o755
+    os.lchown(link, os.getuid(), os.getgid())  # the user's own link is theirs to use
+    (victim / NAME).write_text("print('ran')\n")
+    ran = subprocess.run(["sh", "-c", start_agent(sys.executable, str(link) + "/", NAME, "h1")],
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    assert ran.returncode == 0 and ran.stdout.strip() == "ran", ran.stderr
