@@ -84,7 +84,11 @@ class AgentClient:
                 if message is None:
                     failure = AgentFailure(f"agent sent a non-protocol line: {problem}")
                     break
-                message = inert(message)
+                try:
+                    message = inert(message)
+                except RecursionError:  # it read as "connection lost", though the link was fine
+                    failure = AgentFailure("the agent sent a message nested too deep to read")
+                    break
                 kind = message_kind(message)
                 if kind == "reply":
                     future = self._pending.pop(message["id"], None)

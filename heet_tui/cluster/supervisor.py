@@ -40,6 +40,7 @@ REREAD_EVERY_S = 30.0  # GPUs listed again at most this often
 MAX_JOBS_KEPT = 256  # an agent keeps its live jobs and its latest 100 ended ones
 GPUS_CHANGED = "the GPUs changed since they were listed"  # how the agent's heartbeat says so (inventory.py)
 UNANSWERED_PINGS = 2  # in a row, while heartbeats come: the agent's request loop is stuck
+SHORT_SESSION_S = 30.0  # a session that ends sooner counts towards a growing backoff (run)
 # A refused login is no blip: retried every few seconds it met sshd's MaxStartups and fail2ban's
 # maxretry (5 in 10 min bans the address: the login node's, or every host behind a jump host).
 AUTH_RETRY_S = (60.0, 300.0, 900.0)
@@ -119,7 +120,7 @@ class HostSupervisor:
     # ---- loop
     async def run(self) -> None:
         """Connect, serve until the link fails, back off, repeat; returns only after ``stop()``."""
-        attempt = refused = 0
+        attempt = refused = short = 0
         while not self._stopping:
             outcome = await self._attempt(attempt)
             if isinstance(outcome, ConnectFailure):
@@ -133,7 +134,11 @@ class HostSupervisor:
                 await self._backoff(attempt, wait)
                 continue
             attempt, self.fingerprint = 0, ""
+            served_from = time.monotonic()
             failure = await self._serve(outcome)
+            # an agent that fails each session at once (a line it should not send) was logged in to
+            # twice a second for ever: sessions that end this soon back off as failed connects do
+            short = short + 1 if time.monotonic() - served_from < SHORT_SESSION_S else 0
             self.client = None
             self._fail_waiters(failure)
             if not self._stopping:
@@ -141,7 +146,7 @@ class HostSupervisor:
             await outcome.close()
             await self.transport.close()
             if not self._stopping:
-                await self._backoff(1)
+                await self._backoff(1 + short)
 
     async def _attempt(self, attempt: int) -> AgentClient | ConnectFailure:
         """One connection attempt, holding one of the cluster's connect slots."""

@@ -75,3 +75,64 @@ def test_an_inventory_is_held_to_sizes_a_real_host_has() -> None:
     assert len(gpus) == MAX_GPUS and all(len(g.gpu_type) <= MAX_NAME and len(g.uuid) <= MAX_NAME for g in gpus)
     assert f"the agent lists 7000 GPUs: only the first {MAX_GPUS} are used" in warnings
     assert len(warnings) <= MAX_WARNINGS + 2 and all(len(w) <= MAX_TEXT for w in warnings)
+
+
+def test_an_agent_failing_each_session_at_once_is_backed_off_more_each_time(monkeypatch) -> None:
+    """An agent that answered hello and then sent a line the controller refuses was logged in to
+    twice a second for ever (57 sessions in 28 s), the pace fail2ban bans."""
+    from heet_tui.cluster import supervisor
+    from heet_tui.cluster.errors import AgentFailure
+
+    def run_sessions() -> list[int]:
+        class Client:  # and transport: all the loop does with them between sessions is close them
+            async def close(self) -> None:
+                pass
+
+        sup = HostSupervisor(BOX, Client(), ClusterOptions(), lambda event: None, asyncio.Semaphore(1))
+        waits: list[int] = []
+
+        async def attempt(_: int) -> Client:
+            return Client()
+
+        async def serve(_: Client) -> AgentFailure:
+            return AgentFailure("agent sent a non-protocol line")
+
+        async def backoff(attempt: int, fixed_s: float | None = None) -> None:
+            waits.append(attempt)
+            sup._stopping = len(waits) >= 5
+
+        monkeypatch.setattr(sup, "_attempt", attempt)
+        monkeypatch.setattr(sup, "_serve", serve)
+        monkeypatch.setattr(sup, "_backoff", backoff)
+        asyncio.run(sup.run())
+        return waits
+
+    assert run_sessions() == [2, 3, 4, 5, 6], "each short session waits twice as long as the last"
+    monkeypatch.setattr(supervisor, "SHORT_SESSION_S", 0.0)  # sessions that lasted: a link that dropped
+    assert run_sessions() == [1, 1, 1, 1, 1]
+
+
+def test_a_message_nested_too_deep_is_the_agents_fault_not_a_lost_link() -> None:
+    import json
+
+    from heet_agent.protocol import PROTOCOL_VERSION
+    from support.script_agent import script_channel
+
+    from heet_tui.cluster.agent_client import AgentClient
+
+    banner = json.dumps({"event": "agent_start", "protocol": PROTOCOL_VERSION})
+    answer = json.dumps({"id": 1, "ok": True, "result": {}})
+    deep = '{"event": "progress", "x": ' + "[" * 700 + "]" * 700 + "}"  # JSON reads it; inert() did not
+    script = f"echo '{banner}'; read hello; echo '{answer}'; echo '{deep}'; sleep 5"
+
+    async def scenario() -> str:
+        channel = await script_channel(script, "sh on evil")
+        client = AgentClient(channel, "evil", on_event=lambda e: None, link_alive=lambda: True)
+        try:
+            await client.handshake({}, timeout_s=10)
+            return str(await asyncio.wait_for(client.closed, 10))
+        finally:
+            await client.close()
+
+    said = asyncio.run(scenario())
+    assert "nested too deep" in said and "lost" not in said, said
