@@ -170,6 +170,8 @@ class JobTable:
                               self.emulated_threads)
         import shutil
 
+        if argv[0].startswith("~/"):  # a hosts file's python = "~/miniconda3/bin/python"
+            argv = [os.path.expanduser(argv[0])] + list(argv[1:])
         exe = argv[0]
         if os.sep not in exe and shutil.which(exe, path=env.get("PATH")) is None:
             raise JobError(f"command not found: {exe}")

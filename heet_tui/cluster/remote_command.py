@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 import shlex
 
-_PYTHON = re.compile(r"^[A-Za-z0-9_./+~\-]+\Z")
+from heet_tui.config.fields import SAFE_PYTHON
+
 _FILE_NAME = re.compile(r"^heet-agent-[0-9a-f]{16}\.pyz\Z")
 NEED_AGENT = '{"event":"need_agent"}'
 
@@ -19,7 +20,7 @@ class UnsafeValue(ValueError):
 
 
 def check_python(host: str, python: str) -> str:
-    if not _PYTHON.match(python) or python.startswith("-"):
+    if not SAFE_PYTHON.match(python):
         raise UnsafeValue(f'host "{host}": python = "{python}" is not a command name or path')
     return python
 
@@ -97,7 +98,7 @@ def start_agent(python: str, workdir: str, file_name: str, host: str, check_only
     EOF on stdin ends the wait. ``check_only`` starts an agent that reports the host and leaves
     the running agent (and its jobs) alone.
     """
-    name, py = shlex.quote(_check_file(file_name)), shlex.quote(python)
+    name, py = shlex.quote(_check_file(file_name)), shell_path(python)  # ~/miniconda3/bin/python: ~ expanded
     unpacked = shlex.quote(f"{file_name[:-4]}.d/__main__.py")
     args = f"--workdir . --host {shlex.quote(host)}" + (" --check-only" if check_only else "")
     run = (f"if [ -f {unpacked} ]; then exec {py} {unpacked} {args}; fi; "

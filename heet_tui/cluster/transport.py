@@ -52,7 +52,7 @@ class LocalTransport:
     def __init__(self, host: str, python: str, workdir: str, check_only: bool = False) -> None:
         self.host = host
         self.check_only = check_only
-        self.python = check_python(host, python)
+        self.python = os.path.expanduser(check_python(host, python))
         self.workdir = Path(os.path.expanduser(check_workdir(host, workdir)))
         self._proc: asyncio.subprocess.Process | None = None
 

@@ -16,6 +16,9 @@ SAFE_USER = re.compile(r"^[a-z_][a-z0-9_.\-]*\$?\Z", re.IGNORECASE)
 SAFE_ADDRESS = re.compile(r"^[A-Za-z0-9_.:\-\[\]%@]+\Z")
 # quoted for the remote shell, but fish reads \' inside quotes and tcsh expands ! there (remote_command.py)
 SAFE_WORKDIR = re.compile(r"^(?!-)[^\\!\n\r\0]+\Z")
+SAFE_PYTHON = re.compile(r"^(?!-)[A-Za-z0-9_./+~\-]+\Z")  # a command name or path: nothing a shell reads
+PYTHON = "a command name or path (letters, digits and . _ / + ~ -, not starting with -)"
+MAX_HOST_NAME = 128  # the agent refuses longer ones (remote/main.py)
 
 
 class Fields:

@@ -34,7 +34,16 @@ from pathlib import Path
 from typing import Any
 
 from heet_tui.config.errors import ConfigError, parse_toml, read_config_text
-from heet_tui.config.fields import SAFE_ADDRESS, SAFE_NAME, SAFE_USER, SAFE_WORKDIR, Fields
+from heet_tui.config.fields import (
+    MAX_HOST_NAME,
+    PYTHON,
+    SAFE_ADDRESS,
+    SAFE_NAME,
+    SAFE_PYTHON,
+    SAFE_USER,
+    SAFE_WORKDIR,
+    Fields,
+)
 from heet_tui.config.file_safety import others_can_write, refusal, write_private
 from heet_tui.config.locate import LineIndex
 
@@ -213,7 +222,7 @@ def _defaults(path: Path, raw: Any, index: LineIndex) -> Defaults:
     return Defaults(
         user=f.string("user", pattern=SAFE_USER, what="a valid user name"),
         port=f.integer("port", None, 1, 65535),
-        python=f.string("python"),
+        python=f.string("python", pattern=SAFE_PYTHON, what=PYTHON),
         workdir=f.string("workdir", "~/.heet", pattern=SAFE_WORKDIR, what=WORKDIR) or "~/.heet",
         ssh_config=ssh_path,
         jump=f.string("jump", pattern=SAFE_ADDRESS, what="a valid jump host ([user@]host[:port])"),
@@ -228,6 +237,8 @@ def _host(path: Path, raw: Mapping[str, Any], i: int, index: LineIndex, d: Defau
     f = Fields(path, raw, subject, lambda key: index.key_line("hosts", i, key) if key else line)
     f.reject_unknown(HOST_KEYS)
     name = f.required_string("name", SAFE_NAME, "a valid host name (letters, digits, . _ -, starting with a letter or digit)")
+    if len(name) > MAX_HOST_NAME:  # accepted here, it was refused by every agent at connect
+        raise f.error("name", f'key "name": {len(name)} characters, more than the {MAX_HOST_NAME} a host name may have')
     transport = f.string("transport", "ssh") or "ssh"
     if transport not in TRANSPORTS:
         raise f.error("transport", f'key "transport": unknown transport "{transport}" (expected "ssh" or "local")')
@@ -248,9 +259,9 @@ def _host(path: Path, raw: Mapping[str, Any], i: int, index: LineIndex, d: Defau
         gpu_type=f.string("gpu_type", pattern=SAFE_NAME, what="a valid GPU type name"),
         gpus=gpus,
         tags=f.string_list("tags", SAFE_NAME),
-        rack=f.string("rack", "", pattern=None) or "",
+        rack=f.string("rack", None, pattern=SAFE_NAME, what="a valid rack name (letters, digits, . _ -)") or "",
         emulate=emulate,
-        python=f.string("python", d.python) or _default_python(transport),
+        python=f.string("python", d.python, SAFE_PYTHON, PYTHON) or _default_python(transport),
         workdir=f.string("workdir", d.workdir, pattern=SAFE_WORKDIR, what=WORKDIR) or d.workdir,
         jump=jump,
         shared_fs=f.boolean("shared_fs", d.shared_fs),

@@ -163,6 +163,10 @@ def test_a_file_saved_with_a_byte_order_mark_reads_and_edits_as_without(tmp_path
     ('jump = "@:"', 'key "jump": "@:" names no host'),
     ('gpus = [5]\nemulate = { gpu_type = "T4", count = 2 }', 'key "gpus": index 5 is not among the 2 emulated GPUs'),
     ('gpus = []', 'key "gpus": [] leaves heet no GPU on this host'),
+    # each ran through hosts add and hosts list, and failed only at connect
+    ('python = "/usr/bin/python3;id"', 'key "python": "/usr/bin/python3;id" is not a command name or path'),
+    ('python = "-c"', 'key "python": "-c" is not a command name or path'),
+    (r'rack = "r1\u001b]0;PWNED\u0007"', 'key "rack": '),  # hosts list printed it raw: a new window title
 ])
 def test_what_only_hosts_check_caught_is_refused_when_the_file_is_read(host: str, expected: str) -> None:
     with pytest.raises(ConfigError, match="^" + re.escape(f'hosts.toml:3: host "v": {expected}')):
@@ -248,3 +252,18 @@ def test_two_entries_for_one_machines_real_gpus_must_split_them() -> None:
     assert len(parse_hosts_text(other_port, Path("hosts.toml")).hosts) == 2
     emulated = twice + 'emulate = { gpu_type = "T4", count = 1, speed = 0.5 }\n'
     assert len(parse_hosts_text(emulated, Path("hosts.toml")).hosts) == 2, "declared GPUs may share a box"
+
+
+def test_a_host_name_longer_than_the_agent_takes_is_refused_with_its_line() -> None:
+    long = "a" * 129
+    with pytest.raises(ConfigError, match=re.escape('hosts.toml:2: host "' + long + '": key "name": 129 characters')):
+        parse_hosts_text(f'[[hosts]]\nname = "{long}"\n', Path("hosts.toml"))
+    assert parse_hosts_text(f'[[hosts]]\nname = "{long[:128]}"\n', Path("hosts.toml")).hosts[0].name == long[:128]
+
+
+def test_python_in_defaults_is_checked_too_and_a_home_path_is_taken() -> None:
+    with pytest.raises(ConfigError, match=re.escape('hosts.toml:2: [defaults]: key "python"')):
+        parse_hosts_text('[defaults]\npython = "python3 -u"\n[[hosts]]\nname = "v"\n', Path("hosts.toml"))
+    fine = parse_hosts_text('[defaults]\npython = "~/miniconda3/bin/python"\n[[hosts]]\nname = "v"\n',
+                            Path("hosts.toml"))
+    assert fine.hosts[0].python == "~/miniconda3/bin/python"
