@@ -223,10 +223,19 @@ def _argv(f: Fields) -> tuple[str, ...]:
         argv = f.string_list("command")
         if not argv:
             raise f.error("command", 'key "command": must not be empty')
+        _check_program(f, "command", argv[0])
         _refuse_launcher(f, argv)
         return argv
     script = f.required_string("script")
+    _check_program(f, "script", script)
     return ("python3", script, *f.string_list("args"))
+
+
+def _check_program(f: Fields, key: str, program: str) -> None:
+    """What is run must be a name or path: "" and a name with a line break were accepted here and
+    failed at every launch, the break splitting the agent's reply across the log."""
+    if not program.strip() or any(c in program for c in "\n\r\t"):
+        raise f.error(key, f'key "{key}": {program!r} is not a program name or path')
 
 
 LAUNCHERS = frozenset({"torchrun", "deepspeed", "horovodrun", "mpirun", "mpiexec", "srun"})

@@ -84,6 +84,10 @@ def test_bad_job_specs(tmp_path: Path, extra: str, expected: str) -> None:
         (BASE + 'args = ["--x\\u0000"]\n', 'contains a NUL character'),
         # an 8 MB command was accepted, then "no reply to launch within 30 s", retried for ever
         (BASE + f'args = ["{"x" * 300_000}"]\n', "the command is 300,015 bytes, more than the 262,144 a launch"),
+        # accepted, then refused at every launch ("command not found: python3" and a line break)
+        (BASE.replace('script = "train.py"', 'command = [""]'), 'key "command": \'\' is not a program name or path'),
+        (BASE.replace('script = "train.py"', 'command = ["python3\\nx"]'), "'python3\\nx' is not a program name"),
+        (BASE.replace('script = "train.py"', 'script = "train\\n.py"'), "key \"script\": 'train\\n.py' is not a"),
     ],
 )
 def test_incomplete_job_specs(tmp_path: Path, text: str, expected: str) -> None:
