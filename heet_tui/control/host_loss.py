@@ -197,4 +197,7 @@ def left_out_of_reach(hosts: Iterable[str], statuses: Iterable[HostStatus]) -> s
     out = sorted(s.name for s in statuses if s.name in wanted and s.state is not HostState.READY)
     if not out:
         return ""
-    return f"; what runs of it on {', '.join(out)} (out of reach) is stopped when the host is back"
+    return f"{UNREACHED} {', '.join(out)} (out of reach) is stopped when the host is back"
+
+
+UNREACHED = "; its run on"  # left_out_of_reach's clause, dropped from the message once that run is stopped

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from heet_tui.cluster import RemoteJob
 from heet_tui.control.execution import Executor
+from heet_tui.control.host_loss import UNREACHED
 from heet_tui.control.newer_copies import note_unknown_claims, remember, remembered
 from heet_tui.control.progress_reports import record_unseen_progress
 from heet_tui.control.reclaim import reclaim_left_behind
@@ -166,7 +167,10 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
                         and _rank0_launched_on(store, parsed[0], r.generation, host):  # its checkpoint there
                     executor.checkpoints.note_left_behind(parsed[0], host, step)  # may be ahead: reclaim.py
                     taken = reclaim_left_behind(executor, store, host, now)
-                if trained and parsed[0] not in taken:
+                rec = store.job(parsed[0])
+                if rec is not None and rec.job.state.terminal:
+                    _stopped_after_the_end(executor, store, host, rec, r, parsed[2])
+                elif trained and parsed[0] not in taken:
                     trained += "; those steps are lost (the newer generation goes on from its own checkpoint)"
                 store.add_event(now, "fence", f"stopped stale {r.job_id} generation {r.generation}{trained}",
                                 parsed[0], host)
@@ -198,11 +202,27 @@ def _trained_on(store: Store, job_id: str, remote: RemoteJob) -> str:
     except (TypeError, ValueError):
         return ""
     rec = store.job(job_id)
-    if rec is not None and rec.job.state.terminal:  # cancelled while its host was out: no newer generation
-        return f": it had run on to step {step} while its host was out of reach, after the job was {rec.job.state.value}"
+    if rec is not None and rec.job.state.terminal:  # cancelled while out of reach, or while no controller ran
+        kept = " (its checkpoint there keeps them for a retry)" if remote.generation == rec.generation else ""
+        return f": it had run on to step {step} after the job was {rec.job.state.value}{kept}"
     if rec is None or step <= rec.job.steps_done:
         return ""
     return f": it had trained on to step {step} while cut off from the controller, past the job's {rec.job.steps_done}"
+
+
+def _stopped_after_the_end(executor: Executor, store: Store, host: str, rec, remote: RemoteJob, rank: int) -> None:
+    """A run of an ended job stopped when its host (or the controller) was back: the job's own
+    latest run keeps its last step and checkpoint host (a retry said "it had reached step 32300"
+    and went on from 36001), and the message stops saying the run is still to be stopped."""
+    if remote.generation != rec.generation:
+        return
+    step = _step_of(remote)
+    if rank == 0 and step is not None and step > rec.job.steps_done:
+        progress = remote.progress or {}
+        store.update_progress(rec.job.id, step, float(progress.get("samples", 0) or 0), progress.get("checkpoint"))
+        executor.checkpoints.remember(rec.job.id, host)
+    if UNREACHED in rec.job.message:
+        store.set_state(rec.job.id, rec.job.state, executor.clock(), rec.job.message.split(UNREACHED)[0])
 
 
 def _never_launched_here(store: Store, parsed: tuple[str, str, int], generation: int) -> bool:

@@ -24,7 +24,7 @@ from heet_tui.core.job import JobState
 
 pytestmark = pytest.mark.slow
 
-SAID = "; what runs of it on h1 (out of reach) is stopped when the host is back"
+SAID = "; its run on h1 (out of reach) is stopped when the host is back"
 
 
 def test_a_cancel_while_the_host_is_out_says_the_process_is_stopped_when_it_is_back(lab: SshLab,
@@ -61,4 +61,11 @@ def test_a_cancel_while_the_host_is_out_says_the_process_is_stopped_when_it_is_b
     assert after_grace == f"cancelled lost{SAID}", after_grace
     for name in ("held", "lost"):
         assert store.job(name).job.state is JobState.CANCELLED
-        assert store.job(name).job.message == f"cancelled{SAID}", store.job(name).job.message
+        # once its run is stopped, the message no longer says it is still to be (it did, for good)
+        assert store.job(name).job.message == "cancelled", store.job(name).job.message
+    fenced = [e.message for e in store.events(limit=500) if "stopped stale" in e.message]
+    assert not any("lost" in m.split(":", 1)[-1] or "out of reach" in m for m in fenced), fenced
+    held = next(m for m in fenced if m.startswith("stopped stale held."))
+    step = int(held.split("run on to step ")[1].split(" ")[0])
+    assert "(its checkpoint there keeps them for a retry)" in held, held
+    assert store.job("held").job.steps_done == step, "a retry says how far it got: where its checkpoint is"
