@@ -38,7 +38,7 @@ from heet_tui.control.runtime import (
     outside_gpus,
     union_gpus,
 )
-from heet_tui.control.stalls import DEFAULT_STALL_S, stalled
+from heet_tui.control.stalls import DEFAULT_STALL_S, quiet_message, stalled
 from heet_tui.control.stop_grace import grace_s, warn_slow_stop
 from heet_tui.control.store import Store
 from heet_tui.control.throughput import ThroughputBook
@@ -231,10 +231,20 @@ class Executor:
         for run in overdue_profiling(self.profiles, now, self.opt.profile_timeout_s, self.opt.profile_reports,
                                      self.opt.stall_timeout_s):
             await self.stop_run(run, UNMEASURED_TIMEOUT, wait=False)
+        for run in self.runs.values():
+            if not run.quiet_said and run.spec is not None and (
+                    said := quiet_message(run, run.spec, now, self.opt.stall_timeout_s)) is not None:
+                run.quiet_said = True
+                self._running_message(run.job_id, now, said)
         for run, why in stalled(list(self.runs.values()), lambda job_id: self.runs[job_id].spec, now,
                                 self.opt.stall_timeout_s):
             log.info("%s generation %d: %s", run.job_id, run.generation, why)  # the crash event says it
             await self.stop_run(run, why, wait=False)
+
+    def _running_message(self, job_id: str, now: float, message: str) -> None:
+        rec = self.store.job(job_id)
+        if rec is not None and rec.job.state is JobState.RUNNING:  # a resize or a stop says its own
+            self.store.set_state(job_id, JobState.RUNNING, now, message)
 
     # -- stopping ---------------------------------------------------------------------------
     async def stop_run(self, run: Run, reason: str | None, wait: bool = True) -> None:
@@ -318,6 +328,9 @@ class Executor:
             return True
         held = now - run.progress_at if run.progress_at is not None else 0.0
         run.progress, run.progress_at, run.reports = progress, now, run.reports + 1
+        if run.quiet_said:  # heard from again: the store said it was silent
+            run.quiet_said = False
+            self._running_message(run.job_id, now, f"running on {run.alloc.describe()}")
         self.health.reported(run, self.book.classes.get(run.job_id))
         if (start_s := start_seconds(run, progress, now)) is not None:
             self.store.add_restart_time(run.job_id, "start", start_s, now)

@@ -163,6 +163,7 @@ class Run:
     stop_sent_at: float | None = None  # when the controller first asked it to stop
     other_rank_reported: bool = False  # a rank other than 0 printed progress (said once per run)
     buffered_said: bool = False  # stopped as hung, its buffered lines flushed by the stop: said once
+    quiet_said: bool = False  # the store's message says it is silent (stalls.quiet_message) until a report
     spec: JobSpec | None = None  # the job's, for rules read every round (stalls.py, stop grace)
     resize_inherited: bool = False  # a previous controller was resizing it when it stopped (recovery.py)
     rates: list[float] = field(default_factory=list)  # a profiling run's samples/s, its first report left out

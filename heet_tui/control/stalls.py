@@ -15,6 +15,7 @@ on a host that dropped out (``host_grace.py`` decides those), are left alone.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 from heet_tui.control.runtime import STALLED, Run
@@ -72,6 +73,23 @@ def quiet_note(run: Run | None, spec: JobSpec, now: float, default_s: float) -> 
         return None
     return (f"no progress report for {duration(quiet)} ({last_seen(run)}); "
             f"stopped as hung at {duration(limit)} (stall_timeout)")
+
+
+def quiet_message(run: Run, spec: JobSpec, now: float, default_s: float) -> str | None:
+    """The note above as the store keeps it, written once: clock times, not a count that moves.
+    Only the TUI said it, from its snapshot: ``heet-tui jobs`` and ``--json`` read "running on
+    1xT4" for a job a minute from being stopped as hung."""
+    if quiet_note(run, spec, now, default_s) is None:
+        return None
+    limit = stall_limit(spec, default_s)
+    assert limit is not None  # a note means a limit
+    since = now - silent_for(run, now)
+    return (f"no progress report since {clock(since)} ({last_seen(run)}); stopped as hung at "
+            f"{clock(since + limit)} unless one comes (stall_timeout {duration(limit)})")
+
+
+def clock(at: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(at))
 
 
 def last_seen(run: Run) -> str:

@@ -20,7 +20,7 @@ from heet_tui.control.codec import spec_from_json, spec_to_json
 from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.execution import ExecOptions
 from heet_tui.control.runtime import Outcome, RankProc, Run, judge
-from heet_tui.control.stalls import quiet_note, stall_limit, stalled
+from heet_tui.control.stalls import clock, quiet_message, quiet_note, stall_limit, stalled
 from heet_tui.control.store import Store
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.intents import SubmitJob
@@ -90,6 +90,11 @@ def test_the_message_warns_a_third_of_the_way_and_a_stalled_stop_is_a_crash() ->
     note = quiet_note(run, _spec(1800), now=1000.0 + 600, default_s=1800)
     assert note is not None and note.startswith("no progress report for 10m00s") and "at 30m00s" in note
     assert quiet_note(run, _spec(0), now=1e6, default_s=1800) is None
+    stored = quiet_message(run, _spec(1800), now=1000.0 + 600, default_s=1800)
+    assert stored is not None and stored == quiet_message(run, _spec(1800), now=1000.0 + 900, default_s=1800), \
+        "written once: it does not move with the clock"
+    assert f"since {clock(1000.0)} (the last at step 40); stopped as hung at {clock(2800.0)}" in stored
+    assert quiet_message(run, _spec(1800), now=1000.0 + 599, default_s=1800) is None
     run.stop_reason = "stalled: no progress report in its stall_timeout of 30m00s"
     for rank in run.ranks.values():
         rank.state, rank.signal = "exited", 9
@@ -130,6 +135,10 @@ def test_a_hung_job_is_stopped_retried_and_failed_with_the_lines_that_show_where
             snap = await wait_for(ctl, lambda s: job(s, "hung").message.startswith("no progress report"), 60,
                                   "the running job's message to say it has been silent")
             assert job(snap, "hung").state is JobState.RUNNING and job(snap, "hung").eta_s is None
+            # and the store says so too: `heet-tui jobs` and --json read "running on 1xA100" to the stop
+            await wait_for(ctl, lambda s: store.job("hung").job.message.startswith("no progress report since "),
+                           30, "the stored message to say it has been silent")
+            assert "stopped as hung at" in store.job("hung").job.message
             snap = await wait_for(ctl, lambda s: "retry 1/1" in job(s, "hung").message, 60, "the first stall")
             assert "stalled: no progress report in its stall_timeout of 4s" in job(snap, "hung").message
             assert "the last at step 10" in job(snap, "hung").message
