@@ -62,6 +62,7 @@ from heet_tui.core.intents import EditJob, Intent
 from heet_tui.core.plan import Plan, PredictedEffect
 from heet_tui.core.sched_input import ClusterView, Constraints
 from heet_tui.core.snapshot import Snapshot
+from heet_tui.scheduling.evaluate import evaluate
 
 log = logging.getLogger(__name__)
 PAUSE_SAID_S = 30.0  # a wait between rounds this much longer than asked is the controller's own pause
@@ -356,6 +357,13 @@ class Controller:
         if problems:
             raise ValueError("; ".join(problems))
         effect = hide_nominal(plan.effect, {j.id for j in inputs if not j.measured})
+        return replace(plan, effect=replace(effect, at=self.clock()))
+
+    def reevaluate(self, plan: Plan, inputs: list[planning.JobInput], cluster: ClusterView) -> Plan:
+        """``plan``'s same moves with their figures predicted as of now (proposals.py)."""
+        views = planning.job_views(inputs, self.book, self.clock())
+        effect = planning.with_spreads(replace(plan, effect=evaluate(plan, cluster, views)), self.book)
+        effect = hide_nominal(effect, {j.id for j in inputs if not j.measured})
         return replace(plan, effect=replace(effect, at=self.clock()))
 
     def _propose(self) -> None:

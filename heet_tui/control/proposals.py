@@ -71,6 +71,20 @@ def _set_aside(ctl: Controller, stuck: dict[str, str]) -> None:
                 ctl.store.try_set_state(job_id, JobState.QUEUED, ctl.clock(), message)
 
 
+def _standing(ctl: Controller, pending, inputs: list[planning.JobInput], cluster: ClusterView,
+              weighed: frozenset[str]) -> PlanMade:
+    """The pending plan that stands (what it was made from has not changed), its figures predicted
+    again for its same moves: it stood with the ones of when it was proposed, and a shrink of a
+    job 95% done still read "+108%, completes in 38 s" a minute and a half on, approvable."""
+    try:
+        fresh = ctl.reevaluate(pending.plan, inputs, cluster)
+    except ValueError:  # the moves no longer fit: the next change of basis replaces it
+        fresh = pending.plan
+    if planning.drifted(pending.plan.effect, fresh.effect):
+        ctl.store.refresh_proposed_plan(pending.id, fresh)
+    return replace(PlanMade.of(fresh, weighed), plan_id=pending.id)
+
+
 def propose(ctl: Controller) -> None:
     inputs = ctl.job_inputs()
     cluster = ctl.cluster_view(planned={j.id for j in inputs})
@@ -91,7 +105,7 @@ def propose(ctl: Controller) -> None:
     stands = pending is not None and not ctl.auto_approve and basis == ctl.pending_basis
     if made is None or made.plan.is_empty:
         if stands and pending is not None and made is not None:
-            ctl.plan_made = replace(PlanMade.of(pending.plan, weighed), plan_id=pending.id)
+            ctl.plan_made = _standing(ctl, pending, inputs, cluster, weighed)
         elif ctl.pending_plan_id is not None:
             ctl.store.set_plan_status(ctl.pending_plan_id, "superseded", ctl.clock())
             ctl.pending_plan_id = None
@@ -103,7 +117,8 @@ def propose(ctl: Controller) -> None:
         if planning.drifted(pending.plan.effect, plan.effect):  # e.g. a job profiled since waits in it
             ctl.store.refresh_proposed_plan(plan_id, replace(plan, created_at=pending.plan.created_at))
     elif stands and pending is not None and shown is not None:
-        plan, sig, plan_id, made = pending.plan, shown, pending.id, PlanMade.of(pending.plan, weighed)
+        made = _standing(ctl, pending, inputs, cluster, weighed)
+        plan, sig, plan_id = made.plan, shown, pending.id
     elif planning.shape(plan) in ctl.rejected:
         ctl.plan_made = replace(made, rejected=True)
         if pending is not None:  # made before what changed since; its jobs said "rejected" beside it
