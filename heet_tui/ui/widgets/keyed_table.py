@@ -129,6 +129,15 @@ class KeyedTable(ScrollView, can_focus=True):
         self._cache.clear()
         self.refresh()
 
+    def redraw_all(self) -> None:
+        """Every row drawn again from its source, columns as wide as their cells then are (they
+        only ever widen otherwise): for a subclass whose cells change with the table's width."""
+        self._widths = [len(label) for _, label in self._column_spec]
+        self._cache.clear()
+        self._header = None
+        self.virtual_size = Size(sum(self._widths) + GAP * len(self._widths), len(self._order) + 1)
+        self.refresh()
+
     def select_key(self, key: str) -> bool:
         if key not in self._index:
             return False

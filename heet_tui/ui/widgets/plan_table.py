@@ -23,7 +23,10 @@ from heet_tui.ui.format import ID_WIDTH, clock, duration, rate, short_id, signed
 from heet_tui.ui.widgets.keyed_table import Cells, KeyedTable
 
 COLUMNS = (("job", "Job"), ("change", "Change"), ("current", "Current"), ("proposed", "Proposed"),
-           ("tput", "Throughput"), ("delta", "Δ"), ("done", "Completes in"), ("pause", "Restart pause"))
+           ("tput", "Throughput"), ("delta", "Δ"), ("done", "Done in"), ("pause", "Pause"))
+# Narrower than this, a row leaves out host names and the speed before (Δ says the change): at 80
+# columns the restart pause, what a change costs, was off the screen and Completes in cut short
+COMPACT_BELOW = 100
 
 EDITED = " ✎"  # after a job the user fixed something for (`e`): later plans keep to it
 
@@ -35,9 +38,12 @@ _KIND_ORDER = {ChangeKind.START: 0, ChangeKind.GROW: 1, ChangeKind.MIGRATE: 2, C
 
 def short_alloc(alloc: Allocation | None, limit: int = 1) -> str:
     """One host and a count of the rest: two host names widened Current and Proposed to 50
-    columns on every row, pushing the figures off a 100-column screen (e shows them all)."""
+    columns on every row, pushing the figures off a 100-column screen (e shows them all);
+    ``limit`` 0: the count and type alone."""
     if alloc is None or alloc.num_gpus == 0:
         return "-"
+    if limit == 0:
+        return f"{alloc.num_gpus}x{alloc.gpu_type}"
     names = alloc.host_names
     where = ",".join(names[:limit]) + (f" +{len(names) - limit}" if len(names) > limit else "")
     return f"{alloc.num_gpus}x{alloc.gpu_type} @{where}"
@@ -88,7 +94,7 @@ def current_rows(snap: Snapshot) -> dict[str, PlanRow]:
     return rows
 
 
-def plan_cells(row: PlanRow) -> Cells:
+def plan_cells(row: PlanRow, compact: bool = False) -> Cells:
     pred = row.prediction
     name = short_id(row.job_id, ID_WIDTH - 2) + EDITED if row.edited else short_id(row.job_id)
     if row.waiting and pred is not None:
@@ -97,7 +103,8 @@ def plan_cells(row: PlanRow) -> Cells:
     if pred is None:
         tput, delta, done, pause = "-", "-", "-", "-"
     else:
-        tput = f"{rate(pred.throughput_before)} → {rate(pred.throughput_after)}"
+        tput = f"{rate(pred.throughput_before)} → {rate(pred.throughput_after)}" if not compact \
+            else rate(pred.throughput_after)
         if pred.after_spread != 0 and pred.throughput_after > 0:  # not measured: say how sure
             tput += f" {spread(pred.after_spread)}"
         delta = signed_percent(pred.throughput_before, pred.throughput_after)
@@ -105,7 +112,8 @@ def plan_cells(row: PlanRow) -> Cells:
         pause = duration(pred.restart_pause_s) if pred.restart_pause_s else "-"
     kind = row.kind
     label = Text(kind.value if kind else "keep", style=_KIND_STYLE[kind] if kind else "dim")
-    return (name, label, short_alloc(row.before), short_alloc(row.after), tput, delta, done, pause)
+    hosts = 0 if compact else 1
+    return (name, label, short_alloc(row.before, hosts), short_alloc(row.after, hosts), tput, delta, done, pause)
 
 
 def _some(ids: list[str]) -> str:
@@ -183,6 +191,13 @@ class PlanTable(KeyedTable):
     def __init__(self, **kwargs) -> None:
         super().__init__(COLUMNS, **kwargs)
         self._rank: dict[str, int] = {}
+        self._compact = False
+
+    def on_resize(self) -> None:
+        compact = self.size.width < COMPACT_BELOW
+        if compact != self._compact:
+            self._compact = compact
+            self.redraw_all()
 
     def on_mount(self) -> None:
         self.order_by(lambda job_id: self._rank.get(job_id, 1 << 30))
@@ -195,4 +210,4 @@ class PlanTable(KeyedTable):
         self.sync(rows)
 
     def cells_for(self, key: str, source: PlanRow) -> Cells:
-        return plan_cells(source)
+        return plan_cells(source, self._compact)
