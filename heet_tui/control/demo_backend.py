@@ -313,13 +313,17 @@ class DemoBackend:
                 n += 1
                 name = f"{spec.name}-{n}"
             self.sim.submit(WorkloadJob(name, self.sim.now, spec.model, max(spec.min_gpus, 1), spec.batch_size,
-                                        spec.min_gpus, spec.max_gpus))
+                                        spec.min_gpus, spec.max_gpus), spec.gpu_types, spec.priority)
             names.append(name)
         self._rejected_key = None
         self.sim.replan()
         spec = specs[0]
-        return (f"submitted {', '.join(names)} ({spec.model}, {spec.min_gpus}-{spec.max_gpus} GPUs): profiling, "
-                "then planned")
+        types = f" on {', '.join(spec.gpu_types)}" if spec.gpu_types else ""
+        # the profiles measured training to the model's validation target: a spec's own target
+        # (300 steps, say) ran as a whole cifar10 training, unsaid
+        return (f"submitted {', '.join(names)} ({spec.model}, {spec.min_gpus}-{spec.max_gpus} GPUs{types}): "
+                f"profiling, then planned; the demo trains it to {spec.model}'s validation target, as its profiles "
+                "measured, not to the spec's target")
 
     def _preview(self, edit: EditJob) -> PredictedEffect:
         self._require_plan(edit.plan_id)

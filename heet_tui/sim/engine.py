@@ -113,12 +113,13 @@ class Simulation:
         lo, hi = gpu_range(w, phys, self._type_capacity)
         return SimJob(w, phys, lo, hi, slowdown=self._slowdowns.get(w.application, 1.0))
 
-    def submit(self, w: WorkloadJob) -> None:
+    def submit(self, w: WorkloadJob, gpu_types: tuple[str, ...] = (), priority: int = 0) -> None:
         """Add a job at the current time (the demo's "submit"); its ``time`` is ignored."""
         if w.name in self.jobs or any(j.id == w.name for j in self._arrivals[self._next_arrival:]):
             raise ValueError(f"job {w.name!r} already exists")
         job = self._make_job(WorkloadJob(w.name, self.now, w.application, w.num_replicas, w.batch_size,
                                          w.min_gpus, w.max_gpus, w.line), "")
+        job.gpu_types, job.priority = tuple(gpu_types), priority
         self._admit(job)
 
     # -- accessors ----------------------------------------------------------------------
@@ -298,7 +299,7 @@ class Simulation:
                 age_s=self.now - job.spec.time, attained_gpu_s=job.gpu_seconds, constraints=job.constraints,
                 requested_gpus=job.spec.num_replicas, submitted_at=job.spec.time,
                 finish_time_scale=job.finish_time_scale(),
-                statistical_efficiency=job.statistical_efficiency(),
+                statistical_efficiency=job.statistical_efficiency(), gpu_types=job.gpu_types, priority=job.priority,
             ))
         return views
 

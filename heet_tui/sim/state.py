@@ -47,6 +47,8 @@ class SimJob:
     rate: float = 0.0  # progress/s in the last advance (0 while paused)
     constraints: Constraints = field(default_factory=Constraints)
     events: list[str] = field(default_factory=list)
+    gpu_types: tuple[str, ...] = ()  # a submitted spec's (the demo's); a workload file's jobs may use any
+    priority: int = 0
 
     @property
     def id(self) -> str:

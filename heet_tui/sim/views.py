@@ -26,7 +26,7 @@ def job_statuses(sim: Simulation) -> tuple[JobStatus, ...]:
             id=job.id, name=job.id, state=job.state, model=job.spec.application, allocation=alloc,
             progress=job.fraction_done, throughput=raw, eta_s=sim.eta_s(job), restarts=job.restarts,
             submitted_at=job.spec.time, min_gpus=job.min_gpus, max_gpus=job.max_gpus, message=message,
-            events=tuple(job.events[-20:]), ended_at=job.finished_at, edit=job.constraints,
+            events=tuple(job.events[-20:]), ended_at=job.finished_at, edit=job.constraints, gpu_types=job.gpu_types,
         ))
     return tuple(out)
 

@@ -97,3 +97,28 @@ def test_demo_workload_uses_the_shared_configurations():
     assert jobs[0].num_replicas == 4 and jobs[0].batch_size == 2048 and jobs[1].time > jobs[0].time
     with pytest.raises(ValueError):
         demo_workload((), 3)
+
+
+def test_a_submitted_specs_gpu_types_hold_in_the_demo_and_its_target_is_said_to_be_the_models(tmp_path):
+    """A T4-only job was planned on 2xA100, the tweak dialog offered every type, and a 300-step
+    target ran as a whole cifar10 training, none of it said."""
+    async def scenario():
+        backend = DemoBackend(profiles=profile_dir(tmp_path), jobs=1, round_wall_s=0.01)
+        await backend.start()
+        stream = backend.snapshots()
+        try:
+            await next_with_plan(backend, stream)
+            said = await backend.post(SubmitJob(str(EXAMPLES / "t4-only.toml")))
+            assert "on T4" in said and "not to the spec's target" in said, said
+            await backend.post(SetAutoApprove(True))
+            for _ in range(200):
+                snap = await asyncio.wait_for(anext(stream), 30)
+                job = next(j for j in snap.jobs if j.id == "t4-only")
+                assert job.gpu_types == ("T4",)
+                if job.allocation is not None:
+                    break
+            assert job.allocation is not None and job.allocation.gpu_type == "T4", job.allocation
+        finally:
+            await backend.stop()
+
+    run(scenario())
