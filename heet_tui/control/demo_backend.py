@@ -102,6 +102,7 @@ class DemoBackend:
         self._plan_id = 0
         self._plan_key: object = None
         self._rejected_key: object = None
+        self._unapproved: dict[str, Constraints] = {}  # job -> its constraints before an edit no plan approved yet
         self._notices: list[str] = []
         self.paused = False
 
@@ -252,18 +253,28 @@ class DemoBackend:
             case ApprovePlan(plan_id):
                 plan = self._require_plan(plan_id)
                 sim.approve()
-                return f"plan #{plan_id} applied: {len(plan.changes)} changes"
+                self._unapproved.clear()
+                return f"plan #{plan_id} applied: {len(plan.changes)} change(s)"
             case RejectPlan(plan_id):
                 self._require_plan(plan_id)
                 self._rejected_key = self._plan_key
                 sim.reject()
-                return f"plan #{plan_id} rejected; it is not proposed again unless something changes"
+                # as the controller does (intents.py): the help says rejecting takes the tweak back
+                undone, self._unapproved = self._unapproved, {}
+                for job_id, before in undone.items():
+                    sim.set_constraints(job_id, before)
+                if undone:
+                    sim.replan()
+                took_back = f"; your edit(s) to {', '.join(undone)} taken back" if undone else ""
+                return f"plan #{plan_id} rejected{took_back}; it is not proposed again unless something changes"
             case Replan():
                 self._rejected_key = None
                 sim.replan()
                 return "planning again"
             case EditJob(plan_id, job_id, constraints):
                 self._require_plan(plan_id)
+                if job_id in sim.jobs:
+                    self._unapproved.setdefault(job_id, sim.jobs[job_id].constraints)
                 sim.set_constraints(job_id, constraints)
                 self._rejected_key = None
                 sim.replan()
@@ -289,6 +300,7 @@ class DemoBackend:
                 sim.manual_approval = not enabled
                 if enabled and sim.pending_plan is not None:
                     sim.approve()
+                    self._unapproved.clear()
                 return "auto-approve " + ("on: plans apply as they are made" if enabled else "off")
             case DrainHost() | ConnectHost() | TrustHostKey():
                 raise ValueError("the demo's hosts are simulated: there is nothing to drain, connect or trust")

@@ -122,3 +122,22 @@ def test_a_submitted_specs_gpu_types_hold_in_the_demo_and_its_target_is_said_to_
             await backend.stop()
 
     run(scenario())
+
+
+def test_rejecting_a_tweaked_plan_takes_the_tweak_back_as_the_help_says(tmp_path):
+    async def scenario():
+        backend = DemoBackend(profiles=profile_dir(tmp_path), jobs=2, round_wall_s=0.01)
+        await backend.start()
+        stream = backend.snapshots()
+        try:
+            snap = await next_with_plan(backend, stream)
+            job = snap.plan.changes[0].job_id
+            await backend.post(EditJob(snap.plan_id, job, Constraints(pinned_type="T4", fixed_count=1)))
+            snap = await next_with_plan(backend, stream)
+            said = await backend.post(RejectPlan(snap.plan_id))
+            assert f"your edit(s) to {job} taken back" in said, said
+            assert backend.sim.jobs[job].constraints == Constraints()
+        finally:
+            await backend.stop()
+
+    run(scenario())
