@@ -16,7 +16,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from heet_tui.control.reclaim import reclaim_left_behind
 from heet_tui.core.host import HostState
 from heet_tui.core.job import JobState
 
@@ -168,9 +167,7 @@ class HostStateLog:
 def on_host_changed(ctl: Controller, host: str, status: HostStatus) -> None:
     now, state = ctl.clock(), status.state
     said = ctl.host_states.saw(host, status)
-    if state is HostState.READY:
-        if host not in ctl.was_ready:  # just back (every heartbeat says READY): a checkpoint a job left there
-            reclaim_left_behind(ctl.executor, ctl.store, host, now)
+    if state is HostState.READY:  # a checkpoint a job left there is taken back once its jobs are reported
         ctl.was_ready.add(host)
         if ctl.host_grace.back(host):  # also after a drop to "connecting", which is said only for its jobs
             say_host_back(ctl.store, ctl.executor.all_runs(), host, now)

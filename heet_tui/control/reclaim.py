@@ -24,8 +24,8 @@ MIN_GAIN_SHARE = 0.05  # and this share of the steps the checkpoint holds
 
 
 def reclaim_left_behind(executor: Executor, store: Store, host: str, now: float) -> set[str]:
-    """``host`` is back (or a cut-off copy there was just fenced): the jobs that go on from the
-    checkpoints left on it."""
+    """``host`` is back and has reported its jobs (a cut-off copy there fenced, with how far it
+    got): the jobs that go on from the checkpoints left on it."""
     ck, entries = executor.checkpoints, {h.name: h for h in executor.hosts.hosts}
     taken: set[str] = set()
     if executor.read_only:  # a watching controller changes nothing: the next one weighs them

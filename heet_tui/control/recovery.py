@@ -142,6 +142,7 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
                      "controller and run heet-tui with that --state")
         store.add_event(now, "host", notes[-1], None, host)
     executor.newer_copies = {k for k in executor.newer_copies if k[0] != host} | newer
+    fenced: list[tuple[tuple[str, str, int], RemoteJob]] = []
     for v in verdicts:
         r = v.remote
         if v.action == "adopt":
@@ -161,21 +162,23 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
             try:
                 await cluster.fence(host, r.job_id, r.generation + 1)
                 notes.append(f"fenced stale {r.job_id} generation {r.generation} on {host}")
-                trained = _trained_on(store, parsed[0], r) if parsed[1] == "r" else ""
-                taken: set[str] = set()
                 if parsed[1:] == ("r", 0) and (step := _step_of(r)) is not None \
                         and _rank0_launched_on(store, parsed[0], r.generation, host):  # its checkpoint there
                     executor.checkpoints.note_left_behind(parsed[0], host, step)  # may be ahead: reclaim.py
-                    taken = reclaim_left_behind(executor, store, host, now)
-                rec = store.job(parsed[0])
-                if rec is not None and rec.job.state.terminal:
-                    _stopped_after_the_end(executor, store, host, rec, r, parsed[2])
-                elif trained and parsed[0] not in taken:
-                    trained += "; those steps are lost (the newer generation goes on from its own checkpoint)"
-                store.add_event(now, "fence", f"stopped stale {r.job_id} generation {r.generation}{trained}",
-                                parsed[0], host)
+                fenced.append((parsed, r))
             except Exception as exc:  # noqa: BLE001 - a failed fence is retried on the next report
                 log.warning("fence %s on %s failed: %s", r.job_id, host, exc)
+    # once the whole report is in: the host's ready came before it, and a checkpoint taken back then
+    # was the step known at the loss (15,870), where its fenced copy had trained on to 70,980
+    taken = reclaim_left_behind(executor, store, host, now)
+    for parsed, r in fenced:
+        trained = _trained_on(store, parsed[0], r) if parsed[1] == "r" else ""
+        rec = store.job(parsed[0])
+        if rec is not None and rec.job.state.terminal:
+            _stopped_after_the_end(executor, store, host, rec, r, parsed[2])
+        elif trained and parsed[0] not in taken:
+            trained += "; those steps are lost (the newer generation goes on from its own checkpoint)"
+        store.add_event(now, "fence", f"stopped stale {r.job_id} generation {r.generation}{trained}", parsed[0], host)
     reported = {(r.job_id, r.generation) for r in jobs}
     for run in executor.all_runs():
         for rank in run.on_host(host):

@@ -83,5 +83,10 @@ def test_a_host_back_with_a_further_checkpoint_gives_it_to_its_job(lab: SshLab, 
         "going on from the checkpoint taken back is not another job's checkpoint"
     restarted_at = int(warned[0].split("generation 2 reports step ")[1].split(",")[0])
     assert step - 40 > restarted_at, (step, restarted_at)
+    back = [e.message for e in store.events("a", limit=300) if e.message.startswith("host ")
+            and " is back with a's checkpoint" in e.message]
+    # one figure, the fenced copy's: the host's ready came before its report, and the step known at
+    # the loss was taken back (and named in the stop) before the copy's further one
+    assert len(back) == 1 and f"at step {step}," in back[0], back
     fenced = [e.message for e in store.events("a", limit=300) if e.kind == "fence"]
     assert fenced and "those steps are lost" not in fenced[-1], fenced
