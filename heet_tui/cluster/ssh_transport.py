@@ -101,6 +101,14 @@ async def open_connection(target: SshTarget, tunnel: Any, timeout_s: float, labe
         raise AuthFailed(f"{label}{who}@{target.hostname}:{target.port}: permission denied ({failure_reason(exc)}); "
                          f"{keys_offered(target.identity_files, target.identities_only)}; the host's "
                          f"~/.ssh/authorized_keys for {who} must hold one of them") from None
+    except (FileNotFoundError, PermissionError, IsADirectoryError) as exc:
+        if exc.filename is None:  # not a file of this machine's (an OS error of the socket)
+            raise Unreachable(f"{label}cannot connect to {target.describe()}: {failure_reason(exc)}") from None
+        # it said "cannot connect to root@127.0.0.4:54501: No such file or directory", naming no file
+        why = "does not exist" if isinstance(exc, FileNotFoundError) else f"cannot be read ({exc.strerror})"
+        raise AuthFailed(f"{label}{target.describe()}: the key file {exc.filename} {why}; it is an IdentityFile "
+                         f"of your ssh config ({', '.join(map(str, target.config_paths)) or '~/.ssh/config'}) or "
+                         "of its defaults: fix the path there") from None
     except (TimeoutError, OSError, asyncssh.Error) as exc:
         raise Unreachable(f"{label}cannot connect to {target.describe()}: {failure_reason(exc)}") from None
 

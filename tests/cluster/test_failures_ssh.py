@@ -304,3 +304,18 @@ def test_a_workdir_others_may_write_is_an_agent_error_that_says_so_and_runs_noth
         assert status[name].state is HostState.AGENT_ERROR, status[name]
         assert f"workdir {where} is not yours alone" in status[name].message, status[name].message
     assert not list(tmp_path.rglob("*.RAN")), "nothing ran from it"
+
+
+def test_a_missing_key_file_names_the_file_and_where_it_is_set(lab):
+    """It said "cannot connect to root@127.0.0.4:54501: No such file or directory", as unreachable."""
+    a = lab.add_host("nokey")
+    missing = lab.root / "id_does_not_exist"
+    lab.write_ssh_config(missing)
+
+    async def scenario(cluster):
+        return cluster.host_status("nokey")
+
+    status = _run(lab.hosts_toml([lab.entry_for(a)]), scenario)
+    assert status.state is HostState.AUTH_FAILED, status.message
+    assert f"the key file {missing} does not exist" in status.message, status.message
+    assert "IdentityFile of your ssh config" in status.message
