@@ -35,6 +35,11 @@ class CopyFailed(RuntimeError):
     """The checkpoint could not be copied; ``str()`` names both hosts and the directory."""
 
 
+class CopyRefused(CopyFailed):
+    """The new host's directory may not receive it (another user's, open to others, not writable):
+    no wait fixes that, and starting without it there would train again from step 0."""
+
+
 def needs_copy(src: HostEntry, dst: HostEntry, src_dir: str, dst_dir: str) -> bool:
     if src.name == dst.name:
         return False
@@ -115,6 +120,7 @@ class _LocalDir:
 class _SftpDir:
     def __init__(self, transport: Any, sftp: Any, directory: str) -> None:
         self.transport, self.sftp, self.path = transport, sftp, _sftp_path(directory)
+        self.shown = directory  # as the user wrote it: "~/ckpt/j1", not SFTP's "ckpt/j1"
 
     @classmethod
     async def open(cls, entry: HostEntry, directory: str, ssh_config: Path | None, options: ClusterOptions) -> _SftpDir:
@@ -163,7 +169,7 @@ class _SftpDir:
             # created by this open (O_EXCL), or it fails; 0600 as the agent's own: the host's umask made it 0644
             async with self.sftp.open(tmp, "xb", attrs=asyncssh.SFTPAttrs(permissions=0o600)) as fh:
                 mine, where = await self.sftp.lstat(tmp), await self.sftp.stat(self.path)  # our uid: the new file's
-                if why := refusal(self.path, int(where.uid), int(where.gid), int(where.permissions), int(mine.uid),
+                if why := refusal(self.shown, int(where.uid), int(where.gid), int(where.permissions), int(mine.uid),
                                   int(mine.gid)):
                     raise PermissionError(why)
                 async for data in chunks:
@@ -255,8 +261,8 @@ async def copy_checkpoint(src: HostEntry, src_dir: str, dst: HostEntry, dst_dir:
                 total += await _relay(source, target, name)
             return Copied(len(names), total)
     except Exception as exc:  # noqa: BLE001 - asyncssh, OS and cluster errors all mean "could not copy"
-        raise CopyFailed(f"copying the checkpoint {src.name}:{src_dir} -> {dst.name}:{dst_dir} failed: "
-                         f"{exc}") from None
+        kind = CopyRefused if isinstance(exc, PermissionError) else CopyFailed
+        raise kind(f"copying the checkpoint {src.name}:{src_dir} -> {dst.name}:{dst_dir} failed: {exc}") from None
 
 
 async def sees_same_files(src: HostEntry, dst: HostEntry, directory: str, ssh_config: Path | None = None,

@@ -12,7 +12,13 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 
 from heet_tui.config.hosts_file import HostEntry
-from heet_tui.control.checkpoint_copy import CopyFailed, copy_checkpoint, needs_copy, sees_same_files
+from heet_tui.control.checkpoint_copy import (
+    CopyFailed,
+    CopyRefused,
+    copy_checkpoint,
+    needs_copy,
+    sees_same_files,
+)
 from heet_tui.control.checkpoint_dirs import HOSTS_SETTING
 from heet_tui.control.launch import checkpoint_dir
 from heet_tui.control.store import Store
@@ -135,6 +141,8 @@ class CheckpointHosts:
             took = self.clock() - began
             self.store.add_event(self.clock(), "checkpoint", f"{job_id}: copied {done.files} file(s), "
                                  f"{done.bytes / 1e6:.1f} MB in {took:.1f} s, {src.name} -> {dst.name}", job_id)
+        except CopyRefused as exc:  # waiting does not fix it: it read "may come back", then started from 0
+            raise CopyWaiting(f"{exc}; {job_id} does not start on {dst.name} without it") from None
         except CopyFailed as exc:
             # The source dropped out between the stop and the copy (a move): relaunched at once, the
             # job trained 1,961 steps again, and the host was back 20 s later with them. It is tried

@@ -13,7 +13,7 @@ from heet_tui.control.crashed_sizes import new_size_that_crashed
 from heet_tui.control.host_loss import left_out_of_reach
 from heet_tui.control.profiling_rounds import finish_profiling_run
 from heet_tui.control.restart_costs import stop_seconds
-from heet_tui.control.runtime import Outcome, Run, ended_unwatched, judge
+from heet_tui.control.runtime import LAUNCH_REFUSED, NOT_LAUNCHED, Outcome, Run, ended_unwatched, judge
 from heet_tui.control.stop_grace import grace_s, note_killed_at_stop
 from heet_tui.control.unmeasured import unreported_gpu_s
 from heet_tui.core.job import JobState
@@ -43,7 +43,8 @@ def finish_run(ex: Executor, run: Run) -> None:
     # lines name it: a script that did not was moved between hosts with its checkpoint left behind
     back = ex.checkpoints.reclaiming.pop(job_id, None)  # a further checkpoint elsewhere (reclaim.py)
     ex.last_steps.update({job_id: back[1]} if back else {})  # where its next launch goes on from
-    if (rank0 := run.ranks.get(0)) is not None and rec is not None and (rec.checkpoint or run.reports) and not back:
+    if (rank0 := run.ranks.get(0)) is not None and rec is not None and (rec.checkpoint or run.reports) and not back \
+            and not (rank0.reason or "").startswith((LAUNCH_REFUSED, NOT_LAUNCHED)):  # one never started wrote none
         ex.checkpoints.remember(job_id, rank0.host)
     ex.store.release_allocation(job_id, ended)
     said = f"{job_id} generation {run.generation}: {why}{ended_unwatched(now - ended)}"

@@ -160,3 +160,42 @@ def test_a_checkpoint_on_a_host_out_of_reach_that_no_ready_host_reads_is_said_aw
     assert book.away(records, entries, out) == {"a": "priv (host-key-changed)", "c": "own-dir (unreachable)"}, \
         "b's checkpoint is read in place on new"
     assert book.away(records, entries, [HostStatus(h.name, HostState.READY, "ok") for h in entries]) == {}
+
+
+def test_a_copy_the_new_host_refuses_is_never_given_up_on_into_a_start_from_nothing(
+        tmp_path: Path, monkeypatch) -> None:
+    """A copy refused by the new host's directory (another user's) was waited on as if the old
+    host "may come back" (it was up), then the job started from what the new host had, and its
+    checkpoint was recorded as being there (a retry then copied nothing and trained 3,901 steps again)."""
+    import asyncio
+    import os
+
+    import pytest
+
+    from heet_tui.control import checkpoint_hosts
+    from heet_tui.control.checkpoint_hosts import COPY_WAIT_S, CopyWaiting
+
+    if os.getuid() != 0:
+        pytest.skip("another user's directory needs root")
+    store = Store(tmp_path / "state")
+    spec = JobSpec("j", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 10_000))
+    store.add_job(spec, 0.0)
+    now = [0.0]
+    hosts = CheckpointHosts(store, lambda: now[0])
+    hosts.remember("j", "old")
+    old = HostEntry("old", "localhost", transport="local", shared_fs=False)
+    new = HostEntry("new", "localhost", transport="local", shared_fs=False)
+    mine, theirs = tmp_path / "ck", tmp_path / "theirs"
+    mine.mkdir()
+    (mine / "checkpoint.pt").write_bytes(b"weights")
+    theirs.mkdir()
+    os.chown(theirs, 65534, 65534)  # where the new host keeps it: another user's directory
+    monkeypatch.setattr(checkpoint_hosts, "checkpoint_dir",
+                        lambda job_id, spec, host, *args, **kwargs: str(theirs if host.name == "new" else mine))
+    for at in (0.0, COPY_WAIT_S + 1, 10 * COPY_WAIT_S):
+        now[0] = at
+        with pytest.raises(CopyWaiting, match="belongs to uid 65534.*does not start on new without it"):
+            asyncio.run(hosts.bring("j", spec, {"old": old, "new": new}, new, str(mine / "checkpoint.pt")))
+    assert not [e for e in store.events("j") if "resuming from what" in e.message]
+    assert hosts.left_behind() == {} and hosts._hosts() == {"j": "old"}
+    assert list(theirs.iterdir()) == []
