@@ -17,6 +17,7 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
+from textual.screen import ModalScreen
 from textual.timer import Timer
 
 from heet_tui.config.job_spec import spec_file
@@ -242,6 +243,10 @@ class HeetApp(ControllerLink, App[int]):
             dialog.dismiss(None)
             now = next((h.state.value for h in hosts if h.name == dialog.host), "gone from the hosts file")
             self.notify(f"{dialog.host}: its key question is settled elsewhere (the host is now {now})", timeout=6)
+        if isinstance(self.screen, ModalScreen):
+            # a form or another question is open: asked over it, the question took the form's keys,
+            # and the Tab and Enter meant for the form trusted a key nobody had read
+            return
         for host in hosts:
             if host.state.awaits_trust:
                 fp = fingerprint_in(host.message) or ""

@@ -144,3 +144,26 @@ def test_a_reconnect_attempt_leaves_the_question_open(make_app, backend):
             assert backend.posted == []
 
     run(scenario())
+
+
+def test_a_new_key_waits_for_an_open_form_to_close(make_app, backend, tmp_path):
+    """Asked over the Add host form, the question took the form's keys: what was typed was lost,
+    and the form's Tab and Enter trusted a key nobody had read."""
+    from hosts_support import hosts_copy, open_add_form
+
+    backend.current = small_snapshot()
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=hosts_copy(tmp_path))
+        async with app.run_test(size=SIZE) as pilot:
+            form = await open_add_form(pilot, app)
+            backend.push(with_new_host(small_snapshot(1)))
+            await wait_for(pilot, lambda: app.latest is not None and app.latest.now == 101.0)
+            await pilot.pause(0.1)
+            assert app.screen is form, "the form keeps the keyboard"
+            await pilot.press("escape")
+            backend.push(with_new_host(small_snapshot(2)))
+            await wait_for(pilot, lambda: isinstance(app.screen, HostKeyDialog))  # asked once the form is gone
+            assert backend.posted == []
+
+    run(scenario())
