@@ -137,7 +137,9 @@ class HostsFile:
             return None
         return (f"emulated {me.emulate.gpu_type} at speed {me.emulate.speed:g}, which other hosts emulate at "
                 f"{', '.join(f'{s:g}' for s in others)}: plans know GPUs by type and cannot tell them apart; give "
-                f'the hosts of each speed a type of their own (e.g. gpu_type = "{me.emulate.gpu_type}-slow")')
+                f"the hosts of each speed a type of their own in their emulate table (e.g. emulate's gpu_type = "
+                f'"{me.emulate.gpu_type}-slow"; the host form\'s Emulate field: '
+                f'{me.emulate.gpu_type}-slow:{me.emulate.count}:{me.emulate.speed:g})')
 
     def emulation_clash(self, name: str, real_type: str) -> str | None:
         """What to tell of a host with real GPUs of a type other hosts emulate: plans know GPUs by

@@ -309,5 +309,10 @@ def test_one_gpu_type_emulated_at_two_speeds_is_a_warning_of_both_hosts(tmp_path
     rows = {r["name"]: r for r in asyncio.run(check_hosts(load_hosts(path)))}
     assert rows["slow"]["state"] == "ready"
     assert any("emulated A100 at speed 0.25, which other hosts emulate at 1: plans know GPUs by type" in w
-               and 'gpu_type = "A100-slow"' in w for w in rows["slow"]["warnings"]), rows["slow"]["warnings"]
+               and "emulate's gpu_type = \"A100-slow\"" in w and "Emulate field: A100-slow:1:0.25" in w
+               for w in rows["slow"]["warnings"]), rows["slow"]["warnings"]
     assert any("emulated A100 at speed 1, which other hosts emulate at 0.25" in w for w in rows["fast"]["warnings"])
+    # the advice can be followed: gpu_type = "A100-slow" beside an emulate of A100 was refused
+    path.write_text(text.replace('"A100", count = 1, speed = 0.25', '"A100-slow", count = 1, speed = 0.25'))
+    followed = load_hosts(path)
+    assert followed.speed_clash("slow") is None and followed.speed_clash("fast") is None
