@@ -308,7 +308,7 @@ def test_removing_a_host_that_runs_jobs_says_what_becomes_of_them(make_app, back
             await pilot.press("x")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
             said = " ".join(str(s.render()) for s in app.screen.query(Static))
-            assert "It runs j2: drained first, they move off at the next plan you approve" in said, said
+            assert "It runs j2: drained first, it moves off at the next plan you approve" in said, said
             await pilot.press("n")
 
     run(scenario())

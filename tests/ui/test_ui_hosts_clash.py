@@ -47,3 +47,30 @@ def test_a_field_changed_by_hand_while_the_form_is_open_is_not_written_over_unas
             assert tomllib.loads(path.read_text())["hosts"][1]["address"] == "10.0.0.50"
 
     run(scenario())
+
+
+def test_renaming_a_host_that_runs_a_job_says_the_job_restarts_and_asks_again(make_app, backend, tmp_path):
+    """A rename is a new host to the controller: j2 was moved off the old name onto the same GPU
+    (a restart), with nothing said; the Remove dialog warns, the form did not."""
+    path = hosts_copy(tmp_path)
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            backend.push(small_snapshot(1))  # j2 runs on t4-1
+            await wait_for(pilot, lambda: screen.table.row_count == 2 and screen.latest is not None)
+            screen.table.select_key("t4-1")
+            await pilot.press("e")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
+            form = app.screen
+            await fill(pilot, form, name="t4-one")
+            await pilot.press("ctrl+s")
+            error = form.query_one("#form-error", Static)
+            await wait_for(pilot, lambda: "t4-1 runs j2: renamed, it is a new host" in str(error.render()))
+            assert [h["name"] for h in tomllib.loads(path.read_text())["hosts"]][1] == "t4-1", "not renamed yet"
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen))
+            assert [h["name"] for h in tomllib.loads(path.read_text())["hosts"]][1] == "t4-one"
+
+    run(scenario())

@@ -222,8 +222,16 @@ class HostsScreen(SnapshotScreen):
                 self.notify(f"saved host {saved}")
 
         initial, overwrite = self.raw_host(name), {}  # field -> the file's value the user chose to write over
+        renaming_said: list[str] = []  # the new name a rename was warned about (saved again: renamed)
 
         def apply(fields: dict[str, Any]) -> str | None:
+            new_name = fields.get("name")
+            if new_name and new_name != name and (jobs := self._jobs_on(name)) and renaming_said != [new_name]:
+                # a rename is a new host to the controller: the job there moved to "another" host (the same
+                # GPU, a restart), and the machine's GPUs counted twice meanwhile; the Remove dialog said so
+                renaming_said[:] = [new_name]
+                return (f"{name} runs {', '.join(jobs)}: renamed, it is a new host to the controller, and "
+                        f"{'they restart' if len(jobs) > 1 else 'it restarts'} there; save again to rename anyway")
             # a field the form changes that was also changed in the file since the form opened:
             # the form's value went over the hand edit without a word
             if self.document is not None and (name_now := self.raw_host(name)):
@@ -250,12 +258,16 @@ class HostsScreen(SnapshotScreen):
                 else:
                     self.notify(f"removed host {name}")
 
-        status = next((h for h in self.latest.hosts if h.name == name), None) if self.latest is not None else None
-        jobs = sorted({j for _, j in status.gpu_jobs}) if status is not None else []
-        moving = (f" It runs {', '.join(jobs)}: drained first, they move off at the next plan"
+        jobs = self._jobs_on(name)
+        moving = (f" It runs {', '.join(jobs)}: drained first, {'they move' if len(jobs) > 1 else 'it moves'} off "
+                  "at the next plan"
                   f"{'' if self.latest and self.latest.auto_approve else ' you approve'}, then it is dropped."
                   if jobs else "")
         self.app.push_screen(ConfirmDialog(f"Remove host {name} from {self.path}?{moving}", yes="Remove"), answered)
+
+    def _jobs_on(self, name: str) -> list[str]:
+        status = next((h for h in self.latest.hosts if h.name == name), None) if self.latest is not None else None
+        return sorted({j for _, j in status.gpu_jobs}) if status is not None else []
 
     def action_open_editor(self) -> None:
         if self.path is None:
