@@ -117,6 +117,8 @@ def test_saving_the_form_after_the_file_broke_on_disk_says_so_in_the_form(make_a
             await pilot.press("ctrl+s")
             await wait_for(pilot, lambda: "TOML syntax error" in str(form.query_one("#form-error", Static).render()))
             assert isinstance(app.screen, HostFormDialog) and form.query_one("#f-name", Input).value == "rtx-1"
+            # "o opens it in your editor" typed an o into the field: o is the screen's key, behind the form
+            assert "Esc, then o on the Hosts screen" in str(form.query_one("#form-error", Static).render())
             path.write_text(good)  # fixed in the editor: the same form saves
             await pilot.press("ctrl+s")
             await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen) and app.screen.table.row_count == 3)

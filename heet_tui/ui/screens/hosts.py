@@ -177,7 +177,9 @@ class HostsScreen(SnapshotScreen):
         if self.document is None:  # the file broke on disk while the form was open
             self.action_reload(toast=False)
         if self.document is None:
-            return f"{self.problem}: fix the file (o opens it in your editor), then save again; this form keeps its input"
+            # "o opens it" typed an o into the form's field: o is the Hosts screen's key, behind the form
+            return (f"{self.problem}: fix the file in another window, then save again (this form keeps its input); "
+                    "or Esc, then o on the Hosts screen opens it in your editor (this form's input is lost)")
         try:
             change(self.document)
             self.document.save()
