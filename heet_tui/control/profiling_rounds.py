@@ -72,7 +72,12 @@ async def profile_new_jobs(ctl: Controller) -> None:
             await executor.start_profiling(job.id, [options[t] for t in chosen])
             continue
         types = "/".join(sorted({h.gpu_type for h in cluster.hosts if job.spec.allows(h.gpu_type)}))
+        kept_off = sorted({host for t, (host, _) in idle_gpu_per_type(ctl, busy).items() if job.spec.allows(t)}
+                          & avoid)
         waiting = f"{PROFILE_WAITING}no {types} GPU is idle (in use by jobs, or by processes heet did not start)"
+        if kept_off:  # it said "no GPU is idle" beside an idle host the job's model keeps off
+            waiting = (f"{PROFILE_WAITING}the idle {types} GPUs are on {', '.join(kept_off)}, which jobs of its "
+                       "model keep off (their runs died there at once; see heet-tui status)")
         if job.message != waiting:  # it said nothing, and the Plan screen blamed the policy
             ctl.store.try_set_state(job.id, JobState.QUEUED, ctl.clock(), waiting)
 

@@ -105,3 +105,29 @@ def test_a_new_job_with_no_idle_gpu_to_be_profiled_on_says_so(tmp_path: Path) ->
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_job_waiting_to_be_profiled_beside_an_idle_host_its_model_keeps_off_says_so(tmp_path: Path) -> None:
+    """It said "no T4 GPU is idle" while a T4 host sat idle, one jobs of its model keep off."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("one", "T4", 1, 1.0), ("two", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "b", steps=100000, max_gpus=1))))
+            snap = await wait_for(ctl, lambda s: s.plan_id is not None, 60, "a plan for b")
+            await ctl.post(ApprovePlan(snap.plan_id))
+            snap = await wait_for(ctl, lambda s: job(s, "b").state is JobState.RUNNING, 60, "b running")
+            idle = ({"one", "two"} - set(job(snap, "b").allocation.host_names)).pop()
+            ctl.executor.health.avoided[("a", 32)] = {idle}  # a's model died there at once before
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=100, max_gpus=1))))
+            await wait_for(ctl, lambda s: "keep off" in store.job("a").job.message, 30, "a's wait explained")
+            message = store.job("a").job.message
+            assert f"the idle T4 GPUs are on {idle}, which jobs of its model keep off" in message, message
+            assert "a" not in ctl.executor.profiles
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
