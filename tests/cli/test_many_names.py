@@ -78,6 +78,14 @@ def test_a_pattern_that_names_only_jobs_in_other_states_says_so(tmp_path: Path, 
     assert main(["retry", "job-*", "--state", str(tmp_path / "state")]) == 2
     err = capsys.readouterr().err
     assert 'no job "job-*" that can be retried (it names 2 done job(s): job-1, job-2)' in err, err
+    # beside a name that does mean a job, such a name is no typo: the rest goes on (`cancel 'h*' 'cnn-*'`
+    # cancelled nothing, the cnn jobs having ended, and h* ran on)
+    store.add_job(parse_job_text('name = "huge"\ncommand = ["python3", "t.py"]\nmodel = "m"\n'
+                                 "batch_size = 8\ntarget = { steps = 10 }\n", tmp_path / "j.toml"), 4.0)
+    assert main(["cancel", "h*", "job-*", "--state", str(tmp_path / "state")]) == 0
+    assert "job-*: its 2 job(s) are done: none to be cancelled" in capsys.readouterr().err
+    assert Store(tmp_path / "state").job("huge").job.state is JobState.CANCELLED
+    assert main(["cancel", "job-*", "jbo-1", "--state", str(tmp_path / "state")]) == 2, "a typo still stops all"
 
 
 def test_jobs_only_lists_the_states_asked_for(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

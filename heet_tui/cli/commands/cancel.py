@@ -2,7 +2,8 @@
 
 A name is a job id, else a job name (its newest job), or a shell-style pattern over the active jobs'
 ids (``'sweep-*'``, quoted so the shell leaves it alone). A name that matches nothing cancels
-nothing at all: a typo in a list should not leave half of it running unnoticed.
+nothing at all: a typo in a list should not leave half of it running unnoticed. A name whose jobs
+have all ended is no typo: beside names that do match, it is said and the rest is cancelled.
 
 The request is written to the store. A queued job is cancelled at once when no controller
 runs; a running job needs its processes stopped, which the controller does at its next round
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import sys
 import time
 from collections.abc import Collection
 
@@ -55,16 +57,26 @@ def resolve_jobs(store: Store, names: list[str], ended: bool = False, verb: str 
     pool = [r.job for r in store.jobs(include_terminal=ended)
             if r.job.state.terminal == ended and (states is None or r.job.state in states)]
     found: dict[str, Job] = {}
-    missing = []
+    missing, settled = [], []
+    everyone = [r.job for r in store.jobs(include_terminal=True)]
     for name in names:
         matched = _named(store, name, pool, states or ACTIVE)
         if not matched:
-            missing.append(name)
+            # a name whose jobs all exist in a state this verb leaves alone is no typo: the rest goes on
+            # (`cancel 'h*' 'cnn-*'` cancelled nothing because the cnn jobs had ended)
+            elsewhere = [j for j in _named(store, name, everyone) if j.id not in {p.id for p in pool}]
+            (settled if elsewhere and len(names) > 1 else missing).append((name, elsewhere))
         found.update((j.id, j) for j in matched)
+    if found and not missing:
+        for name, jobs in settled:
+            states_of = " or ".join(sorted({j.state.value for j in jobs}))
+            print(f"heet-tui: {name}: its {len(jobs)} job(s) are {states_of}: none to be {verb}", file=sys.stderr)
+    elif settled:
+        missing += settled
+    missing = [name for name, _ in missing]
     if missing:
         known = known_names([j.id for j in pool], missing[0], "ended jobs" if ended else "active jobs")
         what = " or ".join(f'"{m}"' for m in missing)
-        everyone = [r.job for r in store.jobs(include_terminal=True)]
         elsewhere = [j for j in _named(store, missing[0], everyone) if j.id not in {p.id for p in pool}]
         if elsewhere:  # they exist, in a state this verb leaves alone: say so, not "no job"
             states_of = sorted({j.state.value for j in elsewhere})
