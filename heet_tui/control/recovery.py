@@ -75,7 +75,7 @@ def rebuild_runs(store: Store, executor: Executor, now: float, why: str = "contr
                 ranks[rank] = RankProc(host, rank_agent_id(job.id, rank, store.store_id), rank, (gpu,), "unknown")
                 rank += 1
         executor.runs[job.id] = Run(job.id, alloc, generation, ranks, now, spec=job.spec,
-                                    resize_inherited=job.state is JobState.RESIZING)
+                                    resize_inherited=job.state is JobState.RESIZING, found_at_restart=True)
         expected.append(job.id)
     if expected:  # one notice, not one toast per job naming a generation
         some = ", ".join(expected[:3]) + (f" and {len(expected) - 3} more" if len(expected) > 3 else "")

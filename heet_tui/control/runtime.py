@@ -164,6 +164,7 @@ class Run:
     other_rank_reported: bool = False  # a rank other than 0 printed progress (said once per run)
     buffered_said: bool = False  # stopped as hung, its buffered lines flushed by the stop: said once
     quiet_said: bool = False  # the store's message says it is silent (stalls.quiet_message) until a report
+    found_at_restart: bool = False  # rebuilt by a restarted controller: its silence counts from then
     spec: JobSpec | None = None  # the job's, for rules read every round (stalls.py, stop grace)
     resize_inherited: bool = False  # a previous controller was resizing it when it stopped (recovery.py)
     rates: list[float] = field(default_factory=list)  # a profiling run's samples/s, its first report left out

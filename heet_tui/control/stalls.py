@@ -25,6 +25,8 @@ from heet_tui.core.job import JobSpec
 DEFAULT_STALL_S = 1800  # torch.distributed's own default collective timeout is also 30 minutes
 QUIET_FRACTION = 1 / 3  # silence past this share of the limit is shown in the job's message
 NONE_SEEN = "none since its launch"  # a stalled run that reported nothing while it ran
+# a run a restarted controller found: what came before is not known, and it said "since its launch"
+NONE_SINCE_FOUND = "none since this controller found it running"
 BUFFERED = ("its progress lines reached its log only when it was stopped: its output is buffered; flush stdout "
             "after each line (print(..., flush=True)), docs/TRAINING.md")
 
@@ -94,5 +96,5 @@ def clock(at: float) -> str:
 
 def last_seen(run: Run) -> str:
     if run.progress is None:
-        return NONE_SEEN
+        return NONE_SINCE_FOUND if run.found_at_restart else NONE_SEEN
     return f"the last at step {run.progress.get('step', '?')}"

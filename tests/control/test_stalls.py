@@ -95,6 +95,10 @@ def test_the_message_warns_a_third_of_the_way_and_a_stalled_stop_is_a_crash() ->
         "written once: it does not move with the clock"
     assert f"since {clock(1000.0)} (the last at step 40); stopped as hung at {clock(2800.0)}" in stored
     assert quiet_message(run, _spec(1800), now=1000.0 + 599, default_s=1800) is None
+    found = _run(progress_at=None)
+    found.found_at_restart = True  # what came before the restart is not known: "since its launch" was wrong
+    assert "(none since this controller found it running)" in quiet_note(found, _spec(1800), 100.0 + 600, 1800)
+    assert "(none since its launch)" in quiet_note(_run(progress_at=None), _spec(1800), 100.0 + 600, 1800)
     run.stop_reason = "stalled: no progress report in its stall_timeout of 30m00s"
     for rank in run.ranks.values():
         rank.state, rank.signal = "exited", 9
