@@ -219,7 +219,7 @@ def test_adding_a_host_to_the_bundled_config_saves_it_in_the_users_own_file(make
             screen = app.screen
             await wait_for(pilot, lambda: screen.table.row_count == 2)
             row = screen.table.get_row("local-a100")
-            assert (row[1], row[3], row[4]) == ("-", "-", "-"), "no address, login or port for a local host"
+            assert (row[2], row[4], row[5]) == ("-", "-", "-"), "no address, login or port for a local host"
             await pilot.press("n")
             await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
             await fill(pilot, app.screen, name="gpu9", emulate="V100:2:0.5")

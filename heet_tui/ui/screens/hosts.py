@@ -29,19 +29,22 @@ from heet_tui.ui.widgets.keyed_table import Cells, KeyedTable
 from heet_tui.ui.widgets.screen_footer import ScreenFooter
 from heet_tui.ui.widgets.status_line import StatusLine
 
-COLUMNS = (("name", "Name"), ("address", "Address"), ("transport", "Transport"), ("user", "User"),
+COLUMNS = (("name", "Name"), ("state", "State"), ("address", "Address"), ("transport", "Transport"), ("user", "User"),
            ("port", "Port"), ("gpus", "GPUs"), ("rack", "Rack"), ("tags", "Tags"), ("line", "Line"))
 CHANGING = frozenset({"add_host", "edit_host", "remove_host", "open_editor"})
 
 
-def entry_row(h: HostEntry) -> Cells:
+def entry_row(h: HostEntry, state: str = "") -> Cells:
+    """``state``: the controller's word for the host ("" before it has one): a host added with a
+    wrong port showed nothing wrong here, only on the Cluster screen."""
     if h.emulate is not None:
-        gpus = Text(f"{h.emulate.count}x{h.emulate.gpu_type} emulated @{h.emulate.speed:g}", style="italic")
+        gpus = Text(f"{h.emulate.count}x{h.emulate.gpu_type} emulated, speed {h.emulate.speed:g}", style="italic")
     else:
         which = "all" if h.gpus is None else ",".join(map(str, h.gpus))
         gpus = Text(f"{h.gpu_type or 'from NVML'} [{which}]")
     ssh = h.transport == "ssh"  # a local host has no address, port or login to show
-    return (h.name, h.address if ssh else "-", h.transport, (h.user or "-") if ssh else "-",
+    shown = Text(state or "-", style="" if state in ("ready", "") else "bold red")
+    return (h.name, shown, h.address if ssh else "-", h.transport, (h.user or "-") if ssh else "-",
             str(h.port) if ssh and h.port else "-", gpus, h.rack or "-",
             ",".join(h.tags) or "-", str(h.line or "-"))
 
@@ -65,6 +68,7 @@ class HostsScreen(SnapshotScreen):
         self.document: HostsDocument | None = None
         self.problem = ""
         self._mode_shown: str | None = None
+        self._states_shown: dict[str, str] = {}  # the host states the table shows
         self._read: tuple[int, int] | None = None  # the file's (mtime, size) when last read
 
     def compose(self) -> ComposeResult:
@@ -105,6 +109,8 @@ class HostsScreen(SnapshotScreen):
         # the file as it was until ctrl+r. The controller's own toast says it too: no second one.
         if self.path is not None and _stamp(self.path) != self._read:
             self.action_reload(toast=False)
+        elif self._states() != self._states_shown:
+            self._refresh_table()
 
     def _show_path(self) -> None:
         self._mode_shown = self.latest.mode if self.latest is not None else None
@@ -122,9 +128,13 @@ class HostsScreen(SnapshotScreen):
         if problem and toast:
             self.notify(problem, title="hosts file", severity="error", timeout=8)
 
+    def _states(self) -> dict[str, str]:
+        return {h.name: h.state.value for h in self.latest.hosts} if self.latest is not None else {}
+
     def _refresh_table(self) -> None:
+        self._states_shown = states = self._states()
         if self.document is not None:
-            self.table.sync({h.name: entry_row(h) for h in self.document.validated.hosts})
+            self.table.sync({h.name: entry_row(h, states.get(h.name, "")) for h in self.document.validated.hosts})
         self.refresh_bindings()
 
     def on_keyed_table_row_selected(self, _: KeyedTable.RowSelected) -> None:
