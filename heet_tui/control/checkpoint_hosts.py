@@ -128,12 +128,16 @@ class CheckpointHosts:
         src_name = self._hosts().get(job_id)
         src = entries.get(src_name) if src_name else None
         if src is None:
+            self._copy_failed.pop(job_id, None)
             return
         store_id = self.store.store_id
         src_dir = checkpoint_dir(job_id, spec, src, store_id, reported)
         dst_dir = checkpoint_dir(job_id, spec, dst, store_id, reported)
         if not needs_copy(src, dst, src_dir, dst_dir):
             if not await self._shared_in_name_only(job_id, src, dst, src_dir, ssh_config, cluster_options):
+                # a launch that needed no copy ends the wait too: kept, the next loss of the host within
+                # ten minutes counted from the old failure, and the job started behind at once
+                self._copy_failed.pop(job_id, None)
                 return
         began = self.clock()
         try:

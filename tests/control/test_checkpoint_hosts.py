@@ -138,6 +138,17 @@ def test_a_launch_waits_a_while_for_the_host_with_its_checkpoint_before_starting
     now[0] = 100 * COPY_WAIT_S
     bring(None)  # a job that never reported a checkpoint has nothing to wait for
 
+    # Seen: the host out, its wait begun; back, the job launched there (no copy needed); out again
+    # two minutes later: the old failure counted, and the job started behind at once.
+    now[0] = 200 * COPY_WAIT_S
+    with pytest.raises(CopyWaiting, match="within the next 60 s"):
+        bring("/ck/last.pt")
+    now[0] += 10
+    asyncio.run(hosts.bring("j", spec, entries, gone, "/ck/last.pt", None, options))  # back: launched on it
+    now[0] += 2 * COPY_WAIT_S
+    with pytest.raises(CopyWaiting, match="within the next 60 s"):
+        bring("/ck/last.pt")
+
 
 def test_a_checkpoint_on_a_host_out_of_reach_that_no_ready_host_reads_is_said_away(tmp_path: Path) -> None:
     from heet_tui.core.host import HostState
