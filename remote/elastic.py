@@ -349,7 +349,7 @@ class ElasticRun:
         line = {"step": self.step, "samples": self.samples,
                 "samples_per_s": round(samples / elapsed, 3) if elapsed > 0 else 0.0}
         if self.loss is not None:
-            line["loss"] = round(self.loss, 5)
+            line["loss"] = float(f"{self.loss:.6g}")  # round(x, 5) reported a converged 3e-6 as 0
         if self.dataset_samples:
             line["epoch"] = round(self.samples / self.dataset_samples, 4)
         # a tensor or numpy scalar (accuracy.mean()) is not JSON: its number is

@@ -142,3 +142,19 @@ def test_a_run_that_reaches_its_target_exits_though_its_loader_workers_ignore_si
         raise AssertionError("the run reached its target and did not exit") from None
     assert done.returncode == 0 and "fell off the end" in done.stderr, done.stderr[-2000:]
     assert "killed by signal" not in done.stderr
+
+
+def test_a_tiny_loss_is_reported_to_its_significant_digits(capsys) -> None:
+    """round(loss, 5) made a converged 3e-6 a reported loss of 0: jobs could not be compared by it."""
+    import json
+    import time
+
+    from heet_agent.elastic import PREFIX, ElasticRun
+
+    run = object.__new__(ElasticRun)  # the reporting alone: no process group, no model
+    run.step, run.samples, run.loss, run.dataset_samples = 10, 80, 3.21e-6, None
+    run.emulated_speed, run.checkpoint, run.checkpoint_s, run.world_size = None, None, None, 1
+    run._window = (time.perf_counter() - 1.0, 80, 0.0)
+    run._report({})
+    line = json.loads(capsys.readouterr().out.strip()[len(PREFIX):])
+    assert line["loss"] == 3.21e-6
