@@ -26,13 +26,12 @@ MIN_GAIN_SHARE = 0.05  # and this share of the steps the checkpoint holds
 def reclaim_left_behind(executor: Executor, store: Store, host: str, now: float) -> set[str]:
     """``host`` is back and has reported its jobs (a cut-off copy there fenced, with how far it
     got): the jobs that go on from the checkpoints left on it."""
-    ck, entries = executor.checkpoints, {h.name: h for h in executor.hosts.hosts}
-    taken: set[str] = set()
-    if executor.read_only:  # a watching controller changes nothing: the next one weighs them
+    ck, taken = executor.checkpoints, set()
+    left = [(job_id, step) for job_id, (where, step) in ck.left_behind().items() if where == host]
+    if executor.read_only or not left:  # a watching controller changes nothing: the next one weighs them
         return taken
-    for job_id, (where, step) in ck.left_behind().items():
-        if where != host:
-            continue
+    entries = {h.name: h for h in executor.hosts.hosts}
+    for job_id, step in left:
         ck.forget_left_behind(job_id)
         rec = store.job(job_id)
         if rec is None or rec.job.state.terminal or host not in entries:
