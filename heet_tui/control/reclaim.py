@@ -26,7 +26,7 @@ MIN_GAIN_SHARE = 0.05  # and this share of the steps the checkpoint holds
 def reclaim_left_behind(executor: Executor, store: Store, host: str, now: float) -> set[str]:
     """``host`` is back and has reported its jobs (a cut-off copy there fenced, with how far it
     got): the jobs that go on from the checkpoints left on it."""
-    ck, taken = executor.checkpoints, set()
+    ck, taken = executor.checkpoints, set[str]()
     left = [(job_id, step) for job_id, (where, step) in ck.left_behind().items() if where == host]
     if executor.read_only or not left:  # a watching controller changes nothing: the next one weighs them
         return taken
