@@ -143,6 +143,12 @@ def _proposed(controller: Controller, seen: tuple[int | None, float, bool]) -> t
     plan_id, since, said = seen
     now = time.monotonic()
     if controller.pending_plan_id != plan_id:
+        if said and plan_id is not None and (gone := controller.store.plan(plan_id)) is not None \
+                and gone.status == "superseded":  # it was said to wait for approval, then went unsaid
+            after = (f"plan #{controller.pending_plan_id} follows" if controller.pending_plan_id is not None
+                     else "nothing is proposed now")
+            print(f"{time.strftime('%H:%M:%S')} {'plan':<10} plan #{plan_id} withdrawn: what it was made from "
+                  f"changed (jobs, hosts or measurements); {after}", flush=True)
         return controller.pending_plan_id, now, False
     if plan_id is None or said or now - since < SETTLE_S or (controller.auto_approve and not controller.held_why):
         return seen

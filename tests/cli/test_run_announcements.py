@@ -1,0 +1,52 @@
+"""What ``heet-tui run`` prints of plans: headless, its lines are all a user sees of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from heet_tui.cli.commands import run as run_command
+from heet_tui.control.store import Store
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.plan import Plan
+
+
+@dataclass
+class Watched:
+    store: Store
+    pending_plan_id: int | None = None
+    auto_approve: bool = False
+    held_why: str | None = None
+
+
+def test_a_plan_announced_as_waiting_then_withdrawn_says_so(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Seen: "plan #7 proposed ... heet-tui plan approve --id 7", then `plan approve --id 7` said
+    "not pending", and nothing had said it was gone."""
+    monkeypatch.setattr(run_command, "SETTLE_S", 0.0)
+    store = Store(tmp_path / "state")
+    plan = Plan.build({}, {"a": Allocation.of("a", "T4", {"h": [0]})}, "heet", 0.0)
+    ctl = Watched(store, store.add_plan(plan))
+    seen = run_command._proposed(ctl, (ctl.pending_plan_id, 0.0, False))
+    seen = run_command._proposed(ctl, seen)
+    assert f"plan #{ctl.pending_plan_id} proposed" in capsys.readouterr().out
+    store.set_plan_status(ctl.pending_plan_id, "superseded", 1.0)
+    withdrawn, ctl.pending_plan_id = ctl.pending_plan_id, None
+    run_command._proposed(ctl, seen)
+    out = capsys.readouterr().out
+    assert f"plan #{withdrawn} withdrawn: what it was made from changed" in out and "nothing is proposed now" in out
+
+
+@pytest.mark.parametrize("status", ["approved", "rejected"])
+def test_a_plan_that_went_by_approval_or_rejection_is_not_called_withdrawn(tmp_path: Path, monkeypatch, capsys,
+                                                                          status: str) -> None:
+    monkeypatch.setattr(run_command, "SETTLE_S", 0.0)
+    store = Store(tmp_path / "state")
+    ctl = Watched(store, store.add_plan(Plan.build({}, {"a": Allocation.of("a", "T4", {"h": [0]})}, "heet", 0.0)))
+    seen = run_command._proposed(ctl, run_command._proposed(ctl, (ctl.pending_plan_id, 0.0, False)))
+    store.set_plan_status(ctl.pending_plan_id, status, 1.0)
+    ctl.pending_plan_id = None
+    capsys.readouterr()
+    run_command._proposed(ctl, seen)
+    assert "withdrawn" not in capsys.readouterr().out
