@@ -80,11 +80,20 @@ async def fail_with_log_tail(executor: Executor, run: Run, why: str, crashes: in
         tail = [] if never_started else list(await executor.cluster.log_tail(rank.host, rank.agent_id, lines=20))
     except ClusterError as exc:
         tail = [f"(log tail unavailable: {exc})"]
-    executor.log_tails[run.job_id] = tuple(tail)
     last = next((line for line in reversed(tail) if line.strip()), "")
+    said = f"; last log line: {last}"
+    if not last and not never_started:  # it ended "last log line:" and nothing: rank 1 wrote none
+        said = f"; rank {rank.rank}'s log is empty"
+        if rank.rank != 0 and (first := run.ranks.get(0)) is not None:
+            try:
+                tail = list(await executor.cluster.log_tail(first.host, first.agent_id, lines=20))
+            except ClusterError:
+                tail = []
+            if last := next((line for line in reversed(tail) if line.strip()), ""):
+                said += f"; rank 0's last log line: {last}"
+    executor.log_tails[run.job_id] = tuple(tail)
     hint = crash_hint(tail, executor.hosts is not None and rank.host in executor.hosts.emulated_names())
-    message = f"{why} ({crashes} attempts)" + (f": {hint}" if hint else "") + (
-        f"; last log line: {last}" if not never_started else "")
+    message = f"{why} ({crashes} attempts)" + (f": {hint}" if hint else "") + (said if not never_started else "")
     executor.store.try_set_state(run.job_id, JobState.FAILED, executor.clock(), message[:500])
     lines = [why, *tail, *([f"hint: {hint}"] if hint else [])]
     executor.store.add_event(executor.clock(), "failed", "\n".join(lines)[-4000:], run.job_id, rank.host)
