@@ -97,7 +97,7 @@ def run_check(hosts_file: HostsFile, as_json: bool, hosts_option: str = "", owne
 MAX_HOPS = 8  # jump hosts approved in one "hosts trust", one after the other
 
 
-def run_trust(hosts_file: HostsFile, name: str, assume_yes: bool, fingerprint: str | None = None) -> int:
+def run_trust(hosts_file: HostsFile, name: str, assume_yes: bool, fingerprint: str | list[str] | None = None) -> int:
     """Show the host's key fingerprint, ask y/N (unless ``assume_yes`` for a new key, or the key
     is the ``fingerprint`` given), record it in known_hosts."""
     try:
@@ -115,8 +115,8 @@ def run_trust(hosts_file: HostsFile, name: str, assume_yes: bool, fingerprint: s
         if found.trusted:
             print(f"{name}: its key {found.fingerprint} is already trusted ({found.target.trust_file})")
             return 0
-        if not _approve(name, found, assume_yes, fingerprint):
-            print("Not trusted.")
+        given = [fingerprint] if isinstance(fingerprint, str) else fingerprint
+        if not _approve(name, found, assume_yes, given):
             return 1
         try:
             written = asyncio.run(trust_host(replace(entry), found.fingerprint, hosts_file.ssh_config))
@@ -128,18 +128,24 @@ def run_trust(hosts_file: HostsFile, name: str, assume_yes: bool, fingerprint: s
     raise CliError(f"{name}: more than {MAX_HOPS} jump hosts")
 
 
-def _approve(name: str, found: KeyToApprove, assume_yes: bool, fingerprint: str | None = None) -> bool:
+def _approve(name: str, found: KeyToApprove, assume_yes: bool, fingerprints: list[str] | None = None) -> bool:
     where = f"{found.target.hostname}:{found.target.port}"
     whose = f"Jump host {found.via} ({where}), on the way to {name}," if found.via else f"Host {name} ({where})"
     print(f"{whose} presents a {found.key.get_algorithm()} key with fingerprint\n    {found.fingerprint}")
     if found.changed:  # what a man-in-the-middle looks like: never worded as routine
         print(f"WARNING: this is NOT the key recorded for it in {found.target.trust_file} or ~/.ssh/known_hosts: "
               "the key CHANGED. Check with the host's admin before trusting it; trusting replaces the old key.")
-    if fingerprint is not None and found.fingerprint == fingerprint:
+    if fingerprints and found.fingerprint in fingerprints:
         return True  # the user checked this very key
-    if fingerprint is not None:  # asking "trust it?" after a mismatch invited a "y" to the wrong key
-        print(f"Refused: that is not the fingerprint you gave ({fingerprint}). Check again with the host's admin; "
-              "nothing was recorded")
+    if fingerprints:  # asking "trust it?" after a mismatch invited a "y" to the wrong key
+        if found.via:  # it read as if the host's own key were wrong, though it was the jump host's
+            print(f"Refused: the jump host {found.via}'s key is not trusted yet and is none of the fingerprints "
+                  f"you gave ({', '.join(fingerprints)}). Check its fingerprint with its admin too, then give both: "
+                  f"heet-tui hosts trust {name} --fingerprint <{found.via}'s> --fingerprint <{name}'s>; "
+                  "nothing was recorded.")
+        else:
+            print(f"Refused: that is not the fingerprint you gave ({', '.join(fingerprints)}). Check again with the "
+                  "host's admin; nothing was recorded.")
         return False
     if found.changed and assume_yes:
         # --yes is for first contact in scripts; it replaced a changed key (what an attack looks like) unasked
@@ -151,4 +157,6 @@ def _approve(name: str, found: KeyToApprove, assume_yes: bool, fingerprint: str 
     if not sys.stdin.isatty():
         raise UsageError("not a terminal: pass --yes to trust without asking")
     answer = input(f"Trust it and record it in {found.target.trust_file}? [y/N] ").strip().lower()
+    if answer not in ("y", "yes"):
+        print("Not trusted.")
     return answer in ("y", "yes")

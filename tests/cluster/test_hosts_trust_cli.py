@@ -107,3 +107,24 @@ def test_a_key_the_systems_known_hosts_holds_otherwise_is_a_changed_key_and_yes_
     said = capsys.readouterr().out
     assert "the key CHANGED" in said and "Refused: --yes does not replace a changed key" in said
     assert lab.known_hosts.read_text() == before
+
+
+def test_with_an_untrusted_jump_host_each_hops_fingerprint_is_given_and_a_mismatch_names_the_jump_host(lab, capsys):
+    """Seen: `hosts trust a --fingerprint <a's>` with the bastion not trusted yet said "that is not
+    the fingerprint you gave", of the bastion's key, as if a's were wrong; and no one call could
+    trust both."""
+    jump, target = lab.add_host("gate", trusted=False), lab.add_host("inside", trusted=False)
+    hosts = load_hosts(lab.hosts_toml([lab.entry_for(target, jump=f"root@{jump.address}:{jump.port}")]))
+
+    def fingerprint(server) -> str:
+        return subprocess.run(["ssh-keygen", "-l", "-E", "sha256", "-f", f"{server.host_key}.pub"], check=True,
+                              capture_output=True, text=True).stdout.split()[1]
+
+    assert run_trust(hosts, "inside", assume_yes=False, fingerprint=[fingerprint(target)]) == 1
+    said = capsys.readouterr().out
+    assert f"Refused: the jump host {jump.address}'s key is not trusted yet" in said, said
+    assert "--fingerprint <" in said and "Not trusted." not in said, "one refusal, said once"
+    assert jump.known_hosts_line not in lab.known_hosts.read_text()
+    assert run_trust(hosts, "inside", assume_yes=False, fingerprint=[fingerprint(jump), fingerprint(target)]) == 0
+    known = lab.known_hosts.read_text()
+    assert jump.known_hosts_line in known and target.known_hosts_line in known

@@ -81,8 +81,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("name")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation (a new key only; a changed "
                    "key needs --fingerprint)")
-    p.add_argument("--fingerprint", metavar="SHA256:...", help="trust the key only if it has this fingerprint "
-                   "(checked with the host's admin); also replaces a changed key, without asking")
+    p.add_argument("--fingerprint", metavar="SHA256:...", action="append",
+                   help="trust the key only if it has this fingerprint (checked with the host's admin); also "
+                   "replaces a changed key, without asking; give it once per host on the way when jump hosts are "
+                   "not trusted yet")
     p.set_defaults(func=cmd_trust)
 
 
