@@ -18,6 +18,7 @@ from heet_tui.control.host_loss import left_out_of_reach
 from heet_tui.control.job_update import apply_update, planned_updates
 from heet_tui.control.retry import retry_job
 from heet_tui.control.user_constraints import PendingEdits
+from heet_tui.core.host import HostState
 from heet_tui.core.intents import (
     WARNING_SEP,
     ApprovePlan,
@@ -235,6 +236,10 @@ class IntentHandler:
 
     async def _ConnectHost(self, intent: ConnectHost) -> str:
         try:
+            if self.ctl.cluster.host_status(intent.host).state is HostState.READY:
+                # it said "reconnecting" and did nothing: a ready host's session is not dropped (its jobs'
+                # events would stop a moment for no reason); a changed known_hosts is read at its next connect
+                return f"{intent.host} is connected (ready): nothing to reconnect"
             await self.ctl.cluster.reconnect(intent.host)
         except ClusterError as exc:
             raise ValueError(str(exc)) from None

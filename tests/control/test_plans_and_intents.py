@@ -1,4 +1,4 @@
-"""A plan the user rejected, made again after something changed, while another plan is pending."""
+"""Plans the user rejected or is reading while things change, and a reconnect of a ready host."""
 
 from __future__ import annotations
 
@@ -86,3 +86,22 @@ def test_a_plan_that_stands_while_jobs_run_shows_figures_of_now(tmp_path: Path) 
 
     early, late = asyncio.run(scenario())
     assert late < 0.7 * early, (early, late)
+
+
+def test_reconnecting_a_ready_host_says_there_is_nothing_to_reconnect(tmp_path: Path) -> None:
+    """c on a ready host said "reconnecting gpu-c" and did nothing."""
+    from heet_tui.core.intents import ConnectHost
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> str:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, profile=False))
+        await ctl.start()
+        try:
+            await wait_for(ctl, lambda s: s.hosts and s.hosts[0].state.value == "ready", 30, "the host ready")
+            return await ctl.post(ConnectHost("only"))
+        finally:
+            await ctl.stop()
+
+    assert asyncio.run(scenario()) == "only is connected (ready): nothing to reconnect"
