@@ -6,26 +6,26 @@ import asyncio
 from dataclasses import replace
 from pathlib import Path
 
-from control_lab import job, wait_for, write_job, write_local_hosts
+from control_lab import job, manual_controller, wait_for, write_job, write_local_hosts
 
-from heet_tui.config.hosts_file import load_hosts
-from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.config.hosts_file import HostsFile, load_hosts
 from heet_tui.control.store import Store
 from heet_tui.core.intents import CancelJob, RejectPlan, SubmitJob
 from heet_tui.core.job import LEFT_QUEUED, JobState
+
+
+def _one_host(tmp_path: Path, gpus: int) -> tuple[HostsFile, Store]:
+    return load_hosts(write_local_hosts(tmp_path, [("only", "A100", gpus, 1.0)])), Store(tmp_path / "state")
 
 
 def test_a_pending_plan_made_from_what_changed_since_goes_when_the_rejected_one_comes_back(tmp_path: Path) -> None:
     """Jobs said "a plan that starts it was rejected; nothing is proposed until something changes"
     beside a pending plan that did start them: the round's plan was the rejected one again, and
     the older pending plan (made before the change) stayed up, approvable."""
-    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 2, 1.0)]))
-    store = Store(tmp_path / "state")
+    hosts, store = _one_host(tmp_path, 2)
 
     async def scenario() -> None:
-        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, profile=False))
-        await ctl.start()
-        try:
+        async with manual_controller(hosts, store, interval_s=0.2) as ctl:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=50, max_gpus=1))))
             first = await wait_for(ctl, lambda s: s.plan_id is not None, 30, "a plan starting a")
             await ctl.post(RejectPlan(first.plan_id))
@@ -40,8 +40,6 @@ def test_a_pending_plan_made_from_what_changed_since_goes_when_the_rejected_one_
             assert snap.plan_id is None, f"plan #{second.plan_id} (starting the cancelled b) is no longer pending"
             assert store.plan(second.plan_id).status == "superseded"
             assert job(snap, "a").message.startswith(LEFT_QUEUED) and "rejected" in job(snap, "a").message
-        finally:
-            await ctl.stop()
 
     asyncio.run(scenario())
 
@@ -52,13 +50,10 @@ def test_a_plan_that_stands_while_jobs_run_shows_figures_of_now(tmp_path: Path) 
     a minute and a half on, and was approvable as such."""
     from heet_tui.core.intents import ApprovePlan
 
-    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 2, 1.0)]))
-    store = Store(tmp_path / "state")
+    hosts, store = _one_host(tmp_path, 2)
 
     async def scenario() -> tuple[float, float]:
-        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, profile=False))
-        await ctl.start()
-        try:
+        async with manual_controller(hosts, store, interval_s=0.2) as ctl:
             await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=3000, max_gpus=1))))
             first = await wait_for(ctl, lambda s: s.plan_id is not None, 30, "a plan starting a")
             await ctl.post(ApprovePlan(first.plan_id))
@@ -81,8 +76,6 @@ def test_a_plan_that_stands_while_jobs_run_shows_figures_of_now(tmp_path: Path) 
             later = await wait_for(ctl, lambda s: job(s, "a").progress > 0.6, 120, "a well on")
             assert later.plan_id == shown.plan_id, "the same plan stands: nothing it was made from changed"
             return early, later.plan.effect.for_job("a").completion_s
-        finally:
-            await ctl.stop()
 
     early, late = asyncio.run(scenario())
     assert late < 0.7 * early, (early, late)
@@ -92,16 +85,11 @@ def test_reconnecting_a_ready_host_says_there_is_nothing_to_reconnect(tmp_path: 
     """c on a ready host said "reconnecting gpu-c" and did nothing."""
     from heet_tui.core.intents import ConnectHost
 
-    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
-    store = Store(tmp_path / "state")
+    hosts, store = _one_host(tmp_path, 1)
 
     async def scenario() -> str:
-        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, profile=False))
-        await ctl.start()
-        try:
+        async with manual_controller(hosts, store, interval_s=0.2) as ctl:
             await wait_for(ctl, lambda s: s.hosts and s.hosts[0].state.value == "ready", 30, "the host ready")
             return await ctl.post(ConnectHost("only"))
-        finally:
-            await ctl.stop()
 
     assert asyncio.run(scenario()) == "only is connected (ready): nothing to reconnect"
