@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -102,14 +103,22 @@ def test_demo_workload_uses_the_shared_configurations():
         demo_workload((), 3)
 
 
+@contextlib.asynccontextmanager
+async def started_demo(tmp_path, jobs: int):
+    """A demo backend on the test profiles and its snapshot stream, stopped on the way out."""
+    backend = DemoBackend(profiles=profile_dir(tmp_path), jobs=jobs, round_wall_s=0.01)
+    await backend.start()
+    try:
+        yield backend, backend.snapshots()
+    finally:
+        await backend.stop()
+
+
 def test_a_submitted_specs_gpu_types_hold_in_the_demo_and_its_target_is_said_to_be_the_models(tmp_path):
     """A T4-only job was planned on 2xA100, the tweak dialog offered every type, and a 300-step
     target ran as a whole cifar10 training, none of it said."""
     async def scenario():
-        backend = DemoBackend(profiles=profile_dir(tmp_path), jobs=1, round_wall_s=0.01)
-        await backend.start()
-        stream = backend.snapshots()
-        try:
+        async with started_demo(tmp_path, 1) as (backend, stream):
             await next_with_plan(backend, stream)
             said = await backend.post(SubmitJob(str(EXAMPLES / "t4-only.toml")))
             assert "on T4" in said and "not to the spec's target" in said, said
@@ -121,18 +130,13 @@ def test_a_submitted_specs_gpu_types_hold_in_the_demo_and_its_target_is_said_to_
                 if job.allocation is not None:
                     break
             assert job.allocation is not None and job.allocation.gpu_type == "T4", job.allocation
-        finally:
-            await backend.stop()
 
     run(scenario())
 
 
 def test_rejecting_a_tweaked_plan_takes_the_tweak_back_as_the_help_says(tmp_path):
     async def scenario():
-        backend = DemoBackend(profiles=profile_dir(tmp_path), jobs=2, round_wall_s=0.01)
-        await backend.start()
-        stream = backend.snapshots()
-        try:
+        async with started_demo(tmp_path, 2) as (backend, stream):
             snap = await next_with_plan(backend, stream)
             job = snap.plan.changes[0].job_id
             await backend.post(EditJob(snap.plan_id, job, Constraints(pinned_type="T4", fixed_count=1)))
@@ -140,7 +144,5 @@ def test_rejecting_a_tweaked_plan_takes_the_tweak_back_as_the_help_says(tmp_path
             said = await backend.post(RejectPlan(snap.plan_id))
             assert f"your edit(s) to {job} taken back" in said, said
             assert backend.sim.jobs[job].constraints == Constraints()
-        finally:
-            await backend.stop()
 
     run(scenario())
