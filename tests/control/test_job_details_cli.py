@@ -78,6 +78,9 @@ def test_jobs_name_shows_one_job_with_its_history_and_events(tmp_path: Path,
         "submit's warning is kept with the job (it went by with the terminal's scrollback, or a toast)"
     assert main([*state, "jobs", "nope"]) == 2
     assert 'no job "nope"' in capsys.readouterr().err
+    store.update_progress("cnn", 78_724, 2_519_168, None)  # it printed 2.51917e+06 samples
+    assert main([*state, "jobs", "cnn"]) == 0
+    assert "  progress   78,724 steps, 2,519,168 samples" in capsys.readouterr().out
 
 
 def test_log_without_a_controller_shows_a_failures_recorded_tail_or_says_why_not(

@@ -114,8 +114,14 @@ def _progress(rec: JobRecord) -> str:
     job, spec = rec.job, rec.job.spec
     target = spec.target_samples
     share = f" ({100 * job.samples_done / target:.0f}% of the target)" if target else ""
-    steps = f"{job.steps_done} step" + ("s" if job.steps_done != 1 else "")
-    return f"{steps}, {job.samples_done:g} samples{share}; target {spec.target.value:g} {spec.target.kind.value}"
+    steps = f"{job.steps_done:,} step" + ("s" if job.steps_done != 1 else "")
+    # :g printed 2.51917e+06 samples beside "126080 samples" earlier
+    return (f"{steps}, {_count(job.samples_done)} samples{share}; target {_count(spec.target.value)} "
+            f"{spec.target.kind.value}")
+
+
+def _count(value: float) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
 
 
 def _clock(at: float) -> str:
