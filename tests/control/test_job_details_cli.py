@@ -81,6 +81,12 @@ def test_jobs_name_shows_one_job_with_its_history_and_events(tmp_path: Path,
     store.update_progress("cnn", 78_724, 2_519_168, None)  # it printed 2.51917e+06 samples
     assert main([*state, "jobs", "cnn"]) == 0
     assert "  progress   78,724 steps, 2,519,168 samples" in capsys.readouterr().out
+    store.set_state("quiet", JobState.RUNNING, 103.0, "running on 1xT4 on gpu1[0]")
+    assert main([*state, "cancel", "quiet"]) == 0  # no controller: its processes are stopped when one runs
+    capsys.readouterr()
+    assert main([*state, "jobs"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("quiet "))
+    assert "cancel requested; running on 1xT4" in row, "it showed only in --json"
 
 
 def test_log_without_a_controller_shows_a_failures_recorded_tail_or_says_why_not(

@@ -97,7 +97,10 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     table = [head] + [
         (r["id"], r["state"], str(r["steps"]), f"{r['target']['value']:g} {r['target']['kind']}",
          *((number(r["metrics"].get("loss")),) if losses else ()), r["gpus"], r["allocation"] or "-",
-         _age(now - r["submitted_at"]), duration(r["jct_s"]), r["message"]) for r in rows]
+         _age(now - r["submitted_at"]), duration(r["jct_s"]),
+         # a cancel not yet carried out (no controller ran, or its run is out of reach) showed only in --json
+         ("cancel requested; " if r["cancel_requested"] and not JobState(r["state"]).terminal else "") + r["message"])
+        for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(head) - 1)]
     # the message takes what the terminal has left (COLUMNS, else the terminal, else 120)
     room = line_room(sum(widths) + 2 * len(widths), MIN_MESSAGE_WIDTH)
