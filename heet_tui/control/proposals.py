@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from heet_tui.control.throughput import ThroughputBook
 
 RETRY_FAILED_PLAN_S = 60.0  # auto-approve does not apply a plan that just failed again before this
+# a standing plan's figures are written again once this far off: at planning's 10% its countdown
+# stood still for 45 s, then jumped
+STANDING_DRIFT = 0.02
 
 
 def plan_basis(inputs: list[planning.JobInput], cluster: ClusterView, policy: str, book: ThroughputBook) -> str:
@@ -80,7 +83,7 @@ def _standing(ctl: Controller, pending, inputs: list[planning.JobInput], cluster
         fresh = ctl.reevaluate(pending.plan, inputs, cluster)
     except ValueError:  # the moves no longer fit: the next change of basis replaces it
         fresh = pending.plan
-    if planning.drifted(pending.plan.effect, fresh.effect):
+    if planning.drifted(pending.plan.effect, fresh.effect, STANDING_DRIFT):
         ctl.store.refresh_proposed_plan(pending.id, fresh)
     return replace(PlanMade.of(fresh, weighed), plan_id=pending.id)
 
