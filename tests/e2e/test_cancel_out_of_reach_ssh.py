@@ -66,6 +66,6 @@ def test_a_cancel_while_the_host_is_out_says_the_process_is_stopped_when_it_is_b
     fenced = [e.message for e in store.events(limit=500) if "stopped stale" in e.message]
     assert not any("lost" in m.split(":", 1)[-1] or "out of reach" in m for m in fenced), fenced
     held = next(m for m in fenced if m.startswith("stopped stale held."))
-    step = int(held.split("run on to step ")[1].split(" ")[0])
+    step = int(held.split("run on to step ")[1].split(",")[0])
     assert "(its checkpoint there keeps them for a retry)" in held, held
     assert store.job("held").job.steps_done == step, "a retry says how far it got: where its checkpoint is"
