@@ -130,3 +130,27 @@ def test_a_retried_jobs_took_says_how_much_came_after_its_retry(tmp_path: Path,
     store.set_state("a", JobState.DONE, 187_200.0)
     assert main(["--state", str(tmp_path / "state"), "jobs", "a"]) == 0
     assert "  took       2d03h (2h00m of it since its retry)" in capsys.readouterr().out
+
+
+def test_a_job_id_is_its_own_job_whatever_its_state(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An id in the wrong state gave way to a job of the same name: `retry sw` while sw ran restarted
+    the cancelled sw-2 from scratch, and `cancel sw` run twice stopped sw-2 the second time."""
+    spec = tmp_path / "job.toml"
+    spec.write_text('name = "sw"\ncommand = ["python3", "t.py"]\nmodel = "m"\nbatch_size = 32\n'
+                    'target = { steps = 10 }\n')
+    store = Store(tmp_path / "state")
+    store.add_jobs([load_job_spec(spec)] * 2, 1.0)  # sw, sw-2
+    store.set_state("sw", JobState.RUNNING, 2.0)
+    store.set_state("sw-2", JobState.CANCELLED, 2.0, "cancelled")
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "retry", "sw"]) == 2
+    assert ("sw is running: only failed or cancelled jobs are retried (sw-2, of the same name, is cancelled: "
+            "retry it by that id)" in capsys.readouterr().err)
+    assert store.job("sw-2").job.state is JobState.CANCELLED
+    store.set_state("sw", JobState.CANCELLED, 3.0, "cancelled")
+    store.retry("sw-2", 4.0, "queued again")
+    store.set_state("sw-2", JobState.RUNNING, 5.0)
+    assert main([*state, "cancel", "sw"]) == 0  # again: a script's cleanup step run twice
+    assert "sw is already cancelled (sw-2, of the same name, is running: cancel it by that id)" in \
+        capsys.readouterr().out
+    assert not store.job("sw-2").cancel_requested

@@ -96,9 +96,19 @@ def _named(store: Store, name: str, pool: list[Job], states: Collection[JobState
     return [rec.job] if rec else []
 
 
+def sibling_in(store: Store, job: Job, states: Collection[JobState], verb: str) -> str:
+    """" (sweep-3-2, of the same name, is running: cancel it by that id)": what a name given as an
+    id was once taken to mean (the same spec submitted again), said instead of done."""
+    same = [r.job for r in store.jobs() if r.job.spec.name == job.spec.name and r.job.id != job.id
+            and r.job.state in states]
+    if not same:
+        return ""
+    return f" ({same[-1].id}, of the same name, is {same[-1].state.value}: {verb} it by that id)"
+
+
 def _cancel(store: Store, job: Job, pid: int | None) -> None:
     if job.state.terminal:
-        print(f"{job.id} is already {job.state.value}")
+        print(f"{job.id} is already {job.state.value}{sibling_in(store, job, ACTIVE, 'cancel')}")
         return
     store.request_cancel(job.id)
     now = time.time()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from heet_tui.cli.commands.cancel import add_names_command, resolve_jobs
+from heet_tui.cli.commands.cancel import add_names_command, resolve_jobs, sibling_in
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import UsageError
 from heet_tui.control.retry import retry_job
@@ -25,10 +25,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_retry(args: argparse.Namespace) -> int:
     store = open_store(args)
     jobs = resolve_jobs(store, args.names, ended=True, verb="retried", states=RETRYABLE)
-    refused = [f"{j.id} is {j.state.value}" for j in jobs if j.state not in RETRYABLE]
+    refused = [j for j in jobs if j.state not in RETRYABLE]
     if refused:
-        raise UsageError("; ".join(refused) + ": only failed or cancelled jobs are retried"
-                         + ("; nothing retried" if len(jobs) > 1 else ""))
+        raise UsageError("; ".join(f"{j.id} is {j.state.value}" for j in refused)
+                         + ": only failed or cancelled jobs are retried" + ("; nothing retried" if len(jobs) > 1 else "")
+                         + "".join(sibling_in(store, j, RETRYABLE, "retry") for j in refused))
     for job in jobs:
         try:
             print(retry_job(store, store.job(job.id), time.time()))
