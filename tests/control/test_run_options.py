@@ -24,3 +24,18 @@ def test_auto_approve_stays_as_last_set_until_a_run_says_otherwise(tmp_path: Pat
     assert remembered(), "a restart without the flag keeps it"
     assert main(["run", "--until-idle", "--no-auto-approve", "--no-profile", *where]) == 0
     assert not remembered()
+
+
+def test_until_idle_exits_1_only_for_a_job_that_failed_in_this_run(tmp_path: Path) -> None:
+    """A job that failed in an earlier run made every later `run --until-idle` exit 1, with nothing
+    queued at all: a CI step that reuses its state dir stayed red for good."""
+    from control_lab import write_job
+
+    from heet_tui.core.job import JobState
+
+    where = ["--hosts", str(write_local_hosts(tmp_path, [("h", "T4", 1, 1.0)])), "--state", str(tmp_path / "state")]
+    failing = write_job(tmp_path, "bad", steps=10, max_gpus=1, command=["python3", "-c", "raise SystemExit(3)"])
+    assert main(["submit", str(failing), *where[2:]]) == 0
+    assert main(["run", "--until-idle", "--auto-approve", "--no-profile", "--interval", "0.2", *where]) == 1
+    assert Store(tmp_path / "state").job("bad").job.state is JobState.FAILED
+    assert main(["run", "--until-idle", "--no-profile", "--interval", "0.2", *where]) == 0, "nothing failed now"

@@ -38,7 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--auto-approve", action=argparse.BooleanOptionalAction, default=None,
                    help="apply plans whose predicted gain is above --gain-threshold, and plans that move jobs off "
                         "drained hosts, without asking (default: as last set, here or with t in the TUI)")
-    p.add_argument("--until-idle", action="store_true", help="exit when every job is done, failed or cancelled")
+    p.add_argument("--until-idle", action="store_true", help="exit when every job is done, failed or cancelled: "
+                   "status 1 when a job failed during this run, else 0")
     p.add_argument("--interval", type=finite_float, default=2.0, metavar="S", help="seconds between rounds (default 2)")
     p.add_argument("--policy", default=None, help="scheduling policy (default: the last one used, else heet)")
     p.add_argument("--gain-threshold", type=float, default=0.05, help="auto-approve applies a plan that restarts jobs only if it is predicted to gain this fraction (default 0.05: 5%%)")
@@ -72,6 +73,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> int:
+    failed_before = {r.job.id for r in store.jobs() if r.job.state.value == "failed"}
     controller = Controller(hosts, store, options)
     warnings = logging.StreamHandler(sys.stderr)  # the log file has everything; the terminal its warnings
     warnings.setLevel(logging.WARNING)
@@ -131,7 +133,9 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> in
     if running:  # "still active" read as lost work
         print(f"{running} job(s) train on, unwatched; the next heet-tui run (or TUI) on {store.dir} picks them up "
               "where they are", flush=True)
-    return 1 if until_idle and failed else 0
+    # a job that failed in an earlier run (retried since, or left) made every later run exit 1: a CI step that
+    # reuses its state dir stayed red for good
+    return 1 if until_idle and set(failed) - failed_before else 0
 
 
 def _proposed(controller: Controller, seen: tuple[int | None, float, bool]) -> tuple[int | None, float, bool]:
