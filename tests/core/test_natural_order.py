@@ -19,3 +19,10 @@ def test_the_jobs_screens_name_sort_is_natural() -> None:
 
     jobs = [JobStatus(f"sweep-{i}", f"sweep-{i}", JobState.QUEUED, "m") for i in (10, 2, 1)]
     assert [j.name for j in sorted(jobs, key=SORTS["name"])] == ["sweep-1", "sweep-2", "sweep-10"]
+
+
+def test_a_decimal_is_one_number() -> None:
+    """lr0.01 and lr0.1 both read as 0, ".", 1: a sweep's learning rates were mixed, ordered by seed."""
+    names = ["sw-lr0.1-seed1", "sw-lr0.01-seed2", "sw-lr0.01-seed1", "sw-lr0.3-seed1", "sw-lr0.1-seed2"]
+    assert sorted(names, key=natural_key) == ["sw-lr0.01-seed1", "sw-lr0.01-seed2", "sw-lr0.1-seed1",
+                                              "sw-lr0.1-seed2", "sw-lr0.3-seed1"]
