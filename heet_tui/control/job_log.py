@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from heet_tui.control.store import Store
 
 MAX_LINES = 500
+NO_SUCH_RANK = "its latest run had ranks"  # a log asked of a rank the run did not have: the asker's mistake
 
 
 async def job_log(ctl: Controller, job_id: str, lines: int = 200, rank: int = 0,
@@ -51,7 +52,7 @@ async def job_log(ctl: Controller, job_id: str, lines: int = 200, rank: int = 0,
         alloc, generation = last
         hosts = [h for h, gpus in alloc.hosts for _ in gpus]  # rank r runs on the r-th GPU's host (launch.py)
         if not 0 <= rank < len(hosts):
-            raise ValueError(f"{job_id}: its latest run had ranks 0-{len(hosts) - 1}, not {rank}")
+            raise ValueError(f"{job_id}: {NO_SUCH_RANK} 0-{len(hosts) - 1}, not {rank}")
         host, agent_id = hosts[rank], rank_agent_id(job_id, rank, ctl.store.store_id)
     try:
         path, found = await ctl.cluster.log_file_tail(host, agent_id, lines=lines, generation=generation)

@@ -114,10 +114,14 @@ def test_a_plan_asked_for_by_id_that_is_not_pending_is_an_error(tmp_path: Path,
         async with manual_controller(hosts, store):
             assert await asyncio.to_thread(main, ["plan", "show", *state]) == 0
             assert await asyncio.to_thread(main, ["plan", "show", "--id", "9", *state]) == 2
+            out, err = capsys.readouterr()
+            assert "no plan pending" in out and f"no plan #9 in {tmp_path / 'state'}" in err  # "is not pending" hid that
+            # nothing to approve is a failure, said on stderr: on stdout a script took it for data
+            assert await asyncio.to_thread(main, ["plan", "approve", *state]) == 1
+            out, err = capsys.readouterr()
+            assert out == "" and "no plan pending" in err
 
     run_and_clean(scenario, tmp_path)
-    out, err = capsys.readouterr()
-    assert "no plan pending" in out and f"no plan #9 in {tmp_path / 'state'}" in err  # "is not pending" hid that
 
 
 def test_plan_show_says_how_sure_each_completion_is() -> None:

@@ -18,7 +18,7 @@ from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_location_options
 from heet_tui.cli.printable import printable
 from heet_tui.control.attach_client import AttachedBackend, ControllerGone
-from heet_tui.control.job_log import MAX_LINES, recorded_failure_tail
+from heet_tui.control.job_log import MAX_LINES, NO_SUCH_RANK, recorded_failure_tail
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store
 from heet_tui.core.job import JobState
@@ -55,7 +55,8 @@ def cmd_log(args: argparse.Namespace) -> int:
         asyncio.run(_ask(store, rec.job.id, args.lines, args.follow, args.rank))
     except (ControllerGone, ValueError, TimeoutError) as exc:
         said = str(exc) or "the controller did not answer in time"
-        raise CliError(said if said.startswith(f"{rec.job.id}:") else f"{rec.job.id}: {said}") from None
+        said = said if said.startswith(f"{rec.job.id}:") else f"{rec.job.id}: {said}"
+        raise (UsageError if NO_SUCH_RANK in said else CliError)(said) from None  # exited 1, as a failure
     except KeyboardInterrupt:
         pass
     return 0

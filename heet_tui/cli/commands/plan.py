@@ -68,9 +68,12 @@ async def _plan(state_dir, action: str, expected: int | None) -> int:
         if (snap.plan is None or snap.plan_id is None) and expected is not None:
             raise UsageError(f"plan #{expected} is not pending: no plan is (the current allocation stands)")
         if snap.plan is None or snap.plan_id is None:
-            print("no plan pending: the current allocation stands" + (" (auto-approve is on)" if snap.auto_approve
-                                                                       else ""))
-            return 0 if action == "show" else 1
+            said = "no plan pending: the current allocation stands" + (" (auto-approve is on)" if snap.auto_approve
+                                                                        else "")
+            if action != "show":  # nothing to approve is a failure: it went to stdout, where a script reads data
+                raise CliError(said)
+            print(said)
+            return 0
         if expected is not None and expected != snap.plan_id:
             raise UsageError(f"plan #{expected} is not the one pending (plan #{snap.plan_id} is): look at it first")
         if action == "show":
