@@ -37,6 +37,17 @@ def test_submit_list_cancel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert rows["cnn-2"]["jct_s"] is None and rows["cnn-2"]["ended_at"] is None, "still queued"
     cancelled = store.job("cnn").job
     assert rows["cnn"]["jct_s"] == round(cancelled.history[-1][0] - cancelled.submitted_at, 3) >= 0
+    assert rows["cnn-2"]["samples_per_s"] is None, "not running"
+    # a running job's latest measured speed (scripts parsed `jobs NAME` for it)
+    from heet_tui.core.allocation import Allocation
+
+    store.set_state("cnn-2", JobState.RUNNING, 10.0)
+    store.record_allocation(Allocation.of("cnn-2", "T4", {"h": [0]}), 1, 10.0, store.job("cnn-2").job.spec)
+    store.add_observation("cnn-2", "T4", "1", 300.0, 11.0, "profiling")
+    store.add_observation("cnn-2", "T4", "1", 812.5, 20.0, "running")
+    assert main([*state, "jobs", "--json"]) == 0
+    rows = {j["id"]: j for j in json.loads(capsys.readouterr().out)["jobs"]}
+    assert (rows["cnn-2"]["samples_per_s"], rows["cnn-2"]["samples_per_s_at"]) == (812.5, 20.0)
 
 
 def test_a_failed_jobs_whole_message_is_shown(tmp_path: Path, capsys: pytest.CaptureFixture[str],
