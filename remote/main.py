@@ -43,6 +43,7 @@ class Agent:
         self.jobs = JobTable(workdir, self_argv, self.send_event)
         self.heartbeat_s = 3.0
         self.sampler = None  # reads the GPUs beside the loop (gpu_sampler.py), once hello found some
+        self.read_limit_s = None  # hello's limit on one reading; None before hello
         self.next_heartbeat = None
         self.seq = 0
         self.source, self.gpus = "none", []
@@ -133,16 +134,22 @@ class Agent:
         jobs = [] if self.check_only else self.jobs.adopt()
         if not self.check_only:  # a check-only agent has not read the job table: it cannot tell whose
             mark_others(inv["gpus"], self.jobs.jobs)
-        read = inventory.reader(self.source, _positive(args.get("gpu_read_limit_s"), inventory.SAMPLE_LIMIT_S))
-        if read is not None and self.sampler is None and not self.check_only:
-            self.sampler = GpuSampler(read, self.heartbeat_s, self.source)
-            self.sampler.start()
+        self.read_limit_s = _positive(args.get("gpu_read_limit_s"), inventory.SAMPLE_LIMIT_S)
+        self._start_sampler()
         self.next_heartbeat = time.time() + self.heartbeat_s
         return {"protocol": PROTOCOL_VERSION, "agent_version": AGENT_VERSION, "pid": os.getpid(),
                 "inventory": inv, "jobs": jobs, "notes": self.jobs.notes, "workdir_problem": self.jobs.save_problem}
 
+    def _start_sampler(self):
+        read = inventory.reader(self.source, self.read_limit_s)
+        if read is not None and self.sampler is None and not self.check_only:
+            self.sampler = GpuSampler(read, self.heartbeat_s, self.source)
+            self.sampler.start()
+
     def op_inventory(self, args):
         self.source, self.gpus, notes = inventory.probe_gpus(self.emulate, self.probes, self.probe_limit_s)
+        if self.read_limit_s is not None:  # asked again after hello (c on a host whose GPUs were not read):
+            self._start_sampler()  # a source found now gets its readings too
         warnings = [n for n in notes if n.endswith(inventory.SHADOWED)]
         return {"source": self.source, "gpus": self.gpus, "notes": notes, "warnings": warnings,
                 "facts": inventory.host_facts()}

@@ -341,8 +341,9 @@ class Cluster:
                                                 "grace_s": grace_s}, self.options.request_timeout_s)
         return tuple(RemoteJob.from_wire(host, raw) for raw in result.get("fenced") or ())
 
-    async def reconnect(self, host: str) -> None:
-        self._sup(host).wake()
+    async def reconnect(self, host: str) -> str:
+        """Retry a host that is out now; a ready one has its GPUs read again. Says which."""
+        return self._sup(host).read_gpus_again()
 
     async def trust(self, host: str, fingerprint: str) -> Path:
         """Record ``host``'s key (it must still have ``fingerprint``) and reconnect it now."""

@@ -258,6 +258,21 @@ class HostSupervisor:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._wake.wait(), delay)
 
+    def read_gpus_again(self) -> str:
+        """A ready host's GPUs listed again on request (``c``): one whose GPUs could not be read
+        (nvidia-ml-py missing, a hung NVML call since fixed) was never read again, and ``c`` said
+        "nothing to reconnect"; an edit of its hosts entry was the only way."""
+        name = self.entry.name
+        if self.client is None or self.state is not HostState.READY:
+            self.wake()
+            return f"reconnecting {name}"
+        if any(j.running for j in self.jobs.values()):  # jobs hold GPUs by their numbers (_on_heartbeat)
+            return f"{name} is connected; its GPUs are listed again when no heet job runs there"
+        if not self._rereading:
+            self._rereading = True
+            asyncio.ensure_future(self._reread_gpus(self.client, "read again by hand"))
+        return f"{name} is connected: reading its GPUs again"
+
     def wake(self) -> None:
         """Retry now instead of waiting out the backoff (after ``trust_host``, or a user's retry)."""
         self._wake.set()

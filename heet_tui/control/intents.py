@@ -18,7 +18,6 @@ from heet_tui.control.host_loss import left_out_of_reach
 from heet_tui.control.job_update import apply_update, planned_updates
 from heet_tui.control.retry import retry_job
 from heet_tui.control.user_constraints import PendingEdits
-from heet_tui.core.host import HostState
 from heet_tui.core.intents import (
     WARNING_SEP,
     ApprovePlan,
@@ -235,15 +234,10 @@ class IntentHandler:
         return f"{intent.host} {'drained: its jobs move at the next plan' if intent.drained else 'back in service'}"
 
     async def _ConnectHost(self, intent: ConnectHost) -> str:
-        try:
-            if self.ctl.cluster.host_status(intent.host).state is HostState.READY:
-                # it said "reconnecting" and did nothing: a ready host's session is not dropped (its jobs'
-                # events would stop a moment for no reason); a changed known_hosts is read at its next connect
-                return f"{intent.host} is connected (ready): nothing to reconnect"
-            await self.ctl.cluster.reconnect(intent.host)
+        try:  # a ready host is not dropped (its jobs' events would stop a moment): its GPUs are read again
+            return await self.ctl.cluster.reconnect(intent.host)
         except ClusterError as exc:
             raise ValueError(str(exc)) from None
-        return f"reconnecting {intent.host}"
 
     async def _TrustHostKey(self, intent: TrustHostKey) -> str:
         try:

@@ -166,3 +166,25 @@ def test_gpus_renumbered_under_a_running_job_are_listed_again_once_it_ends(
             assert snap.hosts[0].gpus[0].uuid == SECOND_GPU
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_c_on_a_ready_host_whose_gpus_could_not_be_read_reads_them_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its driver failing at connect, the host was ready with no usable GPU, never read again once
+    the driver was fixed, and c said "nothing to reconnect": an edit of its entry was the only way."""
+    from heet_tui.core.intents import ConnectHost
+
+    hosts_path, _, _, lost = _switchable_box(tmp_path, monkeypatch)
+    lost.touch()
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        async with started_controller(load_hosts(hosts_path), store, OPTIONS) as ctl:
+            await wait_for(ctl, lambda s: s.hosts and s.hosts[0].state.value == "ready", 60, "box ready")
+            assert not ctl.hub.latest.hosts[0].gpus, "its GPUs could not be read"
+            lost.unlink()  # the driver answers again
+            said = await ctl.post(ConnectHost("box"))
+            assert said == "box is connected: reading its GPUs again", said
+            await wait_for(ctl, lambda s: len(s.hosts[0].gpus) == 2, 30, "box's two A100s")
+
+    run_and_clean(scenario, tmp_path)

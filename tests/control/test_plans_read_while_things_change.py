@@ -1,4 +1,4 @@
-"""Plans the user rejected or is reading while things change, and a reconnect of a ready host."""
+"""Plans the user rejected, or is reading while things change."""
 
 from __future__ import annotations
 
@@ -82,17 +82,3 @@ def test_a_plan_that_stands_while_jobs_run_shows_figures_of_now(tmp_path: Path) 
 
     early, late = asyncio.run(scenario())
     assert late < 0.7 * early, (early, late)
-
-
-def test_reconnecting_a_ready_host_says_there_is_nothing_to_reconnect(tmp_path: Path) -> None:
-    """c on a ready host said "reconnecting gpu-c" and did nothing."""
-    from heet_tui.core.intents import ConnectHost
-
-    hosts, store = _one_host(tmp_path, 1)
-
-    async def scenario() -> str:
-        async with manual_controller(hosts, store, interval_s=0.2) as ctl:
-            await wait_for(ctl, lambda s: s.hosts and s.hosts[0].state.value == "ready", 30, "the host ready")
-            return await ctl.post(ConnectHost("only"))
-
-    assert asyncio.run(scenario()) == "only is connected (ready): nothing to reconnect"
