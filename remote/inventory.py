@@ -118,6 +118,10 @@ def parse_nvidia_smi_csv(text):
         if index is None:
             continue
         total = _smi_number(parts[3], int)
+        # "[GPU requires reset]" as its name, "ERR!" as a reading: a broken GPU, whose bracketed text
+        # became its name, and jobs were put on it (NVML fails the whole reading of a lost one)
+        trouble = next((p for p in parts[2:6] if p == "ERR!" or (p.startswith("[") and p.lower() not in _SMI_MISSING)),
+                       None)
         gpus.append({
             "index": index,
             "uuid": parts[1] if parts[1].lower() not in _SMI_MISSING else "",
@@ -126,6 +130,7 @@ def parse_nvidia_smi_csv(text):
             "memory_used_mb": _smi_number(parts[4], int),
             "utilization": _smi_number(parts[5], float),
             "processes": None,
+            **({"error": trouble} if trouble is not None else {}),
         })
     return gpus
 

@@ -51,7 +51,7 @@ def gpus_offered(entry: HostEntry, source: str, raw_gpus: Any) -> tuple[tuple[Gp
     """The host's usable GPUs and what a user must hear about those left out."""
     allowed = set(entry.gpus) if entry.gpus is not None else None
     found, warnings = [], []
-    mig = []
+    mig, broken = [], []
     listed = list(raw_gpus or ()) if isinstance(raw_gpus, list) else []
     if len(listed) > MAX_GPUS:  # a compromised agent claimed 7,000, and every plan went there
         warnings.append(f"the agent lists {len(listed)} GPUs: only the first {MAX_GPUS} are used")
@@ -64,6 +64,9 @@ def gpus_offered(entry: HostEntry, source: str, raw_gpus: Any) -> tuple[tuple[Gp
         if raw.get("mig") is True:  # CUDA_VISIBLE_DEVICES=<index> would reach one slice at most
             mig.append(index)
             continue
+        if raw.get("error"):  # the driver says it is broken: a job there crashes, or hangs
+            broken.append(f"gpu{index} ({str(raw['error'])[:MAX_NAME]})")
+            continue
         name = str(raw.get("name") or "unknown")[:MAX_NAME]
         gpu_type = entry.gpu_type or (name if source == "emulated" else short_gpu_type(name))
         found.append(Gpu(index=index, gpu_type=gpu_type, memory_mb=_whole(raw.get("memory_mb")) or 0,
@@ -73,6 +76,17 @@ def gpus_offered(entry: HostEntry, source: str, raw_gpus: Any) -> tuple[tuple[Gp
     if mig:
         warnings.append(f"{_gpus(mig)} left out: MIG mode is on (heet-tui hands out whole GPUs; "
                         "nvidia-smi -i N -mig 0 turns it off)")
+    if broken:
+        warnings.append(f"left out, as nvidia-smi reports: {', '.join(broken)}; see nvidia-smi -q and dmesg (Xid) "
+                        "on the host")
+    if entry.gpu_type and source not in ("emulated", "none") and listed:
+        declared = entry.gpu_type.casefold()
+        real = sorted(t for t in {short_gpu_type(str(g.get("name") or "")) for g in listed if isinstance(g, dict)
+                                  and not g.get("error")} - {"unknown", ""}
+                      if t.casefold() not in declared and declared not in t.casefold())  # "A100-80G" for A100: fine
+        if real:  # a copied entry sent A100-only jobs to consumer cards, the real name shown nowhere
+            warnings.append(f"gpu_type = \"{entry.gpu_type}\" in the hosts file, but the driver names its GPUs "
+                            f"{', '.join(real)}: plans treat them as {entry.gpu_type}")
     types = Counter(g.gpu_type for g in found)
     if len(types) > 1:
         first = {t: min(g.index for g in found if g.gpu_type == t) for t in types}

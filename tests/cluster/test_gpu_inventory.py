@@ -110,3 +110,33 @@ def test_real_gpus_of_a_type_other_hosts_emulate_are_a_warning(tmp_path: Path) -
                         '(emulate = { gpu_type = "A100-emu", ... })']
     assert hosts.emulation_clash("box", "V100") is None and hosts.emulation_clash("emu", "") is None
 
+
+
+def test_a_gpu_nvidia_smi_calls_broken_is_left_out_and_said_so() -> None:
+    """"[GPU requires reset]" became the GPU's name (hidden by the declared gpu_type), and a
+    two-GPU job was launched onto it; an "ERR!" reading was taken as missing."""
+    text = ("0, GPU-a, NVIDIA A100-SXM4-40GB, 40960, 10, 0\n"
+            "1, GPU-b, [GPU requires reset], [GPU requires reset], [GPU requires reset], [GPU requires reset]\n"
+            "2, GPU-c, NVIDIA A100-SXM4-40GB, 40960, ERR!, ERR!\n"
+            "3, GPU-d, NVIDIA A100-SXM4-40GB, 40960, [N/A], [N/A]\n")
+    raw = parse_nvidia_smi_csv(text)
+    assert [g.get("error") for g in raw] == [None, "[GPU requires reset]", "ERR!", None], "[N/A] is no error"
+    declared = HostEntry("box", "127.0.0.1", gpu_type="A100")
+    _, gpus, warnings = read_inventory(declared, {"source": "nvidia-smi", "gpus": raw}, NO_NOTES)
+    assert [g.index for g in gpus] == [0, 3]
+    assert warnings == ["left out, as nvidia-smi reports: gpu1 ([GPU requires reset]), gpu2 (ERR!); see "
+                        "nvidia-smi -q and dmesg (Xid) on the host"]
+
+
+def test_a_declared_gpu_type_the_driver_contradicts_is_a_warning() -> None:
+    """A copied entry said gpu_type = "A100" of RTX 4090s: A100-only jobs went to consumer cards,
+    and the real name was shown nowhere."""
+    raw = [_raw(0, "NVIDIA GeForce RTX 4090"), _raw(1, "NVIDIA GeForce RTX 4090")]
+    _, gpus, warnings = read_inventory(HostEntry("b", "127.0.0.1", gpu_type="A100"),
+                                       {"source": "nvml", "gpus": raw}, NO_NOTES)
+    assert [g.gpu_type for g in gpus] == ["A100", "A100"], "the hosts file has the last word"
+    assert warnings == ['gpu_type = "A100" in the hosts file, but the driver names its GPUs RTX4090: plans treat '
+                        "them as A100"]
+    a100 = [_raw(0, "NVIDIA A100-SXM4-80GB")]
+    assert read_inventory(HostEntry("b", "127.0.0.1", gpu_type="A100-80G"), {"source": "nvml", "gpus": a100},
+                          NO_NOTES)[2] == [], "a finer name of the same type is the user's to choose"
