@@ -69,7 +69,8 @@ def why_waiting(spec: JobSpec, cluster: ClusterView) -> str | None:
         if not h.drained:
             capacity[h.gpu_type] = capacity.get(h.gpu_type, 0) + len(h.free)
     if not capacity:
-        return f"{PREFIX}no host is ready (see the Cluster screen, or heet-tui hosts check)"
+        # "no host is ready" beside 3 of 3 ready hosts whose GPUs could not be read (no NVML there)
+        return f"{PREFIX}no ready host has a usable GPU (see the Cluster screen, or heet-tui hosts check)"
     allowed = {t: n for t, n in capacity.items() if spec.allows(t)}
     if not allowed:
         ready = ", ".join(f"{n}x{t}" for t, n in sorted(capacity.items()))

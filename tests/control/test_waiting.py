@@ -34,8 +34,8 @@ def test_the_reason_names_what_is_missing_and_what_there_is() -> None:
         "cannot start yet: it needs at least 5 GPUs of one type; the most the ready hosts have is 4xT4")
     assert why_waiting(_spec(lo=3, types=("A100",)), cluster).endswith("is 2xA100")
     assert why_waiting(_spec(), ClusterView(())) == (
-        "cannot start yet: no host is ready (see the Cluster screen, or heet-tui hosts check)")
-    assert "no host is ready" in why_waiting(_spec(types=("T4",)), ClusterView(()))
+        "cannot start yet: no ready host has a usable GPU (see the Cluster screen, or heet-tui hosts check)")
+    assert "no ready host has a usable GPU" in why_waiting(_spec(types=("T4",)), ClusterView(()))
 
 
 def test_a_job_too_big_for_the_cluster_says_so_until_a_host_joins(tmp_path: Path) -> None:
