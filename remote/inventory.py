@@ -229,6 +229,10 @@ def probe_gpus(emulate=None, probes=("nvml", "nvidia-smi"), limit_s=PROBE_LIMIT_
                 raise ProbeTimeout(f"{probe}: {exc}") from None
             notes.append(f"{probe}: {exc}")
             break
+        except ModuleNotFoundError as exc:  # "No module named 'pynvml'" named no package, nor which python
+            notes.append(f"{probe}: {exc.name or 'pynvml'} is not importable by {sys.executable} (pip install "
+                         "nvidia-ml-py for that python)")
+            continue
         except Exception as exc:
             notes.append(f"{probe}: {_text(exc) or type(exc).__name__}")
             continue

@@ -42,8 +42,8 @@ def read_inventory(entry: HostEntry, inventory: dict[str, Any],
         why = "; ".join(_texts(inventory.get("notes")))
         warnings.append(
             f"no usable GPUs: the hosts file's gpus = [...] names none of the {found} found" if found else
-            f"no usable GPUs{': ' + why if why else ''}; jobs are not placed here "
-            "(emulate = {...} runs training on the CPU)")
+            f"no usable GPUs{': ' + why if why else ''}; jobs are not placed here (a GPU host needs nvidia-ml-py "
+            "for its python, or nvidia-smi on its PATH; emulate = {...} runs training on the CPU instead)")
     return source, gpus, warnings
 
 

@@ -126,3 +126,21 @@ def test_declared_emulation_wins_over_real_gpus_and_says_which_it_left_unused(tm
     source, gpus, notes = probe_gpus({"gpu_type": "T4", "count": 3, "speed": 0.5}, probes=("nvidia-smi",))
     assert source == "emulated" and [g["name"] for g in gpus] == ["T4"] * 3
     assert notes == ["nvidia-smi: 2 real GPU(s) (NVIDIA A100-SXM4-40GB) not used: this host declares emulated GPUs"]
+
+
+def test_a_host_without_nvidia_ml_py_is_told_which_package_and_which_python(monkeypatch, tmp_path) -> None:
+    """It said "nvml: No module named 'pynvml'", naming neither the package nor the interpreter,
+    then pointed a real-GPU admin at emulate."""
+    import sys
+
+    from heet_tui.cluster.gpu_inventory import read_inventory
+    from heet_tui.config.hosts_file import HostEntry
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml fails as where it is not installed
+    monkeypatch.setenv("PATH", str(tmp_path))  # and no nvidia-smi
+    source, gpus, notes = probe_gpus()
+    assert (source, gpus) == ("none", [])
+    assert notes[0] == f"nvml: pynvml is not importable by {sys.executable} (pip install nvidia-ml-py for that python)"
+    warnings = read_inventory(HostEntry("gpu-a", "10.0.0.1", gpu_type="A100"),
+                              {"source": source, "gpus": gpus, "notes": notes}, lambda real_type: [])[2]
+    assert "a GPU host needs nvidia-ml-py for its python, or nvidia-smi on its PATH" in warnings[-1]
