@@ -91,7 +91,10 @@ def run_check(hosts_file: HostsFile, as_json: bool, hosts_option: str = "", owne
         for name in unknown:
             print(f"\n{name}: check the fingerprint with the host's admin, then run: "
                   f"heet-tui hosts trust {name}{hosts_option}")
-    return 0 if rows and all(r["state"] == "ready" for r in rows) else 1
+        if empty := [r["name"] for r in rows if r["state"] == "ready" and not r["gpus"]]:
+            print(f"\nready with no usable GPU: {', '.join(empty)} (see MESSAGE)")
+    # a ready host that can run nothing fails the check too: a provisioning script passed three such
+    return 0 if rows and all(r["state"] == "ready" and r["gpus"] for r in rows) else 1
 
 
 MAX_HOPS = 8  # jump hosts approved in one "hosts trust", one after the other

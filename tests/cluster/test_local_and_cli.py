@@ -178,9 +178,10 @@ def test_hosts_check_json_and_trust(lab, capsys):
     assert run_trust(hosts, "newcomer", assume_yes=True) == 0
     assert "already trusted" in capsys.readouterr().out
 
-    assert run_check(hosts, as_json=False) == 0
+    # ready, but newcomer declares no GPUs and has none to read: a host that can run nothing fails the check
+    assert run_check(hosts, as_json=False) == 1
     table = capsys.readouterr().out
-    assert "newcomer" in table and "2xA100" in table
+    assert "newcomer" in table and "2xA100" in table and "ready with no usable GPU: newcomer" in table
     assert list((newcomer.home / ".heet").glob("heet-agent-*.pyz"))
 
 
