@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.sshd import SshLab
 
 from heet_tui.cluster import ClusterOptions
-from heet_tui.config.hosts_file import HostEntry, load_hosts
+from heet_tui.config.hosts_file import HostEntry, HostsFile, load_hosts
 from heet_tui.control.checkpoint_copy import Copied, CopyFailed, copy_checkpoint, needs_copy
 
 
@@ -23,15 +25,23 @@ def test_needs_copy_only_across_filesystems() -> None:
     assert not needs_copy(a, a, "/x", "/y")
 
 
-def test_copy_over_sftp_between_two_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@contextlib.contextmanager
+def two_private_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[SshLab, HostsFile, Path]]:
+    """Hosts src and dst over real SSH, sharing no filesystem, and an empty local ``origin`` dir."""
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
     lab = SshLab(tmp_path / "lab")
     try:
         servers = [lab.add_host(n) for n in ("src", "dst")]
-        hosts = load_hosts(lab.hosts_toml([lab.entry_for(s, shared_fs=False) for s in servers]))
-        local = HostEntry("here", "localhost", transport="local")
         origin = tmp_path / "origin"
         origin.mkdir()
+        yield lab, load_hosts(lab.hosts_toml([lab.entry_for(s, shared_fs=False) for s in servers])), origin
+    finally:
+        lab.close()
+
+
+def test_copy_over_sftp_between_two_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with two_private_hosts(tmp_path, monkeypatch) as (lab, hosts, origin):
+        local = HostEntry("here", "localhost", transport="local")
         (origin / "checkpoint.pt").write_bytes(bytes(range(256)) * 400)
         (origin / "checkpoint.json").write_text('{"step": 40, "generation": 2}')
         (origin / ".checkpoint.pt.123.tmp").write_text("half-written")
@@ -65,8 +75,6 @@ def test_copy_over_sftp_between_two_hosts(tmp_path: Path, monkeypatch: pytest.Mo
         with pytest.raises(CopyFailed, match="src"):
             asyncio.run(copy_checkpoint(hosts.host("src"), str(on_src), hosts.host("dst"), str(on_dst),
                                         hosts.ssh_config, opts))
-    finally:
-        lab.close()
 
 
 def test_a_copy_streams_host_to_host_without_the_login_nodes_disk(tmp_path: Path,
@@ -223,14 +231,8 @@ def test_a_copy_lands_private_and_never_in_a_directory_others_own_or_may_write(
     import os
     import stat
 
-    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
-    lab = SshLab(tmp_path / "lab")
-    try:
-        servers = [lab.add_host(n) for n in ("src", "dst")]
-        hosts = load_hosts(lab.hosts_toml([lab.entry_for(s, shared_fs=False) for s in servers]))
+    with two_private_hosts(tmp_path, monkeypatch) as (lab, hosts, origin):
         local = HostEntry("here", "localhost", transport="local")
-        origin = tmp_path / "origin"
-        origin.mkdir()
         (origin / "checkpoint.pt").write_bytes(b"weights")
         (origin / "checkpoint.pt").chmod(0o600)
         opts = ClusterOptions(connect_timeout_s=10.0)
@@ -256,5 +258,3 @@ def test_a_copy_lands_private_and_never_in_a_directory_others_own_or_may_write(
                 with pytest.raises(CopyFailed, match="belongs to uid 65534"):
                     copy(hosts.host("src"), dst, theirs)
                 assert list(theirs.iterdir()) == []
-    finally:
-        lab.close()
