@@ -45,6 +45,10 @@ class JobLogDialog(Dialog[None]):
     async def _load(self) -> None:
         try:
             lines = await self._fetch(self.job_id)
+            if lines and lines[0].startswith(f"{self.job_id} generation "):
+                # which run, rank and host: scrolled to the end, the header went off the top, and the
+                # job was known only by the checkpoint paths in its lines
+                self.query_one(DialogBox).border_title, lines = lines[0].rstrip(":"), lines[1:]
             text = Text("\n".join(lines) if lines else f"{self.job_id}: the log is empty")
         except Exception as exc:  # shown where the log would be: the user asked to see it
             text = Text(f"{self.job_id}: {exc}", style="red")
