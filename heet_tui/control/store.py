@@ -219,17 +219,23 @@ class Store(PlanRows, EventRows, ObservationRows):
     def find_job(self, name: str, states: Collection[JobState] | None = None,
                  by_id: bool = True) -> JobRecord | None:
         """By id, else the newest job with that name (what ``heet-tui cancel NAME`` means); with
-        ``states`` (those the action acts on), the newest of that name in one of them. An id is
-        always its own job, whatever its state: a job in the wrong state gave way to one of the
-        same name, and a cancel run twice stopped a sibling the second time, a retry of a running
-        job restarted a cancelled one from scratch (the callers say which sibling was meant).
-        ``by_id=False``: by name alone (a spec file names its job by name: the first job's id is
-        its name too, and won over the newer ones)."""
+        ``states`` (those the action acts on), the newest of that name in one of them. A job found
+        by id in another state gives way only to one of its name submitted after it ended (the
+        same spec submitted again: ``cancel small-cnn`` stopped nothing when small-cnn had
+        finished and small-cnn-4 ran). Any other sibling gave way too: a cancel run twice stopped
+        one the second time, and a retry of a running job restarted a cancelled one from scratch
+        (the callers now say which sibling would fit). ``by_id=False``: by name alone (a spec
+        file names its job by name: the first job's id is its name too, and won over the newer
+        ones)."""
         by_id = self.job(name) if by_id else None
-        if by_id is not None:
+        if by_id is not None and (states is None or by_id.job.state in states):
             return by_id
         same = [r for r in self.jobs() if r.job.spec.name == name]
         wanted = [r for r in same if states is None or r.job.state in states]
+        if by_id is not None:
+            ended = by_id.job.ended_at
+            wanted = [r for r in wanted if ended is not None and r.job.submitted_at > ended]
+            return wanted[-1] if wanted else by_id
         return wanted[-1] if wanted else (same[-1] if same else None)
 
     def _job_record(self, r: dict, history: tuple[tuple[float, JobState], ...] | None = None) -> JobRecord:

@@ -86,7 +86,7 @@ def test_jobs_name_shows_one_job_with_its_history_and_events(tmp_path: Path,
     capsys.readouterr()
     assert main([*state, "jobs"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("quiet "))
-    assert "cancel requested; running on 1xT4" in row, "it showed only in --json"
+    assert "cancel requested; running" in row, "it showed only in --json"
 
 
 def test_log_without_a_controller_shows_a_failures_recorded_tail_or_says_why_not(

@@ -132,9 +132,11 @@ def test_a_retried_jobs_took_says_how_much_came_after_its_retry(tmp_path: Path,
     assert "  took       2d03h (2h00m of it since its retry)" in capsys.readouterr().out
 
 
-def test_a_job_id_is_its_own_job_whatever_its_state(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """An id in the wrong state gave way to a job of the same name: `retry sw` while sw ran restarted
-    the cancelled sw-2 from scratch, and `cancel sw` run twice stopped sw-2 the second time."""
+def test_a_job_id_gives_way_only_to_its_spec_submitted_again_after_it_ended(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An id in the wrong state gave way to any job of the same name: `retry sw` while sw ran
+    restarted the cancelled sw-2 from scratch, and `cancel sw` run twice stopped sw-2 the second
+    time (both submitted together, as a sweep submitted twice)."""
     spec = tmp_path / "job.toml"
     spec.write_text('name = "sw"\ncommand = ["python3", "t.py"]\nmodel = "m"\nbatch_size = 32\n'
                     'target = { steps = 10 }\n')
