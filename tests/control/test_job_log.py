@@ -96,7 +96,10 @@ def _follow_to_the_end(tmp_path: Path, capsys: pytest.CaptureFixture[str], steps
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
-    return capsys.readouterr().out.splitlines()
+    out, err = capsys.readouterr()
+    assert "(" not in "".join(line[:1] for line in out.splitlines()), "remarks go to stderr, not among the lines"
+    assert err.splitlines()[-1] == "(a is done)", err
+    return out.splitlines() + err.splitlines()
 
 
 def _steps(out: list[str]) -> list[int]:
@@ -184,10 +187,10 @@ def test_log_follow_waits_out_a_host_that_drops_and_goes_on(tmp_path: Path, monk
     out = ValueError("a: cannot read its log on h: host h is unreachable")
     _follow_with(tmp_path, monkeypatch, [(HEAD.format(1), "step 1"), out, out, (HEAD.format(500), "step 1", "step 2"),
                                          (HEAD.format(500), "step 1", "step 2", "step 3")])
-    assert capsys.readouterr().out.splitlines() == [
-        HEAD.format(1), "step 1",
-        "(a: cannot read its log on h: host h is unreachable; still following while the job is running)",
-        "step 2", "step 3"]
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [HEAD.format(1), "step 1", "step 2", "step 3"], "its remarks go to stderr"
+    assert err.splitlines() == [
+        "(a: cannot read its log on h: host h is unreachable; still following while the job is running)", "(a is done)"]
 
 
 def test_another_ranks_log_is_read_from_its_host(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -235,8 +238,9 @@ def test_log_follow_waits_out_a_controller_that_does_not_answer(tmp_path: Path, 
     _follow_with(tmp_path, monkeypatch, [(HEAD.format(1), "step 1"), "hang", "hang",
                                          (HEAD.format(500), "step 1", "step 2"),
                                          (HEAD.format(500), "step 1", "step 2", "step 3")])
-    assert capsys.readouterr().out.splitlines() == [
-        HEAD.format(1), "step 1", "(the controller has not answered for 0.1 s; still following)", "step 2", "step 3"]
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [HEAD.format(1), "step 1", "step 2", "step 3"]
+    assert err.splitlines() == ["(the controller has not answered for 0.1 s; still following)", "(a is done)"]
 
 
 def test_the_log_of_a_job_that_failed_while_profiling_is_its_recorded_tail(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
+import sys
 
 from heet_tui.cli.commands.job_details import job_named
 from heet_tui.cli.commands.jobs import open_store
@@ -80,7 +81,7 @@ async def _ask(store: Store, job_id: str, lines: int, follow: bool, rank: int = 
                 fetched = await asyncio.wait_for(backend.job_log(job_id, MAX_LINES, rank), REPLY_TIMEOUT_S)
             except TimeoutError:  # a hung controller (kill -STOP, a very long round): its jobs run on
                 if not waiting:
-                    print(f"(the controller has not answered for {REPLY_TIMEOUT_S:g} s; still following)", flush=True)
+                    say(f"(the controller has not answered for {REPLY_TIMEOUT_S:g} s; still following)")
                 waiting = True
                 continue
             except ValueError as exc:  # its host dropped out: the job may well run on (host_loss.py)
@@ -89,7 +90,7 @@ async def _ask(store: Store, job_id: str, lines: int, follow: bool, rank: int = 
                 if ended:
                     raise
                 if not waiting:
-                    print(f"({exc}; still following while the job is {rec.job.state.value})", flush=True)
+                    say(f"({exc}; still following while the job is {rec.job.state.value})")
                 waiting = True
                 continue
             waiting = False
@@ -98,7 +99,8 @@ async def _ask(store: Store, job_id: str, lines: int, follow: bool, rank: int = 
             for line in new_lines(shown, fetched):
                 print(printable(line), flush=True)
             shown = fetched
-            if ended:
+            if ended:  # it ended as a job that finished does, with nothing said: say how it ended
+                say(f"({job_id} is {rec.job.state.value})" if rec is not None else f"({job_id} is gone)")
                 return
     finally:
         await backend.stop()
@@ -128,7 +130,7 @@ async def _attach_again(store: Store, gone: AttachedBackend) -> AttachedBackend:
     """A follow outlives its controller: a restart (an upgrade, a crash) must not end every ``log -f``
     someone left open, since the jobs run on without it. Waits until one answers on the state again."""
     await gone.stop()
-    print(f"({gone.gone}; still following: waiting for a controller on {store.dir})", flush=True)
+    say(f"({gone.gone}; still following: waiting for a controller on {store.dir})")
     while True:
         await asyncio.sleep(FOLLOW_EVERY_S)
         if controller_running(store.dir) is None:
@@ -139,8 +141,14 @@ async def _attach_again(store: Store, gone: AttachedBackend) -> AttachedBackend:
         except ControllerGone:  # starting, not answering yet
             await backend.stop()
             continue
-        print(f"(following again through the controller, pid {backend.pid})", flush=True)
+        say(f"(following again through the controller, pid {backend.pid})")
         return backend
+
+
+def say(remark: str) -> None:
+    """What ``log -f`` says of itself goes to stderr: in stdout, among the job's lines, it reached
+    whatever a script piped the log into."""
+    print(remark, file=sys.stderr, flush=True)
 
 
 def new_lines(before: tuple[str, ...], now: tuple[str, ...]) -> list[str]:
