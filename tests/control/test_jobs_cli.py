@@ -20,7 +20,8 @@ def test_submit_list_cancel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     state = ["--state", str(tmp_path / "state")]
     assert main([*state, "submit", str(spec)]) == 0
     assert main([*state, "submit", str(spec), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out.splitlines()[-1]) == {"id": "cnn-2", "state": "queued"}
+    assert json.loads(capsys.readouterr().out.splitlines()[-1]) == {"id": "cnn-2", "name": "cnn", "state": "queued",
+                                                                    "resubmitted": True}
     assert main([*state, "jobs", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
     assert listing["controller_pid"] is None and [j["id"] for j in listing["jobs"]] == ["cnn", "cnn-2"]
@@ -122,7 +123,8 @@ def test_a_job_cannot_take_over_another_jobs_checkpoints(tmp_path: Path, capsys:
     longer = tmp_path / "longer.toml"
     longer.write_text(JOB.replace("steps = 10", "steps = 20") + 'checkpoint_dir = "~/ckpt/cnn/"\n')
     assert main([*state, "submit", str(longer), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"id": "cnn-2", "state": "queued", "resumes_from": "cnn"}
+    assert json.loads(capsys.readouterr().out) == {"id": "cnn-2", "name": "cnn", "state": "queued",
+                                                   "resubmitted": True, "resumes_from": "cnn"}
     assert [r.job.id for r in Store(tmp_path / "state").jobs()] == ["cnn", "cnn-2"]
 
 

@@ -63,7 +63,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
         for job, users in zip(jobs, earlier, strict=True):
             resumes = resumed_from(users)
             hints = [hint for hint, ids in warnings.items() if job.id in ids]
-            print(json.dumps({"id": job.id, "state": job.state.value,
+            # resubmitted: said in words without --json ("cnn was submitted before: this one is cnn-2"), and
+            # nothing told a script it had made a copy
+            print(json.dumps({"id": job.id, "name": job.spec.name, "state": job.state.value,
+                              "resubmitted": job.id != job.spec.name,
                               **({"resumes_from": resumes.job_id} if resumes else {}),
                               **({"warning": "; ".join(hints)} if hints else {})}))
         return 0
