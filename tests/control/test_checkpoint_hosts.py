@@ -175,19 +175,17 @@ def test_a_checkpoint_on_a_host_out_of_reach_that_no_ready_host_reads_is_said_aw
 
 def test_a_copy_the_new_host_refuses_is_never_given_up_on_into_a_start_from_nothing(
         tmp_path: Path, monkeypatch) -> None:
-    """A copy refused by the new host's directory (another user's) was waited on as if the old
+    """A copy refused by the new host's directory (another user's, or one others may write: the same
+    refusal, and the one a test can make without root) was waited on as if the old
     host "may come back" (it was up), then the job started from what the new host had, and its
     checkpoint was recorded as being there (a retry then copied nothing and trained 3,901 steps again)."""
     import asyncio
-    import os
 
     import pytest
 
     from heet_tui.control import checkpoint_hosts
     from heet_tui.control.checkpoint_hosts import COPY_WAIT_S, CopyWaiting
 
-    if os.getuid() != 0:
-        pytest.skip("another user's directory needs root")
     store = Store(tmp_path / "state")
     spec = JobSpec("j", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 10_000))
     store.add_job(spec, 0.0)
@@ -200,12 +198,12 @@ def test_a_copy_the_new_host_refuses_is_never_given_up_on_into_a_start_from_noth
     mine.mkdir()
     (mine / "checkpoint.pt").write_bytes(b"weights")
     theirs.mkdir()
-    os.chown(theirs, 65534, 65534)  # where the new host keeps it: another user's directory
+    theirs.chmod(0o777)  # where the new host keeps it: a directory anyone may write
     monkeypatch.setattr(checkpoint_hosts, "checkpoint_dir",
                         lambda job_id, spec, host, *args, **kwargs: str(theirs if host.name == "new" else mine))
     for at in (0.0, COPY_WAIT_S + 1, 10 * COPY_WAIT_S):
         now[0] = at
-        with pytest.raises(CopyWaiting, match="belongs to uid 65534.*does not start on new without it"):
+        with pytest.raises(CopyWaiting, match="may be written by others.*does not start on new without it"):
             asyncio.run(hosts.bring("j", spec, {"old": old, "new": new}, new, str(mine / "checkpoint.pt")))
     assert not [e for e in store.events("j") if "resuming from what" in e.message]
     assert hosts.left_behind() == {} and hosts._hosts() == {"j": "old"}
