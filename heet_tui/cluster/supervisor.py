@@ -269,8 +269,7 @@ class HostSupervisor:
         if any(j.running for j in self.jobs.values()):  # jobs hold GPUs by their numbers (_on_heartbeat)
             return f"{name} is connected; its GPUs are listed again when no heet job runs there"
         if not self._rereading:
-            self._rereading = True
-            asyncio.ensure_future(self._reread_gpus(self.client, "read again by hand"))
+            self._start_reread(self.client, "read again by hand")
         return f"{name} is connected: reading its GPUs again"
 
     def wake(self) -> None:
@@ -325,8 +324,8 @@ class HostSupervisor:
         # the agent's readings follow each GPU by UUID, and nothing is launched here.
         if message.get("gpus_changed") is True and self.client is not None and not self._rereading \
                 and not any(j.running for j in self.jobs.values()) and time.monotonic() >= self._reread_after:
-            self._rereading, self._reread_after = True, time.monotonic() + REREAD_EVERY_S
-            asyncio.ensure_future(self._reread_gpus(self.client, probe or "the GPUs changed"))
+            self._reread_after = time.monotonic() + REREAD_EVERY_S
+            self._start_reread(self.client, probe or "the GPUs changed")
         if self.state is HostState.READY:
             self.publish(HostChanged(self.entry.name, self.status()))
 
@@ -342,6 +341,10 @@ class HostSupervisor:
             if len(self.jobs) >= MAX_JOBS_KEPT:
                 return  # that many running: the agent's own table holds no more
         self.jobs[key] = job
+
+    def _start_reread(self, client: AgentClient, change: str) -> None:
+        self._rereading = True
+        asyncio.ensure_future(self._reread_gpus(client, change))
 
     async def _reread_gpus(self, client: AgentClient, change: str) -> None:
         """List the GPUs again after the agent saw them change (one fell off the bus, the driver

@@ -356,13 +356,16 @@ class Controller:
         problems = planning.check_constraints(plan, views)
         if problems:
             raise ValueError("; ".join(problems))
-        effect = hide_nominal(plan.effect, {j.id for j in inputs if not j.measured})
-        return replace(plan, effect=replace(effect, at=self.clock()))
+        return self._as_shown(plan, plan.effect, inputs)
 
     def reevaluate(self, plan: Plan, inputs: list[planning.JobInput], cluster: ClusterView) -> Plan:
         """``plan``'s same moves with their figures predicted as of now (proposals.py)."""
         views = planning.job_views(inputs, self.book, self.clock())
         effect = planning.with_spreads(replace(plan, effect=evaluate(plan, cluster, views)), self.book)
+        return self._as_shown(plan, effect, inputs)
+
+    def _as_shown(self, plan: Plan, effect: PredictedEffect, inputs: list[planning.JobInput]) -> Plan:
+        """The figures a plan is shown with: unmeasured jobs' nominal ones hidden, dated now."""
         effect = hide_nominal(effect, {j.id for j in inputs if not j.measured})
         return replace(plan, effect=replace(effect, at=self.clock()))
 

@@ -88,6 +88,11 @@ def _standing(ctl: Controller, pending, inputs: list[planning.JobInput], cluster
     return replace(PlanMade.of(fresh, weighed), plan_id=pending.id)
 
 
+def _withdraw(ctl: Controller, plan_id: int) -> None:
+    ctl.store.set_plan_status(plan_id, "superseded", ctl.clock())
+    ctl.pending_plan_id = None
+
+
 def propose(ctl: Controller) -> None:
     inputs = ctl.job_inputs()
     cluster = ctl.cluster_view(planned={j.id for j in inputs})
@@ -110,8 +115,7 @@ def propose(ctl: Controller) -> None:
         if stands and pending is not None and made is not None:
             ctl.plan_made = _standing(ctl, pending, inputs, cluster, weighed)
         elif ctl.pending_plan_id is not None:
-            ctl.store.set_plan_status(ctl.pending_plan_id, "superseded", ctl.clock())
-            ctl.pending_plan_id = None
+            _withdraw(ctl, ctl.pending_plan_id)
         return
     plan, sig = made.plan, planning.signature(made.plan)
     shown = planning.signature(pending.plan) if pending is not None else None
@@ -125,8 +129,7 @@ def propose(ctl: Controller) -> None:
     elif planning.shape(plan) in ctl.rejected:
         ctl.plan_made = replace(made, rejected=True)
         if pending is not None:  # made before what changed since; its jobs said "rejected" beside it
-            ctl.store.set_plan_status(pending.id, "superseded", ctl.clock())
-            ctl.pending_plan_id = None
+            _withdraw(ctl, pending.id)
         return
     else:
         plan_id = ctl.pending_plan_id = ctl.store.add_plan(plan)

@@ -31,6 +31,13 @@ class ObservationRows:
                                 (job_id,) if job_id else ())
         return [tuple(r) for r in rows]
 
+    def latest_observation(self, job_id: str, source: str) -> Observation | None:
+        """The job's newest measurement from ``source``: one row, not its every cell's history."""
+        row = self._db.execute("SELECT job_id, gpu_type, placement, samples_per_s, at, source FROM observations "
+                               "WHERE job_id = ? AND source = ? ORDER BY at DESC, rowid DESC LIMIT 1",
+                               (job_id, source)).fetchone()
+        return tuple(row) if row else None
+
     def forget_observations(self, gpu_type: str) -> int:
         """Drop every measurement on ``gpu_type`` (its GPUs changed speed); how many went."""
         with self._tx() as db:

@@ -67,8 +67,7 @@ def job_rows(store: Store, ended: int | None = None) -> tuple[list[dict], int]:
     left_out = ended_in_store - sum(r.job.state.terminal for r in records)
     rows = [job_row(rec, allocations.get(rec.job.id)) for rec in records]
     for row in rows:  # what it ran at lately, recorded every 10 s: scripts had to parse `jobs NAME` for it
-        latest = max((o for o in store.observations(row["id"]) if o[5] == "running"), key=lambda o: o[4],
-                     default=None) if row["allocation"] else None
+        latest = store.latest_observation(row["id"], "running") if row["allocation"] else None
         row["samples_per_s"], row["samples_per_s_at"] = (round(latest[3], 3), latest[4]) if latest else (None, None)
     return rows, left_out
 
