@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import time
 
 from heet_tui.cli.commands.jobs import open_store
+from heet_tui.cli.commands.plan_json import plan_obj
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_location_options
 from heet_tui.cli.table import aligned
@@ -35,10 +37,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("action", nargs="?", choices=("show", "approve", "reject", "again"), default="show",
                    help="show the pending plan (the default), approve or reject it, or plan again now")
     p.add_argument("--id", type=int, metavar="N", help="act only if plan #N is the one pending (what you looked at); with show, any plan, past ones from the store")
+    p.add_argument("--json", action="store_true", help="show only: the plan as JSON (figures as numbers, times in "
+                                                       "seconds; plan is null when none is pending)")
     p.set_defaults(func=cmd_plan)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    if args.json and args.action != "show":
+        raise UsageError(f"--json is for plan show: plan {args.action} prints one line of what it did")
     store = open_store(args)
     if args.action == "show" and args.id is not None and store.plan(args.id) is None:  # "is not pending: no plan is"
         raise UsageError(f"no plan #{args.id} in {store.dir}")
@@ -46,17 +52,21 @@ def cmd_plan(args: argparse.Namespace) -> int:
             and rec.status != "proposed":
         # a past plan, from the store: what it predicted, beside what became of each step (it said
         # "plan #4 is not pending", and comparing a prediction with the outcome meant reading SQLite)
-        _show(rec.plan, rec.id, rec.plan.policy, f"{rec.status}; proposed at", store.steps(rec.id))
+        if args.json:
+            print(json.dumps({"plan": plan_obj(rec.plan, rec.id, rec.plan.policy, rec.status, store.steps(rec.id))},
+                             indent=2))
+        else:
+            _show(rec.plan, rec.id, rec.plan.policy, f"{rec.status}; proposed at", store.steps(rec.id))
         return 0
     if controller_running(store.dir) is None:
         raise CliError(f"no controller runs on {store.dir}: plans are made by a running one (heet-tui run)")
     try:
-        return asyncio.run(_plan(store.dir, args.action, args.id))
+        return asyncio.run(_plan(store.dir, args.action, args.id, args.json))
     except (ControllerGone, TimeoutError) as exc:
         raise CliError(str(exc) or "the controller did not answer in time") from None
 
 
-async def _plan(state_dir, action: str, expected: int | None) -> int:
+async def _plan(state_dir, action: str, expected: int | None, as_json: bool = False) -> int:
     backend = AttachedBackend(state_dir)
     await backend.start()
     try:
@@ -72,10 +82,15 @@ async def _plan(state_dir, action: str, expected: int | None) -> int:
                                                                         else "")
             if action != "show":  # nothing to approve is a failure: it went to stdout, where a script reads data
                 raise CliError(said)
-            print(said)
+            print(json.dumps({"plan": None, "auto_approve": snap.auto_approve, "read_only": snap.read_only})
+                  if as_json else said)
             return 0
         if expected is not None and expected != snap.plan_id:
             raise UsageError(f"plan #{expected} is not the one pending (plan #{snap.plan_id} is): look at it first")
+        if action == "show" and as_json:
+            obj = plan_obj(snap.plan, snap.plan_id, snap.plan.policy or snap.policy, "proposed", snap=snap)
+            print(json.dumps({"plan": obj, "auto_approve": snap.auto_approve, "read_only": snap.read_only}, indent=2))
+            return 0
         if action == "show":
             assert snap.plan is not None
             _show(snap.plan, snap.plan_id, snap.plan.policy or snap.policy, "proposed at")

@@ -1,0 +1,52 @@
+"""``heet-tui plan show --json``: a script deciding whether to approve reads numbers, not the table."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from control_lab import job, manual_controller, run_and_clean, wait_for, write_job, write_local_hosts
+
+from heet_tui.cli.main import main
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control.store import Store
+from heet_tui.core.intents import ApprovePlan, SubmitJob
+from heet_tui.core.job import JobState
+
+
+def test_the_pending_plan_and_a_past_one_as_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    state = ["--state", str(tmp_path / "state")]
+
+    async def scenario() -> None:
+        async with manual_controller(hosts, store) as ctl:
+            assert await asyncio.to_thread(main, ["plan", "show", "--json", *state]) == 0
+            assert json.loads(capsys.readouterr().out) == {"plan": None, "auto_approve": False, "read_only": False}
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=2000, max_gpus=1))))
+            snap = await wait_for(ctl, lambda s: s.plan_id is not None, 60, "a plan")
+            assert await asyncio.to_thread(main, ["plan", "--json", *state]) == 0
+            shown = json.loads(capsys.readouterr().out)
+            plan = shown["plan"]
+            assert (plan["id"], plan["status"], plan["summary"], shown["read_only"]) == \
+                (snap.plan_id, "proposed", "1 start", False)
+            (change,) = plan["changes"]
+            assert (change["job"], change["kind"], change["before"], change["step"]) == ("a", "start", None, None)
+            assert change["after"] == {"gpu_type": "T4", "gpus": 1, "hosts": {"only": [0]}, "text": "1xT4 on only[0]"}
+            expected = snap.plan.effect.for_job("a")
+            assert change["completes_in_s"] == pytest.approx(expected.completion_s, abs=0.1)
+            assert change["throughput_after"] == pytest.approx(expected.throughput_after, rel=1e-3)
+            assert plan["starts_without_checkpoint"] == [] and plan["waiting"] == []
+            # approve prints one line of what it did; --json there would promise what it does not give
+            assert await asyncio.to_thread(main, ["plan", "approve", "--json", *state]) == 2
+            assert "--json is for plan show" in capsys.readouterr().err
+            await ctl.post(ApprovePlan(snap.plan_id))
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
+            # a past plan, from the store, with what became of its step
+            assert await asyncio.to_thread(main, ["plan", "show", "--id", str(snap.plan_id), "--json", *state]) == 0
+            past = json.loads(capsys.readouterr().out)["plan"]
+            assert past["status"] == "applied" and past["changes"][0]["step"]["status"] == "done"
+
+    run_and_clean(scenario, tmp_path)
