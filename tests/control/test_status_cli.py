@@ -19,6 +19,9 @@ from heet_tui.control.store import Store
 from heet_tui.core.intents import ApprovePlan, SubmitJob
 from heet_tui.core.job import JobSpec, JobState, Target, TargetKind
 
+CONTROLLER_KEYS = ("running", "answering", "pid", "policy", "auto_approve", "read_only", "log", "error")
+HOST_KEYS = ("name", "state", "gpu_type", "gpus", "busy", "jobs", "drained", "note", "outside")
+
 
 def test_with_no_controller_it_shows_the_declared_hosts_drains_and_job_counts(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -39,7 +42,9 @@ def test_with_no_controller_it_shows_the_declared_hosts_drains_and_job_counts(
     assert out[5] == "jobs        2 queued, 1 cancelled, as the last controller left them  (heet-tui jobs)"
     assert main(["status", "--json", *state]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["controller"] == {"running": False}
+    # the keys a running controller's report has, null: a script reading controller.policy met a KeyError
+    assert report["controller"] == dict.fromkeys(CONTROLLER_KEYS) | {"running": False}
+    assert all(h["outside"] == {} for h in report["hosts"]) and report["notices_at"] == []
     # every state, 0 included: a script reading jobs["failed"] met a KeyError while none had failed
     assert report["jobs"] == {s.value: {"queued": 2, "cancelled": 1}.get(s.value, 0) for s in JobState}
     assert [(h["name"], h["gpus"], h["drained"]) for h in report["hosts"]] == [("a1", 2, False), ("t1", 4, True)]
@@ -74,6 +79,8 @@ def test_with_a_controller_it_shows_who_holds_which_gpus_and_the_pending_plan(
             said = [line for line in out if line.startswith("notice      ")]  # dated: it may be old news
             assert said and re.match(r"notice      \d\d:\d\d:\d\d plan #\d+: 1 step\(s\) done", said[-1]), said
             report = json.loads("\n".join(await status("--json")))
+            assert sorted(report["controller"]) == sorted(CONTROLLER_KEYS) and report["controller"]["answering"]
+            assert all(set(h) == set(HOST_KEYS) for h in report["hosts"])
             assert report["controller"]["running"] and {s: n for s, n in report["jobs"].items() if n} == {"running": 1}
             assert sum(h["busy"] for h in report["hosts"]) == held.num_gpus
 

@@ -62,7 +62,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         if silent:
             report["controller"] = {"running": True, "answering": False, "pid": pid, "error": silent}
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json.dumps(_every_key(report), indent=2))
     else:
         print("\n".join(_lines(report)))
     return 1 if silent else 0
@@ -133,6 +133,21 @@ def _stored_report(store: Store, hosts_arg: str | None) -> dict[str, Any]:
             for h in hosts]
     return {"controller": {"running": False}, "hosts": rows, "jobs": _ordered(Counter(store.state_counts())),
             "plan": None, "notices": []}
+
+
+CONTROLLER_KEYS = {"running": False, "answering": None, "pid": None, "policy": None, "auto_approve": None,
+                   "read_only": None, "log": None, "error": None}
+
+
+def _every_key(report: dict[str, Any]) -> dict[str, Any]:
+    """The same keys whether a controller answered, hung or never ran (null where unknown): a script
+    reading ``controller.policy`` or a host's ``outside`` met a KeyError once the controller stopped."""
+    ctl = {**CONTROLLER_KEYS, **report["controller"]}
+    if ctl["running"] and ctl["answering"] is None:
+        ctl["answering"] = True
+    hosts = [{"outside": {}, **h} for h in report["hosts"]]
+    notices_at = report.get("notices_at") or [None] * len(report["notices"])
+    return {**report, "controller": ctl, "hosts": hosts, "notices_at": notices_at}
 
 
 def _ordered(counts: Counter[str]) -> dict[str, int]:
