@@ -49,6 +49,12 @@ def test_submit_list_cancel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert main([*state, "jobs", "--json"]) == 0
     rows = {j["id"]: j for j in json.loads(capsys.readouterr().out)["jobs"]}
     assert (rows["cnn-2"]["samples_per_s"], rows["cnn-2"]["samples_per_s_at"]) == (812.5, 20.0)
+    # its GPUs as data, beside the "1xT4 on h[0]" text a script had to parse
+    assert {k: rows["cnn-2"][k] for k in ("gpu_type", "num_gpus", "hosts")} == {"gpu_type": "T4", "num_gpus": 1,
+                                                                                "hosts": {"h": [0]}}
+    assert {k: rows["cnn"][k] for k in ("gpu_type", "num_gpus", "hosts")} == {"gpu_type": None, "num_gpus": 0,
+                                                                              "hosts": {}}
+    assert (rows["cnn"]["min_gpus"], rows["cnn"]["max_gpus"]) == tuple(map(int, rows["cnn"]["gpus"].split("-")))
 
 
 def test_a_failed_jobs_whole_message_is_shown(tmp_path: Path, capsys: pytest.CaptureFixture[str],

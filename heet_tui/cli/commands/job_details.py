@@ -33,7 +33,11 @@ def job_row(rec: JobRecord, alloc: tuple[Allocation, int] | None) -> dict:
     return {
         "id": job.id, "name": spec.name, "state": job.state.value, "steps": job.steps_done,
         "samples": job.samples_done, "target": {"kind": spec.target.kind.value, "value": spec.target.value},
-        "gpus": f"{spec.min_gpus}-{spec.max_gpus}", "allocation": alloc[0].describe() if alloc else None,
+        "gpus": f"{spec.min_gpus}-{spec.max_gpus}", "min_gpus": spec.min_gpus, "max_gpus": spec.max_gpus,
+        "allocation": alloc[0].describe() if alloc else None,
+        # what "2xT4 on h[0,1]" says, as data: a script had to parse the text for the type and hosts
+        "gpu_type": alloc[0].gpu_type if alloc else None, "num_gpus": alloc[0].num_gpus if alloc else 0,
+        "hosts": {h: list(ix) for h, ix in alloc[0].hosts} if alloc else {},
         "generation": rec.generation, "restarts": job.restarts, "checkpoint": rec.checkpoint,
         "submitted_at": job.submitted_at, "message": job.message, "cancel_requested": rec.cancel_requested,
         "ended_at": ended_at, "jct_s": None if ended_at is None else round(ended_at - job.submitted_at, 3),
