@@ -192,8 +192,10 @@ def test_u_gives_the_selected_job_its_changed_spec_from_the_file_it_was_submitte
     run(scenario())
 
 
-def test_l_shows_the_selected_jobs_log_as_plain_text_and_r_reads_it_again(make_app, backend):
+def test_l_shows_the_selected_jobs_log_as_plain_text_and_r_reads_it_again(make_app, backend, monkeypatch):
     from heet_tui.ui.dialogs.job_log import JobLogDialog
+
+    monkeypatch.setattr(JobLogDialog, "FOLLOW_S", 3600.0)  # reads by r only here (following: test_ui_job_log)
 
     async def scenario():
         app = make_app("jobs")

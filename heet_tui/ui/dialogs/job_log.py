@@ -1,7 +1,8 @@
 """`l` on the Jobs screen: the job's own output, read from its host when asked.
 
 The lines are fetched in a worker: a host that is slow to answer leaves the screen responsive,
-and `r` fetches them again.
+and `r` fetches them again. It follows the log as `log -f` does (a user watching a job's loss
+had to press r over and over); `f` pauses that, and scrolling up keeps the place being read.
 """
 
 from __future__ import annotations
@@ -24,12 +25,17 @@ class JobLogDialog(Dialog[None]):
     JobLogDialog DialogBox { width: 95%; height: 85%; padding: 0; }
     JobLogDialog #log { width: 100%; }
     """
-    BINDINGS = [Binding("escape,q,l", "close", "Close"), Binding("r", "refresh_log", "Refresh")]
+    BINDINGS = [Binding("escape,q,l", "close", "Close"), Binding("r", "refresh_log", "Refresh"),
+                Binding("f", "toggle_follow", "Follow")]
+    FOLLOW_S = 2.0  # how often a followed log is read again
 
     def __init__(self, job_id: str, fetch: Fetch) -> None:
         super().__init__()
         self.job_id, self._fetch = job_id, fetch
         self.fetches = 0
+        self.following = True
+        self._loading = False
+        self._at_end = True  # the view stays at the newest line until the user scrolls up
 
     def compose(self) -> ComposeResult:
         with DialogBox(can_focus=True):  # nothing else takes the keys that scroll it
@@ -37,9 +43,36 @@ class JobLogDialog(Dialog[None]):
         yield ScreenFooter()
 
     def on_mount(self) -> None:
+        self._say_following()
         self.action_refresh_log()
+        self.set_interval(self.FOLLOW_S, self._follow)
+        # told by the scroll itself, not read at each load: new lines lengthen the view before the
+        # scroll to its end lands, and a load in between took the view for scrolled up and stopped
+        self.watch(self.query_one(DialogBox), "scroll_y", self._scrolled, init=False)
+
+    def _scrolled(self, old: float, new: float) -> None:
+        box = self.query_one(DialogBox)
+        if new >= box.max_scroll_y - 1:
+            self._at_end = True
+        elif new < old:
+            self._at_end = False
+
+    def _follow(self) -> None:
+        # a slow host: the next read waits for this one (an exclusive worker restarted each tick
+        # would cancel every read before it came back)
+        if self.following and not self._loading:
+            self.action_refresh_log()
+
+    def action_toggle_follow(self) -> None:
+        self.following = not self.following
+        self._say_following()
+
+    def _say_following(self) -> None:
+        self.query_one(DialogBox).border_subtitle = ("following: f pauses" if self.following
+                                                     else "paused: f follows, r reads again")
 
     def action_refresh_log(self) -> None:
+        self._loading = True
         self.run_worker(self._load(), exclusive=True, group="job-log")
 
     async def _load(self) -> None:
@@ -52,9 +85,12 @@ class JobLogDialog(Dialog[None]):
             text = Text("\n".join(lines) if lines else f"{self.job_id}: the log is empty")
         except Exception as exc:  # shown where the log would be: the user asked to see it
             text = Text(f"{self.job_id}: {exc}", style="red")
+        finally:
+            self._loading = False
         self.fetches += 1
         self.query_one("#log", Static).update(text)
-        self.query_one(DialogBox).scroll_end(animate=False)
+        if self._at_end:  # scrolled up to read an earlier line: a new read keeps the place
+            self.query_one(DialogBox).scroll_end(animate=False)
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -1,0 +1,55 @@
+"""The log view (`l`) follows the job's output: a user watching the loss pressed r over and over."""
+
+from __future__ import annotations
+
+import pytest
+from ui_support import run, wait_for
+
+from heet_tui.ui.dialogs.base import DialogBox
+from heet_tui.ui.dialogs.job_log import JobLogDialog
+
+
+def test_the_log_view_follows_keeps_a_scrolled_up_place_and_f_pauses(make_app, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(JobLogDialog, "FOLLOW_S", 0.05)
+    written: list[str] = [f"step {i}" for i in range(100)]
+
+    async def fetch(job_id: str) -> tuple[str, ...]:
+        if len(written) < 110:  # the job writes on between reads, then goes quiet
+            written.append(f"step {len(written)}")
+        return (f"{job_id} generation 1, rank 0 on h1, last {len(written)} line(s):", *written)
+
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None)
+            dialog = JobLogDialog("j1", fetch)
+            app.push_screen(dialog)
+            await wait_for(pilot, lambda: app.screen is dialog and bool(dialog.query(DialogBox)))
+            box = dialog.query_one(DialogBox)
+            await wait_for(pilot, lambda: dialog.fetches >= 12)  # read again without r
+            assert "step 109" in str(dialog.query_one("#log").render())
+            assert box.border_subtitle == "following: f pauses"
+            await wait_for(pilot, lambda: box.max_scroll_y > 0 and box.scroll_y == box.max_scroll_y)
+
+            def parked() -> bool:  # scrolled up; a scroll to the end asked for by an earlier read may land first
+                if box.scroll_y == 10:
+                    return True
+                box.scroll_to(y=10, animate=False, immediate=True)
+                return False
+
+            await wait_for(pilot, parked)
+            await pilot.pause()
+            await wait_for(pilot, parked)
+            seen = dialog.fetches
+            await wait_for(pilot, lambda: dialog.fetches >= seen + 3)
+            assert box.scroll_y == 10, "the place being read was kept"
+            await pilot.press("f")
+            assert not dialog.following and box.border_subtitle.startswith("paused")
+            await pilot.pause(0.1)
+            paused_at = dialog.fetches
+            await pilot.pause(0.4)
+            assert dialog.fetches == paused_at, "paused: no more reads"
+            await pilot.press("r")  # r still reads at once
+            await wait_for(pilot, lambda: dialog.fetches == paused_at + 1)
+
+    run(scenario())
