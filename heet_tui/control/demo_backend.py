@@ -22,6 +22,7 @@ from pathlib import Path
 
 from heet_tui.config.hosts_file import bundled_config
 from heet_tui.config.job_spec import load_job_file
+from heet_tui.core.allocation import placement_key
 from heet_tui.core.intents import (
     ApprovePlan,
     CancelJob,
@@ -214,7 +215,8 @@ class DemoBackend:
             pending = replace(pending, effect=replace(pending.effect, jobs=tuple(
                 replace(p, after_spread=self._spread(p.job_id, pending.allocations.get(p.job_id)))
                 for p in pending.effect.jobs)))
-        return replace(snap, plan=pending, profiles=self._profiles())
+        running = {j.id: j.allocation for j in snap.jobs if j.allocation is not None}
+        return replace(snap, plan=pending, profiles=self._profiles(running, pending.allocations if pending else {}))
 
     def _spread(self, job_id: str, alloc) -> float | None:
         """How far a plan's new speed for the job is off, as the Profiles screen says of its cell: 0
@@ -230,7 +232,7 @@ class DemoBackend:
         guess = self.source.predict_raw(job, alloc.gpu_type, placement)
         return abs(guess - truth) / truth if truth > 0 and guess > 0 else None
 
-    def _profiles(self) -> tuple[JobProfile, ...]:
+    def _profiles(self, running: dict, planned: dict) -> tuple[JobProfile, ...]:
         """Per active job: measured cells (what the profiler and the job's own runs saw) and predictions.
 
         In the simulator the truth is known, so a predicted cell's uncertainty is its actual
@@ -243,18 +245,20 @@ class DemoBackend:
             for gpu_type in self.sim.cluster.gpu_types():
                 most = job.physics.max_gpus(gpu_type)
                 host = max((n.gpus for n in self.sim.cluster.nodes if n.gpu_type == gpu_type), default=0)
-                for placement in _placements(host, most):
+                used = [a.placement for a in (running.get(job.id), planned.get(job.id))
+                         if a is not None and a.gpu_type == gpu_type and a.num_gpus]
+                for placement in dict.fromkeys([*_placements(host, most), *used]):  # where it runs and would run
                     truth = job.physics.throughput(gpu_type, placement, job.spec.batch_size) / job.slowdown
                     if truth <= 0:
                         continue
-                    key = "".join(map(str, placement)) if max(placement) < 10 else "-".join(map(str, placement))
+                    key = placement_key(placement)
                     if (gpu_type, placement) in measured:
                         cells.append(ProfileCell(gpu_type, key, measured[(gpu_type, placement)], True))
                     else:
                         guess = self.source.predict_raw(job, gpu_type, placement)
                         if guess > 0:
                             cells.append(ProfileCell(gpu_type, key, guess, False, abs(guess - truth) / truth))
-            out.append(JobProfile(job.id, tuple(cells)))
+            out.append(JobProfile(job.id, tuple(cells), _where(running.get(job.id)), _where(planned.get(job.id))))
         return tuple(out)
 
     # -- intents -----------------------------------------------------------------------------------
@@ -370,6 +374,10 @@ class DemoBackend:
         finally:
             job.constraints = before
         return replace(effect, at=self.sim.now)
+
+
+def _where(alloc) -> tuple[str, str] | None:
+    return (alloc.gpu_type, placement_key(alloc.placement)) if alloc is not None and alloc.num_gpus else None
 
 
 def _placements(host_gpus: int, most: int) -> list[tuple[int, ...]]:

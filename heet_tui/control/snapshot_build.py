@@ -12,7 +12,7 @@ from heet_tui.control.runtime import foreign_gpus
 from heet_tui.control.stalls import quiet_note
 from heet_tui.control.throughput import parse_placement
 from heet_tui.control.user_constraints import user_constraints
-from heet_tui.core.allocation import placement_key
+from heet_tui.core.allocation import Allocation, placement_key
 from heet_tui.core.durations import duration
 from heet_tui.core.job import JobState, TargetKind
 from heet_tui.core.sched_input import Constraints
@@ -67,6 +67,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
     # finished jobs keep their heat map too (what was measured is worth seeing), but only the
     # most recent few: predicting every cell of every old job on each snapshot would not scale
     recent_done = {r.job.id for r in [r for r in records if r.job.state.terminal][-RECENT_DONE_PROFILES:]}
+    pending = ctl.store.plan(ctl.pending_plan_id) if ctl.pending_plan_id else None
     for rec in records:
         job, run = rec.job, runs.get(rec.job.id)
         rate = float(run.progress.get("samples_per_s", 0.0)) if run and run.progress else 0.0
@@ -91,8 +92,8 @@ def build_snapshot(ctl: Controller) -> Snapshot:
             checkpoint_away=away.get(job.id, ""),
         ))
         if not job.state.terminal or job.id in recent_done:
-            profiles.append(_profile(ctl, job.id, job.spec, hosts))
-    pending = ctl.store.plan(ctl.pending_plan_id) if ctl.pending_plan_id else None
+            planned = pending.plan.allocations.get(job.id) if pending and pending.status == "proposed" else None
+            profiles.append(_profile(ctl, job.id, job.spec, hosts, run.alloc if run else None, planned))
     return Snapshot(
         now=now, hosts=hosts, jobs=tuple(jobs),
         plan=pending.plan if pending and pending.status == "proposed" else None,
@@ -134,7 +135,8 @@ def _steady(ctl: Controller, run: Run, latest: float) -> float:
 SHOWN_ENDED = 500  # ended jobs in a snapshot, latest first; `heet-tui jobs` lists them all
 
 
-def _profile(ctl: Controller, job_id: str, spec, hosts) -> JobProfile:
+def _profile(ctl: Controller, job_id: str, spec, hosts, runs_on: Allocation | None = None,
+             planned: Allocation | None = None) -> JobProfile:
     measured = ctl.book.measured(job_id)
     cells = [ProfileCell(t, k, v, True) for (t, k), v in sorted(measured.items())]
     types = sorted({h.gpu_type for h in hosts if h.gpu_type and spec.allows(h.gpu_type)})
@@ -148,7 +150,19 @@ def _profile(ctl: Controller, job_id: str, spec, hosts) -> JobProfile:
             value, spread = ctl.book.estimate_with_spread(job_id, t, parse_placement(key))
             if value > 0:
                 cells.append(ProfileCell(t, key, value, False, spread))
-    return JobProfile(job_id, tuple(cells))
+    shown = {(c.gpu_type, c.config) for c in cells}
+    for alloc in (runs_on, planned):
+        if alloc is None or alloc.num_gpus == 0 or (alloc.gpu_type, placement_key(alloc.placement)) in shown:
+            continue
+        value, spread = ctl.book.estimate_with_spread(job_id, alloc.gpu_type, alloc.placement)
+        if value > 0:
+            cells.append(ProfileCell(alloc.gpu_type, placement_key(alloc.placement), value, False, spread))
+            shown.add((alloc.gpu_type, placement_key(alloc.placement)))
+    return JobProfile(job_id, tuple(cells), _where(runs_on), _where(planned))
+
+
+def _where(alloc: Allocation | None) -> tuple[str, str] | None:
+    return (alloc.gpu_type, placement_key(alloc.placement)) if alloc and alloc.num_gpus else None
 
 
 def _in_file_order(statuses, names: tuple[str, ...]) -> list:

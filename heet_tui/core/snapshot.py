@@ -79,6 +79,10 @@ class ProfileCell:
 class JobProfile:
     job_id: str
     cells: tuple[ProfileCell, ...] = ()
+    # (gpu type, placement key) where the job runs, and where the pending plan puts it: the cells
+    # plans are made from, which a grid of one-host counts left out (24 RTX2080Ti over 3 hosts)
+    runs_on: tuple[str, str] | None = None
+    planned_on: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

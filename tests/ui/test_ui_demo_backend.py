@@ -11,6 +11,7 @@ from ui_fakes import profile_dir
 from ui_support import run
 
 from heet_tui.control.demo_backend import DemoBackend, demo_workload
+from heet_tui.core.allocation import placement_key
 from heet_tui.core.intents import ApprovePlan, DrainHost, EditJob, RejectPlan, SetAutoApprove, SubmitJob
 from heet_tui.core.job import JobState
 from heet_tui.core.sched_input import Constraints
@@ -64,6 +65,11 @@ def test_demo_plans_waits_for_approval_and_applies_it(tmp_path):
             assert sum(len(h.gpu_jobs) for h in after.hosts) == sum(j.allocation.num_gpus for j in running)
             assert after.profiles and any(c.measured for p in after.profiles for c in p.cells)
             assert any(not c.measured and c.uncertainty >= 0 for p in after.profiles for c in p.cells)
+            # each running job's heat map has the cell it runs on, named: a spread one (888) was missing
+            shown = {p.job_id: p for p in after.profiles}
+            for j in running:
+                where = (j.allocation.gpu_type, placement_key(j.allocation.placement))
+                assert shown[j.id].runs_on == where and where in {(c.gpu_type, c.config) for c in shown[j.id].cells}
         finally:
             await backend.stop()
 

@@ -50,15 +50,28 @@ def heatmap(profile: JobProfile) -> Table:
                 row.append(Text("·", style="dim"))
                 continue
             shade = _SHADES[min(len(_SHADES) - 1, int(cell.samples_per_s / best * len(_SHADES)))]
+            used = " underline" if (gpu_type, config) in (profile.runs_on, profile.planned_on) else ""
             if cell.measured:
-                row.append(Text(f"●{_figure(cell.samples_per_s)}", style=f"bold white on {shade}"))
+                row.append(Text(f"●{_figure(cell.samples_per_s)}", style=f"bold white{used} on {shade}"))
             else:
-                row.append(Text(f"~{_figure(cell.samples_per_s)} {spread(cell.uncertainty)}", style=f"italic on {shade}"))
+                row.append(Text(f"~{_figure(cell.samples_per_s)} {spread(cell.uncertainty)}",
+                                style=f"italic{used} on {shade}"))
         table.add_row(*row)
     # the placement headers were explained nowhere ("what is 4444?")
     table.caption = ("● measured   ~ predicted ±uncertainty (±? a rough guess)   · unknown\n"
-                     "placement: GPUs on each host (4: one host; 44: 4 on each of 2 hosts)")
+                     "placement: GPUs on each host (4: one host; 44: 4 on each of 2 hosts)" + _where(profile))
     return table
+
+
+def _where(profile: JobProfile) -> str:
+    """Which cells the job runs on and the pending plan would give it (underlined): the figures a
+    plan's speeds come from."""
+    said = []
+    if profile.runs_on:
+        said.append("runs now on {} {}".format(*profile.runs_on))
+    if profile.planned_on and profile.planned_on != profile.runs_on:
+        said.append("the pending plan puts it on {} {}".format(*profile.planned_on))
+    return ("\nunderlined: " + "; ".join(said)) if said else ""
 
 
 def scaling_curves(profile: JobProfile, width: int = 40) -> Text:
