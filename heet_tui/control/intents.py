@@ -182,9 +182,9 @@ class IntentHandler:
             paths = spec_paths(intent.spec_path)
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
-        found = planned_updates(self.ctl.store, *load_job_specs(paths), self.ctl.executor.hosts)
-        return "; ".join(str(apply_update(self.ctl.store, rec, spec, path, self.ctl.clock()))
-                         for rec, spec, path in found)
+        found, ended = planned_updates(self.ctl.store, *load_job_specs(paths), self.ctl.executor.hosts)
+        return "; ".join([*(str(apply_update(self.ctl.store, rec, spec, path, self.ctl.clock()))
+                            for rec, spec, path in found), *ended])
 
     async def _CancelJob(self, intent: CancelJob) -> str:
         rec = self.ctl.store.find_job(intent.job_id)

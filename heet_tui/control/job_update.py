@@ -91,23 +91,32 @@ class UpdateRefused(ValueError):
 
 
 def planned_updates(store: Store, specs: list[JobSpec], origins: list[Path], problems: list[str],
-                    hosts: HostsFile | None = None) -> list[tuple[JobRecord, JobSpec, Path]]:
-    """The job each spec updates (the newest of its name); :class:`UpdateRefused` naming every
-    problem, ``problems`` (from reading the files) included: one bad file changes none."""
-    found = []
+                    hosts: HostsFile | None = None) -> tuple[list[tuple[JobRecord, JobSpec, Path]], list[str]]:
+    """The job each spec updates (the newest of its name), and the members of a sweep left alone
+    because they have ended; :class:`UpdateRefused` naming every problem, ``problems`` (from
+    reading the files) included: one bad file changes none."""
+    found, ended = [], []
     for spec, path in zip(specs, origins, strict=True):
         rec = store.find_job(spec.name, ACTIVE, by_id=False)
         if rec is None:
             problems.append(f"{path}: no job named {spec.name!r} (heet-tui submit queues a new one)")
+        elif rec.job.state.terminal and origins.count(path) > 1:
+            # a sweep whose first members have finished: the rest take the change (a sweep with one
+            # member done could not be updated at all)
+            ended.append(f"{rec.job.id} has ended ({rec.job.state.value}): left as it was")
         elif (why := update_problem(rec.job.spec, spec, rec.job.state)) is not None:
             problems.append(f"{path}: job {rec.job.id}: {why}")
         elif (why := _relaunch_fails_here(store, rec, spec, hosts)) is not None:
             problems.append(f"{path}: job {rec.job.id}: {why}")
         else:
             found.append((rec, spec, path))
+    swept = {path for _, _, path in found}
+    problems += [f"{path}: every job of its sweep has ended; submit it as new jobs"
+                 for path in dict.fromkeys(origins) if origins.count(path) > 1 and path not in swept
+                 and not any(p.startswith(f"{path}: ") for p in problems)]
     if problems:
         raise UpdateRefused(problems, len(specs) + len(problems) > 1)
-    return found
+    return found, ended
 
 
 def _relaunch_fails_here(store: Store, rec: JobRecord, spec: JobSpec, hosts: HostsFile | None) -> str | None:

@@ -264,3 +264,25 @@ def test_an_update_drops_the_plan_screen_edit_its_new_spec_rules_out(tmp_path: P
     (tmp_path / "a.toml").write_text(BASE.format("a") + "min_gpus = 2\nmax_gpus = 4\npriority = 1\n")
     assert main([*state, "update", str(tmp_path / "a.toml")]) == 0
     assert user_constraints(store) == {"a": Constraints(fixed_count=3)}
+
+
+def test_a_sweep_whose_first_members_ended_updates_the_rest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A sweep with one member done could not be updated at all: "job sw-lr1: it is done"."""
+    sweep = tmp_path / "sw.toml"
+    sweep.write_text(BASE.format("sw-lr{lr}") + "max_gpus = 2\n\n[sweep]\nlr = [1, 2, 3]\n")
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "submit", str(sweep)]) == 0
+    store = Store(tmp_path / "state")
+    store.set_state("sw-lr1", JobState.DONE, 5.0)
+    sweep.write_text(sweep.read_text().replace("max_gpus = 2", "max_gpus = 1"))
+    capsys.readouterr()
+    assert main([*state, "update", str(sweep)]) == 0
+    out = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("  warning: ")]
+    assert out == ["updated sw-lr2: max_gpus: 2 -> 1", "updated sw-lr3: max_gpus: 2 -> 1",
+                   "sw-lr1 has ended (done): left as it was"]
+    assert [store.job(j).job.spec.max_gpus for j in ("sw-lr1", "sw-lr2", "sw-lr3")] == [2, 1, 1]
+    # every member ended: nothing to update is an error, as for one job
+    for j in ("sw-lr2", "sw-lr3"):
+        store.set_state(j, JobState.CANCELLED, 6.0)
+    assert main([*state, "update", str(sweep)]) == 2
+    assert "every job of its sweep has ended; submit it as new jobs" in capsys.readouterr().err

@@ -37,7 +37,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     store = open_store(args)
     hosts = hosts_file(args, store)
     try:
-        found = planned_updates(store, specs, origins, problems, hosts)
+        found, ended = planned_updates(store, specs, origins, problems, hosts)
     except UpdateRefused as exc:
         raise UsageError("\n".join(exc.problems)) from None
     pid, now = controller_running(store.dir), time.time()
@@ -47,4 +47,6 @@ def cmd_update(args: argparse.Namespace) -> int:
         print(str(done) + (when if done.restarts and not done.moves else ""))
         for hint in submit_hints(spec, path, hosts) if done.changes else ():
             print(f"  warning: {hint}")
+    for said in ended:
+        print(said)
     return 0
