@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 
-HOSTS_HELP = "hosts file (default: $HEET_HOSTS, ~/.config/heet-tui/hosts.toml, then the bundled configs/local.toml)"
+HOSTS_HELP = ("hosts file (default: $HEET_HOSTS, else the file the state's controller last ran on, else "
+              "~/.config/heet-tui/hosts.toml, then the bundled configs/local.toml)")
+UNREAD_HOSTS_HELP = "not read by this command (accepted so that one set of options fits every command)"
 STATE_HELP = "state directory (default: $XDG_STATE_HOME/heet-tui)"
 
 
-def add_hosts_option(parser: argparse.ArgumentParser, *, after_command: bool = False) -> None:
-    parser.add_argument("--hosts", metavar="FILE", help=HOSTS_HELP,
+def add_hosts_option(parser: argparse.ArgumentParser, *, after_command: bool = False, reads: bool = True) -> None:
+    parser.add_argument("--hosts", metavar="FILE", help=HOSTS_HELP if reads else UNREAD_HOSTS_HELP,
                         **({"default": argparse.SUPPRESS} if after_command else {}))
 
 
@@ -27,7 +29,8 @@ def add_state_option(parser: argparse.ArgumentParser, *, after_command: bool = F
                         **({"default": argparse.SUPPRESS} if after_command else {}))
 
 
-def add_location_options(parser: argparse.ArgumentParser) -> None:
-    """Both options after a subcommand (module docstring)."""
-    add_hosts_option(parser, after_command=True)
+def add_location_options(parser: argparse.ArgumentParser, *, reads_hosts: bool = True) -> None:
+    """Both options after a subcommand (module docstring); ``reads_hosts`` False says that --hosts
+    changes nothing there (its help described a hosts file the command never opened)."""
+    add_hosts_option(parser, after_command=True, reads=reads_hosts)
     add_state_option(parser, after_command=True)

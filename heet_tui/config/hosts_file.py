@@ -335,13 +335,18 @@ def user_hosts_path() -> Path:
     return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "heet-tui" / "hosts.toml"
 
 
-def resolve_hosts_path(cli_value: str | None) -> Path:
-    """``--hosts``, then ``$HEET_HOSTS``, then ``~/.config/heet-tui/hosts.toml``, then the bundled local one."""
+def resolve_hosts_path(cli_value: str | None, last_used: str | None = None) -> Path:
+    """``--hosts``, then ``$HEET_HOSTS``, then the file the state's controller last ran on (``last_used``,
+    when it is there and not the bundled one), then ``~/.config/heet-tui/hosts.toml``, then the
+    bundled local one. Without the state's own file, ``heet-tui run --state lab`` moved a lab's
+    jobs to whatever the default file held, and ``hosts add`` edited a file its controller never read."""
     if cli_value:
         return Path(cli_value).expanduser()
     env = os.environ.get("HEET_HOSTS")
     if env:
         return Path(env).expanduser()
+    if last_used and Path(last_used).is_file() and not is_bundled(Path(last_used)):
+        return Path(last_used)
     user = user_hosts_path()
     if user.exists():
         return user

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
+from heet_tui.control.hosts_choice import LAST_USED
 from heet_tui.core.backend import Backend
 
 
@@ -68,7 +69,11 @@ def _controller(args: argparse.Namespace, hosts_path: Path) -> BackendChoice:
                                  shown, f"attached to the controller (pid {other}) running on {state_dir} with "
                                  f"{shown}; quitting this TUI leaves it running", start_mode="cluster",
                                  reattach=partial(reattach, state_dir))
-        # Only a controller of our own needs the hosts file; attaching (above) does not.
+        # Only a controller of our own needs the hosts file; attaching (above) does not. It is
+        # the one this state last ran on unless one is given: a lab's jobs moved to the default file
+        hosts_path = resolve_hosts_path(getattr(args, "hosts", None), served)
+        said = (f"hosts from {hosts_path} ({LAST_USED})"
+                if hosts_path != resolve_hosts_path(getattr(args, "hosts", None)) else "")
         try:
             hosts = load_hosts(hosts_path)
         except ConfigError as exc:
@@ -79,7 +84,7 @@ def _controller(args: argparse.Namespace, hosts_path: Path) -> BackendChoice:
         # Read-only and nothing running: watch only, even if the store says auto-approve.
         options = ControllerOptions(read_only=bool(getattr(args, "read_only", False)))
         backend = ThreadedBackend(lambda: Controller(hosts, Store(state), options))
-        return BackendChoice(backend, hosts_path, start_mode="cluster")
+        return BackendChoice(backend, hosts_path, said, start_mode="cluster")
     except (OSError, RuntimeError, ValueError) as exc:
         return BackendChoice(None, hosts_path, f"controller cannot start: {exc}", start_mode="hosts")
 

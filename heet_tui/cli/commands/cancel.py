@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def add_names_command(sub: argparse._SubParsersAction, name: str, help: str, func, ended: bool) -> None:
     """A command over job names (``resolve_jobs``): cancel takes active jobs, retry ended ones."""
     p = sub.add_parser(name, help=help)
-    add_location_options(p)
+    add_location_options(p, reads_hosts=False)
     p.add_argument("names", metavar="NAME", nargs="+", help="a job id, else a job name (its newest job), or a quoted "
                    f"pattern over the {'ended' if ended else 'active'} jobs' ids")
     p.set_defaults(func=func)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from heet_tui.cli.errors import CliError, UsageError
-from heet_tui.cli.locations import add_state_option
+from heet_tui.cli.locations import HOSTS_HELP, add_state_option
 from heet_tui.cli.names import is_pattern, known_names
 from heet_tui.cli.table import aligned
 from heet_tui.config.errors import ConfigError
@@ -33,11 +33,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     hosts.set_defaults(func=cmd_list, json=False, hosts_file=None)  # a bare `hosts` was a usage error
     # ... and so were `hosts --json` and `hosts --hosts FILE` (list's options, without the verb)
     hosts.add_argument("--hosts", dest="hosts_file", metavar="FILE", default=argparse.SUPPRESS,
-                       help="hosts file (overrides the global --hosts)")
+                       help=f"{HOSTS_HELP}; overrides the global --hosts")
     hosts.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="no verb: the hosts as JSON")
 
     def with_file(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        p.add_argument("--hosts", dest="hosts_file", metavar="FILE", help="hosts file (overrides the global --hosts)")
+        p.add_argument("--hosts", dest="hosts_file", metavar="FILE", help=f"{HOSTS_HELP}; overrides the global --hosts")
         add_state_option(p, after_command=True)
         return p
 
@@ -89,7 +89,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _path(args: argparse.Namespace):
-    return resolve_hosts_path(_explicit(args))
+    from heet_tui.cli.commands.jobs import state_dir
+    from heet_tui.control.hosts_choice import chosen_hosts_path
+
+    return chosen_hosts_path(_explicit(args), state_dir(args))[0]
 
 
 def _explicit(args: argparse.Namespace) -> str | None:

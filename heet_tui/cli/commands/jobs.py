@@ -24,7 +24,7 @@ SHOWN_ENDED = 20  # ended jobs listed without --all: the latest
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("jobs", help="list jobs and their state (reads the state store)")
-    add_location_options(p)
+    add_location_options(p, reads_hosts=False)
     p.add_argument("name", nargs="?", metavar="NAME",
                    help="one job (id or name): its spec, progress, state history and latest events")
     p.add_argument("--json", action="store_true", help="machine-readable output")

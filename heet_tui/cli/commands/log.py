@@ -31,7 +31,7 @@ FOLLOW_EVERY_S = 2.0
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("log", help="a job's latest output (rank 0, or --rank), read from its host by the running "
                                    "controller")
-    add_location_options(p)
+    add_location_options(p, reads_hosts=False)
     p.add_argument("name", metavar="NAME", help="job id or name")
     p.add_argument("-n", "--lines", type=int, default=50, metavar="N", help=f"how many lines (1-{MAX_LINES}, default 50)")
     p.add_argument("--rank", type=int, default=0, metavar="R", help="another rank's output, read from its host")

@@ -33,7 +33,7 @@ REPLY_TIMEOUT_S = 30.0
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plan", help="show, approve or reject the pending plan, or plan again now (through the running "
                                     "controller)")
-    add_location_options(p)
+    add_location_options(p, reads_hosts=False)
     p.add_argument("action", nargs="?", choices=("show", "approve", "reject", "again"), default="show",
                    help="show the pending plan (the default), approve or reject it, or plan again now")
     p.add_argument("--id", type=int, metavar="N", help="act only if plan #N is the one pending (what you looked at); with show, any plan, past ones from the store")

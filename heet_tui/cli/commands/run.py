@@ -15,14 +15,15 @@ import sys
 import time
 
 from heet_tui.cli.arg_types import finite_float
-from heet_tui.cli.commands.jobs import open_store
+from heet_tui.cli.commands.jobs import open_store, state_dir
 from heet_tui.cli.commands.plan import predicted_jct
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_location_options
 from heet_tui.cli.printable import printable
 from heet_tui.config.errors import ConfigError
-from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
+from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.hosts_choice import chosen_hosts_path
 from heet_tui.control.log_file import LOG_NAME
 from heet_tui.control.planning import make_named_policy
 from heet_tui.core.plan import count_changes
@@ -53,7 +54,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.interval <= 0:
         raise UsageError(f"--interval must be > 0, got {args.interval:g}")
     try:
-        hosts = load_hosts(resolve_hosts_path(args.hosts))
+        path, why = chosen_hosts_path(args.hosts, state_dir(args))
+        hosts = load_hosts(path)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     store = open_store(args, create=True)
@@ -67,12 +69,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             except ValueError as exc:
                 raise UsageError(str(exc)) from None
             store.set_setting("policy", args.policy)
-        return asyncio.run(_run(hosts, store, options, args.until_idle))
+        return asyncio.run(_run(hosts, store, options, args.until_idle, why))
     except (RuntimeError, ValueError) as exc:
         raise CliError(str(exc)) from None
 
 
-async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> int:
+async def _run(hosts, store, options: ControllerOptions, until_idle: bool, why_hosts: str = "") -> int:
     failed_before = {r.job.id for r in store.jobs() if r.job.state.value == "failed"}
     controller = Controller(hosts, store, options)
     warnings = logging.StreamHandler(sys.stderr)  # the log file has everything; the terminal its warnings
@@ -90,7 +92,8 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool) -> in
     # the store remembers auto-approve (t in a TUI turns it on): plans applied unasked came as a surprise
     approving = ("auto-approve on: plans apply without asking (--no-auto-approve turns it off)"
                  if controller.auto_approve else "plans wait for approval (heet-tui plan approve)")
-    print(f"controller running: {len(hosts.hosts)} host(s) from {hosts.path}, state in {store.dir} "
+    why = f" ({why_hosts})" if why_hosts else ""
+    print(f"controller running: {len(hosts.hosts)} host(s) from {hosts.path}{why}, state in {store.dir} "
           f"(log: {store.dir / LOG_NAME}); {approving}", flush=True)
     last_event = max((e.id for e in store.events(limit=1)), default=0)
     notices_shown = 0

@@ -23,10 +23,11 @@ from heet_tui.cli.errors import UsageError
 from heet_tui.cli.locations import add_location_options
 from heet_tui.cli.table import aligned, first_line, line_room
 from heet_tui.config.errors import ConfigError
-from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
+from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.attach_client import AttachedBackend, ControllerGone
 from heet_tui.control.drains import drain_reasons, drained_hosts
 from heet_tui.control.host_health import stored_avoided
+from heet_tui.control.hosts_choice import chosen_hosts_path
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store
 from heet_tui.core.host import HostState
@@ -121,9 +122,8 @@ def _with_kept_off(rows: list[dict[str, Any]], store: Store) -> list[dict[str, A
 
 def _stored_report(store: Store, hosts_arg: str | None) -> dict[str, Any]:
     """No controller: hosts as the hosts file declares them, drains and jobs as the store has them."""
-    path = hosts_arg or store.setting("hosts_path")
     try:
-        hosts = load_hosts(resolve_hosts_path(path)).hosts
+        hosts = load_hosts(chosen_hosts_path(hosts_arg, store.dir)[0]).hosts
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     drained, why = drained_hosts(store), drain_reasons(store)

@@ -18,10 +18,11 @@ from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import UsageError
 from heet_tui.cli.locations import add_location_options
 from heet_tui.config.errors import ConfigError
-from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
+from heet_tui.config.hosts_file import load_hosts
 from heet_tui.config.job_hints import submit_hints
 from heet_tui.config.job_spec import load_job_specs, spec_file, spec_files
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse, resumed_from
+from heet_tui.control.hosts_choice import chosen_hosts_path
 from heet_tui.control.store import Store
 from heet_tui.core.job import Job
 
@@ -129,7 +130,7 @@ def _ids(ids: list[str]) -> str:
 def hosts_file(args: argparse.Namespace, store: Store):
     """The hosts file a controller of this store last ran on, else the one given or found; a file
     that does not load is the controller's to report, not the submitter's."""
-    path = getattr(args, "hosts", None) or store.setting("hosts_path") or resolve_hosts_path(None)
+    path = chosen_hosts_path(getattr(args, "hosts", None), store.dir)[0]
     try:
         return load_hosts(path)
     except (ConfigError, OSError):
