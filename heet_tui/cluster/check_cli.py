@@ -100,7 +100,8 @@ def run_check(hosts_file: HostsFile, as_json: bool, hosts_option: str = "", owne
 MAX_HOPS = 8  # jump hosts approved in one "hosts trust", one after the other
 
 
-def run_trust(hosts_file: HostsFile, name: str, assume_yes: bool, fingerprint: str | list[str] | None = None) -> int:
+def run_trust(hosts_file: HostsFile, name: str, assume_yes: bool, fingerprint: str | list[str] | None = None,
+              with_hosts: str = "") -> int:
     """Show the host's key fingerprint, ask y/N (unless ``assume_yes`` for a new key, or the key
     is the ``fingerprint`` given), record it in known_hosts."""
     try:
@@ -119,7 +120,7 @@ def run_trust(hosts_file: HostsFile, name: str, assume_yes: bool, fingerprint: s
             print(f"{name}: its key {found.fingerprint} is already trusted ({found.target.trust_file})")
             return 0
         given = [fingerprint] if isinstance(fingerprint, str) else fingerprint
-        if not _approve(name, found, assume_yes, given):
+        if not _approve(name, found, assume_yes, given, with_hosts):
             return 1
         try:
             written = asyncio.run(trust_host(replace(entry), found.fingerprint, hosts_file.ssh_config))
@@ -131,7 +132,10 @@ def run_trust(hosts_file: HostsFile, name: str, assume_yes: bool, fingerprint: s
     raise CliError(f"{name}: more than {MAX_HOPS} jump hosts")
 
 
-def _approve(name: str, found: KeyToApprove, assume_yes: bool, fingerprints: list[str] | None = None) -> bool:
+def _approve(name: str, found: KeyToApprove, assume_yes: bool, fingerprints: list[str] | None = None,
+             with_hosts: str = "") -> bool:
+    """``with_hosts``: " --hosts FILE" where the file is not the default one, for the commands it
+    suggests (run as written, they looked in the default file, where the host was not)."""
     where = f"{found.target.hostname}:{found.target.port}"
     whose = f"Jump host {found.via} ({where}), on the way to {name}," if found.via else f"Host {name} ({where})"
     print(f"{whose} presents a {found.key.get_algorithm()} key with fingerprint\n    {found.fingerprint}")
@@ -144,7 +148,7 @@ def _approve(name: str, found: KeyToApprove, assume_yes: bool, fingerprints: lis
         if found.via:  # it read as if the host's own key were wrong, though it was the jump host's
             print(f"Refused: the jump host {found.via}'s key is not trusted yet and is none of the fingerprints "
                   f"you gave ({', '.join(fingerprints)}). Check its fingerprint with its admin too, then give both: "
-                  f"heet-tui hosts trust {name} --fingerprint <{found.via}'s> --fingerprint <{name}'s>; "
+                  f"heet-tui hosts trust {name}{with_hosts} --fingerprint <{found.via}'s> --fingerprint <{name}'s>; "
                   "nothing was recorded.")
         else:
             print(f"Refused: that is not the fingerprint you gave ({', '.join(fingerprints)}). Check again with the "
@@ -153,7 +157,7 @@ def _approve(name: str, found: KeyToApprove, assume_yes: bool, fingerprints: lis
     if found.changed and assume_yes:
         # --yes is for first contact in scripts; it replaced a changed key (what an attack looks like) unasked
         print(f"Refused: --yes does not replace a changed key. Check {found.fingerprint} with the host's admin, "
-              f"then: heet-tui hosts trust {name} --fingerprint {found.fingerprint}")
+              f"then: heet-tui hosts trust {name}{with_hosts} --fingerprint {found.fingerprint}")
         return False
     if assume_yes:
         return True

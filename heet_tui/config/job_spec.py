@@ -91,8 +91,14 @@ def load_job_specs(paths: list[Path] | list[str]) -> tuple[list[JobSpec], list[P
 
 def spec_files(args: list[str]) -> list[Path]:
     """Command-line arguments as job files: a directory stands for its ``*.toml`` (as in the
-    TUI, which took one while the command refused it); a glob the shell already expanded."""
-    return [p for arg in args for p in (spec_paths(arg) if os.path.isdir(os.path.expanduser(arg)) else [Path(arg)])]
+    TUI, which took one while the command refused it), and so does a quoted glob the shell left
+    alone (``'sweep/*.toml'`` was "file not found" here and accepted by the TUI's n)."""
+    return [p for arg in args for p in (spec_paths(arg) if _names_several(arg) else [Path(arg)])]
+
+
+def _names_several(arg: str) -> bool:
+    expanded = os.path.expanduser(arg)
+    return os.path.isdir(expanded) or (any(c in expanded for c in "*?[") and not os.path.exists(expanded))
 
 
 def spec_paths(text: str) -> list[Path]:

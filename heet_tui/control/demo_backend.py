@@ -355,7 +355,7 @@ class DemoBackend:
         types = f" on {', '.join(spec.gpu_types)}" if spec.gpu_types else ""
         # the profiles measured training to the model's validation target: a spec's own target
         # (300 steps, say) ran as a whole cifar10 training, unsaid
-        return (f"submitted {', '.join(names)} ({spec.model}, {spec.min_gpus}-{spec.max_gpus} GPUs{types}): "
+        return (f"submitted {', '.join(names)} ({spec.model}, {spec.gpu_range}{types}): "
                 f"profiling, then planned; the demo trains it to {spec.model}'s validation target, as its profiles "
                 "measured, not to the spec's target")
 

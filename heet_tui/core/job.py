@@ -14,6 +14,11 @@ class TargetKind(StrEnum):
     SAMPLES = "samples"
 
 
+def gpu_range(least: int, most: int) -> str:
+    """"1-4 GPUs", and "1 GPU" for a rigid job (it read "1-1 GPUs")."""
+    return f"{least}-{most} GPUs" if least != most else f"{least} GPU{'s' if least != 1 else ''}"
+
+
 @dataclass(frozen=True, slots=True)
 class Target:
     """When a job is done: after ``value`` epochs, steps or samples."""
@@ -47,6 +52,10 @@ class JobSpec:
 
     def allows(self, gpu_type: str) -> bool:
         return type_allowed(gpu_type, self.gpu_types)
+
+    @property
+    def gpu_range(self) -> str:
+        return gpu_range(self.min_gpus, self.max_gpus)
 
     @property
     def target_samples(self) -> float:

@@ -44,12 +44,17 @@ def test_list_table_uses_heet_hosts_env(hosts: Path) -> None:
     out = heet("hosts", "list", env={"HEET_HOSTS": str(hosts)})
     assert out.returncode == 0, out.stderr
     assert "dev-box" in out.stdout and "emulated T4:2:0.25" in out.stdout
+    lines = out.stdout.splitlines()  # tags too, as hosts add --help says (they were in --json only)
+    assert lines[1].split()[5] == "TAGS" and lines[2].split()[:6] == ["a100-1", "ssh", "10.1.0.11", "-", "r1", "nvlink"]
     bare = heet("hosts", env={"HEET_HOSTS": str(hosts)})  # was "the following arguments are required: VERB"
     assert (bare.returncode, bare.stdout) == (0, out.stdout)
 
 
 def test_add_then_remove_edits_the_file_in_place(hosts: Path) -> None:
     original = hosts.read_text()
+    local = heet("--hosts", str(hosts), "hosts", "add", "here", "--transport", "local", "--address", "1.2.3.4")
+    assert local.returncode == 2 and "--address: a local host runs on this machine" in local.stderr
+    assert hosts.read_text() == original, "accepted, the address was never used"
     out = heet("--hosts", str(hosts), "hosts", "add", "gpu9", "--address", "10.9.0.9", "--port", "2200",
                "--rack", "r9", "--emulate", "V100:2:0.5")
     assert out.returncode == 0, out.stderr

@@ -86,6 +86,10 @@ def test_a_pattern_that_names_only_jobs_in_other_states_says_so(tmp_path: Path, 
     assert "job-*: its 2 job(s) are done: none to be cancelled" in capsys.readouterr().err
     assert Store(tmp_path / "state").job("huge").job.state is JobState.CANCELLED
     assert main(["cancel", "job-*", "jbo-1", "--state", str(tmp_path / "state")]) == 2, "a typo still stops all"
+    capsys.readouterr()
+    # a name of nothing: the jobs retry could take are listed, not "ended jobs", which done ones are too
+    assert main(["retry", "nosuch", "--state", str(tmp_path / "state")]) == 2
+    assert 'no job "nosuch" (failed or cancelled jobs: c1, huge)' in capsys.readouterr().err
 
 
 def test_jobs_only_lists_the_states_asked_for(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

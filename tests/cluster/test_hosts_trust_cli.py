@@ -128,3 +128,20 @@ def test_with_an_untrusted_jump_host_each_hops_fingerprint_is_given_and_a_mismat
     assert run_trust(hosts, "inside", assume_yes=False, fingerprint=[fingerprint(jump), fingerprint(target)]) == 0
     known = lab.known_hosts.read_text()
     assert jump.known_hosts_line in known and target.known_hosts_line in known
+
+
+def test_the_command_a_refusal_suggests_names_the_hosts_file_it_was_given(lab, capsys, monkeypatch, tmp_path):
+    """`hosts trust x --yes --hosts h2.toml` on a changed key suggested `heet-tui hosts trust x
+    --fingerprint ...`, which, run as written, looked in the default file, where x was not."""
+    from heet_tui.cli.main import main
+
+    monkeypatch.delenv("HEET_HOSTS", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    other, host = lab.add_host("other2"), lab.add_host("rekeyed", trusted=False)
+    impostor = other.host_public.split()
+    with open(lab.known_hosts, "a") as fh:
+        fh.write(f"[{host.address}]:{host.port} {impostor[0]} {impostor[1]}\n")
+    path = lab.hosts_toml([lab.entry_for(host)])
+    assert main(["hosts", "trust", "rekeyed", "--yes", "--hosts", str(path), "--state", str(tmp_path / "st")]) == 1
+    said = capsys.readouterr().out
+    assert f"then: heet-tui hosts trust rekeyed --hosts {path} --fingerprint SHA256:" in said, said

@@ -74,7 +74,7 @@ def test_heet_tui_submit_queues_a_sweep_file_whole_or_not_at_all(tmp_path: Path,
     assert Store(tmp_path / "state").jobs() == []
     assert main([*state, "submit", str(good)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[:4] == [f"submitted cnn-lr{lr}-seed{seed} (1-1 GPUs, target 10 steps)"
+    assert out[:4] == [f"submitted cnn-lr{lr}-seed{seed} (1 GPU, target 10 steps)"
                        for lr in ("0.01", "0.1") for seed in (1, 2)]
     assert out[4].startswith("note: model cifar10 at batch 64: cnn-lr0.01-seed1, cnn-lr0.01-seed2 and 2 more share")
     store = Store(tmp_path / "state")

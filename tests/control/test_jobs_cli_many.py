@@ -45,7 +45,7 @@ def test_a_sweep_is_queued_whole_or_not_at_all(tmp_path: Path, capsys: pytest.Ca
     assert [json.loads(line)["id"] for line in lines] == ["lr0", "lr1", "lr2"], "one JSON object per job"
     assert main([*state, "submit", *map(str, good)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[:3] == [f"submitted lr{i}-2 (1-1 GPUs, target 10 steps)" for i in range(3)]
+    assert out[:3] == [f"submitted lr{i}-2 (1 GPU, target 10 steps)" for i in range(3)]
     assert out[3:] == ["note: lr0, lr1, lr2 were submitted before: these are lr0-2, lr1-2, lr2-2",
                        "note: model m at batch 32, as lr0 and 2 more: lr0-2, lr1-2, lr2-2 share throughput "
                        "measurements (a new model key keeps one apart)"], "one note for the class, not three"
@@ -143,8 +143,14 @@ def test_a_directory_of_job_files_is_submitted_as_in_the_tui(tmp_path: Path,
     sweep.mkdir()
     _spec(sweep, "b"), _spec(sweep, "a")
     assert main([*state, "submit", str(sweep)]) == 0
-    assert capsys.readouterr().out.splitlines()[:2] == ["submitted a (1-1 GPUs, target 10 steps)",
-                                                        "submitted b (1-1 GPUs, target 10 steps)"]
+    assert capsys.readouterr().out.splitlines()[:2] == ["submitted a (1 GPU, target 10 steps)",
+                                                        "submitted b (1 GPU, target 10 steps)"]
     (tmp_path / "empty").mkdir()
     assert main([*state, "submit", str(tmp_path / "empty")]) == 2
+    assert "no job files (*.toml) in" in capsys.readouterr().err
+    # a quoted glob the shell left alone, as the TUI's n takes it ("file not found" here before)
+    _spec(sweep, "c")
+    assert main([*state, "submit", str(sweep / "[c]*.toml")]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "submitted c (1 GPU, target 10 steps)"
+    assert main([*state, "submit", str(sweep / "nothing*.toml")]) == 2
     assert "no job files (*.toml) in" in capsys.readouterr().err

@@ -171,5 +171,5 @@ def test_a_host_jobs_keep_off_says_so_in_its_note(tmp_path: Path) -> None:
     store.set_setting("crash_avoided", json_module.dumps([["cifar10", 32, ["hB"]], ["bert", 12, ["hB", "hC"]]]))
     rows = _with_kept_off([{"name": "hA", "note": ""}, {"name": "hB", "note": "x"}, {"name": "hC", "note": ""}], store)
     assert [r["note"] for r in rows] == [
-        "", "x; jobs of bert/12, cifar10/32 keep off it (a run of theirs died here before its first report)",
-        "jobs of bert/12 keep off it (a run of theirs died here before its first report)"]
+        "", "x; jobs of model bert at batch 12, model cifar10 at batch 32 keep off it (a run of theirs died here before its first report)",
+        "jobs of model bert at batch 12 keep off it (a run of theirs died here before its first report)"]

@@ -75,7 +75,9 @@ def resolve_jobs(store: Store, names: list[str], ended: bool = False, verb: str 
         missing += settled
     missing = [name for name, _ in missing]
     if missing:
-        known = known_names([j.id for j in pool], missing[0], "ended jobs" if ended else "active jobs")
+        # "ended jobs: none" beside two done ones: retry lists the failed or cancelled
+        kind = "active" if not ended else " or ".join(s.value for s in states) if states else "ended"
+        known = known_names([j.id for j in pool], missing[0], f"{kind} jobs")
         what = " or ".join(f'"{m}"' for m in missing)
         elsewhere = [j for j in _named(store, missing[0], everyone) if j.id not in {p.id for p in pool}]
         if elsewhere:  # they exist, in a state this verb leaves alone: say so, not "no job"

@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_list)
 
     p = with_file(verbs.add_parser("check", help="connect to every host, deploy the agent, read the GPUs (exit 1 unless every host is ready with a usable GPU)"))
-    p.add_argument("--json", action="store_true", help="one JSON object per host: state, message, GPUs, agent, RTT")
+    p.add_argument("--json", action="store_true", help="a JSON array, one object per host: state, message, GPUs, agent, RTT")
     p.set_defaults(func=cmd_check)
 
     p = with_file(verbs.add_parser("add", help="add a host (edits the file in place, comments kept)"))
@@ -141,13 +141,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([_entry_json(h) for h in hosts.hosts], indent=2))
         return 0
-    rows = [("NAME", "TRANSPORT", "ADDRESS", "USER", "RACK", "GPUS")]
+    rows = [("NAME", "TRANSPORT", "ADDRESS", "USER", "RACK", "TAGS", "GPUS")]
     for h in hosts.hosts:
         gpus = f"emulated {h.emulate}" if h.emulate else (h.gpu_type or "from NVML")
         if h.gpus is not None:
             gpus += f" idx {','.join(map(str, h.gpus))}"
         address = "-" if h.transport == "local" else h.address + (f":{h.port}" if h.port else "")
-        rows.append((h.name, h.transport, address, h.user or "-", h.rack or "-", gpus))
+        rows.append((h.name, h.transport, address, h.user or "-", h.rack or "-", ",".join(h.tags) or "-", gpus))
     print(f"# {hosts.path}")
     print("\n".join(aligned(rows)))
     return 0
@@ -166,6 +166,11 @@ def _parse_emulate(value: str) -> dict[str, Any]:
 
 def cmd_add(args: argparse.Namespace) -> int:
     fields: dict[str, Any] = {"name": args.name}
+    if args.transport == "local" and (given := [f"--{k}" for k in ("address", "port", "user", "jump")
+                                                if getattr(args, k) is not None]):
+        # accepted, then never used: the host ran here whatever --address said
+        raise UsageError(f"{', '.join(given)}: a local host runs on this machine, without SSH; "
+                         "leave out --transport local for a host reached over SSH")
     for key in ("address", "port", "user", "gpu_type", "rack", "transport", "python", "workdir", "jump", "shared_fs"):
         if getattr(args, key) is not None:
             fields[key] = getattr(args, key)
@@ -234,7 +239,9 @@ def cmd_trust(args: argparse.Namespace) -> int:
     if not args.yes and not args.fingerprint and not sys.stdin.isatty():
         raise UsageError("refusing to trust a host key without a terminal to confirm on; pass --yes "
                          "(a new key) or --fingerprint SHA256:... (the key you checked)")
-    return run_trust(hosts, args.name, bool(args.yes), args.fingerprint)
+    own = hosts.path.resolve() == resolve_hosts_path(None).resolve()
+    return run_trust(hosts, args.name, bool(args.yes), args.fingerprint,
+                     "" if own else f" --hosts {shlex.quote(str(hosts.path))}")
 
 
 def _controller_hosts(args: argparse.Namespace) -> HostsFile | None:

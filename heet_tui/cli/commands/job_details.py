@@ -8,6 +8,7 @@ state and what the controller recorded about it (a failure's log tail is in its 
 from __future__ import annotations
 
 import json
+import shlex
 import time
 
 from heet_tui.cli.errors import UsageError
@@ -70,7 +71,7 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
     print(f"{job.id}  {job.state.value}" + ("  (cancel requested)" if rec.cancel_requested and not job.state.terminal
                                             else "") + ("  (as last recorded: no controller runs)" if stale else ""))
     fields = [
-        ("command", " ".join(spec.command) + (f"   (in {spec.workdir})" if spec.workdir else "")),
+        ("command", shlex.join(spec.command) + (f"   (in {spec.workdir})" if spec.workdir else "")),
         ("spec file", rec.spec_file or "-"),
         ("class", f"model {spec.model}, batch {spec.batch_size}"),
         ("gpus", f"{spec.min_gpus}-{spec.max_gpus}, " + (", ".join(spec.gpu_types) if spec.gpu_types else "any type")

@@ -111,7 +111,7 @@ def _with_kept_off(rows: list[dict[str, Any]], store: Store) -> list[dict[str, A
     """Each host's note names the jobs' models that keep off it, where a run of theirs died at once
     (control/host_health.py): the host read "ready", with nothing to say why its GPUs stayed idle."""
     avoided = stored_avoided(store)
-    off = {h: sorted(f"{m}/{b}" for (m, b), hosts in avoided.items() if h in hosts)
+    off = {h: sorted(f"model {m} at batch {b}" for (m, b), hosts in avoided.items() if h in hosts)
            for hosts in avoided.values() for h in hosts}
     for row in rows:
         if kinds := off.get(row["name"]):

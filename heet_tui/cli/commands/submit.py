@@ -73,7 +73,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         return 0
     for job, users in zip(jobs, earlier, strict=True):
         spec = job.spec
-        print(f"submitted {job.id} ({spec.min_gpus}-{spec.max_gpus} GPUs, target "
+        print(f"submitted {job.id} ({spec.gpu_range}, target "
               f"{spec.target.value:g} {spec.target.kind.value})")
         if resumes := resumed_from(users):
             print(f"note: {spec.checkpoint_dir} holds the checkpoint of job {resumes.job_id} ({resumes.state.value}, "

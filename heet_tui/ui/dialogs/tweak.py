@@ -16,6 +16,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.intents import EditJob
+from heet_tui.core.job import gpu_range
 from heet_tui.core.plan import Plan, PredictedEffect
 from heet_tui.core.sched_input import Constraints
 from heet_tui.core.snapshot import JobStatus
@@ -53,7 +54,7 @@ class TweakDialog(FormDialog[EditJob | None]):
         c = self.initial
         with DialogBox():
             named = f"{self.job.name}, " if self.job.name != self.job.id else ""
-            yield Label(f"Tweak {self.job.id} ({named}{self.job.min_gpus}-{self.job.max_gpus} GPUs)",
+            yield Label(f"Tweak {self.job.id} ({named}{gpu_range(self.job.min_gpus, self.job.max_gpus)})",
                         classes="dialog-title")
             with DialogBody():
                 yield Label(_proposed(self.proposed), classes="title", id="proposed")

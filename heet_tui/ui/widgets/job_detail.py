@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from heet_tui.core.job import gpu_range
 from heet_tui.core.metrics import describe
 from heet_tui.core.snapshot import JobStatus
 from heet_tui.ui.format import duration, rate
@@ -30,7 +31,7 @@ class JobDetail(Static):
             return
         text = Text()
         text.append(job.id if job.name == job.id else f"{job.id} {job.name}", style="bold")
-        text.append(f"  {job.state.value}  model {job.model}  wants {job.min_gpus}-{job.max_gpus} GPUs")
+        text.append(f"  {job.state.value}  model {job.model}  wants {gpu_range(job.min_gpus, job.max_gpus)}")
         text.append(f"\nallocation {job.allocation.describe() if job.allocation else '-'}")
         ended = job.state.terminal  # an ended job is planned no more and pauses no more
         if edited := job.edit.describe():
