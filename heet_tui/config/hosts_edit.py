@@ -17,7 +17,7 @@ from typing import Any
 
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
-from tomlkit.items import AoT, Table
+from tomlkit.items import AoT, Array, Table
 
 from heet_tui.config.errors import ConcurrentModification, ConfigError, read_config_text
 from heet_tui.config.hosts_file import HOST_KEYS, HostsFile, parse_hosts_text
@@ -97,19 +97,20 @@ class HostsDocument:
         tuned by hand in the file meanwhile went back to the form's."""
         _reject_unknown(self.path, fields)
         _, table = self._find(name)
-        merged = {k for k, v in fields.items() if k in table and isinstance(v, Mapping) and isinstance(table[k], Mapping)}
-        before = {k: table[k] for k in fields if k in table and k not in merged}
-        sub_before = {k: {s: table[k][s] for s in fields[k] if s in table[k]} for k in merged}
+        text_before = self.text()
         for key, value in fields.items():
             if value is None:
                 if key in table:
                     del table[key]
-            elif key in merged:
+            elif key in table and isinstance(value, Mapping) and isinstance(table[key], Mapping):
                 # key by key, and only those that change: replaced whole, a [hosts.emulate] table
                 # became an inline one, and its comments and the comment after it were lost
                 for sub, v in value.items():
                     if sub not in table[key] or table[key][sub] != v:
                         table[key][sub] = v
+            elif key in table and isinstance(table[key], Array) and isinstance(value, list | tuple):
+                if not _edit_array(table[key], list(value)):
+                    table[key] = _toml_value(value)
             elif key in table:
                 table[key] = _toml_value(value)
             else:
@@ -117,17 +118,7 @@ class HostsDocument:
         try:
             self.validated = self._check()
         except ConfigError:
-            for key in fields:
-                if key in merged:
-                    for sub in fields[key]:
-                        if sub in sub_before[key]:
-                            table[key][sub] = sub_before[key][sub]
-                        elif sub in table[key]:
-                            del table[key][sub]
-                elif key in before:
-                    table[key] = before[key]
-                elif key in table:
-                    del table[key]
+            self._doc = tomlkit.parse(text_before)
             raise
         return self.validated
 
@@ -164,6 +155,11 @@ class HostsDocument:
                 self.path, "changed on disk since it was loaded; nothing was saved (reload, then edit again)"
             )
         text = self.text()
+        if text == on_disk or text == on_disk.replace("\r\n", "\n"):
+            # nothing changed (Ctrl+S on an unchanged form): rewritten, the .bak of the last real
+            # edit, the only way back, became a copy of the current file
+            self.validated = parse_hosts_text(on_disk, self.path)
+            return self.validated
         if "\r\n" in on_disk:  # a file written on Windows keeps its line ends; what tomlkit adds has "\n"
             text = re.sub(r"(?<!\r)\n", "\r\n", text)
         validated = parse_hosts_text(text, self.path)
@@ -186,6 +182,24 @@ class HostsDocument:
         self._loaded_digest = _digest(text)
         self.validated = validated
         return validated
+
+
+def _edit_array(array: Array, new: list[Any]) -> bool:
+    """Make ``array`` hold ``new`` by removing and appending items, where that gets there (the
+    items kept in their order, the new ones last): rewritten whole, a multi-line list of tags lost
+    its layout and the comments beside its items. False where ``new`` reorders it."""
+    old = array.unwrap()
+    if old == new:
+        return True
+    added = [v for v in new if v not in old]
+    if [v for v in old if v in new] + added != new:
+        return False
+    for i in reversed(range(len(old))):
+        if old[i] not in new:
+            del array[i]
+    for value in added:
+        array.append(value)
+    return True
 
 
 def _add_key(table: Table, key: str, value: Any) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from heet_tui.config.errors import ConcurrentModification, ConfigError
 from heet_tui.config.hosts_edit import HostsDocument
-from heet_tui.config.hosts_file import load_hosts
+from heet_tui.config.hosts_file import load_hosts, parse_hosts_text
 
 
 @pytest.fixture
@@ -254,3 +254,33 @@ def test_an_edit_of_an_emulate_sub_table_keeps_it_and_its_comments(tmp_path: Pat
     doc.save()
     assert path.read_text() == original.replace("speed = 0.25      # slow", "speed = 0.3      # slow")
     assert load_hosts(path).host("gpu-t2").emulate.speed == 0.3
+
+
+def test_a_multi_line_array_keeps_its_layout_and_comments_through_an_edit(tmp_path: Path) -> None:
+    """Adding a tag from the form flattened the list onto one line and lost the comments beside it."""
+    path = tmp_path / "hosts.toml"
+    path.write_text('[[hosts]]\nname = "a"\ntags = [\n    "nvlink",     # fast interconnect\n    "big-mem",\n]\n'
+                    "gpus = [0, 1, 2]  # 3 is broken\n")
+    doc = HostsDocument.load(path)
+    doc.update_host("a", {"tags": ["nvlink", "big-mem", "fast-disk"], "gpus": [0, 2]})
+    assert doc.text() == ('[[hosts]]\nname = "a"\ntags = [\n    "nvlink",     # fast interconnect\n    "big-mem",\n'
+                          '    "fast-disk",\n]\ngpus = [0, 2]  # 3 is broken\n')
+    doc.update_host("a", {"tags": ["fast-disk", "nvlink"]})  # a new order: written as given
+    assert parse_hosts_text(doc.text(), path).host("a").tags == ("fast-disk", "nvlink")
+    with pytest.raises(ConfigError):  # an invalid edit leaves the array as it was
+        doc.update_host("a", {"tags": ["x"], "gpus": [-1]})
+    assert parse_hosts_text(doc.text(), path).host("a").tags == ("fast-disk", "nvlink")
+
+
+def test_saving_an_unchanged_document_writes_nothing_and_keeps_the_backup(example: Path) -> None:
+    """Ctrl+S on an unchanged form rewrote the file, and the .bak of the last real edit, the only
+    way back, became a copy of the current file."""
+    doc = HostsDocument.load(example)
+    doc.update_host("t4-1", {"rack": "r5"})
+    doc.save()
+    backup = example.with_name(example.name + ".bak")
+    undo, inode = backup.read_text(), example.stat().st_ino
+    doc = HostsDocument.load(example)
+    doc.update_host("t4-1", {"rack": "r5"})  # the form's value, unchanged
+    doc.save()
+    assert backup.read_text() == undo and example.stat().st_ino == inode
