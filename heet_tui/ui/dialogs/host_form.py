@@ -19,24 +19,33 @@ from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 from heet_tui.ui.dialogs.base import DialogBody, DialogBox, FormDialog, dialog_foot
 from heet_tui.ui.widgets.marked_checkbox import MarkedCheckbox
 
-# (key, label, placeholder)
+# (key, label, placeholder), in the order shown and tabbed through
 TEXT_FIELDS = (
     ("name", "Name", "required: letters, digits, . _ -"),
     ("address", "Address", "default: the name (or an ~/.ssh/config alias)"),
-    ("port", "Port", "default: [defaults], ~/.ssh/config, 22"),
-    ("user", "User", "default: [defaults], ~/.ssh/config, yours"),
+    ("port", "Port", "ssh config, else 22"),
+    ("user", "User", "ssh config, else yours"),
+    # what a host behind a login node or with its own interpreter needs: such a host could only be
+    # written by hand, and the form showed no sign of these keys
+    ("jump", "Jump", "[user@]host[:port] (default: [defaults]); none: connect directly"),
     ("gpu_type", "GPU type", "override what NVML reports"),
     ("gpus", "GPUs", "indices heet may use, e.g. 0,1,2 (default all)"),
     ("tags", "Tags", "comma-separated"),
     ("rack", "Rack", "network locality"),
     ("emulate", "Emulate", "TYPE:COUNT:SPEED, e.g. T4:4:0.25 (real training on CPU)"),
+    ("python", "Python", "default: [defaults], python3"),
+    ("workdir", "Workdir", "default: [defaults], ~/.heet"),
 )
+# fields that share a row (the second labelled narrower): all of the form fits 70x20 at once
+PAIRED = {"port": "user", "tags": "rack", "python": "workdir"}
+NO_JUMP = "none"  # written as jump = "": a host that opts out of [defaults]' jump host
 SHARED_FS = "shared_fs"
 SHORT_SCREEN = 34  # lines: below this the form's rows lose their gaps, and the whole form fits in 20
 
 
 def fields_from_form(values: Mapping[str, str], transport: str, shared_fs: bool | None) -> dict[str, Any]:
-    """Typed fields for the hosts editor; empty text means "not set". Raises ``ValueError`` on bad text."""
+    """Typed fields for the hosts editor; empty text means "not set" (``shared_fs`` None too: the
+    default's). Raises ``ValueError`` on bad text."""
     out: dict[str, Any] = {}
     for key, raw in values.items():
         text = raw.strip()
@@ -48,6 +57,8 @@ def fields_from_form(values: Mapping[str, str], transport: str, shared_fs: bool 
             out[key] = [_int(part, "GPU index") for part in text.split(",") if part.strip()]
         elif key == "tags":
             out[key] = [part.strip() for part in text.split(",") if part.strip()]
+        elif key == "jump" and text.lower() == NO_JUMP:
+            out[key] = ""
         elif key == "emulate":
             parts = text.split(":")
             if len(parts) != 3:
@@ -71,6 +82,8 @@ def form_from_fields(raw: Mapping[str, Any]) -> dict[str, str]:
         value = raw.get(key)
         if value is None:
             out[key] = ""
+        elif key == "jump" and value == "":
+            out[key] = NO_JUMP
         elif key in ("gpus", "tags"):
             out[key] = ",".join(str(v) for v in value)
         elif key == "emulate" and isinstance(value, Mapping):
@@ -94,32 +107,50 @@ class HostFormDialog(FormDialog[str | None]):
     HostFormDialog .row { height: auto; margin-bottom: 1; }
     HostFormDialog.-short .row { margin-bottom: 0; }
     HostFormDialog .field { width: 12; }
+    HostFormDialog .field.second { width: 9; padding-left: 1; }
     HostFormDialog Input, HostFormDialog Select { width: 1fr; }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "save", "Save")]
 
     def __init__(self, title: str, apply: Callable[[dict[str, Any]], str | None],
-                 initial: Mapping[str, Any] | None = None, transport: str = "ssh") -> None:
+                 initial: Mapping[str, Any] | None = None, transport: str = "ssh", shared_default: bool = True,
+                 inherited: Mapping[str, str] | None = None) -> None:
         super().__init__()
         self.title_text, self.apply = title, apply
         self.initial = dict(initial or {})
         self.transport = transport  # a new host's, where the file's hosts are all local (the bundled config)
+        # [defaults]' shared_fs: a host without its own showed ticked under "shared_fs = false" there,
+        # and ticking it could not write true
+        self.shared_default = shared_default
+        # what an empty field means here, from [defaults] ("login.example.org"), in its placeholder:
+        # an empty Jump read as a direct connection while the default jump host was used
+        self.inherited = dict(inherited or {})
 
     def compose(self) -> ComposeResult:
         values = form_from_fields(self.initial)
         with DialogBox():
             yield Label(self.title_text, classes="dialog-title")
             with DialogBody():
-                for key, label, placeholder in TEXT_FIELDS:
+                labels = {key: (label, f"[defaults]: {self.inherited[key]}" + (f"; {NO_JUMP}: connect directly"
+                                                                                 if key == "jump" else "")
+                                if self.inherited.get(key) else placeholder) for key, label, placeholder in TEXT_FIELDS}
+                seconds = set(PAIRED.values())
+                for key, (label, placeholder) in labels.items():
+                    if key in seconds:
+                        continue
                     with Horizontal(classes="row"):
                         yield Label(label, classes="field")
                         yield Input(values[key], placeholder=placeholder, id=f"f-{key}", compact=True)
+                        if (other := PAIRED.get(key)) is not None:
+                            yield Label(labels[other][0], classes="field second")
+                            yield Input(values[other], placeholder=labels[other][1], id=f"f-{other}", compact=True)
                 with Horizontal(classes="row"):
                     yield Label("Transport", classes="field")
                     yield Select([("ssh", "ssh"), ("local (this machine)", "local")], allow_blank=False,
                                  value=str(self.initial.get("transport", self.transport)), id="f-transport", compact=True)
-                yield MarkedCheckbox("sees the shared checkpoint filesystem", value=bool(self.initial.get(SHARED_FS, True)),
-                               id="f-shared_fs", compact=True)
+                yield MarkedCheckbox("sees the shared checkpoint filesystem",
+                                     value=bool(self.initial.get(SHARED_FS, self.shared_default)),
+                                     id="f-shared_fs", compact=True)
             # docked: the error line and the buttons stay in view however far the fields scroll
             yield dialog_foot(Button("Cancel", id="cancel"), Button("Save", id="save", variant="primary"),
                               hint=self.HINT, error_id="form-error")
@@ -141,7 +172,7 @@ class HostFormDialog(FormDialog[str | None]):
         transport = str(self.query_one("#f-transport", Select).value)
         shared = self.query_one("#f-shared_fs", Checkbox).value
         try:
-            fields = fields_from_form(values, transport, None if shared else False)
+            fields = fields_from_form(values, transport, self._shared(shared))
         except ValueError as exc:
             error.update(str(exc))
             return
@@ -154,13 +185,16 @@ class HostFormDialog(FormDialog[str | None]):
     def _changed(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Only what the user changed in the form: every field was written back, so a hand edit of
         the same host made while the form was open (another key) was silently undone."""
-        shared = self.initial.get(SHARED_FS, True)
         before = fields_from_form(form_from_fields(self.initial), str(self.initial.get("transport", "ssh")),
-                                  None if shared else False)
+                                  self._shared(bool(self.initial.get(SHARED_FS, self.shared_default))))
         changed = {k: v for k, v in fields.items() if k not in before or before[k] != v}
         if isinstance(old := before.get("emulate"), dict) and isinstance(new := changed.get("emulate"), dict):
             changed["emulate"] = {k: v for k, v in new.items() if old.get(k) != v}  # a hand-set speed stays
         return changed
+
+    def _shared(self, ticked: bool) -> bool | None:
+        """None (the default's, no key written) where the box agrees with [defaults], else the value."""
+        return None if ticked == self.shared_default else ticked
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -156,6 +156,17 @@ class HostsScreen(SnapshotScreen):
                 return False
         return True
 
+    def _shared_default(self) -> bool:
+        return self.document.validated.defaults.shared_fs if self.document is not None else True
+
+    def _inherited(self) -> dict[str, str]:
+        """[defaults]' values, which a host without its own takes (shown in the form's empty fields)."""
+        if self.document is None:
+            return {}
+        d = self.document.validated.defaults
+        return {k: str(v) for k, v in (("user", d.user), ("port", d.port), ("jump", d.jump), ("python", d.python),
+                                       ("workdir", d.workdir if d.workdir != "~/.heet" else None)) if v}
+
     def raw_host(self, name: str) -> dict[str, Any]:
         """The host's own keys as written (defaults not merged), to fill the form."""
         assert self.document is not None
@@ -221,7 +232,8 @@ class HostsScreen(SnapshotScreen):
         hosts = self.document.validated.hosts if self.document is not None else ()
         local = bool(hosts) and all(h.transport == "local" for h in hosts)
         self.app.push_screen(HostFormDialog("Add host", lambda f: self._apply(lambda d: d.add_host(
-            {k: v for k, v in f.items() if v is not None})), transport="local" if local else "ssh"), done)
+            {k: v for k, v in f.items() if v is not None})), transport="local" if local else "ssh",
+            shared_default=self._shared_default(), inherited=self._inherited()), done)
 
     def action_edit_host(self) -> None:
         name = self.table.selected_key
@@ -255,7 +267,8 @@ class HostsScreen(SnapshotScreen):
                     return f"changed in the file since this form opened: {said}; save again to write the form's over it"
             return self._apply(lambda d: d.update_host(name, fields))
 
-        self.app.push_screen(HostFormDialog(f"Edit host {name}", apply, initial), done)
+        self.app.push_screen(HostFormDialog(f"Edit host {name}", apply, initial,
+                                            shared_default=self._shared_default(), inherited=self._inherited()), done)
 
     def action_remove_host(self) -> None:
         name = self.table.selected_key

@@ -1,0 +1,73 @@
+"""The host form shows and writes what [defaults] leaves a host: shared_fs, jump, python, workdir.
+
+Seen: under ``[defaults] shared_fs = false`` the form showed every host ticked as on the shared
+filesystem, and ticking could not write ``true``; jump, python and workdir had no field at all,
+so a host behind the login node could only be added by hand."""
+
+from __future__ import annotations
+
+import tomllib
+
+from hosts_support import fill
+from textual.widgets import Checkbox, Input
+from ui_support import SIZE, run, wait_for
+
+from heet_tui.ui.dialogs.host_form import HostFormDialog
+from heet_tui.ui.screens.hosts import HostsScreen
+
+FILE = '''# lab
+[defaults]
+shared_fs = false   # no NFS here
+jump = "login.example.org"
+
+[[hosts]]
+name = "a"          # keep this comment
+address = "10.0.0.1"
+
+[[hosts]]
+name = "b"
+address = "10.0.0.2"
+shared_fs = true
+'''
+
+
+async def _edit(pilot, app, name: str) -> HostFormDialog:
+    await wait_for(pilot, lambda: app.screen.table.row_count == 2)
+    app.screen.table.select_key(name)
+    await pilot.press("e")
+    await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
+    return app.screen
+
+
+def test_the_form_shows_and_writes_what_defaults_leave_a_host(make_app, tmp_path):
+    path = tmp_path / "hosts.toml"
+    path.write_text(FILE)
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            form = await _edit(pilot, app, "b")
+            assert form.query_one("#f-shared_fs", Checkbox).value, "b's own true"
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen))
+            form = await _edit(pilot, app, "a")
+            box = form.query_one("#f-shared_fs", Checkbox)
+            assert not box.value, "a takes [defaults]' false"
+            assert form.query_one("#f-jump", Input).placeholder.startswith("[defaults]: login.example.org")
+            box.value = True
+            await fill(pilot, form, jump="none", python="/opt/py/bin/python3", workdir="/scratch/heet")
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen))
+            text = path.read_text()
+            host = tomllib.loads(text)["hosts"][0]
+            assert {k: host.get(k) for k in ("shared_fs", "jump", "python", "workdir")} == {
+                "shared_fs": True, "jump": "", "python": "/opt/py/bin/python3", "workdir": "/scratch/heet"}
+            assert 'name = "a"          # keep this comment' in text and text.endswith('shared_fs = true\n')
+            form = await _edit(pilot, app, "a")  # read back as written: "none", the box ticked
+            assert form.query_one("#f-jump", Input).value == "none" and form.query_one("#f-shared_fs", Checkbox).value
+            form.query_one("#f-shared_fs", Checkbox).value = False  # back to the default: the key goes
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen))
+            assert "shared_fs" not in tomllib.loads(path.read_text())["hosts"][0]
+
+    run(scenario())
