@@ -224,7 +224,7 @@ class Cluster:
     def warnings(self, host: str) -> list[str]:
         """What the host's agent said at its last handshake that a user must see (real GPUs it
         leaves unused because the host declares emulated ones)."""
-        return list(self._sup(host).warnings)
+        return self._sup(host).warnings_now()
 
     def fingerprint(self, host: str) -> str:
         """The unknown host key's fingerprint when ``host`` awaits trust (``host-key-unknown``/``-changed``), else ``""``."""

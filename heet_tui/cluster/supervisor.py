@@ -63,6 +63,7 @@ class HostSupervisor:
         self.gpus: tuple[Gpu, ...] = ()
         self.gpu_source = ""
         self.warnings: list[str] = []  # what the agent says a user must see (real GPUs left unused)
+        self._real_type: str | None = None  # the real GPUs' type at the last read ("" none), for the file's notes
         self.gpu_probe: str | None = None  # why the agent's last heartbeat had no fresh GPU reading
         self.workdir_problem: str | None = None  # why the agent cannot save its job table (a full disk)
         self.agent_version = ""
@@ -88,7 +89,16 @@ class HostSupervisor:
                           rack=self.entry.rack, gpu_source=self.gpu_source, last_seen=self.last_seen,
                           rtt_ms=self.rtt_ms, gpu_jobs=gpu_jobs,
                           declared_type=self.entry.declared_type or "", launch_blocked=self._launch_blocked(),
-                          warnings=tuple(self.warnings) if self.state is HostState.READY else ())
+                          warnings=tuple(self.warnings_now()) if self.state is HostState.READY else ())
+
+    def warnings_now(self) -> list[str]:
+        """The agent's warnings and the hosts file's notes as the file is now: noted at the GPUs'
+        read, a speed clash stayed after the other host was removed from the file."""
+        return [*self.warnings, *(self.notes(self._real_type) if self._real_type is not None else ())]
+
+    def _noted(self, real_type: str) -> list[str]:
+        self._real_type = real_type
+        return []
 
     def _launch_blocked(self) -> str:
         """Why nothing is launched here now. GPUs that cannot be read are not known free: a job was
@@ -103,7 +113,7 @@ class HostSupervisor:
         return ""
 
     def _ready_message(self) -> str:
-        warnings = "".join(f"; {w}" for w in self.warnings)
+        warnings = "".join(f"; {w}" for w in self.warnings_now())
         probe = f"; GPUs not read: {self.gpu_probe}" if self.gpu_probe else ""
         if probe and self.gpus and not self.workdir_problem:
             probe += "; jobs run on, nothing is launched here until they are"
@@ -203,7 +213,7 @@ class HostSupervisor:
     def _apply_hello(self, result: dict[str, Any]) -> None:
         inventory = result.get("inventory") or {}
         self.agent_version = str(result.get("agent_version", ""))
-        self.gpu_source, self.gpus, self.warnings = read_inventory(self.entry, inventory, self.notes)
+        self.gpu_source, self.gpus, self.warnings = read_inventory(self.entry, inventory, self._noted)
         self.jobs = {}
         for raw in result.get("jobs") or ():
             self._keep(RemoteJob.from_wire(self.entry.name, raw))
@@ -358,7 +368,7 @@ class HostSupervisor:
             self._rereading = False
         if client is not self.client:
             return
-        self.gpu_source, self.gpus, self.warnings = read_inventory(self.entry, result, self.notes)
+        self.gpu_source, self.gpus, self.warnings = read_inventory(self.entry, result, self._noted)
         self.warnings.append(f"at {time.strftime('%H:%M:%S')} {change}: listed them again")
         if self.state is HostState.READY:
             self._set(HostState.READY, self._ready_message())

@@ -135,11 +135,14 @@ class HostsFile:
                          and h.emulate.gpu_type == me.emulate.gpu_type and h.emulate.speed != me.emulate.speed})
         if not others:
             return None
-        return (f"emulated {me.emulate.gpu_type} at speed {me.emulate.speed:g}, which other hosts emulate at "
-                f"{', '.join(f'{s:g}' for s in others)}: plans know GPUs by type and cannot tell them apart; give "
-                f"the hosts of each speed a type of their own in their emulate table (e.g. emulate's gpu_type = "
-                f'"{me.emulate.gpu_type}-slow"; the host form\'s Emulate field: '
-                f'{me.emulate.gpu_type}-slow:{me.emulate.count}:{me.emulate.speed:g})')
+        said = (f"emulated {me.emulate.gpu_type} at speed {me.emulate.speed:g}, which other hosts emulate at "
+                f"{', '.join(f'{s:g}' for s in others)}: plans know GPUs by type and cannot tell them apart")
+        if me.emulate.speed > max(others):  # the fastest keep the name; "-slow" was offered to every host
+            return f"{said}; the slower hosts are told to take a type of their own, this one may keep {me.emulate.gpu_type}"
+        # named by speed, one type per speed: "-slow" given to every host made the clash again
+        own = f"{me.emulate.gpu_type}-x{me.emulate.speed:g}"
+        return (f"{said}; give this host a type of its own in its emulate table (e.g. emulate's gpu_type = "
+                f'"{own}"; the host form\'s Emulate field: {own}:{me.emulate.count}:{me.emulate.speed:g})')
 
     def emulation_clash(self, name: str, real_type: str) -> str | None:
         """What to tell of a host with real GPUs of a type other hosts emulate: plans know GPUs by

@@ -310,10 +310,34 @@ def test_one_gpu_type_emulated_at_two_speeds_is_a_warning_of_both_hosts(tmp_path
     rows = {r["name"]: r for r in asyncio.run(check_hosts(load_hosts(path)))}
     assert rows["slow"]["state"] == "ready"
     assert any("emulated A100 at speed 0.25, which other hosts emulate at 1: plans know GPUs by type" in w
-               and "emulate's gpu_type = \"A100-slow\"" in w and "Emulate field: A100-slow:1:0.25" in w
+               and "emulate's gpu_type = \"A100-x0.25\"" in w and "Emulate field: A100-x0.25:1:0.25" in w
                for w in rows["slow"]["warnings"]), rows["slow"]["warnings"]
-    assert any("emulated A100 at speed 1, which other hosts emulate at 0.25" in w for w in rows["fast"]["warnings"])
-    # the advice can be followed: gpu_type = "A100-slow" beside an emulate of A100 was refused
-    path.write_text(text.replace('"A100", count = 1, speed = 0.25', '"A100-slow", count = 1, speed = 0.25'))
+    # the fast host keeps its type: told "-slow" too, both hosts followed it into the same clash
+    assert any("emulated A100 at speed 1, which other hosts emulate at 0.25" in w and "this one may keep A100" in w
+               and "gpu_type =" not in w for w in rows["fast"]["warnings"]), rows["fast"]["warnings"]
+    # the advice can be followed: the new type beside an emulate of A100 was refused
+    path.write_text(text.replace('"A100", count = 1, speed = 0.25', '"A100-x0.25", count = 1, speed = 0.25'))
     followed = load_hosts(path)
     assert followed.speed_clash("slow") is None and followed.speed_clash("fast") is None
+
+
+def test_the_clash_note_goes_once_the_other_host_leaves_the_file(tmp_path):
+    """Noted when the GPUs were read, the clash stayed on the fast host for good after the slow
+    one was removed from the file."""
+    text = "".join(f'[[hosts]]\nname = "{name}"\ntransport = "local"\npython = "{sys.executable}"\n'
+                   f'workdir = "{tmp_path / name}"\nemulate = {{ gpu_type = "A100", count = 1, speed = {speed} }}\n'
+                   for name, speed in (("fast", 1.0), ("slow", 0.25)))
+    path = tmp_path / "hosts.toml"
+    path.write_text(text)
+
+    async def scenario():
+        cluster = make_cluster(path)
+        async with cluster:
+            assert await wait_until(lambda: cluster.host_status("fast").state is HostState.READY)
+            assert any("which other hosts emulate at 0.25" in w for w in cluster.host_status("fast").warnings)
+            path.write_text(text.split("[[hosts]]")[0] + "[[hosts]]" + text.split("[[hosts]]")[1])
+            cluster.hosts_file = load_hosts(path)  # as a reload of the edited file sets it
+            assert not any("other hosts emulate" in w for w in cluster.host_status("fast").warnings)
+            assert not any("other hosts emulate" in w for w in cluster.warnings("fast"))
+
+    asyncio.run(scenario())
