@@ -55,6 +55,19 @@ def read_progress_line(line):
         except ValueError:
             quoted = body.startswith("{") and "'" in body
             return None, "not JSON" + (" (single quotes: print json.dumps(d), not the dict itself)" if quoted else "")
+        return check_progress(data)
+    except Exception as exc:  # it reads arbitrary user output: never raise
+        return None, "unreadable ({})".format(type(exc).__name__)
+
+
+MAX_COUNT = 10 ** 15  # steps or samples: far beyond any real job, and below what a store's integers hold
+
+
+def check_progress(data):
+    """``(progress, None)`` for a valid progress dict, else ``(None, why)``: the agent checks each
+    line with it, and the controller each report an agent forwards (a corrupted agent's NaN
+    speed stopped every planning round)."""
+    try:
         if not isinstance(data, dict):
             return None, "not a JSON object"
         missing = [k for k in REQUIRED if k not in data]
@@ -68,6 +81,8 @@ def read_progress_line(line):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 return None, "{} is not a finite number".format(key)
             out[key] = int(value) if key in ("step", "samples") else float(value)
+        if out["step"] > MAX_COUNT or out["samples"] > MAX_COUNT:  # a store's integers overflowed
+            return None, "step or samples beyond any real job (at most %d)" % MAX_COUNT
         if out["step"] < 0 or out["samples"] < 0 or out["samples_per_s"] < 0:
             return None, "step, samples and samples_per_s must not be negative"
         if out["samples_per_s"] > MAX_SAMPLES_PER_S:  # 1e15 became a measurement, and every job's guesses
@@ -81,5 +96,5 @@ def read_progress_line(line):
             # the host's link again and again (over the protocol's line limit once escaped)
             return None, "longer than %d bytes as JSON: report fewer or shorter metrics" % MAX_PROGRESS_BYTES
         return out, None
-    except Exception as exc:  # it reads arbitrary user output: never raise
+    except Exception as exc:  # arbitrary input: never raise
         return None, "unreadable ({})".format(type(exc).__name__)

@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from heet_agent.progress import check_progress
+
 from heet_tui.core.snapshot import HostStatus
 
 
@@ -57,7 +59,7 @@ class RemoteJob:
             signal=data.get("signal") if isinstance(data.get("signal"), int) else None,
             reason=data.get("reason") if isinstance(data.get("reason"), str) else None,
             adopted=bool(data.get("adopted")),
-            progress=progress if isinstance(progress, dict) else None,
+            progress=check_progress(progress)[0],  # as a progress event's: a corrupted agent's NaN broke rounds
             ended_ago_s=_age(data.get("ended_ago_s")),
         )
 

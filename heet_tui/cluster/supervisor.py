@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import random
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
+
+from heet_agent.progress import check_progress
 
 from heet_tui.cluster.agent_bundle import agent_bundle
 from heet_tui.cluster.agent_client import AgentClient
@@ -303,10 +306,15 @@ class HostSupervisor:
             self._on_heartbeat(message)
         elif name == "progress" and isinstance(message.get("progress"), dict):
             key = (str(message.get("job_id")), int(message.get("generation") or 0))
+            progress, why = check_progress(message["progress"])
+            if progress is None:  # checked again here: a corrupted agent's NaN speed stopped every round
+                self.publish(JobProgressError(self.entry.name, key[0], key[1], json.dumps(message["progress"])[:300],
+                                              f"the agent forwarded a report that is not valid: {why}"))
+                return
             job = self.jobs.get(key)
             if job is not None:
-                self.jobs[key] = replace(job, progress=message["progress"])
-            self.publish(JobProgress(self.entry.name, key[0], key[1], message["progress"]))
+                self.jobs[key] = replace(job, progress=progress)
+            self.publish(JobProgress(self.entry.name, key[0], key[1], progress))
         elif name == "progress_error":
             self.publish(JobProgressError(self.entry.name, str(message.get("job_id")),
                                           int(message.get("generation") or 0), str(message.get("line", ""))[:300],

@@ -59,3 +59,37 @@ def test_progress_parser_examples():
     for prefix in ("\r 40%|####  |", "INFO:root:", "[rank0]: "):
         assert parse_progress_line(prefix + '@heet-progress {"step": 1, "samples": 2, "samples_per_s": 3}')["step"] == 1
     assert decode_line(b"Welcome!\n")[1] == "not JSON: 'Welcome!'"
+
+
+def test_counts_beyond_any_real_job_are_refused_with_a_reason():
+    """A step of 10**30 was forwarded, and the controller's store failed on it at every report
+    (OverflowError), so the job ended "without reporting progress"."""
+    from heet_agent.progress import progress_problem
+
+    line = '@heet-progress {"step": 1000000000000000000000000000000, "samples": 1, "samples_per_s": 3}'
+    assert parse_progress_line(line) is None
+    assert progress_problem(line) == "step or samples beyond any real job (at most 1000000000000000)"
+
+
+def test_a_report_an_agent_forwards_is_checked_again_by_the_controller():
+    """A corrupted agent's NaN speed (read as None) raised in every round: planning stopped."""
+    import asyncio
+
+    from heet_tui.cluster.events import JobProgress, JobProgressError, RemoteJob
+    from heet_tui.cluster.supervisor import HostSupervisor
+    from heet_tui.config.hosts_file import HostEntry
+    from heet_tui.core.host import HostState
+
+    published = []
+    sup = HostSupervisor(HostEntry("h", "127.0.0.1"), None, None, published.append, asyncio.Semaphore(1))
+    sup.state = HostState.READY
+    good = {"step": 3, "samples": 96, "samples_per_s": 50.0}
+    for progress in (good, {**good, "samples_per_s": None}, {**good, "step": 10 ** 30}):
+        sup._on_event({"event": "progress", "job_id": "j.r0", "generation": 1, "progress": progress})
+    assert isinstance(published[0], JobProgress) and published[0].progress == good
+    assert [type(e) for e in published[1:]] == [JobProgressError, JobProgressError]
+    assert "samples_per_s is not a finite number" in published[1].error and "beyond any real job" in published[2].error
+    # a heartbeat's latest report of a job is checked the same way
+    job = RemoteJob.from_wire("h", {"job_id": "j.r0", "generation": 1, "state": "running",
+                                    "progress": {**good, "samples_per_s": None}})
+    assert job.progress is None
