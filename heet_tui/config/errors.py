@@ -59,6 +59,11 @@ def parse_toml(text: str, path: Path, empty_hint: str) -> dict:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise toml_syntax_error(path, exc) from None
+    except RecursionError:  # arrays or tables nested ~1000 deep: a traceback from every command
+        raise ConfigError(path, NESTED_TOO_DEEP) from None
+
+
+NESTED_TOO_DEEP = "arrays or tables nested too deep to read (hundreds of levels): not a file this tool wrote"
 
 
 def decode_utf8(path: Path, data: bytes) -> str:

@@ -20,8 +20,12 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from heet_tui.config.errors import NESTED_TOO_DEEP, toml_syntax_error
 from heet_tui.core.sched_input import ClusterView, HostView
 from heet_tui.sim.errors import SimInputError
+
+MAX_GPUS_PER_NODE = 64  # a real node holds 8 or 16
+MAX_GPUS = 65_536  # in a whole cluster: 32 times the 2,048 the simulator is built for
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +82,9 @@ class SimCluster:
         """The same mix of node types with ``factor`` times as many nodes of each."""
         if factor < 1:
             raise ValueError("cluster scale must be a positive integer")
+        if self.total_gpus * factor > MAX_GPUS:
+            raise ValueError(f"cluster scale {factor} makes {self.total_gpus * factor:,} GPUs, more than the simulator "
+                             f"takes (at most {MAX_GPUS:,})")
         types = tuple(NodeType(t.name, t.profile, t.gpu_type, t.gpus_per_node, t.count * factor)
                       for t in self.node_types)
         return SimCluster(f"{self.name}x{factor}" if factor > 1 else self.name, types, self.source)
@@ -95,6 +102,16 @@ def _line_of(text: str, needle: str, occurrence: int) -> int:
             if seen == occurrence:
                 return i
             seen += 1
+    return 1
+
+
+def _top_line(text: str, key: str) -> int:
+    """The line that sets top-level ``key`` (1 when not found)."""
+    for n, line in enumerate(text.splitlines(), start=1):
+        if line.strip().startswith("["):
+            break
+        if line.split("=")[0].strip() == key:
+            return n
     return 1
 
 
@@ -124,7 +141,13 @@ def load_cluster(path: Path | str) -> SimCluster:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SimInputError(f"{path}: {exc}") from None
+        said = toml_syntax_error(path, exc)  # "file:line: ...", as every other input error
+        raise SimInputError(f"{path}{f':{said.line}' if said.line else ''}: {said.detail}") from None
+    except RecursionError:
+        raise SimInputError(f"{path}: {NESTED_TOO_DEEP}") from None
+    if unknown := sorted(set(data) - {"name", "node_types"}):  # a typo at the top ("node_type") went unsaid
+        raise SimInputError(f"{path}:{_top_line(text, unknown[0])}: unknown key(s) {', '.join(unknown)} "
+                            "(known: name, node_types)")
     raw_types = data.get("node_types")
     if not isinstance(raw_types, list) or not raw_types:
         raise SimInputError(f"{path}:1: no [[node_types]] tables (each needs gpu_type, gpus_per_node, count)")
@@ -152,11 +175,13 @@ def load_cluster(path: Path | str) -> SimCluster:
         if not isinstance(profile, str) or not profile:
             raise SimInputError(f'{where}: "profile" must be a non-empty string')
         ints = {}
-        for key in ("gpus_per_node", "count"):
+        for key, most in (("gpus_per_node", MAX_GPUS_PER_NODE), ("count", MAX_GPUS)):
             value = raw.get(key)
+            at = f"{path}:{_key_line(text, i, key)}: node type {name!r}" if key in raw else where
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                at = f"{path}:{_key_line(text, i, key)}: node type {name!r}" if key in raw else where
                 raise SimInputError(f'{at}: "{key}" must be a positive integer, got {value!r}')
+            if value > most:  # 10**20 was a traceback, and a billion nodes ran for ever
+                raise SimInputError(f'{at}: "{key}" {value} is more than the simulator takes (at most {most})')
             ints[key] = value
         twin = next((t for t in types if t.gpu_type == gpu_type and t.profile != profile), None)
         if twin is not None:  # profiles and throughput are keyed by GPU type; one profile in two sizes is fine
@@ -171,5 +196,10 @@ def load_cluster(path: Path | str) -> SimCluster:
             raise SimInputError(f"{path}: node types {t.name!r} and {clash[0].name!r} share profile "
                                 f"{t.profile!r} but name different GPU types ({t.gpu_type!r}, {clash[0].gpu_type!r}): "
                                 "nodes of one GPU in two sizes are node types of the same gpu_type and profile")
+    total = sum(t.gpus_per_node * t.count for t in types)
+    if total > MAX_GPUS:
+        raise SimInputError(f"{path}: {total:,} GPUs in all, more than the simulator takes (at most {MAX_GPUS:,})")
     name = data.get("name", path.stem)
-    return SimCluster(str(name), tuple(types), str(path))
+    if not isinstance(name, str) or not name.strip():
+        raise SimInputError(f'{path}:{_top_line(text, "name")}: "name" must be a non-empty string, got {name!r}')
+    return SimCluster(name, tuple(types), str(path))

@@ -23,19 +23,39 @@ def read_rows(path: Path, label: str, required: tuple[str, ...], optional: tuple
     try:
         # "-sig": files saved by Excel start with a byte-order mark, which must not join the first column name.
         lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SimInputError(f"{label}: cannot read {what}: {exc}") from None
+    except UnicodeDecodeError as exc:  # "'utf-8' codec can't decode byte 0xe9 in position 49", no line
+        line = exc.object[:exc.start].count(b"\n") + 1
+        raise SimInputError(f"{label}:{line}: not valid UTF-8 (byte {exc.object[exc.start]:#04x}); save the "
+                            f"{what} as UTF-8") from None
+    except OSError as exc:  # "[Errno 21] Is a directory: ..."
+        raise SimInputError(f"{label}: cannot read {what}: {exc.strerror or exc}") from None
     if not any(line.strip() for line in lines):
         raise SimInputError(f"{label}:1: empty {what} (expected a header: {', '.join(required)})")
     reader = csv.reader(lines)
-    header = [h.strip() for h in next(reader)]
+    try:
+        header = [h.strip() for h in next(reader)]
+    except csv.Error as exc:
+        raise SimInputError(f"{label}:1: {exc}") from None
     missing = [c for c in required if c not in header]
     if missing:
         raise SimInputError(f"{label}:1: missing column(s) {', '.join(missing)} (header has: {', '.join(header)})")
     index = {c: header.index(c) for c in (*required, *optional) if c in header}
-    for lineno, cells in enumerate(reader, start=2):
+    for lineno, cells in enumerate(_rows(reader, label), start=2):
         if not cells or all(not c.strip() for c in cells):
             continue
         if len(cells) < len(header) or (exact_width and len(cells) != len(header)):
             raise SimInputError(f"{label}:{lineno}: {len(cells)} fields, header has {len(header)}")
         yield lineno, {c: cells[i].strip() for c, i in index.items()}
+
+
+def _rows(reader: Iterator[list[str]], label: str) -> Iterator[list[str]]:
+    """The reader's rows; a row it cannot read (a field over its 131,072-character limit) is an
+    error naming the line, not a traceback."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise SimInputError(f"{label}:{getattr(reader, 'line_num', '?')}: {exc}") from None
+        yield row

@@ -47,20 +47,35 @@ class TraceJob:
     gpu_time: float
 
 
+def _number(path: Path, lineno: int, row: dict[str, str], column: str) -> float:
+    try:
+        value = float(row[column])
+    except ValueError:
+        raise SimInputError(f'{path}:{lineno}: column "{column}": not a number: "{row[column]}"') from None
+    if not math.isfinite(value) or value <= 0:
+        raise SimInputError(f'{path}:{lineno}: column "{column}": must be positive, got "{row[column]}"')
+    return value
+
+
 def read_trace(path: Path | str) -> list[TraceJob]:
     path = Path(path)
     out = []
     for lineno, row in read_rows(path, str(path), ("timestamp", "num_gpus", "gpu_time"), what="trace"):
+        # every bad row is an error naming its line, as in a workload: rows of 0 or NaN GPUs were
+        # dropped without a word, and 1.5 GPUs became 1
         try:
-            t = datetime.fromisoformat(row["timestamp"]).replace(tzinfo=UTC).timestamp()
-            gpus = int(float(row["num_gpus"]))
-            gpu_time = float(row["gpu_time"])
-        except ValueError as exc:
-            raise SimInputError(f"{path}:{lineno}: {exc}") from None
-        if gpus > 0 and math.isfinite(gpu_time) and gpu_time > 0:
-            out.append(TraceJob(t, gpus, gpu_time))
+            stamp = datetime.fromisoformat(row["timestamp"])
+        except ValueError:
+            raise SimInputError(f'{path}:{lineno}: column "timestamp": not a date and time: '
+                                f'"{row["timestamp"]}" (e.g. 2017-10-09 07:01:55)') from None
+        t = (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)).timestamp()  # an offset given is kept
+        gpus, gpu_time = _number(path, lineno, row, "num_gpus"), _number(path, lineno, row, "gpu_time")
+        if gpus != int(gpus) or gpus > 65_536:
+            raise SimInputError(f'{path}:{lineno}: column "num_gpus": {row["num_gpus"]} is not a whole number of '
+                                "GPUs (1 to 65536)")
+        out.append(TraceJob(t, int(gpus), gpu_time))
     if not out:
-        raise SimInputError(f"{path}: no usable jobs (need num_gpus > 0 and gpu_time > 0)")
+        raise SimInputError(f"{path}:2: no jobs after the header")
     out.sort(key=lambda j: j.t)
     return out
 

@@ -33,6 +33,12 @@ class WorkloadJob:
     line: int = 0
 
 
+# beyond these a row is a mistake: a time of 1e300 made a job "train in 0 s" (float rounding)
+# and halved the average JCT; a batch of 1e20 overflowed on the way
+MOST = {"time": 10 * 365 * 86400.0, "num_replicas": 65_536, "min_gpus": 65_536, "max_gpus": 65_536,
+        "batch_size": 2 ** 31}
+
+
 def _positive(where: str, column: str, raw: str, *, integer: bool, allow_zero: bool = False) -> float:
     try:
         value = float(raw)
@@ -41,6 +47,9 @@ def _positive(where: str, column: str, raw: str, *, integer: bool, allow_zero: b
     if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         raise SimInputError(f'{where}: column "{column}": must be {"0 or more" if allow_zero else "positive"}, '
                             f'got "{raw}"')
+    if value > MOST.get(column, math.inf):
+        raise SimInputError(f'{where}: column "{column}": {raw} is beyond any real workload (at most '
+                            f'{MOST[column]:g}{" s, ten years" if column == "time" else ""})')
     if integer and value != int(value):
         raise SimInputError(f'{where}: column "{column}": must be a whole number, got "{raw}"')
     return value

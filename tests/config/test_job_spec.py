@@ -241,3 +241,14 @@ def test_the_script_checked_at_submit_is_the_one_python_runs(tmp_path: Path) -> 
     assert missing_files_hint(parse_job_text(spec("my proj ü/train.py", "--glob", "*.py"), path)) is None
     hint = missing_files_hint(parse_job_text(spec("my proj ü/trian.py", "*.py"), path))
     assert hint is not None and hint.startswith('"my proj ü/trian.py" is not in workdir')
+
+
+def test_toml_nested_too_deep_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    """A thousand nested arrays raised RecursionError from submit, hosts list and the live reload."""
+    from heet_tui.config.hosts_file import load_hosts
+
+    path = tmp_path / "deep.toml"
+    path.write_text("x = " + "[" * 1000 + "]" * 1000 + "\n")
+    for load in (load_job_spec, load_hosts):
+        with pytest.raises(ConfigError, match="nested too deep to read"):
+            load(path)

@@ -33,6 +33,10 @@ def _write(tmp_path: Path, text: str, name: str = "w.csv") -> Path:
     ("a,10,cifar10,-2,128\n", ':2: column "num_replicas": must be positive'),
     ("a,10,cifar10,2,128\na,11,cifar10,2,128\n", ":3: job name 'a' already used on line 2"),
     ("", ":2: no jobs after the header"),
+    # a time of 1e300 trained "in 0 s" (float rounding) and halved the average JCT
+    ("a,1e300,cifar10,2,128\n", ':2: column "time": 1e300 is beyond any real workload'),
+    ("a,0,cifar10,2,1e20\n", ':2: column "batch_size": 1e20 is beyond any real workload'),
+    ("a,0,cifar10,2," + "9" * 140_000 + "\n", ":2: field larger than field limit"),  # was a traceback
 ])
 def test_malformed_workloads_name_the_line(tmp_path: Path, body: str, needle: str) -> None:
     path = _write(tmp_path, HEADER + body)
@@ -162,7 +166,17 @@ def test_a_double_booking_policy_is_reported(physics) -> None:
     ('[[node_types]]\nname = "aws"\ngpu_type = "T4"\ngpus_per_node = 4\ncount = 1\n[[node_types]]\nname = "rtx"\n'
      'gpu_type = "T4"\ngpus_per_node = 8\ncount = 1\n', ":8: node type 'rtx': 'T4' is also the GPU type of node type 'aws'"),
     ('name = "x"\n', ":1: no [[node_types]] tables"),
-    ('[[node_types]\n', "Expected"),
+    ('[[node_types]\n', ":1: TOML syntax error: Expected"),
+    # a traceback (10**20) and a run that never ended (a billion nodes)
+    ('[[node_types]]\nname = "aws"\ngpu_type = "T4"\ngpus_per_node = 99999999999999999999\ncount = 1\n',
+     ":4: node type 'aws': \"gpus_per_node\" 99999999999999999999 is more than the simulator takes (at most 64)"),
+    ('[[node_types]]\nname = "aws"\ngpu_type = "T4"\ngpus_per_node = 8\ncount = 10000\n',
+     ": 80,000 GPUs in all, more than the simulator takes (at most 65,536)"),
+    ('nmae = "x"\n[[node_types]]\nname = "aws"\ngpu_type = "T4"\ngpus_per_node = 8\ncount = 1\n',
+     ":1: unknown key(s) nmae (known: name, node_types)"),
+    ('name = 5\n[[node_types]]\nname = "aws"\ngpu_type = "T4"\ngpus_per_node = 8\ncount = 1\n',
+     ':1: "name" must be a non-empty string, got 5'),
+    ("x = " + "[" * 1000 + "]" * 1000 + "\n", ": arrays or tables nested too deep to read"),
 ])
 def test_bad_cluster_files(tmp_path: Path, text: str, needle: str) -> None:
     path = _write(tmp_path, text, "c.toml")
@@ -255,3 +269,27 @@ def test_a_rigid_count_no_gpu_type_holds_is_named_when_the_job_ends_unschedulabl
     (record,) = sim.run()
     assert record.outcome == "unschedulable"
     assert record.message.endswith("; it asks for 500 GPUs, the most of one type is 4"), record.message
+
+
+@pytest.mark.parametrize(("row", "needle"), [
+    ("2017-10-01 00:00:00,0,100", ':2: column "num_gpus": must be positive, got "0"'),
+    ("2017-10-01 00:00:00,1.5,100", ':2: column "num_gpus": 1.5 is not a whole number of GPUs'),
+    ("2017-10-01 00:00:00,2,nan", ':2: column "gpu_time": must be positive, got "nan"'),
+    ("yesterday,2,100", ':2: column "timestamp": not a date and time: "yesterday"'),
+])
+def test_a_bad_trace_row_is_named_not_dropped(tmp_path: Path, row: str, needle: str) -> None:
+    """`sim generate` dropped rows of 0 or NaN GPUs without a word, and made 1.5 GPUs 1."""
+    from heet_tui.sim.generate import read_trace
+
+    trace = _write(tmp_path, f"timestamp,num_gpus,gpu_time\n{row}\n2017-10-01 00:01:00,2,100\n", "trace.csv")
+    with pytest.raises(SimInputError) as err:
+        read_trace(trace)
+    assert str(err.value).startswith(str(trace)) and needle in str(err.value)
+
+
+def test_a_trace_time_with_an_offset_keeps_it(tmp_path: Path) -> None:
+    from heet_tui.sim.generate import read_trace
+
+    trace = _write(tmp_path, "timestamp,num_gpus,gpu_time\n2017-10-01 02:00:00+02:00,1,5\n2017-10-01 00:30:00,1,5\n",
+                   "trace.csv")
+    assert [j.t for j in read_trace(trace)] == [1506816000.0, 1506817800.0]

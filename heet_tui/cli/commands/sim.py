@@ -159,7 +159,10 @@ def cmd_sim(args: argparse.Namespace) -> int:
     if args.cluster_scale < 1:
         raise UsageError("sim: --cluster-scale must be a positive integer")
     cluster, physics = load_inputs(args.cluster, args.profiles, args.reference_compat, models)
-    cluster = cluster.scaled(args.cluster_scale)
+    try:
+        cluster = cluster.scaled(args.cluster_scale)
+    except ValueError as exc:
+        raise UsageError(f"sim: --cluster-scale: {exc}") from None
     args.predictor = args.predictor or "model"
     settings = RunSettings(args.interval, args.oracle, args.seed, args.predictor, args.reference_compat)
     try:

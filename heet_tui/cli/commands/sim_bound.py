@@ -100,7 +100,10 @@ def cmd_bound(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     models = {j.application for jobs in workloads.values() for j in jobs}
     cluster, physics = load_inputs(args.bound_cluster, args.bound_profiles, models=models)
-    cluster = cluster.scaled(args.bound_scale)
+    try:
+        cluster = cluster.scaled(args.bound_scale)
+    except ValueError as exc:
+        raise UsageError(f"sim bound: --cluster-scale: {exc}") from None
     labels = workload_labels(list(workloads))
     counts = {labels[path]: len(jobs) for path, jobs in workloads.items()}
     against = _against(args.against, cluster.total_gpus, counts, args.bound_interval) if args.against else {}
