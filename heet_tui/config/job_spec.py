@@ -170,12 +170,12 @@ def _spec_from(data: dict, path: Path, line_of: Callable[[str], int | None]) -> 
     workdir = f.string("workdir", "") or ""
     if workdir and not Path(workdir).expanduser().is_absolute():
         workdir = str((path.parent / workdir).resolve())
-    min_gpus = f.integer("min_gpus", 1, low=1) or 1
-    max_gpus = f.integer("max_gpus", min_gpus, low=1) or min_gpus
+    min_gpus = f.integer("min_gpus", 1, low=1, high=MAX_GPUS) or 1
+    max_gpus = f.integer("max_gpus", min_gpus, low=1, high=MAX_GPUS) or min_gpus
     if max_gpus < min_gpus:
         raise f.error("max_gpus", f'key "max_gpus": {max_gpus} is less than min_gpus ({min_gpus})')
     target = _target(f)
-    dataset_samples = f.integer("dataset_samples", 0, low=0) or 0
+    dataset_samples = f.integer("dataset_samples", 0, low=0, high=MAX_COUNT) or 0
     if target.kind is TargetKind.EPOCHS and dataset_samples == 0:
         raise f.error("target", 'a target in epochs needs "dataset_samples" (samples per epoch)')
     return JobSpec(
@@ -189,10 +189,10 @@ def _spec_from(data: dict, path: Path, line_of: Callable[[str], int | None]) -> 
         min_gpus=min_gpus,
         max_gpus=max_gpus,
         gpu_types=f.string_list("gpu_types", SAFE_NAME),
-        priority=f.integer("priority", 0) or 0,
+        priority=f.integer("priority", 0, low=-MAX_PRIORITY, high=MAX_PRIORITY) or 0,
         checkpoint_dir=f.string("checkpoint_dir", "") or "",
         dataset_samples=dataset_samples,
-        stall_timeout_s=f.integer("stall_timeout", None, low=0),
+        stall_timeout_s=f.integer("stall_timeout", None, low=0, high=MAX_STALL_TIMEOUT_S),
         stop_grace_s=f.integer("stop_grace", None, low=1, high=MAX_STOP_GRACE_S),
     )
 
@@ -200,11 +200,18 @@ def _spec_from(data: dict, path: Path, line_of: Callable[[str], int | None]) -> 
 def _required_int(f: Fields, key: str) -> int:
     if key not in f.table:
         raise f.error(None, f'missing required key "{key}"')
-    value = f.integer(key, None, low=1)
+    value = f.integer(key, None, low=1, high=MAX_BATCH)
     assert value is not None
     return value
 
 
+# beyond any real job, and within what the store's integers hold: 99999999999999999999 was accepted,
+# shown as "wants 1-99999999999999999999" and planned around
+MAX_GPUS = 65_536
+MAX_BATCH = 2 ** 31
+MAX_COUNT = 10 ** 15  # steps, samples or epochs of a target; samples per epoch (as progress reports)
+MAX_PRIORITY = 1_000_000
+MAX_STALL_TIMEOUT_S = 30 * 86400
 MAX_COMMAND_BYTES = 256 * 1024  # the agent reads requests of up to 1 MiB; a launch carries this and more
 
 
@@ -307,6 +314,8 @@ def _target(f: Fields) -> Target:
     (kind, _), = raw.items()
     value = t.number(kind, None, positive=True)
     assert value is not None
+    if value > MAX_COUNT:  # a step of 10**30 overflowed the store; 1e300 steps is a typo
+        raise t.error(kind, f'key "{kind}": {value:g} {kind} is beyond any real job (at most {MAX_COUNT:g})')
     if kind != TargetKind.EPOCHS.value and not value.is_integer():  # 1e6 is fine, 2.5 steps is a typo
         raise t.error(kind, f'key "{kind}": expected a whole number of {kind}, got {value:g}')
     return Target(TargetKind(kind), value)

@@ -55,6 +55,10 @@ def test_a_name_that_ends_in_a_newline_is_refused(tmp_path: Path, key: str) -> N
         # a regex "$" takes a final newline: the name was accepted, broke the CLI's lines and every
         # launch was refused by the agent
         ('env = { "KEY\\n" = "1" }\n', 'key "env": "KEY\\n" is not a valid environment variable name'),
+        # accepted, shown as "wants 1-99999999999999999999" and planned around; 10**30 steps overflowed the store
+        ("max_gpus = 99999999999999999999\n", 'key "max_gpus": 99999999999999999999 is out of range (expected from 1 to 65536)'),
+        ("priority = -9223372036854775808\n", 'key "priority": -9223372036854775808 is out of range'),
+        ("stall_timeout = 99999999999\n", 'key "stall_timeout": 99999999999 is out of range'),
     ],
 )
 def test_bad_job_specs(tmp_path: Path, extra: str, expected: str) -> None:
@@ -252,3 +256,14 @@ def test_toml_nested_too_deep_is_an_error_not_a_traceback(tmp_path: Path) -> Non
     for load in (load_job_spec, load_hosts):
         with pytest.raises(ConfigError, match="nested too deep to read"):
             load(path)
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("batch_size = 99999999999999999999", 'key "batch_size": 99999999999999999999 is out of range'),
+    ("target = { steps = 1e300 }", 'key "steps": 1e+300 steps is beyond any real job'),
+])
+def test_sizes_beyond_any_real_job_are_refused(tmp_path: Path, line: str, expected: str) -> None:
+    text = BASE.replace("batch_size = 64", line) if "batch" in line else BASE.replace("target = { steps = 10 }", line)
+    with pytest.raises(ConfigError) as info:
+        parse_job_text(text, tmp_path / "job.toml")
+    assert expected in str(info.value), str(info.value)
