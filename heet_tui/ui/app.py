@@ -8,7 +8,10 @@ shown. Intents go to the backend in workers: nothing slow runs on the event loop
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import gc
+import signal
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -110,12 +113,22 @@ class HeetApp(ControllerLink, App[int]):
         # Everything alive after start-up (modules, widgets, styles) lives as long as the app; keeping it
         # out of the collector's scans keeps full collections, and so event-loop stalls, short.
         gc.freeze()
+        self._stop_on_signals()
         self.switch_mode(self.start_mode)
         if self.notice:
             self.notify(self.notice, title="heet-tui", severity="warning", timeout=15)
         if self.backend is not None:
             self._pump_snapshots()
             self.set_interval(AGE_EVERY_S, self.check_silence)
+
+    def _stop_on_signals(self) -> None:
+        """SIGTERM, and SIGHUP (the SSH session to the login node dropped), end the app as q does:
+        killed outright, it left the terminal in the alternate screen with mouse reporting on, and
+        its controller stopped without a word in its log."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread (tests)
+                loop.add_signal_handler(sig, lambda sig=sig: self.exit(return_code=128 + sig))
 
     @work(exclusive=True, group="snapshots")
     async def _pump_snapshots(self, start: bool = True) -> None:

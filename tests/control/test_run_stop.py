@@ -99,3 +99,23 @@ def test_the_controller_log_holds_what_other_heet_tui_commands_did(tmp_path: Pat
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_dropped_session_sighup_stops_the_controller_in_order(tmp_path: Path) -> None:
+    """SIGHUP (the SSH session to the login node dropped) killed `heet-tui run` at once: exit 129,
+    no "controller stopping" in its log. Its terminal is gone then: the lines it writes are lost,
+    not its orderly stop (as with `run | tee` and a Ctrl-C that ended tee too)."""
+    hosts, state = write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]), tmp_path / "state"
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "xdg")}
+    proc = subprocess.Popen([sys.executable, "-m", "heet_tui.cli.main", "run", "--hosts", str(hosts), "--state",
+                             str(state)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("controller running:")
+        proc.stdout.close()  # the reader is gone: what it prints from now on has nowhere to go
+        proc.send_signal(signal.SIGHUP)
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    assert "controller stopping (SIGHUP received)" in (state / "controller.log").read_text()

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
+import os
 import signal
 import sys
 import time
@@ -86,15 +88,15 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool, why_h
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     stopped_by: list[str] = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the SSH session it ran in dropped
         loop.add_signal_handler(sig, lambda sig=sig: (stopped_by.append(sig.name), stop.set()))
     await controller.start()
     # the store remembers auto-approve (t in a TUI turns it on): plans applied unasked came as a surprise
     approving = ("auto-approve on: plans apply without asking (--no-auto-approve turns it off)"
                  if controller.auto_approve else "plans wait for approval (heet-tui plan approve)")
     why = f" ({why_hosts})" if why_hosts else ""
-    print(f"controller running: {len(hosts.hosts)} host(s) from {hosts.path}{why}, state in {store.dir} "
-          f"(log: {store.dir / LOG_NAME}); {approving}", flush=True)
+    _say(f"controller running: {len(hosts.hosts)} host(s) from {hosts.path}{why}, state in {store.dir} "
+          f"(log: {store.dir / LOG_NAME}); {approving}")
     last_event = max((e.id for e in store.events(limit=1)), default=0)
     notices_shown = 0
     proposed: tuple[int | None, float, bool] = (None, 0.0, False)
@@ -106,8 +108,7 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool, why_h
             for e in recent:
                 if e.id > last_event:
                     stamp = time.strftime("%H:%M:%S", time.localtime(e.at))
-                    print(f"{stamp} {e.kind:<10} {printable(e.message.splitlines()[0]) if e.message else ''}",
-                          flush=True)
+                    _say(f"{stamp} {e.kind:<10} {printable(e.message.splitlines()[0]) if e.message else ''}")
                     last_event = e.id
             # notices are what the TUI shows as toasts: a hosts file that did not reload, a failing
             # round, a store that takes no writes (then no event can be written to say so); one
@@ -115,7 +116,7 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool, why_h
             said = {e.message for e in recent}
             for notice in pending:
                 if notice not in said:
-                    print(f"{time.strftime('%H:%M:%S')} {'notice':<10} {printable(notice)}", flush=True)
+                    _say(f"{time.strftime('%H:%M:%S')} {'notice':<10} {printable(notice)}")
             proposed = _proposed(controller, proposed)
             if until_idle and controller.all_done():
                 break
@@ -130,12 +131,12 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool, why_h
     jobs = store.jobs()
     failed = [r.job.id for r in jobs if r.job.state.value == "failed"]
     running = sum(r.job.state.value in ("running", "resizing") for r in jobs)
-    print(f"controller stopped: {sum(r.job.state.value == 'done' for r in jobs)} done, {len(failed)} failed, "
+    _say(f"controller stopped: {sum(r.job.state.value == 'done' for r in jobs)} done, {len(failed)} failed, "
           f"{sum(r.job.state.value == 'cancelled' for r in jobs)} cancelled, "
-          f"{sum(not r.job.state.terminal for r in jobs)} still active", flush=True)
+          f"{sum(not r.job.state.terminal for r in jobs)} still active")
     if running:  # "still active" read as lost work
-        print(f"{running} job(s) train on, unwatched; the next heet-tui run (or TUI) on {store.dir} picks them up "
-              "where they are", flush=True)
+        _say(f"{running} job(s) train on, unwatched; the next heet-tui run (or TUI) on {store.dir} picks them up "
+              "where they are")
     # a job that failed in an earlier run (retried since, or left) made every later run exit 1: a CI step that
     # reuses its state dir stayed red for good
     return 1 if until_idle and set(failed) - failed_before else 0
@@ -154,8 +155,8 @@ def _proposed(controller: Controller, seen: tuple[int | None, float, bool]) -> t
                 and gone.status == "superseded":  # it was said to wait for approval, then went unsaid
             after = (f"plan #{controller.pending_plan_id} follows" if controller.pending_plan_id is not None
                      else "nothing is proposed now")
-            print(f"{time.strftime('%H:%M:%S')} {'plan':<10} plan #{plan_id} withdrawn: what it was made from "
-                  f"changed (jobs, hosts or measurements); {after}", flush=True)
+            _say(f"{time.strftime('%H:%M:%S')} {'plan':<10} plan #{plan_id} withdrawn: what it was made from "
+                  f"changed (jobs, hosts or measurements); {after}")
         return controller.pending_plan_id, now, False
     if plan_id is None or said or now - since < SETTLE_S or (controller.auto_approve and not controller.held_why):
         return seen
@@ -164,6 +165,17 @@ def _proposed(controller: Controller, seen: tuple[int | None, float, bool]) -> t
         return seen
     jct = predicted_jct(rec.plan.effect)
     held = f" and not auto-approved: {controller.held_why}" if controller.auto_approve else ""
-    print(f"{time.strftime('%H:%M:%S')} {'plan':<10} plan #{plan_id} proposed{held}: {count_changes(rec.plan.changes)}"
-          f"{'; ' + jct if jct else ''}; heet-tui plan show|approve|reject --id {plan_id}, or the TUI", flush=True)
+    _say(f"{time.strftime('%H:%M:%S')} {'plan':<10} plan #{plan_id} proposed{held}: {count_changes(rec.plan.changes)}"
+          f"{'; ' + jct if jct else ''}; heet-tui plan show|approve|reject --id {plan_id}, or the TUI")
     return plan_id, since, True
+
+
+def _say(text: str) -> None:
+    """One line to stdout, flushed; a stdout that is gone (the SSH session dropped, `| tee` ended
+    by the same Ctrl-C) loses the line but not the controller's orderly stop: it exited 1 there
+    with its summary and its "controller stopping" unwritten."""
+    try:
+        print(text, flush=True)
+    except (BrokenPipeError, OSError):
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (kept for the rest of the run)
