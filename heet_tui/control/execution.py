@@ -36,6 +36,7 @@ from heet_tui.control.runtime import (
     Run,
     gpus_held,
     outside_gpus,
+    stale_gpus,
     union_gpus,
 )
 from heet_tui.control.stalls import DEFAULT_STALL_S, quiet_message, stalled
@@ -91,8 +92,12 @@ class Executor:
     def all_runs(self) -> list[Run]:
         return [*self.runs.values(), *(r for rs in self.profiles.values() for r in rs)]
 
-    def busy_gpus(self) -> dict[str, set[int]]:
-        return union_gpus(gpus_held(self.all_runs()), outside_gpus(self.cluster, self.store.store_id, self.newer_copies))
+    def busy_gpus(self, except_job: str | None = None) -> dict[str, set[int]]:
+        """GPUs something holds: runs, processes outside this store, and this store's fenced
+        runs still stopping (``except_job``'s own aside: runtime.stale_gpus)."""
+        runs = self.all_runs()
+        return union_gpus(gpus_held(runs), outside_gpus(self.cluster, self.store.store_id, self.newer_copies),
+                          stale_gpus(self.cluster, self.store.store_id, _processes(runs), except_job))
 
     def in_profiling_round(self, job_id: str) -> bool:
         """Profiled as a new job (not planned meanwhile); a side run leaves the job to the plans."""
@@ -104,7 +109,8 @@ class Executor:
         nothing now: a plan gave the GPU of its running job to another, and failed every minute)."""
         left_out = gpus_held(r for job_id, r in self.runs.items() if planned is not None and job_id not in planned)
         return union_gpus(gpus_held(r for rs in self.profiles.values() for r in rs),
-                          outside_gpus(self.cluster, self.store.store_id, self.newer_copies), left_out)
+                          outside_gpus(self.cluster, self.store.store_id, self.newer_copies), left_out,
+                          stale_gpus(self.cluster, self.store.store_id, _processes(self.all_runs())))
 
     def find(self, host: str, agent_id: str, generation: int) -> tuple[Run, RankProc] | None:
         for run in self.all_runs():
@@ -125,7 +131,7 @@ class Executor:
         if rec is None:
             raise StepFailed(f"job {job_id} no longer exists")
         entries = {h.name: h for h in self.hosts.hosts}
-        busy = self.busy_gpus()
+        busy = self.busy_gpus(except_job=job_id)
         for host, gpus in alloc.hosts:
             if host not in entries:
                 raise StepFailed(f"host {host} is not in the hosts file")
@@ -371,3 +377,7 @@ class Executor:
     async def close(self) -> None:
         await cancel_and_wait(list(self._tasks), 10.0, "executor task")
 
+
+def _processes(runs: list[Run]) -> set[tuple[str, str, int]]:
+    """(host, agent id, generation) of every rank the runs own."""
+    return {(rank.host, rank.agent_id, run.generation) for run in runs for rank in run.ranks.values()}

@@ -45,7 +45,7 @@ async def execute_change(executor: Executor, store: Store, change: Change, now: 
         return "already in place"
     if target is not None:
         own = gpus_held([run]) if run is not None else {}
-        busy = executor.busy_gpus()
+        busy = executor.busy_gpus(except_job=change.job_id)
         for host, gpus in target.hosts:
             taken = (busy.get(host, set()) - own.get(host, set())) & set(gpus)
             if taken:

@@ -66,6 +66,24 @@ def foreign_gpus(cluster, store_id: str, newer: Collection[tuple[str, str, int]]
     return held
 
 
+def stale_gpus(cluster, store_id: str, known: Collection[tuple[str, str, int]], except_job: str | None = None
+               ) -> dict[str, set[int]]:
+    """host -> GPUs still held by processes this store started that no run of it owns any more:
+    fenced runs of a controller before a crash, stopping on SIGTERM for up to their grace period.
+    New profiling runs were started on their GPUs beside them. ``except_job``'s own are left out:
+    its agent refuses a relaunch under the same name until the old process is gone."""
+    held: dict[str, set[int]] = {}
+    for status in cluster.status():
+        for job in cluster.jobs(status.name):
+            if not job.running or store_part(job.job_id) != store_id[:8] \
+                    or (status.name, job.job_id, job.generation) in known:
+                continue
+            parsed = parse_agent_id(job.job_id)
+            if parsed is not None and parsed[0] != except_job:
+                held.setdefault(status.name, set()).update(job.gpus)
+    return held
+
+
 def outside_gpus(cluster, store_id: str, newer: Collection[tuple[str, str, int]] = ()) -> dict[str, set[int]]:
     """host -> GPUs in use by processes this state store did not start: another store's jobs,
     and processes heet did not start at all (someone's notebook: cluster/gpu_users.py); and
