@@ -169,6 +169,10 @@ class Cluster:
             raise ClusterError(f'host "{entry.name}" is already part of the cluster')
         self._supervise(entry)
 
+    def relabel(self, entry: HostEntry) -> None:
+        """Take a host's new rack or tags (its entry otherwise the same) without reconnecting."""
+        self._sup(entry.name).entry = entry
+
     async def remove_host(self, name: str) -> None:
         """Stop supervising a host (its connection closes; its jobs keep running there)."""
         sup = self._sup(name)

@@ -47,6 +47,12 @@ def _same(a: HostEntry, b: HostEntry) -> bool:
     return replace(a, line=None) == replace(b, line=None)
 
 
+def _labels_only(a: HostEntry, b: HostEntry) -> bool:
+    """Different in rack or tags alone: labels, which need no new connection. A changed rack
+    reconnected the host, and on a host running a job waited for the job to end to apply."""
+    return not _same(a, b) and replace(a, line=None, rack="", tags=()) == replace(b, line=None, rack="", tags=())
+
+
 @dataclass(frozen=True, slots=True)
 class HostsDiff:
     hosts: tuple[HostEntry, ...]  # what the controller uses from now on
@@ -54,6 +60,7 @@ class HostsDiff:
     removed: tuple[str, ...]
     changed: tuple[str, ...]
     waiting: tuple[str, ...]  # removed or changed in the file, kept as they were for their jobs
+    relabelled: tuple[str, ...] = ()  # only rack or tags changed: taken as they are, no reconnect
 
     @property
     def empty(self) -> bool:
@@ -63,15 +70,19 @@ class HostsDiff:
 def diff_hosts(old: tuple[HostEntry, ...], new: tuple[HostEntry, ...], busy: set[str]) -> HostsDiff:
     before = {h.name: h for h in old}
     after = {h.name: h for h in new}
-    waiting = tuple(n for n in before if n in busy and (n not in after or not _same(before[n], after[n])))
+    relabelled = tuple(n for n in after if n in before and _labels_only(before[n], after[n]))
+    waiting = tuple(n for n in before if n in busy and n not in relabelled
+                    and (n not in after or not _same(before[n], after[n])))
     hosts = [before[h.name] if h.name in waiting else h for h in new]
     hosts += [before[n] for n in waiting if n not in after]
     return HostsDiff(
         tuple(hosts),
         added=tuple(n for n in after if n not in before),
         removed=tuple(n for n in before if n not in after and n not in waiting),
-        changed=tuple(n for n in after if n in before and not _same(before[n], after[n]) and n not in waiting),
+        changed=tuple(n for n in after if n in before and not _same(before[n], after[n]) and n not in waiting
+                      and n not in relabelled),
         waiting=waiting,
+        relabelled=relabelled,
     )
 
 
@@ -147,8 +158,11 @@ class HostsReloader:
         entries = {h.name: h for h in diff.hosts}
         for name in (*diff.changed, *diff.added):
             await ctl.cluster.add_host(entries[name])
+        for name in diff.relabelled:
+            ctl.cluster.relabel(entries[name])
         parts = [f"{what} {', '.join(names)}" for what, names in
-                 (("added", diff.added), ("removed", diff.removed), ("reconnecting", diff.changed)) if names]
+                 (("added", diff.added), ("removed", diff.removed), ("reconnecting", diff.changed),
+                  ("new rack or tags for", diff.relabelled)) if names]
         if self.leaving:
             parts.append(f"{', '.join(sorted(self.leaving))} drained and dropped once its jobs have moved "
                          "(the next plan moves them, or stops those no other host can hold)")

@@ -225,3 +225,37 @@ def test_each_new_edit_of_a_busy_host_is_said_though_it_leads_to_the_same_words(
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_new_rack_or_tags_apply_at_once_without_a_reconnect() -> None:
+    """A changed rack reconnected the host, and on a host running a job waited for the job to end."""
+    from dataclasses import replace
+
+    old = (_entry("a"), _entry("b"))
+    new = (replace(_entry("a"), rack="r7", tags=("nvlink",)), _entry("b", "10.0.0.9"))
+    diff = diff_hosts(old, new, busy={"a", "b"})
+    assert (diff.relabelled, diff.changed, diff.waiting) == (("a",), (), ("b",))
+    assert {h.name: (h.rack, h.tags) for h in diff.hosts}["a"] == ("r7", ("nvlink",))
+
+
+def test_a_relabelled_host_running_a_job_keeps_its_connection_and_shows_the_rack(tmp_path: Path) -> None:
+    path = write_local_hosts(tmp_path, [("one", "T4", 1, 1.0)])
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(load_hosts(path), store, ControllerOptions(interval_s=0.2, auto_approve=True, profile=False))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=100_000, max_gpus=1, every=1000))))
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 90, "a running")
+            supervisor = ctl.cluster._supervisors["one"]
+            path.write_text(path.read_text().replace('name = "one"', 'name = "one"\nrack = "r7"'))
+            snap = await wait_for(ctl, lambda s: s.hosts[0].rack == "r7", 30, "the new rack shown")
+            assert ctl.cluster._supervisors["one"] is supervisor, "not reconnected"
+            assert snap.hosts[0].state is HostState.READY and job(snap, "a").state is JobState.RUNNING
+            assert any("new rack or tags for one" in n for n in ctl.notices.since(0))
+            assert not any("kept as before" in n for n in ctl.notices.since(0))
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
