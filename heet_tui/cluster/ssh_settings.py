@@ -162,4 +162,12 @@ def connect_kwargs(target: SshTarget, connect_timeout_s: float) -> dict[str, Any
     }
     if target.user:
         kwargs["username"] = target.user
+    files = target.identity_files
+    present = [str(p) for p in files if p.is_file()]
+    if present and len(present) < len(files) and not any("%" in str(p) for p in files):
+        # ssh(1) skips an IdentityFile that is not there and logs in with the next; asyncssh failed
+        # on it ("the key file ... does not exist") though a key the config names would do. Given
+        # as they are in the config, the keys it lists that exist; encrypted ones skipped as then
+        kwargs["client_keys"] = present
+        kwargs["ignore_encrypted"] = True
     return kwargs

@@ -319,3 +319,17 @@ def test_a_missing_key_file_names_the_file_and_where_it_is_set(lab):
     assert status.state is HostState.AUTH_FAILED, status.message
     assert f"the key file {missing} does not exist" in status.message, status.message
     assert "IdentityFile of your ssh config" in status.message
+
+
+def test_a_missing_key_file_beside_one_that_works_is_skipped_as_ssh_skips_it(lab):
+    """A config listing a key absent on this machine before one that works: ssh logged in, heet
+    said auth-failed ("the key file ... does not exist")."""
+    a = lab.add_host("twokeys")
+    lab.ssh_config.write_text(lab.ssh_config.read_text().replace(
+        f"  IdentityFile {lab.user_key}\n", f"  IdentityFile {lab.root / 'id_absent'}\n  IdentityFile {lab.user_key}\n"))
+
+    async def scenario(cluster):
+        return cluster.host_status("twokeys")
+
+    status = _run(lab.hosts_toml([lab.entry_for(a)]), scenario)
+    assert status.state is HostState.READY, status.message
