@@ -79,8 +79,16 @@ def enter_workdir(workdir: str) -> str:
     link = (f'{{ [ ! -L {wd} ] || [ -n "$(find {wd} -prune -user "$(id -u)" 2>/dev/null)" ] || '
             f'{{ echo "heet-tui: workdir {_said(workdir)} is a link someone else made: the agent is not run '
             f'through it; give the host a workdir only you can write" >&2; exit 3; }}; }}')
+    # each directory above it, as sshd's StrictModes checks a home: one another user owns (or a
+    # link of theirs on the way, which -P resolves to their directory) lets them rename the
+    # workdir away and put their own in its place; /tmp's sticky bit stops others doing that
+    above = ('d=$(pwd -P); while [ "$d" != / ]; do d=$(dirname "$d"); '
+             '[ -n "$(find "$d" -prune \\( -user 0 -o -user "$(id -u)" \\) ! \\( -perm -002 ! -perm -1000 \\))" ] || '
+             '{ echo "heet-tui: workdir $(pwd -P): $d above it belongs to another user, or others may write it '
+             'without the sticky bit: the agent is not run from it; give the host a workdir only you and root '
+             'control" >&2; exit 3; }; done')
     return (f"{link} && {{ cd {wd} 2>/dev/null || {{ (umask 077 && mkdir -p {wd}) && cd {wd}; }}; }} && "
-            f"{{ {mine} || {refuse}; }}")
+            f"{{ {mine} || {refuse}; }} && {{ {above}; }}")
 
 
 def _said(path: str) -> str:

@@ -139,3 +139,35 @@ def test_a_workdir_that_is_someone_elses_link_is_refused_and_its_target_left_alo
     ran = subprocess.run(["sh", "-c", start_agent(sys.executable, str(link) + "/", NAME, "h1")],
                          stdin=subprocess.DEVNULL, capture_output=True, text=True)
     assert ran.returncode == 0 and ran.stdout.strip() == "ran", ran.stderr
+
+
+def test_a_workdir_under_a_directory_others_may_write_is_refused(tmp_path):
+    """Only the workdir itself was checked: under a directory anyone may write (no sticky bit),
+    another user could rename it away and put theirs, with an agent file, in its place."""
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o777)
+    workdir = open_dir / "heet"
+    done = subprocess.run(["sh", "-c", start_agent(sys.executable, str(workdir), NAME, "h1")],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    assert done.returncode == 3 and f"{open_dir} above it belongs to another user, or others may write it" \
+        in done.stderr, done.stderr
+    open_dir.chmod(0o1777)  # sticky, as /tmp: others cannot rename what is not theirs
+    ok = subprocess.run(["sh", "-c", start_agent(sys.executable, str(workdir), NAME, "h1")],
+                        stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stdout.strip() == NEED_AGENT, ok.stderr
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="a directory of another user needs root")
+def test_a_workdir_reached_through_another_users_directory_is_refused(tmp_path):
+    """A link of another user's on the way (evlink -> their directory) passed: the agent made its
+    workdir, and unpacked itself, in a directory they own and can empty or replace."""
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o755)
+    os.chown(theirs, 65534, 65534)
+    link = tmp_path / "evlink"
+    link.symlink_to(theirs)
+    os.lchown(link, 65534, 65534)
+    done = subprocess.run(["sh", "-c", start_agent(sys.executable, str(link / "heet"), NAME, "h1")],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    assert done.returncode == 3 and f"{theirs} above it belongs to another user" in done.stderr, done.stderr
