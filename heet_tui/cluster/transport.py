@@ -64,6 +64,10 @@ class LocalTransport:
             mode = self.workdir.stat()
             if mode.st_uid != os.geteuid() or mode.st_mode & 0o022:  # a planted agent file would run as you
                 raise AgentFailure(f"workdir {self.workdir} {NOT_YOURS}")
+            if (above := _unsafe_parent(self.workdir)) is not None:  # as an ssh host's (enter_workdir)
+                raise AgentFailure(f"workdir {self.workdir.resolve()}: {above} above it belongs to another user, or "
+                                   "others may write it without the sticky bit: the agent is not run from it; give "
+                                   "the host a workdir only you and root control")
             target = self.workdir / bundle.file_name
             if not target.is_file():
                 tmp = target.with_name(f"{target.name}.tmp.{os.getpid()}")
@@ -125,3 +129,13 @@ async def _reaped(proc: asyncio.subprocess.Process) -> None:
 
 def is_need_agent(line: bytes) -> bool:
     return line.strip() == NEED_AGENT.encode()
+
+
+def _unsafe_parent(workdir: Path) -> Path | None:
+    """The first directory above ``workdir`` (links resolved) that another user could use to
+    swap the workdir: owned by someone but root and you, or writable by others without the sticky bit."""
+    for parent in workdir.resolve().parents:
+        st = parent.stat()
+        if st.st_uid not in (0, os.geteuid()) or (st.st_mode & 0o002 and not st.st_mode & 0o1000):
+            return parent
+    return None

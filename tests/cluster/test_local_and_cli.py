@@ -341,3 +341,16 @@ def test_the_clash_note_goes_once_the_other_host_leaves_the_file(tmp_path):
             assert not any("other hosts emulate" in w for w in cluster.warnings("fast"))
 
     asyncio.run(scenario())
+
+
+def test_a_local_hosts_workdir_under_a_directory_others_may_write_is_refused(tmp_path):
+    """As an ssh host's: only the workdir itself was checked."""
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o777)
+    path = tmp_path / "hosts.toml"
+    path.write_text(f'[[hosts]]\nname = "l"\ntransport = "local"\npython = "{sys.executable}"\n'
+                    f'workdir = "{open_dir / "heet"}"\nemulate = {{ gpu_type = "T4", count = 1 }}\n')
+    (row,) = asyncio.run(check_hosts(load_hosts(path)))
+    assert row["state"] == "agent-error" and f"{open_dir} above it belongs to another user" in row["message"], row
+    assert not list((open_dir / "heet").glob("heet-agent-*")), "no agent written there"
