@@ -69,6 +69,8 @@ class AgentClient:
             return Unreachable(f"connection to {self.host} lost")
         await self.channel.stderr_settled()
         tail = inert_text(self.channel.stderr_tail())
+        if tail.startswith("heet-tui: workdir "):  # refused by the start command: no agent ran at all
+            return AgentFailure(tail.removeprefix("heet-tui: "))
         return AgentFailure(f"{what}{': ' + tail if tail else ''}")
 
     async def _read_loop(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,3 +120,13 @@ class JobExited:
 
 
 ClusterEvent = HostChanged | JobsReported | JobProgress | JobProgressError | JobExited
+
+
+def checked_progress(host: str, job_id: str, generation: int, progress: dict[str, Any]) -> JobProgress | JobProgressError:
+    """A report an agent forwarded, checked again here: a corrupted agent's NaN speed (None once
+    read) raised in every controller round, and planning stopped."""
+    valid, why = check_progress(progress)
+    if valid is None:
+        return JobProgressError(host, job_id, generation, json.dumps(progress)[:300],
+                                f"the agent forwarded a report that is not valid: {why}")
+    return JobProgress(host, job_id, generation, valid)

@@ -83,10 +83,11 @@ def enter_workdir(workdir: str) -> str:
     # link of theirs on the way, which -P resolves to their directory) lets them rename the
     # workdir away and put their own in its place; /tmp's sticky bit stops others doing that
     above = ('d=$(pwd -P); while [ "$d" != / ]; do d=$(dirname "$d"); '
-             '[ -n "$(find "$d" -prune \\( -user 0 -o -user "$(id -u)" \\) ! \\( -perm -002 ! -perm -1000 \\))" ] || '
-             '{ echo "heet-tui: workdir $(pwd -P): $d above it belongs to another user, or others may write it '
-             'without the sticky bit: the agent is not run from it; give the host a workdir only you and root '
-             'control" >&2; exit 3; }; done')
+             '[ -n "$(find "$d" -prune \\( -user 0 -o -user "$(id -u)" \\) ! \\( -perm -002 ! -perm -1000 \\) '
+             '! \\( -perm -020 ! -perm -1000 ! -group "$(id -g)" \\))" ] || '
+             '{ echo "heet-tui: workdir $(pwd -P): $d above it belongs to another user, or others (or a group '
+             'not your own) may write it without the sticky bit: the agent is not run from it; give the host a '
+             'workdir only you and root control" >&2; exit 3; }; done')
     return (f"{link} && {{ cd {wd} 2>/dev/null || {{ (umask 077 && mkdir -p {wd}) && cd {wd}; }}; }} && "
             f"{{ {mine} || {refuse}; }} && {{ {above}; }}")
 

@@ -18,6 +18,7 @@ from typing import Any
 from asyncssh.config import SSHClientConfig
 
 from heet_tui.cluster.errors import ClusterError
+from heet_tui.config.file_safety import others_can_write
 from heet_tui.config.hosts_file import HostEntry
 
 _JUMP = re.compile(r"^(?:(?P<user>[A-Za-z0-9_.\-]+)@)?(?P<host>[A-Za-z0-9_.\-%]+|\[[0-9A-Fa-f:.%]+\])(?::(?P<port>\d+))?\Z")
@@ -58,6 +59,10 @@ def config_paths(ssh_config: Path | None) -> tuple[Path, ...]:
 
 def _lookup(paths: tuple[Path, ...], host: str, user: str | None, port: int | None) -> SSHClientConfig:
     # Reuses asyncssh's own OpenSSH-config reader so Host/Match/Include behave as asyncssh will.
+    for path in paths:  # its ProxyCommand runs as you: ssh(1) refuses a ~/.ssh/config others may change
+        if (why := others_can_write(path)) is not None:
+            raise SshConfigError(f"ssh_config {path}: refused: {why}, and its ProxyCommand and Match exec run as "
+                                 "you (ssh refuses such a config too); make it yours alone")
     try:
         return SSHClientConfig.load(None, list(paths), False, False, False, getpass.getuser(),
                                     user if user else (), host, port if port else ())

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import random
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
-
-from heet_agent.progress import check_progress
 
 from heet_tui.cluster.agent_bundle import agent_bundle
 from heet_tui.cluster.agent_client import AgentClient
@@ -29,6 +26,7 @@ from heet_tui.cluster.events import (
     JobProgressError,
     JobsReported,
     RemoteJob,
+    checked_progress,
 )
 from heet_tui.cluster.gpu_inventory import read_inventory, with_sample
 from heet_tui.cluster.options import ClusterOptions
@@ -99,7 +97,7 @@ class HostSupervisor:
         read, a speed clash stayed after the other host was removed from the file."""
         return [*self.warnings, *(self.notes(self._real_type) if self._real_type is not None else ())]
 
-    def _noted(self, real_type: str) -> list[str]:
+    def _real_type_is(self, real_type: str) -> list[str]:  # read_inventory's notes: kept for warnings_now
         self._real_type = real_type
         return []
 
@@ -172,6 +170,8 @@ class HostSupervisor:
             failure: ConnectFailure = exc
         except TimeoutError:
             failure = Unreachable(f"connect, deploy and handshake took longer than {limit:g} s")
+        except HostNotReady as exc:  # the agent went while answering the handshake: the agent's, said as such
+            failure = AgentFailure(str(exc).removeprefix(f"host {self.entry.name}: "))
         except Exception as exc:  # a bug or an unexpected library error must not kill the supervisor
             failure = AgentFailure(f"unexpected error: {type(exc).__name__}: {exc}")
         await self.transport.close()
@@ -216,7 +216,7 @@ class HostSupervisor:
     def _apply_hello(self, result: dict[str, Any]) -> None:
         inventory = result.get("inventory") or {}
         self.agent_version = str(result.get("agent_version", ""))
-        self.gpu_source, self.gpus, self.warnings = read_inventory(self.entry, inventory, self._noted)
+        self.gpu_source, self.gpus, self.warnings = read_inventory(self.entry, inventory, self._real_type_is)
         self.jobs = {}
         for raw in result.get("jobs") or ():
             self._keep(RemoteJob.from_wire(self.entry.name, raw))
@@ -306,15 +306,10 @@ class HostSupervisor:
             self._on_heartbeat(message)
         elif name == "progress" and isinstance(message.get("progress"), dict):
             key = (str(message.get("job_id")), int(message.get("generation") or 0))
-            progress, why = check_progress(message["progress"])
-            if progress is None:  # checked again here: a corrupted agent's NaN speed stopped every round
-                self.publish(JobProgressError(self.entry.name, key[0], key[1], json.dumps(message["progress"])[:300],
-                                              f"the agent forwarded a report that is not valid: {why}"))
-                return
-            job = self.jobs.get(key)
-            if job is not None:
-                self.jobs[key] = replace(job, progress=progress)
-            self.publish(JobProgress(self.entry.name, key[0], key[1], progress))
+            event = checked_progress(self.entry.name, key[0], key[1], message["progress"])
+            if isinstance(event, JobProgress) and (job := self.jobs.get(key)) is not None:
+                self.jobs[key] = replace(job, progress=event.progress)
+            self.publish(event)
         elif name == "progress_error":
             self.publish(JobProgressError(self.entry.name, str(message.get("job_id")),
                                           int(message.get("generation") or 0), str(message.get("line", ""))[:300],
@@ -376,7 +371,7 @@ class HostSupervisor:
             self._rereading = False
         if client is not self.client:
             return
-        self.gpu_source, self.gpus, self.warnings = read_inventory(self.entry, result, self._noted)
+        self.gpu_source, self.gpus, self.warnings = read_inventory(self.entry, result, self._real_type_is)
         self.warnings.append(f"at {time.strftime('%H:%M:%S')} {change}: listed them again")
         if self.state is HostState.READY:
             self._set(HostState.READY, self._ready_message())

@@ -17,6 +17,7 @@ from heet_tui.cluster.agent_bundle import AgentBundle
 from heet_tui.cluster.channel import AgentChannel
 from heet_tui.cluster.errors import AgentFailure
 from heet_tui.cluster.remote_command import NEED_AGENT, NOT_YOURS, check_python, check_workdir
+from heet_tui.config.file_safety import unsafe_ancestor
 
 STREAM_LIMIT = 8 << 20  # bytes per line the controller accepts from an agent
 
@@ -58,16 +59,20 @@ class LocalTransport:
 
     async def open(self, bundle: AgentBundle) -> AgentChannel:
         try:
+            if self.workdir.is_symlink() and self.workdir.lstat().st_uid not in (os.geteuid(), 0):
+                # a link planted in /tmp led the agent into a directory of the user's (made 0700 and
+                # filled), and could be pointed at the planter's own later: as an ssh host's
+                raise AgentFailure(f"workdir {self.workdir} is a link someone else made: the agent is not run "
+                                   "through it; give the host a workdir only you can write")
             if not self.workdir.exists():  # the user's alone whatever the umask: at 000 it was made
                 self.workdir.parent.mkdir(parents=True, exist_ok=True)  # 0777, then refused as not theirs
                 self.workdir.mkdir(mode=0o700)
             mode = self.workdir.stat()
             if mode.st_uid != os.geteuid() or mode.st_mode & 0o022:  # a planted agent file would run as you
                 raise AgentFailure(f"workdir {self.workdir} {NOT_YOURS}")
-            if (above := _unsafe_parent(self.workdir)) is not None:  # as an ssh host's (enter_workdir)
-                raise AgentFailure(f"workdir {self.workdir.resolve()}: {above} above it belongs to another user, or "
-                                   "others may write it without the sticky bit: the agent is not run from it; give "
-                                   "the host a workdir only you and root control")
+            if (above := unsafe_ancestor(self.workdir)) is not None:  # as an ssh host's (enter_workdir)
+                raise AgentFailure(f"workdir {self.workdir.resolve()}: {above[0]} above it {above[1]}: the agent is "
+                                   "not run from it; give the host a workdir only you and root control")
             target = self.workdir / bundle.file_name
             if not target.is_file():
                 tmp = target.with_name(f"{target.name}.tmp.{os.getpid()}")
@@ -129,13 +134,3 @@ async def _reaped(proc: asyncio.subprocess.Process) -> None:
 
 def is_need_agent(line: bytes) -> bool:
     return line.strip() == NEED_AGENT.encode()
-
-
-def _unsafe_parent(workdir: Path) -> Path | None:
-    """The first directory above ``workdir`` (links resolved) that another user could use to
-    swap the workdir: owned by someone but root and you, or writable by others without the sticky bit."""
-    for parent in workdir.resolve().parents:
-        st = parent.stat()
-        if st.st_uid not in (0, os.geteuid()) or (st.st_mode & 0o002 and not st.st_mode & 0o1000):
-            return parent
-    return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -80,10 +81,18 @@ def decode_utf8(path: Path, data: bytes) -> str:
 
 
 def read_config_text(path: Path) -> str:
+    return read_config_file(path)[0]
+
+
+def read_config_file(path: Path) -> tuple[str, os.stat_result]:
+    """The text, and the status of the very file it was read from (checked by ownership: a file
+    swapped in between a read and a ``stat`` by path was taken, checked as the other one)."""
     try:
         if path.exists() and not path.is_dir() and not path.is_file():  # reading a named pipe waits for ever
             raise ConfigError(path, f"{path.expanduser().absolute()} is not a regular file (a pipe or device?)")
-        data = path.read_bytes()
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            data = fh.read()
     except FileNotFoundError:
         raise ConfigError(path, f"file not found (looked for {path.expanduser().absolute()})") from None
     except IsADirectoryError:
@@ -92,4 +101,4 @@ def read_config_text(path: Path) -> str:
         raise ConfigError(path, f"permission denied (reading {path.expanduser().absolute()})") from None
     except OSError as exc:  # a link to itself, an I/O error: said, not a traceback
         raise ConfigError(path, f"cannot read it: {exc.strerror or exc}") from None
-    return decode_utf8(path, data)
+    return decode_utf8(path, data), st

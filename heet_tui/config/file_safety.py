@@ -11,46 +11,87 @@ as with the user-private groups of a umask of 002).
 
 from __future__ import annotations
 
+import grp
 import os
+import pwd
 import stat
 import tempfile
 from pathlib import Path
 
 
-def others_can_write(path: Path) -> str | None:
-    """Why someone other than the user could change ``path`` (or swap it in its directory); None when nobody can."""
+def others_can_write(path: Path, st: os.stat_result | None = None) -> str | None:
+    """Why someone other than the user could change ``path`` or swap it in its directory (any
+    directory above it, as sshd's StrictModes checks a home); None when nobody can. ``st``: the
+    status of the file as it was opened and read, where the caller has it."""
     try:
-        st = path.stat()
+        st = st or path.stat()
     except OSError:
         return None  # missing or unreadable: the reader says so in its own words
     uid = os.getuid()
     if st.st_uid not in (uid, 0):
-        return f"it is owned by uid {st.st_uid}, not by you"
+        return f"it is owned by {_who(st.st_uid)}, not by you"
     if st.st_mode & stat.S_IWOTH:
         return "every user can write it"
     if st.st_mode & stat.S_IWGRP and st.st_gid != os.getgid():
         return f"group {st.st_gid} can write it"
+    above = unsafe_ancestor(path)
+    return f"{above[0]} above it {above[1]}, so another user can replace it" if above else None
+
+
+def unsafe_ancestor(path: Path) -> tuple[Path, str] | None:
+    """The first directory above ``path`` (links resolved) through which another user could swap
+    it, and why: one they own, or one they may write that is not sticky (as /tmp is). A hosts
+    file in another user's directory was read, and saved through temp files they could replace."""
     try:
-        parent = path.resolve().parent.stat()
+        parents = path.resolve().parents
     except OSError:
         return None
-    if parent.st_mode & stat.S_IWOTH and not parent.st_mode & stat.S_ISVTX:
-        return "every user can replace it (its directory is writable by all and not sticky)"
+    for parent in parents:
+        try:
+            st = parent.stat()
+        except OSError:
+            return None
+        sticky = st.st_mode & stat.S_ISVTX
+        if st.st_uid not in (os.getuid(), 0):
+            return parent, f"belongs to {_who(st.st_uid)}"
+        if st.st_mode & stat.S_IWOTH and not sticky:
+            return parent, "may be written by every user (and is not sticky)"
+        if st.st_mode & stat.S_IWGRP and not sticky and st.st_gid != os.getgid():
+            return parent, f"may be written by group {_group(st.st_gid)} (and is not sticky)"
     return None
 
 
+def _who(uid: int) -> str:
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _group(gid: int) -> str:
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return str(gid)
+
+
 def refusal(path: Path, why: str) -> str:
-    return (f"refused: {why}, and what it says runs as you (hosts' python, workdir, SSH settings); "
-            f"make it yours alone: chmod go-w {path}")
+    if "owned by" in why:  # chmod cannot make it yours: it was the advice
+        fix = f"copy it to a file of your own (cp {path} ~/.config/heet-tui/hosts.toml) and use that"
+    elif "above it" in why:
+        fix = "keep it in a directory only you (and root) control"
+    else:
+        fix = f"make it yours alone: chmod go-w {path}"
+    return f"refused: {why}, and what it says runs as you (hosts' python, workdir, SSH settings); {fix}"
 
 
 def write_private(path: Path, text: str) -> None:
     """Write ``path`` whole, 0600, through a fresh name beside it (a predictable one was followed
     if someone planted a link there); a directory it makes for it is the user's alone, whatever
     the umask (``~/.config/heet-tui``)."""
-    if not path.parent.exists():
-        path.parent.parent.mkdir(parents=True, exist_ok=True)
-        path.parent.mkdir(mode=0o700, exist_ok=True)
+    missing = [d for d in (path.parent, *path.parent.parents) if not d.exists()]
+    for directory in reversed(missing):  # each the user's alone: made 0777 under a umask of 000, ~/.config
+        directory.mkdir(mode=0o700, exist_ok=True)  # let anyone swap what heet-tui then wrote in it
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:

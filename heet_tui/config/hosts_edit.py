@@ -19,7 +19,8 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import AoT, Array, Table
 
-from heet_tui.config.errors import ConcurrentModification, ConfigError, read_config_text
+from heet_tui.config.errors import ConcurrentModification, ConfigError, read_config_file, read_config_text
+from heet_tui.config.file_safety import others_can_write, refusal
 from heet_tui.config.hosts_file import HOST_KEYS, HostsFile, parse_hosts_text
 
 
@@ -41,8 +42,13 @@ class HostsDocument:
 
     @classmethod
     def load(cls, path: Path | str) -> HostsDocument:
+        """Refused where another user could change the file or swap it (and the temp files a save
+        writes beside it): its python and workdir run as you, as in load_hosts."""
         path = Path(path)
-        return cls(path, read_config_text(path))
+        text, st = read_config_file(path)
+        if (why := others_can_write(path, st)) is not None:
+            raise ConfigError(path, refusal(path, why))
+        return cls(path, text)
 
     def text(self) -> str:
         return tomlkit.dumps(self._doc)
@@ -172,8 +178,8 @@ class HostsDocument:
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
                 out.write(text)
                 out.flush()
+                os.fchmod(out.fileno(), mode)  # the file written, not whatever is at its name by then
                 os.fsync(out.fileno())
-            os.chmod(tmp, mode)
             _write_backup(target.with_name(target.name + ".bak"), on_disk, mode)
             os.replace(tmp, target)
         except BaseException:
@@ -222,7 +228,7 @@ def _write_backup(backup: Path, text: str, mode: int) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
             out.write(text)
-        os.chmod(tmp, mode)
+            os.fchmod(out.fileno(), mode)
         os.replace(tmp, backup)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -33,7 +33,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from heet_tui.config.errors import ConfigError, parse_toml, read_config_text
+from heet_tui.config.errors import ConfigError, parse_toml, read_config_file
 from heet_tui.config.fields import (
     MAX_HOST_NAME,
     PYTHON,
@@ -163,8 +163,8 @@ class HostsFile:
 
 def load_hosts(path: Path | str) -> HostsFile:
     path = Path(path)
-    text = read_config_text(path)
-    if (why := others_can_write(path)) is not None:
+    text, st = read_config_file(path)  # checked as read: not another file swapped in after the read
+    if (why := others_can_write(path, st)) is not None:
         raise ConfigError(path, refusal(path, why))
     return parse_hosts_text(text, path)
 

@@ -23,6 +23,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import pwd
 import socket
 import struct
 import tempfile
@@ -55,8 +56,19 @@ def _private_parent(path: Path) -> None:
     """The socket's directory exists, is ours and is closed to others (or we refuse to listen)."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     st = path.parent.stat()
-    if st.st_uid != os.getuid() or st.st_mode & 0o077:
-        raise OSError(f"{path.parent} must be a directory of yours that only you can open (mode 0700)")
+    if st.st_uid != os.getuid():  # made first by someone else (in /tmp): who, and what to do
+        raise OSError(f"{path.parent} must be a directory of yours that only you can open, and {_owner(st.st_uid)} "
+                      f"made it: have it removed (or give the state directory a shorter path, {MAX_SOCKET_PATH} bytes "
+                      "with the socket's name, and the socket goes there instead)")
+    if st.st_mode & 0o077:
+        raise OSError(f"{path.parent} must be a directory of yours that only you can open: chmod 700 {path.parent}")
+
+
+def _owner(uid: int) -> str:
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
 
 
 def peer_uid(writer: asyncio.StreamWriter) -> int | None:

@@ -49,7 +49,7 @@ ALL_FIELDS = RELAUNCH + ("min_gpus", "max_gpus", "gpu_types", "priority", "stall
 def _shown(spec: JobSpec, field: str) -> str:
     value = getattr(spec, field)
     if field == "target":
-        return f"{spec.target.value:g} {spec.target.kind.value}"
+        return spec.target.describe()
     if field == "command":
         return " ".join(value)
     if field == "gpu_types":

@@ -76,8 +76,9 @@ async def profile_new_jobs(ctl: Controller) -> None:
                           & avoid)
         waiting = f"{PROFILE_WAITING}no {types} GPU is idle (in use by jobs, or by processes heet did not start)"
         if kept_off:  # it said "no GPU is idle" beside an idle host the job's model keeps off
-            waiting = (f"{PROFILE_WAITING}the idle {types} GPUs are on {', '.join(kept_off)}, which jobs of its "
-                       "model keep off (their runs died there at once; see heet-tui status)")
+            where = f"on {kept_off[0]}, which jobs of its model keep off (their runs died there" if len(kept_off) == 1 \
+                else f"on {', '.join(kept_off)}, which jobs of its model keep off (their runs died there"
+            waiting = f"{PROFILE_WAITING}the idle {types} GPUs are {where} at once; see heet-tui status)"
         if job.message != waiting:  # it said nothing, and the Plan screen blamed the policy
             ctl.store.try_set_state(job.id, JobState.QUEUED, ctl.clock(), waiting)
 

@@ -26,6 +26,15 @@ class Target:
     kind: TargetKind
     value: float
 
+    def describe(self) -> str:
+        """"4,000,000 steps", "2.5 epochs": with :g a target read "4e+06 steps"."""
+        return f"{count_text(self.value)} {self.kind.value}"
+
+
+def count_text(value: float) -> str:
+    """A count as people read it: whole ones with thousands separators, others to two places."""
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+
 
 DEFAULT_STOP_GRACE_S = 30.0  # a job's stop grace when its spec sets none (control.execution.ExecOptions)
 

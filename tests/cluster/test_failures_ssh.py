@@ -333,3 +333,17 @@ def test_a_missing_key_file_beside_one_that_works_is_skipped_as_ssh_skips_it(lab
 
     status = _run(lab.hosts_toml([lab.entry_for(a)]), scenario)
     assert status.state is HostState.READY, status.message
+
+
+def test_an_ssh_config_others_may_change_is_refused(lab):
+    """Its ProxyCommand ran as the user from a ~/.ssh/config another user owned, which ssh refuses
+    ("Bad owner or permissions")."""
+    a = lab.add_host("cfg")
+    lab.ssh_config.chmod(0o666)
+
+    async def scenario(cluster):
+        return cluster.host_status("cfg")
+
+    status = _run(lab.hosts_toml([lab.entry_for(a)]), scenario)
+    assert f"ssh_config {lab.ssh_config}: refused: every user can write it" in status.message, status.message
+    assert status.state is not HostState.READY

@@ -11,6 +11,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from helpers import FAST, make_cluster, wait_until
 
 from heet_tui.cluster import JobExited, JobsReported
@@ -352,5 +353,25 @@ def test_a_local_hosts_workdir_under_a_directory_others_may_write_is_refused(tmp
     path.write_text(f'[[hosts]]\nname = "l"\ntransport = "local"\npython = "{sys.executable}"\n'
                     f'workdir = "{open_dir / "heet"}"\nemulate = {{ gpu_type = "T4", count = 1 }}\n')
     (row,) = asyncio.run(check_hosts(load_hosts(path)))
-    assert row["state"] == "agent-error" and f"{open_dir} above it belongs to another user" in row["message"], row
+    assert row["state"] == "agent-error" and f"{open_dir} above it may be written by every user" in row["message"], row
     assert not list((open_dir / "heet").glob("heet-agent-*")), "no agent written there"
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="planting another user's link needs root")
+def test_a_local_hosts_workdir_that_is_someone_elses_link_is_refused(tmp_path):
+    """Only an ssh host's was: a link planted in /tmp led the agent into the user's directory,
+    and could be pointed at the planter's own afterwards."""
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o755)
+    shared = tmp_path / "tmpshared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    link = shared / "heetwd"
+    link.symlink_to(victim)
+    os.lchown(link, 65534, 65534)
+    path = tmp_path / "hosts.toml"
+    path.write_text(f'[[hosts]]\nname = "l"\ntransport = "local"\npython = "{sys.executable}"\n'
+                    f'workdir = "{link}"\nemulate = {{ gpu_type = "T4", count = 1 }}\n')
+    (row,) = asyncio.run(check_hosts(load_hosts(path)))
+    assert row["state"] == "agent-error" and "is a link someone else made" in row["message"], row
+    assert list(victim.iterdir()) == [] and oct(victim.stat().st_mode & 0o777) == "0o755"

@@ -150,8 +150,8 @@ def test_a_workdir_under_a_directory_others_may_write_is_refused(tmp_path):
     workdir = open_dir / "heet"
     done = subprocess.run(["sh", "-c", start_agent(sys.executable, str(workdir), NAME, "h1")],
                           stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    assert done.returncode == 3 and f"{open_dir} above it belongs to another user, or others may write it" \
-        in done.stderr, done.stderr
+    assert done.returncode == 3 and f"{open_dir} above it belongs to another user, or others (or a group not your " \
+        "own) may write it" in done.stderr, done.stderr
     open_dir.chmod(0o1777)  # sticky, as /tmp: others cannot rename what is not theirs
     ok = subprocess.run(["sh", "-c", start_agent(sys.executable, str(workdir), NAME, "h1")],
                         stdin=subprocess.DEVNULL, capture_output=True, text=True)
@@ -171,3 +171,20 @@ def test_a_workdir_reached_through_another_users_directory_is_refused(tmp_path):
     done = subprocess.run(["sh", "-c", start_agent(sys.executable, str(link / "heet"), NAME, "h1")],
                           stdin=subprocess.DEVNULL, capture_output=True, text=True)
     assert done.returncode == 3 and f"{theirs} above it belongs to another user" in done.stderr, done.stderr
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="a group the user is not in needs root")
+def test_a_workdir_under_a_directory_another_group_may_write_is_refused(tmp_path):
+    """A parent writable by a group the user is not in (root:labx 2775) passed, and a member of
+    labx swapped the workdir for one with their agent file: it ran as the user."""
+    group_dir = tmp_path / "gshared"
+    group_dir.mkdir()
+    os.chown(group_dir, 0, 65534)
+    group_dir.chmod(0o2775)
+    done = subprocess.run(["sh", "-c", start_agent(sys.executable, str(group_dir / "heet"), NAME, "h1")],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    assert done.returncode == 3 and f"{group_dir} above it belongs to another user, or others (or a group" in done.stderr
+    os.chown(group_dir, 0, os.getgid())  # the user's own group (user-private groups): as ssh allows
+    ok = subprocess.run(["sh", "-c", start_agent(sys.executable, str(group_dir / "heet"), NAME, "h1")],
+                        stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stdout.strip() == NEED_AGENT, ok.stderr

@@ -201,7 +201,7 @@ def test_a_hosts_file_others_can_write_is_refused(tmp_path: Path) -> None:
     shared.chmod(0o777)  # anyone may swap the file for another
     moved = shared / "hosts.toml"
     moved.write_text(path.read_text())
-    with pytest.raises(ConfigError, match="its directory is writable by all and not sticky"):
+    with pytest.raises(ConfigError, match="shared above it may be written by every user \\(and is not sticky\\)"):
         load_hosts(moved)
 
 
@@ -267,3 +267,23 @@ def test_python_in_defaults_is_checked_too_and_a_home_path_is_taken() -> None:
     fine = parse_hosts_text('[defaults]\npython = "~/miniconda3/bin/python"\n[[hosts]]\nname = "v"\n',
                             Path("hosts.toml"))
     assert fine.hosts[0].python == "~/miniconda3/bin/python"
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="a directory of another user needs root")
+def test_a_hosts_file_in_another_users_directory_is_refused_for_reading_and_editing(tmp_path: Path) -> None:
+    """Its owner could swap the file between the read and the check, or the temp file a save
+    chmod-ed by name: a root-only file was made readable to them, and the hosts file replaced."""
+    from heet_tui.config.hosts_edit import HostsDocument
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    path = theirs / "hosts.toml"
+    path.write_text('[[hosts]]\nname = "a"\ntransport = "local"\n')
+    os.chown(theirs, 65534, 65534)
+    for load in (load_hosts, HostsDocument.load):
+        with pytest.raises(ConfigError, match=re.escape(f"refused: {theirs} above it belongs to nobody (uid 65534)")):
+            load(path)
+    os.chown(theirs, 0, 0)
+    os.chown(path, 65534, 65534)  # the file itself theirs: chmod cannot fix that, as it advised
+    with pytest.raises(ConfigError, match=re.escape("owned by nobody (uid 65534), not by you") + ".*copy it to a file of your own"):
+        load_hosts(path)

@@ -280,3 +280,16 @@ def test_a_controller_that_stops_in_the_middle_of_a_snapshot_is_said_to_have_sto
 
     said = asyncio.run(scenario())
     assert said.startswith("the controller (pid 4242) stopped"), said
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="a directory of another user needs root")
+def test_a_socket_directory_someone_else_made_first_is_named_with_its_owner(tmp_path: Path) -> None:
+    """Another user who made /tmp/heet-tui-<uid> first switched attaching off; the message said
+    neither who made it nor what to do."""
+    from heet_tui.control.attach import _private_parent
+
+    made = tmp_path / "heet-tui-0"
+    made.mkdir(mode=0o700)
+    os.chown(made, 65534, 65534)
+    with pytest.raises(OSError, match=r"and nobody \(uid 65534\) made it: have it removed"):
+        _private_parent(made / "x.sock")

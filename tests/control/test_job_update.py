@@ -32,6 +32,9 @@ def test_what_changed_is_named_and_what_names_the_job_measurements_or_checkpoint
                                          "target: 10 steps -> 20 steps", "max_gpus: 1 -> 8",
                                          "gpu_types: any -> A100", "stop_grace: default -> 90"]
     assert spec_changes(SPEC, SPEC) == [] and update_problem(SPEC, wider, JobState.RUNNING) is None
+    # whole, as people read it: it said "target: 10 steps -> 4e+06 steps"
+    assert spec_changes(SPEC, replace(SPEC, target=Target(TargetKind.STEPS, 4e6))) == [
+        "target: 10 steps -> 4,000,000 steps"]
     assert spec_changes(replace(SPEC, workdir="/src"), SPEC) == ["workdir: /src -> default"], "not '/src -> '"
     # env by its keys: values are often tokens, and the change is printed, stored and logged
     secret = replace(SPEC, env=(("HF_TOKEN", "hf_old"), ("SEED", "1")))

@@ -22,7 +22,7 @@ from heet_tui.control.store_records import EventRecord, JobRecord
 from heet_tui.control.user_constraints import user_constraints
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.durations import duration
-from heet_tui.core.job import RETRYABLE, JobState
+from heet_tui.core.job import RETRYABLE, JobState, count_text
 from heet_tui.core.metrics import describe
 from heet_tui.core.sched_input import Constraints
 
@@ -121,12 +121,7 @@ def _progress(rec: JobRecord) -> str:
     share = f" ({100 * job.samples_done / target:.0f}% of the target)" if target else ""
     steps = f"{job.steps_done:,} step" + ("s" if job.steps_done != 1 else "")
     # :g printed 2.51917e+06 samples beside "126080 samples" earlier
-    return (f"{steps}, {_count(job.samples_done)} samples{share}; target {_count(spec.target.value)} "
-            f"{spec.target.kind.value}")
-
-
-def _count(value: float) -> str:
-    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+    return f"{steps}, {count_text(job.samples_done)} samples{share}; target {spec.target.describe()}"
 
 
 def _clock(at: float) -> str:

@@ -74,7 +74,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     for job, users in zip(jobs, earlier, strict=True):
         spec = job.spec
         print(f"submitted {job.id} ({spec.gpu_range}, target "
-              f"{spec.target.value:g} {spec.target.kind.value})")
+              f"{spec.target.describe()})")
         if resumes := resumed_from(users):
             print(f"note: {spec.checkpoint_dir} holds the checkpoint of job {resumes.job_id} ({resumes.state.value}, "
                   f"{resumes.samples_done:g} samples done): {job.id} resumes from it")
