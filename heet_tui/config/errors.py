@@ -64,7 +64,7 @@ def parse_toml(text: str, path: Path, empty_hint: str) -> dict:
         raise ConfigError(path, NESTED_TOO_DEEP) from None
 
 
-NESTED_TOO_DEEP = "arrays or tables nested too deep to read (hundreds of levels): not a file this tool wrote"
+NESTED_TOO_DEEP = "arrays or tables nested too deep to read (hundreds of levels deep)"
 
 
 def decode_utf8(path: Path, data: bytes) -> str:

@@ -315,7 +315,8 @@ def _target(f: Fields) -> Target:
     value = t.number(kind, None, positive=True)
     assert value is not None
     if value > MAX_COUNT:  # a step of 10**30 overflowed the store; 1e300 steps is a typo
-        raise t.error(kind, f'key "{kind}": {value:g} {kind} is beyond any real job (at most {MAX_COUNT:g})')
+        shown = f"{value:,.0f}" if value < 1e18 else f"{value:.3g}"
+        raise t.error(kind, f'key "{kind}": {shown} {kind} is beyond any real job (at most {MAX_COUNT:,})')
     if kind != TargetKind.EPOCHS.value and not value.is_integer():  # 1e6 is fine, 2.5 steps is a typo
         raise t.error(kind, f'key "{kind}": expected a whole number of {kind}, got {value:g}')
     return Target(TargetKind(kind), value)

@@ -16,7 +16,12 @@ class TargetKind(StrEnum):
 
 def gpu_range(least: int, most: int) -> str:
     """"1-4 GPUs", and "1 GPU" for a rigid job (it read "1-1 GPUs")."""
-    return f"{least}-{most} GPUs" if least != most else f"{least} GPU{'s' if least != 1 else ''}"
+    return f"{gpu_span(least, most)} GPU{'s' if most != 1 else ''}"
+
+
+def gpu_span(least: int, most: int) -> str:
+    """"1-4", and "2" for a rigid job (it read "2-2") where a column says GPUs."""
+    return f"{least}-{most}" if least != most else str(least)
 
 
 @dataclass(frozen=True, slots=True)

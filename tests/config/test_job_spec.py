@@ -261,6 +261,8 @@ def test_toml_nested_too_deep_is_an_error_not_a_traceback(tmp_path: Path) -> Non
 @pytest.mark.parametrize(("line", "expected"), [
     ("batch_size = 99999999999999999999", 'key "batch_size": 99999999999999999999 is out of range'),
     ("target = { steps = 1e300 }", 'key "steps": 1e+300 steps is beyond any real job'),
+    ("target = { steps = 1000000000000001 }", 'key "steps": 1,000,000,000,000,001 steps is beyond any real job (at most '
+                                              '1,000,000,000,000,000)'),
 ])
 def test_sizes_beyond_any_real_job_are_refused(tmp_path: Path, line: str, expected: str) -> None:
     text = BASE.replace("batch_size = 64", line) if "batch" in line else BASE.replace("target = { steps = 10 }", line)

@@ -40,9 +40,15 @@ def test_the_log_view_follows_keeps_a_scrolled_up_place_and_f_pauses(make_app, m
             await wait_for(pilot, parked)
             await pilot.pause()
             await wait_for(pilot, parked)
+            # held where it is: the last 200 lines read again slid under the reader once the log was longer
+            await pilot.pause(0.1)
             seen = dialog.fetches
-            await wait_for(pilot, lambda: dialog.fetches >= seen + 3)
-            assert box.scroll_y == 10, "the place being read was kept"
+            await pilot.pause(0.4)
+            assert dialog.fetches == seen and box.scroll_y == 10, "the place being read was kept, unread"
+            assert box.border_subtitle.startswith("scrolled up: held here")
+            box.scroll_end(animate=False, immediate=True)  # back at the end: it follows again
+            await wait_for(pilot, lambda: dialog.fetches >= seen + 2)
+            assert box.border_subtitle == "following: f pauses"
             await pilot.press("f")
             assert not dialog.following and box.border_subtitle.startswith("paused")
             await pilot.pause(0.1)

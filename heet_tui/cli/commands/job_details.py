@@ -22,7 +22,7 @@ from heet_tui.control.store_records import EventRecord, JobRecord
 from heet_tui.control.user_constraints import user_constraints
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.durations import duration
-from heet_tui.core.job import RETRYABLE, JobState, count_text
+from heet_tui.core.job import RETRYABLE, JobState, count_text, gpu_span
 from heet_tui.core.metrics import describe
 from heet_tui.core.sched_input import Constraints
 
@@ -74,7 +74,7 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
         ("command", shlex.join(spec.command) + (f"   (in {spec.workdir})" if spec.workdir else "")),
         ("spec file", rec.spec_file or "-"),
         ("class", f"model {spec.model}, batch {spec.batch_size}"),
-        ("gpus", f"{spec.min_gpus}-{spec.max_gpus}, " + (", ".join(spec.gpu_types) if spec.gpu_types else "any type")
+        ("gpus", f"{gpu_span(spec.min_gpus, spec.max_gpus)}, " + (", ".join(spec.gpu_types) if spec.gpu_types else "any type")
          + (f", priority {spec.priority}" if spec.priority else "")),
         ("progress", _progress(rec)),
         ("reported", describe(job.metrics) or "-"),

@@ -15,7 +15,7 @@ from heet_tui.cli.table import first_line, line_room
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import DB_NAME, Store, StoreError, default_state_dir
 from heet_tui.core.durations import duration
-from heet_tui.core.job import JobState, count_text
+from heet_tui.core.job import JobState, count_text, gpu_span
 from heet_tui.core.metrics import number
 
 MIN_MESSAGE_WIDTH = 30
@@ -100,7 +100,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     now = time.time()
     table = [head] + [
         (r["id"], r["state"], str(r["steps"]), f"{count_text(r['target']['value'])} {r['target']['kind']}",
-         *((number(r["metrics"].get("loss")),) if losses else ()), r["gpus"], r["allocation"] or "-",
+         *((number(r["metrics"].get("loss")),) if losses else ()), gpu_span(r["min_gpus"], r["max_gpus"]), r["allocation"] or "-",
          _age(now - r["submitted_at"]), duration(r["jct_s"]),
          # a cancel not yet carried out (no controller ran, or its run is out of reach) showed only in --json
          ("cancel requested; " if r["cancel_requested"] and not JobState(r["state"]).terminal else "") + r["message"])

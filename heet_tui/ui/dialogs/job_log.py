@@ -52,15 +52,19 @@ class JobLogDialog(Dialog[None]):
 
     def _scrolled(self, old: float, new: float) -> None:
         box = self.query_one(DialogBox)
+        was = self._at_end
         if new >= box.max_scroll_y - 1:
             self._at_end = True
         elif new < old:
             self._at_end = False
+        if was != self._at_end:
+            self._say_following()
 
     def _follow(self) -> None:
         # a slow host: the next read waits for this one (an exclusive worker restarted each tick
-        # would cancel every read before it came back)
-        if self.following and not self._loading:
+        # would cancel every read before it came back); scrolled up, the lines stay still: the
+        # last 200 read again slid under the reader by as many as the job had printed
+        if self.following and self._at_end and not self._loading:
             self.action_refresh_log()
 
     def action_toggle_follow(self) -> None:
@@ -68,8 +72,9 @@ class JobLogDialog(Dialog[None]):
         self._say_following()
 
     def _say_following(self) -> None:
-        self.query_one(DialogBox).border_subtitle = ("following: f pauses" if self.following
-                                                     else "paused: f follows, r reads again")
+        self.query_one(DialogBox).border_subtitle = (
+            "paused: f follows, r reads again" if not self.following
+            else "scrolled up: held here; end follows again" if not self._at_end else "following: f pauses")
 
     def action_refresh_log(self) -> None:
         self._loading = True
