@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import getpass
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,10 +17,11 @@ from typing import Any
 from asyncssh.config import SSHClientConfig
 
 from heet_tui.cluster.errors import ClusterError
+from heet_tui.config.fields import JUMP_SPEC
 from heet_tui.config.file_safety import others_can_write
 from heet_tui.config.hosts_file import HostEntry
 
-_JUMP = re.compile(r"^(?:(?P<user>[A-Za-z0-9_.\-]+)@)?(?P<host>[A-Za-z0-9_.\-%]+|\[[0-9A-Fa-f:.%]+\])(?::(?P<port>\d+))?\Z")
+_JUMP = JUMP_SPEC
 
 
 @dataclass(frozen=True, slots=True)

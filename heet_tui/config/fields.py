@@ -14,6 +14,10 @@ from heet_tui.config.errors import ConfigError, did_you_mean
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*\Z")
 SAFE_USER = re.compile(r"^[a-z_][a-z0-9_.\-]*\$?\Z", re.IGNORECASE)
 SAFE_ADDRESS = re.compile(r"^[A-Za-z0-9_.:\-\[\]%@]+\Z")
+# [user@]host[:port], as the connection reads a jump host: the file's check took "@:x", which
+# then failed at every connect
+JUMP_SPEC = re.compile(r"^(?:(?P<user>[A-Za-z0-9_.\-]+)@)?(?P<host>[A-Za-z0-9_.\-%]+|\[[0-9A-Fa-f:.%]+\])"
+                       r"(?::(?P<port>\d+))?\Z")
 # quoted for the remote shell, but fish reads \' inside quotes and tcsh expands ! there (remote_command.py)
 SAFE_WORKDIR = re.compile(r"^(?!-)[^\\!\n\r\0]+\Z")
 SAFE_PYTHON = re.compile(r"^(?!-)[A-Za-z0-9_./+~\-]+\Z")  # a command name or path: nothing a shell reads

@@ -35,6 +35,7 @@ from typing import Any
 
 from heet_tui.config.errors import ConfigError, parse_toml, read_config_file
 from heet_tui.config.fields import (
+    JUMP_SPEC,
     MAX_HOST_NAME,
     PYTHON,
     SAFE_ADDRESS,
@@ -56,6 +57,7 @@ WORKDIR = "a usable directory (no backslash, !, line break or leading -)"
 DEFAULT_KEYS = frozenset({"user", "port", "python", "workdir", "ssh_config", "jump", "shared_fs"})
 EMULATE_KEYS = frozenset({"gpu_type", "count", "speed"})
 MAX_EMULATED_GPUS = 256  # per host: more than any real machine holds
+MAX_EMULATED_SPEED = 1000.0  # relative to a CPU core: a thousand times is beyond any GPU
 TOP_KEYS = frozenset({"defaults", "hosts"})
 
 
@@ -295,6 +297,8 @@ def _check_jump(f: Fields, jump: str | None) -> None:
         raise f.error("jump", f'key "jump": port {port.group(1)} is out of range (expected from 1 to 65535)')
     if not (host[: port.start()] if port else host).strip("[]:"):
         raise f.error("jump", f'key "jump": "{jump}" names no host (expected [user@]host[:port])')
+    if not JUMP_SPEC.match(jump.strip()):
+        raise f.error("jump", f'key "jump": "{jump}" is not of the form [user@]host[:port]')
 
 
 def _emulate(path: Path, host: Fields, subject: str, index: LineIndex, i: int) -> EmulateSpec | None:
@@ -317,6 +321,9 @@ def _emulate(path: Path, host: Fields, subject: str, index: LineIndex, i: int) -
                          "(an emulated host's GPUs are of the type it emulates: give one)")
     speed = f.number("speed", 1.0, positive=True)
     assert speed is not None
+    if speed > MAX_EMULATED_SPEED:  # 1e9 was taken: a step then took no time at all
+        raise f.error("speed", f'key "speed": {speed:g} is out of range (expected above 0, at most {MAX_EMULATED_SPEED:g}: '
+                      "a speed relative to this machine's CPU)")
     return EmulateSpec(gpu_type, count, speed)
 
 

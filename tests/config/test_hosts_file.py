@@ -287,3 +287,15 @@ def test_a_hosts_file_in_another_users_directory_is_refused_for_reading_and_edit
     os.chown(path, 65534, 65534)  # the file itself theirs: chmod cannot fix that, as it advised
     with pytest.raises(ConfigError, match=re.escape("owned by nobody (uid 65534), not by you") + ".*copy it to a file of your own"):
         load_hosts(path)
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ('jump = "@:x"', 'key "jump": "@:x" is not of the form [user@]host[:port]'),  # failed only at connect
+    ('emulate = { gpu_type = "T4", count = 2, speed = 1e9 }', 'key "speed": 1e+09 is out of range'),
+])
+def test_values_the_connection_or_the_steps_cannot_use_are_refused_at_load(tmp_path: Path, line: str,
+                                                                          expected: str) -> None:
+    path = tmp_path / "hosts.toml"
+    path.write_text(f'[[hosts]]\nname = "z"\n{line}\n')
+    with pytest.raises(ConfigError, match=re.escape(expected)):
+        load_hosts(path)
