@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping
 
 from heet_tui.core.allocation import Allocation
-from heet_tui.scheduling.evaluate import predict_completions
+from heet_tui.scheduling.evaluate import predict_with_starts
 from heet_tui.scheduling.problem import Problem
 
 MAX_TRIALS = 8  # starts tried per round, slowest first: each costs one prediction of the plan
@@ -46,19 +46,25 @@ def defer_slow_starts(problem: Problem, allocations: Mapping[str, Allocation], m
             candidates.append((got / best, job_id, best))
     if not candidates:
         return out
-    total, _ = _total_jct(problem, out)
+    total, _, _ = _total_jct(problem, out)
     for _, job_id, best in sorted(candidates)[:MAX_TRIALS]:
         trial = {j: a for j, a in out.items() if j != job_id}
-        score, done = _total_jct(problem, trial)
+        score, done, starts = _total_jct(problem, trial)
         info = problem.by_id[job_id]
         waits = (done[job_id] or math.inf) - info.view.restart_cost_s - info.view.finish_time_scale * \
             problem.remaining_samples(info) / best  # when the faster GPUs free, as predicted
-        if score < total and waits <= within_s:
+        # the wait must be for GPUs that free later: a queue predicted to start it now, on GPUs free
+        # already (a V100 beside the T4 dropped), is a start no plan then made, and the V100 sat
+        # idle for minutes beside the job "held for faster GPUs"
+        later = job_id in starts and starts[job_id][0] > 0
+        if score < total and waits <= within_s and later:
             out, total = trial, score
     return out
 
 
-def _total_jct(problem: Problem, allocations: Mapping[str, Allocation]) -> tuple[float, dict[str, float | None]]:
-    """Summed predicted completion of every job (a job that could not finish counts as never)."""
-    done = predict_completions(problem, allocations)
-    return sum(math.inf if t is None else t for t in done.values()), done
+def _total_jct(problem: Problem, allocations: Mapping[str, Allocation]
+               ) -> tuple[float, dict[str, float | None], dict[str, tuple[float, str]]]:
+    """Summed predicted completion of every job (a job that could not finish counts as never),
+    each one's, and where and when the queue starts those left waiting."""
+    done, starts = predict_with_starts(problem, allocations)
+    return sum(math.inf if t is None else t for t in done.values()), done, starts

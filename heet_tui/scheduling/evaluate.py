@@ -58,6 +58,15 @@ def predict_completions(problem: Problem, allocations: Mapping[str, Allocation])
     return {job_id: done for job_id, (_, _, done) in _predict(problem, allocations, count_restarts=True).items()}
 
 
+def predict_with_starts(problem: Problem, allocations: Mapping[str, Allocation]
+                        ) -> tuple[dict[str, float | None], dict[str, tuple[float, str]]]:
+    """``predict_completions``, and for each job left waiting when and on which type the queue
+    is predicted to start it."""
+    starts: dict[str, tuple[float, str]] = {}
+    done = {job_id: d for job_id, (_, _, d) in _predict(problem, allocations, True, starts).items()}
+    return done, starts
+
+
 def _predict(problem: Problem, allocations: Mapping[str, Allocation], count_restarts: bool,
              starts: dict[str, tuple[float, str]] | None = None) -> dict[str, tuple[float, float, float | None]]:
     """job id -> (throughput, restart pause, seconds to completion or None); ``starts`` gets,
