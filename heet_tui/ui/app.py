@@ -283,6 +283,12 @@ class HeetApp(ControllerLink, App[int]):
 
     # -- palette and global actions -----------------------------------------------------------------
 
+    def action_help_quit(self) -> None:
+        """Ctrl+C: Textual's own words carry markup ("Press [b]ctrl+q[/b]"), which plain notices
+        (notify above) showed as typed."""
+        keys = [k for k, b in self.active_bindings.items() if b.binding.action in ("quit", "app.quit")]
+        self.notify(f"Press {min(keys, key=len) if keys else 'q'} to quit", title="Do you want to quit?")
+
     async def action_quit(self) -> None:
         """Quitting the TUI that runs the controller stops it for every viewer attached to it:
         other TUIs (which then read "controller stopped") and log -f. Asked first when there are any."""

@@ -50,3 +50,20 @@ def test_an_attached_tui_quits_at_once(repo):
             await wait_for(pilot, lambda: not app.is_running)
 
     run(scenario())
+
+
+def test_ctrl_c_says_how_to_quit_in_plain_words(repo):
+    """It showed Textual's markup as typed: "Press [b]ctrl+q[/b] to quit the app"."""
+    backend = FakeBackend(small_snapshot(0))
+
+    async def scenario():
+        app = HeetApp(backend, repo / "configs" / "local.toml", start_mode="cluster")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None)
+            await pilot.press("ctrl+c")
+            await wait_for(pilot, lambda: any(n.title == "Do you want to quit?" for n in app._notifications))
+            said = next(n for n in app._notifications if n.title == "Do you want to quit?")
+            assert said.message == "Press q to quit" and not said.markup, said
+            assert app.is_running
+
+    run(scenario())
