@@ -132,10 +132,15 @@ def plan_reason(job_id: str, spec: JobSpec, made: PlanMade, pending_id: int | No
                 f"{', '.join(f'{free[t]}x{t}' for t in usable)} GPUs to no job; it is planned again as jobs come and go")
     types = " or ".join(spec.gpu_types) + " " if spec.gpu_types else ""
     then = f"; it should start on {target} as running jobs end" if target else ""
+    # GPUs idle now that the plan awaiting approval gives others read as taken by running jobs
+    given = sorted(j for j, a in made.starts.items() if a is not None and spec.allows(a.gpu_type) and j != job_id)
+    if pending_id is not None and given:
+        then = f" (plan #{pending_id}, awaiting approval, starts {', '.join(given)} on them){then}"
     some = sorted(t for t, n in free.items() if n > 0 and spec.allows(t))
     if some:  # "every GPU ... is taken" beside free GPUs, too few of one type for it
-        return (f"{WAITING_FOR_GPUS}it needs {spec.min_gpus} GPUs of one type, and only "
-                f"{', '.join(f'{free[t]}x{t}' for t in some)} are free{then}")
+        left = ", ".join(f"{free[t]}x{t}" for t in some)
+        return (f"{WAITING_FOR_GPUS}it needs {spec.min_gpus} GPUs of one type, and only {left} "
+                f"{'is' if sum(free[t] for t in some) == 1 else 'are'} free{then}")
     return f"{WAITING_FOR_GPUS}every {types}GPU it may use is taken{then}"
 
 

@@ -179,3 +179,19 @@ def test_a_pending_plan_shows_a_job_that_arrived_after_it_under_the_same_id(tmp_
             assert "later" not in snap.plan.allocations and store.plan(plan_id).status == "proposed"
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_gpus_the_pending_plan_gives_others_are_said_to_be_theirs() -> None:
+    """With nothing running, a job read "every A100 GPU it may use is taken": the pending plan,
+    not yet approved, gave the idle A100s to two other jobs, and nothing said so."""
+    cluster = ClusterView((HostView("a", "A100", 2, (0, 1)),))
+    small, wide = Allocation.of("small", "A100", {"a": [0]}), Allocation.of("wide", "A100", {"a": [1]})
+    plan = Plan.build({}, {"small": small, "wide": wide}, "heet", 0.0)
+    made = PlanMade.of(plan, frozenset({"small", "wide", "pair"}))
+    free = free_after(plan, cluster, kept={})
+    assert plan_reason("pair", _spec(types=("A100",)), made, 6, False, free, held=False) == (
+        "waiting for GPUs: every A100 GPU it may use is taken (plan #6, awaiting approval, starts small, wide on them)")
+    one = Plan.build({}, {"small": small}, "heet", 0.0)
+    assert plan_reason("pair", _spec(lo=2, types=("A100",)), PlanMade.of(one, made.weighed), None, False,
+                       free_after(one, cluster, kept={}), held=False) == (
+        "waiting for GPUs: it needs 2 GPUs of one type, and only 1xA100 is free"), "is, for one"
