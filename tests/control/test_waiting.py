@@ -141,8 +141,9 @@ def test_a_queued_job_says_it_waits_for_approval_then_for_gpus(tmp_path: Path) -
             assert "long" not in snap.plan.allocations
             assert job(snap, "short").message == (f"in plan #{snap.plan_id} (start on 1xT4), waiting for approval: "
                                                   "a on the Plan screen, or heet-tui plan approve")
-            assert store.job("long").job.message == (
-                "waiting for GPUs: every GPU it may use is taken; it should start on T4 as running jobs end")
+            assert store.job("long").job.message == (  # the GPU is idle: the plan awaiting approval gives it to short
+                f"waiting for GPUs: every GPU it may use is taken (plan #{snap.plan_id}, awaiting approval, starts "
+                "short on them); it should start on T4 as running jobs end")
             await ctl.post(ApprovePlan(snap.plan_id))
             await wait_for(ctl, lambda s: job(s, "short").state is JobState.RUNNING, 60, "the short job running")
             snap = await wait_for(ctl, lambda s: "predicted start on T4 in ~" in job(s, "long").message, 30,
