@@ -293,8 +293,7 @@ class DemoBackend:
                 self._rejected_key = None
                 sim.replan()
                 return "planning again"
-            case EditJob(plan_id, job_id, constraints):
-                self._require_plan(plan_id)
+            case EditJob(_, job_id, constraints):  # as the controller: whatever plan is pending, or none
                 if job_id in sim.jobs:
                     self._unapproved.setdefault(job_id, sim.jobs[job_id].constraints)
                 sim.set_constraints(job_id, constraints)
@@ -360,7 +359,6 @@ class DemoBackend:
                 "measured, not to the spec's target")
 
     def _preview(self, edit: EditJob) -> PredictedEffect:
-        self._require_plan(edit.plan_id)
         job = self.sim.jobs.get(edit.job_id)
         if job is None or not job.active:
             raise ValueError(f"{edit.job_id} is not an active job")

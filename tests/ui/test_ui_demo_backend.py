@@ -152,3 +152,21 @@ def test_rejecting_a_tweaked_plan_takes_the_tweak_back_as_the_help_says(tmp_path
             assert backend.sim.jobs[job].constraints == Constraints()
 
     run(scenario())
+
+
+def test_a_tweak_with_no_plan_pending_proposes_one_as_the_controller_does(tmp_path):
+    """In the demo a tweak made with no plan pending said "plan #0 is no longer pending" and Apply
+    did nothing; the controller proposes a plan with the edit."""
+    async def scenario():
+        async with started_demo(tmp_path, 2) as (backend, stream):
+            snap = await next_with_plan(backend, stream)
+            await backend.post(ApprovePlan(snap.plan_id))
+            job = snap.plan.changes[0].job_id
+            edit = EditJob(0, job, Constraints(pinned_type="T4", fixed_count=1))  # the dialog's "no plan" id
+            assert (await backend.preview(edit)).for_job(job) is not None
+            assert "plan re-proposed" in await backend.post(edit)
+            snap = await next_with_plan(backend, stream)
+            tweaked = snap.plan.allocations[job]
+            assert (tweaked.gpu_type, tweaked.num_gpus) == ("T4", 1)
+
+    run(scenario())
