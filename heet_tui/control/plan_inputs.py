@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from heet_tui.control.controller import Controller
 
 
+RUN_BY_NEWER_COPY = ("held: a newer copy of this state store runs it (this store is a restored backup, or a copy; "
+                     "heet-tui status names the host); it starts here once that run ends")
+
+
 def job_inputs(ctl: Controller, overrides: dict[str, Constraints] | None = None) -> list[planning.JobInput]:
     """Jobs to plan: measured ones, and those that cannot be (control/unmeasured.py)."""
     constraints = user_constraints(ctl.store) | (overrides or {})
@@ -32,8 +36,11 @@ def job_inputs(ctl: Controller, overrides: dict[str, Constraints] | None = None)
     held = (away := ctl.host_grace.holding()) | launch_blocked(ctl.cluster.status())
     for rec in ctl.store.jobs(include_terminal=False):
         job, run = rec.job, ctl.executor.runs.get(rec.job.id)
-        if job.state not in planning.SCHEDULABLE or waits_for_profiling(ctl, job.id, run is not None) \
-                or runs_elsewhere(ctl.cluster, ctl.store, ctl.executor.newer_copies, job):
+        if job.state not in planning.SCHEDULABLE or waits_for_profiling(ctl, job.id, run is not None):
+            continue
+        if runs_elsewhere(ctl.cluster, ctl.store, ctl.executor.newer_copies, job):
+            if run is None and job.message != RUN_BY_NEWER_COPY:  # it read "resumes from its checkpoint", for good
+                ctl.store.try_set_state(job.id, job.state, now, RUN_BY_NEWER_COPY)
             continue
         measured = bool(ctl.book.measured(job.id))
         if run is None and ctl.opt.profile and not (measured or job.id in unmeasured or job.spec.min_gpus > 1):

@@ -144,6 +144,8 @@ def test_a_backup_never_reuses_a_generation_a_newer_copy_ran(tmp_path: Path) -> 
             assert ("a", 2) in remembered(backup)
             await asyncio.sleep(1.5)
             assert backup.job("a").generation == 1, "not run twice: the newer copy runs it"
+            # and it says so: it read "stopped by a SIGTERM ... resumes from its checkpoint", for good
+            assert backup.job("a").job.message.startswith("held: a newer copy of this state store runs it")
             (other,) = [j for j in second.cluster.jobs("h") if j.job_id.startswith("a.r0.") and j.running]
             os.killpg(other.pid, signal.SIGKILL)  # the newer copy's run ends (its controller stopped it)
             await wait_for(second, lambda s: backup.job("a").generation >= 3, 90, "the backup's own launch of a")
