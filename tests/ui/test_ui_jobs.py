@@ -156,6 +156,9 @@ def test_the_selected_jobs_keys_follow_its_state_cancel_while_it_lives_retry_onc
             assert "r Retry" not in footer(app), "running: nothing to retry"
             await pilot.press("r")
             assert not any(isinstance(i, RetryJob) for i in backend.posted)
+            # said, not silent: retrying down a list, the rows re-sort and r lands on a running job
+            await wait_for(pilot, lambda: any("j1 is running: r retries a failed or cancelled job" in n.message
+                                              for n in app._notifications))
             backend.push(with_job(small_snapshot(1), "j1", state=JobState.FAILED))
             await wait_for(pilot, lambda: "r Retry" in footer(app))
             assert "x Cancel" not in footer(app) and table.selected_key == "j1"

@@ -4,8 +4,10 @@ the user fixed for a job on the Plan screen."""
 
 from __future__ import annotations
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.widgets import Input
 
 from heet_tui.core.intents import CancelJob, DropEdit, RetryJob
 from heet_tui.core.job import RETRYABLE, JobState
@@ -135,6 +137,15 @@ class JobsScreen(FilterKeys, SnapshotScreen):
         job = self.selected
         if job is not None and job.state in RETRYABLE:
             self.request(RetryJob(job.id), f"retry {job.id}")
+
+    def on_key(self, event: events.Key) -> None:
+        """r on a job it cannot retry says why: retrying down a list, the retried row moved up (the
+        table sorts by state) and the next r landed on a queued job, with nothing said."""
+        job = self.selected
+        if isinstance(self.app.focused, Input):  # an r typed into the filter
+            return
+        if event.key == "r" and not self.read_only and job is not None and job.state not in RETRYABLE:
+            self.app.notify(f"{job.id} is {job.state.value}: r retries a failed or cancelled job", timeout=5)
 
     def action_cancel_job(self) -> None:
         job = self.selected
