@@ -149,10 +149,16 @@ class HostsReloader:
         self._pending = bool(diff.waiting)
         self.leaving = frozenset(n for n in diff.waiting if n not in {h.name for h in new.hosts})
         resped = speed_changes(ctl.hosts.hosts, diff.hosts, diff.changed)
+        health = ctl.executor.health
+        # jobs that died at once on a host the edit changed (its python, say) try it again: the
+        # mark that kept their model off it outlived the fix, said only by heet-tui status
+        forgiven = [n for n in diff.changed if any(n in hosts for hosts in health.avoided.values())]
         for name in (*diff.removed, *diff.changed):
             await ctl.cluster.remove_host(name)
             ctl.was_ready.discard(name)  # reconnected on purpose: not "out", then "back"
             ctl.host_states.forget(name)
+            if name in diff.changed:
+                health.forget(name)
         hosts = replace(new, hosts=diff.hosts, ssh_config=ctl.hosts.ssh_config, path=self.path)
         ctl.hosts = ctl.executor.hosts = ctl.cluster.hosts_file = hosts
         entries = {h.name: h for h in diff.hosts}
@@ -163,6 +169,9 @@ class HostsReloader:
         parts = [f"{what} {', '.join(names)}" for what, names in
                  (("added", diff.added), ("removed", diff.removed), ("reconnecting", diff.changed),
                   ("new rack or tags for", diff.relabelled)) if names]
+        if forgiven:
+            parts.append(f"jobs that died at once on {', '.join(forgiven)} may run there again (the edit may have "
+                         "fixed why)")
         if self.leaving:
             parts.append(f"{', '.join(sorted(self.leaving))} drained and dropped once its jobs have moved "
                          "(the next plan moves them, or stops those no other host can hold)")

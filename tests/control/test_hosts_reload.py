@@ -259,3 +259,31 @@ def test_a_relabelled_host_running_a_job_keeps_its_connection_and_shows_the_rack
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_an_edited_host_is_tried_again_by_the_jobs_that_died_on_it(tmp_path: Path) -> None:
+    """A host whose python lacked torch: the jobs' model was kept off it, and after the fix (a new
+    python in the file) it still was, across restarts, said only by heet-tui status."""
+    import json
+
+    from heet_tui.config.job_spec import load_job_spec
+    from heet_tui.control.host_health import stored_avoided
+
+    path = write_local_hosts(tmp_path, [("one", "T4", 1, 1.0)])
+    store = Store(tmp_path / "state")
+    store.add_job(load_job_spec(write_job(tmp_path, "a", steps=10, max_gpus=1)), 0.0)
+    store.set_setting("crash_avoided", json.dumps([["a", 32, ["one"]]]))  # its runs died there at once
+
+    async def scenario() -> None:
+        ctl = Controller(load_hosts(path), store, ControllerOptions(interval_s=0.2, profile=False))
+        await ctl.start()
+        try:
+            assert stored_avoided(store) == {("a", 32): {"one"}}
+            write_local_hosts(tmp_path, [("one", "T4", 1, 0.5)])  # the host edited
+            await wait_for(ctl, lambda s: any("may run there again" in n for n in ctl.notices.since(0)), 30,
+                           "the edit said to lift the mark")
+            assert stored_avoided(store) == {}
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
