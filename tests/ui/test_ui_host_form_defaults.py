@@ -71,3 +71,25 @@ def test_the_form_shows_and_writes_what_defaults_leave_a_host(make_app, tmp_path
             assert "shared_fs" not in tomllib.loads(path.read_text())["hosts"][0]
 
     run(scenario())
+
+
+def test_a_refused_save_goes_to_the_field_it_names(make_app, tmp_path):
+    """A port typed as "Q": the error said so, and focus stayed on the last field, ten tabs away."""
+    from hosts_support import hosts_copy, open_add_form
+
+    path = hosts_copy(tmp_path)
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            form = await open_add_form(pilot, app)
+            await fill(pilot, form, name="new", port="Q")
+            form.query_one("#f-workdir", Input).focus()
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: app.focused is form.query_one("#f-port", Input))
+            await fill(pilot, form, port="70000")  # refused by the file's own checks: 'key "port"'
+            form.query_one("#f-name", Input).focus()
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: app.focused is form.query_one("#f-port", Input))
+
+    run(scenario())

@@ -93,6 +93,16 @@ def form_from_fields(raw: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+def field_named(problem: str) -> str | None:
+    """The form field a refusal is about: the form's own ("port: ...", "GPU index: ..."), or
+    the hosts file's checks ('key "port": ...')."""
+    aliases = {"GPU index": "gpus", "emulate count": "emulate"}
+    for key, _, _ in TEXT_FIELDS:
+        if problem.startswith(f"{key}:") or f'key "{key}"' in problem:
+            return key
+    return next((key for said, key in aliases.items() if problem.startswith(f"{said}:")), None)
+
+
 def _int(text: str, what: str) -> int:
     try:
         return int(text.strip())
@@ -167,18 +177,17 @@ class HostFormDialog(FormDialog[str | None]):
             self.action_cancel()
 
     def action_save(self) -> None:
-        error = self.query_one("#form-error", Static)
         values = {key: self.query_one(f"#f-{key}", Input).value for key, _, _ in TEXT_FIELDS}
         transport = str(self.query_one("#f-transport", Select).value)
         shared = self.query_one("#f-shared_fs", Checkbox).value
         try:
             fields = fields_from_form(values, transport, self._shared(shared))
         except ValueError as exc:
-            error.update(str(exc))
+            self._refused(str(exc))
             return
         problem = self.apply(self._changed(fields) if self.initial else fields)
         if problem:
-            error.update(problem)
+            self._refused(problem)
             return
         self.dismiss(fields.get("name"))
 
@@ -191,6 +200,14 @@ class HostFormDialog(FormDialog[str | None]):
         if isinstance(old := before.get("emulate"), dict) and isinstance(new := changed.get("emulate"), dict):
             changed["emulate"] = {k: v for k, v in new.items() if old.get(k) != v}  # a hand-set speed stays
         return changed
+
+    def _refused(self, problem: str) -> None:
+        """Say what is wrong, and go to the field it names: focus stayed where it was, and the
+        user tabbed back through ten fields to mend a port typed as "Q"."""
+        self.query_one("#form-error", Static).update(problem)
+        key = field_named(problem)
+        if key is not None:
+            self.query_one(f"#f-{key}", Input).focus()
 
     def _shared(self, ticked: bool) -> bool | None:
         """None (the default's, no key written) where the box agrees with [defaults], else the value."""
