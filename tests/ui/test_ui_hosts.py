@@ -363,3 +363,30 @@ def test_a_host_added_to_a_file_of_local_hosts_is_local_too(make_app, repo, tmp_
             assert pilot.app.screen.query_one("#f-transport", Select).value == "ssh", "a file of ssh hosts"
 
     run(scenario())
+
+
+def test_a_host_of_the_users_ssh_config_added_as_local_is_asked_about_first(make_app, repo, tmp_path):
+    """A newcomer's lab machine, an alias in ~/.ssh/config, was added as a local host (the form's
+    default on the bundled config): its jobs ran on the login node, and nothing said so."""
+    path = tmp_path / "hosts.toml"
+    config = tmp_path / "ssh_config"
+    config.write_text("Host lab-a lab-*\n  HostName 10.0.0.2\n")
+    path.write_text((repo / "configs" / "local.toml").read_text().replace("[defaults]\n",
+                                                                          f'[defaults]\nssh_config = "{config}"\n'))
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.screen.table.row_count == 2)
+            await pilot.press("n")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
+            form = app.screen
+            await fill(pilot, form, name="lab-a", emulate="A100:2:1")
+            await pilot.press("ctrl+s")
+            error = form.query_one("#form-error", Static)
+            await wait_for(pilot, lambda: "lab-a is a host of your ssh config" in str(error.render()))
+            assert "lab-a" not in path.read_text(), "not saved yet"
+            await pilot.press("ctrl+s")  # saved again: kept local, as asked
+            await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen) and app.screen.table.row_count == 3)
+
+    run(scenario())

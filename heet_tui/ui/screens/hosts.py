@@ -21,6 +21,7 @@ from textual.widgets import Static
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_edit import HostsDocument
 from heet_tui.config.hosts_file import HostEntry, editable_hosts_path
+from heet_tui.config.ssh_aliases import ssh_aliases
 from heet_tui.core.snapshot import Snapshot
 from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.dialogs.host_form import HostFormDialog
@@ -231,8 +232,18 @@ class HostsScreen(SnapshotScreen):
         # emulated host was "unreachable: cannot connect to emu:22: Name or service not known"
         hosts = self.document.validated.hosts if self.document is not None else ()
         local = bool(hosts) and all(h.transport == "local" for h in hosts)
-        self.app.push_screen(HostFormDialog("Add host", lambda f: self._apply(lambda d: d.add_host(
-            {k: v for k, v in f.items() if v is not None})), transport="local" if local else "ssh",
+        config = self.document.validated.ssh_config if self.document is not None else None
+        asked: list[str] = []  # the alias said once: saved again, it is kept local
+
+        def apply(f: dict[str, Any]) -> str | None:
+            name = f.get("name")
+            if local and f.get("transport") == "local" and name in ssh_aliases(config) and asked != [name]:
+                asked[:] = [name]
+                return (f'{name} is a host of your ssh config: Transport is "local (this machine)", which runs its '
+                        "jobs here; choose ssh to reach it, or save again to keep it local")
+            return self._apply(lambda d: d.add_host({k: v for k, v in f.items() if v is not None}))
+
+        self.app.push_screen(HostFormDialog("Add host", apply, transport="local" if local else "ssh",
             shared_default=self._shared_default(), inherited=self._inherited()), done)
 
     def action_edit_host(self) -> None:
