@@ -9,6 +9,7 @@ the config names no known_hosts file we use ``~/.ssh/known_hosts`` plus heet's o
 from __future__ import annotations
 
 import getpass
+import glob
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,7 +60,7 @@ def config_paths(ssh_config: Path | None) -> tuple[Path, ...]:
 
 def _lookup(paths: tuple[Path, ...], host: str, user: str | None, port: int | None) -> SSHClientConfig:
     # Reuses asyncssh's own OpenSSH-config reader so Host/Match/Include behave as asyncssh will.
-    for path in paths:  # its ProxyCommand runs as you: ssh(1) refuses a ~/.ssh/config others may change
+    for path in _with_included(paths):  # its ProxyCommand runs as you: ssh refuses a config others may change
         if (why := others_can_write(path)) is not None:
             raise SshConfigError(f"ssh_config {path}: refused: {why}, and its ProxyCommand and Match exec run as "
                                  "you (ssh refuses such a config too); make it yours alone")
@@ -73,6 +74,30 @@ def _lookup(paths: tuple[Path, ...], host: str, user: str | None, port: int | No
                 "cannot, as one with a quoted '=' in exec; give heet-tui an SSH config of its own with "
                 'ssh_config = "..." in the hosts file\'s [defaults])') if "match" in str(exc).lower() else ""
         raise SshConfigError(f"ssh_config: {exc}{hint}") from None
+
+
+def _with_included(paths: tuple[Path, ...], depth: int = 0) -> list[Path]:
+    """The configs and every file their ``Include`` lines name (relative ones under ~/.ssh, as ssh
+    reads them): an included file another user owned ran its ProxyCommand as root, past the check
+    of the file that included it."""
+    out = list(paths)
+    if depth > 8:  # an Include loop: ssh refuses it too
+        return out
+    for path in paths:
+        try:
+            lines = path.expanduser().read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            words = line.replace("=", " ", 1).split()
+            if len(words) < 2 or words[0].lower() != "include":
+                continue
+            for pattern in words[1:]:
+                name = Path(os.path.expanduser(pattern))
+                name = name if name.is_absolute() else Path("~/.ssh").expanduser() / name
+                found = tuple(Path(p) for p in sorted(glob.glob(str(name))))
+                out += _with_included(found, depth + 1)
+    return out
 
 
 class SshConfigError(ClusterError, ValueError):

@@ -347,3 +347,18 @@ def test_an_ssh_config_others_may_change_is_refused(lab):
     status = _run(lab.hosts_toml([lab.entry_for(a)]), scenario)
     assert f"ssh_config {lab.ssh_config}: refused: every user can write it" in status.message, status.message
     assert status.state is not HostState.READY
+
+
+def test_an_included_ssh_config_others_may_change_is_refused(lab):
+    """A config of the user's that Includes a file another user may change: its ProxyCommand ran."""
+    a = lab.add_host("inc")
+    included = lab.root / "included_config"
+    included.write_text("# nothing yet\n")
+    included.chmod(0o666)
+    lab.ssh_config.write_text(f"Include {included}\n" + lab.ssh_config.read_text())
+
+    async def scenario(cluster):
+        return cluster.host_status("inc")
+
+    status = _run(lab.hosts_toml([lab.entry_for(a)]), scenario)
+    assert f"ssh_config {included}: refused: every user can write it" in status.message, status.message
