@@ -19,7 +19,7 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import AoT, Array, Table
 
-from heet_tui.config.errors import ConcurrentModification, ConfigError, read_config_file, read_config_text
+from heet_tui.config.errors import ConcurrentModification, ConfigError, read_config_file
 from heet_tui.config.file_safety import others_can_write, refusal
 from heet_tui.config.hosts_file import HOST_KEYS, HostsFile, parse_hosts_text
 
@@ -153,9 +153,12 @@ class HostsDocument:
     def save(self) -> HostsFile:
         """Write atomically (temp file + ``os.replace``), keeping the previous file as ``.bak``."""
         try:
-            on_disk = read_config_text(self.path)
+            on_disk, st = read_config_file(self.path)
         except ConfigError:
             on_disk = None
+        else:  # checked again: its directory may have been opened to others since the form was
+            if (why := others_can_write(self.path, st)) is not None:
+                raise ConfigError(self.path, refusal(self.path, why) + "; nothing was saved")
         if on_disk is None or _digest(on_disk) != self._loaded_digest:
             raise ConcurrentModification(
                 self.path, "changed on disk since it was loaded; nothing was saved (reload, then edit again)"

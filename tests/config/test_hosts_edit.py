@@ -284,3 +284,18 @@ def test_saving_an_unchanged_document_writes_nothing_and_keeps_the_backup(exampl
     doc.update_host("t4-1", {"rack": "r5"})  # the form's value, unchanged
     doc.save()
     assert backup.read_text() == undo and example.stat().st_ino == inode
+
+
+def test_a_save_into_a_directory_opened_to_others_since_the_load_is_refused(example: Path) -> None:
+    """The TUI's Hosts screen loaded the file, the directory became group- or world-writable, and
+    its add and remove still saved there (the CLI and the controller refused the same file)."""
+    doc = HostsDocument.load(example)
+    doc.update_host("t4-1", {"rack": "r5"})
+    before = example.read_text()
+    example.parent.chmod(0o777)
+    try:
+        with pytest.raises(ConfigError, match="may be written by every user.*nothing was saved"):
+            doc.save()
+    finally:
+        example.parent.chmod(0o755)
+    assert example.read_text() == before and not example.with_name(example.name + ".bak").exists()
