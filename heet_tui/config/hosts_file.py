@@ -58,6 +58,7 @@ DEFAULT_KEYS = frozenset({"user", "port", "python", "workdir", "ssh_config", "ju
 EMULATE_KEYS = frozenset({"gpu_type", "count", "speed"})
 MAX_EMULATED_GPUS = 256  # per host: more than any real machine holds
 MAX_EMULATED_SPEED = 1000.0  # relative to a CPU core: a thousand times is beyond any GPU
+MIN_EMULATED_SPEED = 0.001
 TOP_KEYS = frozenset({"defaults", "hosts"})
 
 
@@ -321,9 +322,9 @@ def _emulate(path: Path, host: Fields, subject: str, index: LineIndex, i: int) -
                          "(an emulated host's GPUs are of the type it emulates: give one)")
     speed = f.number("speed", 1.0, positive=True)
     assert speed is not None
-    if speed > MAX_EMULATED_SPEED:  # 1e9 was taken: a step then took no time at all
-        raise f.error("speed", f'key "speed": {speed:g} is out of range (expected above 0, at most {MAX_EMULATED_SPEED:g}: '
-                      "a speed relative to this machine's CPU)")
+    if not MIN_EMULATED_SPEED <= speed <= MAX_EMULATED_SPEED:  # 1e9 took no time; 1e-300 slept past time_t
+        raise f.error("speed", f'key "speed": {speed:g} is out of range (expected from {MIN_EMULATED_SPEED:g} to '
+                      f"{MAX_EMULATED_SPEED:g}: a speed relative to this machine's CPU)")
     return EmulateSpec(gpu_type, count, speed)
 
 

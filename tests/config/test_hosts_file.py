@@ -292,6 +292,7 @@ def test_a_hosts_file_in_another_users_directory_is_refused_for_reading_and_edit
 @pytest.mark.parametrize(("line", "expected"), [
     ('jump = "@:x"', 'key "jump": "@:x" is not of the form [user@]host[:port]'),  # failed only at connect
     ('emulate = { gpu_type = "T4", count = 2, speed = 1e9 }', 'key "speed": 1e+09 is out of range'),
+    ('emulate = { gpu_type = "T4", count = 2, speed = 1e-300 }', 'key "speed": 1e-300 is out of range'),
 ])
 def test_values_the_connection_or_the_steps_cannot_use_are_refused_at_load(tmp_path: Path, line: str,
                                                                           expected: str) -> None:
