@@ -95,7 +95,7 @@ class Controller:
         self.cluster = cluster or Cluster(hosts, replace(self.opt.cluster or ClusterOptions(), owner=store.store_id,
                                                          session=uuid.uuid4().hex[:12]))
         self.clock = clock
-        self.book = ThroughputBook(predictor=profiling_model())
+        self.book = ThroughputBook(predictor=profiling_model(), guess_unrelated=not self.opt.profile)
         self.hub = SnapshotHub()
         self.executor = Executor(self.cluster, hosts, store, self.book, self.opt.execution, clock, self.poke)
         self.intents = IntentHandler(self)

@@ -68,6 +68,9 @@ class ThroughputBook:
     predictor: object | None = None  # heet_tui.profiling.predictor.ThroughputPredictor
     keys: dict[str, object] = field(default_factory=dict)  # job id -> the predictor's JobKey
     model_ready: bool = False  # the profiling model has a well-observed job to learn from
+    # a type no class was measured on beside the job's: guessed as fast as where the job was
+    # measured, else (profiling on) left at 0 until a side run measures it
+    guess_unrelated: bool = False
     classes: dict[str, ProfileClass] = field(default_factory=dict)
     _members: dict[ProfileClass, set[str]] = field(default_factory=dict)
     _pooled: dict[ProfileClass, dict[tuple[str, str], float]] = field(default_factory=dict)
@@ -261,14 +264,16 @@ class ThroughputBook:
             return _scaled(own, placement, exponent)
         # every measured type's route, averaged (geometric): the best of them was taken, and one
         # inflated ratio put a T4 above the job's own A100 figure, and the plan waited for T4s
-        routes = []
+        routes, unrelated = [], []
         for other in self.measured_types(job_id):
             ratio = self.type_ratio(gpu_type, other)
-            if ratio is None:
-                continue
             base = {parse_placement(k): v for (t, k), v in m.items() if t == other}
-            if (value := _scaled(base, placement, exponent) * ratio) > 0:
-                routes.append(value)
+            if (value := _scaled(base, placement, exponent) * (ratio or 1.0)) > 0:
+                (routes if ratio is not None else unrelated).append(value)
+        # no class measured on both types: as fast as where it was measured, a rough guess (as the
+        # nominal function's), where no profiling run will measure it (--no-profile): at 0, a job
+        # restricted to a type no class had run on sat queued beside its idle GPUs for good
+        routes = routes or (unrelated if self.guess_unrelated else [])
         return math.exp(sum(math.log(v) for v in routes) / len(routes)) if routes else 0.0
 
     def function(self, job_id: str) -> ThroughputFn:

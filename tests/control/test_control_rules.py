@@ -173,7 +173,12 @@ def test_throughput_estimates_use_measurements_then_scale_and_borrow_type_ratios
     assert 70.0 < book.estimate("b", "A100", (4,)) < 140.0, "sub-linear beyond what was measured"
     assert book.estimate("b", "A100", (1, 1)) < book.estimate("b", "A100", (2,)) * 1.01
     assert book.estimate("b", "T4", (1,)) == pytest.approx(10.0), "A100:T4 = 4:1 as seen on job a"
-    assert book.estimate("b", "V100", (1,)) == 0.0, "never measured anywhere: not offered"
+    assert book.estimate("b", "V100", (1,)) == 0.0, "never measured anywhere: not offered (a side run measures it)"
+    # without profiling runs nothing would: a rough guess, as fast as where it ran, so the plans use it
+    # (a V100-only job of b's class sat queued beside an idle V100 for good)
+    guessing = replace(book, guess_unrelated=True)
+    assert guessing.estimate("b", "V100", (1,)) == pytest.approx(40.0)
+    assert guessing.estimate_with_spread("b", "V100", (1,))[1] is None, "said to be a rough guess"
 
 
 def test_a_type_guessed_from_several_measured_types_is_their_routes_mean_not_the_best() -> None:
