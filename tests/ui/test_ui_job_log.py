@@ -49,6 +49,15 @@ def test_the_log_view_follows_keeps_a_scrolled_up_place_and_f_pauses(make_app, m
             box.scroll_end(animate=False, immediate=True)  # back at the end: it follows again
             await wait_for(pilot, lambda: dialog.fetches >= seen + 2)
             assert box.border_subtitle == "following: f pauses"
+            await wait_for(pilot, lambda: box.scroll_y == box.max_scroll_y)
+            box.scroll_to(y=box.max_scroll_y - 1, animate=False, immediate=True)  # one line up (it snapped back)
+            await wait_for(pilot, lambda: box.border_subtitle.startswith("scrolled up"))
+            await pilot.pause(0.1)
+            held = dialog.fetches
+            await pilot.pause(0.4)
+            assert dialog.fetches == held
+            box.scroll_end(animate=False, immediate=True)
+            await wait_for(pilot, lambda: dialog.fetches > held)
             await pilot.press("f")
             assert not dialog.following and box.border_subtitle.startswith("paused")
             await pilot.pause(0.1)

@@ -53,7 +53,7 @@ class JobLogDialog(Dialog[None]):
     def _scrolled(self, old: float, new: float) -> None:
         box = self.query_one(DialogBox)
         was = self._at_end
-        if new >= box.max_scroll_y - 1:
+        if new >= box.max_scroll_y:  # one line up (a single Up) is scrolled up already
             self._at_end = True
         elif new < old:
             self._at_end = False
