@@ -30,8 +30,12 @@ def sshd_available() -> bool:
 
 
 def _keygen(path: Path) -> str:
+    """A fresh key at ``path``: one left there by an earlier lab is replaced (ssh-keygen asked
+    whether to overwrite it, on a stdin nobody answered, and the lab hung)."""
+    path.unlink(missing_ok=True)
+    Path(f"{path}.pub").unlink(missing_ok=True)
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", path.name, "-f", str(path)],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                   check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return Path(f"{path}.pub").read_text().strip()
 
 
