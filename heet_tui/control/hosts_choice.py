@@ -7,27 +7,34 @@ default file, and ``hosts list --state lab`` showed a file that state never used
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from heet_tui.config.hosts_file import resolve_hosts_path
-from heet_tui.control.store import DB_NAME, Store, StoreError
+from heet_tui.control.store import DB_NAME
 
 LAST_USED = "the file this state last ran on; --hosts picks another"
 
 
 def last_hosts_file(state: Path) -> str | None:
     """The file the state's controller last ran on; None where there is no such state (none is made
-    for asking) or it cannot be read."""
-    if not (state / DB_NAME).is_file():
+    for asking) or it cannot be read. Read through a read-only connection of its own: a full
+    Store opened and closed here, before the command's own, left that process's later writes
+    unseen by a controller of the same state in another process (its close took the WAL away)."""
+    path = state / DB_NAME
+    if not path.is_file():
         return None
     try:
-        store = Store(state)
-    except StoreError:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error:
         return None
     try:
-        return store.setting("hosts_path")
+        row = db.execute("SELECT value FROM settings WHERE key = ?", ("hosts_path",)).fetchone()
+    except sqlite3.Error:
+        return None
     finally:
-        store.close()
+        db.close()
+    return row[0] if row and isinstance(row[0], str) else None
 
 
 def chosen_hosts_path(explicit: str | None, state: Path) -> tuple[Path, str]:
