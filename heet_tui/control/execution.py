@@ -85,6 +85,7 @@ class Executor:
         self.log_tails: dict[str, tuple[str, ...]] = {}
         self.checkpoints = CheckpointHosts(store, clock)
         self.newer_copies: set[tuple[str, str, int]] = set()  # (host, agent id, generation): recovery.py
+        self.fenced: set[tuple[str, str, int]] = set()  # this store's stale runs fenced, stopping: recovery.py
         self.read_only = False  # a watch-only controller: launch, profile and stop nothing
         self._tasks: set[asyncio.Task] = set()
 
@@ -97,7 +98,7 @@ class Executor:
         runs still stopping (``except_job``'s own aside: runtime.stale_gpus)."""
         runs = self.all_runs()
         return union_gpus(gpus_held(runs), outside_gpus(self.cluster, self.store.store_id, self.newer_copies),
-                          stale_gpus(self.cluster, self.store.store_id, _processes(runs), except_job))
+                          stale_gpus(self.cluster, self.fenced, except_job))
 
     def in_profiling_round(self, job_id: str) -> bool:
         """Profiled as a new job (not planned meanwhile); a side run leaves the job to the plans."""
@@ -110,7 +111,7 @@ class Executor:
         left_out = gpus_held(r for job_id, r in self.runs.items() if planned is not None and job_id not in planned)
         return union_gpus(gpus_held(r for rs in self.profiles.values() for r in rs),
                           outside_gpus(self.cluster, self.store.store_id, self.newer_copies), left_out,
-                          stale_gpus(self.cluster, self.store.store_id, _processes(self.all_runs())))
+                          stale_gpus(self.cluster, self.fenced))
 
     def find(self, host: str, agent_id: str, generation: int) -> tuple[Run, RankProc] | None:
         for run in self.all_runs():
@@ -377,7 +378,3 @@ class Executor:
     async def close(self) -> None:
         await cancel_and_wait(list(self._tasks), 10.0, "executor task")
 
-
-def _processes(runs: list[Run]) -> set[tuple[str, str, int]]:
-    """(host, agent id, generation) of every rank the runs own."""
-    return {(rank.host, rank.agent_id, run.generation) for run in runs for rank in run.ranks.values()}

@@ -161,6 +161,7 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
             assert parsed is not None
             try:
                 await cluster.fence(host, r.job_id, r.generation + 1)
+                executor.fenced.add((host, r.job_id, r.generation))  # its GPUs in use until it has gone
                 notes.append(f"fenced stale {r.job_id} generation {r.generation} on {host}")
                 if parsed[1:] == ("r", 0) and (step := _step_of(r)) is not None \
                         and _rank0_launched_on(store, parsed[0], r.generation, host):  # its checkpoint there

@@ -66,17 +66,18 @@ def foreign_gpus(cluster, store_id: str, newer: Collection[tuple[str, str, int]]
     return held
 
 
-def stale_gpus(cluster, store_id: str, known: Collection[tuple[str, str, int]], except_job: str | None = None
+def stale_gpus(cluster, fenced: Collection[tuple[str, str, int]], except_job: str | None = None
                ) -> dict[str, set[int]]:
-    """host -> GPUs still held by processes this store started that no run of it owns any more:
-    fenced runs of a controller before a crash, stopping on SIGTERM for up to their grace period.
-    New profiling runs were started on their GPUs beside them. ``except_job``'s own are left out:
-    its agent refuses a relaunch under the same name until the old process is gone."""
+    """host -> GPUs still held by runs of this store the controller fenced (``fenced``: (host,
+    agent id, generation)), a crashed controller's runs stopping on SIGTERM for up to their grace
+    period: new profiling runs were started on their GPUs beside them. ``except_job``'s own are
+    left out: its agent refuses a relaunch under the same name until the old process is gone."""
     held: dict[str, set[int]] = {}
+    if not fenced:
+        return held
     for status in cluster.status():
         for job in cluster.jobs(status.name):
-            if not job.running or store_part(job.job_id) != store_id[:8] \
-                    or (status.name, job.job_id, job.generation) in known:
+            if not job.running or (status.name, job.job_id, job.generation) not in fenced:
                 continue
             parsed = parse_agent_id(job.job_id)
             if parsed is not None and parsed[0] != except_job:

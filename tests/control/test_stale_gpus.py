@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from heet_tui.cluster.events import RemoteJob
 from heet_tui.control.runtime import stale_gpus
 
-STORE = "12870ff1" + "0" * 24
-
 
 @dataclass
 class _Status:
@@ -40,8 +38,9 @@ def test_a_fenced_run_still_stopping_holds_its_gpus() -> None:
                _job("h1", "old.r0.12870ff1", 2, (2,), state="exited")],  # gone
         "h2": [_job("h2", "S3.p2.12870ff1", 2, (0,)), _job("h2", "nb.r0.aaaaaaaa", 1, (1,))],  # another store's
     })
-    known = {("h1", "X2.r0.12870ff1", 4)}
-    assert stale_gpus(cluster, STORE, known) == {"h1": {0}, "h2": {0}}
+    fenced = {("h1", "S3.p1.12870ff1", 1), ("h2", "S3.p2.12870ff1", 2), ("h1", "old.r0.12870ff1", 2)}
+    assert stale_gpus(cluster, fenced) == {"h1": {0}, "h2": {0}}, "the fenced ones still running; not X2's GPU"
     # the job's own stale process is its agent's to wait for (a relaunch under its name is refused
     # until it has gone); a plan step or launch of that job is not failed for it
-    assert stale_gpus(cluster, STORE, known, except_job="S3") == {}
+    assert stale_gpus(cluster, fenced, except_job="S3") == {}
+    assert stale_gpus(cluster, set()) == {}, "nothing fenced: a run that just ended is no stale run"
