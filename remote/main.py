@@ -182,8 +182,6 @@ class Agent:
         self.seq += 1
         fresh, problem = self.sampler.sample() if self.sampler is not None else (None, None)
         sample, changed = inventory.utilization(fresh, self.gpus)
-        if self.source == "emulated":  # no sampler: who computes on them (another store's jobs) is read each beat
-            sample = [dict(g, utilization=None, memory_used_mb=None, processes=None) for g in self.gpus]
         gpus = mark_others(with_emulated_users(sample, self.host), self.jobs.jobs)
         self.send_event("heartbeat", seq=self.seq, time=time.time(), gpus=gpus, jobs=self.jobs.recent_summaries(),
                         gpu_probe=problem or changed or None, gpus_changed=bool(changed),
