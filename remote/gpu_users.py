@@ -13,8 +13,6 @@ PID, user and command name.
 
 import os
 
-from heet_agent.jobstate import proc_pids
-
 MAX_LISTED = 8  # processes described per GPU; a long tail is counted, not listed
 
 
@@ -121,7 +119,13 @@ def _unlisted_emulated(gpu):
 
 def _emulated_users(host):
     found = {}
-    for name in proc_pids():
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
         wrapped = _wrapper(int(name))
         if wrapped is None or wrapped[0] != host:
             continue

@@ -22,19 +22,17 @@ def proc_start_time(pid):
         return None
 
 
-def proc_pids():
-    """The PIDs /proc shows, as strings (none where there is no /proc)."""
-    try:
-        return [name for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return []
-
-
 def left_in_group(pgid, started):
     """Processes still in group ``pgid`` that started no earlier than its leader (``started``,
     in jiffies): what a job forked and left behind. Read from /proc; none where there is none."""
     found = []
-    for name in proc_pids():
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
         try:
             with open("/proc/%s/stat" % name) as fh:
                 fields = fh.read()
