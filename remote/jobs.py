@@ -14,7 +14,6 @@ import time
 
 from heet_agent.checkpoint_dirs import claim_checkpoint_dir, make_scratch_dir, remove_scratch_dir, resolve_checkpoint_dir
 from heet_agent.errors import STILL_STOPPING, JobError
-from heet_agent.gpu_users import EMULATED_GPUS_ARG
 from heet_agent.job_env import job_environment
 from heet_agent.job_logs import MIN_ROTATE_BYTES, ROTATE_BYTES, read_tail, remove_log
 from heet_agent.jobstate import KEEP_FINISHED, StateFile, left_in_group, pid_alive, proc_start_time
@@ -51,14 +50,6 @@ def _check_job_id(args):
 
 
 class JobTable:
-    def _emulated_mark(self, gpus):
-        """Arguments that say, in the wrapper's command line (which every user may read), which
-        emulated GPUs the job computes on: no driver lists an emulated GPU's users, and two users'
-        controllers each put jobs on every emulated GPU of a shared host (gpu_users.py)."""
-        if self.emulated_speed is None:
-            return []
-        return [EMULATED_GPUS_ARG, ",".join(str(g) for g in gpus)]
-
     def __init__(self, workdir, self_argv, send_event):
         self.workdir = workdir
         self.self_argv = self_argv
@@ -214,8 +205,7 @@ class JobTable:
         with logfh:
             try:
                 child = subprocess.Popen(
-                    [sys.executable] + self.self_argv + ["--wrap-job", exit_file, *self._emulated_mark(gpus), "--"]
-                    + argv,
+                    [sys.executable] + self.self_argv + ["--wrap-job", exit_file, "--"] + argv,
                     cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=logfh, stderr=subprocess.STDOUT,
                     start_new_session=True, close_fds=True,
                 )

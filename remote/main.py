@@ -13,7 +13,7 @@ import time
 
 from heet_agent import inventory
 from heet_agent.gpu_sampler import GpuSampler
-from heet_agent.gpu_users import mark_others, with_emulated_users
+from heet_agent.gpu_users import mark_others
 from heet_agent.jobs import JobError, JobTable
 from heet_agent.agent_log import open_agent_log
 from heet_agent.takeover import SessionMark, served_by_another, take_over
@@ -34,9 +34,8 @@ JOB_OPS = frozenset({"launch", "stop", "fence", "log_tail", "jobs"})
 
 
 class Agent:
-    def __init__(self, workdir, self_argv, check_only=False, host=""):
+    def __init__(self, workdir, self_argv, check_only=False):
         self.workdir = workdir
-        self.host = host
         self.check_only = check_only
         self.lock = None  # the workdir's agent lock, taken at hello (not by a check-only agent)
         self.session_mark = None  # says when this controller last spoke (takeover.py), once hello took the lock
@@ -134,7 +133,7 @@ class Agent:
             inv["warnings"].append(held)
         jobs = [] if self.check_only else self.jobs.adopt()
         if not self.check_only:  # a check-only agent has not read the job table: it cannot tell whose
-            inv["gpus"] = mark_others(with_emulated_users(inv["gpus"], self.host), self.jobs.jobs)
+            mark_others(inv["gpus"], self.jobs.jobs)
         self.read_limit_s = _positive(args.get("gpu_read_limit_s"), inventory.SAMPLE_LIMIT_S)
         self._start_sampler()
         self.next_heartbeat = time.time() + self.heartbeat_s
@@ -182,7 +181,7 @@ class Agent:
         self.seq += 1
         fresh, problem = self.sampler.sample() if self.sampler is not None else (None, None)
         sample, changed = inventory.utilization(fresh, self.gpus)
-        gpus = mark_others(with_emulated_users(sample, self.host), self.jobs.jobs)
+        gpus = mark_others(sample, self.jobs.jobs)
         self.send_event("heartbeat", seq=self.seq, time=time.time(), gpus=gpus, jobs=self.jobs.recent_summaries(),
                         gpu_probe=problem or changed or None, gpus_changed=bool(changed),
                         workdir_problem=self.jobs.save_problem)
@@ -247,11 +246,10 @@ def _self_argv():
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    if len(argv) >= 3 and argv[0] == "--wrap-job" and "--" in argv[2:]:
+    if len(argv) >= 3 and argv[0] == "--wrap-job" and argv[2] == "--":
         from heet_agent.jobwrap import run as run_wrapped
 
-        # what comes between the exit file and "--" marks the job for other agents (gpu_users.py)
-        return run_wrapped(argv[1], argv[argv.index("--", 2) + 1:])
+        return run_wrapped(argv[1], argv[3:])
     if len(argv) in (4, 5) and argv[0] == "--workdir" and argv[2] == "--host" and argv[4:] in ([], ["--check-only"]):
         # how the controller starts it, without argparse's import cost
         workdir_arg, host, check_only = argv[1], argv[3], len(argv) == 5
@@ -289,7 +287,7 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # exit; jobs keep running
     # The lock is taken at hello, which names the controller: a check (heet-tui hosts check)
     # takes none, so it never replaces the controller's agent and cuts it off its jobs.
-    agent = Agent(workdir, _self_argv(), check_only, host)
+    agent = Agent(workdir, _self_argv(), check_only)
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)  # stray prints from libraries cannot corrupt the protocol (agent.out is a dup)
     try:

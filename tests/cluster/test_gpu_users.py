@@ -76,38 +76,3 @@ def test_the_controller_drops_what_it_cannot_read_and_names_the_rest() -> None:
     box = HostStatus("box", HostState.READY, gpus=(Gpu(0, "A100"), Gpu(1, "A100", others=("pid 4242 python (alice)",))))
     assert gpus_used_by_others([box]) == {"box": {1}}
     assert users_of(box, {0, 1}) == "gpu1: pid 4242 python (alice)"
-
-
-def test_another_stores_jobs_on_emulated_gpus_are_found_by_their_wrappers_command_line(tmp_path) -> None:
-    """Emulated GPUs have no driver to list their users: two users' controllers each put jobs on
-    every emulated GPU of a shared host, and neither said a word. Another user's environment
-    cannot be read; a job wrapper's command line can."""
-    import sys
-
-    from heet_agent.gpu_users import with_emulated_users
-    from heet_agent.inventory import emulated_gpus
-
-    def wrapper(host: str, job: str, gpus: str) -> subprocess.Popen:
-        exit_file = tmp_path / "w" / "hosts" / host / "exits" / f"{job}-g3.json"
-        return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--wrap-job", str(exit_file),
-                                 "--emulated-gpus", gpus, "--", "python3", "train.py"], start_new_session=True)
-
-    theirs, elsewhere, mine = wrapper("h1", "other.r0.abcdef12", "1,2"), wrapper("h2", "x.r0.abcdef12", "0"), \
-        wrapper("h1", "mine.r0.12345678", "0")
-    try:
-        import time
-
-        time.sleep(0.3)  # the command lines are there once the processes have started
-        gpus = emulated_gpus({"gpu_type": "T4", "count": 3, "speed": 1.0})
-        jobs = [{"job_id": "mine.r0.12345678", "pgid": mine.pid, "state": "running", "gpus": [0, 1]}]
-        marked = {g["index"]: g["others"] for g in mark_others(with_emulated_users(gpus, "h1"), jobs)}
-        assert marked[0] == [], "its own job, and h2's job on h2's GPU 0 is not h1's"
-        # GPU 1: held by its own job, and another store's job computes there too (launched in the same moment)
-        for index in (1, 2):
-            (other,) = marked[index]
-            assert (other["pid"], other["heet_job"]) == (theirs.pid, "other.r0.abcdef12")
-        assert with_emulated_users(gpus, "") == gpus, "an agent that does not know its host name reads nothing"
-    finally:
-        for proc in (theirs, elsewhere, mine):
-            proc.kill()
-            proc.wait()

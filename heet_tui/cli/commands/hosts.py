@@ -191,21 +191,7 @@ def cmd_add(args: argparse.Namespace) -> int:
 def cmd_remove(args: argparse.Namespace) -> int:
     path = _edited(_path(args), lambda doc: doc.remove_host(args.name))
     print(f'removed host "{args.name}" from {path}')
-    if jobs := _jobs_on(args, args.name):  # said by the TUI's dialog, and nowhere here
-        print(f"it runs {', '.join(jobs)}: a running controller drains it and drops it once "
-              f"{'they have' if len(jobs) > 1 else 'it has'} moved (the next plan moves them, or stops those no "
-              "other host can hold)")
     return 0
-
-
-def _jobs_on(args: argparse.Namespace, host: str) -> list[str]:
-    """The jobs of the state's store that hold GPUs on ``host`` (none where there is no store)."""
-    from heet_tui.cli.commands.jobs import state_dir
-    from heet_tui.control.store import DB_NAME, Store
-
-    if not (state_dir(args) / DB_NAME).is_file():
-        return []
-    return sorted(j for j, (alloc, _) in Store(state_dir(args)).current_allocations().items() if host in alloc.host_names)
 
 
 def _edited(path: Path, change: Callable[[HostsDocument], None]) -> Path:
