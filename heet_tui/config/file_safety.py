@@ -29,7 +29,7 @@ def others_can_write(path: Path, st: os.stat_result | None = None) -> str | None
         return None  # missing or unreadable: the reader says so in its own words
     uid = os.getuid()
     if st.st_uid not in (uid, 0):
-        return f"it is owned by {_who(st.st_uid)}, not by you"
+        return f"it is owned by {who(st.st_uid)}, not by you"
     if st.st_mode & stat.S_IWOTH:
         return "every user can write it"
     if st.st_mode & stat.S_IWGRP and st.st_gid != os.getgid():
@@ -53,7 +53,7 @@ def unsafe_ancestor(path: Path) -> tuple[Path, str] | None:
             return None
         sticky = st.st_mode & stat.S_ISVTX
         if st.st_uid not in (os.getuid(), 0):
-            return parent, f"belongs to {_who(st.st_uid)}"
+            return parent, f"belongs to {who(st.st_uid)}"
         if st.st_mode & stat.S_IWOTH and not sticky:
             return parent, "may be written by every user (and is not sticky)"
         if st.st_mode & stat.S_IWGRP and not sticky and st.st_gid != os.getgid():
@@ -61,7 +61,8 @@ def unsafe_ancestor(path: Path) -> tuple[Path, str] | None:
     return None
 
 
-def _who(uid: int) -> str:
+def who(uid: int) -> str:
+    """"bob (uid 1001)", or "uid 1001" where no user has that id."""
     try:
         return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
     except KeyError:
@@ -73,6 +74,17 @@ def _group(gid: int) -> str:
         return grp.getgrgid(gid).gr_name
     except KeyError:
         return str(gid)
+
+
+def read_private(path: Path) -> str:
+    """The text of a file whose contents run as the user, refused (ConfigError) where another
+    user could change or swap it; checked as read, not by name afterwards."""
+    from heet_tui.config.errors import ConfigError, read_config_file
+
+    text, st = read_config_file(path)
+    if (why := others_can_write(path, st)) is not None:
+        raise ConfigError(path, refusal(path, why))
+    return text
 
 
 def refusal(path: Path, why: str) -> str:

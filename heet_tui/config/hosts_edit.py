@@ -20,7 +20,7 @@ from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import AoT, Array, Table
 
 from heet_tui.config.errors import ConcurrentModification, ConfigError, read_config_file
-from heet_tui.config.file_safety import others_can_write, refusal
+from heet_tui.config.file_safety import others_can_write, read_private, refusal
 from heet_tui.config.hosts_file import HOST_KEYS, HostsFile, parse_hosts_text
 
 
@@ -45,10 +45,7 @@ class HostsDocument:
         """Refused where another user could change the file or swap it (and the temp files a save
         writes beside it): its python and workdir run as you, as in load_hosts."""
         path = Path(path)
-        text, st = read_config_file(path)
-        if (why := others_can_write(path, st)) is not None:
-            raise ConfigError(path, refusal(path, why))
-        return cls(path, text)
+        return cls(path, read_private(path))
 
     def text(self) -> str:
         return tomlkit.dumps(self._doc)

@@ -33,7 +33,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from heet_tui.config.errors import ConfigError, parse_toml, read_config_file
+from heet_tui.config.errors import ConfigError, parse_toml
 from heet_tui.config.fields import (
     JUMP_SPEC,
     MAX_HOST_NAME,
@@ -45,7 +45,7 @@ from heet_tui.config.fields import (
     SAFE_WORKDIR,
     Fields,
 )
-from heet_tui.config.file_safety import others_can_write, refusal, write_private
+from heet_tui.config.file_safety import read_private, write_private
 from heet_tui.config.locate import LineIndex
 
 TRANSPORTS = ("ssh", "local")
@@ -166,10 +166,7 @@ class HostsFile:
 
 def load_hosts(path: Path | str) -> HostsFile:
     path = Path(path)
-    text, st = read_config_file(path)  # checked as read: not another file swapped in after the read
-    if (why := others_can_write(path, st)) is not None:
-        raise ConfigError(path, refusal(path, why))
-    return parse_hosts_text(text, path)
+    return parse_hosts_text(read_private(path), path)
 
 
 def parse_hosts_text(text: str, path: Path | str) -> HostsFile:

@@ -23,7 +23,6 @@ import contextlib
 import hashlib
 import logging
 import os
-import pwd
 import socket
 import struct
 import tempfile
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from heet_tui.cluster.aio import spawn
+from heet_tui.config.file_safety import who
 from heet_tui.control.wire import WireError, decode, edit_from_obj, encode, intent_from_obj, to_obj
 
 log = logging.getLogger(__name__)
@@ -57,18 +57,12 @@ def _private_parent(path: Path) -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     st = path.parent.stat()
     if st.st_uid != os.getuid():  # made first by someone else (in /tmp): who, and what to do
-        raise OSError(f"{path.parent} must be a directory of yours that only you can open, and {_owner(st.st_uid)} "
+        raise OSError(f"{path.parent} must be a directory of yours that only you can open, and {who(st.st_uid)} "
                       f"made it: have it removed (or give the state directory a shorter path, {MAX_SOCKET_PATH} bytes "
                       "with the socket's name, and the socket goes there instead)")
     if st.st_mode & 0o077:
         raise OSError(f"{path.parent} must be a directory of yours that only you can open: chmod 700 {path.parent}")
 
-
-def _owner(uid: int) -> str:
-    try:
-        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
-    except KeyError:
-        return f"uid {uid}"
 
 
 def peer_uid(writer: asyncio.StreamWriter) -> int | None:
