@@ -6,7 +6,7 @@ workdir is usually in a home directory with a quota, and a full quota stops ever
 The job holds its log open (O_APPEND), so the file cannot be renamed under it: past its bound
 the log is copied to ``<log>.1`` (replacing the previous one) and truncated in place, where the
 job's next write lands at offset 0 (what logrotate's copytruncate does). At most twice the bound
-is kept; what the job writes between the copy and the truncation is lost, a few lines at most.
+is kept; what the job writes between the copy's end and the truncation is lost, a line at most.
 """
 
 import os
@@ -59,7 +59,9 @@ def read_tail(path, lines):
 
 
 def rotate(path):
-    """Copy the log to ``<log>.1`` and truncate it; False (and nothing changed) when it cannot."""
+    """Copy the log to ``<log>.1`` and truncate it: the bytes moved, or None (nothing changed)
+    when it cannot. The truncation follows the copy's last read at once (a rename between):
+    what the job writes in that gap is lost, and it is the only one."""
     kept = rotated_path(path)
     tmp = kept + ".tmp"
     try:
@@ -69,15 +71,17 @@ def rotate(path):
                 if not chunk:
                     break
                 dst.write(chunk)
-        os.replace(tmp, kept)
-        os.truncate(path, 0)
+            dst.flush()
+            os.replace(tmp, kept)
+            os.truncate(path, 0)
+            moved = src.tell()
     except OSError:
         try:
             os.remove(tmp)
         except OSError:
             pass
-        return False
-    return True
+        return None
+    return moved
 
 
 def remove_log(path):

@@ -9,7 +9,7 @@ its log, never read to its end, was never rotated.
 import os
 import time
 
-from heet_agent.job_logs import ROTATE_BYTES, as_shown, rotate
+from heet_agent.job_logs import ROTATE_BYTES, as_shown, rotate, rotated_path
 from heet_agent.progress import read_progress_line
 
 READ_CHUNK = 1024 * 1024
@@ -31,7 +31,12 @@ def follow_log(job, send_event):
                 caught_up = len(data) < READ_CHUNK
                 if caught_up and job.get("offset", 0) + len(data) > job.get("log_max", ROTATE_BYTES) \
                         and time.time() >= job.get("rotate_after", 0):
-                    if rotate(job["log"]):  # caught up: all but the last partial line is forwarded here
+                    start = job.get("offset", 0)
+                    moved = rotate(job["log"])
+                    if moved is not None:
+                        # what the job wrote after this read went into the copy: forward it from there
+                        # (the job's last progress line was never sent when it landed in that gap)
+                        data = _read_rotated(job["log"], start, moved) or data
                         latest = _whole_lines(job, data, send_event) or latest
                         job["offset"] = 0
                         break
@@ -44,6 +49,16 @@ def follow_log(job, send_event):
     if latest is not None:
         job["progress"] = latest
         send_event("progress", job_id=job["job_id"], generation=job["generation"], progress=latest)
+
+
+def _read_rotated(log, start, end):
+    """Bytes ``start:end`` of the copy a rotation just made; None when it cannot be read."""
+    try:
+        with open(rotated_path(log), "rb") as fh:
+            fh.seek(start)
+            return fh.read(min(end - start, READ_BUDGET))
+    except (OSError, ValueError):
+        return None
 
 
 def _whole_lines(job, data, send_event):

@@ -9,6 +9,7 @@ import os
 import sys
 import textwrap
 
+from heet_agent import log_follow
 from heet_agent.job_logs import read_tail, rotate
 from helpers import make_cluster, wait_until
 
@@ -29,13 +30,39 @@ CHATTY = textwrap.dedent("""
 def test_the_tail_reads_on_into_the_rotated_part(tmp_path) -> None:
     log = tmp_path / "job.log"
     log.write_text("".join(f"line {i}\n" for i in range(10)))
-    assert rotate(str(log))
+    assert rotate(str(log)) == 70, "the bytes moved"
     assert log.read_text() == "" and (tmp_path / "job.log.1").read_text().startswith("line 0\n")
     with open(log, "a") as fh:
         fh.write("line 10\nline 11\n")
     assert read_tail(str(log), 4) == ["line 8", "line 9", "line 10", "line 11"]
     assert read_tail(str(log), 2) == ["line 10", "line 11"]
-    assert not rotate(str(tmp_path / "missing.log")), "a log that cannot be read is left alone"
+    assert rotate(str(tmp_path / "missing.log")) is None, "a log that cannot be read is left alone"
+
+
+def _progress(step: int) -> str:
+    return "@heet-progress " + json.dumps({"step": step, "samples": step * 8, "samples_per_s": 80.0}) + "\n"
+
+
+def test_what_the_job_writes_while_its_log_is_rotated_is_forwarded(tmp_path, monkeypatch) -> None:
+    """The job writes on while the agent copies its log: the lines after the agent's read went
+    into the copy and were never forwarded, so a job's last progress line could be lost for good
+    (the controller then saw it end short of its last step)."""
+    log = tmp_path / "job.log"
+    log.write_text("".join(_progress(step) for step in range(1, 40)))
+    real_rotate = log_follow.rotate
+
+    def rotate_while_the_job_writes(path: str):
+        with open(path, "a") as fh:
+            fh.write(_progress(40))
+        return real_rotate(path)
+
+    monkeypatch.setattr(log_follow, "rotate", rotate_while_the_job_writes)
+    job = {"log": str(log), "log_max": 1000, "offset": 0, "job_id": "j", "generation": 1}
+    sent: list[tuple[str, dict]] = []
+    log_follow.follow_log(job, lambda kind, **fields: sent.append((kind, fields)))
+    assert [(kind, fields["progress"]["step"]) for kind, fields in sent] == [("progress", 40)]
+    assert log.read_text() == "" and job["offset"] == 0
+    assert (tmp_path / "job.log.1").read_text().endswith(_progress(40))
 
 
 def test_a_last_line_longer_than_the_read_shows_its_end(tmp_path) -> None:
