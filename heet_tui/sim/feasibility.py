@@ -29,5 +29,5 @@ def never_runs(job: SimJob, type_capacity: Mapping[str, int], host_size: Mapping
         return (f"batch size {job.spec.batch_size} runs on no profiled configuration of {job.spec.application!r} "
                 f"from {k} GPU(s) up (its validation runs go up to a global batch of "
                 f"{job.physics.validation.max_batch_size:g}); cluster has {types}; profiled: {profiled}")
-    return (f"needs at least {k} GPUs of one type with a profile for {job.spec.application!r}; "
+    return (f"needs at least {k} GPU{'s' if k != 1 else ''} of one type with a profile for {job.spec.application!r}; "
             f"cluster has {types}; profiled: {profiled}")

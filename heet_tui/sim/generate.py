@@ -94,7 +94,7 @@ def _window(trace: list[TraceJob], jobs: int, hours: float, rng: random.Random) 
     if not fits:
         densest = max(b - a for a, b in enumerate(ends))
         if jobs > len(trace):
-            advice = f"ask for at most {densest} jobs (the whole trace holds only {len(trace)})"
+            advice = f"ask for at most {densest} jobs (the whole trace holds only {len(trace):,})"
         else:
             needed = min(times[a + jobs - 1] - times[a] for a in range(len(trace) - jobs + 1))
             # Rounded up: the hours printed must be enough.

@@ -159,6 +159,22 @@ def test_the_table_warns_when_policies_finished_different_jobs(tmp_path: Path, p
     assert "note: the policies finished different jobs" not in capsys.readouterr().out
 
 
+def test_a_batch_beyond_the_validated_ones_is_named(tmp_path: Path, profile_dir: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A batch of 100,000 trained at the largest validated one (4,096 for cifar10) without a word."""
+    workload = tmp_path / "w.csv"
+    workload.write_text("name,time,application,num_replicas,batch_size\n"
+                        "a,0,cifar10,1,128\nb,0,cifar10,1,100000\nc,0,cifar10,2,9000\n")
+    argv = ["sim", "--workload", str(workload), "--profiles", str(profile_dir), "--policy", "fifo"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert (f"note: {workload}:3: job b asks for batch 100000, above the largest validated batch of cifar10 "
+            "(4096): it trains at 4096 (and 1 more)") in err
+    workload.write_text("name,time,application,num_replicas,batch_size\na,0,cifar10,1,4096\n")
+    assert main(argv) == 0
+    assert "note:" not in capsys.readouterr().err
+
+
 def test_a_node_type_without_profiles_names_the_cluster_file(tmp_path: Path, profile_dir: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     cluster = tmp_path / "h100.toml"

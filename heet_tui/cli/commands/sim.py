@@ -11,12 +11,16 @@ import sys
 import textwrap
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heet_tui.cli.arg_types import finite_float, seed
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.output_paths import check_distinct, check_output_path
 from heet_tui.cli.split_table import print_table
+
+if TYPE_CHECKING:
+    from heet_tui.sim.physics import Physics
+    from heet_tui.sim.workload import WorkloadJob
 
 DEFAULT_POLICIES = "heet,fifo,gavel,srtf,goodput-mip"
 
@@ -115,6 +119,20 @@ def _print_table(summary: dict[str, Any], title: str) -> None:
                             "the jobs", width=max(40, min(120, shutil.get_terminal_size().columns))))
 
 
+def _note_capped_batches(loaded: dict[Path, tuple[WorkloadJob, ...]], physics: Physics) -> None:
+    """Say which jobs ask for a batch beyond their model's validation runs: the simulator trains
+    them at the largest validated batch (the efficiency of a larger one is unknown), and a batch
+    of 100,000 ran without a word, as if it were that job's real batch."""
+    tops = {m: p.validation.max_batch_size for m, p in physics.models.items()}
+    capped = [(path, job, tops[job.application]) for path, jobs in loaded.items() for job in jobs
+              if job.application in tops and job.batch_size > tops[job.application]]
+    if capped:
+        path, job, top = capped[0]
+        more = f" (and {len(capped) - 1} more)" if len(capped) > 1 else ""
+        print(f"heet-tui sim: note: {path}:{job.line}: job {job.name} asks for batch {job.batch_size}, above the "
+              f"largest validated batch of {job.application} ({top:g}): it trains at {top:g}{more}", file=sys.stderr)
+
+
 def cmd_sim(args: argparse.Namespace) -> int:
     from heet_tui.sim.errors import PolicyError, SimInputError
     from heet_tui.sim.runner import RunSettings, compare
@@ -153,7 +171,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
                              f"not .{suffix}")
     try:
         paths = workload_files(args.workload)
-        models = {j.application for path in paths for j in load_workload(path)}
+        loaded = {path: load_workload(path) for path in paths}
+        models = {j.application for jobs in loaded.values() for j in jobs}
     except SimInputError as exc:
         raise UsageError(str(exc)) from None
     if args.cluster_scale < 1:
@@ -163,6 +182,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
         cluster = cluster.scaled(args.cluster_scale)
     except ValueError as exc:
         raise UsageError(f"sim: --cluster-scale: {exc}") from None
+    _note_capped_batches(loaded, physics)
     args.predictor = args.predictor or "model"
     settings = RunSettings(args.interval, args.oracle, args.seed, args.predictor, args.reference_compat)
     try:
@@ -195,6 +215,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
             write_plot(results, args.plot, cluster.total_gpus)
         except OSError as exc:
             raise CliError(f"sim: --plot {args.plot}: {exc.strerror or exc}") from None
+        print(f"heet-tui sim: wrote {args.plot} (JCT CDF and GPUs in use)", file=sys.stderr)
     return 0
 
 
