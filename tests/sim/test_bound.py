@@ -136,6 +136,17 @@ def test_cli_bound_prints_writes_json_and_compares_with_a_sim_run(tmp_path: Path
     assert entry["jobs"] == 7 and entry["bound_avg_jct_s"] >= entry["alone_avg_jct_s"] - 0.1
     assert set(entry["policy_over_bound"]) == {"srtf", "fifo"}
     assert all(ratio >= 1.0 for ratio in entry["policy_over_bound"].values())
+    # a policy that finished fewer jobs averages fewer: it read 0.50x a lower bound
+    short = json.loads(sim_json.read_text())
+    short["fifo"]["files"]["saturn-first7.csv"]["jobs_done"] = 6
+    sim_json.write_text(json.dumps(short))
+    assert main(["sim", "bound", "--workload", str(workload), "--profiles", str(profile_dir),
+                 "--against", str(sim_json), "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "saturn-first7.csv: fifo not compared: finished 6 of the 7 jobs the bound covers" in printed
+    entry = json.loads(out.read_text())["files"]["saturn-first7.csv"]
+    assert entry["policy_over_bound"]["fifo"] is None and entry["policy_over_bound"]["srtf"] >= 1.0
+    assert "finished 6 of the 7" in entry["policy_not_comparable"]["fifo"]
     # a run on another cluster or of other workloads is refused: it showed a policy at 0.42x the bound
     base = ["sim", "bound", "--profiles", str(profile_dir), "--against", str(sim_json)]
     assert main([*base, "--workload", str(workload), "--cluster-scale", "2"]) == 2

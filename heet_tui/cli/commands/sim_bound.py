@@ -42,8 +42,9 @@ def register_verb(verbs: argparse._SubParsersAction) -> None:
     b.set_defaults(func=cmd_bound)
 
 
-def _against(path: str, gpus: int, jobs: dict[str, int], interval_s: float) -> dict[str, dict[str, float]]:
-    """Policy -> workload label -> avg JCT from a sim JSON file made on a cluster of ``gpus`` GPUs,
+def _against(path: str, gpus: int, jobs: dict[str, int],
+             interval_s: float) -> dict[str, dict[str, tuple[float, float | None]]]:
+    """Policy -> workload label -> (avg JCT, jobs done) from a sim JSON file made on a cluster of ``gpus`` GPUs,
     with rounds of ``interval_s``, for workloads among ``jobs`` (label -> job count): one made on a
     bigger cluster showed a policy at 0.42x the bound, one with 60 s rounds against a 600 s bound
     at 0.68x, and another file of the same name at 16.7x."""
@@ -54,11 +55,13 @@ def _against(path: str, gpus: int, jobs: dict[str, int], interval_s: float) -> d
         raise UsageError(f"sim bound: --against {path}: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:
         raise UsageError(f"sim bound: --against {path}:{exc.lineno}: not JSON: {exc.msg}") from None
-    out: dict[str, dict[str, float]] = {}
+    out: dict[str, dict[str, tuple[float, float | None]]] = {}
     for policy, entry in (data.items() if isinstance(data, dict) else ()):
         files = entry.get("files") if isinstance(entry, dict) else None
         if isinstance(files, dict):
-            out[policy] = {label: m["avg_jct_s"] for label, m in files.items()
+            out[policy] = {label: (m["avg_jct_s"], m.get("jobs_done") if isinstance(m.get("jobs_done"), int | float)
+                                   else None)
+                           for label, m in files.items()
                            if isinstance(m, dict) and isinstance(m.get("avg_jct_s"), int | float)}
     if not out:
         raise UsageError(f"sim bound: --against {path}: no per-file results (write it with `heet-tui sim --json`)")
@@ -125,9 +128,11 @@ def cmd_bound(args: argparse.Namespace) -> int:
             "jobs": result.jobs, "unschedulable": list(result.unschedulable),
             "lp_variables": result.variables, "solve_s": round(result.solve_s, 1),
         }
-        ratios = {p: round(v[labels[path]] / result.avg_jct_s, 3) for p, v in against.items() if labels[path] in v}
+        ratios, short = _ratios(against, labels[path], result.avg_jct_s, result.jobs)
         if ratios:
             entry["policy_over_bound"] = ratios
+        if short:
+            entry["policy_not_comparable"] = short
         report["files"][labels[path]] = entry
     bounds = [e["bound_avg_jct_s"] for e in report["files"].values() if "error" not in e]
     report["mean_bound_avg_jct_s"] = round(sum(bounds) / len(bounds), 1) if bounds else None
@@ -142,6 +147,24 @@ def cmd_bound(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ratios(against: dict[str, dict[str, tuple[float, float | None]]], label: str, bound_s: float,
+            bound_jobs: int) -> tuple[dict[str, float | None], dict[str, str]]:
+    """Each policy's average JCT over the bound, and why a ratio is left out: a policy that left
+    jobs unfinished averages fewer jobs than the bound does, and read 0.50x a lower bound."""
+    ratios: dict[str, float | None] = {}
+    short: dict[str, str] = {}
+    for policy, files in against.items():
+        if label not in files:
+            continue
+        avg, done = files[label]
+        if done is not None and done < bound_jobs:
+            ratios[policy] = None
+            short[policy] = f"finished {done:g} of the {bound_jobs} jobs the bound covers: its average is of fewer jobs"
+        else:
+            ratios[policy] = round(avg / bound_s, 3)
+    return ratios, short
+
+
 def _print(report: dict[str, Any]) -> None:
     policies = sorted({p for e in report["files"].values() for p in e.get("policy_over_bound", {})})
     columns = ("workload", "jobs", "bound h", "alone h", "LP vars", "solve s", *(f"{p} / bound" for p in policies))
@@ -153,6 +176,16 @@ def _print(report: dict[str, Any]) -> None:
         ratios = e.get("policy_over_bound", {})
         rows.append((label, str(e["jobs"]), f"{e['bound_avg_jct_s'] / 3600:.3f}", f"{e['alone_avg_jct_s'] / 3600:.3f}",
                      f"{e['lp_variables']:,}", f"{e['solve_s']:.0f}",
-                     *(f"{ratios[p]:.2f}" if p in ratios else "-" for p in policies)))
+                     *(_ratio_cell(ratios, e.get("policy_not_comparable", {}), p) for p in policies)))
     print_table(f"lower bound on average JCT, {report['cluster']}, placements: {report['placements']}, "
                 f"batch: {report['batch']}", columns, rows)
+    for label, e in report["files"].items():
+        for policy, why in sorted(e.get("policy_not_comparable", {}).items()):
+            print(f"{label}: {policy} not compared: {why}")
+
+
+def _ratio_cell(ratios: dict[str, float | None], short: dict[str, str], policy: str) -> str:
+    if policy in short:
+        return "n/a"
+    value = ratios.get(policy)
+    return "-" if value is None else f"{value:.2f}"
