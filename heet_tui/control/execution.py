@@ -235,8 +235,7 @@ class Executor:
         if self.read_only:
             return  # it stops nothing: judging the same runs every round would only fill the log
         now = self.clock()
-        for run in overdue_profiling(self.profiles, now, self.opt.profile_timeout_s, self.opt.profile_reports,
-                                     self.opt.stall_timeout_s):
+        for run in overdue_profiling(self.profiles, now, self.opt.profile_timeout_s, self.opt.stall_timeout_s):
             await self.stop_run(run, UNMEASURED_TIMEOUT, wait=False)
         for run in self.runs.values():
             if not run.quiet_said and run.spec is not None and (

@@ -45,16 +45,18 @@ def mark_unmeasured(store: Store, job_id: str) -> None:
 
 
 def overdue_profiling(profiles: Mapping[str, list[Run]], now: float, timeout_s: float,
-                      reports_needed: int, stall_default_s: float = DEFAULT_STALL_S) -> list[Run]:
-    """Profiling runs that have had ``timeout_s`` to report and have not, not yet being stopped;
-    and those silent for longer than their job's ``stall_timeout`` (a job that says it is hung
-    after 20 s of silence held two GPUs for ten minutes of profiling)."""
+                      stall_default_s: float = DEFAULT_STALL_S) -> list[Run]:
+    """Profiling runs that have had ``timeout_s`` to measure the job and have not, not yet being
+    stopped; and those silent for longer than their job's ``stall_timeout`` (a job that says it
+    is hung after 20 s of silence held two GPUs for ten minutes of profiling). A run counts as
+    measured when its rates settled, not when it reported twice: one that reported twice and
+    then hung (its second rate alone measures nothing) held its GPUs until cancelled."""
     def overdue(run: Run) -> bool:
         limit = stall_limit(run.spec, stall_default_s) if run.spec is not None else None
         return now - run.started_at >= timeout_s or (limit is not None and silent_for(run, now) >= limit)
 
     return [run for runs in profiles.values() for run in runs
-            if run.stop_reason is None and run.reports < reports_needed and overdue(run)]
+            if run.stop_reason is None and run.observed_at is None and overdue(run)]
 
 
 def silent(run: Run) -> bool:

@@ -170,13 +170,20 @@ def test_silent_overdue_and_unreported_time_rules() -> None:
     assert silent(_run(1, None)) and not silent(_run(2, None))
     assert not silent(_run(0, "cancel")), "a cancelled run says nothing about the script"
     waiting, measured = _run(0, None, started=0.0), _run(5, None, started=0.0)
-    assert overdue_profiling({"j": [waiting, measured]}, 10.0, 10.0, 2) == [waiting]
-    assert overdue_profiling({"j": [waiting]}, 9.0, 10.0, 2) == []
+    measured.observed_at = 8.0  # its rates settled: being stopped as profiled
+    assert overdue_profiling({"j": [waiting, measured]}, 10.0, 10.0) == [waiting]
+    assert overdue_profiling({"j": [waiting]}, 9.0, 10.0) == []
     quick = JobSpec("j", ("t",), "m", 8, Target(TargetKind.STEPS, 10), stall_timeout_s=3)
     waiting.spec = quick
-    assert overdue_profiling({"j": [waiting]}, 3.0, 600.0, 2) == [waiting], "silent past its stall timeout"
+    assert overdue_profiling({"j": [waiting]}, 3.0, 600.0) == [waiting], "silent past its stall timeout"
     waiting.spec = replace(quick, stall_timeout_s=0)
-    assert overdue_profiling({"j": [waiting]}, 3.0, 600.0, 2) == [], "0: never hung, the profiling limit holds"
+    assert overdue_profiling({"j": [waiting]}, 3.0, 600.0) == [], "0: never hung, the profiling limit holds"
+    # two reports and then a hang: one rate measures nothing, and the run held its GPUs for good
+    hung = _run(2, None, started=0.0)
+    hung.spec, hung.progress_at = quick, 1.0
+    assert overdue_profiling({"j": [hung]}, 5.0, 600.0) == [hung], "silent past its stall timeout"
+    hung.spec = None
+    assert overdue_profiling({"j": [hung]}, 600.0, 600.0) == [hung], "past the profiling limit"
     assert unreported_gpu_s(_run(0, None, started=5.0, profiling=False), 15.0) == 20.0  # 10 s x 2 GPUs
     assert unreported_gpu_s(_run(3, None, started=5.0, profiling=False), 15.0) == 0.0
 
