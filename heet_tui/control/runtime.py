@@ -252,6 +252,16 @@ NOT_LAUNCHED = "lost: not launched"  # a rank's when an earlier rank of its run 
 STALLED = "stalled"  # how the stop reason of a hung run starts (control/stalls.py)
 
 
+def exited_0_at_stop(run: Run, spec: JobSpec | None) -> bool:
+    """Rank 0 exited 0 in answer to a stop this controller sent, short of the job's target: a
+    script whose SIGTERM handler calls ``sys.exit(0)``. The stop is what ended it, not the
+    target: such a job was counted done at 30 % of its steps after a resize, and a cancel of
+    it read as done."""
+    rank0 = run.ranks.get(0)
+    return (rank0 is not None and rank0.exit_code == EXIT_DONE and run.stop_reason is not None
+            and not run.profiling and spec is not None and not reached_target(spec, run.progress))
+
+
 def judge(run: Run, spec: JobSpec | None = None, job: Job | None = None) -> tuple[Outcome, str]:
     """Why a run ended, from its ranks' exits and whether the controller stopped it.
 
@@ -260,10 +270,7 @@ def judge(run: Run, spec: JobSpec | None = None, job: Job | None = None) -> tupl
     a generation with nothing left to do. ``job``: its record, with the progress recorded.
     """
     rank0 = run.ranks.get(0)
-    if rank0 is not None and rank0.exited and rank0.exit_code == EXIT_DONE:
-        if run.stop_reason == "cancel" and not run.profiling and spec is not None and not reached_target(
-                spec, run.progress):  # a script exiting 0 on SIGTERM: the user's cancel wins, not "done"
-            return Outcome.STOPPED, "cancel"
+    if rank0 is not None and rank0.exited and rank0.exit_code == EXIT_DONE and not exited_0_at_stop(run, spec):
         return (Outcome.STOPPED, "profiling run finished") if run.profiling else (Outcome.DONE, _done(spec, job))
     fenced = any(r.exit_code == EXIT_FENCED for r in run.ranks.values())
     if not run.profiling and not fenced and spec is not None and reached_target(spec, run.progress):

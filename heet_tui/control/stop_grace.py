@@ -14,7 +14,7 @@ import math
 import signal
 from typing import TYPE_CHECKING, Any
 
-from heet_tui.control.runtime import Run
+from heet_tui.control.runtime import Run, exited_0_at_stop
 from heet_tui.core.job import JobSpec
 
 if TYPE_CHECKING:
@@ -60,6 +60,12 @@ def _note_failed_stop(store: Store, run: Run, now: float) -> None:
     stop signal made the main process raise inside its step, before it saved, and the stop was
     recorded like a clean one; the next launch trained again from an older checkpoint."""
     failed = {r.rank: r.exit_code for r in run.ranks.values() if r.exit_code not in (None, 0, *CLEAN_STOP_CODES)}
+    if not failed and exited_0_at_stop(run, run.spec) and run.stop_reason != "cancel":
+        store.add_event(now, "warning", f"{run.job_id} generation {run.generation} exited 0 when it was stopped "
+                        f"({run.stop_reason}), short of its target: counted as stopped, not done, and it resumes "
+                        "from its checkpoint. Exit 0 means the target is reached: on SIGTERM, save the checkpoint "
+                        "and exit 143 (heet_agent.elastic does; docs/TRAINING.md)", run.job_id)
+        return
     if not failed:
         return
     codes = ", ".join(f"rank {rank} exit code {code}" for rank, code in sorted(failed.items()))

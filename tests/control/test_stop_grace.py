@@ -102,6 +102,28 @@ def test_a_stop_a_rank_answered_with_an_error_is_a_warning(tmp_path: Path) -> No
     assert "DataLoader" in event.message
 
 
+def test_a_script_exiting_0_at_a_stop_short_of_its_target_is_stopped_and_told(tmp_path: Path) -> None:
+    """A SIGTERM handler calling sys.exit(0): the job was counted done at step 90 of 300 after a
+    drain moved it, and nothing said that heet-tui had just stopped it."""
+    from heet_tui.control.runtime import Outcome, judge
+
+    store = Store(tmp_path / "state")
+    run = _run()
+    run.ranks[0].exit_code, run.ranks[1].exit_code = 0, 0
+    run.progress = {"step": 90, "samples": 90 * 64}
+    assert judge(run, run.spec) == (Outcome.STOPPED, "resize")
+    note_killed_at_stop(store, run, 30.0, 5.0)
+    (event,) = store.events("big")
+    assert event.kind == "warning" and "big generation 4 exited 0 when it was stopped (resize), short of its " \
+        "target: counted as stopped, not done" in event.message and "exit 143" in event.message
+    run.progress = {"step": 1000, "samples": 1000 * 64}
+    assert judge(run, run.spec)[0] is Outcome.DONE, "it reached its target as the stop came"
+    note_killed_at_stop(store, run, 30.0, 6.0)
+    assert len(store.events("big")) == 1
+    run.progress, run.stop_reason = {"step": 90, "samples": 90 * 64}, None
+    assert judge(run, run.spec)[0] is Outcome.DONE, "not stopped by heet-tui: exit 0 is the script's word"
+
+
 def test_a_job_whose_save_and_step_take_most_of_its_grace_is_warned_once(tmp_path: Path) -> None:
     store, warned, run = Store(tmp_path / "state"), set(), _run()
     fits = {"step": 10, "samples": 640, "samples_per_s": 32.0, "checkpoint_s": 21.0}  # 21 s + a 2 s step
