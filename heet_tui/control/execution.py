@@ -74,6 +74,7 @@ class Executor:
         self.clock, self.notify = clock, notify
         self.runs: dict[str, Run] = {}  # job id -> its training run (at most one)
         self.profiles: dict[str, list[Run]] = {}  # job id -> its profiling runs
+        self.last_profiled: dict[str, Run] = {}  # job id -> its latest profiling run that ended (its log)
         self.backoff_until: dict[str, float] = {}
         self.side_profile_failed: set[tuple[str, str]] = set()  # (job, type) side runs that measured nothing
         self.silent_profiles: set[str] = set()  # jobs whose current profiling round had a run measure nothing

@@ -35,6 +35,11 @@ async def job_log(ctl: Controller, job_id: str, lines: int = 200, rank: int = 0,
         raise ValueError(f"no job {job_id!r}")
     lines = max(1, min(int(lines), MAX_LINES))
     run = ctl.executor.runs.get(job_id)
+    what = ""
+    if run is None and generation is None and ctl.store.last_allocation(job_id) is None \
+            and (rec.job.state is not JobState.FAILED or not recorded_failure_tail(ctl.store, job_id)):
+        # profiling, or profiled and not run since: its short run's log is what there is to read
+        run, what = profiling_run(ctl.executor, job_id), "profiling run, "
     if run is not None and rank in run.ranks and generation in (None, run.generation):
         host, agent_id, generation = run.ranks[rank].host, run.ranks[rank].agent_id, run.generation
     else:
@@ -48,7 +53,7 @@ async def job_log(ctl: Controller, job_id: str, lines: int = 200, rank: int = 0,
             tail = recorded_failure_tail(ctl.store, job_id)
             if tail:
                 return (f"{job_id} failed before it ran (profiling), last {len(tail)} line(s) as recorded then:", *tail)
-            return (f"{job_id} has not run yet (profiling runs keep no log here)",)
+            return (f"{job_id} has not run yet",)
         alloc, generation = last
         hosts = [h for h, gpus in alloc.hosts for _ in gpus]  # rank r runs on the r-th GPU's host (launch.py)
         if not 0 <= rank < len(hosts):
@@ -61,8 +66,16 @@ async def job_log(ctl: Controller, job_id: str, lines: int = 200, rank: int = 0,
     where = f" ({host}:{path})" if path else ""
     if len(found) < lines and sum(len(line.encode()) + 1 for line in found) > TAIL_CAP_BYTES * 0.9:
         where += f"; fewer than {lines}: a tail is read from the last {TAIL_CAP_BYTES // 1024} KiB of the log"
-    header = f"{job_id} generation {generation}, rank {rank} on {host}, last {len(found)} line(s){where}:"
+    header = f"{job_id} {what}generation {generation}, rank {rank} on {host}, last {len(found)} line(s){where}:"
     return (header, *found)
+
+
+def profiling_run(executor: Executor, job_id: str) -> Run | None:
+    """The job's live profiling run (its own first, then a side one), else its latest one that
+    ended: a job stuck in profiling said "profiling runs keep no log here", and the log that
+    showed why was on the host all along."""
+    live = sorted(executor.profiles.get(job_id, ()), key=lambda r: r.side)
+    return live[0] if live else executor.last_profiled.get(job_id)
 
 
 def recorded_failure_tail(store: Store, job_id: str) -> tuple[str, ...]:

@@ -217,6 +217,7 @@ def finish_profiling_run(executor: Executor, run: Run, outcome: Outcome, why: st
     job_id = run.job_id
     if run.rates and run.observed_at is None:  # it ended before its speed settled: what it measured counts
         observe(executor, run, profiled_rate(run.rates), now)
+    executor.last_profiled[job_id] = run
     runs = executor.profiles.get(job_id, [])
     if run in runs:
         runs.remove(run)

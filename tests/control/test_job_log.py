@@ -294,3 +294,46 @@ def test_a_tail_cut_short_by_the_read_limit_says_so(tmp_path: Path) -> None:
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+HANG_AFTER_TWO_REPORTS = """
+import json, time
+for step in (10, 20):
+    print("@heet-progress " + json.dumps({"step": step, "samples": step * 8, "samples_per_s": 80.0 + step}), flush=True)
+    time.sleep(0.3)
+print("now hanging at step 30", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_job_stuck_in_profiling_shows_its_runs_log_and_the_hung_run_is_stopped(tmp_path: Path) -> None:
+    """A script that reported twice and then hung: its profiling run held the GPU until cancelled
+    (two reports measure nothing, and only runs with fewer were stopped), and `log` said
+    "profiling runs keep no log here" while the log that showed why was on the host."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("solo", "T4", 1, 1.0)]))
+    script = tmp_path / "hang.py"
+    script.write_text(HANG_AFTER_TWO_REPORTS)
+    spec = write_job(tmp_path, "h", steps=100, max_gpus=1, command=[sys.executable, str(script)],
+                     extra="stall_timeout = 4\n")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, Store(tmp_path / "state"), ControllerOptions(interval_s=0.2, auto_approve=False))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(spec)))
+            await wait_for(ctl, lambda s: job(s, "h").state is JobState.PROFILING, 30, "h profiling")
+            for _ in range(100):
+                shown = await ctl.job_log("h", lines=20)
+                if "now hanging at step 30" in shown:
+                    break
+                await asyncio.sleep(0.2)
+            assert shown[0].startswith("h profiling run, generation 1, rank 0 on solo"), shown[0]
+            assert "now hanging at step 30" in shown and sum("@heet-progress" in line for line in shown) == 2
+            await wait_for(ctl, lambda s: job(s, "h").state is not JobState.PROFILING, 60, "the hung run stopped")
+            assert not ctl.executor.profiles.get("h"), "no profiling run holds the GPU"
+            again = await ctl.job_log("h", lines=20)
+            assert again[0].startswith("h profiling run, generation 1") and "now hanging at step 30" in again
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
