@@ -50,3 +50,16 @@ def test_a_plan_that_went_by_approval_or_rejection_is_not_called_withdrawn(tmp_p
     capsys.readouterr()
     run_command._proposed(ctl, seen)
     assert "withdrawn" not in capsys.readouterr().out
+
+
+def test_an_event_line_names_its_job(tmp_path: Path) -> None:
+    """Two jobs failing in one second printed "failed  rank 0 on hostA ended with exit code 2"
+    twice, with no job named."""
+    store = Store(tmp_path / "state")
+    store.add_event(1.0, "failed", "rank 0 on hostA ended with exit code 2\nTraceback ...", "s-rel", "hostA")
+    store.add_event(2.0, "stopped", "stopped s-rel generation 3: resize", "s-rel")
+    store.add_event(3.0, "host", "hostA is ready")
+    failed, stopped, host = sorted(store.events(limit=10), key=lambda e: e.at)
+    assert run_command.event_line(failed) == "s-rel: rank 0 on hostA ended with exit code 2"
+    assert run_command.event_line(stopped) == "stopped s-rel generation 3: resize", "named already"
+    assert run_command.event_line(host) == "hostA is ready"

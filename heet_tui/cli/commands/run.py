@@ -28,6 +28,7 @@ from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.hosts_choice import chosen_hosts_path
 from heet_tui.control.log_file import LOG_NAME
 from heet_tui.control.planning import make_named_policy
+from heet_tui.control.store_records import EventRecord
 from heet_tui.core.plan import count_changes
 
 SETTLE_S = 3.0  # a proposed plan is announced once it has stood this long
@@ -50,6 +51,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="no profiling runs: new jobs are planned on nominal throughput until their own "
                         "progress reports measure them")
     p.set_defaults(func=cmd_run)
+
+
+def event_line(e: EventRecord) -> str:
+    """An event's first line, naming its job when the message does not: two jobs failing in one
+    second printed "failed  rank 0 on hostA ended with exit code 2" twice, with no job named."""
+    first = e.message.splitlines()[0] if e.message else ""
+    return f"{e.job_id}: {first}" if e.job_id and e.job_id not in first else first
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -108,7 +116,7 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool, why_h
             for e in recent:
                 if e.id > last_event:
                     stamp = time.strftime("%H:%M:%S", time.localtime(e.at))
-                    _say(f"{stamp} {e.kind:<10} {printable(e.message.splitlines()[0]) if e.message else ''}")
+                    _say(f"{stamp} {e.kind:<10} {printable(event_line(e))}")
                     last_event = e.id
             # notices are what the TUI shows as toasts: a hosts file that did not reload, a failing
             # round, a store that takes no writes (then no event can be written to say so); one
