@@ -113,6 +113,14 @@ class HostHealth:
                 out.append((c, other[0]))
         return out
 
+    def forgive_class(self, job_class: JobClass) -> set[str]:
+        """An updated spec (command, workdir, env) may be the fix: the class's runs may go back to
+        the hosts they died on (a job fixed and retried had its hosts marked "keep off" for good)."""
+        hosts = self.avoided.pop(job_class, set())
+        if hosts:
+            self.saved(self.avoided)
+        return hosts
+
     def forget(self, host: str) -> None:
         self.crashes.pop(host, None)
         for hosts in self.avoided.values():

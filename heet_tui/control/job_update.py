@@ -203,6 +203,10 @@ async def follow_requests(ctl: Controller, active: list[JobRecord]) -> None:
     for rec in active:
         if rec.cancel_requested:
             await ctl.intents.cancel(rec.job.id)
+        elif rec.relaunch_requested and rec.job.state is JobState.QUEUED and (hosts := ctl.executor.health.forgive_class(
+                (rec.job.spec.model, rec.job.spec.batch_size))):
+            ctl.store.add_event(ctl.clock(), "update", f"{rec.job.id}: updated, so it may run again on "
+                                f"{', '.join(sorted(hosts))}, where a run of its model died at once", rec.job.id)
         elif (run := ctl.executor.runs.get(rec.job.id)) is not None:
             run.spec = rec.job.spec
             if rec.relaunch_requested and run.stop_reason is None and not outside_spec(

@@ -263,3 +263,35 @@ def test_a_job_waiting_beside_a_host_its_class_keeps_off_says_so(tmp_path: Path)
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_an_updated_job_may_go_back_to_the_host_its_class_died_on(tmp_path: Path) -> None:
+    """A job whose runs died on hostA for want of a workdir was fixed with `update` and retried;
+    its model kept off hostA for good ("keep off it" in status minutes after it finished there)."""
+    import json
+
+    hosts_path = write_local_hosts(tmp_path, [("bad", "T4", 1, 1.0), ("good", "T4", 1, 1.0)])
+    state = tmp_path / "state"
+    for name in ("long", "w"):
+        assert main(["--state", str(state), "--hosts", str(hosts_path), "submit",
+                     str(write_job(tmp_path, name, steps=100_000, max_gpus=1, every=1000))]) == 0
+    store = Store(state)
+    store.set_setting("crash_avoided", json.dumps([["long", 32, ["bad"]], ["w", 32, ["bad"]]]))
+
+    async def scenario() -> None:
+        ctl = Controller(load_hosts(hosts_path), store, ControllerOptions(interval_s=0.3, auto_approve=True,
+                                                                          profile=False))
+        await ctl.start()
+        try:
+            await wait_for(ctl, lambda s: job(s, "long").state is JobState.RUNNING
+                           and "keeps off" in job(s, "w").message, 60, "w keeping off bad")
+            fixed = write_job(tmp_path, "w", steps=100_000, max_gpus=1, every=1000, extra='workdir = "."\n')
+            assert await asyncio.to_thread(main, ["--state", str(state), "update", str(fixed)]) == 0
+            snap = await wait_for(ctl, lambda s: job(s, "w").state is JobState.RUNNING, 60, "w to start")
+            assert job(snap, "w").allocation.host_names == ("bad",)
+            assert any("w: updated, so it may run again on bad" in e.message for e in store.events("w"))
+            assert stored_health(store).avoid(("long", 32)) == {"bad"}, "the other class still keeps off"
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)

@@ -166,10 +166,16 @@ def test_a_host_jobs_keep_off_says_so_in_its_note(tmp_path: Path) -> None:
     import json as json_module
 
     from heet_tui.cli.commands.status import _with_kept_off
+    from heet_tui.core.job import JobSpec, JobState, Target, TargetKind
 
     store = Store(tmp_path / "state")
-    store.set_setting("crash_avoided", json_module.dumps([["cifar10", 32, ["hB"]], ["bert", 12, ["hB", "hC"]]]))
+    for name, model, batch in (("c", "cifar10", 32), ("b", "bert", 12), ("old", "resnet", 8)):
+        store.add_job(JobSpec(name, ("python3", "t.py"), model, batch, Target(TargetKind.STEPS, 10)), 0.0)
+    store.set_state("old", JobState.DONE, 1.0)
+    store.set_setting("crash_avoided", json_module.dumps([["cifar10", 32, ["hB"]], ["bert", 12, ["hB", "hC"]],
+                                                          ["resnet", 8, ["hA"]]]))
     rows = _with_kept_off([{"name": "hA", "note": ""}, {"name": "hB", "note": "x"}, {"name": "hC", "note": ""}], store)
+    # resnet's only job is done: nothing of it keeps off hA any more (the note stayed for good)
     assert [r["note"] for r in rows] == [
         "", "x; jobs of model bert at batch 12, model cifar10 at batch 32 keep off it (a run of theirs died here before its first report)",
         "jobs of model bert at batch 12 keep off it (a run of theirs died here before its first report)"]

@@ -110,7 +110,8 @@ def _live_report(snap: Snapshot, pid: int, store: Store) -> dict[str, Any]:
 def _with_kept_off(rows: list[dict[str, Any]], store: Store) -> list[dict[str, Any]]:
     """Each host's note names the jobs' models that keep off it, where a run of theirs died at once
     (control/host_health.py): the host read "ready", with nothing to say why its GPUs stayed idle."""
-    avoided = stored_avoided(store)
+    live = {(r.job.spec.model, r.job.spec.batch_size) for r in store.jobs(include_terminal=False)}
+    avoided = {c: hosts for c, hosts in stored_avoided(store).items() if c in live}  # as the controller reads it
     off = {h: sorted(f"model {m} at batch {b}" for (m, b), hosts in avoided.items() if h in hosts)
            for hosts in avoided.values() for h in hosts}
     for row in rows:
