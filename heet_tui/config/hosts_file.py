@@ -345,7 +345,7 @@ def user_hosts_path() -> Path:
 
 def resolve_hosts_path(cli_value: str | None, last_used: str | None = None) -> Path:
     """``--hosts``, then ``$HEET_HOSTS``, then the file the state's controller last ran on (``last_used``,
-    when it is there and not the bundled one), then ``~/.config/heet-tui/hosts.toml``, then the
+    unless it is the bundled one; when it is gone, loading it says so), then ``~/.config/heet-tui/hosts.toml``, then the
     bundled local one. Without the state's own file, ``heet-tui run --state lab`` moved a lab's
     jobs to whatever the default file held, and ``hosts add`` edited a file its controller never read."""
     if cli_value:
@@ -353,8 +353,8 @@ def resolve_hosts_path(cli_value: str | None, last_used: str | None = None) -> P
     env = os.environ.get("HEET_HOSTS")
     if env:
         return Path(env).expanduser()
-    if last_used and Path(last_used).is_file() and not is_bundled(Path(last_used)):
-        return Path(last_used)
+    if last_used and not is_bundled(Path(last_used)):
+        return Path(last_used)  # even when gone: a file on NFS briefly away moved a lab's queue to this machine
     user = user_hosts_path()
     if user.exists():
         return user

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import resolve_hosts_path
 from heet_tui.control.store import DB_NAME
 
@@ -38,6 +39,19 @@ def last_hosts_file(state: Path) -> str | None:
 
 
 def chosen_hosts_path(explicit: str | None, state: Path) -> tuple[Path, str]:
-    """The hosts file, and why, where the state's history chose it ("" otherwise)."""
+    """The hosts file, and why, where the state's history chose it ("" otherwise). A state's file
+    that is gone is an error (``ConfigError``), not a reason to take the default one: a file on
+    NFS away for a moment when cron ran ``run`` moved the lab's queue to the bundled local hosts,
+    unsaid, and that run made the local file the one the state remembered."""
     path = resolve_hosts_path(explicit, last_hosts_file(state))
-    return path, LAST_USED if path != resolve_hosts_path(explicit) else ""
+    why = LAST_USED if path != resolve_hosts_path(explicit) else ""
+    if why:
+        gone_error(path, state)
+    return path, why
+
+
+def gone_error(path: Path, state: Path) -> None:
+    """Raise the error for a state's hosts file that is not there (nothing when it is)."""
+    if not path.is_file():
+        raise ConfigError(path, f"not found (looked for {path}): it is the hosts file {state} last ran on; "
+                          "restore it, or give --hosts FILE (or $HEET_HOSTS) to use another")

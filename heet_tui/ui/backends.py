@@ -16,7 +16,7 @@ from pathlib import Path
 
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import load_hosts, resolve_hosts_path
-from heet_tui.control.hosts_choice import LAST_USED
+from heet_tui.control.hosts_choice import LAST_USED, gone_error
 from heet_tui.core.backend import Backend
 
 
@@ -75,6 +75,8 @@ def _controller(args: argparse.Namespace, hosts_path: Path) -> BackendChoice:
         said = (f"hosts from {hosts_path} ({LAST_USED})"
                 if hosts_path != resolve_hosts_path(getattr(args, "hosts", None)) else "")
         try:
+            if said:
+                gone_error(hosts_path, probe.dir)
             hosts = load_hosts(hosts_path)
         except ConfigError as exc:
             return BackendChoice(None, hosts_path, f"fix the hosts file to start the controller: {exc}",

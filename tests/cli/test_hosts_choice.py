@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import bundled_config
 from heet_tui.control.hosts_choice import LAST_USED, chosen_hosts_path
 from heet_tui.control.store import Store
@@ -51,13 +52,29 @@ def test_the_state_s_own_file_comes_after_an_explicit_one(lab: Path) -> None:
     assert chosen_hosts_path(str(lab / "lab.toml"), lab / "state") == (lab / "lab.toml", ""), "given: no remark"
 
 
-def test_a_bundled_or_vanished_last_file_gives_way_to_the_default(lab: Path) -> None:
+def test_a_bundled_last_file_gives_way_to_the_default(lab: Path) -> None:
     """The bundled file is what a first run used before the user had a file of their own."""
     store = Store(lab / "state")
     store.set_setting("hosts_path", str(bundled_config("local.toml")))
     assert chosen_hosts_path(None, lab / "state") == (lab / "config" / "heet-tui" / "hosts.toml", "")
-    store.set_setting("hosts_path", str(lab / "gone.toml"))
-    assert chosen_hosts_path(None, lab / "state")[0] == lab / "config" / "heet-tui" / "hosts.toml"
+
+
+def test_a_vanished_last_file_is_an_error_not_the_default(lab: Path) -> None:
+    """A hosts file on NFS away for a moment when cron ran `run --state lab`: every command took the
+    default file instead, unsaid, `run` moved the lab's queue onto it, and made it the file the
+    state remembered, so the lab's file was not used again once it was back."""
+    (lab / "lab.toml").rename(lab / "away.toml")
+    with pytest.raises(ConfigError, match=r"lab.toml: not found \(looked for .*\): it is the hosts file .* last ran on; restore it"):
+        chosen_hosts_path(None, lab / "state")
+    assert chosen_hosts_path(str(lab / "away.toml"), lab / "state") == (lab / "away.toml", ""), "given: it is used"
+    for argv in (["hosts", "list"], ["run", "--until-idle", "--interval", "0.2"], ["status"]):
+        out = subprocess.run([sys.executable, "-m", "heet_tui.cli.main", *argv, "--state", str(lab / "state")],
+                             capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(lab)})
+        assert out.returncode == 2 and f"lab.toml: not found (looked for {lab / 'lab.toml'})" in out.stderr, \
+            (argv, out.stderr)
+        assert "default-box" not in out.stdout
+    (lab / "away.toml").rename(lab / "lab.toml")
+    assert _names("--state", str(lab / "state")) == ["lab-box"], "the state still remembers its own file"
 
 
 def test_run_starts_on_the_state_s_file_and_says_why(lab: Path) -> None:

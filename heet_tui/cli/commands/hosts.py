@@ -92,7 +92,10 @@ def _path(args: argparse.Namespace):
     from heet_tui.cli.commands.jobs import state_dir
     from heet_tui.control.hosts_choice import chosen_hosts_path
 
-    return chosen_hosts_path(_explicit(args), state_dir(args))[0]
+    try:
+        return chosen_hosts_path(_explicit(args), state_dir(args))[0]
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _explicit(args: argparse.Namespace) -> str | None:

@@ -130,8 +130,7 @@ def _ids(ids: list[str]) -> str:
 def hosts_file(args: argparse.Namespace, store: Store):
     """The hosts file a controller of this store last ran on, else the one given or found; a file
     that does not load is the controller's to report, not the submitter's."""
-    path = chosen_hosts_path(getattr(args, "hosts", None), store.dir)[0]
     try:
-        return load_hosts(path)
+        return load_hosts(chosen_hosts_path(getattr(args, "hosts", None), store.dir)[0])
     except (ConfigError, OSError):
         return None
