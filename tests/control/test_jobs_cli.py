@@ -32,6 +32,8 @@ def test_submit_list_cancel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert main([*state, "jobs"]) == 0
     table = capsys.readouterr().out
     assert "cnn-2" in table and "queued" in table and "controller: not running" in table
+    # a queued job's "waiting for approval: heet-tui plan approve" read as something to do now
+    assert "are as the last one left them; nothing moves, and no plan can be approved" in table
     assert table.splitlines()[0].split()[6:8] == ["AGE", "TOOK"]
     assert main([*state, "jobs", "--json"]) == 0
     rows = {j["id"]: j for j in json.loads(capsys.readouterr().out)["jobs"]}

@@ -116,7 +116,11 @@ def cmd_jobs(args: argparse.Namespace) -> int:
             print(f"{r['id']}: {r['message']}")
     if left_out:
         print(f"... and {left_out} older ended job(s): heet-tui jobs --all lists them")
-    print(f"controller: {f'running (pid {pid})' if pid else 'not running'}")
+    live = any(not JobState(r["state"]).terminal for r in rows)
+    # without one, "waiting for approval: heet-tui plan approve" was read as something to do now
+    print(f"controller: running (pid {pid})" if pid else "controller: not running" + (
+        ": the live jobs' states and messages are as the last one left them; nothing moves, and no plan "
+        "can be approved, until `heet-tui run` or the TUI runs on this state" if live else ""))
     return 0
 
 
