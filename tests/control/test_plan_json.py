@@ -20,11 +20,12 @@ def test_the_pending_plan_and_a_past_one_as_json(tmp_path: Path, capsys: pytest.
     hosts = load_hosts(write_local_hosts(tmp_path, [("only", "T4", 1, 1.0)]))
     store = Store(tmp_path / "state")
     state = ["--state", str(tmp_path / "state")]
+    keys = {"plan": None, "auto_approve": False, "read_only": False, "controller_running": True}
 
     async def scenario() -> None:
         async with manual_controller(hosts, store) as ctl:
             assert await asyncio.to_thread(main, ["plan", "show", "--json", *state]) == 0
-            assert json.loads(capsys.readouterr().out) == {"plan": None, "auto_approve": False, "read_only": False}
+            assert json.loads(capsys.readouterr().out) == keys
             await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=2000, max_gpus=1))))
             snap = await wait_for(ctl, lambda s: s.plan_id is not None, 60, "a plan")
             assert await asyncio.to_thread(main, ["plan", "--json", *state]) == 0
@@ -46,7 +47,13 @@ def test_the_pending_plan_and_a_past_one_as_json(tmp_path: Path, capsys: pytest.
             await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
             # a past plan, from the store, with what became of its step
             assert await asyncio.to_thread(main, ["plan", "show", "--id", str(snap.plan_id), "--json", *state]) == 0
-            past = json.loads(capsys.readouterr().out)["plan"]
+            shown = json.loads(capsys.readouterr().out)
+            past = shown["plan"]
             assert past["status"] == "applied" and past["changes"][0]["step"]["status"] == "done"
+            assert set(shown) == set(keys), "the same keys as the pending plan's"
 
     run_and_clean(scenario, tmp_path)
+    # no controller: the same keys, and none pending (it printed no JSON and exited 1)
+    assert main(["plan", "show", "--json", *state]) == 0
+    assert json.loads(capsys.readouterr().out) == {**keys, "controller_running": False}
+    assert main(["plan", "show", *state]) == 1, "the table says why there is none"

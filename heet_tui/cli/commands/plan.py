@@ -53,17 +53,28 @@ def cmd_plan(args: argparse.Namespace) -> int:
         # a past plan, from the store: what it predicted, beside what became of each step (it said
         # "plan #4 is not pending", and comparing a prediction with the outcome meant reading SQLite)
         if args.json:
-            print(json.dumps({"plan": plan_obj(rec.plan, rec.id, rec.plan.policy, rec.status, store.steps(rec.id))},
-                             indent=2))
+            print(json.dumps({"plan": plan_obj(rec.plan, rec.id, rec.plan.policy, rec.status, store.steps(rec.id)),
+                              **_stored_mode(store)}, indent=2))
         else:
             _show(rec.plan, rec.id, rec.plan.policy, f"{rec.status}; proposed at", store.steps(rec.id))
         return 0
     if controller_running(store.dir) is None:
+        if args.action == "show" and args.json and args.id is None:  # the keys a script reads, with none pending
+            print(json.dumps({"plan": None, **_stored_mode(store)}))
+            return 0
         raise CliError(f"no controller runs on {store.dir}: plans are made by a running one (heet-tui run)")
     try:
         return asyncio.run(_plan(store.dir, args.action, args.id, args.json))
     except (ControllerGone, TimeoutError) as exc:
         raise CliError(str(exc) or "the controller did not answer in time") from None
+
+
+def _stored_mode(store) -> dict[str, object]:
+    """``plan show --json``'s other keys as the store has them: the same keys with or without a
+    controller (without one it printed no JSON at all, and a past plan had only "plan")."""
+    running = controller_running(store.dir) is not None
+    return {"auto_approve": json.loads(store.setting("auto_approve") or "false"), "read_only": False,
+            "controller_running": running}
 
 
 async def _plan(state_dir, action: str, expected: int | None, as_json: bool = False) -> int:
@@ -82,14 +93,15 @@ async def _plan(state_dir, action: str, expected: int | None, as_json: bool = Fa
                                                                         else "")
             if action != "show":  # nothing to approve is a failure: it went to stdout, where a script reads data
                 raise CliError(said)
-            print(json.dumps({"plan": None, "auto_approve": snap.auto_approve, "read_only": snap.read_only})
-                  if as_json else said)
+            print(json.dumps({"plan": None, "auto_approve": snap.auto_approve, "read_only": snap.read_only,
+                              "controller_running": True}) if as_json else said)
             return 0
         if expected is not None and expected != snap.plan_id:
             raise UsageError(f"plan #{expected} is not the one pending (plan #{snap.plan_id} is): look at it first")
         if action == "show" and as_json:
             obj = plan_obj(snap.plan, snap.plan_id, snap.plan.policy or snap.policy, "proposed", snap=snap)
-            print(json.dumps({"plan": obj, "auto_approve": snap.auto_approve, "read_only": snap.read_only}, indent=2))
+            print(json.dumps({"plan": obj, "auto_approve": snap.auto_approve, "read_only": snap.read_only,
+                              "controller_running": True}, indent=2))
             return 0
         if action == "show":
             assert snap.plan is not None
