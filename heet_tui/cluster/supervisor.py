@@ -86,7 +86,10 @@ class HostSupervisor:
     # ---- state
     def status(self) -> HostStatus:
         gpu_jobs = tuple(sorted((g, j.job_id) for j in self.jobs.values() if j.running for g in j.gpus))
-        return HostStatus(name=self.entry.name, state=self.state, message=self.message, gpus=self.gpus,
+        # a ready host's message is made afresh: its notes follow the hosts file (a speed clash
+        # noted when the GPUs were read stayed in the TUI after the other host left the file)
+        message = self._ready_message() if self.state is HostState.READY else self.message
+        return HostStatus(name=self.entry.name, state=self.state, message=message, gpus=self.gpus,
                           rack=self.entry.rack, gpu_source=self.gpu_source, last_seen=self.last_seen,
                           rtt_ms=self.rtt_ms, gpu_jobs=gpu_jobs,
                           declared_type=self.entry.declared_type or "", launch_blocked=self._launch_blocked(),

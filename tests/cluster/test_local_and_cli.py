@@ -340,6 +340,8 @@ def test_the_clash_note_goes_once_the_other_host_leaves_the_file(tmp_path):
             cluster.hosts_file = load_hosts(path)  # as a reload of the edited file sets it
             assert not any("other hosts emulate" in w for w in cluster.host_status("fast").warnings)
             assert not any("other hosts emulate" in w for w in cluster.warnings("fast"))
+            # the detail the TUI shows is the host's message: it kept the note for good
+            assert "other hosts emulate" not in cluster.host_status("fast").message
 
     asyncio.run(scenario())
 
