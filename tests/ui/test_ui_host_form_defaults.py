@@ -93,3 +93,24 @@ def test_a_refused_save_goes_to_the_field_it_names(make_app, tmp_path):
             await wait_for(pilot, lambda: app.focused is form.query_one("#f-port", Input))
 
     run(scenario())
+
+
+def test_every_refusal_names_a_field_the_cursor_goes_to() -> None:
+    """Seen: an emulate's GPU type went to the GPU type field and its speed or count nowhere; a
+    duplicate name, a hand edit of the same key, and the ssh-alias question moved nothing."""
+    from heet_tui.ui.dialogs.host_form import field_named
+
+    said = {
+        'hosts.toml:44: host "t4-box": emulate: key "gpu_type": "T 4" is not a valid GPU type name': "emulate",
+        'hosts.toml:44: host "t4-box": emulate: key "speed": 5000 is out of range': "emulate",
+        'hosts.toml:44: host "t4-box": emulate: key "count": must be >= 1, got 0': "emulate",
+        'hosts.toml:38: duplicate host name "fast-a100" (first defined at line 12)': "name",
+        "changed in the file since this form opened: tags (now inference, gpu-t4); save again": "tags",
+        'spare-gpu is a host of your ssh config: Transport is "local (this machine)", which runs its jobs here; '
+        "choose ssh to reach it, or save again to keep it local": "transport",
+        "fast-a100 runs a: renamed, it is a new host to the controller, and it restarts there": "name",
+        'hosts.toml:9: host "a": key "port": 70000 is out of range': "port",
+        'hosts.toml:9: host "a": key "gpu_type": "T 4" is not a valid GPU type name': "gpu_type",
+        "GPU index: \"x\" is not a whole number": "gpus",
+    }
+    assert {problem: field_named(problem) for problem in said} == said

@@ -7,6 +7,7 @@ disagree about what a valid host is.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -94,9 +95,19 @@ def form_from_fields(raw: Mapping[str, Any]) -> dict[str, str]:
 
 
 def field_named(problem: str) -> str | None:
-    """The form field a refusal is about: the form's own ("port: ...", "GPU index: ..."), or
-    the hosts file's checks ('key "port": ...')."""
+    """The form field a refusal is about: the form's own ("port: ...", "GPU index: ..."), the
+    hosts file's checks ('key "port": ...'), and the screen's questions. An emulate's own keys
+    ('emulate: key "speed"') are the Emulate field's: its GPU type went to the GPU type field,
+    and its speed or count to none."""
     aliases = {"GPU index": "gpus", "emulate count": "emulate"}
+    if re.search(r"(^|: )emulate[: ]", problem):
+        return "emulate"
+    if "duplicate host name" in problem or "renamed, it is a new host" in problem:
+        return "name"
+    if "choose ssh to reach it" in problem:
+        return "transport"
+    if (changed := re.match(r"changed in the file since this form opened: (\w+)", problem)) is not None:
+        return changed.group(1)
     for key, _, _ in TEXT_FIELDS:
         if problem.startswith(f"{key}:") or f'key "{key}"' in problem:
             return key
@@ -207,7 +218,7 @@ class HostFormDialog(FormDialog[str | None]):
         self.query_one("#form-error", Static).update(problem)
         key = field_named(problem)
         if key is not None:
-            self.query_one(f"#f-{key}", Input).focus()
+            self.query_one(f"#f-{key}").focus()
 
     def _shared(self, ticked: bool) -> bool | None:
         """None (the default's, no key written) where the box agrees with [defaults], else the value."""

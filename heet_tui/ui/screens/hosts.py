@@ -274,7 +274,7 @@ class HostsScreen(SnapshotScreen):
                 # asked about the value it has now, not one since changed again by hand
                 if any(k not in overwrite or overwrite[k] != _at(name_now, k) for k in clash):
                     overwrite.update({k: _at(name_now, k) for k in clash})
-                    said = ", ".join(f"{k} (now {_at(name_now, k)!r})" for k in clash)
+                    said = ", ".join(f"{k} (now {_as_text(_at(name_now, k))})" for k in clash)
                     return f"changed in the file since this form opened: {said}; save again to write the form's over it"
             return self._apply(lambda d: d.update_host(name, fields))
 
@@ -342,3 +342,14 @@ def _at(raw: dict[str, Any], dotted: str) -> Any:
     key, _, sub = dotted.partition(".")
     value = raw.get(key)
     return value.get(sub) if sub and isinstance(value, dict) else value
+
+
+def _as_text(value: Any) -> str:
+    """A file's value as the form shows it: a list read "['inference', 'gpu-t4']" (Python's repr)."""
+    if value is None:
+        return "unset"
+    if isinstance(value, list | tuple):
+        return ", ".join(map(str, value)) or "empty"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} = {v}" for k, v in value.items())
+    return str(value)
