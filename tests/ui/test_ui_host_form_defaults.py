@@ -53,7 +53,9 @@ def test_the_form_shows_and_writes_what_defaults_leave_a_host(make_app, tmp_path
             form = await _edit(pilot, app, "a")
             box = form.query_one("#f-shared_fs", Checkbox)
             assert not box.value, "a takes [defaults]' false"
-            assert form.query_one("#f-jump", Input).placeholder.startswith("[defaults]: login.example.org")
+            # the value first: behind "[defaults]: " a python path never showed in its half row
+            assert form.query_one("#f-jump", Input).placeholder.startswith("login.example.org (from [defaults])")
+            assert form.query_one("#f-python", Input).placeholder == "default: python3 on the host"
             box.value = True
             await fill(pilot, form, jump="none", python="/opt/py/bin/python3", workdir="/scratch/heet")
             await pilot.press("ctrl+s")
@@ -114,3 +116,26 @@ def test_every_refusal_names_a_field_the_cursor_goes_to() -> None:
         "GPU index: \"x\" is not a whole number": "gpus",
     }
     assert {problem: field_named(problem) for problem in said} == said
+
+
+def test_an_empty_python_field_says_what_a_local_host_runs(make_app, tmp_path):
+    """It said "python3" for a local host, which runs heet-tui's own interpreter (the one with torch)."""
+    from textual.widgets import Select
+
+    path = tmp_path / "hosts.toml"
+    path.write_text('[defaults]\nworkdir = "/scratch"\n\n[[hosts]]\nname = "here"\ntransport = "local"\n')
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.screen.table.row_count == 1)
+            await pilot.press("n")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
+            form = app.screen
+            python = form.query_one("#f-python", Input)
+            assert python.placeholder == "default: heet-tui's own interpreter", "every host here is local"
+            form.query_one("#f-transport", Select).value = "ssh"
+            await wait_for(pilot, lambda: python.placeholder == "default: python3 on the host")
+            assert form.query_one("#f-workdir", Input).placeholder == "/scratch (from [defaults])"
+
+    run(scenario())

@@ -152,9 +152,11 @@ class HostFormDialog(FormDialog[str | None]):
         with DialogBox():
             yield Label(self.title_text, classes="dialog-title")
             with DialogBody():
-                labels = {key: (label, f"[defaults]: {self.inherited[key]}" + (f"; {NO_JUMP}: connect directly"
-                                                                                 if key == "jump" else "")
+                # the value first: "[defaults]: " ate the half row, and a python path never showed
+                labels = {key: (label, f"{self.inherited[key]} (from [defaults])" + (f"; {NO_JUMP}: connect directly"
+                                                                                   if key == "jump" else "")
                                 if self.inherited.get(key) else placeholder) for key, label, placeholder in TEXT_FIELDS}
+                labels["python"] = ("Python", self._python_hint(str(self.initial.get("transport", self.transport))))
                 seconds = set(PAIRED.values())
                 for key, (label, placeholder) in labels.items():
                     if key in seconds:
@@ -175,6 +177,17 @@ class HostFormDialog(FormDialog[str | None]):
             # docked: the error line and the buttons stay in view however far the fields scroll
             yield dialog_foot(Button("Cancel", id="cancel"), Button("Save", id="save", variant="primary"),
                               hint=self.HINT, error_id="form-error")
+
+    def _python_hint(self, transport: str) -> str:
+        """What an empty Python field runs: a local host runs heet-tui's own interpreter (it has
+        torch), not the python3 the placeholder named for every host."""
+        if self.inherited.get("python"):
+            return f"{self.inherited['python']} (from [defaults])"
+        return "default: heet-tui's own interpreter" if transport == "local" else "default: python3 on the host"
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id == "f-transport":
+            self.query_one("#f-python", Input).placeholder = self._python_hint(str(event.value))
 
     def on_resize(self, event: events.Resize) -> None:
         """Rows without gaps on a short terminal: at 80x24 Emulate, Transport and the shared-FS box,
