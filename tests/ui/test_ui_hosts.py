@@ -390,3 +390,29 @@ def test_a_host_of_the_users_ssh_config_added_as_local_is_asked_about_first(make
             await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen) and app.screen.table.row_count == 3)
 
     run(scenario())
+
+
+def test_the_table_keeps_the_files_order_when_a_host_comes_back(make_app, backend, tmp_path):
+    """A host removed and restored (cp hosts.toml.bak hosts.toml) came back at the bottom; Down
+    then selected another host than the file's next one, and an edit went to the wrong host."""
+    from ui_fakes import small_snapshot
+
+    path = hosts_copy(tmp_path)
+    good = path.read_text()
+    first, second = good.split("[[hosts]]", 1)[0], "[[hosts]]" + good.split("[[hosts]]", 2)[2]
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.screen.table
+            await wait_for(pilot, lambda: table.row_count == 2)
+            assert [table.get_row_at(i)[0] for i in range(2)] == ["a100-1", "t4-1"]
+            path.write_text(first + second)  # a100-1 removed
+            backend.push(small_snapshot(1))
+            await wait_for(pilot, lambda: table.row_count == 1)
+            path.write_text(good)  # and back
+            backend.push(small_snapshot(2))
+            await wait_for(pilot, lambda: table.row_count == 2)
+            assert [table.get_row_at(i)[0] for i in range(2)] == ["a100-1", "t4-1"]
+
+    run(scenario())

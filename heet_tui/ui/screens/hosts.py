@@ -135,7 +135,12 @@ class HostsScreen(SnapshotScreen):
     def _refresh_table(self) -> None:
         self._states_shown = states = self._states()
         if self.document is not None:
-            self.table.sync({h.name: entry_row(h, states.get(h.name, "")) for h in self.document.validated.hosts})
+            hosts = self.document.validated.hosts
+            # the file's order, always: a host removed and restored (cp hosts.toml.bak) came back at the
+            # bottom, and Down then selected another host than the file's next one
+            place = {h.name: i for i, h in enumerate(hosts)}
+            self.table.order_by(lambda key: place.get(key, len(place)))
+            self.table.sync({h.name: entry_row(h, states.get(h.name, "")) for h in hosts})
         self.refresh_bindings()
 
     def on_keyed_table_row_selected(self, _: KeyedTable.RowSelected) -> None:
