@@ -289,6 +289,9 @@ def _check_jump(f: Fields, jump: str | None) -> None:
     only when a connection was tried (or by ``hosts check``)."""
     if jump is None:
         return
+    if jump.strip().lower() in ("none", "no", "direct", "false"):  # the form's word for it, written by hand
+        raise f.error("jump", f'key "jump": "{jump}" would be a jump host of that name; write jump = "" to connect '
+                      "directly (what the host form's \"none\" writes)")
     host = jump.rsplit("@", 1)[-1]
     port = re.search(r"(?<!:):(\d+)$", host) if not host.endswith("]") else None
     if port and not 1 <= int(port.group(1)) <= 65535:

@@ -161,6 +161,8 @@ def test_a_file_saved_with_a_byte_order_mark_reads_and_edits_as_without(tmp_path
 @pytest.mark.parametrize(("host", "expected"), [
     ('jump = "login:99999"', 'key "jump": port 99999 is out of range (expected from 1 to 65535)'),
     ('jump = "@:"', 'key "jump": "@:" names no host'),
+    # the host form's word for a direct connection, written by hand: "cannot connect to root@none:22"
+    ('jump = "none"', 'key "jump": "none" would be a jump host of that name; write jump = "" to connect directly'),
     ('gpus = [5]\nemulate = { gpu_type = "T4", count = 2 }', 'key "gpus": index 5 is not among the 2 emulated GPUs'),
     ('gpus = []', 'key "gpus": [] leaves heet no GPU on this host'),
     # each ran through hosts add and hosts list, and failed only at connect
