@@ -416,3 +416,35 @@ def test_the_table_keeps_the_files_order_when_a_host_comes_back(make_app, backen
             assert [table.get_row_at(i)[0] for i in range(2)] == ["a100-1", "t4-1"]
 
     run(scenario())
+
+
+def test_a_local_host_given_an_address_is_asked_to_choose(make_app, tmp_path):
+    """Name "spare", Address "spare-gpu", Transport local: saved, and its jobs ran on this machine;
+    `hosts add --transport local --address` is refused for the same reason."""
+    from textual.widgets import Select
+
+    path = tmp_path / "hosts.toml"
+    path.write_text('[[hosts]]\nname = "here"\ntransport = "local"\n')
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.screen.table.row_count == 1)
+            await pilot.press("n")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
+            form = app.screen
+            assert form.query_one("#f-transport", Select).value == "local", "every host of the file is local"
+            await fill(pilot, form, name="spare", address="spare-gpu")
+            await pilot.press("ctrl+s")
+            error = form.query_one("#form-error", Static)
+            await wait_for(pilot, lambda: "address: a local host runs on this machine" in str(error.render()))
+            assert "choose ssh to reach spare-gpu" in str(error.render())
+            assert app.focused is form.query_one("#f-address", Input)
+            assert "spare" not in path.read_text()
+            form.query_one("#f-transport", Select).value = "ssh"
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen))
+            saved = tomllib.loads(path.read_text())["hosts"][1]
+            assert saved["address"] == "spare-gpu" and "transport" not in saved
+
+    run(scenario())

@@ -242,6 +242,8 @@ class HostsScreen(SnapshotScreen):
 
         def apply(f: dict[str, Any]) -> str | None:
             name = f.get("name")
+            if said := _unused_by_local(f):
+                return said
             if local and f.get("transport") == "local" and name in ssh_aliases(config) and asked != [name]:
                 asked[:] = [name]
                 return (f'{name} is a host of your ssh config: Transport is "local (this machine)", which runs its '
@@ -265,6 +267,8 @@ class HostsScreen(SnapshotScreen):
         renaming_said: list[str] = []  # the new name a rename was warned about (saved again: renamed)
 
         def apply(fields: dict[str, Any]) -> str | None:
+            if said := _unused_by_local({**initial, **fields}, changed=fields):
+                return said
             new_name = fields.get("name")
             if new_name and new_name != name and (jobs := self._jobs_on(name)) and renaming_said != [new_name]:
                 # a rename is a new host to the controller: the job there moved to "another" host (the same
@@ -358,3 +362,18 @@ def _as_text(value: Any) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k} = {v}" for k, v in value.items())
     return str(value)
+
+
+def _unused_by_local(fields: dict[str, Any], changed: dict[str, Any] | None = None) -> str:
+    """A local host's address, port, user or jump, as the form gives them: saved, then never
+    used (a host named "spare" with Address "spare-gpu" ran its jobs on this machine), as
+    ``hosts add --transport local --address`` refuses them."""
+    if (fields.get("transport") or "ssh") != "local":
+        return ""
+    keys = [k for k in ("address", "port", "user", "jump") if fields.get(k) not in (None, "")
+            and (changed is None or k in changed or "transport" in changed)]
+    if not keys:
+        return ""
+    return (f"{keys[0]}: a local host runs on this machine, without SSH, and would not use "
+            f"{' or '.join(keys)}: choose ssh to reach {fields.get('address') or fields.get('name')}, or clear "
+            f"{' and '.join(keys)}")
