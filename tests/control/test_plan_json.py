@@ -37,8 +37,10 @@ def test_the_pending_plan_and_a_past_one_as_json(tmp_path: Path, capsys: pytest.
             assert (change["job"], change["kind"], change["before"], change["step"]) == ("a", "start", None, None)
             assert change["after"] == {"gpu_type": "T4", "gpus": 1, "hosts": {"only": [0]}, "text": "1xT4 on only[0]"}
             expected = snap.plan.effect.for_job("a")
-            assert change["completes_in_s"] == pytest.approx(expected.completion_s, abs=0.1)
-            assert change["throughput_after"] == pytest.approx(expected.throughput_after, rel=1e-3)
+            # never measured (no profiling here): its figures are unknown, not 0 samples/s
+            assert (expected.throughput_after, expected.completion_s) == (0.0, None)
+            assert change["completes_in_s"] is None and change["throughput_after"] is None
+            assert change["throughput_before"] == 0.0, "it held no GPUs before"
             assert plan["starts_without_checkpoint"] == [] and plan["waiting"] == []
             # approve prints one line of what it did; --json there would promise what it does not give
             assert await asyncio.to_thread(main, ["plan", "approve", "--json", *state]) == 2
@@ -57,3 +59,20 @@ def test_the_pending_plan_and_a_past_one_as_json(tmp_path: Path, capsys: pytest.
     assert main(["plan", "show", "--json", *state]) == 0
     assert json.loads(capsys.readouterr().out) == {**keys, "controller_running": False}
     assert main(["plan", "show", *state]) == 1, "the table says why there is none"
+
+
+def test_an_unmeasured_speed_is_null_not_zero() -> None:
+    """Under --no-profile a never-measured job's start read "throughput_after": 0.0 beside
+    "completes_in_s": null: a script computing gains read it as a job that would not train."""
+    from heet_tui.cli.commands.plan_json import plan_obj
+    from heet_tui.core.allocation import Allocation
+    from heet_tui.core.plan import JobPrediction, Plan, PredictedEffect
+
+    a, b = Allocation.of("new", "T4", {"h": [0]}), Allocation.of("old", "T4", {"h": [1]})
+    effect = PredictedEffect((JobPrediction("new", 0.0, 0.0, None, 30.0),
+                              JobPrediction("old", 120.0, 0.0, None, 0.0)))
+    plan = Plan.build({"old": b}, {"new": a}, "heet", 0.0, effect)
+    changes = {c["job"]: c for c in plan_obj(plan, 1, "heet", "proposed")["changes"]}
+    assert (changes["new"]["throughput_before"], changes["new"]["throughput_after"]) == (0.0, None), \
+        "it held no GPUs before: 0 is true; on its new GPUs nobody measured it"
+    assert (changes["old"]["throughput_before"], changes["old"]["throughput_after"]) == (120.0, 0.0), "stopped: 0"

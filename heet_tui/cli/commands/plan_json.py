@@ -26,12 +26,17 @@ def _rounded(value: float | None, digits: int = 3) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def _prediction(pred: JobPrediction | None) -> dict[str, Any]:
-    """The predicted figures of one job; ``spread`` is relative (0.12 = ±12%), null for a rough guess."""
+def _prediction(pred: JobPrediction | None, holds_before: bool = True, holds_after: bool = True) -> dict[str, Any]:
+    """The predicted figures of one job; ``spread`` is relative (0.12 = ±12%), null for a rough guess.
+    A speed of exactly 0 on GPUs the job holds is one nobody measured (the controller hides the
+    nominal figures of an unmeasured job): null, as its completion is, not 0 samples/s, which a
+    script computing gains read as a job that would not train at all."""
     if pred is None:
         return {"throughput_before": None, "throughput_after": None, "completes_in_s": None,
                 "restart_pause_s": None, "spread": None}
-    return {"throughput_before": _rounded(pred.throughput_before), "throughput_after": _rounded(pred.throughput_after),
+    before = None if holds_before and pred.throughput_before == 0 else _rounded(pred.throughput_before)
+    after = None if holds_after and pred.throughput_after == 0 else _rounded(pred.throughput_after)
+    return {"throughput_before": before, "throughput_after": after,
             "completes_in_s": _rounded(pred.completion_s, 1), "restart_pause_s": _rounded(pred.restart_pause_s, 1),
             "spread": _rounded(pred.after_spread, 4)}
 
@@ -45,7 +50,8 @@ def plan_obj(plan: Plan, plan_id: int, policy: str, status: str, steps: list[Ste
     for change in plan.changes:
         step = done.get(change.job_id)
         changes.append({"job": change.job_id, "kind": change.kind.value, "before": _alloc(change.before),
-                        "after": _alloc(change.after), **_prediction(effect.for_job(change.job_id)),
+                        "after": _alloc(change.after),
+                        **_prediction(effect.for_job(change.job_id), change.before is not None, change.after is not None),
                         "step": {"status": step.status, "message": step.message} if step else None})
     changed = {c.job_id for c in plan.changes}
     waiting = [{"job": p.job_id, "starts_on": p.starts_on, "starts_in_s": _rounded(p.starts_in_s, 1),
