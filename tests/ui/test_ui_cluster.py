@@ -124,3 +124,18 @@ def test_no_color_draws_every_screen(make_app, backend, monkeypatch):
             assert app.return_code is None, "still running"
 
     run(scenario())
+
+
+def test_two_jobs_on_one_host_are_told_apart_without_colour() -> None:
+    """aws-0 ran yolov3-9 on one GPU and imagenet-10 on three: "■■■■" in two oranges, and four
+    identical greys under NO_COLOR."""
+    from heet_tui.core.gpu import Gpu
+    from heet_tui.core.host import HostState
+    from heet_tui.core.snapshot import HostStatus
+    from heet_tui.ui.widgets.host_table import gpu_cells
+
+    gpus = tuple(Gpu(i, "T4") for i in range(6))
+    host = HostStatus("aws-0", HostState.READY, gpus=gpus,
+                      gpu_jobs=((0, "yolov3-9"), (1, "imagenet-10"), (2, "imagenet-10"), (3, "imagenet-10"),
+                                (5, "bert-2")))
+    assert gpu_cells(host).plain == "■▲▲▲▢●"

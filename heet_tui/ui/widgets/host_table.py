@@ -28,10 +28,16 @@ def staleness(host: HostStatus, now: float) -> float | None:
     return age if age >= STALE_AFTER_S or host.state is not HostState.READY else None
 
 
+JOB_GLYPHS = "■▲●◆▼◀▶"  # the host's first job, second, ...: told apart without colour
+
+
 def gpu_cells(host: HostStatus) -> Text:
-    """One block per GPU, coloured by the job holding it; free GPUs are dim, drained ones crossed,
-    ones that processes heet did not start use hatched."""
+    """One cell per GPU, coloured by the job holding it and shaped by its order on the host (■ the
+    first job, ▲ the second...): by colour alone two jobs on one host (two oranges, or two greys
+    under NO_COLOR) read as one. Free GPUs are dim, drained ones crossed, ones that processes
+    heet did not start use hatched."""
     owners = dict(host.gpu_jobs)
+    shapes: dict[str, str] = {}
     text = Text()
     for gpu in host.gpus:
         job = owners.get(gpu.index)
@@ -40,7 +46,8 @@ def gpu_cells(host: HostStatus) -> Text:
         elif job is None:
             text.append("▢" if not host.drained else "✕", style="dim")
         else:
-            text.append("■", style=job_colour(job))
+            shape = shapes.setdefault(job, JOB_GLYPHS[len(shapes) % len(JOB_GLYPHS)])
+            text.append(shape, style=job_colour(job))
     return text
 
 

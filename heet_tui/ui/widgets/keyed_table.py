@@ -12,6 +12,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -32,7 +33,7 @@ class KeyedTable(ScrollView, can_focus=True):
     DEFAULT_CSS = """
     KeyedTable { height: 1fr; }
     KeyedTable > .keyed-table--header { text-style: bold; background: $panel; }
-    KeyedTable > .keyed-table--cursor { background: $accent 40%; }
+    KeyedTable > .keyed-table--cursor { background: $accent 40%; color: $text; }
     KeyedTable:focus > .keyed-table--cursor { background: $accent; color: $text; }
     """
     COMPONENT_CLASSES = {"keyed-table--header", "keyed-table--cursor"}
@@ -247,7 +248,11 @@ class KeyedTable(ScrollView, can_focus=True):
             strip = self._cache[key] = self._render_cells(cells)
         if index == self.cursor_row:
             cursor = self.get_component_rich_style("keyed-table--cursor")
-            return strip.apply_style(cursor).crop_extend(scroll_x, scroll_x + width, self.rich_style + cursor)
+            # the cursor's colours over each cell's own: a job's colour on the cursor's background
+            # read green on orange, and under NO_COLOR grey 247 on grey 248, on the one row acted on
+            over = Strip([Segment(text, (style or Style()) + cursor, control) for text, style, control in strip],
+                         strip.cell_length)
+            return over.crop_extend(scroll_x, scroll_x + width, self.rich_style + cursor)
         return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style)
 
     def on_resize(self, _: events.Resize) -> None:
