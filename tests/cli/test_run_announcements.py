@@ -63,3 +63,6 @@ def test_an_event_line_names_its_job(tmp_path: Path) -> None:
     assert run_command.event_line(failed) == "s-rel: rank 0 on hostA ended with exit code 2"
     assert run_command.event_line(stopped) == "stopped s-rel generation 3: resize", "named already"
     assert run_command.event_line(host) == "hostA is ready"
+    store.add_event(4.0, "failed", "rank 0 on loc-a ended with exit code 5", "loc", "loc-a")
+    (inside,) = [e for e in store.events(limit=10) if e.at == 4.0]
+    assert run_command.event_line(inside) == "loc: rank 0 on loc-a ended with exit code 5", "loc-a does not name loc"

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import signal
 import sys
 import time
@@ -57,7 +58,9 @@ def event_line(e: EventRecord) -> str:
     """An event's first line, naming its job when the message does not: two jobs failing in one
     second printed "failed  rank 0 on hostA ended with exit code 2" twice, with no job named."""
     first = e.message.splitlines()[0] if e.message else ""
-    return f"{e.job_id}: {first}" if e.job_id and e.job_id not in first else first
+    # as a name of its own: job "loc" is not named by host "loc-a"
+    named = e.job_id and re.search(rf"(?<![\w.-]){re.escape(e.job_id)}(?![\w.-])", first)
+    return f"{e.job_id}: {first}" if e.job_id and not named else first
 
 
 def cmd_run(args: argparse.Namespace) -> int:
