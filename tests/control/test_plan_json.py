@@ -76,3 +76,28 @@ def test_an_unmeasured_speed_is_null_not_zero() -> None:
     assert (changes["new"]["throughput_before"], changes["new"]["throughput_after"]) == (0.0, None), \
         "it held no GPUs before: 0 is true; on its new GPUs nobody measured it"
     assert (changes["old"]["throughput_before"], changes["old"]["throughput_after"]) == (120.0, 0.0), "stopped: 0"
+
+
+def test_the_plan_pending_when_the_controller_stopped_is_shown_from_the_store(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`plan show --id 7 --json` of the plan pending when the controller stopped printed no JSON:
+    "plans are made by a running one", of the one plan a script was most likely to ask about."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    state = ["--state", str(tmp_path / "state")]
+    pending: list[int] = []
+
+    async def scenario() -> None:
+        async with manual_controller(hosts, store) as ctl:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=2000, max_gpus=1))))
+            snap = await wait_for(ctl, lambda s: s.plan_id is not None, 60, "a plan")
+            pending.append(snap.plan_id)
+
+    run_and_clean(scenario, tmp_path)
+    assert main(["plan", "show", "--id", str(pending[0]), "--json", *state]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["plan"]["id"] == pending[0] and shown["plan"]["status"] == "proposed"
+    assert shown["controller_running"] is False
+    assert main(["plan", "show", "--id", str(pending[0]), *state]) == 0
+    assert "pending when its controller stopped" in capsys.readouterr().out
+    assert main(["plan", "approve", "--id", str(pending[0]), *state]) == 1, "approving it needs a controller"

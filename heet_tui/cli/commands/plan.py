@@ -49,14 +49,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.action == "show" and args.id is not None and store.plan(args.id) is None:  # "is not pending: no plan is"
         raise UsageError(f"no plan #{args.id} in {store.dir}")
     if args.action == "show" and args.id is not None and (rec := store.plan(args.id)) is not None \
-            and rec.status != "proposed":
+            and (rec.status != "proposed" or controller_running(store.dir) is None):
+        # a proposed plan with no controller: the one pending when it stopped, shown as stored (it said
+        # "plans are made by a running one" of the very plan a script asked about)
         # a past plan, from the store: what it predicted, beside what became of each step (it said
         # "plan #4 is not pending", and comparing a prediction with the outcome meant reading SQLite)
         if args.json:
             print(json.dumps({"plan": plan_obj(rec.plan, rec.id, rec.plan.policy, rec.status, store.steps(rec.id)),
                               **_stored_mode(store)}, indent=2))
         else:
-            _show(rec.plan, rec.id, rec.plan.policy, f"{rec.status}; proposed at", store.steps(rec.id))
+            when = ("pending when its controller stopped (approve it once one runs, if it still stands); proposed at"
+                    if rec.status == "proposed" else f"{rec.status}; proposed at")
+            _show(rec.plan, rec.id, rec.plan.policy, when, store.steps(rec.id))
         return 0
     if controller_running(store.dir) is None:
         if args.action == "show" and args.json and args.id is None:  # the keys a script reads, with none pending
