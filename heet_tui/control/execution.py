@@ -44,7 +44,7 @@ from heet_tui.control.stop_grace import grace_s, warn_slow_stop
 from heet_tui.control.store import Store
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.control.unmeasured import TIMED_OUT as UNMEASURED_TIMEOUT
-from heet_tui.control.unmeasured import overdue_profiling
+from heet_tui.control.unmeasured import overdue_profiling, overdue_why
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import DEFAULT_STOP_GRACE_S, JobState
 from heet_tui.core.metrics import training_metrics
@@ -237,6 +237,9 @@ class Executor:
             return  # it stops nothing: judging the same runs every round would only fill the log
         now = self.clock()
         for run in overdue_profiling(self.profiles, now, self.opt.profile_timeout_s, self.opt.stall_timeout_s):
+            measured = " (what it reported counts)" if run.rates else ""
+            self.store.add_event(now, "profile", f"{run.job_id}: profiling run on {run.alloc.describe()} stopped: "
+                                 f"{overdue_why(run, now, self.opt.stall_timeout_s)}{measured}", run.job_id)
             await self.stop_run(run, UNMEASURED_TIMEOUT, wait=False)
         for run in self.runs.values():
             if not run.quiet_said and run.spec is not None and (

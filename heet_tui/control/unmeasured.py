@@ -59,6 +59,15 @@ def overdue_profiling(profiles: Mapping[str, list[Run]], now: float, timeout_s: 
             if run.stop_reason is None and run.observed_at is None and overdue(run)]
 
 
+def overdue_why(run: Run, now: float, stall_default_s: float = DEFAULT_STALL_S) -> str:
+    """Why ``overdue_profiling`` stops ``run``, for the job's events: a run that reported twice and
+    then hung was stopped without a word, and its job's profiling took minutes unexplained."""
+    limit = stall_limit(run.spec, stall_default_s) if run.spec is not None else None
+    if limit is not None and (quiet := silent_for(run, now)) >= limit:
+        return f"no progress line for {quiet:.0f} s (its stall_timeout is {limit:g} s)"
+    return f"its speed did not settle within {now - run.started_at:.0f} s"
+
+
 def silent(run: Run) -> bool:
     """A profiling run that ended with nothing measured: it needs a report beyond its first."""
     return run.profiling and run.reports < 2 and (run.stop_reason is None or run.stop_reason == TIMED_OUT)

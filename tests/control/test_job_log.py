@@ -331,6 +331,9 @@ def test_a_job_stuck_in_profiling_shows_its_runs_log_and_the_hung_run_is_stopped
             assert "now hanging at step 30" in shown and sum("@heet-progress" in line for line in shown) == 2
             await wait_for(ctl, lambda s: job(s, "h").state is not JobState.PROFILING, 60, "the hung run stopped")
             assert not ctl.executor.profiles.get("h"), "no profiling run holds the GPU"
+            said = [e.message for e in ctl.store.events("h") if e.kind == "profile"]
+            assert any("h: profiling run on 1xT4 on solo[0] stopped: no progress line for" in m
+                       and "(its stall_timeout is 4 s) (what it reported counts)" in m for m in said), said
             again = await ctl.job_log("h", lines=20)
             assert again[0].startswith("h profiling run, generation 1") and "now hanging at step 30" in again
         finally:
