@@ -15,6 +15,7 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import App
@@ -41,7 +42,7 @@ from heet_tui.core.job import JobState
 from heet_tui.core.plan import PredictedEffect
 from heet_tui.core.snapshot import HostStatus, Snapshot
 from heet_tui.ui.commands import HeetCommands, example_job_specs
-from heet_tui.ui.controller_link import AGE_EVERY_S, ControllerLink
+from heet_tui.ui.controller_link import AGE_EVERY_S, RETRY_EVERY_S, ControllerLink, file_stamp
 from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.dialogs.help import HelpDialog
 from heet_tui.ui.dialogs.host_key import HostKeyDialog, fingerprint_in, key_question_settled
@@ -54,6 +55,9 @@ from heet_tui.ui.screens.hosts import HostsScreen
 from heet_tui.ui.screens.jobs import JobsScreen
 from heet_tui.ui.screens.plan import PlanScreen
 from heet_tui.ui.screens.profiles import ProfilesScreen
+
+if TYPE_CHECKING:
+    from heet_tui.ui.backends import BackendChoice
 
 FIRST_NOTICES = 2  # of those published before the TUI's first snapshot, how many it shows
 FIRST_NOTICE_AGE_S = 20.0  # ... and only when said this recently (older news is in the log)
@@ -89,10 +93,12 @@ class HeetApp(ControllerLink, App[int]):
 
     def __init__(self, backend: Backend | None, hosts_path: Path | None = None, read_only: bool = False,
                  notice: str = "", start_mode: str = "jobs",
-                 reattach: Callable[[], Awaitable[Backend | None]] | None = None) -> None:
+                 reattach: Callable[[], Awaitable[Backend | None]] | None = None,
+                 retry: Callable[[], BackendChoice] | None = None) -> None:
         super().__init__()
         self.backend = backend
         self.reattach = reattach
+        self.retry = retry  # no controller for want of a good hosts file: choose again once it is fixed
         # Set while the controller is gone: the one sentence the header shows and refusals repeat.
         self.stopped = ""
         self.silent = ""  # set while a live controller sends nothing (controller_link.py)
@@ -108,6 +114,8 @@ class HeetApp(ControllerLink, App[int]):
         self.snapshots_seen = 0
         self._notices_total: int | None = None  # notices published up to the last snapshot
         self._keys_asked: set[tuple[str, str]] = set()
+        self._retry_timer: Timer | None = None
+        self._retried_at = file_stamp(hosts_path)  # the hosts file as it was when the controller could not start
 
     def on_mount(self) -> None:
         # Everything alive after start-up (modules, widgets, styles) lives as long as the app; keeping it
@@ -120,6 +128,8 @@ class HeetApp(ControllerLink, App[int]):
         if self.backend is not None:
             self._pump_snapshots()
             self.set_interval(AGE_EVERY_S, self.check_silence)
+        elif self.retry is not None:
+            self._retry_timer = self.set_interval(RETRY_EVERY_S, self.start_controller_again)
 
     def _stop_on_signals(self) -> None:
         """SIGTERM, and SIGHUP (the SSH session to the login node dropped), end the app as q does:
@@ -357,7 +367,7 @@ def run_app(args: argparse.Namespace) -> int:
 
     choice = choose_backend(args)
     app = HeetApp(choice.backend, choice.hosts_path, read_only=bool(getattr(args, "read_only", False)),
-                  notice=choice.notice, start_mode=choice.start_mode, reattach=choice.reattach)
+                  notice=choice.notice, start_mode=choice.start_mode, reattach=choice.reattach, retry=choice.retry)
     app.run()
     if choice.reattach is None and (left := left_running(app.latest)):
         print(left)

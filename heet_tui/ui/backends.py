@@ -28,6 +28,8 @@ class BackendChoice:
     start_mode: str = "jobs"
     # Attached to another process's controller: how to attach again once it runs again.
     reattach: Callable[[], Awaitable[Backend | None]] | None = None
+    # No controller for want of a readable hosts file: how to choose again once it is fixed
+    retry: Callable[[], BackendChoice] | None = None
 
 
 def choose_backend(args: argparse.Namespace) -> BackendChoice:
@@ -80,7 +82,7 @@ def _controller(args: argparse.Namespace, hosts_path: Path) -> BackendChoice:
             hosts = load_hosts(hosts_path)
         except ConfigError as exc:
             return BackendChoice(None, hosts_path, f"fix the hosts file to start the controller: {exc}",
-                                 start_mode="hosts")
+                                 start_mode="hosts", retry=partial(choose_backend, args))
         # The controller lives on its own thread and loop: SSH, SQLite and the solver never
         # share the UI's event loop.
         # Read-only and nothing running: watch only, even if the store says auto-approve.

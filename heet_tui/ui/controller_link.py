@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from textual import work
 
@@ -18,12 +19,14 @@ from heet_tui.ui.screens.base import SnapshotScreen
 
 AGE_EVERY_S = 1.0  # once the controller is gone or silent, how often "seen N s ago" moves on
 REATTACH_EVERY_S = 3.0  # and how often an attached TUI looks for a controller running again
+RETRY_EVERY_S = 2.0  # how often a TUI without a controller (a bad hosts file) looks at the file again
 SILENT_AFTER_S = 20.0  # no snapshot for this long (or three rounds, when they are longer) is said
 
 
 class ControllerLink:
-    """Mixed into the app: uses its ``backend``, ``reattach``, ``stopped``, ``silent``, ``clock``,
-    ``_last`` (the last snapshot and when it came) and ``_stopped_timers``."""
+    """Mixed into the app: uses its ``backend``, ``reattach``, ``retry``, ``stopped``, ``silent``,
+    ``clock``, ``_last`` (the last snapshot and when it came), ``_stopped_timers``, ``_retry_timer``
+    and ``_retried_at``."""
 
     def on_backend_failed(self, message: BackendFailed) -> None:
         """Say it for as long as it lasts, not in a toast: the screens go on showing the last
@@ -88,6 +91,28 @@ class ControllerLink:
         self._show_aged()  # the mark goes at once; the next snapshot brings the figures
         self._pump_snapshots(start=False)
 
+    def start_controller_again(self, force: bool = False) -> None:
+        """Start the controller once the hosts file that kept it from starting reads well: fixed (or
+        back on its NFS mount), the TUI stayed "controller not available" until it was restarted.
+        Tried when the file changes (or on ctrl+r, ``force``), not every few seconds regardless."""
+        if self.backend is not None or self.retry is None:
+            return
+        stamp = file_stamp(self.hosts_path)
+        if stamp == self._retried_at and not force:
+            return
+        self._retried_at = stamp
+        choice = self.retry()
+        if choice.backend is None:
+            return
+        self.backend, self.retry, self.reattach = choice.backend, None, choice.reattach
+        if self._retry_timer is not None:
+            self._retry_timer.stop()
+        self._pump_snapshots()
+        self.set_interval(AGE_EVERY_S, self.check_silence)
+        self.screen.refresh_bindings()
+        self.notify(choice.notice or f"hosts file read: the controller runs on {choice.hosts_path}",
+                    title="controller", timeout=8)
+
     def check_silence(self) -> None:
         """Seen: a controller stopped with kill -STOP (or stuck in a round) left attached TUIs
         showing its last snapshot as live, for as long as it lasted. A controller publishes every
@@ -103,3 +128,11 @@ class ControllerLink:
         elif self.silent:
             self.silent = ""
             self._show_aged()
+
+
+def file_stamp(path: Path | None) -> tuple[float, int] | None:
+    try:
+        info = path.stat() if path is not None else None
+    except OSError:
+        return None
+    return (info.st_mtime, info.st_size) if info is not None else None

@@ -102,6 +102,8 @@ class HostsScreen(SnapshotScreen):
             return
         self._show_problem("")
         self._refresh_table()
+        if (start := getattr(self.app, "start_controller_again", None)) is not None:
+            start(force=True)  # the file that kept the controller from starting reads well now
 
     def render_snapshot(self, snap: Snapshot) -> None:
         if snap.mode != self._mode_shown:  # only a change of backend changes the line
