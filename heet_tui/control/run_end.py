@@ -43,7 +43,9 @@ def finish_run(ex: Executor, run: Run) -> None:
     # lines name it: a script that did not was moved between hosts with its checkpoint left behind
     back = ex.checkpoints.reclaiming.pop(job_id, None)  # a further checkpoint elsewhere (reclaim.py)
     ex.last_steps.update({job_id: back[1]} if back else {})  # where its next launch goes on from
-    if (rank0 := run.ranks.get(0)) is not None and rec is not None and (rec.checkpoint or run.reports) and not back \
+    # (a run found running after a restart trained there too, even if stopped before it reported again)
+    if (rank0 := run.ranks.get(0)) is not None and rec is not None and not back \
+            and (rec.checkpoint or run.reports or run.found_at_restart) \
             and not (rank0.reason or "").startswith((LAUNCH_REFUSED, NOT_LAUNCHED)):  # one never started wrote none
         ex.checkpoints.remember(job_id, rank0.host)
     ex.store.release_allocation(job_id, ended)

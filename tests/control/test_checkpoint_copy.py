@@ -258,3 +258,63 @@ def test_a_copy_lands_private_and_never_in_a_directory_others_own_or_may_write(
                 with pytest.raises(CopyFailed, match="belongs to uid 65534"):
                     copy(hosts.host("src"), dst, theirs)
                 assert list(theirs.iterdir()) == []
+
+
+def test_a_job_found_running_after_a_restart_and_stopped_before_it_reported_brings_its_newest_checkpoint(
+        tmp_path: Path) -> None:
+    """Seen at lab scale: a restarted controller adopted running jobs and preempted them within
+    seconds, before their next progress line; the next launch copied the checkpoint of the run
+    before (where rank 0 ran was remembered only for runs that had reported to this controller)
+    and 14 jobs trained again from older steps, warned as "resumed behind" their own fault."""
+    from control_lab import job, run_and_clean, running_past, wait_for, write_local_hosts
+
+    from heet_tui.control.controller import Controller, ControllerOptions
+    from heet_tui.control.store import Store
+    from heet_tui.core.intents import DrainHost
+    from heet_tui.core.job import JobState
+
+    script = tmp_path / "sparse.py"  # reports every 5 steps up to 60, then every 300
+    script.write_text(QUIET_SCRIPT.replace("if step % 5 == 0:", "if step % 5 == 0 and (step <= 60 or step % 300 == 0):"))
+    spec = tmp_path / "sparse.toml"
+    spec.write_text(f'name = "sparse"\ncommand = ["python3", "{script}"]\nmodel = "sparse"\nbatch_size = 8\n'
+                    "target = { steps = 400 }\n")
+    hosts = load_hosts(write_local_hosts(tmp_path, [("a", "A100", 1, 1.0), ("b", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
+    where: list[str] = []
+
+    async def first_controller() -> None:
+        ctl = Controller(hosts, store, options)
+        await ctl.start()
+        try:
+            first = await running_past(ctl, spec, "sparse", 20, 90)
+            await ctl.post(DrainHost(first))
+            await wait_for(ctl, lambda s: job(s, "sparse").state is JobState.RUNNING and job(s, "sparse").allocation
+                           is not None and job(s, "sparse").allocation.host_names != (first,)
+                           and ctl.store.job("sparse").job.steps_done >= 55, 90, "sparse moved and past 55")
+            where.append(first)
+        finally:
+            await ctl.stop()  # the job trains on, its checkpoints on the second host only
+
+    async def second_controller() -> None:
+        await asyncio.sleep(1.5)  # some 30 steps more, saved where it runs now
+        ctl = Controller(hosts, store, options)
+        await ctl.start()
+        try:
+            await wait_for(ctl, lambda s: any(e.kind == "adopt" for e in ctl.store.events("sparse")), 30, "adopted")
+            second = "b" if where[0] == "a" else "a"
+            await ctl.post(DrainHost(second))  # stopped before its next progress line
+            await ctl.post(DrainHost(where[0], drained=False))
+            await wait_for(ctl, lambda s: job(s, "sparse").state is JobState.DONE, 120, "sparse done")
+        finally:
+            await ctl.stop()
+
+    async def both() -> None:
+        await first_controller()
+        await second_controller()
+
+    run_and_clean(both, tmp_path)
+    warnings = [e.message for e in store.events("sparse", limit=300) if e.kind == "warning"]
+    assert not [w for w in warnings if "resumed behind" in w], warnings
+    copies = [e.message for e in store.events("sparse", limit=300) if e.kind == "checkpoint"]
+    assert len(copies) == 2, copies  # there, and back from the host it was adopted on
