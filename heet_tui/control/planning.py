@@ -189,6 +189,22 @@ def held_back(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str], drai
     return f"its predicted gain, {predicted:.1%}, is below the auto-approve threshold of {threshold:.0%}"
 
 
+def free_starts(plan: Plan) -> Plan | None:
+    """The starts of ``plan`` onto GPUs no job holds now, as a plan of their own; None when there
+    is none. Auto-approve applies them from a plan it holds for too small a gain: they restart
+    nothing, and a job sat queued beside idle GPUs for minutes, its start held with the moves."""
+    changed = {c.job_id for c in plan.changes}
+    current = {j: a for j, a in plan.allocations.items() if j not in changed}
+    current.update({c.job_id: c.before for c in plan.changes if c.before is not None})
+    held = {(h, g) for a in current.values() for h, gpus in a.hosts for g in gpus}
+    starts = {c.job_id: c.after for c in plan.changes if c.kind is ChangeKind.START and c.after is not None
+              and not {(h, g) for h, gpus in c.after.hosts for g in gpus} & held}
+    if not starts:
+        return None
+    effect = PredictedEffect(tuple(p for p in plan.effect.jobs if p.job_id in starts))
+    return Plan.build(current, {**current, **starts}, plan.policy, plan.created_at, effect)
+
+
 def gain(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str] = frozenset()) -> float:
     """Summed normalised throughput after minus before, per job in the plan's effect.
 

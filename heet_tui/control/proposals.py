@@ -19,6 +19,7 @@ from heet_tui.control import planning
 from heet_tui.control.waiting import PlanMade
 from heet_tui.core.gpu import type_allowed
 from heet_tui.core.job import LEFT_QUEUED, JobState
+from heet_tui.core.plan import count_changes
 from heet_tui.core.sched_input import ClusterView
 from heet_tui.scheduling.problem import missing_pins, pinned_off_types
 
@@ -150,4 +151,11 @@ def propose(ctl: Controller) -> None:
         ctl.store.set_plan_status(plan_id, "approved", ctl.clock())
         ctl.store.add_event(ctl.clock(), "plan", f"plan #{plan_id} auto-approved")
         ctl.start_apply(plan_id)
+    elif ctl.auto_approve and (starts := planning.free_starts(plan)) is not None:
+        now = ctl.clock()
+        started = ctl.store.add_plan(starts)
+        ctl.store.set_plan_status(started, "approved", now)
+        ctl.store.add_event(now, "plan", f"plan #{started} auto-approved: the {count_changes(starts.changes)} of plan "
+                            f"#{plan_id} onto free GPUs; its other changes are held ({ctl.held_why})")
+        ctl.start_apply(started)
 

@@ -100,3 +100,26 @@ def test_a_plan_that_just_failed_is_said_to_wait_and_until_when(tmp_path) -> Non
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_the_starts_of_a_held_plan_onto_free_gpus_go_ahead_alone() -> None:
+    """At lab scale a plan of 2 migrates, 3 starts and a stop was held for a 1.1% gain, and its
+    starts with it: jobs sat queued for a minute while the Cluster screen showed idle GPUs."""
+    from heet_tui.control.planning import free_starts
+    from heet_tui.core.plan import ChangeKind
+
+    running = Allocation.of("r", "T4", {"g": [0]})
+    stopping = Allocation.of("s", "T4", {"g": [1]})
+    plan = _plan({"r": running, "s": stopping},
+                 {"r": Allocation.of("r", "T4", {"g": [2]}),  # a migrate: held
+                  "free": Allocation.of("free", "T4", {"h": [0, 1]}),  # onto idle GPUs
+                  "freed": Allocation.of("freed", "T4", {"g": [1]})},  # onto the GPU the stop frees
+                 JobPrediction("r", 100.0, 101.0, None, 30.0), JobPrediction("free", 0.0, 50.0, 600.0, 30.0),
+                 JobPrediction("freed", 0.0, 40.0, 900.0, 30.0))
+    starts = free_starts(plan)
+    assert starts is not None
+    assert [(c.job_id, c.kind) for c in starts.changes] == [("free", ChangeKind.START)]
+    assert starts.allocations == {"r": running, "s": stopping, "free": Allocation.of("free", "T4", {"h": [0, 1]})}
+    assert [p.job_id for p in starts.effect.jobs] == ["free"]
+    only_moves = _plan({"r": running}, {"r": Allocation.of("r", "T4", {"g": [2]})})
+    assert free_starts(only_moves) is None
