@@ -132,6 +132,8 @@ class Executor:
         rec = self.store.job(job_id)
         if rec is None:
             raise StepFailed(f"job {job_id} no longer exists")
+        if rec.cancel_requested or rec.job.state.terminal:  # a cancelled job trained on, "cancelled", for good
+            raise StepFailed(f"job {job_id} is {'cancelled' if rec.cancel_requested else rec.job.state.value}")
         entries = {h.name: h for h in self.hosts.hosts}
         busy = self.busy_gpus(except_job=job_id)
         for host, gpus in alloc.hosts:
@@ -266,6 +268,8 @@ class Executor:
             return
         if reason is not None and run.stop_reason is None:
             run.stop_reason, run.stop_sent_at = reason, self.clock()
+        elif reason == "cancel" and run.stop_reason is not None:
+            run.stop_reason = reason  # cancelled while stopping for a move: ended "resize", it was launched again
         grace = grace_s(run.spec, self.opt.stop_grace_s)
         for rank in [r for r in run.ranks.values() if not r.exited]:
             try:

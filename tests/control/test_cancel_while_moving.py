@@ -1,0 +1,62 @@
+"""A job cancelled while a plan stops it for a move ends cancelled, and is not launched again.
+
+Seen under fault injection: the stop for the move took its whole grace, the cancel came in
+between, the stop ended as "resize" and the plan launched the job on its new host; the job read
+"cancelled" while it trained on for minutes, holding two GPUs, and a second cancel said it was
+"already cancelled". Only a controller restart fenced it."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+from control_lab import job, run_and_clean, running_past, wait_for, write_job, write_local_hosts
+
+from heet_tui.config.hosts_file import load_hosts
+from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.store import Store
+from heet_tui.core.intents import CancelJob, DrainHost
+from heet_tui.core.job import JobState
+
+SLOW_STOP = """
+import json, os, signal, sys, time
+ckpt = os.path.join(os.environ["HEET_CHECKPOINT_DIR"], "step.json")
+step = json.load(open(ckpt))["step"] if os.path.exists(ckpt) else 0
+def stop(*_):
+    time.sleep(2.0)  # a slow save: the stop takes a while
+    json.dump({"step": step}, open(ckpt, "w"))
+    sys.exit(143)
+signal.signal(signal.SIGTERM, stop)
+while step < 100000:
+    time.sleep(0.05)
+    step += 1
+    if step % 5 == 0:
+        print("@heet-progress " + json.dumps({"step": step, "samples": step * 8, "samples_per_s": 160.0}), flush=True)
+"""
+
+
+def test_a_job_cancelled_while_stopping_for_a_move_is_not_launched_again(tmp_path: Path) -> None:
+    script = tmp_path / "slow_stop.py"
+    script.write_text(SLOW_STOP)
+    spec = write_job(tmp_path, "m", steps=100000, max_gpus=1, command=[sys.executable, str(script)])
+    hosts = load_hosts(write_local_hosts(tmp_path, [("a", "A100", 1, 1.0), ("b", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=True, profile=False))
+        await ctl.start()
+        try:
+            first = await running_past(ctl, spec, "m", 10, 60)
+            await ctl.post(DrainHost(first))
+            await wait_for(ctl, lambda s: job(s, "m").state is JobState.RESIZING, 30, "m stopping for the move")
+            await ctl.post(CancelJob("m"))
+            await wait_for(ctl, lambda s: job(s, "m").state is JobState.CANCELLED, 60, "m cancelled")
+            await asyncio.sleep(2.0)  # a launch after the stop would be under way by now
+            assert "m" not in ctl.executor.runs, "no run of a cancelled job"
+            launches = [e for e in store.events("m") if e.kind == "launch"]
+            assert len(launches) == 1, [e.message for e in launches]
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
