@@ -40,6 +40,7 @@ def _finish(name: str, problem: Problem, targets: dict[str, tuple[str, int]], or
 
 class FifoPolicy:
     name = "fifo"
+    gives_rigid_count = True  # rigid_count(): a job no type holds that many GPUs of never runs
 
     def __init__(self, predict: bool = True) -> None:
         self.predict = predict
@@ -70,6 +71,7 @@ class FifoPolicy:
 
 class SrtfPolicy:
     name = "srtf"
+    gives_rigid_count = True  # rigid_count(): a job no type holds that many GPUs of never runs
 
     def __init__(self, predict: bool = True) -> None:
         self.predict = predict
@@ -98,6 +100,7 @@ class SrtfPolicy:
 
 class GavelPolicy:
     name = "gavel"
+    gives_rigid_count = True  # rigid_count(): a job no type holds that many GPUs of never runs
 
     def __init__(self, predict: bool = True, age_scale_s: float = 3600.0, time_limit_s: float = 10.0) -> None:
         if not age_scale_s > 0 or not time_limit_s > 0:

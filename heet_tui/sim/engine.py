@@ -14,7 +14,7 @@ from heet_tui.core.sched_input import ClusterView, Constraints, HostView, JobVie
 from heet_tui.sim.cluster_spec import SimCluster
 from heet_tui.sim.errors import PolicyError, SimInputError
 from heet_tui.sim.estimates import OracleThroughput, PredictedThroughput, ThroughputSource
-from heet_tui.sim.feasibility import never_runs
+from heet_tui.sim.feasibility import never_given, never_runs
 from heet_tui.sim.physics import Physics
 from heet_tui.sim.state import SimJob, gpu_range
 from heet_tui.sim.workload import WorkloadJob
@@ -266,7 +266,7 @@ class Simulation:
         self._active[job.id] = job
         self._emit(job, "submit", at=job.spec.time, application=job.spec.application,
                    num_replicas=job.spec.num_replicas, batch_size=job.spec.batch_size)
-        why = never_runs(job, self._type_capacity, self._host_size)
+        why = never_runs(job, self._type_capacity, self._host_size) or never_given(job, self.policy, self._type_capacity)
         if why:
             job.state = JobState.FAILED
             job.outcome = "unschedulable"

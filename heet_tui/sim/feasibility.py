@@ -31,3 +31,17 @@ def never_runs(job: SimJob, type_capacity: Mapping[str, int], host_size: Mapping
                 f"{job.physics.validation.max_batch_size:g}); cluster has {types}; profiled: {profiled}")
     return (f"needs at least {k} GPU{'s' if k != 1 else ''} of one type with a profile for {job.spec.application!r}; "
             f"cluster has {types}; profiled: {profiled}")
+
+
+def never_given(job: SimJob, policy: object, type_capacity: Mapping[str, int]) -> str:
+    """Why a policy that gives each job exactly its requested count (``gives_rigid_count``) can
+    never place ``job``, or "": no GPU type holds that many. Said at submission, not after 240
+    idle rounds (at 900 s rounds, simulated days after it)."""
+    if not getattr(policy, "gives_rigid_count", False):
+        return ""
+    want = max(job.min_gpus, min(job.max_gpus, job.spec.num_replicas))
+    most = max(type_capacity.values(), default=0)
+    if want <= most:
+        return ""
+    return (f"policy {getattr(policy, 'name', '?')!r} gives each job exactly the {want} GPUs it asks for "
+            f"(num_replicas), and the most of one type here is {most}")

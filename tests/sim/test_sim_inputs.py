@@ -260,15 +260,22 @@ def test_upper_case_csv_files_of_a_directory_are_read(tmp_path: Path) -> None:
     assert [p.name for p in workload_files(tmp_path)] == ["A.CSV", "b.csv"]
 
 
-def test_a_rigid_count_no_gpu_type_holds_is_named_when_the_job_ends_unschedulable(physics) -> None:
-    """fifo waited four simulated hours for 500 GPUs and then blamed itself: "allocated nothing"."""
+def test_a_rigid_count_no_gpu_type_holds_is_unschedulable_at_submission(physics) -> None:
+    """fifo waited four simulated hours for 500 GPUs and then blamed itself: "allocated nothing";
+    then it named the count, but only after 240 idle rounds (simulated days at 900 s rounds)."""
     from heet_tui.scheduling.registry import make_policy
 
     sim = Simulation(cluster_of(("aws", 1)), [WorkloadJob("huge", 0.0, "cifar10", 500, 4096)], physics,
                      make_policy("fifo"))
     (record,) = sim.run()
     assert record.outcome == "unschedulable"
-    assert record.message.endswith("; it asks for 500 GPUs, the most of one type is 4"), record.message
+    assert record.message == ("policy 'fifo' gives each job exactly the 500 GPUs it asks for (num_replicas), "
+                              "and the most of one type here is 4"), record.message
+    assert sim.rounds <= 2, "said when it was submitted"
+    elastic = Simulation(cluster_of(("aws", 1)), [WorkloadJob("huge", 0.0, "cifar10", 500, 4096)], physics,
+                         make_policy("heet"))
+    (ran,) = elastic.run()
+    assert ran.outcome != "unschedulable", "an elastic policy runs it at what the cluster has"
 
 
 @pytest.mark.parametrize(("row", "needle"), [
