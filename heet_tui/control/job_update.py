@@ -25,6 +25,7 @@ from heet_tui.config.job_hints import missing_here
 from heet_tui.config.job_spec import spec_file
 from heet_tui.control.execution import StepFailed
 from heet_tui.control.planning import outside_spec
+from heet_tui.control.retry import RETRIED
 from heet_tui.control.user_constraints import set_user_constraints, user_constraints
 from heet_tui.core.host import HostState
 from heet_tui.core.job import ACTIVE, JobSpec, JobState
@@ -203,9 +204,10 @@ async def follow_requests(ctl: Controller, active: list[JobRecord]) -> None:
     for rec in active:
         if rec.cancel_requested:
             await ctl.intents.cancel(rec.job.id)
-        elif rec.relaunch_requested and rec.job.state is JobState.QUEUED and (hosts := ctl.executor.health.forgive_class(
+        elif (why := _fixed(rec)) and (hosts := ctl.executor.health.forgive_class(
                 (rec.job.spec.model, rec.job.spec.batch_size))):
-            ctl.store.add_event(ctl.clock(), "update", f"{rec.job.id}: updated, so it may run again on "
+            # a sweep member's own bug kept every member off a host for good, the host blamed
+            ctl.store.add_event(ctl.clock(), why, f"{rec.job.id}: {'updated' if why == 'update' else 'retried'}, so it may run again on "
                                 f"{', '.join(sorted(hosts))}, where a run of its model died at once", rec.job.id)
         elif (run := ctl.executor.runs.get(rec.job.id)) is not None:
             run.spec = rec.job.spec
@@ -215,6 +217,16 @@ async def follow_requests(ctl: Controller, active: list[JobRecord]) -> None:
                 relaunch.append(run)  # a host not (yet) connected: once it is, or once it is lost
     if relaunch and (ctl.applying is None or ctl.applying.done()):  # else after the plan being applied
         ctl.applying = asyncio.get_running_loop().create_task(_relaunch_in_place(ctl, relaunch))
+
+
+def _fixed(rec: JobRecord) -> str:
+    """"update" or "retry" when a queued job was just given a new spec or queued again by hand,
+    both what a user does once the script is fixed; "" otherwise."""
+    if rec.job.state is not JobState.QUEUED:
+        return ""
+    if rec.relaunch_requested:
+        return "update"
+    return "retry" if rec.job.message.startswith(RETRIED) else ""
 
 
 async def _relaunch_in_place(ctl: Controller, runs: list[Run]) -> None:

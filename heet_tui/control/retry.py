@@ -12,6 +12,8 @@ from heet_tui.control.store import Store
 from heet_tui.control.store_records import JobRecord
 from heet_tui.core.job import InvalidTransition
 
+RETRIED = "retried by you"  # how a retried job's message starts until it runs (job_update.follow_requests)
+
 
 def retry_job(store: Store, rec: JobRecord, now: float) -> str:
     """Queue it again; what to tell the user. ``ValueError`` says why it cannot be."""
@@ -23,7 +25,7 @@ def retry_job(store: Store, rec: JobRecord, now: float) -> str:
                   "lines named no checkpoint)" if job.steps_done
              else "from the start (it reported no checkpoint)")
     try:
-        store.retry(job.id, now, f"retried by you (it was {job.state.value}); resumes {where}")
+        store.retry(job.id, now, f"{RETRIED} (it was {job.state.value}); resumes {where}")
     except InvalidTransition as exc:
         raise ValueError(str(exc)) from None
     store.add_event(now, "retry", f"{job.id} queued again (it was {job.state.value}); it resumes {where}", job.id)

@@ -295,3 +295,36 @@ def test_an_updated_job_may_go_back_to_the_host_its_class_died_on(tmp_path: Path
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_retried_job_may_go_back_to_the_host_its_class_died_on(tmp_path: Path) -> None:
+    """A sweep member's own bug (a divergence guard) crashed it on both hosts; retried after the
+    fix, it ran on one, and every member of the sweep kept off the other for good."""
+    import json
+
+    hosts_path = write_local_hosts(tmp_path, [("bad", "T4", 1, 1.0), ("good", "T4", 1, 1.0)])
+    state = tmp_path / "state"
+    for name in ("long", "w"):
+        assert main(["--state", str(state), "--hosts", str(hosts_path), "submit",
+                     str(write_job(tmp_path, name, steps=100_000, max_gpus=1, every=1000))]) == 0
+    store = Store(state)
+    store.set_setting("crash_avoided", json.dumps([["long", 32, ["bad"]], ["w", 32, ["bad"]]]))  # long: on good
+
+    async def scenario() -> None:
+        ctl = Controller(load_hosts(hosts_path), store, ControllerOptions(interval_s=0.3, auto_approve=True,
+                                                                          profile=False))
+        await ctl.start()
+        try:
+            await wait_for(ctl, lambda s: job(s, "long").state is JobState.RUNNING
+                           and "keeps off" in job(s, "w").message, 60, "w keeping off bad")
+            assert await asyncio.to_thread(main, ["--state", str(state), "cancel", "w"]) == 0
+            await wait_for(ctl, lambda s: job(s, "w").state is JobState.CANCELLED, 30, "w cancelled")
+            assert await asyncio.to_thread(main, ["--state", str(state), "retry", "w"]) == 0
+            snap = await wait_for(ctl, lambda s: job(s, "w").state is JobState.RUNNING, 60, "w to start")
+            assert job(snap, "w").allocation.host_names == ("bad",)
+            assert any("w: retried, so it may run again on bad" in e.message for e in store.events("w"))
+            assert stored_health(store).avoid(("long", 32)) == {"bad"}, "the other class still keeps off"
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
