@@ -17,7 +17,7 @@ countdown (it would rewrite the store every round); the TUI adds the plan's pred
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from heet_tui.control.runtime import gpus_held, union_gpus
@@ -167,15 +167,20 @@ def explain_waiting(ctl: Controller, now: float) -> None:
             pending_id = made.plan_id  # approved, it is being applied: its starts are under way
     for job in queued:
         why = why_waiting(job.spec, cluster)
+        avoided = ctl.executor.health.avoided.get(ctl.book.classes.get(job.id), set())
         if why is None and made is not None and job.id in made.weighed:
-            why = plan_reason(job.id, job.spec, made, pending_id, made.rejected, free, job.id in held,
+            # GPUs on hosts its class keeps off are not free to it: "held for faster GPUs ... than a
+            # start now on the free T4 GPUs" was said of a sweep kept off the only T4 host
+            own = free if not avoided else free_after(
+                made.plan, replace(cluster, hosts=tuple(h for h in cluster.hosts if h.name not in avoided)), kept)
+            why = plan_reason(job.id, job.spec, made, pending_id, made.rejected, own, job.id in held,
                               ctl.not_auto_approved, ctl.opt.read_only)
         elif why is None and job.message.startswith(PREFIX):
             why = NO_PLAN_YET
         if why is not None and why.startswith(WAITING_FOR_GPUS):
             why += blocked_hosts(job.spec, ctl.cluster.status())
-        if why is not None and why.startswith((WAITING_FOR_GPUS, LEFT_QUEUED)):
-            why += kept_off(ctl.executor.health.avoided.get(ctl.book.classes.get(job.id), set()))
+        if why is not None and why.startswith((WAITING_FOR_GPUS, LEFT_QUEUED, HELD_FOR_FASTER)):
+            why += kept_off(avoided)
         if why is not None and job.message != why:
             ctl.store.try_set_state(job.id, JobState.QUEUED, now, why)
 
@@ -186,7 +191,8 @@ def kept_off(hosts: set[str]) -> str:
     if not hosts:
         return ""
     return (f"; it keeps off {', '.join(sorted(hosts))}, where a run of its model and batch size died before "
-            "its first progress report (it goes back there only when no other host could hold it)")
+            "its first progress report (it goes back there when no other host could hold it, or once it is "
+            "retried or updated)")
 
 
 def blocked_hosts(spec: JobSpec, statuses) -> str:

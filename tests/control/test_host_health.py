@@ -258,7 +258,7 @@ def test_a_job_waiting_beside_a_host_its_class_keeps_off_says_so(tmp_path: Path)
                                   and "keeps off" in job(s, "w").message, 60, "w saying why it waits")
             assert job(snap, "long").allocation.host_names == ("good",)
             assert ("; it keeps off bad, where a run of its model and batch size died before its first progress "
-                    "report (it goes back there only when no other host could hold it)") in job(snap, "w").message
+                    "report (it goes back there when no other host could hold it, or once it is retried or updated)") in job(snap, "w").message
         finally:
             await ctl.stop()
 
