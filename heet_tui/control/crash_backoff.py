@@ -21,7 +21,8 @@ def after_crash(executor, run: Run, why: str) -> None:
     if why.startswith(STALLED) and why.find(NONE_SEEN) >= 0 and run.progress:
         # "no progress report ... (none since its launch)" beside a last log line of step 1030
         why, run.buffered_said = f"{why}; {BUFFERED}", True
-    if (size := new_size_that_crashed(run, executor.book)) is not None:
+    if (size := new_size_that_crashed(run, executor.book, executor.health.hosts_ran(executor.book.classes.get(job_id)))) \
+            is not None:
         executor.crashed_sizes.setdefault(job_id, set()).add(size)
         save_crashed_sizes(store, executor.crashed_sizes)
         store.add_event(now, "crashed", f"{job_id}: {size[1]}x{size[0]} crashed before its first report, "

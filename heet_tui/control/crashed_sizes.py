@@ -7,6 +7,7 @@ restarted controller does not spend a retry finding out again.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from heet_tui.control.runtime import LAUNCH_REFUSED, Run
@@ -17,20 +18,25 @@ if TYPE_CHECKING:
     from heet_tui.control.throughput import ThroughputBook
 
 
-def new_size_that_crashed(run: Run, book: ThroughputBook) -> tuple[str, int] | None:
+def new_size_that_crashed(run: Run, book: ThroughputBook,
+                          hosts_ran: Collection[str] | None = None) -> tuple[str, int] | None:
     """(GPU type, count) of a run that crashed before it reported anything, at a size the job
     has no measurement for; None otherwise.
 
     A job that trained at other sizes and dies at once at a new one most likely cannot run at
     that size (a global batch the script will not split that way, memory that does not hold
     the larger local batch): the same plan would only crash it again until it failed. A crash
-    after progress, or at a size it ran at before, says nothing about the size.
+    after progress, or at a size it ran at before, says nothing about the size. Nor does one on a
+    host where the job's class never ran (``hosts_ran``: where it did): a host without torch made
+    2xT4 "a size it never ran at" for good, and a job of the class waited beside 4 free T4s.
     """
     measured = book.measured(run.job_id)
     if run.profiling or run.reports > 0 or not measured:
         return None
     if any(r.reason and r.reason.startswith(LAUNCH_REFUSED) for r in run.ranks.values()):
         return None  # never started (a workdir or command missing on a host): says nothing of the size
+    if hosts_ran is not None and not set(run.alloc.host_names) <= set(hosts_ran):
+        return None  # the host is as likely the cause: host_health keeps the class off it
     size = (run.alloc.gpu_type, run.alloc.num_gpus)
     return None if size in {(t, sum(parse_placement(k))) for t, k in measured} else size
 

@@ -113,6 +113,10 @@ class HostHealth:
                 out.append((c, other[0]))
         return out
 
+    def hosts_ran(self, job_class: JobClass | None) -> set[str]:
+        """The hosts where runs of the class reported progress."""
+        return {h for h, _, _ in self.ran_on.get(job_class, ())} if job_class is not None else set()
+
     def forgive_class(self, job_class: JobClass) -> set[str]:
         """An updated spec (command, workdir, env) may be the fix: the class's runs may go back to
         the hosts they died on (a job fixed and retried had its hosts marked "keep off" for good)."""

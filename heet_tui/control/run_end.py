@@ -31,7 +31,9 @@ def finish_run(ex: Executor, run: Run) -> None:
         ex.store.add_restart_time(job_id, "stop", stop_s, now)
         note_killed_at_stop(ex.store, run, grace_s(run.spec, ex.opt.stop_grace_s), now)
     if outcome is Outcome.CRASHED:
-        ex.health.crashed(run, ex.book.classes.get(job_id), why, now, new_size_that_crashed(run, ex.book))
+        job_class = ex.book.classes.get(job_id)
+        ex.health.crashed(run, job_class, why, now,
+                          new_size_that_crashed(run, ex.book, ex.health.hosts_ran(job_class)))
     if run.profiling:
         finish_profiling_run(ex, run, outcome, why, now)
         return

@@ -324,6 +324,9 @@ def test_a_launch_the_agent_refused_says_nothing_of_the_size() -> None:
 
     assert new_size_that_crashed(run(None), book) == ("T4", 2)
     assert new_size_that_crashed(run(f"{LAUNCH_REFUSED}: workdir /data/x does not exist"), book) is None
+    # on a host where its class never ran (no torch there): the host is as likely the cause
+    assert new_size_that_crashed(run(None), book, hosts_ran={"h"}) == ("T4", 2)
+    assert new_size_that_crashed(run(None), book, hosts_ran={"other"}) is None
 
 
 def test_an_exit_0_is_done_but_says_when_the_target_was_not_seen_reached() -> None:
