@@ -83,3 +83,16 @@ def test_run_starts_on_the_state_s_file_and_says_why(lab: Path) -> None:
                          env={**os.environ, "HOME": str(lab)})
     first = out.stdout.splitlines()[0]
     assert first.startswith(f"controller running: 1 host(s) from {lab / 'lab.toml'} ({LAST_USED})"), out.stdout
+
+
+def test_drain_finds_a_host_added_to_the_copy_of_the_bundled_file(lab: Path) -> None:
+    """The TUI ran on the bundled file; `hosts add gpu-a` copied it to the user's file (which the
+    running controller follows), and `hosts drain gpu-a` then looked in the bundled file:
+    "no host named gpu-a (hosts: local-a100, local-t4)"."""
+    from heet_tui.cli.main import main
+    from heet_tui.control.drains import drained_hosts
+
+    Store(lab / "state").set_setting("hosts_path", str(bundled_config("local.toml")))
+    _hosts(lab / "config" / "heet-tui" / "hosts.toml", "gpu-a")  # the copy, with the host added
+    assert main(["hosts", "drain", "gpu-a", "--state", str(lab / "state")]) == 0
+    assert drained_hosts(Store(lab / "state")) == {"gpu-a"}

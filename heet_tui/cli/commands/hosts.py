@@ -22,6 +22,7 @@ from heet_tui.config.hosts_file import (
     HostEntry,
     HostsFile,
     editable_hosts_path,
+    is_bundled,
     load_hosts,
     resolve_hosts_path,
 )
@@ -275,7 +276,10 @@ def cmd_drain(args: argparse.Namespace) -> int:
     store = open_store(args) if (state_dir(args) / DB_NAME).is_file() else None
     drained = drained_hosts(store) if store is not None else set()
     # --hosts given wins over the file the store's controller follows (it was ignored)
-    path = _explicit(args) or (store.setting("hosts_path") if store is not None else None) or _path(args)
+    stored = store.setting("hosts_path") if store is not None else None
+    if stored and is_bundled(Path(stored)):  # copied on the first edit: the controller follows the copy
+        stored = None
+    path = _explicit(args) or stored or _path(args)
     if args.drained:
         try:
             names = list(dict.fromkeys([*load_hosts(path).names(), *sorted(drained)]))
