@@ -119,3 +119,21 @@ def test_a_dropped_session_sighup_stops_the_controller_in_order(tmp_path: Path) 
         proc.kill()
     assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
     assert "controller stopping (SIGHUP received)" in (state / "controller.log").read_text()
+
+
+def test_ctrl_c_stops_in_order_and_exits_130(tmp_path: Path) -> None:
+    """README: "130 stopped by Ctrl-C"; `run` stopped by Ctrl-C exited 0, like a clean end."""
+    hosts, state = write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]), tmp_path / "state"
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "xdg")}
+    proc = subprocess.Popen([sys.executable, "-m", "heet_tui.cli.main", "run", "--hosts", str(hosts), "--state", str(state)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("controller running:")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "controller stopped: 0 done" in out
+    assert "controller stopping (SIGINT received)" in (state / "controller.log").read_text()

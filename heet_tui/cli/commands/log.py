@@ -59,7 +59,7 @@ def cmd_log(args: argparse.Namespace) -> int:
         said = said if said.startswith(f"{rec.job.id}:") else f"{rec.job.id}: {said}"
         raise (UsageError if NO_SUCH_RANK in said else CliError)(said) from None  # exited 1, as a failure
     except KeyboardInterrupt:
-        pass
+        return 130  # Ctrl-C ends `log -f`, as README's exit codes say
     return 0
 
 

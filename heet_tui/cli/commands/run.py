@@ -150,6 +150,8 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool, why_h
               "where they are")
     # a job that failed in an earlier run (retried since, or left) made every later run exit 1: a CI step that
     # reuses its state dir stayed red for good
+    if stopped_by and stopped_by[0] == "SIGINT":
+        return 130  # Ctrl-C, as the README's exit codes say (a script told an interrupted run from a clean end)
     return 1 if until_idle and set(failed) - failed_before else 0
 
 
