@@ -43,7 +43,13 @@ def test_with_no_controller_it_shows_the_declared_hosts_drains_and_job_counts(
     assert main(["status", "--json", *state]) == 0
     report = json.loads(capsys.readouterr().out)
     # the keys a running controller's report has, null: a script reading controller.policy met a KeyError
-    assert report["controller"] == dict.fromkeys(CONTROLLER_KEYS) | {"running": False}
+    # the policy and auto-approve the next controller starts with are the store's (null read as unknown,
+    # while plan show --json said auto-approve was on)
+    assert report["controller"] == dict.fromkeys(CONTROLLER_KEYS) | {"running": False, "policy": "heet",
+                                                                      "auto_approve": False}
+    Store(tmp_path / "state").set_setting("auto_approve", "true")
+    assert main(["status", "--json", *state]) == 0
+    assert json.loads(capsys.readouterr().out)["controller"]["auto_approve"] is True
     assert all(h["outside"] == {} for h in report["hosts"]) and report["notices_at"] == []
     # every state, 0 included: a script reading jobs["failed"] met a KeyError while none had failed
     assert report["jobs"] == {s.value: {"queued": 2, "cancelled": 1}.get(s.value, 0) for s in JobState}

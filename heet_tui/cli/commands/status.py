@@ -132,8 +132,11 @@ def _stored_report(store: Store, hosts_arg: str | None) -> dict[str, Any]:
              "gpus": h.emulate.count if h.emulate else len(h.gpus or ()), "busy": None, "jobs": [],
              "drained": h.name in drained, "note": why.get(h.name, "drained by hand") if h.name in drained else ""}
             for h in hosts]
-    return {"controller": {"running": False}, "hosts": rows, "jobs": _ordered(Counter(store.state_counts())),
-            "plan": None, "notices": []}
+    # what the next controller on this state starts with, as `plan show --json` says it (null read as unknown)
+    remembered = {"policy": store.setting("policy") or "heet",
+                  "auto_approve": bool(json.loads(store.setting("auto_approve") or "false"))}
+    return {"controller": {"running": False, **remembered}, "hosts": rows,
+            "jobs": _ordered(Counter(store.state_counts())), "plan": None, "notices": []}
 
 
 CONTROLLER_KEYS = {"running": False, "answering": None, "pid": None, "policy": None, "auto_approve": None,
