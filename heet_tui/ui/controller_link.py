@@ -101,6 +101,10 @@ class ControllerLink:
         if stamp == self._retried_at and not force:
             return
         self._retried_at = stamp
+        base = self.screen_stack[0] if self.screen_stack else None
+        if not force and (reload := getattr(base, "action_reload", None)) is not None:
+            reload(toast=False)  # the Hosts screen shows the file's error as it is now, and calls back once it reads
+            return
         choice = self.retry()
         if choice.backend is None:
             return
@@ -130,9 +134,10 @@ class ControllerLink:
             self._show_aged()
 
 
-def file_stamp(path: Path | None) -> tuple[float, int] | None:
+def file_stamp(path: Path | None) -> tuple[float, float, int, int] | None:
+    """When the file last changed, its content or its mode (a ``chmod go-w`` the refusal asked for)."""
     try:
         info = path.stat() if path is not None else None
     except OSError:
         return None
-    return (info.st_mtime, info.st_size) if info is not None else None
+    return (info.st_mtime, info.st_ctime, info.st_size, info.st_mode) if info is not None else None

@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from textual.widgets import Static
 from ui_support import run, wait_for
 
 from heet_tui.ui.app import HeetApp
@@ -41,7 +42,14 @@ def test_the_controller_starts_once_the_hosts_file_reads_well(tmp_path: Path) ->
             await pilot.pause(0.5)
             app.start_controller_again()
             assert app.backend is None, "the file as it was: not tried again"
-            path.write_text(good)  # mended in an editor: no key pressed in the TUI
+            problem = app.screen.query_one("#hosts-problem", Static)
+            path.write_text(good.replace("count = 1", "count = 0"))  # another mistake: shown as it is now
+            await wait_for(pilot, lambda: 'key "count"' in str(problem.render()), tries=600)
+            path.write_text(good)
+            path.chmod(0o666)  # refused: every user may write it
+            await wait_for(pilot, lambda: "every user can write it" in str(problem.render()), tries=600)
+            assert app.backend is None
+            path.chmod(0o600)  # as the refusal asks: no edit, no key pressed in the TUI
             await wait_for(pilot, lambda: app.latest is not None and app.latest.mode == "controller", tries=600)
             assert [h.name for h in app.latest.hosts] == ["only"]
             assert app.retry is None
