@@ -60,11 +60,12 @@ async def execute_change(executor: Executor, store: Store, change: Change, now: 
         store.try_set_state(change.job_id, JobState.QUEUED, now, "stopped by the plan; resumes from its checkpoint")
         return "stopped"
     rec = store.job(change.job_id)
-    if rec is None or rec.job.state.terminal:  # it may have finished while stopping
-        return "skipped: the job finished while stopping"
-    if rec.cancel_requested:  # cancelled while it stopped: its stop ends it, no launch
+    if rec is not None and (rec.cancel_requested or rec.job.state is JobState.CANCELLED):
+        # cancelled while it stopped: its stop ends it, no launch (the step read "finished")
         store.try_set_state(change.job_id, JobState.CANCELLED, executor.clock(), "cancelled")
         return "skipped: the job was cancelled while stopping"
+    if rec is None or rec.job.state.terminal:  # it may have finished while stopping
+        return "skipped: the job finished while stopping"
     new = await executor.launch(change.job_id, target)
     if new.any_exited:  # why, as the job's event says it: "failed" alone sent people to the agent's log
         raise StepFailed(f"launch on {target.describe()} failed: {judge(new)[1]}")

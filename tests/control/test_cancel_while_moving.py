@@ -56,6 +56,10 @@ def test_a_job_cancelled_while_stopping_for_a_move_is_not_launched_again(tmp_pat
             assert "m" not in ctl.executor.runs, "no run of a cancelled job"
             launches = [e for e in store.events("m") if e.kind == "launch"]
             assert len(launches) == 1, [e.message for e in launches]
+            steps = [step for rec in store.plans_with_status("applied", "failed", "applying") for step in
+                     store.steps(rec.id) if step.change.job_id == "m"]
+            assert steps and steps[-1].message == "skipped: the job was cancelled while stopping", \
+                [s.message for s in steps]
         finally:
             await ctl.stop()
 
