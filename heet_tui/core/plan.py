@@ -86,7 +86,7 @@ class JobPrediction:
 
 
 ROUGH_GUESS = ("a rough guess from how other jobs scaled here (a typical law until one ran at two sizes); "
-               "no profiling model backs it yet")
+               "the profiling model takes over once some job is measured in 6 configurations")
 
 
 def spread(relative: float | None) -> str:
