@@ -85,8 +85,8 @@ class JobPrediction:
     after_spread: float | None = 0.0
 
 
-ROUGH_GUESS = ("a rough guess from how other jobs scaled here (a typical law until one ran at two sizes); "
-               "the profiling model takes over once some job is measured in 6 configurations")
+ROUGH_GUESS = ("a rough guess from how other jobs scaled here, until some job is measured in 6 configurations "
+               "(docs/PROFILING.md)")
 
 
 def spread(relative: float | None) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Collection
 
 from heet_tui.core.durations import duration
 
@@ -52,6 +53,21 @@ def job_colour(job_id: str) -> str:
     """A stable colour per job, so the same job looks the same on every screen and every run."""
     digest = hashlib.blake2s(job_id.encode(), digest_size=2).digest()
     return _PALETTE[int.from_bytes(digest, "big") % len(_PALETTE)]
+
+
+JOB_SHAPES = "■▲●◆▼◀▶"  # a GPU cell's shape: jobs told apart without colour (NO_COLOR, colour blindness)
+
+
+def job_shape(job_id: str, taken: Collection[str] = ()) -> str:
+    """A stable shape per job, independent of its colour (two jobs of one colour mostly differ
+    in shape), the next one free where another job on the same host has it already."""
+    digest = hashlib.blake2s(job_id.encode(), digest_size=2).digest()
+    first = int.from_bytes(digest, "big") // len(_PALETTE) % len(JOB_SHAPES)
+    for i in range(len(JOB_SHAPES)):
+        shape = JOB_SHAPES[(first + i) % len(JOB_SHAPES)]
+        if shape not in taken:
+            return shape
+    return JOB_SHAPES[first]
 
 
 ID_WIDTH = 24

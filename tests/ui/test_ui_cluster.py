@@ -43,6 +43,7 @@ def test_a_drained_hosts_details_say_why_it_was_drained(make_app, backend):
 
 def test_a_gpu_someone_else_computes_on_is_marked_and_named(make_app, backend):
     """Plans keep off such a GPU; a free-looking GPU that no plan uses needs saying why."""
+    from heet_tui.ui.format import job_shape
     from heet_tui.ui.widgets.host_table import gpu_cells
 
     async def scenario():
@@ -60,7 +61,8 @@ def test_a_gpu_someone_else_computes_on_is_marked_and_named(make_app, backend):
             shown = str(detail.render())
             assert "gpu3 T4         in use outside heet: pid 4242 python (alice)" in shown, shown
             assert "gpu2 T4         free" in shown
-            assert gpu_cells(hosts[2]).plain == "■▢▢▨"
+            (job,) = {j for _, j in hosts[2].gpu_jobs}
+            assert gpu_cells(hosts[2]).plain == f"{job_shape(job)}▢▢▨"
             line = app.screen.query_one(StatusLine)
             await wait_for(pilot, lambda: "GPUs 3/12 +1 outside " in line.render().plain)
 
@@ -135,7 +137,16 @@ def test_two_jobs_on_one_host_are_told_apart_without_colour() -> None:
     from heet_tui.ui.widgets.host_table import gpu_cells
 
     gpus = tuple(Gpu(i, "T4") for i in range(6))
-    host = HostStatus("aws-0", HostState.READY, gpus=gpus,
-                      gpu_jobs=((0, "yolov3-9"), (1, "imagenet-10"), (2, "imagenet-10"), (3, "imagenet-10"),
-                                (5, "bert-2")))
-    assert gpu_cells(host).plain == "■▲▲▲▢●"
+    jobs = ((0, "yolov3-9"), (1, "imagenet-10"), (2, "imagenet-10"), (3, "imagenet-10"), (5, "bert-2"))
+    host = HostStatus("aws-0", HostState.READY, gpus=gpus, gpu_jobs=jobs)
+    cells = gpu_cells(host).plain
+    assert cells[4] == "▢" and cells[1] == cells[2] == cells[3]
+    assert len({cells[0], cells[1], cells[5]}) == 3, cells
+    # a job's shape stays when another leaves, and is its own on every host (not its order there)
+    alone = HostStatus("aws-1", HostState.READY, gpus=gpus, gpu_jobs=jobs[1:4])
+    assert gpu_cells(alone).plain[1:4] == cells[1:4]
+    # 40 jobs two by two on one host: never one shape for both
+    for i in range(40):
+        pair = HostStatus("h", HostState.READY, gpus=gpus[:2], gpu_jobs=((0, f"job-{i}"), (1, f"job-{i + 1}")))
+        first, second = gpu_cells(pair).plain
+        assert first != second, (i, first, second)

@@ -40,8 +40,8 @@ HELP = """\
 
 Footer keys show only what can be done now; with `--read-only` nothing that changes anything is offered.
 
-**Colours.** Each job has one colour on every screen; GPU cells are coloured by their job and shaped by its
-order on the host (`■` the first job there, `▲` the second, `●` the third...: told apart without colour), `▢` is free,
+**Colours.** Each job has one colour on every screen; GPU cells are coloured and shaped by their job (`■`, `▲`,
+`◆`...: jobs on one host never share a shape, so they are told apart without colour), `▢` is free,
 `✕` a drained host's free GPU, `▨` a GPU that processes heet did not start compute on (plans keep off
 it; the host's details name them). A host shown *stale* has not been heard from: its figures are the last known.
 On the Profiles screen the columns are placements, one digit per host (`4`: 4 GPUs on one host, `22`: 2

@@ -6,7 +6,7 @@ from rich.text import Text
 
 from heet_tui.core.host import HostState
 from heet_tui.core.snapshot import HostStatus, Snapshot
-from heet_tui.ui.format import duration, job_colour
+from heet_tui.ui.format import duration, job_colour, job_shape
 from heet_tui.ui.widgets.keyed_table import Cells, KeyedTable
 
 STALE_AFTER_S = 15.0
@@ -28,16 +28,15 @@ def staleness(host: HostStatus, now: float) -> float | None:
     return age if age >= STALE_AFTER_S or host.state is not HostState.READY else None
 
 
-JOB_GLYPHS = "■▲●◆▼◀▶"  # the host's first job, second, ...: told apart without colour
-
-
 def gpu_cells(host: HostStatus) -> Text:
-    """One cell per GPU, coloured by the job holding it and shaped by its order on the host (■ the
-    first job, ▲ the second...): by colour alone two jobs on one host (two oranges, or two greys
-    under NO_COLOR) read as one. Free GPUs are dim, drained ones crossed, ones that processes
-    heet did not start use hatched."""
+    """One cell per GPU, coloured and shaped by the job holding it (``job_shape``: stable, and
+    different for every job on one host): by colour alone two jobs on one host (two oranges, or
+    two greys under NO_COLOR) read as one. Free GPUs are dim, drained ones crossed, ones that
+    processes heet did not start use hatched."""
     owners = dict(host.gpu_jobs)
     shapes: dict[str, str] = {}
+    for job in sorted(set(owners.values())):  # by name: a job's shape does not change as others leave
+        shapes[job] = job_shape(job, shapes.values())
     text = Text()
     for gpu in host.gpus:
         job = owners.get(gpu.index)
@@ -46,8 +45,7 @@ def gpu_cells(host: HostStatus) -> Text:
         elif job is None:
             text.append("▢" if not host.drained else "✕", style="dim")
         else:
-            shape = shapes.setdefault(job, JOB_GLYPHS[len(shapes) % len(JOB_GLYPHS)])
-            text.append(shape, style=job_colour(job))
+            text.append(shapes[job], style=job_colour(job))
     return text
 
 
