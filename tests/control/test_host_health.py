@@ -236,9 +236,10 @@ def test_a_spread_launch_refused_on_one_host_says_why_and_the_job_moves_off_it(t
     run_and_clean(scenario, tmp_path)
 
 
-def test_a_job_waiting_beside_a_host_its_class_keeps_off_says_so(tmp_path: Path) -> None:
-    """Seen: beside a free GPU on the host its class had crashed on, a job read "the heet plan gives
-    the free 2xA100 GPUs to no job" for minutes, and nothing named the host it kept off."""
+def _kept_off_bad(tmp_path: Path, then) -> Store:
+    """Jobs "long" and "w" whose classes keep off host "bad" (runs of theirs died there), on hosts
+    bad and good of one GPU each; ``then(ctl, state, snap)`` runs once long trains on good and w
+    waits, saying why."""
     import json
 
     hosts_path = write_local_hosts(tmp_path, [("bad", "T4", 1, 1.0), ("good", "T4", 1, 1.0)])
@@ -257,74 +258,50 @@ def test_a_job_waiting_beside_a_host_its_class_keeps_off_says_so(tmp_path: Path)
             snap = await wait_for(ctl, lambda s: job(s, "long").state is JobState.RUNNING
                                   and "keeps off" in job(s, "w").message, 60, "w saying why it waits")
             assert job(snap, "long").allocation.host_names == ("good",)
-            assert ("; it keeps off bad, where a run of its model and batch size died before its first progress "
-                    "report (it goes back there when no other host could hold it, or once it is retried or updated)") in job(snap, "w").message
+            await then(ctl, state, snap)
         finally:
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+    return store
+
+
+def test_a_job_waiting_beside_a_host_its_class_keeps_off_says_so(tmp_path: Path) -> None:
+    """Seen: beside a free GPU on the host its class had crashed on, a job read "the heet plan gives
+    the free 2xA100 GPUs to no job" for minutes, and nothing named the host it kept off."""
+    async def then(ctl, state, snap) -> None:
+        assert ("; it keeps off bad, where a run of its model and batch size died before its first progress "
+                "report (it goes back there when no other host could hold it, or once it is retried or updated)"
+                ) in job(snap, "w").message
+
+    _kept_off_bad(tmp_path, then)
+
+
+async def _starts_on_bad_said(ctl, state, said: str) -> None:
+    snap = await wait_for(ctl, lambda s: job(s, "w").state is JobState.RUNNING, 60, "w to start")
+    assert job(snap, "w").allocation.host_names == ("bad",)
+    assert any(f"w: {said}, so it may run again on bad" in e.message for e in ctl.store.events("w"))
+    assert stored_health(ctl.store).avoid(("long", 32)) == {"bad"}, "the other class still keeps off"
 
 
 def test_an_updated_job_may_go_back_to_the_host_its_class_died_on(tmp_path: Path) -> None:
     """A job whose runs died on hostA for want of a workdir was fixed with `update` and retried;
     its model kept off hostA for good ("keep off it" in status minutes after it finished there)."""
-    import json
+    async def then(ctl, state, snap) -> None:
+        fixed = write_job(tmp_path, "w", steps=100_000, max_gpus=1, every=1000, extra='workdir = "."\n')
+        assert await asyncio.to_thread(main, ["--state", str(state), "update", str(fixed)]) == 0
+        await _starts_on_bad_said(ctl, state, "updated")
 
-    hosts_path = write_local_hosts(tmp_path, [("bad", "T4", 1, 1.0), ("good", "T4", 1, 1.0)])
-    state = tmp_path / "state"
-    for name in ("long", "w"):
-        assert main(["--state", str(state), "--hosts", str(hosts_path), "submit",
-                     str(write_job(tmp_path, name, steps=100_000, max_gpus=1, every=1000))]) == 0
-    store = Store(state)
-    store.set_setting("crash_avoided", json.dumps([["long", 32, ["bad"]], ["w", 32, ["bad"]]]))
-
-    async def scenario() -> None:
-        ctl = Controller(load_hosts(hosts_path), store, ControllerOptions(interval_s=0.3, auto_approve=True,
-                                                                          profile=False))
-        await ctl.start()
-        try:
-            await wait_for(ctl, lambda s: job(s, "long").state is JobState.RUNNING
-                           and "keeps off" in job(s, "w").message, 60, "w keeping off bad")
-            fixed = write_job(tmp_path, "w", steps=100_000, max_gpus=1, every=1000, extra='workdir = "."\n')
-            assert await asyncio.to_thread(main, ["--state", str(state), "update", str(fixed)]) == 0
-            snap = await wait_for(ctl, lambda s: job(s, "w").state is JobState.RUNNING, 60, "w to start")
-            assert job(snap, "w").allocation.host_names == ("bad",)
-            assert any("w: updated, so it may run again on bad" in e.message for e in store.events("w"))
-            assert stored_health(store).avoid(("long", 32)) == {"bad"}, "the other class still keeps off"
-        finally:
-            await ctl.stop()
-
-    run_and_clean(scenario, tmp_path)
+    _kept_off_bad(tmp_path, then)
 
 
 def test_a_retried_job_may_go_back_to_the_host_its_class_died_on(tmp_path: Path) -> None:
     """A sweep member's own bug (a divergence guard) crashed it on both hosts; retried after the
     fix, it ran on one, and every member of the sweep kept off the other for good."""
-    import json
+    async def then(ctl, state, snap) -> None:
+        assert await asyncio.to_thread(main, ["--state", str(state), "cancel", "w"]) == 0
+        await wait_for(ctl, lambda s: job(s, "w").state is JobState.CANCELLED, 30, "w cancelled")
+        assert await asyncio.to_thread(main, ["--state", str(state), "retry", "w"]) == 0
+        await _starts_on_bad_said(ctl, state, "retried")
 
-    hosts_path = write_local_hosts(tmp_path, [("bad", "T4", 1, 1.0), ("good", "T4", 1, 1.0)])
-    state = tmp_path / "state"
-    for name in ("long", "w"):
-        assert main(["--state", str(state), "--hosts", str(hosts_path), "submit",
-                     str(write_job(tmp_path, name, steps=100_000, max_gpus=1, every=1000))]) == 0
-    store = Store(state)
-    store.set_setting("crash_avoided", json.dumps([["long", 32, ["bad"]], ["w", 32, ["bad"]]]))  # long: on good
-
-    async def scenario() -> None:
-        ctl = Controller(load_hosts(hosts_path), store, ControllerOptions(interval_s=0.3, auto_approve=True,
-                                                                          profile=False))
-        await ctl.start()
-        try:
-            await wait_for(ctl, lambda s: job(s, "long").state is JobState.RUNNING
-                           and "keeps off" in job(s, "w").message, 60, "w keeping off bad")
-            assert await asyncio.to_thread(main, ["--state", str(state), "cancel", "w"]) == 0
-            await wait_for(ctl, lambda s: job(s, "w").state is JobState.CANCELLED, 30, "w cancelled")
-            assert await asyncio.to_thread(main, ["--state", str(state), "retry", "w"]) == 0
-            snap = await wait_for(ctl, lambda s: job(s, "w").state is JobState.RUNNING, 60, "w to start")
-            assert job(snap, "w").allocation.host_names == ("bad",)
-            assert any("w: retried, so it may run again on bad" in e.message for e in store.events("w"))
-            assert stored_health(store).avoid(("long", 32)) == {"bad"}, "the other class still keeps off"
-        finally:
-            await ctl.stop()
-
-    run_and_clean(scenario, tmp_path)
+    _kept_off_bad(tmp_path, then)

@@ -13,7 +13,8 @@ from pathlib import Path
 from control_lab import write_local_hosts
 
 
-def test_a_controller_stopped_by_sigterm_logs_why(tmp_path: Path) -> None:
+def _stopped_by(tmp_path: Path, sig: signal.Signals) -> tuple[subprocess.Popen, str, str, Path]:
+    """``heet-tui run`` on one local host, sent ``sig`` once it runs: the process, its output and its state."""
     hosts, state = write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]), tmp_path / "state"
     env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "xdg")}
     proc = subprocess.Popen([sys.executable, "-m", "heet_tui.cli.main", "run", "--hosts", str(hosts), "--state", str(state)],
@@ -22,10 +23,15 @@ def test_a_controller_stopped_by_sigterm_logs_why(tmp_path: Path) -> None:
         assert proc.stdout is not None
         first = proc.stdout.readline()
         assert first.startswith("controller running:") and "plans wait for approval" in first, first
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
+    return proc, out, err, state
+
+
+def test_a_controller_stopped_by_sigterm_logs_why(tmp_path: Path) -> None:
+    proc, out, err, state = _stopped_by(tmp_path, signal.SIGTERM)
     assert proc.returncode == 0, err
     assert "controller stopped: 0 done, 0 failed, 0 cancelled, 0 still active" in out
     log = (state / "controller.log").read_text()
@@ -123,17 +129,7 @@ def test_a_dropped_session_sighup_stops_the_controller_in_order(tmp_path: Path) 
 
 def test_ctrl_c_stops_in_order_and_exits_130(tmp_path: Path) -> None:
     """README: "130 stopped by Ctrl-C"; `run` stopped by Ctrl-C exited 0, like a clean end."""
-    hosts, state = write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]), tmp_path / "state"
-    env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "xdg")}
-    proc = subprocess.Popen([sys.executable, "-m", "heet_tui.cli.main", "run", "--hosts", str(hosts), "--state", str(state)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().startswith("controller running:")
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
+    proc, out, err, state = _stopped_by(tmp_path, signal.SIGINT)
     assert proc.returncode == 130, err
     assert "controller stopped: 0 done" in out
     assert "controller stopping (SIGINT received)" in (state / "controller.log").read_text()
