@@ -186,6 +186,10 @@ def held_back(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str], drai
     predicted = gain(plan, book, unmeasured)
     if predicted >= threshold:
         return None
+    effect = plan.effect
+    if effect.avg_jct_s is not None and effect.avg_jct_before_s and \
+            effect.avg_jct_s <= effect.avg_jct_before_s * (1 - threshold):
+        return None  # "gain 0.0%, below the threshold" was said of a plan predicted to halve the average JCT
     return f"its predicted gain, {predicted:.1%}, is below the auto-approve threshold of {threshold:.0%}"
 
 

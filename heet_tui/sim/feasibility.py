@@ -40,8 +40,10 @@ def never_given(job: SimJob, policy: object, type_capacity: Mapping[str, int]) -
     if not getattr(policy, "gives_rigid_count", False):
         return ""
     want = max(job.min_gpus, min(job.max_gpus, job.spec.num_replicas))
-    most = max(type_capacity.values(), default=0)
+    # of the types its model was profiled on, as far as profiled: a T4 count beside no T4 profile
+    # let a 12-GPU job wait 60 simulated hours on a cluster whose profiled type held 8
+    most = max((min(cap, job.physics.max_gpus(t)) for t, cap in type_capacity.items()), default=0)
     if want <= most:
         return ""
     return (f"policy {getattr(policy, 'name', '?')!r} gives each job exactly the {want} GPUs it asks for "
-            f"(num_replicas), and the most of one type here is {most}")
+            f"(num_replicas), and the most of one type its model was profiled on, as far as profiled, is {most}")

@@ -134,10 +134,20 @@ class ControllerLink:
             self._show_aged()
 
 
-def file_stamp(path: Path | None) -> tuple[float, float, int, int] | None:
-    """When the file last changed, its content or its mode (a ``chmod go-w`` the refusal asked for)."""
+def file_stamp(path: Path | None) -> tuple | None:
+    """When the file last changed, its content or its mode, and the modes and owners of the
+    directories above it: a ``chmod go-w`` the refusal asked for, of the file or of a directory."""
+    if path is None:
+        return None
     try:
-        info = path.stat() if path is not None else None
+        info = path.stat()
     except OSError:
         return None
-    return (info.st_mtime, info.st_ctime, info.st_size, info.st_mode) if info is not None else None
+    above = []
+    for folder in path.absolute().parents:
+        try:
+            st = folder.stat()
+        except OSError:
+            break
+        above.append((st.st_mode, st.st_uid))
+    return info.st_mtime, info.st_ctime, info.st_size, info.st_mode, tuple(above)

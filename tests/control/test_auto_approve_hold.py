@@ -27,6 +27,14 @@ def test_a_plan_of_starts_is_applied_whatever_its_predicted_gain() -> None:
     assert held_back(grow, book, frozenset(), set(), 0.05) == (
         "its predicted gain, 1.0%, is below the auto-approve threshold of 5%")
     assert held_back(grow, book, frozenset(), set(), 0.005) is None
+    # a small throughput gain but a much shorter predicted average JCT (a queued job starts sooner):
+    # "gain 1.0%, below the threshold" beside "14m11s with this plan, 28m08s without it"
+    from dataclasses import replace
+
+    sooner = replace(grow, effect=replace(grow.effect, avg_jct_s=851.0, avg_jct_before_s=1688.0))
+    assert held_back(sooner, book, frozenset(), set(), 0.05) is None
+    barely = replace(grow, effect=replace(grow.effect, avg_jct_s=1650.0, avg_jct_before_s=1688.0))
+    assert held_back(barely, book, frozenset(), set(), 0.05) is not None, "2% sooner: below the threshold"
 
 
 def test_a_move_off_gpus_the_spec_no_longer_allows_is_applied_whatever_it_gains() -> None:

@@ -46,7 +46,7 @@ def test_with_no_controller_it_shows_the_declared_hosts_drains_and_job_counts(
     # the policy and auto-approve the next controller starts with are the store's (null read as unknown,
     # while plan show --json said auto-approve was on)
     assert report["controller"] == dict.fromkeys(CONTROLLER_KEYS) | {"running": False, "policy": "heet",
-                                                                      "auto_approve": False}
+                                                                      "auto_approve": False, "read_only": False}
     Store(tmp_path / "state").set_setting("auto_approve", "true")
     assert main(["status", "--json", *state]) == 0
     assert json.loads(capsys.readouterr().out)["controller"]["auto_approve"] is True

@@ -270,8 +270,15 @@ def test_a_rigid_count_no_gpu_type_holds_is_unschedulable_at_submission(physics)
     (record,) = sim.run()
     assert record.outcome == "unschedulable"
     assert record.message == ("policy 'fifo' gives each job exactly the 500 GPUs it asks for (num_replicas), "
-                              "and the most of one type here is 4"), record.message
+                              "and the most of one type its model was profiled on, as far as profiled, is 4"), \
+        record.message
     assert sim.rounds <= 2, "said when it was submitted"
+    # 16 T4s, but cifar10 is profiled on at most 12 of them: 14 never run (it waited 240 rounds)
+    beyond = Simulation(cluster_of(("aws", 4)), [WorkloadJob("wide", 0.0, "cifar10", 14, 4096)], physics,
+                        make_policy("fifo"))
+    (record,) = beyond.run()
+    assert record.outcome == "unschedulable" and record.message.endswith("as far as profiled, is 12"), record.message
+    assert beyond.rounds <= 2
     elastic = Simulation(cluster_of(("aws", 1)), [WorkloadJob("huge", 0.0, "cifar10", 500, 4096)], physics,
                          make_policy("heet"))
     (ran,) = elastic.run()

@@ -49,7 +49,11 @@ def test_the_controller_starts_once_the_hosts_file_reads_well(tmp_path: Path) ->
             path.chmod(0o666)  # refused: every user may write it
             await wait_for(pilot, lambda: "every user can write it" in str(problem.render()), tries=600)
             assert app.backend is None
-            path.chmod(0o600)  # as the refusal asks: no edit, no key pressed in the TUI
+            path.chmod(0o600)
+            tmp_path.chmod(0o777)  # the directory above it, now: refused for that
+            await wait_for(pilot, lambda: "may be written by every user" in str(problem.render()), tries=600)
+            assert app.backend is None
+            tmp_path.chmod(0o700)  # as the refusal asks: no edit, no key pressed in the TUI
             await wait_for(pilot, lambda: app.latest is not None and app.latest.mode == "controller", tries=600)
             assert [h.name for h in app.latest.hosts] == ["only"]
             assert app.retry is None

@@ -134,7 +134,7 @@ def _stored_report(store: Store, hosts_arg: str | None) -> dict[str, Any]:
             for h in hosts]
     # what the next controller on this state starts with, as `plan show --json` says it (null read as unknown)
     remembered = {"policy": store.setting("policy") or "heet",
-                  "auto_approve": bool(json.loads(store.setting("auto_approve") or "false"))}
+                  "auto_approve": bool(json.loads(store.setting("auto_approve") or "false")), "read_only": False}
     return {"controller": {"running": False, **remembered}, "hosts": rows,
             "jobs": _ordered(Counter(store.state_counts())), "plan": None, "notices": []}
 
