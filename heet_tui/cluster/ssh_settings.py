@@ -21,6 +21,7 @@ from heet_tui.cluster.errors import ClusterError
 from heet_tui.config.fields import JUMP_SPEC
 from heet_tui.config.file_safety import others_can_write
 from heet_tui.config.hosts_file import HostEntry
+from heet_tui.config.ssh_aliases import directive_args
 
 _JUMP = JUMP_SPEC
 
@@ -85,14 +86,11 @@ def _with_included(paths: tuple[Path, ...], depth: int = 0) -> list[Path]:
         return out
     for path in paths:
         try:
-            lines = path.expanduser().read_text(encoding="utf-8", errors="replace").splitlines()
+            text = path.expanduser().read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        for line in lines:
-            words = line.replace("=", " ", 1).split()
-            if len(words) < 2 or words[0].lower() != "include":
-                continue
-            for pattern in words[1:]:
+        for words in directive_args(text, "include"):
+            for pattern in words:
                 name = Path(os.path.expanduser(pattern))
                 name = name if name.is_absolute() else Path("~/.ssh").expanduser() / name
                 found = tuple(Path(p) for p in sorted(glob.glob(str(name))))

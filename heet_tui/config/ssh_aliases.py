@@ -19,9 +19,15 @@ def ssh_aliases(config: Path | None = None) -> set[str]:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return set()
-    names: set[str] = set()
+    return {w for words in directive_args(text, "host") for w in words if not any(c in w for c in "*?!")}
+
+
+def directive_args(text: str, keyword: str) -> list[list[str]]:
+    """The arguments of each ``keyword`` line of an OpenSSH config (``Key value`` or ``Key=value``,
+    the keyword in any case), in file order."""
+    out = []
     for line in text.splitlines():
         words = line.replace("=", " ", 1).split()
-        if len(words) > 1 and words[0].lower() == "host":
-            names.update(w for w in words[1:] if not any(c in w for c in "*?!"))
-    return names
+        if len(words) > 1 and words[0].lower() == keyword:
+            out.append(words[1:])
+    return out

@@ -47,6 +47,7 @@ from heet_tui.control.profiling_rounds import profile_idle_types, profile_new_jo
 from heet_tui.control.progress_reports import note_bad_progress
 from heet_tui.control.proposals import RETRY_FAILED_PLAN_S, propose
 from heet_tui.control.recovery import rebuild_runs, reconcile_host
+from heet_tui.control.remembered import remembered_auto_approve, remembered_policy
 from heet_tui.control.round_errors import RoundErrors
 from heet_tui.control.sessions import succeed
 from heet_tui.control.snapshot_build import build_snapshot
@@ -100,11 +101,11 @@ class Controller:
         self.executor = Executor(self.cluster, hosts, store, self.book, self.opt.execution, clock, self.poke)
         self.intents = IntentHandler(self)
         self.hosts_reloader = HostsReloader(hosts.path)
-        self.policy_name = store.setting("policy") or self.opt.policy
+        self.policy_name = remembered_policy(store, self.opt.policy)
         self.policy = planning.make_named_policy(self.policy_name)
         if self.opt.auto_approve is not None and not self.opt.read_only:
             store.set_setting("auto_approve", json.dumps(self.opt.auto_approve))
-        self.auto_approve = not self.opt.read_only and json.loads(store.setting("auto_approve") or "false")
+        self.auto_approve = not self.opt.read_only and remembered_auto_approve(store)
         self.executor.read_only = self.opt.read_only
         self.pending_plan_id: int | None = None
         self.plan_made: PlanMade | None = None  # the latest plan, proposed or not (waiting.py)

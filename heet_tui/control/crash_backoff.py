@@ -6,11 +6,10 @@ A size the job never ran at that crashed before its first report is left out of 
 
 from __future__ import annotations
 
-import json
-
 from heet_tui.control.crash_hints import refused_for_good
 from heet_tui.control.crashed_sizes import new_size_that_crashed, save_crashed_sizes
 from heet_tui.control.job_log import fail_with_log_tail
+from heet_tui.control.remembered import remembered_auto_approve
 from heet_tui.control.runtime import STALLED, Run, backoff_s
 from heet_tui.control.stalls import BUFFERED, NONE_SEEN
 from heet_tui.core.job import JobState
@@ -34,6 +33,6 @@ def after_crash(executor, run: Run, why: str) -> None:
     wait = backoff_s(crashes, executor.opt.retry_backoff_s)
     executor.backoff_until[job_id] = now + wait
     retry = f"retry {crashes}/{executor.opt.max_retries}"
-    if not run.profiling and not json.loads(store.setting("auto_approve") or "false"):
+    if not run.profiling and not remembered_auto_approve(store):
         retry += " in a plan for you to approve"  # manual mode: nothing restarts it by itself
     store.try_set_state(job_id, JobState.QUEUED, now, f"{why}; {retry} in {wait:.0f} s")

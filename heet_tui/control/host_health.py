@@ -135,16 +135,23 @@ class HostHealth:
 def stored_health(store: Store) -> HostHealth:
     """A HostHealth that keeps ``avoided`` in ``store``, starting from what it holds there for
     the classes of live jobs (unreadable: nothing is avoided, and a class may crash once more)."""
-    def live() -> set[JobClass]:
-        return {(rec.job.spec.model, rec.job.spec.batch_size) for rec in store.jobs(include_terminal=False)}
-
     def save(avoided: dict[JobClass, set[str]]) -> None:
-        keep = live()
+        keep = _live_classes(store)
         store.set_setting(AVOIDED, json.dumps([[m, b, sorted(hosts)] for (m, b), hosts in sorted(avoided.items())
                                                if hosts and (m, b) in keep]))
 
-    keep = live()
-    return HostHealth(avoided={c: hosts for c, hosts in stored_avoided(store).items() if c in keep}, saved=save)
+    return HostHealth(avoided=live_avoided(store), saved=save)
+
+
+def _live_classes(store: Store) -> set[JobClass]:
+    return {(rec.job.spec.model, rec.job.spec.batch_size) for rec in store.jobs(include_terminal=False)}
+
+
+def live_avoided(store: Store) -> dict[JobClass, set[str]]:
+    """The hosts each class of a live job keeps off, as the store holds them: a class with no
+    live job is forgotten (what a controller starts from, and what ``status`` names)."""
+    keep = _live_classes(store)
+    return {c: hosts for c, hosts in stored_avoided(store).items() if c in keep}
 
 
 def stored_avoided(store: Store) -> dict[JobClass, set[str]]:

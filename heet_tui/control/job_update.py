@@ -207,7 +207,7 @@ async def follow_requests(ctl: Controller, active: list[JobRecord]) -> None:
         elif (why := _fixed(rec)) and (hosts := ctl.executor.health.forgive_class(
                 (rec.job.spec.model, rec.job.spec.batch_size))):
             # a sweep member's own bug kept every member off a host for good, the host blamed
-            ctl.store.add_event(ctl.clock(), why, f"{rec.job.id}: {'updated' if why == 'update' else 'retried'}, so it may run again on "
+            ctl.store.add_event(ctl.clock(), why, f"{rec.job.id}: {FIXED_BY[why]}, so it may run again on "
                                 f"{', '.join(sorted(hosts))}, where a run of its model died at once", rec.job.id)
         elif (run := ctl.executor.runs.get(rec.job.id)) is not None:
             run.spec = rec.job.spec
@@ -217,6 +217,9 @@ async def follow_requests(ctl: Controller, active: list[JobRecord]) -> None:
                 relaunch.append(run)  # a host not (yet) connected: once it is, or once it is lost
     if relaunch and (ctl.applying is None or ctl.applying.done()):  # else after the plan being applied
         ctl.applying = asyncio.get_running_loop().create_task(_relaunch_in_place(ctl, relaunch))
+
+
+FIXED_BY = {"update": "updated", "retry": "retried"}  # _fixed's answers, as an event says them
 
 
 def _fixed(rec: JobRecord) -> str:

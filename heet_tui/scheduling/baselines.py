@@ -27,8 +27,13 @@ from heet_tui.scheduling.problem import JobInfo, Problem
 
 def rigid_count(info: JobInfo) -> int:
     job = info.view
-    want = job.requested_gpus if job.requested_gpus is not None else info.min_gpus
-    return max(info.min_gpus, min(info.max_gpus, want))
+    return rigid_gpus(info.min_gpus, info.max_gpus, job.requested_gpus)
+
+
+def rigid_gpus(min_gpus: int, max_gpus: int, requested: int | None) -> int:
+    """The one count a rigid policy gives a job: its request, within its range (the simulator
+    checks at submission that some GPU type holds that many)."""
+    return max(min_gpus, min(max_gpus, requested if requested is not None else min_gpus))
 
 
 def _finish(name: str, problem: Problem, targets: dict[str, tuple[str, int]], order: list[str],

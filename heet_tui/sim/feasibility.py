@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from heet_tui.scheduling.baselines import rigid_gpus
 from heet_tui.sim.state import SimJob
 
 
@@ -39,7 +40,7 @@ def never_given(job: SimJob, policy: object, type_capacity: Mapping[str, int]) -
     idle rounds (at 900 s rounds, simulated days after it)."""
     if not getattr(policy, "gives_rigid_count", False):
         return ""
-    want = max(job.min_gpus, min(job.max_gpus, job.spec.num_replicas))
+    want = rigid_gpus(job.min_gpus, job.max_gpus, job.spec.num_replicas)
     # of the types its model was profiled on, as far as profiled: a T4 count beside no T4 profile
     # let a 12-GPU job wait 60 simulated hours on a cluster whose profiled type held 8
     most = max((min(cap, job.physics.max_gpus(t)) for t, cap in type_capacity.items()), default=0)

@@ -22,9 +22,9 @@ def hosts_copy(tmp_path: Path) -> Path:
     return path
 
 
-async def open_add_form(pilot, app) -> HostFormDialog:
-    """The hosts screen with the fixture's two hosts, then n: the empty form."""
-    await wait_for(pilot, lambda: app.screen.table.row_count == 2)
+async def open_add_form(pilot, app, rows: int = 2) -> HostFormDialog:
+    """The hosts screen with its ``rows`` hosts (the fixture's two), then n: the empty form."""
+    await wait_for(pilot, lambda: app.screen.table.row_count == rows)
     await pilot.press("n")
     await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
     return app.screen

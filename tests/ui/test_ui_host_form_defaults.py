@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tomllib
 
-from hosts_support import fill
+from hosts_support import fill, hosts_copy, open_add_form
 from textual.widgets import Checkbox, Input
 from ui_support import SIZE, run, wait_for
 
@@ -77,8 +77,6 @@ def test_the_form_shows_and_writes_what_defaults_leave_a_host(make_app, tmp_path
 
 def test_a_refused_save_goes_to_the_field_it_names(make_app, tmp_path):
     """A port typed as "Q": the error said so, and focus stayed on the last field, ten tabs away."""
-    from hosts_support import hosts_copy, open_add_form
-
     path = hosts_copy(tmp_path)
 
     async def scenario():
@@ -128,10 +126,7 @@ def test_an_empty_python_field_says_what_a_local_host_runs(make_app, tmp_path):
     async def scenario():
         app = make_app("hosts", hosts_path=path)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.screen.table.row_count == 1)
-            await pilot.press("n")
-            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
-            form = app.screen
+            form = await open_add_form(pilot, app, rows=1)
             python = form.query_one("#f-python", Input)
             assert python.placeholder == "default: heet-tui's own interpreter", "every host here is local"
             form.query_one("#f-transport", Select).value = "ssh"

@@ -429,10 +429,7 @@ def test_a_local_host_given_an_address_is_asked_to_choose(make_app, tmp_path):
     async def scenario():
         app = make_app("hosts", hosts_path=path)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.screen.table.row_count == 1)
-            await pilot.press("n")
-            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
-            form = app.screen
+            form = await open_add_form(pilot, app, rows=1)
             assert form.query_one("#f-transport", Select).value == "local", "every host of the file is local"
             await fill(pilot, form, name="spare", address="spare-gpu")
             await pilot.press("ctrl+s")

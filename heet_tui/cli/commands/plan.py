@@ -20,6 +20,7 @@ from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_location_options
 from heet_tui.cli.table import aligned
 from heet_tui.control.attach_client import AttachedBackend, ControllerGone
+from heet_tui.control.remembered import remembered_auto_approve
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store_records import StepRecord
 from heet_tui.core.durations import duration
@@ -77,7 +78,7 @@ def _stored_mode(store) -> dict[str, object]:
     """``plan show --json``'s other keys as the store has them: the same keys with or without a
     controller (without one it printed no JSON at all, and a past plan had only "plan")."""
     running = controller_running(store.dir) is not None
-    return {"auto_approve": json.loads(store.setting("auto_approve") or "false"), "read_only": False,
+    return {"auto_approve": remembered_auto_approve(store), "read_only": False,
             "controller_running": running}
 
 

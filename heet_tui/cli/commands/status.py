@@ -26,8 +26,9 @@ from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.attach_client import AttachedBackend, ControllerGone
 from heet_tui.control.drains import drain_reasons, drained_hosts
-from heet_tui.control.host_health import stored_avoided
+from heet_tui.control.host_health import live_avoided
 from heet_tui.control.hosts_choice import chosen_hosts_path
+from heet_tui.control.remembered import remembered_auto_approve, remembered_policy
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store
 from heet_tui.core.host import HostState
@@ -110,8 +111,7 @@ def _live_report(snap: Snapshot, pid: int, store: Store) -> dict[str, Any]:
 def _with_kept_off(rows: list[dict[str, Any]], store: Store) -> list[dict[str, Any]]:
     """Each host's note names the jobs' models that keep off it, where a run of theirs died at once
     (control/host_health.py): the host read "ready", with nothing to say why its GPUs stayed idle."""
-    live = {(r.job.spec.model, r.job.spec.batch_size) for r in store.jobs(include_terminal=False)}
-    avoided = {c: hosts for c, hosts in stored_avoided(store).items() if c in live}  # as the controller reads it
+    avoided = live_avoided(store)
     off = {h: sorted(f"model {m} at batch {b}" for (m, b), hosts in avoided.items() if h in hosts)
            for hosts in avoided.values() for h in hosts}
     for row in rows:
@@ -133,8 +133,7 @@ def _stored_report(store: Store, hosts_arg: str | None) -> dict[str, Any]:
              "drained": h.name in drained, "note": why.get(h.name, "drained by hand") if h.name in drained else ""}
             for h in hosts]
     # what the next controller on this state starts with, as `plan show --json` says it (null read as unknown)
-    remembered = {"policy": store.setting("policy") or "heet",
-                  "auto_approve": bool(json.loads(store.setting("auto_approve") or "false")), "read_only": False}
+    remembered = {"policy": remembered_policy(store), "auto_approve": remembered_auto_approve(store), "read_only": False}
     return {"controller": {"running": False, **remembered}, "hosts": rows,
             "jobs": _ordered(Counter(store.state_counts())), "plan": None, "notices": []}
 
