@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import pwd
 import subprocess
+import time
+from pathlib import Path
 
 from heet_agent.gpu_users import mark_others
 from heet_agent.inventory import parse_compute_apps_csv, parse_nvidia_smi_csv
@@ -49,6 +51,11 @@ def test_another_state_stores_heet_job_is_named_as_such() -> None:
     other = subprocess.Popen(["sleep", "60"], start_new_session=True,
                              env={**os.environ, "HEET_JOB_ID": "train.r0.5e4f1ec2"})
     try:
+        # until it has exec'd, the child's /proc environ is this process's (no HEET_JOB_ID): read
+        # at that moment under load, the test failed with no job named
+        deadline = time.monotonic() + 10
+        while b"HEET_JOB_ID=" not in Path(f"/proc/{other.pid}/environ").read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)
         gpus = [{"index": 0, "processes": [other.pid]}]
         mark_others(gpus, [])
         assert gpus[0]["others"][0]["heet_job"] == "train.r0.5e4f1ec2"
