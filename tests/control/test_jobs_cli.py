@@ -59,6 +59,30 @@ def test_submit_list_cancel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert (rows["cnn"]["min_gpus"], rows["cnn"]["max_gpus"]) == tuple(map(int, rows["cnn"]["gpus"].split("-")))
 
 
+def test_the_listing_says_which_host_holds_a_jobs_checkpoint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The checkpoint's path alone is no use to a script fetching it: hosts share no filesystem."""
+    import time
+
+    from heet_tui.control.checkpoint_hosts import CheckpointHosts
+    from heet_tui.core.allocation import Allocation
+
+    spec = tmp_path / "job.toml"
+    spec.write_text(JOB)
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "submit", str(spec)]) == 0
+    store = Store(tmp_path / "state")
+    store.update_progress("cnn", 40, 1280.0, "/w/ck/cnn", 5.0)
+    CheckpointHosts(store, time.time).remember("cnn", "gpu-b")
+    capsys.readouterr()
+    assert main([*state, "jobs", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["jobs"][0]
+    assert (row["checkpoint"], row["checkpoint_host"]) == ("/w/ck/cnn", "gpu-b")
+    store.set_state("cnn", JobState.RUNNING, 10.0)
+    store.record_allocation(Allocation.of("cnn", "T4", {"gpu-c": [0]}), 1, 10.0, store.job("cnn").job.spec)
+    assert main([*state, "jobs", "cnn", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["checkpoint_host"] == "gpu-c", "rank 0's host writes the next one"
+
+
 def test_a_failed_jobs_whole_message_is_shown(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "100")

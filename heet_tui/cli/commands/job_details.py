@@ -27,8 +27,9 @@ from heet_tui.core.metrics import describe
 from heet_tui.core.sched_input import Constraints
 
 
-def job_row(rec: JobRecord, alloc: tuple[Allocation, int] | None) -> dict:
-    """A job as ``heet-tui jobs --json`` lists it."""
+def job_row(rec: JobRecord, alloc: tuple[Allocation, int] | None, checkpoint_hosts: dict[str, str]) -> dict:
+    """A job as ``heet-tui jobs --json`` lists it (``checkpoint_hosts``: the store's job -> host of
+    its latest checkpoint, read once for a listing)."""
     job, spec = rec.job, rec.job.spec
     ended_at = job.ended_at
     return {
@@ -40,6 +41,8 @@ def job_row(rec: JobRecord, alloc: tuple[Allocation, int] | None) -> dict:
         "gpu_type": alloc[0].gpu_type if alloc else None, "num_gpus": alloc[0].num_gpus if alloc else 0,
         "hosts": {h: list(ix) for h, ix in alloc[0].hosts} if alloc else {},
         "generation": rec.generation, "restarts": job.restarts, "checkpoint": rec.checkpoint,
+        # the path alone was no use to a script that fetches it: hosts share no filesystem
+        "checkpoint_host": checkpoint_host(rec, alloc, checkpoint_hosts) if rec.checkpoint else None,
         "submitted_at": job.submitted_at, "message": job.message, "cancel_requested": rec.cancel_requested,
         "ended_at": ended_at, "jct_s": None if ended_at is None else round(ended_at - job.submitted_at, 3),
         "metrics": dict(job.metrics), "spec_file": rec.spec_file or None,
@@ -62,7 +65,7 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
     alloc = store.current_allocations().get(job.id)
     found = store.events(job.id, limit=max(1, events))
     if as_json:
-        print(json.dumps({**job_row(rec, alloc), "spec": spec_to_obj(spec), "crashes": rec.crashes,
+        print(json.dumps({**job_row(rec, alloc, stored_checkpoint_hosts(store)), "spec": spec_to_obj(spec), "crashes": rec.crashes,
                           "history": [{"at": at, "state": state.value} for at, state in job.history],
                           "events": [_event_obj(e) for e in found]}, indent=2))
         return 0
@@ -111,8 +114,18 @@ def _checkpoint(store: Store, rec: JobRecord, alloc: tuple[Allocation, int] | No
     path = rec.checkpoint or rec.job.spec.checkpoint_dir
     if not path:
         return "none reported yet"
-    host = alloc[0].hosts[0][0] if alloc else json.loads(store.setting(HOSTS_SETTING) or "{}").get(rec.job.id)
+    host = checkpoint_host(rec, alloc, stored_checkpoint_hosts(store))
     return path + (f"   (on {host})" if host else "")
+
+
+def stored_checkpoint_hosts(store: Store) -> dict[str, str]:
+    return json.loads(store.setting(HOSTS_SETTING) or "{}")
+
+
+def checkpoint_host(rec: JobRecord, alloc: tuple[Allocation, int] | None, stored: dict[str, str]) -> str | None:
+    """The host of rank 0 while the job runs (it writes the next checkpoint), else the one the
+    store remembers."""
+    return alloc[0].hosts[0][0] if alloc else stored.get(rec.job.id)
 
 
 def _progress(rec: JobRecord) -> str:

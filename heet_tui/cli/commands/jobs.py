@@ -8,7 +8,7 @@ import json
 import time
 from pathlib import Path
 
-from heet_tui.cli.commands.job_details import job_row, show_job
+from heet_tui.cli.commands.job_details import job_row, show_job, stored_checkpoint_hosts
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_location_options
 from heet_tui.cli.table import first_line, line_room
@@ -65,7 +65,8 @@ def job_rows(store: Store, ended: int | None = None) -> tuple[list[dict], int]:
     records = store.jobs(ended=ended)
     ended_in_store = sum(n for state, n in store.state_counts().items() if JobState(state).terminal)
     left_out = ended_in_store - sum(r.job.state.terminal for r in records)
-    rows = [job_row(rec, allocations.get(rec.job.id)) for rec in records]
+    at_hosts = stored_checkpoint_hosts(store)
+    rows = [job_row(rec, allocations.get(rec.job.id), at_hosts) for rec in records]
     for row in rows:  # what it ran at lately, recorded every 10 s: scripts had to parse `jobs NAME` for it
         latest = store.latest_observation(row["id"], "running") if row["allocation"] else None
         row["samples_per_s"], row["samples_per_s_at"] = (round(latest[3], 3), latest[4]) if latest else (None, None)
