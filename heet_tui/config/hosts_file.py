@@ -247,6 +247,10 @@ def _host(path: Path, raw: Mapping[str, Any], i: int, index: LineIndex, d: Defau
     transport = f.string("transport", "ssh") or "ssh"
     if transport not in TRANSPORTS:
         raise f.error("transport", f'key "transport": unknown transport "{transport}" (expected "ssh" or "local")')
+    if transport == "local" and (given := [k for k in ("address", "port", "user", "jump") if raw.get(k) not in (None, "")]):
+        # a host "spare" with address "spare-gpu" ran its jobs on the login node (the form and hosts add refuse it)
+        raise f.error(given[0], f'key "{given[0]}": a local host runs on this machine, without SSH, and would not use '
+                      f'{" or ".join(given)}; remove transport = "local" to reach it over SSH, or remove {" and ".join(given)}')
     address = f.string("address", name, SAFE_ADDRESS, "a valid address or ssh-config alias") or name
     if address.startswith("-"):
         raise f.error("address", f'key "address": "{address}" must not start with "-"')

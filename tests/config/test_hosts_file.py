@@ -169,12 +169,19 @@ def test_a_file_saved_with_a_byte_order_mark_reads_and_edits_as_without(tmp_path
     ('python = "/usr/bin/python3;id"', 'key "python": "/usr/bin/python3;id" is not a command name or path'),
     ('python = "-c"', 'key "python": "-c" is not a command name or path'),
     (r'rack = "r1\u001b]0;PWNED\u0007"', 'key "rack": '),  # hosts list printed it raw: a new window title
+    # a host "spare" with address "spare-gpu" ran its jobs here, on the login node
+    ('address = "spare-gpu"\nport = 22\ntransport = "local"', 'key "address": a local host runs on this machine, '
+     'without SSH, and would not use address or port; remove transport = "local" to reach it over SSH'),
 ])
 def test_what_only_hosts_check_caught_is_refused_when_the_file_is_read(host: str, expected: str) -> None:
     with pytest.raises(ConfigError, match="^" + re.escape(f'hosts.toml:3: host "v": {expected}')):
         parse_hosts_text(f'[[hosts]]\nname = "v"\n{host}\n', Path("hosts.toml"))
     fine = parse_hosts_text('[[hosts]]\nname = "v"\njump = "u@[::1]:2222"\ngpus = [1]\n'
                             'emulate = { gpu_type = "T4", count = 2 }\n', Path("hosts.toml")).hosts[0]
+    # [defaults] user, port and jump are for the ssh hosts: a local host beside them is fine, and jump = "" too
+    local = parse_hosts_text('[defaults]\nuser = "me"\nport = 2222\njump = "bastion"\n[[hosts]]\nname = "here"\n'
+                             'transport = "local"\njump = ""\n', Path("hosts.toml")).hosts[0]
+    assert local.transport == "local"
     assert (fine.jump, fine.gpus) == ("u@[::1]:2222", (1,))
 
 
