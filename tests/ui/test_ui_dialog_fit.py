@@ -198,3 +198,23 @@ def test_every_other_dialog_fits_a_70x20_terminal(make_app, name):
                 assert fully_shown(app, button), f"{name}: {button.id} is not visible"
 
     run(scenario())
+
+
+@pytest.mark.parametrize(("name", "keys"), [("confirm", {"y Yes", "n No"}), ("host key", {"esc Not now"}),
+                                            ("prompt", {"esc Cancel"})])
+def test_a_dialog_footer_names_its_own_keys_not_the_screens_below(make_app, name, keys):
+    """The Jobs screen's footer stayed under a cancel question, reading "n Submit" where n said No."""
+    async def scenario():
+        from ui_support import footer
+
+        app = make_app("jobs")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None)
+            app.push_screen(other_dialogs()[name]())
+            await pilot.pause()
+            await pilot.pause()
+            shown = footer(app)
+            assert keys <= shown and not any("Submit" in entry for entry in shown), shown
+            assert box_fits(app), f"{name}: {dialog_box(app).region} does not fit with its footer"
+
+    run(scenario())

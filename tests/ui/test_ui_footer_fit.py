@@ -20,11 +20,13 @@ def test_every_footer_key_shows_at_80_columns(make_app, mode):
     async def scenario():
         app = make_app(mode)
         async with app.run_test(size=(80, 24)) as pilot:
-            await wait_for(pilot, lambda: "q Quit" in footer(app))
-            await pilot.pause()
-            keys = list(app.screen.query(FooterKey))
-            hidden = [f"{k.key_display} {k.description}" for k in keys if not fully_shown(app, k)]
-            assert not hidden, f"{mode}: cut off or covered at 80 columns: {hidden}"
+            def hidden() -> list[str]:
+                keys = list(app.screen.query(FooterKey))
+                return [f"{k.key_display} {k.description}" for k in keys if not fully_shown(app, k)]
+
+            # the footer recomposes compact after its first refresh: under load one pause was not enough
+            await wait_for(pilot, lambda: "q Quit" in footer(app) and "^p palette" not in footer(app) and not hidden())
+            assert not hidden(), f"{mode}: cut off or covered at 80 columns: {hidden()}"
             assert "^p palette" not in footer(app), "the palette key gives way (ctrl+p still opens it)"
 
     run(scenario())

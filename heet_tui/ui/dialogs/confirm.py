@@ -7,6 +7,7 @@ from textual.binding import Binding
 from textual.widgets import Button, Label
 
 from heet_tui.ui.dialogs.base import Dialog, DialogBox, dialog_foot
+from heet_tui.ui.widgets.screen_footer import ScreenFooter
 
 
 class ConfirmDialog(Dialog[bool]):
@@ -24,6 +25,7 @@ class ConfirmDialog(Dialog[bool]):
         with DialogBox():
             yield Label(self.question, id="question", markup=False)
             yield dialog_foot(Button("No", id="no"), Button(self.yes, id="yes", variant="error"))
+        yield ScreenFooter()  # the keys answering it: the screen's own footer below read "n Submit"
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")

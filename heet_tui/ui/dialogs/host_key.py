@@ -9,6 +9,7 @@ from textual.binding import Binding
 from textual.widgets import Button, Label, Static
 
 from heet_tui.ui.dialogs.base import Dialog, DialogBox, dialog_foot
+from heet_tui.ui.widgets.screen_footer import ScreenFooter
 
 _UNKNOWN_FOR = re.compile(r"unknown host key \S+ for (\S+?);")
 _CHANGED_FOR = re.compile(r"HOST KEY CHANGED for (\S+?): it now presents \S+, which differs from (.+?); ")
@@ -74,6 +75,7 @@ class HostKeyDialog(Dialog[bool]):
             elif self.detail:
                 yield Label(self.detail, markup=False)
             yield dialog_foot(Button("Not now", id="no"), Button("Trust this key", id="yes", variant="warning"))
+        yield ScreenFooter()  # its own keys: the screen's footer below named keys that do nothing here
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")

@@ -94,8 +94,14 @@ class JobLogDialog(Dialog[None]):
             self._loading = False
         self.fetches += 1
         self.query_one("#log", Static).update(text)
-        if self._at_end:  # scrolled up to read an earlier line: a new read keeps the place
-            self.query_one(DialogBox).scroll_end(animate=False)
+        # scrolled up to read an earlier line: a new read keeps the place. Asked once the new lines
+        # are laid out, whether to follow them: a scroll to the end asked for at the read landed after
+        # a scroll up made meanwhile and took the reader back down
+        self.call_after_refresh(self._follow_to_end)
+
+    def _follow_to_end(self) -> None:
+        if self._at_end and self.is_attached:
+            self.query_one(DialogBox).scroll_end(animate=False, immediate=True)
 
     def action_close(self) -> None:
         self.dismiss(None)

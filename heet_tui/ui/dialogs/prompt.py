@@ -13,6 +13,7 @@ from textual.widgets import Input, Label
 
 from heet_tui.ui.dialogs.base import Dialog, DialogBox
 from heet_tui.ui.path_completion import PathSuggester
+from heet_tui.ui.widgets.screen_footer import ScreenFooter
 
 SHOWN = 6
 
@@ -42,6 +43,7 @@ class PromptDialog(Dialog[str | None]):
             yield Input(self.value, suggester=suggester)
             if self.suggestions or self._paths is not None:
                 yield Label(self._hint(self.value), id="hint", classes="hint", markup=False)
+        yield ScreenFooter()  # its own keys: the screen's footer below named keys that do nothing here
 
     def _hint(self, typed: str) -> str:
         if self._paths is not None:
