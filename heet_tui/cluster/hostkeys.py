@@ -13,7 +13,7 @@ from pathlib import Path
 import asyncssh
 
 from heet_tui.cluster.errors import ClusterError, HostKeyUnknown, Unreachable
-from heet_tui.cluster.known_hosts_lines import holding_other_key, without_host_key
+from heet_tui.cluster.known_hosts_lines import hashed_name, holding_other_key, without_host_key
 from heet_tui.cluster.options import default_known_hosts
 from heet_tui.cluster.ssh_settings import SshTarget, key_revoked, known_hosts_arg, revoked_message
 from heet_tui.cluster.ssh_transport import SshTransport, failure_reason, open_connection, server_key
@@ -77,7 +77,7 @@ async def _server_key(target: SshTarget, tunnel: asyncssh.SSHClientConnection | 
 def _known(target: SshTarget, key: asyncssh.SSHKey) -> tuple[bool, bool]:
     """Whether ``key`` is in the known_hosts the target is checked against, and whether any is."""
     try:
-        trusted = known_hosts_arg(target).match(target.hostname, "", target.port)[0]
+        trusted = target.known_keys(known_hosts_arg(target))[0]
     except Exception:
         return False, False
     return any(k.public_data == key.public_data for k in trusted), bool(trusted)
@@ -105,7 +105,8 @@ async def trust_host(entry: HostEntry, fingerprint: str, ssh_config: Path | None
         whose = f"jump host {found.via} (on the way to {entry.name})" if found.via else f"host {entry.name}"
         raise HostKeyUnknown(f"{whose} now presents {actual}, not the approved {fingerprint}; not recorded", actual)
     public = key.export_public_key("openssh").decode("ascii").split()
-    line = f"{target.known_hosts_pattern} {public[0]} {public[1]}\n"
+    name = hashed_name(target.known_hosts_pattern) if target.hash_known_hosts else target.known_hosts_pattern
+    line = f"{name} {public[0]} {public[1]}\n"
     path = target.trust_file
     if path.exists() and not path.is_file():  # UserKnownHostsFile /dev/null: replacing it would break the system
         raise HostKeyUnknown(f"{path} is not a regular file: not recorded there (UserKnownHostsFile?)", actual)

@@ -12,6 +12,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import os
 from pathlib import Path
 
 
@@ -54,3 +55,11 @@ def holding_other_key(files: tuple[Path, ...], pattern: str, key_type: str, key_
         if any((f := _gives_key(line, pattern, key_type)) is not None and f[2] != key_b64 for line in lines):
             out.append(path)
     return out
+
+
+def hashed_name(pattern: str, salt: bytes | None = None) -> str:
+    """``pattern`` as ``HashKnownHosts yes`` writes it (``|1|salt|HMAC-SHA1``): a plain line in a
+    file ssh keeps hashed listed the lab's hosts to whoever reads it."""
+    salt = salt if salt is not None else os.urandom(20)
+    mac = hmac.new(salt, pattern.encode(), hashlib.sha1).digest()
+    return f"|1|{base64.b64encode(salt).decode()}|{base64.b64encode(mac).decode()}"

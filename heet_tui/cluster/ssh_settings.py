@@ -42,10 +42,22 @@ class SshTarget:
     identity_files: tuple[Path, ...] = ()  # the config's IdentityFile, for a refused login's message
     identities_only: bool = False
     connect_timeout_s: float | None = None  # the config's ConnectTimeout
+    host_key_alias: str | None = None  # the config's HostKeyAlias: the name its key is kept under
+    hash_known_hosts: bool = False  # the config's HashKnownHosts: a trusted key's name is written hashed
 
     @property
     def known_hosts_pattern(self) -> str:
+        """The name known_hosts keeps the key under, as ssh(1) writes it: a HostKeyAlias alone (no
+        port), else the host name and its port. Keys were recorded under the address while
+        asyncssh, as ssh, looked up the alias: trusted keys read as unknown, then as changed."""
+        if self.host_key_alias:
+            return self.host_key_alias
         return self.hostname if self.port == 22 else f"[{self.hostname}]:{self.port}"
+
+    def known_keys(self, known_hosts: Any) -> Any:
+        """``known_hosts.match`` for the name the key is kept under (asyncssh tries it with the port,
+        then without)."""
+        return known_hosts.match(self.host_key_alias or self.hostname, "", self.port)
 
     def describe(self) -> str:
         who = f"{self.user}@" if self.user else ""
@@ -132,7 +144,22 @@ def resolve_target(alias: str, port: int | None, user: str | None, ssh_config: P
     return SshTarget(alias, hostname, resolved_port, resolved_user, paths, known, trust_file,
                      str(jump) if jump and str(jump).lower() != "none" else None,
                      float(interval) if interval else keepalive_s, identities, bool(config.get("IdentitiesOnly")),
-                     float(timeout) if timeout else None)
+                     float(timeout) if timeout else None,
+                     str(config.get("HostKeyAlias")) if config.get("HostKeyAlias") else None,
+                     _hashes_known_hosts(paths))
+
+
+def _hashes_known_hosts(paths: tuple[Path, ...]) -> bool:
+    """``HashKnownHosts`` as the first line giving it says, in the configs and their includes
+    (asyncssh does not read it; a lab sets it once, for every host)."""
+    for path in _with_included(paths):
+        try:
+            found = directive_args(path.expanduser().read_text(encoding="utf-8", errors="replace"), "hashknownhosts")
+        except OSError:
+            continue
+        if found:
+            return found[0][0].lower() == "yes"
+    return False
 
 
 def target_for(entry: HostEntry, ssh_config: Path | None, fallback_known_hosts: Path,
@@ -164,7 +191,7 @@ def known_hosts_arg(target: SshTarget) -> Any:
 def key_revoked(target: SshTarget, key: Any) -> bool:
     """Whether a known_hosts file the target is checked against marks ``key`` ``@revoked``."""
     try:
-        revoked = known_hosts_arg(target).match(target.hostname, "", target.port)[2]
+        revoked = target.known_keys(known_hosts_arg(target))[2]
     except Exception:  # noqa: BLE001 - an unreadable file revokes nothing
         return False
     return any(k.public_data == key.public_data for k in revoked)

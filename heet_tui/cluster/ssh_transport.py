@@ -70,8 +70,9 @@ async def _fingerprint(target: SshTarget, tunnel: Any, timeout_s: float) -> tupl
     fingerprint = key.get_fingerprint("sha256") if key is not None else ""
     changed = False
     with contextlib.suppress(Exception):
-        known = connect_kwargs(target, timeout_s)["known_hosts"]
-        changed = bool(known.match(target.hostname, "", target.port)[0])
+        listed = target.known_keys(connect_kwargs(target, timeout_s)["known_hosts"])[0]
+        # "changed" only for another key: the key just trusted was called changed, round and round
+        changed = bool(listed) and not any(k.public_data == key.public_data for k in listed)
     return fingerprint, changed, key is not None and key_revoked(target, key)
 
 

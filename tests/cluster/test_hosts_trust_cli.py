@@ -145,3 +145,64 @@ def test_the_command_a_refusal_suggests_names_the_hosts_file_it_was_given(lab, c
     assert main(["hosts", "trust", "rekeyed", "--yes", "--hosts", str(path), "--state", str(tmp_path / "st")]) == 1
     said = capsys.readouterr().out
     assert f"then: heet-tui hosts trust rekeyed --hosts {path} --fingerprint SHA256:" in said, said
+
+
+def test_a_host_key_alias_is_the_name_a_key_is_trusted_and_checked_under_as_ssh_does(lab, capsys):
+    """With HostKeyAlias (behind a jump host too), trust recorded the key under the address while
+    the connection looked up the alias: the trusted key read as unknown, `--yes` then took a changed
+    key for new, and the key just recorded was called CHANGED, round and round; plain ssh found none."""
+    import asyncio
+
+    from heet_tui.cluster.hostkeys import fetch_host_key_fingerprint
+
+    jump, target, other = lab.add_host("gate", trusted=False), lab.add_host("inside", trusted=False), lab.add_host("o")
+    lab.write_ssh_config(lab.user_key, extra=(
+        f"Host gate-alias\n  HostName {jump.address}\n  Port {jump.port}\n  HostKeyAlias bastion.lab.example\n"
+        f"Host inside-alias\n  HostName {target.address}\n  Port {target.port}\n  HostKeyAlias gpu-c2.lab.example\n"
+        "  ProxyJump gate-alias\n"))
+    path = lab.hosts_toml([{"name": "inside", "address": "inside-alias", "workdir": str(target.workdir)}])
+    hosts = load_hosts(path)
+
+    def fingerprint(server) -> str:
+        return subprocess.run(["ssh-keygen", "-l", "-E", "sha256", "-f", f"{server.host_key}.pub"], check=True,
+                              capture_output=True, text=True).stdout.split()[1]
+
+    assert run_trust(hosts, "inside", assume_yes=False, fingerprint=[fingerprint(jump), fingerprint(target)]) == 0
+    known = lab.known_hosts.read_text()
+    assert f"bastion.lab.example {' '.join(jump.host_public.split()[:2])}" in known, known
+    assert f"gpu-c2.lab.example {' '.join(target.host_public.split()[:2])}" in known, known
+    found = asyncio.run(fetch_host_key_fingerprint(hosts.hosts[0], lab.ssh_config))
+    assert found.trusted and not found.changed and found.via == "", "trusted where it was recorded"
+    ssh = subprocess.run(["ssh", "-F", str(lab.ssh_config), "-o", "BatchMode=yes", "inside-alias", "true"],
+                         capture_output=True, text=True, timeout=30)
+    assert ssh.returncode == 0, f"OpenSSH reads the same entries: {ssh.stderr}"
+    # another key under the alias is a changed key, which --yes does not take
+    impostor = other.host_public.split()
+    lab.known_hosts.write_text(known.replace(target.host_public.split()[1], impostor[1]))
+    capsys.readouterr()
+    assert run_trust(hosts, "inside", assume_yes=True) == 1
+    said = capsys.readouterr().out
+    assert "the key CHANGED" in said and "Refused: --yes does not replace a changed key" in said, said
+
+
+def test_with_hash_known_hosts_a_trusted_keys_host_name_is_written_hashed(lab, capsys):
+    """ssh keeps the file hashed; trust added a plain line naming the host beside the hashed ones."""
+    from heet_tui.cluster.known_hosts_lines import names_host
+
+    host = lab.add_host("hashed", trusted=False)
+    lab.write_ssh_config(lab.user_key, extra="Host *\n  HashKnownHosts yes\n")
+    hosts = load_hosts(lab.hosts_toml([lab.entry_for(host)]))
+    assert run_trust(hosts, "hashed", assume_yes=True) == 0
+    line = lab.known_hosts.read_text().splitlines()[-1]
+    assert line.startswith("|1|") and host.address not in line, line
+    assert names_host(line.split()[0], f"[{host.address}]:{host.port}")
+    ssh = subprocess.run(["ssh", "-F", str(lab.ssh_config), "-o", "BatchMode=yes", "-p", str(host.port),
+                          host.address, "true"], capture_output=True, text=True, timeout=30)
+    assert ssh.returncode == 0, f"OpenSSH reads the hashed line: {ssh.stderr}"
+    assert "already trusted" in _trust_again(hosts, capsys)
+
+
+def _trust_again(hosts, capsys) -> str:
+    capsys.readouterr()
+    run_trust(hosts, hosts.hosts[0].name, assume_yes=True)
+    return capsys.readouterr().out
