@@ -19,6 +19,7 @@ nobody measured; until then a fit on a handful of cells would be guesswork, so t
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -219,12 +220,14 @@ class ThroughputBook:
         return out
 
     def type_ratio(self, a: str, b: str) -> float | None:
-        """Geometric-mean speed of type ``a`` relative to ``b`` over job classes measured on both at one GPU."""
+        """Speed of type ``a`` relative to ``b``: the median over job classes measured on both at one
+        GPU (in log space; of two, their geometric mean). A mean let one script's absurd report
+        (5e8/s on a T4, 50/s on an A100) make every new job's T4 guess 8.7x its own A100 figure."""
         logs = []
         for m in self._one_per_class():
             if (a, "1") in m and (b, "1") in m:
                 logs.append(math.log(m[(a, "1")] / m[(b, "1")]))
-        return math.exp(sum(logs) / len(logs)) if logs else None
+        return math.exp(statistics.median(logs)) if logs else None
 
     def estimate(self, job_id: str, gpu_type: str, placement: tuple[int, ...]) -> float:
         return self.estimate_with_spread(job_id, gpu_type, placement)[0]

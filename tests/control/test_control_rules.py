@@ -197,6 +197,21 @@ def test_a_type_guessed_from_several_measured_types_is_their_routes_mean_not_the
 
 
 
+def test_one_class_with_an_absurd_type_ratio_does_not_steer_every_other_jobs_guess() -> None:
+    """Seen: one script reported 5e8/s on a T4 and 50/s on an A100 (under the 1e9 cap); five other
+    classes ran at T4:A100 = 1:4; a new job measured at 3,779/s on an A100 was predicted at 32,866/s on
+    two T4s, launched there beside idle A100s, and ran at 657/s."""
+    book = ThroughputBook()
+    for i in range(5):
+        book.add(f"c{i}", "A100", (1,), 1000.0 * (i + 1))
+        book.add(f"c{i}", "T4", (1,), 250.0 * (i + 1))
+    book.add("skew", "A100", (1,), 50.0)
+    book.add("skew", "T4", (1,), 5e8)
+    book.add("new", "A100", (1,), 3779.0)
+    assert book.type_ratio("T4", "A100") == pytest.approx(0.25)
+    assert book.estimate("new", "T4", (1,)) == pytest.approx(3779.0 * 0.25)
+
+
 def test_a_job_that_scaled_badly_on_one_type_is_not_expected_to_scale_on_another() -> None:
     """Seen on the local config: a small MLP ran at 52k samples/s on one A100 and 5k on two (its
     step is all communication); the plan then moved it to 4 T4s, estimated at 4^0.85 x one T4's
