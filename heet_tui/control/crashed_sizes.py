@@ -30,15 +30,32 @@ def new_size_that_crashed(run: Run, book: ThroughputBook,
     host where the job's class never ran (``hosts_ran``: where it did): a host without torch made
     2xT4 "a size it never ran at" for good, and a job of the class waited beside 4 free T4s.
     """
-    measured = book.measured(run.job_id)
-    if run.profiling or run.reports > 0 or not measured:
+    size = _crashed_at(run, book, hosts_ran)
+    return None if size is None or size in _sizes_run(run.job_id, book) else size
+
+
+def crashed_where_its_class_runs(run: Run, book: ThroughputBook, hosts_ran: Collection[str] | None = None) -> bool:
+    """A crash before the first report at a size its class ran at, on a host it ran on: the job's own
+    script is the cause (a typo in its arguments), so the sizes it crashed at before were not. A
+    job whose command had a typo crashed at 2xA100 and 2xV100, and a healthy twin was kept to one
+    A100 for good beside the other, idle."""
+    size = _crashed_at(run, book, hosts_ran)
+    return size is not None and size in _sizes_run(run.job_id, book)
+
+
+def _crashed_at(run: Run, book: ThroughputBook, hosts_ran: Collection[str] | None) -> tuple[str, int] | None:
+    """The size of a run that died before its first report for a reason of its own, else None."""
+    if run.profiling or run.reports > 0 or not book.measured(run.job_id):
         return None
     if any(r.reason and r.reason.startswith(LAUNCH_REFUSED) for r in run.ranks.values()):
         return None  # never started (a workdir or command missing on a host): says nothing of the size
     if hosts_ran is not None and not set(run.alloc.host_names) <= set(hosts_ran):
         return None  # the host is as likely the cause: host_health keeps the class off it
-    size = (run.alloc.gpu_type, run.alloc.num_gpus)
-    return None if size in {(t, sum(parse_placement(k))) for t, k in measured} else size
+    return (run.alloc.gpu_type, run.alloc.num_gpus)
+
+
+def _sizes_run(job_id: str, book: ThroughputBook) -> set[tuple[str, int]]:
+    return {(t, sum(parse_placement(k))) for t, k in book.measured(job_id)}
 
 
 CRASHED_SIZES = "crashed_sizes"  # store setting: job -> [[type, count], ...] plans leave out

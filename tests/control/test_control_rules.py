@@ -344,6 +344,62 @@ def test_a_launch_the_agent_refused_says_nothing_of_the_size() -> None:
     assert new_size_that_crashed(run(None), book, hosts_ran={"other"}) is None
 
 
+def test_a_crash_at_a_size_its_class_runs_at_blames_the_job_not_the_sizes_it_crashed_at_before() -> None:
+    """A job whose command had a typo crashed at 2xA100 and at 2xV100 (both left out of plans, for
+    its healthy twin too), then at 1xT4, where its class runs."""
+    from heet_tui.control.crashed_sizes import crashed_where_its_class_runs, new_size_that_crashed
+
+    book = ThroughputBook()
+    book.register("twin", "imagenet", 32)
+    book.register("typo", "imagenet", 32)
+    book.add("twin", "T4", (1,), 100.0)  # the class's profiling run
+
+    def run(gpu_type: str, n: int, reports: int = 0, host: str = "h") -> Run:
+        ranks = {r: RankProc(host, f"typo.r{r}", r, (r,), "exited", 2, None, None) for r in range(n)}
+        out = Run("typo", Allocation.of("typo", gpu_type, {host: list(range(n))}), 3, ranks, 0.0)
+        out.reports = reports
+        return out
+
+    assert new_size_that_crashed(run("A100", 2), book) == ("A100", 2), "a new size: left out"
+    assert not crashed_where_its_class_runs(run("A100", 2), book)
+    assert crashed_where_its_class_runs(run("T4", 1), book) and new_size_that_crashed(run("T4", 1), book) is None
+    assert not crashed_where_its_class_runs(run("T4", 1, reports=3), book), "it trained: a crash of another kind"
+    assert not crashed_where_its_class_runs(run("T4", 1), book, hosts_ran={"other"}), "the host may be the cause"
+
+
+def test_after_such_a_crash_its_twins_may_run_at_the_sizes_again(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from heet_tui.control.crash_backoff import after_crash
+    from heet_tui.control.crashed_sizes import load_crashed_sizes
+    from heet_tui.control.execution import ExecOptions
+    from heet_tui.control.store import Store
+
+    store = Store(tmp_path / "state")
+    store.add_job(JobSpec(name="typo", command=("python3", "t.py"), model="imagenet", batch_size=32,
+                          target=Target(TargetKind.STEPS, 100)), 0.0)
+    book = ThroughputBook()
+    book.register("typo", "imagenet", 32)
+    book.add("twin", "T4", (1,), 100.0)
+    book.register("twin", "imagenet", 32)
+    executor = SimpleNamespace(store=store, clock=lambda: 10.0, book=book, crashed_sizes={},
+                               health=SimpleNamespace(hosts_ran=lambda cls: None), backoff_until={},
+                               opt=ExecOptions(max_retries=5, retry_backoff_s=1.0), _spawn=lambda coro: coro.close())
+
+    def crash(gpu_type: str, n: int) -> None:
+        ranks = {r: RankProc("h", f"typo.r{r}", r, (r,), "exited", 2, None, None) for r in range(n)}
+        after_crash(executor, Run("typo", Allocation.of("typo", gpu_type, {"h": list(range(n))}), 3, ranks, 0.0),
+                    "exit code 2")
+
+    crash("A100", 2)
+    crash("V100", 2)
+    assert executor.crashed_sizes == {"typo": {("A100", 2), ("V100", 2)}} == load_crashed_sizes(store)
+    crash("T4", 1)
+    assert executor.crashed_sizes == {} == load_crashed_sizes(store)
+    said = [e.message for e in store.events("typo") if e.kind == "crashed"]
+    assert said[-1].endswith("the job itself is the cause, not 2xA100, 2xV100, which plans use again"), said
+
+
 def test_an_exit_0_is_done_but_says_when_the_target_was_not_seen_reached() -> None:
     spec, ended = _spec(), _run((0, None))  # target: 300 steps
     job = Job("j", spec, JobState.RUNNING, 0.0)
