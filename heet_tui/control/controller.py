@@ -26,6 +26,7 @@ from heet_tui.config.hosts_file import HostsFile
 from heet_tui.control import planning
 from heet_tui.control.attach import AttachServer
 from heet_tui.control.drains import drained_hosts
+from heet_tui.control.edit_room import refuse_too_big
 from heet_tui.control.execution import ExecOptions, Executor
 from heet_tui.control.host_health import drain_broken_hosts, keep_off_crash_hosts
 from heet_tui.control.host_loss import (
@@ -198,6 +199,7 @@ class Controller:
         return await job_log(self, job_id, lines, rank, generation)
 
     async def preview(self, edit: EditJob) -> PredictedEffect:
+        refuse_too_big(self, edit.job_id, edit.constraints)
         plan = self.replan({edit.job_id: edit.constraints})
         if plan is None:
             raise ValueError(f"job {edit.job_id} cannot be planned now")

@@ -14,6 +14,7 @@ from heet_tui.control import planning
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse
 from heet_tui.control.codec import constraints_to_obj
 from heet_tui.control.drains import drain_by_hand
+from heet_tui.control.edit_room import refuse_too_big
 from heet_tui.control.host_loss import left_out_of_reach
 from heet_tui.control.job_update import apply_update, planned_updates
 from heet_tui.control.retry import retry_job
@@ -130,6 +131,7 @@ class IntentHandler:
         # cluster): the edit makes the plan proposed now; a held job could not be started by hand
         if ctl.store.job(intent.job_id) is None:
             raise ValueError(f"no job {intent.job_id!r}")
+        refuse_too_big(ctl, intent.job_id, intent.constraints)
         plan = ctl.replan({intent.job_id: intent.constraints})  # raises ValueError when infeasible
         if plan is None:
             raise ValueError(f"job {intent.job_id} cannot be planned now")

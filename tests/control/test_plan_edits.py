@@ -229,3 +229,37 @@ def test_an_edit_with_no_plan_pending_proposes_one(tmp_path: Path) -> None:
             assert snap.plan.allocations["a"].num_gpus == 1
 
     run_and_clean(scenario, tmp_path)  # a trains on past the test
+
+
+def test_an_edit_no_ready_host_can_hold_is_refused_saying_why(tmp_path: Path) -> None:
+    """Two GPUs pinned to a host with one were taken: the plan gave the job nothing, "No plan
+    pending", and the job waited for good saying the free GPUs went to no job."""
+    from heet_tui.control.edit_room import too_big_for_the_cluster
+
+    ready = [("t4-box", "T4", 1), ("v1", "V100", 2), ("v2", "V100", 2)]
+    assert too_big_for_the_cluster(Constraints(fixed_count=2, pinned_hosts=("t4-box",)), 1, (), ready) == (
+        "2 GPU(s) cannot be given: t4-box has at most 1 GPU(s) of one type (1xT4)")
+    assert too_big_for_the_cluster(Constraints(fixed_count=4), 1, (), ready) is None, "4 V100s over two hosts"
+    assert too_big_for_the_cluster(Constraints(fixed_count=2), 1, ("T4",), ready) is not None, "the spec's types"
+    assert too_big_for_the_cluster(Constraints(pinned_type="A100"), 1, (), ready) is None, "said by the plan's check"
+    assert too_big_for_the_cluster(Constraints(fixed_count=2, pinned_hosts=("gone",)), 1, (), ready) is None, \
+        "a host not ready now may come back"
+    assert too_big_for_the_cluster(Constraints(held=True), 8, (), ready) is None
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 2, 1.0), ("slow", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        async with manual_controller(hosts, store) as ctl:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=50, max_gpus=2))))
+            first = await wait_for(ctl, lambda s: s.plan_id is not None, 30, "a plan")
+            too_big = Constraints(fixed_count=2, pinned_hosts=("slow",))
+            with pytest.raises(ValueError, match=r"a: 2 GPU\(s\) cannot be given: slow has at most 1 GPU"):
+                await ctl.preview(EditJob(first.plan_id, "a", too_big))
+            with pytest.raises(ValueError, match="slow has at most 1 GPU"):
+                await ctl.post(EditJob(first.plan_id, "a", too_big))
+            assert user_constraints(store) == {}, "nothing kept of it"
+            said = await ctl.post(EditJob(first.plan_id, "a", Constraints(fixed_count=2, pinned_hosts=("fast",))))
+            assert "re-evaluated" in said
+
+    run_and_clean(scenario, tmp_path)
