@@ -32,12 +32,32 @@ def refuse_not_own(folder: Path) -> None:
                          "directory of your own")
 
 
+def refuse_foreign_folder(folder: Path, db: Path) -> None:
+    """Raise ``StoreError`` for a directory not private yet that holds other files and no store:
+    made private for the store, a team directory (``--state`` mistyped, or given as a parent) lost its group access
+    and setgid bit without a word."""
+    from heet_tui.control.store import StoreError
+
+    if db.exists() or stat.S_IMODE(folder.stat().st_mode) == 0o700:  # private already: nothing would change
+        return
+    try:
+        others = sorted(p.name for p in folder.iterdir() if not p.name.startswith(("state.sqlite3", "controller.")))
+    except OSError:
+        return
+    if others:
+        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        raise StoreError(f"state store {folder}: it holds other files ({shown}) and no state store; heet-tui makes "
+                         "its state directory private (0700), so it takes only a new or empty one: pass --state "
+                         f"with a directory of its own (e.g. {folder / 'heet-state'})")
+
+
 def make_private(folder: Path, db: Path) -> None:
     """The state directory 0700 and its database 0600 (created if need be), changed only where they
     are not: on a read-only or immutable directory the chmod itself failed, with "Operation not
     permitted" and no word of why, even for `heet-tui jobs`."""
     from heet_tui.control.store import StoreError
 
+    refuse_foreign_folder(folder, db)
     try:
         if stat.S_IMODE(folder.stat().st_mode) != 0o700:
             os.chmod(folder, 0o700)

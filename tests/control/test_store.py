@@ -321,3 +321,21 @@ def test_a_state_directory_that_cannot_be_written_says_why(tmp_path: Path) -> No
                 Store(state)
     finally:
         unlock()
+
+
+def test_a_shared_directory_with_other_files_is_not_made_a_private_state_directory(tmp_path) -> None:
+    """`--state teamdir` turned a 2775 team directory 0700 beside its files, without a word."""
+    import os
+    import stat
+
+    team = tmp_path / "teamdir"
+    team.mkdir()
+    os.chmod(team, 0o2775)
+    (team / "shared.txt").write_text("data\n")
+    with pytest.raises(StoreError, match=r"teamdir: it holds other files \(shared.txt\) and no state store"):
+        Store(team)
+    assert stat.S_IMODE(team.stat().st_mode) == 0o2775 and sorted(p.name for p in team.iterdir()) == ["shared.txt"]
+    fresh = tmp_path / "fresh"
+    fresh.mkdir(mode=0o755)
+    Store(fresh)  # empty: taken, and made private
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o700
