@@ -218,3 +218,16 @@ def test_a_dialog_footer_names_its_own_keys_not_the_screens_below(make_app, name
             assert box_fits(app), f"{name}: {dialog_box(app).region} does not fit with its footer"
 
     run(scenario())
+
+
+def test_the_tweak_dialogs_footer_names_its_keys_not_the_plan_screens(make_app):
+    async def scenario():
+        from ui_support import footer
+
+        app = make_app("plan")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await open_tweak(pilot, app)
+            await wait_for(pilot, lambda: "^s Apply" in footer(app))
+            assert "esc Cancel" in footer(app) and "a Approve" not in footer(app), footer(app)
+
+    run(scenario())

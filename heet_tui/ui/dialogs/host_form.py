@@ -19,6 +19,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from heet_tui.ui.dialogs.base import DialogBody, DialogBox, FormDialog, dialog_foot
 from heet_tui.ui.widgets.marked_checkbox import MarkedCheckbox
+from heet_tui.ui.widgets.screen_footer import ScreenFooter
 
 # (key, label, placeholder), in the order shown and tabbed through
 TEXT_FIELDS = (
@@ -177,6 +178,7 @@ class HostFormDialog(FormDialog[str | None]):
             # docked: the error line and the buttons stay in view however far the fields scroll
             yield dialog_foot(Button("Cancel", id="cancel"), Button("Save", id="save", variant="primary"),
                               hint=self.HINT, error_id="form-error")
+        yield ScreenFooter()  # its own keys: the screen's below read "a Approve" under the form
 
     def _python_hint(self, transport: str) -> str:
         """What an empty Python field runs: a local host runs heet-tui's own interpreter (it has

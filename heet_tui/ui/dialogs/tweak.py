@@ -23,6 +23,7 @@ from heet_tui.core.snapshot import JobStatus
 from heet_tui.ui.dialogs.base import DialogBody, DialogBox, FormDialog, dialog_foot
 from heet_tui.ui.format import duration, rate, signed_percent
 from heet_tui.ui.widgets.marked_checkbox import MarkedCheckbox
+from heet_tui.ui.widgets.screen_footer import ScreenFooter
 
 PREVIEW_DELAY_S = 0.15
 NO_PLAN = 0  # the plan id of a tweak made with none pending: the controller proposes one with it
@@ -78,6 +79,7 @@ class TweakDialog(FormDialog[EditJob | None]):
             # docked: the error line and the buttons stay in view however far the fields scroll
             yield dialog_foot(Button("Cancel", id="cancel"), Button("Apply", id="apply", variant="primary"),
                               hint=self.HINT, error_id="error")
+        yield ScreenFooter()  # its own keys: the screen's below read "a Approve" under the form
 
     def on_mount(self) -> None:
         note = self.query_one("#plan-note", Static)
