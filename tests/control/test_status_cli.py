@@ -183,5 +183,5 @@ def test_a_host_jobs_keep_off_says_so_in_its_note(tmp_path: Path) -> None:
     rows = _with_kept_off([{"name": "hA", "note": ""}, {"name": "hB", "note": "x"}, {"name": "hC", "note": ""}], store)
     # resnet's only job is done: nothing of it keeps off hA any more (the note stayed for good)
     assert [r["note"] for r in rows] == [
-        "", "x; jobs of model bert at batch 12, model cifar10 at batch 32 keep off it (a run of theirs died here before its first report)",
-        "jobs of model bert at batch 12 keep off it (a run of theirs died here before its first report)"]
+        "", "x; jobs of model bert at batch 12, model cifar10 at batch 32 keep off it (a run of theirs ended here, crashed or stopped hung, before its first report)",
+        "jobs of model bert at batch 12 keep off it (a run of theirs ended here, crashed or stopped hung, before its first report)"]

@@ -116,7 +116,7 @@ def _with_kept_off(rows: list[dict[str, Any]], store: Store) -> list[dict[str, A
            for hosts in avoided.values() for h in hosts}
     for row in rows:
         if kinds := off.get(row["name"]):
-            said = f"jobs of {', '.join(kinds)} keep off it (a run of theirs died here before its first report)"
+            said = f"jobs of {', '.join(kinds)} keep off it (a run of theirs ended here, crashed or stopped hung, before its first report)"
             row["note"] = "; ".join(filter(None, [row["note"], said]))
     return rows
 
