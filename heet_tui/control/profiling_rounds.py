@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from heet_tui.control import planning
+from heet_tui.control.profiling_cost import record_profiling_run
 from heet_tui.control.progress_reports import observe, profiled_rate
 from heet_tui.control.runtime import Outcome, union_gpus
 from heet_tui.control.unmeasured import MESSAGE as UNMEASURED
@@ -215,6 +216,7 @@ def finish_profiling_run(executor: Executor, run: Run, outcome: Outcome, why: st
     (a round that crashed counts as one attempt, however many of its runs crashed, and none when
     its other runs measured the job: the crash was the host's or the type's, kept off by host_health)."""
     job_id = run.job_id
+    record_profiling_run(executor.store, run, now)
     if run.rates and run.observed_at is None:  # it ended before its speed settled: what it measured counts
         observe(executor, run, profiled_rate(run.rates), now)
     executor.last_profiled[job_id] = run

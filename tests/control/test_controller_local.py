@@ -158,6 +158,11 @@ def test_profiling_on_hosts_that_share_a_workdir_measures_every_type(tmp_path: P
     assert {o[1] for o in store.observations("a")} == {"A100", "T4"}, "profiled on both types"
     assert store.job("a").crashes == 0, store.job("a").job.message
     assert not list((shared / "profiling").iterdir()), "profiling scratch dirs are removed after the runs"
+    # what it cost, kept for `jobs a` (the GPU-seconds were nowhere)
+    from heet_tui.control.profiling_cost import profiling_costs
+
+    cost = profiling_costs(store)["a"]
+    assert cost.runs == 2 and 0 < cost.gpu_s < 2 * 90, cost
 
 
 def test_a_rejected_plan_stays_away_until_the_user_asks_to_plan_again(tmp_path: Path) -> None:

@@ -80,7 +80,38 @@ def test_the_listing_says_which_host_holds_a_jobs_checkpoint(tmp_path: Path, cap
     store.set_state("cnn", JobState.RUNNING, 10.0)
     store.record_allocation(Allocation.of("cnn", "T4", {"gpu-c": [0]}), 1, 10.0, store.job("cnn").job.spec)
     assert main([*state, "jobs", "cnn", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["checkpoint_host"] == "gpu-c", "rank 0's host writes the next one"
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["checkpoint_host"] == "gpu-c", "rank 0's host writes the next one"
+    assert shown["profiling"] == {"runs": 0, "gpu_s": 0.0} and shown["measured"] == []
+
+
+def test_a_job_shows_what_its_profiling_cost_and_each_measured_configuration(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The GPU-seconds profiling spent were nowhere; the measured cells were in `jobs NAME`'s text only."""
+    from heet_tui.control.profiling_cost import record_profiling_run
+    from heet_tui.control.runtime import Run
+    from heet_tui.core.allocation import Allocation
+
+    spec = tmp_path / "job.toml"
+    spec.write_text(JOB)
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "submit", str(spec)]) == 0
+    store = Store(tmp_path / "state")
+    record_profiling_run(store, Run("cnn", Allocation.of("cnn", "T4", {"h": [0]}), 1, {}, 100.0, profiling=True), 112.5)
+    record_profiling_run(store, Run("cnn", Allocation.of("cnn", "A100", {"g": [0, 1]}), 2, {}, 100.0, profiling=True),
+                         110.0)
+    store.add_observation("cnn", "T4", "1", 300.0, 111.0, "profiling")
+    store.add_observation("cnn", "A100", "2-2", 2000.0, 150.0, "running")
+    capsys.readouterr()
+    assert main([*state, "jobs", "cnn", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["profiling"] == {"runs": 2, "gpu_s": 32.5}, "1 GPU x 12.5 s + 2 GPUs x 10 s"
+    assert shown["measured"] == [
+        {"gpu_type": "A100", "per_host": [2, 2], "samples_per_s": 2000.0, "at": 150.0, "source": "running"},
+        {"gpu_type": "T4", "per_host": [1], "samples_per_s": 300.0, "at": 111.0, "source": "profiling"}]
+    assert main([*state, "jobs", "cnn"]) == 0
+    text = capsys.readouterr().out
+    assert "profiling  2 run(s), 32 GPU-seconds" in text and "2+2xA100 2,000/s (running), 1xT4 300/s (profiling)" in text
 
 
 def test_a_failed_jobs_whole_message_is_shown(tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -16,6 +16,7 @@ from heet_tui.cli.names import known_names
 from heet_tui.cli.printable import printable
 from heet_tui.control.checkpoint_dirs import HOSTS_SETTING
 from heet_tui.control.codec import spec_to_obj
+from heet_tui.control.profiling_cost import ProfilingCost, profiling_costs
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store
 from heet_tui.control.store_records import EventRecord, JobRecord
@@ -65,7 +66,10 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
     alloc = store.current_allocations().get(job.id)
     found = store.events(job.id, limit=max(1, events))
     if as_json:
-        print(json.dumps({**job_row(rec, alloc, stored_checkpoint_hosts(store)), "spec": spec_to_obj(spec), "crashes": rec.crashes,
+        cost = profiling_costs(store).get(job.id, ProfilingCost())
+        print(json.dumps({**job_row(rec, alloc, stored_checkpoint_hosts(store)),
+                          "profiling": {"runs": cost.runs, "gpu_s": round(cost.gpu_s, 3)},
+                          "measured": _measured_rows(store, job.id), "spec": spec_to_obj(spec), "crashes": rec.crashes,
                           "history": [{"at": at, "state": state.value} for at, state in job.history],
                           "events": [_event_obj(e) for e in found]}, indent=2))
         return 0
@@ -84,6 +88,7 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
         ("now", f"{alloc[0].describe()} (generation {alloc[1]})" if alloc else _last_ran(store, job.id)),
         ("speed", _speed(store, job.id)),
         ("measured", _measured(store, job.id)),
+        ("profiling", profiling_costs(store).get(job.id, ProfilingCost()).describe()),
         ("restarts", f"{job.restarts}" + (f", {rec.crashes} crash(es) since the last new step" if rec.crashes else "")),
         ("checkpoint", _checkpoint(store, rec, alloc)),
         ("submitted", f"{_clock(job.submitted_at)} ({duration(now - job.submitted_at)} ago)"),
@@ -168,11 +173,19 @@ def _speed(store: Store, job_id: str) -> str:
 def _measured(store: Store, job_id: str) -> str:
     """Every configuration the job was measured on, its latest figure and by what: profiled values
     were on the TUI's Profiles screen only, and `jobs NAME` said "speed -" until the job ran."""
-    latest: dict[tuple[str, str], tuple[float, str]] = {}
-    for _, gpu_type, placement, rate, _, source in store.observations(job_id):
-        latest[(gpu_type, placement)] = (rate, source)
-    return ", ".join(f"{'+'.join(p.split('-') if '-' in p else list(p))}x{t} {rate:,.0f}/s ({source})"
-                     for (t, p), (rate, source) in sorted(latest.items())) or "-"
+    return ", ".join(f"{'+'.join(map(str, m['per_host']))}x{m['gpu_type']} {m['samples_per_s']:,.0f}/s ({m['source']})"
+                     for m in _measured_rows(store, job_id)) or "-"
+
+
+def _measured_rows(store: Store, job_id: str) -> list[dict]:
+    """The latest figure of each configuration the job was measured on, as ``jobs NAME --json``
+    gives them: a script could not compare predictions with measurements once the job ended."""
+    latest: dict[tuple[str, str], tuple[float, float, str]] = {}
+    for _, gpu_type, placement, rate, at, source in store.observations(job_id):
+        latest[(gpu_type, placement)] = (rate, at, source)
+    return [{"gpu_type": t, "per_host": [int(n) for n in (p.split("-") if "-" in p else list(p))],
+             "samples_per_s": round(rate, 3), "at": at, "source": source}
+            for (t, p), (rate, at, source) in sorted(latest.items())]
 
 
 def _took(ended_at: float, submitted_at: float, history: tuple[tuple[float, JobState], ...]) -> str:
