@@ -95,6 +95,14 @@ def test_local_batch_beyond_the_measured_memory_limit_accumulates(physics) -> No
     assert model.batch_config("T4", (2,), 128) == BatchConfig(64, 0)
 
 
+def test_a_batch_above_every_validated_one_trains_as_the_largest(physics) -> None:
+    """1e6 over 4 GPUs ran as hundreds of micro-steps of 1 sample, each paying a whole step."""
+    model = physics.get("cifar10")
+    largest = int(model.validation.max_batch_size)
+    assert model.batch_config("T4", (4,), 10**6) == model.batch_config("T4", (4,), largest)
+    assert model.rate("T4", (4,), 10**6, 0) == model.rate("T4", (4,), largest, 0) > 0.0
+
+
 def test_more_gpus_than_ever_measured_cannot_run(physics) -> None:
     model = physics.get("cifar10")
     assert model.rate("T4", (4,) * 20, 4096, 0) == 0.0
