@@ -25,6 +25,7 @@ from heet_tui.cluster.hostkeys import (
     trust_host,
 )
 from heet_tui.cluster.options import ClusterOptions
+from heet_tui.cluster.ssh_config_check import ssh_config_refusals
 from heet_tui.config.hosts_file import HostsFile
 from heet_tui.core.host import HostState
 
@@ -83,6 +84,11 @@ def run_check(hosts_file: HostsFile, as_json: bool, hosts_option: str = "", owne
     ``owner``: the user's state store id, if they have one: a host another store's controller
     manages is a warning (their controller would be refused there)."""
     rows = asyncio.run(check_hosts(hosts_file, replace(CHECK_OPTIONS, owner=owner)))
+    refusals = ssh_config_refusals(hosts_file)
+    for row in rows:
+        if (refused := refusals.get(row["name"])) is not None:
+            row["warnings"] = [*row["warnings"], refused]
+            row["message"] = f"{row['message']}; {refused}" if row["message"] else refused
     if as_json:
         print(json.dumps(rows, indent=2))
     else:
