@@ -117,6 +117,7 @@ def run_trust(hosts_file: HostsFile, name: str, assume_yes: bool, fingerprint: s
         raise UsageError(f'{hosts_file.path.name}: no host named "{name}" ({known})') from None
     if entry.transport == "local":
         raise UsageError(f'host "{name}" uses the local transport: there is no host key to trust')
+    recorded = False  # a jump host's key, before a refusal of the next one
     for _ in range(MAX_HOPS + 1):  # each jump host not known yet, then the host itself
         try:
             found = asyncio.run(fetch_host_key_fingerprint(entry, hosts_file.ssh_config))
@@ -126,22 +127,25 @@ def run_trust(hosts_file: HostsFile, name: str, assume_yes: bool, fingerprint: s
             print(f"{name}: its key {found.fingerprint} is already trusted ({found.target.trust_file})")
             return 0
         given = [fingerprint] if isinstance(fingerprint, str) else fingerprint
-        if not _approve(name, found, assume_yes, given, with_hosts):
+        if not _approve(name, found, assume_yes, given, with_hosts, recorded):
             return 1
         try:
             written = asyncio.run(trust_host(replace(entry), found.fingerprint, hosts_file.ssh_config))
         except ClusterError as exc:
             raise CliError(str(exc)) from None
         print(f"Recorded in {written}{still_trusting_old_key(found.target, found.key)}.")
+        recorded = True
         if not found.via:
             return 0
     raise CliError(f"{name}: more than {MAX_HOPS} jump hosts")
 
 
 def _approve(name: str, found: KeyToApprove, assume_yes: bool, fingerprints: list[str] | None = None,
-             with_hosts: str = "") -> bool:
+             with_hosts: str = "", recorded: bool = False) -> bool:
     """``with_hosts``: " --hosts FILE" where the file is not the default one, for the commands it
-    suggests (run as written, they looked in the default file, where the host was not)."""
+    suggests (run as written, they looked in the default file, where the host was not).
+    ``recorded``: a jump host's key was, just before ("nothing was recorded" followed "Recorded in")."""
+    nothing = "nothing more was recorded (the key recorded above stays)" if recorded else "nothing was recorded"
     where = f"{found.target.hostname}:{found.target.port}"
     whose = f"Jump host {found.via} ({where}), on the way to {name}," if found.via else f"Host {name} ({where})"
     print(f"{whose} presents a {found.key.get_algorithm()} key with fingerprint\n    {found.fingerprint}")
@@ -155,10 +159,10 @@ def _approve(name: str, found: KeyToApprove, assume_yes: bool, fingerprints: lis
             print(f"Refused: the jump host {found.via}'s key is not trusted yet and is none of the fingerprints "
                   f"you gave ({', '.join(fingerprints)}). Check its fingerprint with its admin too, then give both: "
                   f"heet-tui hosts trust {name}{with_hosts} --fingerprint <{found.via}'s> --fingerprint <{name}'s>; "
-                  "nothing was recorded.")
+                  f"{nothing}.")
         else:
             print(f"Refused: that is not the fingerprint you gave ({', '.join(fingerprints)}). Check again with the "
-                  "host's admin; nothing was recorded.")
+                  f"host's admin; {nothing}.")
         return False
     if found.changed and assume_yes:
         # --yes is for first contact in scripts; it replaced a changed key (what an attack looks like) unasked

@@ -206,3 +206,14 @@ def _trust_again(hosts, capsys) -> str:
     capsys.readouterr()
     run_trust(hosts, hosts.hosts[0].name, assume_yes=True)
     return capsys.readouterr().out
+
+
+def test_a_refusal_after_a_jump_hosts_key_was_recorded_does_not_say_nothing_was(lab, capsys):
+    jump, target = lab.add_host("gate", trusted=False), lab.add_host("inside", trusted=False)
+    hosts = load_hosts(lab.hosts_toml([lab.entry_for(target, jump=f"root@{jump.address}:{jump.port}")]))
+    gate = subprocess.run(["ssh-keygen", "-l", "-E", "sha256", "-f", f"{jump.host_key}.pub"], check=True,
+                          capture_output=True, text=True).stdout.split()[1]
+    assert run_trust(hosts, "inside", assume_yes=False, fingerprint=[gate]) == 1
+    said = capsys.readouterr().out
+    assert "Recorded in" in said and jump.known_hosts_line in lab.known_hosts.read_text()
+    assert said.rstrip().endswith("nothing more was recorded (the key recorded above stays)."), said
