@@ -32,7 +32,9 @@ def claim_checkpoint_dir(env):
         return
     mark = os.path.join(path, OWNER_FILE)
     try:
+        _refuse_planted(path)
         os.makedirs(path, mode=0o700, exist_ok=True)
+        _refuse_planted(path)
         _refuse_others(path)
         fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
@@ -50,6 +52,27 @@ def claim_checkpoint_dir(env):
         raise JobError(f"cannot prepare checkpoint dir {path}: {exc}")
     with os.fdopen(fd, "w") as fh:
         fh.write(owner + "\n")
+
+
+def _refuse_planted(path):
+    """A link on the way to the checkpoint dir that another user made, or a directory above it that
+    anyone may write and that is not sticky: they could point the job's saves (its weights) into a
+    directory of theirs while it runs (a planted ``shared/ck -> /my/dir`` was followed, then swapped
+    for one of theirs, and the stop's checkpoint was written there). Root's links and /tmp pass."""
+    me, prefix = os.getuid(), os.sep
+    for part in path.strip(os.sep).split(os.sep):
+        prefix = os.path.join(prefix, part)
+        try:
+            st = os.lstat(prefix)
+        except FileNotFoundError:
+            return  # made by the agent from here on
+        if os.path.islink(prefix) and st.st_uid not in (me, 0):
+            raise JobError(f"checkpoint dir {path}: {prefix} is a link that uid {st.st_uid} made, not you: "
+                           "give the job a checkpoint_dir of its own")
+        real = os.stat(prefix)
+        if real.st_mode & 0o002 and not real.st_mode & 0o1000 and prefix != path:
+            raise JobError(f"checkpoint dir {path}: {prefix} above it may be written by anyone and is not sticky: "
+                           "give the job a checkpoint_dir in a directory of your own")
 
 
 def _refuse_others(path):

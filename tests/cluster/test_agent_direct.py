@@ -116,6 +116,38 @@ def test_a_checkpoint_dir_used_by_another_state_store_is_refused(agent, tmp_path
     assert not (shared / ".heet-owner").exists()
 
 
+@pytest.mark.skipif(os.getuid() != 0, reason="making a link another user owns takes root")
+def test_a_checkpoint_dir_through_another_users_link_or_an_open_directory_is_refused(agent, tmp_path):
+    """A link another user planted in a shared sticky directory was followed (and swapped while the
+    job ran: the stop's checkpoint went into their directory); a non-sticky directory anyone may
+    write, above the checkpoint dir, lets anyone swap it."""
+    agent.line()
+    agent.request("hello", protocol=1, probes=[])
+    shared, mine = tmp_path / "shared", tmp_path / "mine"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    mine.mkdir(mode=0o700)
+
+    def launch(job_id, directory):
+        env = {"HEET_CHECKPOINT_DIR": str(directory), "HEET_CHECKPOINT_OWNER": "store-a"}
+        return agent.request("launch", job_id=job_id, generation=1, argv=["true"], env=env)
+
+    (shared / "ck").symlink_to(mine)
+    os.lchown(shared / "ck", 1234, 1234)
+    refused = launch("planted", shared / "ck")
+    assert not refused["ok"] and f"{shared / 'ck'} is a link that uid 1234 made, not you" in refused["error"], refused
+    assert not (mine / ".heet-owner").exists()
+    os.lchown(shared / "ck", 0, 0)  # the user's own link (root's, here) is theirs to make
+    assert launch("own-link", shared / "ck")["ok"] and (mine / ".heet-owner").exists()
+    opened = tmp_path / "open"
+    opened.mkdir()
+    opened.chmod(0o777)
+    refused = launch("open", opened / "ck")
+    assert not refused["ok"] and f"{opened} above it may be written by anyone and is not sticky" in refused["error"]
+    assert not (opened / "ck").exists()
+    assert launch("sticky", shared / "mine-too" / "ck")["ok"], "a sticky /tmp-like directory is fine"
+
+
 def test_a_scratch_checkpoint_dir_is_the_runs_own_and_goes_when_it_ends(agent, tmp_path):
     # Profiling runs checkpoint into a scratch dir: made for the run, removed when it exits,
     # and never one that existed before (the agent removes only what it made).
