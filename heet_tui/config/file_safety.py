@@ -28,6 +28,8 @@ def others_can_write(path: Path, st: os.stat_result | None = None) -> str | None
     except OSError:
         return None  # missing or unreadable: the reader says so in its own words
     uid = os.getuid()
+    if (link := planted_link(path)) is not None:
+        return link
     if st.st_uid not in (uid, 0):
         return f"it is owned by {who(st.st_uid)}, not by you"
     if st.st_mode & stat.S_IWOTH:
@@ -36,6 +38,21 @@ def others_can_write(path: Path, st: os.stat_result | None = None) -> str | None
         return f"group {st.st_gid} can write it"
     above = unsafe_ancestor(path)
     return f"{above[0]} above it {above[1]}, so another user can replace it" if above else None
+
+
+def planted_link(path: Path) -> str | None:
+    """Why a link on the way to ``path`` is another user's to re-point, or None: the file it leads
+    to was checked, and the link's owner could point it elsewhere between the check and the next
+    read (a hosts file, SSH config or state directory given through such a link was taken)."""
+    here = Path(os.path.abspath(path.expanduser()))
+    for step in (*reversed(here.parents), here):
+        try:
+            st = os.lstat(step)
+        except OSError:
+            return None
+        if stat.S_ISLNK(st.st_mode) and st.st_uid not in (os.getuid(), 0):
+            return f"{step} on the way to it is a link {who(st.st_uid)} made, which they may point elsewhere"
+    return None
 
 
 def unsafe_ancestor(path: Path) -> tuple[Path, str] | None:

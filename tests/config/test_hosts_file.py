@@ -214,6 +214,30 @@ def test_a_hosts_file_others_can_write_is_refused(tmp_path: Path) -> None:
         load_hosts(moved)
 
 
+@pytest.mark.skipif(os.getuid() != 0, reason="making a link another user owns takes root")
+def test_a_hosts_file_or_state_directory_through_another_users_link_is_refused(tmp_path: Path) -> None:
+    """The link's owner may re-point it after the file it leads to was checked."""
+    from heet_tui.control.store import Store, StoreError
+
+    path = tmp_path / "hosts.toml"
+    path.write_text('[[hosts]]\nname = "a"\ntransport = "local"\n')
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    (shared / "hl.toml").symlink_to(path)
+    assert load_hosts(shared / "hl.toml").names() == ("a",), "your own (root's here) link"
+    os.lchown(shared / "hl.toml", 1234, 1234)
+    with pytest.raises(ConfigError, match=r"hl.toml on the way to it is a link uid 1234 .*made"):
+        load_hosts(shared / "hl.toml")
+    mine = tmp_path / "state"
+    mine.mkdir(mode=0o700)
+    (shared / "st").symlink_to(mine)
+    os.lchown(shared / "st", 1234, 1234)
+    with pytest.raises(StoreError, match=r"st on the way to it is a link uid 1234 .*made"):
+        Store(shared / "st")
+    assert not (mine / "state.sqlite3").exists()
+
+
 def test_the_users_own_hosts_file_is_made_private_whatever_the_umask(tmp_path: Path, monkeypatch) -> None:
     from heet_tui.config.hosts_file import editable_hosts_path
 
