@@ -199,7 +199,9 @@ def profiling_message(runs: list[Run]) -> str:
     where = [r.alloc.describe() for r in runs if not r.all_exited]
     if not where:
         return "profiling"
-    return f"profiling: a short run on {' and '.join(where)}; planned once they report its speed"
+    if len(where) == 1:
+        return f"profiling: a short run on {where[0]}; planned once it reports the job's speed"
+    return f"profiling: short runs on {' and '.join(where)}; planned once they report the job's speed"
 
 
 def side_profile_failed(executor: Executor, run: Run, crash: str) -> None:

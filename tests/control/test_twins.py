@@ -149,8 +149,8 @@ def test_a_sweep_is_profiled_through_one_twin_and_planned_whole(tmp_path: Path) 
                 await ctl.post(SubmitJob(str(write_job(tmp_path, name, steps=100000, max_gpus=1, model="sweep"))))
             snap = await wait_for(ctl, lambda s: any(j.state is JobState.PROFILING for j in s.jobs), 60, "profiling")
             (profiling,) = [j for j in snap.jobs if j.state is JobState.PROFILING]
-            assert profiling.message.startswith("profiling: a short run on 1xA100 on fast[0] and 1xT4 on slow[") \
-                and profiling.message.endswith("; planned once they report its speed"), profiling.message
+            assert profiling.message.startswith("profiling: short runs on 1xA100 on fast[0] and 1xT4 on slow[") \
+                and profiling.message.endswith("; planned once they report the job's speed"), profiling.message
             snap = await wait_for(ctl, lambda s: s.plan_id is not None, 90, "a first plan")
             # planned once the leader's round is over (both types measured), all three together
             assert len(snap.plan.allocations) == 3, snap.plan.allocations
