@@ -22,6 +22,7 @@ import logging
 from dataclasses import dataclass
 
 from heet_tui.cluster import RemoteJob
+from heet_tui.config.hosts_file import HostEntry
 from heet_tui.control.execution import Executor
 from heet_tui.control.host_loss import UNREACHED
 from heet_tui.control.newer_copies import note_unknown_claims, remember, remembered
@@ -178,7 +179,7 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
         if rec is not None and rec.job.state.terminal:
             _stopped_after_the_end(executor, store, host, rec, r, parsed[2])
         elif trained and parsed[0] not in taken:
-            trained += "; those steps are lost (the newer generation goes on from its own checkpoint)"
+            trained += lost_steps_note(next((e for e in executor.hosts.hosts if e.name == host), None))
         store.add_event(now, "fence", f"stopped stale {r.job_id} generation {r.generation}{trained}", parsed[0], host)
     reported = {(r.job_id, r.generation) for r in jobs}
     for run in executor.all_runs():
@@ -196,6 +197,15 @@ def _step_of(remote: RemoteJob) -> int | None:
         return int(float((remote.progress or {})["step"]))
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def lost_steps_note(entry: HostEntry | None) -> str:
+    """What became of a fenced copy's extra steps. "Lost" was said where the newer generation had
+    resumed from this copy's own later save, in the checkpoint directory the hosts share."""
+    if entry is not None and entry.shared_fs:
+        return ("; what it saved went to the checkpoint directory its hosts share (shared_fs), which the newer "
+                "generation resumes from: only steps after its last save there are lost")
+    return "; those steps are lost (the newer generation goes on from its own checkpoint)"
 
 
 def _trained_on(store: Store, job_id: str, remote: RemoteJob) -> str:

@@ -112,3 +112,15 @@ def test_a_fenced_stale_copy_that_trained_past_the_job_says_what_was_lost(tmp_pa
         store.next_generation("j")
     # it said "while its host was out of reach" (the host never was) and "those steps are lost"
     assert _trained_on(store, "j", ahead).endswith("reached it (its checkpoint there keeps them for a retry)")
+
+
+def test_a_fenced_copys_steps_are_said_lost_only_where_no_shared_checkpoint_directory_kept_them() -> None:
+    """Seen: "those steps are lost" of a copy whose last save, in the checkpoint directory its hosts
+    share, the newer generation had resumed from (step 6100, past the 6095 said lost)."""
+    from heet_tui.config.hosts_file import HostEntry
+    from heet_tui.control.recovery import lost_steps_note
+
+    shared, own = HostEntry("c1", "c1"), HostEntry("c1", "c1", shared_fs=False)
+    assert "the newer generation resumes from: only steps after its last save there are lost" in lost_steps_note(shared)
+    assert lost_steps_note(own) == "; those steps are lost (the newer generation goes on from its own checkpoint)"
+    assert lost_steps_note(None) == lost_steps_note(own), "a host gone from the file: nothing known of it"
