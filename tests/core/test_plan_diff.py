@@ -59,3 +59,15 @@ def test_the_jct_comparison_says_what_without_it_means_and_when_it_is_the_same()
     # a plan the average says is worse was shown as if it were an improvement
     worse = PredictedEffect(running, avg_jct_s=645.0, avg_jct_before_s=264.0).against()
     assert worse.startswith(" with this plan, 4m24s without it: worse by this average, which weighs every job alike")
+
+
+def test_a_job_the_plan_stops_is_said_to_be_out_of_its_average() -> None:
+    """Seen: "1m48s with this plan, 1m44s without it: worse by this average", where "with" counted
+    one job and "without" two: the held one has no completion under the plan."""
+    from heet_tui.core.plan import JobPrediction, PredictedEffect
+
+    jobs = (JobPrediction("wide-c", 50.0, 50.0, 108.0, 0.0), JobPrediction("cnn-d", 80.0, 0.0, None, 0.0))
+    said = PredictedEffect(jobs, avg_jct_s=108.0, avg_jct_before_s=104.0).against()
+    assert said == (" with this plan, without cnn-d (stopped by it: no completion to count); 1m44s without the "
+                    "plan, counting it"), said
+    assert "worse" not in said
