@@ -1,4 +1,4 @@
-"""What OpenSSH itself says of the SSH config, for ``heet-tui hosts check``.
+"""What OpenSSH itself says of the SSH config and the keys it names, for ``heet-tui hosts check``.
 
 asyncssh, which heet-tui connects with, skips directives it does not know: a typo such as
 ``Portt 22`` or ``ProxyJmup gw`` made ssh(1) refuse the whole config, while heet-tui connected
@@ -8,6 +8,7 @@ nothing, so its refusal is shown beside the host.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -47,9 +48,29 @@ def _refusal(ssh: str, config: Path, alias: str) -> str:
     except (OSError, subprocess.TimeoutExpired):
         return ""
     if done.returncode == 0:
-        return ""
+        return _open_keys(done.stdout)
     lines = [line for line in done.stderr.splitlines() if line.strip() and "Pseudo-terminal" not in line]
     if not any("line" in line or "configuration" in line.lower() for line in lines):
         return ""  # not about the config (ssh -G takes no other failure to mean anything here)
     return ("ssh(1) refuses the SSH config: " + "; ".join(lines[:2]) + " (heet-tui's SSH library skips what it "
             "does not know, so it may connect otherwise than ssh would: fix the config)")
+
+
+def _open_keys(resolved: str) -> str:
+    """The key files ``ssh -G`` resolved for the host that others may read: ssh(1) refuses such a
+    key ("UNPROTECTED PRIVATE KEY FILE") and heet-tui's SSH library used it without a word."""
+    open_ = []
+    for line in resolved.splitlines():
+        words = line.split(None, 1)
+        if len(words) == 2 and words[0].lower() == "identityfile":
+            path = Path(os.path.expanduser(words[1].strip()))
+            try:
+                mode = path.stat().st_mode
+            except OSError:
+                continue
+            if mode & 0o077:
+                open_.append(f"{path} (mode {oct(mode & 0o777)[2:]})")
+    if not open_:
+        return ""
+    return (f"the key file {', '.join(open_)} may be read by others: ssh(1) refuses such a key (UNPROTECTED PRIVATE "
+            f"KEY FILE) while heet-tui's SSH library uses it; chmod 600 it")

@@ -28,3 +28,12 @@ def test_a_directive_ssh_does_not_know_is_named_with_its_file_and_line(lab, caps
 
     lab.write_ssh_config(lab.user_key)  # fixed: nothing said
     assert ssh_config_refusals(load_hosts(path)) == {}
+
+
+def test_a_key_file_others_may_read_is_named_as_ssh_refuses_it(lab):
+    host = lab.add_host("openkey")
+    path = lab.hosts_toml([lab.entry_for(host)])
+    assert ssh_config_refusals(load_hosts(path)) == {}, "the lab's key is 0600"
+    lab.user_key.chmod(0o644)
+    said = ssh_config_refusals(load_hosts(path))["openkey"]
+    assert f"the key file {lab.user_key} (mode 644) may be read by others: ssh(1) refuses such a key" in said, said
