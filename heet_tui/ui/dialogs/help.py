@@ -49,6 +49,9 @@ on each of two hosts); `●` marks a measured throughput and `~` a predicted one
 (`±?`: a rough guess no model backs yet); on the Plan screen a new speed with `±` is predicted (one
 without it was measured), and `✎`
 after a job says you fixed its placement with `e` (the Jobs screen shows what, and `d` there drops it).
+On the Plan screen *Done in* is the predicted time from now to the job's end under the plan (restart pause
+included), *Pause* the seconds it trains nothing while it checkpoints and relaunches, and the average JCT
+counts each job from its submission, so it grows with the time jobs have already waited.
 Jobs with the same `model` and `batch_size` (a sweep) are profiled once and share their measurements.
 
 **When something goes wrong.** A job's own output is `l` on the Jobs screen; what the controller
