@@ -325,7 +325,8 @@ class DemoBackend:
                 return "auto-approve " + ("on: plans apply as they are made" if enabled else "off")
             case DrainHost() | ConnectHost() | TrustHostKey():
                 raise ValueError("the demo's hosts are simulated: there is nothing to drain, connect or trust")
-        raise ValueError(f"the demo cannot do {type(intent).__name__}")
+        # "the demo cannot do RetryJob": the class name, not what the user asked for
+        raise ValueError("the demo's jobs are simulated from a workload: they cannot be retried or updated")
 
     def _submit(self, spec_path: str) -> str:
         from heet_tui.config.errors import ConfigError

@@ -12,7 +12,15 @@ from ui_support import run
 
 from heet_tui.control.demo_backend import DemoBackend, demo_workload
 from heet_tui.core.allocation import placement_key
-from heet_tui.core.intents import ApprovePlan, DrainHost, EditJob, RejectPlan, SetAutoApprove, SubmitJob
+from heet_tui.core.intents import (
+    ApprovePlan,
+    DrainHost,
+    EditJob,
+    RejectPlan,
+    RetryJob,
+    SetAutoApprove,
+    SubmitJob,
+)
 from heet_tui.core.job import JobState
 from heet_tui.core.sched_input import Constraints
 
@@ -89,6 +97,10 @@ def test_reject_submit_and_refusals(tmp_path):
             assert "submitted small-cnn" in result and "small-cnn" in backend.sim.jobs
             with pytest.raises(ValueError, match="simulated"):
                 await backend.post(DrainHost("aws-0"))
+            # it said "the demo cannot do RetryJob"
+            with pytest.raises(ValueError, match="^the demo's jobs are simulated from a workload: they cannot be "
+                                                 "retried or updated$"):
+                await backend.post(RetryJob("small-cnn"))
             bad = tmp_path / "bad.toml"
             bad.write_text('name = "x"\n')
             with pytest.raises(ValueError, match="bad.toml"):

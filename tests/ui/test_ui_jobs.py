@@ -171,6 +171,23 @@ def test_the_selected_jobs_keys_follow_its_state_cancel_while_it_lives_retry_onc
     run(scenario())
 
 
+def test_the_demo_offers_no_retry_or_update_and_says_why_when_pressed(make_app, backend):
+    """The demo's footer offered r Retry and u Update, then refused them as "the demo cannot do RetryJob"."""
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            table = await four_jobs(pilot, app)
+            backend.push(replace(with_job(small_snapshot(1), "j1", state=JobState.CANCELLED), mode="demo"))
+            table.select_key("j1")
+            await wait_for(pilot, lambda: "l Log" in footer(app) and app.screen.latest.mode == "demo")
+            assert "r Retry" not in footer(app) and "u Update" not in footer(app), footer(app)
+            await pilot.press("r")
+            await wait_for(pilot, lambda: any("the demo's jobs are simulated" in n.message for n in app._notifications))
+            assert not any(isinstance(i, RetryJob) for i in backend.posted)
+
+    run(scenario())
+
+
 def test_u_gives_the_selected_job_its_changed_spec_from_the_file_it_was_submitted_from(make_app, backend):
     """The file comes with the job, not from its submit event: that one drops out of the
     snapshot's recent events on a busy cluster."""
