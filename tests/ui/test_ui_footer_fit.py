@@ -44,3 +44,39 @@ def test_the_palette_key_comes_back_on_a_wide_terminal(make_app):
             await wait_for(pilot, lambda: type(app.screen).__name__ == "CommandPalette")
 
     run(scenario())
+
+
+def test_every_jobs_key_shows_at_80_columns_for_a_failed_job_with_an_edit(make_app, backend):
+    """The most keys the Jobs screen offers at once (retry, update, log, drop edit): "12345 Scree"
+    was the last thing seen, q Quit cut off."""
+    from dataclasses import replace
+
+    from ui_fakes import small_snapshot, with_job
+
+    from heet_tui.core.job import JobState
+    from heet_tui.core.sched_input import Constraints
+
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: "q Quit" in footer(app))
+            snap = with_job(small_snapshot(1), "j1", state=JobState.FAILED, edit=Constraints(pinned_type="A100"))
+            backend.push(replace(snap, mode="controller"))
+            from heet_tui.ui.widgets.job_table import JobTable
+
+            table = app.screen.query_one(JobTable)
+            await wait_for(pilot, lambda: table.row_count == 4)
+            table.select_key("j1")
+
+            def hidden() -> list[str]:
+                return [f"{k.key_display} {k.description}" for k in app.screen.query(FooterKey)
+                        if not fully_shown(app, k)]
+
+            await wait_for(pilot, lambda: "d Drop edit" in footer(app) and "r Retry" in footer(app))
+            for _ in range(50):
+                if not hidden():
+                    break
+                await pilot.pause(0.02)
+            assert not hidden(), (hidden(), footer(app))
+
+    run(scenario())

@@ -26,6 +26,7 @@ SORT_CYCLE = tuple(SORTS)
 
 
 class JobsScreen(FilterKeys, SnapshotScreen):
+    FOOTER_OPTIONAL = ("cycle_sort", "filter")  # in the help; left out where every key would not fit
     BINDINGS = [
         Binding("n", "submit_job", "Submit"),
         Binding("s", "cycle_sort", "Sort"),

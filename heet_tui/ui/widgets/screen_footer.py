@@ -10,13 +10,42 @@ the screen group's label that that style drops: it read "Screensq Quit").
 from __future__ import annotations
 
 from textual import events
+from textual.app import ComposeResult
 from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
 
 WIDE_COLUMNS = 100
 """Columns from which every screen's keys and the palette key fit side by side, spaced out."""
 
 
 class ScreenFooter(Footer):
+    """A screen may name actions its footer leaves out when every key would not fit
+    (``FOOTER_OPTIONAL``, keys the help lists): a failed job with an edit offered so many keys on
+    the Jobs screen that q Quit was cut off at 80 columns."""
+
+    def compose(self) -> ComposeResult:
+        optional = tuple(getattr(self.screen, "FOOTER_OPTIONAL", ()))
+        if not (optional and self.compact and self._bindings_ready and self._width() > self.size.width - 1):
+            optional = ()
+        for widget in super().compose():  # passed on as made: key groups are built around them
+            if not (isinstance(widget, FooterKey) and widget.action in optional):
+                yield widget
+
+    def _width(self) -> int:
+        """Columns the compact footer takes: "k Description" and a space per key; a group's keys
+        run together ("12345"), then its label between spaces."""
+        out, groups = 0, set()
+        for _, binding, _, _ in self.screen.active_bindings.values():
+            if not binding.show:
+                continue
+            shown = self.app.get_key_display(binding)
+            if binding.group is None:
+                out += len(shown) + len(binding.description) + 2
+            else:
+                out += len(shown) + (len(binding.group.description) + 2 if binding.group not in groups else 0)
+                groups.add(binding.group)
+        return out
+
     def on_resize(self, event: events.Resize) -> None:
         wide = event.size.width >= WIDE_COLUMNS
         if wide != self.show_command_palette:
@@ -24,3 +53,4 @@ class ScreenFooter(Footer):
             self.compact = not wide
             if self.is_attached:
                 self.call_after_refresh(self.recompose)
+
