@@ -30,6 +30,7 @@ from heet_tui.core.allocation import placement_key
 from heet_tui.core.sched_input import ThroughputFn
 from heet_tui.profiling.configs import TYPICAL_MULTI_HOST_FACTOR, TYPICAL_SCALING_EXPONENT
 
+FAR_APART = math.log(10)  # two classes' type ratios this far apart: at least one of them is not to be believed
 RECENT = 5  # a cell's value is the mean of its last few observations: jobs warm up, hosts get busy
 UNLIKE_TWINS = 1.5  # twins measured this far apart are probably not twins (busy hosts vary by 1.3x)
 # Twins are compared on what they measured while running within this window of each other: a
@@ -227,6 +228,10 @@ class ThroughputBook:
         for m in self._one_per_class():
             if (a, "1") in m and (b, "1") in m:
                 logs.append(math.log(m[(a, "1")] / m[(b, "1")]))
+        if len(logs) == 2 and abs(logs[0] - logs[1]) > FAR_APART:
+            # the median of two is their mean: one class 1e7x apart still decided it (a lab with two
+            # models); the one nearer "as fast" is the safer guess until a third class settles it
+            return math.exp(min(logs, key=abs))
         return math.exp(statistics.median(logs)) if logs else None
 
     def estimate(self, job_id: str, gpu_type: str, placement: tuple[int, ...]) -> float:

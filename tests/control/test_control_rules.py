@@ -210,6 +210,19 @@ def test_one_class_with_an_absurd_type_ratio_does_not_steer_every_other_jobs_gue
     book.add("new", "A100", (1,), 3779.0)
     assert book.type_ratio("T4", "A100") == pytest.approx(0.25)
     assert book.estimate("new", "T4", (1,)) == pytest.approx(3779.0 * 0.25)
+    # with one other class only, the median is the mean of two: 1,581x a T4's speed on an A100
+    two = ThroughputBook()
+    two.add("mlp", "A100", (1,), 65014.0)
+    two.add("mlp", "T4", (1,), 31302.0)
+    two.add("skew", "A100", (1,), 50.0)
+    two.add("skew", "T4", (1,), 5e8)
+    assert two.type_ratio("T4", "A100") == pytest.approx(31302.0 / 65014.0)
+    agree = ThroughputBook()  # two classes that roughly agree: their geometric mean, as before
+    agree.add("x", "A100", (1,), 400.0)
+    agree.add("x", "T4", (1,), 100.0)
+    agree.add("y", "A100", (1,), 300.0)
+    agree.add("y", "T4", (1,), 100.0)
+    assert agree.type_ratio("A100", "T4") == pytest.approx((4.0 * 3.0) ** 0.5)
 
 
 def test_a_job_that_scaled_badly_on_one_type_is_not_expected_to_scale_on_another() -> None:
