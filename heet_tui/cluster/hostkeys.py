@@ -15,6 +15,7 @@ import asyncssh
 from heet_tui.cluster.errors import ClusterError, HostKeyUnknown, Unreachable
 from heet_tui.cluster.known_hosts_lines import hashed_name, holding_other_key, without_host_key
 from heet_tui.cluster.options import default_known_hosts
+from heet_tui.cluster.ssh_config_check import hashes_known_hosts
 from heet_tui.cluster.ssh_settings import SshTarget, key_revoked, known_hosts_arg, revoked_message
 from heet_tui.cluster.ssh_transport import SshTransport, failure_reason, open_connection, server_key
 from heet_tui.config.file_safety import write_private
@@ -105,7 +106,7 @@ async def trust_host(entry: HostEntry, fingerprint: str, ssh_config: Path | None
         whose = f"jump host {found.via} (on the way to {entry.name})" if found.via else f"host {entry.name}"
         raise HostKeyUnknown(f"{whose} now presents {actual}, not the approved {fingerprint}; not recorded", actual)
     public = key.export_public_key("openssh").decode("ascii").split()
-    name = hashed_name(target.known_hosts_pattern) if target.hash_known_hosts else target.known_hosts_pattern
+    name = hashed_name(target.known_hosts_pattern) if hashes_known_hosts(target) else target.known_hosts_pattern
     line = f"{name} {public[0]} {public[1]}\n"
     path = target.trust_file
     if path.exists() and not path.is_file():  # UserKnownHostsFile /dev/null: replacing it would break the system

@@ -13,8 +13,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from heet_tui.cluster.ssh_settings import config_paths
+from heet_tui.cluster.ssh_settings import SshTarget, config_paths, with_included
 from heet_tui.config.hosts_file import HostsFile
+from heet_tui.config.ssh_aliases import directive_args
 
 TIMEOUT_S = 10.0
 
@@ -74,3 +75,29 @@ def _open_keys(resolved: str) -> str:
         return ""
     return (f"the key file {', '.join(open_)} may be read by others: ssh(1) refuses such a key (UNPROTECTED PRIVATE "
             f"KEY FILE) while heet-tui's SSH library uses it; chmod 600 it")
+
+
+def hashes_known_hosts(target: SshTarget) -> bool:
+    """Whether ssh(1) writes this host's name hashed (``HashKnownHosts``), as ``ssh -G`` resolves it
+    for the host, Host and Match blocks included (asyncssh does not read the option; the first line
+    naming it anywhere was taken, a "no" for one host hid the "yes" under ``Host *``). Without ssh,
+    the first value the configs give."""
+    ssh, config = shutil.which("ssh"), (target.config_paths or (None,))[0]
+    if config is None:
+        return False
+    if ssh is not None:
+        try:
+            done = subprocess.run([ssh, "-G", "-F", str(config), "--", target.alias], capture_output=True, text=True,
+                                  timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            done = None
+        if done is not None and done.returncode == 0:
+            return any(line.split()[:2] == ["hashknownhosts", "yes"] for line in done.stdout.splitlines())
+    for path in with_included(target.config_paths):
+        try:
+            found = directive_args(path.expanduser().read_text(encoding="utf-8", errors="replace"), "hashknownhosts")
+        except OSError:
+            continue
+        if found:
+            return found[0][0].lower() == "yes"
+    return False

@@ -43,7 +43,6 @@ class SshTarget:
     identities_only: bool = False
     connect_timeout_s: float | None = None  # the config's ConnectTimeout
     host_key_alias: str | None = None  # the config's HostKeyAlias: the name its key is kept under
-    hash_known_hosts: bool = False  # the config's HashKnownHosts: a trusted key's name is written hashed
 
     @property
     def known_hosts_pattern(self) -> str:
@@ -73,7 +72,7 @@ def config_paths(ssh_config: Path | None) -> tuple[Path, ...]:
 
 def _lookup(paths: tuple[Path, ...], host: str, user: str | None, port: int | None) -> SSHClientConfig:
     # Reuses asyncssh's own OpenSSH-config reader so Host/Match/Include behave as asyncssh will.
-    for path in _with_included(paths):  # its ProxyCommand runs as you: ssh refuses a config others may change
+    for path in with_included(paths):  # its ProxyCommand runs as you: ssh refuses a config others may change
         if (why := others_can_write(path)) is not None:
             raise SshConfigError(f"ssh_config {path}: refused: {why}, and its ProxyCommand and Match exec run as "
                                  "you (ssh refuses such a config too); make it yours alone")
@@ -89,7 +88,7 @@ def _lookup(paths: tuple[Path, ...], host: str, user: str | None, port: int | No
         raise SshConfigError(f"ssh_config: {exc}{hint}") from None
 
 
-def _with_included(paths: tuple[Path, ...], depth: int = 0) -> list[Path]:
+def with_included(paths: tuple[Path, ...], depth: int = 0) -> list[Path]:
     """The configs and every file their ``Include`` lines name (relative ones under ~/.ssh, as ssh
     reads them): an included file another user owned ran its ProxyCommand as root, past the check
     of the file that included it."""
@@ -106,7 +105,7 @@ def _with_included(paths: tuple[Path, ...], depth: int = 0) -> list[Path]:
                 name = Path(os.path.expanduser(pattern))
                 name = name if name.is_absolute() else Path("~/.ssh").expanduser() / name
                 found = tuple(Path(p) for p in sorted(glob.glob(str(name))))
-                out += _with_included(found, depth + 1)
+                out += with_included(found, depth + 1)
     return out
 
 
@@ -145,21 +144,7 @@ def resolve_target(alias: str, port: int | None, user: str | None, ssh_config: P
                      str(jump) if jump and str(jump).lower() != "none" else None,
                      float(interval) if interval else keepalive_s, identities, bool(config.get("IdentitiesOnly")),
                      float(timeout) if timeout else None,
-                     str(config.get("HostKeyAlias")) if config.get("HostKeyAlias") else None,
-                     _hashes_known_hosts(paths))
-
-
-def _hashes_known_hosts(paths: tuple[Path, ...]) -> bool:
-    """``HashKnownHosts`` as the first line giving it says, in the configs and their includes
-    (asyncssh does not read it; a lab sets it once, for every host)."""
-    for path in _with_included(paths):
-        try:
-            found = directive_args(path.expanduser().read_text(encoding="utf-8", errors="replace"), "hashknownhosts")
-        except OSError:
-            continue
-        if found:
-            return found[0][0].lower() == "yes"
-    return False
+                     str(config.get("HostKeyAlias")) if config.get("HostKeyAlias") else None)
 
 
 def target_for(entry: HostEntry, ssh_config: Path | None, fallback_known_hosts: Path,

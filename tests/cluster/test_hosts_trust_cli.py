@@ -200,6 +200,18 @@ def test_with_hash_known_hosts_a_trusted_keys_host_name_is_written_hashed(lab, c
                           host.address, "true"], capture_output=True, text=True, timeout=30)
     assert ssh.returncode == 0, f"OpenSSH reads the hashed line: {ssh.stderr}"
     assert "already trusted" in _trust_again(hosts, capsys)
+    # as ssh resolves it for the host: a "no" in another host's block first hid the "yes" of Host *,
+    # and a "yes" in another host's block alone hashed this one's
+    other = lab.add_host("plain", trusted=False)
+    hosts = load_hosts(lab.hosts_toml([lab.entry_for(other)]))
+    lab.write_ssh_config(lab.user_key, extra="Host legacy-box\n  HashKnownHosts no\nHost *\n  HashKnownHosts yes\n")
+    assert run_trust(hosts, "plain", assume_yes=True) == 0
+    assert lab.known_hosts.read_text().splitlines()[-1].startswith("|1|")
+    third = lab.add_host("third", trusted=False)
+    hosts = load_hosts(lab.hosts_toml([lab.entry_for(third)]))
+    lab.write_ssh_config(lab.user_key, extra="Host elsewhere\n  HashKnownHosts yes\n")
+    assert run_trust(hosts, "third", assume_yes=True) == 0
+    assert lab.known_hosts.read_text().splitlines()[-1].startswith(f"[{third.address}]:{third.port} ")
 
 
 def _trust_again(hosts, capsys) -> str:
