@@ -99,8 +99,9 @@ def run_check(hosts_file: HostsFile, as_json: bool, hosts_option: str = "", owne
                   f"heet-tui hosts trust {name}{hosts_option}")
         if empty := [r["name"] for r in rows if r["state"] == "ready" and not r["gpus"]]:
             print(f"\nready with no usable GPU: {', '.join(empty)} (see MESSAGE)")
-    # a ready host that can run nothing fails the check too: a provisioning script passed three such
-    return 0 if rows and all(r["state"] == "ready" and r["gpus"] for r in rows) else 1
+    # a ready host that can run nothing fails the check too: a provisioning script passed three such;
+    # and one whose SSH config or key ssh(1) refuses (the script's own ssh to it would not start)
+    return 0 if rows and all(r["state"] == "ready" and r["gpus"] for r in rows) and not refusals else 1
 
 
 MAX_HOPS = 8  # jump hosts approved in one "hosts trust", one after the other

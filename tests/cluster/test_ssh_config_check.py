@@ -22,12 +22,13 @@ def test_a_directive_ssh_does_not_know_is_named_with_its_file_and_line(lab, caps
     path = lab.hosts_toml([lab.entry_for(host, emulate={"gpu_type": "T4", "count": 1, "speed": 1.0})])
     refusal = ssh_config_refusals(load_hosts(path))["typo"]
     assert f"{lab.ssh_config}: line 2: Bad configuration option: portt" in refusal, refusal
-    assert main(["hosts", "check", "--hosts", str(path), "--json"]) == 0, "still reachable: a warning"
+    assert main(["hosts", "check", "--hosts", str(path), "--json"]) == 1, "ssh itself would not start: the check fails"
     (row,) = json.loads(capsys.readouterr().out)
     assert row["state"] == "ready" and any("ssh(1) refuses the SSH config" in w for w in row["warnings"]), row
 
     lab.write_ssh_config(lab.user_key)  # fixed: nothing said
     assert ssh_config_refusals(load_hosts(path)) == {}
+    assert main(["hosts", "check", "--hosts", str(path), "--json"]) == 0
 
 
 def test_a_key_file_others_may_read_is_named_as_ssh_refuses_it(lab):
