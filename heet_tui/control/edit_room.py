@@ -28,7 +28,7 @@ def refuse_too_big(ctl: Controller, job_id: str, c: Constraints) -> None:
     ready = [(s.name, s.gpu_type, sum(1 for g in s.gpus if usable.get(s.name) is None or g.index in usable[s.name]))
              for s in ctl.cluster.status() if s.state.value == "ready" and s.gpus]
     if (why := too_big_for_the_cluster(c, spec.min_gpus, spec.gpu_types, ready)):
-        raise ValueError(f"{job_id}: {why}")
+        raise ValueError(why)  # said of the job in the dialog; "tweak b: b: ..." in the toast
 
 
 def too_big_for_the_cluster(c: Constraints, min_gpus: int, gpu_types: tuple[str, ...],

@@ -254,7 +254,7 @@ def test_an_edit_no_ready_host_can_hold_is_refused_saying_why(tmp_path: Path) ->
             await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=50, max_gpus=2))))
             first = await wait_for(ctl, lambda s: s.plan_id is not None, 30, "a plan")
             too_big = Constraints(fixed_count=2, pinned_hosts=("slow",))
-            with pytest.raises(ValueError, match=r"a: 2 GPU\(s\) cannot be given: slow has at most 1 GPU"):
+            with pytest.raises(ValueError, match=r"^2 GPU\(s\) cannot be given: slow has at most 1 GPU"):
                 await ctl.preview(EditJob(first.plan_id, "a", too_big))
             with pytest.raises(ValueError, match="slow has at most 1 GPU"):
                 await ctl.post(EditJob(first.plan_id, "a", too_big))

@@ -78,3 +78,33 @@ def test_with_no_plan_pending_a_waiting_job_can_be_tweaked_into_one(make_app, ba
             assert (edit.plan_id, edit.job_id, edit.constraints.fixed_count) == (NO_PLAN, "j3", 1)
 
     run(scenario())
+
+
+def test_apply_keeps_the_dialog_open_while_its_preview_is_refused(make_app, backend, monkeypatch):
+    """ctrl+s closed it on an edit the controller had just refused ("2 GPU(s) cannot be given"): the
+    form was lost and the same refusal came back as a toast."""
+    refusing = type(backend).preview
+
+    async def preview(self, edit):
+        if edit.constraints.fixed_count == 4:
+            raise ValueError("4 GPU(s) cannot be given: a100-1 has at most 4 GPU(s) of one type")
+        return await refusing(self, edit)
+
+    monkeypatch.setattr(type(backend), "preview", preview)
+
+    async def scenario():
+        app = make_app("plan")
+        async with app.run_test(size=SIZE) as pilot:
+            dialog = await open_tweak(pilot, app)
+            dialog.query_one("#count", Input).value = "4"
+            error = dialog.query_one("#error", Static)
+            await wait_for(pilot, lambda: "cannot be given" in str(error.render()))
+            await pilot.press("ctrl+s")
+            await pilot.pause()
+            assert app.screen is dialog and not any(isinstance(i, EditJob) for i in backend.posted)
+            dialog.query_one("#count", Input).value = "2"
+            await wait_for(pilot, lambda: "cannot be given" not in str(error.render()))
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: app.screen is not dialog)
+
+    run(scenario())

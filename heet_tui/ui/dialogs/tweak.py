@@ -50,6 +50,7 @@ class TweakDialog(FormDialog[EditJob | None]):
         self._timer: Timer | None = None
         self.last_effect: PredictedEffect | None = None
         self.previews = 0
+        self._refused: EditJob | None = None  # the edit whose preview the controller refused
 
     def compose(self) -> ComposeResult:
         c = self.initial
@@ -162,7 +163,9 @@ class TweakDialog(FormDialog[EditJob | None]):
         except ValueError as exc:
             self.query_one("#error", Static).update(str(exc))
             self.query_one("#prediction", Static).update("prediction: not available")
+            self._refused = edit
             return
+        self._refused = None
         self.previews += 1
         self.last_effect = effect
         self.query_one("#prediction", Static).update(describe_effect(effect, self.job.id, self.baseline))
@@ -175,9 +178,13 @@ class TweakDialog(FormDialog[EditJob | None]):
 
     def action_apply(self) -> None:
         try:
-            self.dismiss(self.edit())
+            edit = self.edit()
         except ValueError as exc:
             self.query_one("#error", Static).update(str(exc))
+            return
+        if edit == self._refused:  # the preview was refused, as the apply would be: the form stays to fix
+            return
+        self.dismiss(edit)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
