@@ -305,7 +305,8 @@ def test_a_jobs_output_reaches_the_terminal_with_its_control_characters_escaped(
     assert printable("a\tb\x9bc") == "a\tb\\x9bc", "tab kept; a C1 control escaped too"
     # the spec's own command: an escape in an argument retitled the window, a newline broke the layout
     store.add_job(JobSpec("args", ("python3", "t.py", "\x1b]0;PWNTITLE\x07", "a\nb"), "m", 32,
-                          Target(TargetKind.STEPS, 10)), 0.0)
+                          Target(TargetKind.STEPS, 10), workdir="/w/ev\ndir"), 0.0)
     assert main(["--state", str(tmp_path / "state"), "jobs", "args"]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "\\x1b]0;PWNTITLE\\x07" in out and "'a\\nb'" in out, out
+    assert "(in /w/ev\\ndir)" in out, "a path's newline too"

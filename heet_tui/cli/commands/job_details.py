@@ -78,7 +78,7 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
     print(f"{job.id}  {job.state.value}" + ("  (cancel requested)" if rec.cancel_requested and not job.state.terminal
                                             else "") + ("  (as last recorded: no controller runs)" if stale else ""))
     fields = [
-        ("command", shlex.join(spec.command).replace("\n", "\\n") + (f"   (in {spec.workdir})" if spec.workdir else "")),
+        ("command", shlex.join(spec.command) + (f"   (in {spec.workdir})" if spec.workdir else "")),
         ("spec file", rec.spec_file or "-"),
         ("class", f"model {spec.model}, batch {spec.batch_size}"),
         ("gpus", f"{gpu_span(spec.min_gpus, spec.max_gpus)}, " + (", ".join(spec.gpu_types) if spec.gpu_types else "any type")
@@ -102,7 +102,7 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
         fields.insert(4, ("your edit", f"{edited} (fixed on the Plan screen; plans keep to it until d on the "
                                        "Jobs screen drops it)"))
     for label, value in fields:  # the spec's own text too: an escape in an argument retitled the terminal
-        print(f"  {label:<10} {printable(value)}")
+        print(f"  {label:<10} {printable(value).replace(chr(10), chr(92) + 'n')}")  # a path's newline too
     print(f"events (the latest {len(found)}):" if found else "no events")
     for e in found:
         lines = e.message.splitlines() or [""]
