@@ -132,7 +132,11 @@ class HostsScreen(SnapshotScreen):
             self.notify(problem, title="hosts file", severity="error", timeout=8)
 
     def _states(self) -> dict[str, str]:
-        return {h.name: h.state.value for h in self.latest.hosts} if self.latest is not None else {}
+        """Each host's state as the Cluster screen and `status` say it: a drained host read plain
+        "ready" here."""
+        if self.latest is None:
+            return {}
+        return {h.name: h.state.value + (" (drained)" if h.drained else "") for h in self.latest.hosts}
 
     def _refresh_table(self) -> None:
         self._states_shown = states = self._states()
