@@ -233,7 +233,7 @@ class IntentHandler:
         if intent.host not in ctl.hosts.names():
             raise ValueError(f"no host {intent.host!r} in {ctl.hosts.path}")
         drain_by_hand(ctl.store, intent.host, intent.drained, ctl.clock(), "d in the TUI")
-        return f"{intent.host} {'drained: its jobs move at the next plan' if intent.drained else 'back in service'}"
+        return f"{intent.host} {'drained: its jobs move at the next plan, or stop where no other host can hold them' if intent.drained else 'back in service'}"
 
     async def _ConnectHost(self, intent: ConnectHost) -> str:
         try:  # a ready host is not dropped (its jobs' events would stop a moment): its GPUs are read again

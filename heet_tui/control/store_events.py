@@ -7,6 +7,7 @@ append-only rows kept apart from the job rows.
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 import uuid
 from collections.abc import Callable
@@ -33,7 +34,9 @@ class EventRows:
 
     def add_event(self, at: float, kind: str, message: str, job_id: str | None = None,
                   host: str | None = None) -> None:
-        events_log.info("%s: %s", kind, message)  # first: a store that cannot take it leaves it in the log
+        # first: a store that cannot take it leaves it in the log; its job named ("failed: rank 0 on la1
+        # ended with exit code 2" named none, and grep of the job in controller.log missed its failure)
+        events_log.info("%s: %s", kind, job_named(job_id, message))
         with self._tx() as db:
             row = db.execute("INSERT INTO events (at, kind, job_id, host, message) VALUES (?, ?, ?, ?, ?)",
                              (at, kind, job_id, host, message)).lastrowid or 0
@@ -56,7 +59,7 @@ class EventRows:
                                 (self._others_from,)).fetchall()
         for r in rows:
             if r[0] not in mine:
-                events_log.info("%s: %s (from another heet-tui command)", r[2], r[5])
+                events_log.info("%s: %s (from another heet-tui command)", r[2], job_named(r[3], r[5]))
             mine.discard(r[0])
         if rows:
             self._others_from = rows[-1][0]
@@ -88,3 +91,11 @@ class EventRows:
         with self._tx() as db:
             db.execute("INSERT INTO settings VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                        (key, value))
+
+
+def job_named(job_id: str | None, text: str) -> str:
+    """``text`` led by its job's id where it does not name the job already (as a name of its own:
+    job "loc" is not named by host "loc-a")."""
+    if not job_id or re.search(rf"(?<![\w.-]){re.escape(job_id)}(?![\w.-])", text):
+        return text
+    return f"{job_id}: {text}"

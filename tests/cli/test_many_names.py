@@ -26,7 +26,7 @@ def test_a_rack_is_drained_and_undrained_in_one_call(tmp_path: Path, capsys: pyt
     where = ["--hosts", str(_hosts(tmp_path)), "--state", str(tmp_path / "state")]
     assert main(["hosts", "drain", "rack2-*", "rack3-h01", *where]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 11 and out[0] == "rack2-h01 drained: its jobs move at the next plan"
+    assert len(out) == 11 and out[0] == "rack2-h01 drained: its jobs move at the next plan, or stop where no other host can hold them"
     store = Store(tmp_path / "state")
     drained = json.loads(store.setting("drained"))
     assert sorted(drained) == sorted([f"rack2-h{h:02d}" for h in range(1, 11)] + ["rack3-h01"])

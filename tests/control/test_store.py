@@ -339,3 +339,16 @@ def test_a_shared_directory_with_other_files_is_not_made_a_private_state_directo
     fresh.mkdir(mode=0o755)
     Store(fresh)  # empty: taken, and made private
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o700
+
+
+def test_the_controller_log_names_each_events_job(tmp_path, caplog) -> None:
+    """"failed: rank 0 on la1 ended with exit code 2": grep of the job in controller.log missed it."""
+    import logging
+
+    store = Store(tmp_path / "state")
+    with caplog.at_level(logging.INFO, logger="heet_tui.events"):
+        store.add_event(1.0, "failed", "rank 0 on la1 ended with exit code 2", "f1", "la1")
+        store.add_event(2.0, "launch", "f1 generation 2: 1xT4 on lt1", "f1")
+        store.add_event(3.0, "host", "la1 is back", None, "la1")
+    assert [r.getMessage() for r in caplog.records] == [
+        "failed: f1: rank 0 on la1 ended with exit code 2", "launch: f1 generation 2: 1xT4 on lt1", "host: la1 is back"]

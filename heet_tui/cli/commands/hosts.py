@@ -304,5 +304,5 @@ def cmd_drain(args: argparse.Namespace) -> int:
         print(f"(a new state store in {store.dir}: no controller has run on it yet)", file=sys.stderr)
     for name in chosen:
         drain_by_hand(store, name, args.drained, time.time(), f"heet-tui hosts {'drain' if args.drained else 'undrain'}")
-        print(f"{name} drained: its jobs move at the next plan" if args.drained else f"{name} back in service")
+        print(f"{name} drained: its jobs move at the next plan, or stop where no other host can hold them" if args.drained else f"{name} back in service")
     return 0

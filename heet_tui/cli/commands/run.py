@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import re
 import signal
 import sys
 import time
@@ -29,6 +28,7 @@ from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.hosts_choice import chosen_hosts_path
 from heet_tui.control.log_file import LOG_NAME
 from heet_tui.control.planning import make_named_policy
+from heet_tui.control.store_events import job_named
 from heet_tui.control.store_records import EventRecord
 from heet_tui.core.plan import count_changes
 
@@ -57,10 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def event_line(e: EventRecord) -> str:
     """An event's first line, naming its job when the message does not: two jobs failing in one
     second printed "failed  rank 0 on hostA ended with exit code 2" twice, with no job named."""
-    first = e.message.splitlines()[0] if e.message else ""
-    # as a name of its own: job "loc" is not named by host "loc-a"
-    named = e.job_id and re.search(rf"(?<![\w.-]){re.escape(e.job_id)}(?![\w.-])", first)
-    return f"{e.job_id}: {first}" if e.job_id and not named else first
+    return job_named(e.job_id, e.message.splitlines()[0] if e.message else "")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
