@@ -99,3 +99,17 @@ def test_a_launch_refused_for_a_checkpoint_dir_of_another_store_fails_at_once(tm
 
     run_and_clean(scenario, tmp_path)
     assert len([e for e in store.events("taken", limit=20) if e.kind == "launch"]) <= 1
+
+
+def test_every_checkpoint_dir_refusal_of_the_agent_is_for_good() -> None:
+    """A link another user made on the way, or an open directory above: refused at generation 2 and
+    again at 4, retried like a crash though nothing would change."""
+    from heet_tui.control.crash_hints import refused_for_good
+    from heet_tui.control.runtime import LAUNCH_REFUSED
+
+    for said in ("checkpoint dir /s/ck: /s/ck is a link that uid 12345 made, not you: give the job a checkpoint_dir "
+                 "of its own",
+                 "checkpoint dir /o/ck: /o above it may be written by anyone and is not sticky: give the job a "
+                 "checkpoint_dir in a directory of your own"):
+        assert refused_for_good(f"{LAUNCH_REFUSED}: {said}"), said
+    assert not refused_for_good(f"{LAUNCH_REFUSED}: workdir /data/x does not exist"), "may be made meanwhile"
