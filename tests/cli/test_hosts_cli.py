@@ -48,6 +48,10 @@ def test_list_table_uses_heet_hosts_env(hosts: Path) -> None:
     assert lines[1].split()[5] == "TAGS" and lines[2].split()[:6] == ["a100-1", "ssh", "10.1.0.11", "-", "r1", "nvlink"]
     bare = heet("hosts", env={"HEET_HOSTS": str(hosts)})  # was "the following arguments are required: VERB"
     assert (bare.returncode, bare.stdout) == (0, out.stdout)
+    # [defaults]' user is the ssh hosts': a local host showed it as its own
+    hosts.write_text('[defaults]\nuser = "alice"\n[[hosts]]\nname = "here"\ntransport = "local"\n')
+    row = heet("hosts", "list", "--hosts", str(hosts)).stdout.splitlines()[2].split()
+    assert row[:4] == ["here", "local", "-", "-"], row
 
 
 def test_add_then_remove_edits_the_file_in_place(hosts: Path) -> None:

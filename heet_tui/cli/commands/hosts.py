@@ -151,7 +151,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         if h.gpus is not None:
             gpus += f" idx {','.join(map(str, h.gpus))}"
         address = "-" if h.transport == "local" else h.address + (f":{h.port}" if h.port else "")
-        rows.append((h.name, h.transport, address, h.user or "-", h.rack or "-", ",".join(h.tags) or "-", gpus))
+        user = "-" if h.transport == "local" else h.user or "-"  # [defaults]' user is the ssh hosts'
+        rows.append((h.name, h.transport, address, user, h.rack or "-", ",".join(h.tags) or "-", gpus))
     print(f"# {hosts.path}")
     print("\n".join(aligned(rows)))
     return 0
