@@ -162,6 +162,12 @@ class ThroughputBook:
             return None
         return value, spread
 
+    def running_mean(self, job_id: str, gpu_type: str, key: str, since: float) -> float | None:
+        """The mean of what the job's running processes reported on this cell from ``since`` (its
+        recent few), or None: what it runs at now, without the profiling runs in the cell's mean."""
+        found = [v for at, v in self._running.get(job_id, {}).get((gpu_type, key), ()) if at >= since]
+        return sum(found) / len(found) if found else None
+
     def own(self, job_id: str) -> dict[tuple[str, str], float]:
         """What this job itself measured: each cell's recent mean."""
         return {k: sum(v[-RECENT:]) / len(v[-RECENT:]) for k, v in self.cells.get(job_id, {}).items()}

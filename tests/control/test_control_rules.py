@@ -483,3 +483,20 @@ def test_a_job_measured_at_one_count_scales_as_the_jobs_measured_here_did() -> N
     assert book.estimate("new", "T4", (2,)) < 0.75 * typical
     book.add("new", "T4", (2,), 190.0)  # its own measurement wins
     assert book.estimate("new", "T4", (4,)) == pytest.approx(190.0 * 2 ** math.log(1.9, 2))
+
+
+def test_an_eta_is_read_at_what_the_run_reports_not_at_a_faster_profiling_run_on_its_cell() -> None:
+    """k1 showed 126/s beside an ETA read at 180/s: its 1xT4 profiling run was in the cell's mean."""
+    from types import SimpleNamespace
+
+    from heet_tui.control.snapshot_build import _steady
+
+    book = ThroughputBook()
+    book.add("k1", "T4", (1,), 234.0, "profiling", at=5.0)
+    run = Run("k1", Allocation.of("k1", "T4", {"lt1": [0]}), 2, {}, 15.0)
+    ctl = SimpleNamespace(book=book)
+    assert _steady(ctl, run, 130.0) == 130.0, "no report of this run yet: the latest"
+    book.add("k1", "T4", (1,), 120.0, "running", at=20.0)
+    book.add("k1", "T4", (1,), 132.0, "running", at=30.0)
+    assert _steady(ctl, run, 130.0) == pytest.approx(126.0)
+    assert book.own("k1")[("T4", "1")] == pytest.approx(162.0), "the cell's own mean still has the profiling run"
