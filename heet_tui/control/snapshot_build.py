@@ -115,10 +115,14 @@ def _queued_prediction(ctl: Controller, job_id: str, message: str, now: float) -
     with the predicted start added (the store's message has no countdown: waiting.py)."""
     made = ctl.plan_made
     pred = made.predictions.get(job_id) if made and job_id in made.weighed else None
-    if pred is None or pred.starts_in_s is None or job_id in made.plan.allocations:
+    if pred is None:
         return None, None
     elapsed = now - (made.plan.effect.at or now)
     done = None if pred.completion_s is None else max(0.0, pred.completion_s - elapsed)
+    if job_id in made.plan.allocations:  # the pending plan starts it: its ETA there (the Plan screen's)
+        return (done, None) if made.plan_id is not None and made.plan_id == ctl.pending_plan_id else (None, None)
+    if pred.starts_in_s is None:
+        return None, None
     start = max(0.0, pred.starts_in_s - elapsed)
     return done, f"{message} (predicted start on {pred.starts_on} in ~{duration(start)})"
 

@@ -141,6 +141,9 @@ def test_a_queued_job_says_it_waits_for_approval_then_for_gpus(tmp_path: Path) -
             assert "long" not in snap.plan.allocations
             assert job(snap, "short").message == (f"in plan #{snap.plan_id} (start on 1xT4), waiting for approval: "
                                                   "a on the Plan screen, or heet-tui plan approve")
+            # its ETA under the plan, as the Plan screen has it (the Jobs screen's was blank)
+            planned = snap.plan.effect.for_job("short").completion_s
+            assert job(snap, "short").eta_s is not None and job(snap, "short").eta_s <= planned
             assert store.job("long").job.message == (  # the GPU is idle: the plan awaiting approval gives it to short
                 f"waiting for GPUs: every GPU it may use is taken (plan #{snap.plan_id}, awaiting approval, starts "
                 "short on them); it should start on T4 as running jobs end")
