@@ -402,3 +402,21 @@ def test_events_within_one_time_free_gpus_before_taking_them(physics) -> None:
         most = max(most, sum(held.values()))
     assert any('"grow"' in line for line in out.getvalue().splitlines()), "the case this test is about"
     assert most == 8, "never more than the cluster's 8 T4s at any line"
+
+
+def test_a_directory_mean_says_when_a_file_finished_no_job(tmp_path: Path, profile_dir: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """"avg JCT 1.39 ±0.03" was the mean of 2 of 3 files, beside a GPU-h/job over all 3."""
+    cluster = tmp_path / "one.toml"
+    cluster.write_text('name = "one"\n[[node_types]]\nname = "dgx"\nprofile = "dgx-ext"\ngpu_type = "A100"\n'
+                       "gpus_per_node = 8\ncount = 1\n")
+    d = tmp_path / "wl"
+    d.mkdir()
+    head = "name,time,application,num_replicas,batch_size\n"
+    (d / "a.csv").write_text(head + "a,0,cifar10,2,256\n")
+    (d / "b.csv").write_text(head + "b,0,cifar10,2,512\n")
+    (d / "none.csv").write_text(head + "c,0,cifar10,10,1024\n")  # 10 GPUs of an 8-GPU cluster
+    assert main(["sim", "--workload", str(d), "--cluster", str(cluster), "--profiles", str(profile_dir),
+                 "--policy", "rigid-fifo"]) == 0
+    assert ("note: rigid-fifo: the JCT figures are the mean over 2 of 3 files; none.csv finished no job"
+            in capsys.readouterr().out)

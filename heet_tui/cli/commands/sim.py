@@ -113,6 +113,12 @@ def _print_table(summary: dict[str, Any], title: str) -> None:
                      f"{fmt(m['sched_ms_p50'], '{:.1f}')}/{fmt(m['sched_ms_p95'], '{:.1f}')}",
                      f"{ended[0]:.0f}/{ended[1]:.0f}"))
     print_table(title, columns, rows)
+    for name, m in summary.items():  # a file that finished no job has no JCT: the mean leaves it out
+        per_file = m.get("files", {})
+        without = sorted(f for f, v in per_file.items() if v.get("avg_jct_s") is None)
+        if len(per_file) > 1 and without:
+            print(f"note: {name}: the JCT figures are the mean over {len(per_file) - len(without)} of "
+                  f"{len(per_file)} files; {', '.join(without)} finished no job (the other columns cover every file)")
     if len({r[-1] for r in rows}) > 1:  # a policy that left its slowest job unschedulable read as the fastest
         print(textwrap.fill("note: the policies finished different jobs (done/unsched): each JCT figure covers its "
                             "own policy's finished jobs only, so they do not compare as they stand; --events names "
