@@ -179,7 +179,8 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
         if rec is not None and rec.job.state.terminal:
             _stopped_after_the_end(executor, store, host, rec, r, parsed[2])
         elif trained and parsed[0] not in taken:
-            trained += lost_steps_note(next((e for e in executor.hosts.hosts if e.name == host), None))
+            entries = executor.hosts.hosts if executor.hosts is not None else ()
+            trained += lost_steps_note(next((e for e in entries if e.name == host), None))
         store.add_event(now, "fence", f"stopped stale {r.job_id} generation {r.generation}{trained}", parsed[0], host)
     reported = {(r.job_id, r.generation) for r in jobs}
     for run in executor.all_runs():
