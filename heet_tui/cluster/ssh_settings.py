@@ -74,8 +74,10 @@ def _lookup(paths: tuple[Path, ...], host: str, user: str | None, port: int | No
     # Reuses asyncssh's own OpenSSH-config reader so Host/Match/Include behave as asyncssh will.
     for path in with_included(paths):  # its ProxyCommand runs as you: ssh refuses a config others may change
         if (why := others_can_write(path)) is not None:
+            link = "on the way to it is a link" in why  # which ssh follows: not "ssh refuses it too"
             raise SshConfigError(f"ssh_config {path}: refused: {why}, and its ProxyCommand and Match exec run as "
-                                 "you (ssh refuses such a config too); make it yours alone")
+                                 + ("you; use its own path, or a link of your own" if link else
+                                    "you (ssh refuses such a config too); make it yours alone"))
     try:
         return SSHClientConfig.load(None, list(paths), False, False, False, getpass.getuser(),
                                     user if user else (), host, port if port else ())

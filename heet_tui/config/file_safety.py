@@ -105,7 +105,9 @@ def read_private(path: Path) -> str:
 
 
 def refusal(path: Path, why: str) -> str:
-    if "owned by" in why:  # chmod cannot make it yours: it was the advice
+    if "on the way to it is a link" in why:  # chmod follows the link: it was the advice, and changed nothing
+        fix = "use the file's own path, or a link of your own in its place (ln -sfn TARGET LINK as you)"
+    elif "owned by" in why:  # chmod cannot make it yours: it was the advice
         fix = f"copy it to a file of your own (cp {path} ~/.config/heet-tui/hosts.toml) and use that"
     elif "above it" in why:
         fix = "keep it in a directory only you (and root) control"

@@ -227,8 +227,10 @@ def test_a_hosts_file_or_state_directory_through_another_users_link_is_refused(t
     (shared / "hl.toml").symlink_to(path)
     assert load_hosts(shared / "hl.toml").names() == ("a",), "your own (root's here) link"
     os.lchown(shared / "hl.toml", 1234, 1234)
-    with pytest.raises(ConfigError, match=r"hl.toml on the way to it is a link uid 1234 .*made"):
+    with pytest.raises(ConfigError, match=r"hl.toml on the way to it is a link uid 1234 .*made") as info:
         load_hosts(shared / "hl.toml")
+    assert "chmod" not in str(info.value) and "a link of your own in its place" in str(info.value), \
+        "chmod follows the link: the advice changed nothing"
     mine = tmp_path / "state"
     mine.mkdir(mode=0o700)
     (shared / "st").symlink_to(mine)
