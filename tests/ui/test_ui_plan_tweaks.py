@@ -106,5 +106,16 @@ def test_apply_keeps_the_dialog_open_while_its_preview_is_refused(make_app, back
             await wait_for(pilot, lambda: "cannot be given" not in str(error.render()))
             await pilot.press("ctrl+s")
             await wait_for(pilot, lambda: app.screen is not dialog)
+            posted = len(backend.posted)
+            # applied before its preview came back: it closed on the refused edit all the same
+            dialog = await open_tweak(pilot, app)
+            dialog.query_one("#count", Input).value = "4"
+            await pilot.press("ctrl+s")
+            error = dialog.query_one("#error", Static)
+            await wait_for(pilot, lambda: "cannot be given" in str(error.render()))
+            assert app.screen is dialog and not any(isinstance(i, EditJob) for i in backend.posted[posted:])
+            dialog.query_one("#count", Input).value = "1"
+            await pilot.press("ctrl+s")  # an edit it accepts: applied once its preview is in
+            await wait_for(pilot, lambda: app.screen is not dialog)
 
     run(scenario())

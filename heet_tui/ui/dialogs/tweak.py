@@ -51,6 +51,8 @@ class TweakDialog(FormDialog[EditJob | None]):
         self.last_effect: PredictedEffect | None = None
         self.previews = 0
         self._refused: EditJob | None = None  # the edit whose preview the controller refused
+        self._previewed: EditJob | None = None  # the edit whose preview it accepted
+        self._apply_after: EditJob | None = None  # applied when its preview is accepted
 
     def compose(self) -> ComposeResult:
         c = self.initial
@@ -163,9 +165,16 @@ class TweakDialog(FormDialog[EditJob | None]):
         except ValueError as exc:
             self.query_one("#error", Static).update(str(exc))
             self.query_one("#prediction", Static).update("prediction: not available")
-            self._refused = edit
+            self._refused, self._apply_after = edit, None
             return
-        self._refused = None
+        except Exception:
+            if self._apply_after == edit:  # no preview to be had (the controller is away): the apply says
+                self.dismiss(edit)
+            raise
+        self._refused, self._previewed = None, edit
+        if self._apply_after == edit:
+            self.dismiss(edit)
+            return
         self.previews += 1
         self.last_effect = effect
         self.query_one("#prediction", Static).update(describe_effect(effect, self.job.id, self.baseline))
@@ -184,7 +193,17 @@ class TweakDialog(FormDialog[EditJob | None]):
             return
         if edit == self._refused:  # the preview was refused, as the apply would be: the form stays to fix
             return
-        self.dismiss(edit)
+        if edit == self._previewed:
+            self.dismiss(edit)
+            return
+        # typed and applied before its preview came back: it closed on an edit the controller then
+        # refused (the form lost, the refusal a toast); applied once the preview accepts it
+        if self._timer is not None:
+            self._timer.stop()
+        self._apply_after = edit
+        self.query_one("#error", Static).update("")
+        self.query_one("#prediction", Static).update("prediction: checking the edit before applying it…")
+        self._run_preview(edit)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
