@@ -184,15 +184,19 @@ async def _lines() -> tuple[str, ...]:
     return tuple(f"step {i}" for i in range(200))
 
 
+async def _over_the_jobs_screen(pilot, app, name: str) -> None:
+    await wait_for(pilot, lambda: app.latest is not None)
+    app.push_screen(other_dialogs()[name]())
+    await pilot.pause()
+    await pilot.pause()
+
+
 @pytest.mark.parametrize("name", list(other_dialogs()))
 def test_every_other_dialog_fits_a_70x20_terminal(make_app, name):
     async def scenario():
         app = make_app("jobs")
         async with app.run_test(size=(70, 20)) as pilot:
-            await wait_for(pilot, lambda: app.latest is not None)
-            app.push_screen(other_dialogs()[name]())
-            await pilot.pause()
-            await pilot.pause()
+            await _over_the_jobs_screen(pilot, app, name)
             assert box_fits(app), f"{name}: {dialog_box(app).region} does not fit {app.screen.region}"
             for button in app.screen.query(Button):
                 assert fully_shown(app, button), f"{name}: {button.id} is not visible"
@@ -209,10 +213,7 @@ def test_a_dialog_footer_names_its_own_keys_not_the_screens_below(make_app, name
 
         app = make_app("jobs")
         async with app.run_test(size=(80, 24)) as pilot:
-            await wait_for(pilot, lambda: app.latest is not None)
-            app.push_screen(other_dialogs()[name]())
-            await pilot.pause()
-            await pilot.pause()
+            await _over_the_jobs_screen(pilot, app, name)
             shown = footer(app)
             assert keys <= shown and not any("Submit" in entry for entry in shown), shown
             assert box_fits(app), f"{name}: {dialog_box(app).region} does not fit with its footer"
