@@ -173,7 +173,12 @@ class HostsDocument:
         # became a file of its own and the repository's copy silently missed the edit
         target = Path(os.path.realpath(self.path))
         mode = target.stat().st_mode & 0o777
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        except OSError as exc:  # a traceback for a user who may write the file but not its directory
+            raise ConfigError(self.path, f"cannot save: {target.parent} cannot be written ({exc.strerror}): the "
+                              "file is saved through a new file beside it, so its directory must be writable; "
+                              "nothing was saved") from None
         try:
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
                 out.write(text)

@@ -91,6 +91,26 @@ def test_save_is_atomic_and_keeps_permissions(example: Path) -> None:
     assert not [p for p in example.parent.iterdir() if p.name.endswith(".tmp")]
 
 
+def test_a_directory_that_cannot_be_written_is_said_not_a_traceback(example: Path, monkeypatch, capsys) -> None:
+    """`hosts add` on a file in a directory the user may not write ended in a PermissionError
+    traceback (the save writes a new file beside it). Root may write anywhere: the refusal the
+    system gives an ordinary user is played here."""
+    import tempfile
+
+    from heet_tui.cli.main import main
+
+    before = example.read_text()
+
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(example.parent / ".hosts.toml.x.tmp"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refused)
+    assert main(["hosts", "add", "x1", "--hosts", str(example), "--transport", "local", "--emulate", "T4:1:0.25"]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot save: {example.parent} cannot be written (Permission denied)" in err and "nothing was saved" in err
+    assert "Traceback" not in err and example.read_text() == before
+
+
 @pytest.mark.parametrize("name", ["a100-1", "v100-2", "dev-box"])
 def test_removing_any_host_keeps_every_comment_about_the_others(example: Path, name: str) -> None:
     original = example.read_text()
