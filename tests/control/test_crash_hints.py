@@ -95,7 +95,7 @@ def test_a_launch_refused_for_a_checkpoint_dir_of_another_store_fails_at_once(tm
             await ctl.post(SubmitJob(str(spec)))
             snap = await wait_for(ctl, lambda s: job(s, "taken").state is JobState.FAILED, 60, "taken to fail")
             assert "holds another heet-tui state store's checkpoints" in job(snap, "taken").message
-            assert "(1 attempts)" in job(snap, "taken").message, job(snap, "taken").message
+            assert "(1 attempt)" in job(snap, "taken").message, job(snap, "taken").message
 
     run_and_clean(scenario, tmp_path)
     assert len([e for e in store.events("taken", limit=20) if e.kind == "launch"]) <= 1
@@ -113,3 +113,6 @@ def test_every_checkpoint_dir_refusal_of_the_agent_is_for_good() -> None:
                  "checkpoint_dir in a directory of your own"):
         assert refused_for_good(f"{LAUNCH_REFUSED}: {said}"), said
     assert not refused_for_good(f"{LAUNCH_REFUSED}: workdir /data/x does not exist"), "may be made meanwhile"
+    # an ordinary user's workdir of /root: approved three times over before the job failed
+    assert refused_for_good(f"{LAUNCH_REFUSED}: host local-t4: launch: cannot start job: [Errno 13] Permission "
+                            "denied: '/root'")
