@@ -112,6 +112,9 @@ def spec_paths(text: str) -> list[Path]:
     else:
         return [Path(expanded)]
     if not found:
+        folder = expanded if os.path.isdir(expanded) else os.path.dirname(expanded) or "."
+        if os.path.isdir(folder) and not os.access(folder, os.R_OK | os.X_OK):  # it read as "none there"
+            raise ConfigError(expanded, f"cannot read {folder}: permission denied (its job files cannot be listed)")
         raise ConfigError(expanded, f"no job files (*.toml) in {expanded}")
     return found
 

@@ -148,6 +148,16 @@ def test_a_directory_of_job_files_is_submitted_as_in_the_tui(tmp_path: Path,
     (tmp_path / "empty").mkdir()
     assert main([*state, "submit", str(tmp_path / "empty")]) == 2
     assert "no job files (*.toml) in" in capsys.readouterr().err
+    # one the user may not read ("submit /root" as an ordinary user) was said to hold no job files;
+    # root reads everything, so the system's answer to an ordinary user is played here
+    import os
+
+    real_access = os.access
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "access", lambda p, mode, **kw: False if str(p) == str(sweep) else real_access(p, mode, **kw))
+        patch.setattr(Path, "glob", lambda self, pattern: iter(()))
+        assert main([*state, "submit", str(sweep)]) == 2
+    assert f"cannot read {sweep}: permission denied" in capsys.readouterr().err
     # a quoted glob the shell left alone, as the TUI's n takes it ("file not found" here before)
     _spec(sweep, "c")
     assert main([*state, "submit", str(sweep / "[c]*.toml")]) == 0
