@@ -25,11 +25,14 @@ BEING_MADE_S = 10.0  # an empty store file younger than this is one another proc
 def refuse_not_own(folder: Path) -> None:
     """Raise ``StoreError`` for a state directory someone else owns: they could swap what is in
     it (root's state.sqlite3 was made in a directory of uid nobody's, then chmodded private)."""
-    from heet_tui.config.file_safety import planted_link
+    from heet_tui.config.file_safety import planted_link, unsafe_ancestor
     from heet_tui.control.store import StoreError
 
     if (link := planted_link(folder)) is not None:
         raise StoreError(f"state store {folder}: {link}; pass --state with a directory of your own")
+    if (above := unsafe_ancestor(folder)) is not None:  # as a hosts file's or a workdir's: one could swap it
+        raise StoreError(f"state store {folder}: {above[0]} above it {above[1]}, so another user could swap the "
+                         "state (its plans are applied as you); pass --state with a directory of your own")
     if (owner := folder.stat().st_uid) != os.getuid():
         raise StoreError(f"state store {folder}: it is owned by uid {owner}, not by you; pass --state with a "
                          "directory of your own")

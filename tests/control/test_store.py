@@ -352,3 +352,17 @@ def test_the_controller_log_names_each_events_job(tmp_path, caplog) -> None:
         store.add_event(3.0, "host", "la1 is back", None, "la1")
     assert [r.getMessage() for r in caplog.records] == [
         "failed: f1: rank 0 on la1 ended with exit code 2", "launch: f1 generation 2: 1xT4 on lt1", "host: la1 is back"]
+
+
+def test_a_state_directory_below_a_directory_anyone_may_write_is_refused(tmp_path) -> None:
+    """As a hosts file's or a workdir's: a non-sticky 0777 directory above let anyone swap the store."""
+    import os
+
+    opened = tmp_path / "open"
+    opened.mkdir()
+    os.chmod(opened, 0o777)
+    with pytest.raises(StoreError, match=r"open above it may be written by every user \(and is not sticky\)"):
+        Store(opened / "st")
+    assert not (opened / "st" / "state.sqlite3").exists()
+    os.chmod(opened, 0o1777)  # sticky, as /tmp: fine
+    Store(opened / "st2")
