@@ -65,7 +65,11 @@ class LocalTransport:
                 raise AgentFailure(f"workdir {self.workdir} is a link someone else made: the agent is not run "
                                    "through it; give the host a workdir only you can write")
             if not self.workdir.exists():  # the user's alone whatever the umask: at 000 it was made
-                self.workdir.parent.mkdir(parents=True, exist_ok=True)  # 0777, then refused as not theirs
+                old = os.umask(0o077)  # and the missing directories above it: made 0777, refused as open
+                try:
+                    self.workdir.parent.mkdir(parents=True, exist_ok=True)
+                finally:
+                    os.umask(old)
                 self.workdir.mkdir(mode=0o700)
             mode = self.workdir.stat()
             if mode.st_uid != os.geteuid() or mode.st_mode & 0o022:  # a planted agent file would run as you

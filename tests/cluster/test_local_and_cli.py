@@ -298,6 +298,16 @@ def test_a_local_host_comes_up_under_a_umask_of_000_with_its_agent_private(tmp_p
     unpacked = next(workdir.glob("heet-agent-*.d"))
     assert oct(unpacked.stat().st_mode & 0o777) == "0o700"
     assert oct((unpacked / "heet_agent" / "main.py").stat().st_mode & 0o777) == "0o600"
+    # and the directories above it it had to make: 0777 under that umask, then refused as open to all
+    deeper = tmp_path / "new" / "er"
+    path.write_text(path.read_text().replace(f'workdir = "{workdir}"', f'workdir = "{deeper / "wd"}"'))
+    old = os.umask(0)
+    try:
+        (row,) = asyncio.run(check_hosts(load_hosts(path)))
+    finally:
+        os.umask(old)
+    assert row["state"] == "ready", row
+    assert oct((tmp_path / "new").stat().st_mode & 0o777) == "0o700"
 
 
 def test_one_gpu_type_emulated_at_two_speeds_is_a_warning_of_both_hosts(tmp_path):
