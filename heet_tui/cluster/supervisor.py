@@ -143,7 +143,7 @@ class HostSupervisor:
                 self.fingerprint = getattr(outcome, "fingerprint", "")
                 wait = AUTH_RETRY_S[min(refused, len(AUTH_RETRY_S)) - 1] if refused else None
                 later = (f"; tried again in {wait / 60:g} min (sshd and fail2ban ban addresses that keep failing); "
-                         "c reconnects now") if wait and not self.options.check_only else ""  # hosts check ends here
+                         "c on the Cluster screen reconnects now") if wait and not self.options.check_only else ""  # hosts check ends here
                 self._set(outcome.state, str(outcome) + later)
                 await self._backoff(attempt, wait)
                 continue
