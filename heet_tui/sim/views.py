@@ -12,6 +12,14 @@ from heet_tui.core.snapshot import HostStatus, JobStatus, Snapshot
 from heet_tui.sim.engine import Simulation
 
 
+def _planned_eta(sim: Simulation, job_id: str) -> float | None:
+    """A waiting job's completion under the pending plan that starts it, as the Plan screen says
+    it (the Jobs screen's ETA was blank beside the plan's "Done in 2m10s")."""
+    plan = sim.pending_plan
+    pred = plan.effect.for_job(job_id) if plan is not None and job_id in plan.allocations else None
+    return pred.completion_s if pred is not None else None
+
+
 def job_statuses(sim: Simulation) -> tuple[JobStatus, ...]:
     out = []
     for job in sim.jobs.values():
@@ -24,7 +32,8 @@ def job_statuses(sim: Simulation) -> tuple[JobStatus, ...]:
             message = f"restarting ({job.restart_left:.0f} s of checkpoint-restore left)"
         out.append(JobStatus(
             id=job.id, name=job.id, state=job.state, model=job.spec.application, allocation=alloc,
-            progress=job.fraction_done, throughput=raw, eta_s=sim.eta_s(job), restarts=job.restarts,
+            progress=job.fraction_done, throughput=raw,
+            eta_s=sim.eta_s(job) if alloc is not None else _planned_eta(sim, job.id), restarts=job.restarts,
             submitted_at=job.spec.time, min_gpus=job.min_gpus, max_gpus=job.max_gpus, message=message,
             events=tuple(job.events[-20:]), ended_at=job.finished_at, edit=job.constraints, gpu_types=job.gpu_types,
         ))

@@ -48,6 +48,10 @@ def test_demo_plans_waits_for_approval_and_applies_it(tmp_path):
             # and read as measured (no ±): 16 A100s at 86k/s ran at 51k
             assert any(p.after_spread != 0 for p in snap.plan.effect.jobs if p.throughput_after > 0)
             assert all(j.allocation is None for j in snap.jobs)  # nothing runs before the user says so
+            # a job the pending plan starts has the plan's completion as its ETA (the Jobs screen's was blank)
+            started = next(c.job_id for c in snap.plan.changes if c.after is not None)
+            status = next(j for j in snap.jobs if j.id == started)
+            assert status.eta_s == snap.plan.effect.for_job(started).completion_s is not None
             with pytest.raises(ValueError, match="no longer pending"):
                 await backend.post(ApprovePlan(snap.plan_id + 99))
             # A tweak is previewed without being applied: the job is pinned to one T4.
