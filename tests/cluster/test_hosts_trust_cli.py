@@ -90,6 +90,8 @@ def test_hosts_check_names_the_hosts_file_in_the_trust_command_it_prints(lab, ca
     assert main(["hosts", "check", "--hosts", str(path)]) == 1
     said = capsys.readouterr().out
     assert f"then run: heet-tui hosts trust newcomer --hosts {path}\n" in said, said
+    # and the hint in the host's own message (pasted, it said 'no host named "newcomer"')
+    assert f"(heet-tui hosts trust newcomer --hosts {path})" in said and "(heet-tui hosts trust newcomer)" not in said
 
 
 def test_a_key_the_systems_known_hosts_holds_otherwise_is_a_changed_key_and_yes_does_not_take_it(lab, capsys):
