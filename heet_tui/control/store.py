@@ -21,12 +21,11 @@ from pathlib import Path
 from heet_tui.control import checkpoint_dirs
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse, CheckpointUser
 from heet_tui.control.codec import (
-    alloc_from_obj,
-    alloc_to_obj,
     metrics_from_json,
     spec_from_json,
     spec_to_json,
 )
+from heet_tui.control.store_allocations import AllocationRows
 from heet_tui.control.store_events import EventRows
 from heet_tui.control.store_integrity import (
     damaged,
@@ -40,7 +39,6 @@ from heet_tui.control.store_observations import ObservationRows
 from heet_tui.control.store_plans import PlanRows
 from heet_tui.control.store_records import JobRecord
 from heet_tui.control.store_schema import MIGRATIONS, SCHEMA_VERSION, before_upgrade
-from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import InvalidTransition, Job, JobSpec, JobState
 from heet_tui.core.metrics import Metrics
 
@@ -75,7 +73,7 @@ def default_state_dir() -> Path:
     return Path(base) / "heet-tui"
 
 
-class Store(PlanRows, EventRows, ObservationRows):
+class Store(PlanRows, EventRows, ObservationRows, AllocationRows):
     def __init__(self, state_dir: Path | str | None = None) -> None:
         self.dir = Path(state_dir).expanduser() if state_dir else default_state_dir()
         self._store_id: str | None = None
@@ -334,39 +332,6 @@ class Store(PlanRows, EventRows, ObservationRows):
         with self._tx() as db:
             db.execute("UPDATE jobs SET crashes = crashes + 1 WHERE id = ?", (job_id,))
             return int(db.execute("SELECT crashes FROM jobs WHERE id = ?", (job_id,)).fetchone()[0])
-
-    # -- allocations ------------------------------------------------------------------------
-    def record_allocation(self, alloc: Allocation, generation: int, at: float, spec: JobSpec | None = None) -> None:
-        """``spec``: what the launch was built from, which carries out an update's relaunch to it."""
-        with self._tx() as db:
-            db.execute("UPDATE allocations SET released_at = ? WHERE job_id = ? AND released_at IS NULL",
-                       (at, alloc.job_id))
-            db.execute("INSERT INTO allocations VALUES (?, ?, ?, ?, NULL)",
-                       (alloc.job_id, generation, json.dumps(alloc_to_obj(alloc)), at))
-            row = spec and db.execute("SELECT spec FROM jobs WHERE id = ?", (alloc.job_id,)).fetchone()
-            if row and spec_from_json(row[0]) == spec:
-                db.execute("UPDATE jobs SET relaunch_requested = 0 WHERE id = ?", (alloc.job_id,))
-
-    def release_allocation(self, job_id: str, at: float) -> None:
-        with self._tx() as db:
-            db.execute("UPDATE allocations SET released_at = ? WHERE job_id = ? AND released_at IS NULL",
-                       (at, job_id))
-
-    def current_allocations(self) -> dict[str, tuple[Allocation, int]]:
-        rows = self._db.execute("SELECT job_id, allocation, generation FROM allocations WHERE released_at IS NULL")
-        out: dict[str, tuple[Allocation, int]] = {}
-        for job_id, text, gen in rows:
-            alloc = alloc_from_obj(json.loads(text))
-            if alloc is not None:
-                out[job_id] = (alloc, gen)
-        return out
-
-    def last_allocation(self, job_id: str, generation: int | None = None) -> tuple[Allocation, int] | None:
-        """The job's latest allocation (or ``generation``'s) and its generation, released or not (where its log is)."""
-        row = self._db.execute("SELECT allocation, generation FROM allocations WHERE job_id = ? AND generation = "
-                               "COALESCE(?, generation) ORDER BY generation DESC LIMIT 1", (job_id, generation)).fetchone()
-        alloc = alloc_from_obj(json.loads(row[0])) if row else None
-        return (alloc, int(row[1])) if alloc is not None else None
 
     # -- restart times ----------------------------------------------------------------------
     def add_restart_time(self, job_id: str, phase: str, seconds: float, at: float) -> None:

@@ -109,6 +109,20 @@ def test_a_job_shows_what_its_profiling_cost_and_each_measured_configuration(
     assert shown["measured"] == [
         {"gpu_type": "A100", "per_host": [2, 2], "samples_per_s": 2000.0, "at": 150.0, "source": "running"},
         {"gpu_type": "T4", "per_host": [1], "samples_per_s": 300.0, "at": 111.0, "source": "profiling"}]
+    # where each generation ran and the GPU time it trained, as data (a finished job's types were in event text)
+    store.record_allocation(Allocation.of("cnn", "T4", {"h": [0]}), 3, 120.0)
+    store.record_allocation(Allocation.of("cnn", "A100", {"g": [0, 1]}), 4, 130.0)
+    store.release_allocation("cnn", 150.0)
+    store.update_progress("cnn", 40, 1280.0, None, 47.5)
+    assert main([*state, "jobs", "cnn", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["runs"] == [
+        {"generation": 3, "gpu_type": "T4", "num_gpus": 1, "hosts": {"h": [0]}, "started_at": 120.0, "released_at": 130.0},
+        {"generation": 4, "gpu_type": "A100", "num_gpus": 2, "hosts": {"g": [0, 1]}, "started_at": 130.0,
+         "released_at": 150.0}]
+    assert shown["gpu_s"] == 47.5
+    assert main([*state, "jobs", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["jobs"][0]["gpu_s"] == 47.5
     assert main([*state, "jobs", "cnn"]) == 0
     text = capsys.readouterr().out
     assert "profiling  2 run(s), 32 GPU-seconds" in text and "2+2xA100 2,000/s (running), 1xT4 300/s (profiling)" in text

@@ -19,6 +19,7 @@ from heet_tui.control.codec import spec_to_obj
 from heet_tui.control.profiling_cost import ProfilingCost, profiling_costs
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store
+from heet_tui.control.store_allocations import Placed
 from heet_tui.control.store_records import EventRecord, JobRecord
 from heet_tui.control.user_constraints import user_constraints
 from heet_tui.core.allocation import Allocation
@@ -47,6 +48,8 @@ def job_row(rec: JobRecord, alloc: tuple[Allocation, int] | None, checkpoint_hos
         "submitted_at": job.submitted_at, "message": job.message, "cancel_requested": rec.cancel_requested,
         "ended_at": ended_at, "jct_s": None if ended_at is None else round(ended_at - job.submitted_at, 3),
         "metrics": dict(job.metrics), "spec_file": rec.spec_file or None,
+        # the GPU time its runs reported training, profiling apart (it was in the store only)
+        "gpu_s": round(job.attained_gpu_s, 3),
     }
 
 
@@ -69,6 +72,7 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
         cost = profiling_costs(store).get(job.id, ProfilingCost())
         print(json.dumps({**job_row(rec, alloc, stored_checkpoint_hosts(store)),
                           "profiling": {"runs": cost.runs, "gpu_s": round(cost.gpu_s, 3)},
+                          "runs": [_placed_obj(p) for p in store.allocation_history(job.id)],
                           "measured": _measured_rows(store, job.id), "spec": spec_to_obj(spec), "crashes": rec.crashes,
                           "history": [{"at": at, "state": state.value} for at, state in job.history],
                           "events": [_event_obj(e) for e in found]}, indent=2))
@@ -195,3 +199,11 @@ def _took(ended_at: float, submitted_at: float, history: tuple[tuple[float, JobS
     retried = [at for (_, before), (at, state) in zip(history, history[1:], strict=False)
                if before in RETRYABLE and state is JobState.QUEUED]
     return f"{took} ({duration(ended_at - retried[-1])} of it since its retry)" if retried else took
+
+
+def _placed_obj(p: Placed) -> dict:
+    """One generation's placement as ``jobs NAME --json`` gives it: a finished job's GPU types and
+    hosts were in event text only."""
+    a = p.allocation
+    return {"generation": p.generation, "gpu_type": a.gpu_type, "num_gpus": a.num_gpus,
+            "hosts": {h: list(ix) for h, ix in a.hosts}, "started_at": p.started_at, "released_at": p.released_at}
