@@ -79,10 +79,12 @@ def test_the_listing_says_which_host_holds_a_jobs_checkpoint(tmp_path: Path, cap
     assert (row["checkpoint"], row["checkpoint_host"]) == ("/w/ck/cnn", "gpu-b")
     store.set_state("cnn", JobState.RUNNING, 10.0)
     store.record_allocation(Allocation.of("cnn", "T4", {"gpu-c": [0]}), 1, 10.0, store.job("cnn").job.spec)
+    store.add_observation("cnn", "T4", "1", 812.5, 20.0, "running")
     assert main([*state, "jobs", "cnn", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["checkpoint_host"] == "gpu-c", "rank 0's host writes the next one"
-    assert shown["profiling"] == {"runs": 0, "gpu_s": 0.0} and shown["measured"] == []
+    assert shown["profiling"] == {"runs": 0, "gpu_s": 0.0}
+    assert (shown["samples_per_s"], shown["samples_per_s_at"]) == (812.5, 20.0), "as jobs --json lists it"
 
 
 def test_a_job_shows_what_its_profiling_cost_and_each_measured_configuration(
@@ -120,7 +122,7 @@ def test_a_job_shows_what_its_profiling_cost_and_each_measured_configuration(
         {"generation": 3, "gpu_type": "T4", "num_gpus": 1, "hosts": {"h": [0]}, "started_at": 120.0, "released_at": 130.0},
         {"generation": 4, "gpu_type": "A100", "num_gpus": 2, "hosts": {"g": [0, 1]}, "started_at": 130.0,
          "released_at": 150.0}]
-    assert shown["gpu_s"] == 47.5
+    assert shown["gpu_s"] == 47.5 and shown["samples_per_s"] is None, "released: no speed now, as jobs --json says"
     assert main([*state, "jobs", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["jobs"][0]["gpu_s"] == 47.5
     assert main([*state, "jobs", "cnn"]) == 0
@@ -175,9 +177,11 @@ def test_bad_input_is_a_located_message_not_a_traceback(tmp_path: Path, capsys: 
     assert 'no job "nope"' in capsys.readouterr().err
     assert main([*state, "--hosts", str(tmp_path / "missing.toml"), "run", "--until-idle"]) == 2
     assert "missing.toml: file not found" in capsys.readouterr().err
-    for wrong in (["jobs", "--events", "5"], ["jobs", "a", "--events", "0"]):  # ignored; "the latest 1"
-        assert main([*state, *wrong]) == 2
-        assert "--events N shows one job's latest N events (N >= 1)" in capsys.readouterr().err
+    assert main([*state, "jobs", "--events", "5"]) == 2  # ignored without a job
+    assert "--events N shows one job's latest N events: give the job" in capsys.readouterr().err
+    assert main([*state, "jobs", "a", "--events", "0"]) == 2  # "the latest 1"; then "give the job", given
+    err = capsys.readouterr().err
+    assert "--events 0: N is how many of the job's latest events to show, 1 or more" in err and "give the job" not in err
 
 
 def test_a_job_cannot_take_over_another_jobs_checkpoints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -73,6 +73,7 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
         print(json.dumps({**job_row(rec, alloc, stored_checkpoint_hosts(store)),
                           "profiling": {"runs": cost.runs, "gpu_s": round(cost.gpu_s, 3)},
                           "runs": [_placed_obj(p) for p in store.allocation_history(job.id)],
+                          **_latest_speed(store, job.id, alloc),
                           "measured": _measured_rows(store, job.id), "spec": spec_to_obj(spec), "crashes": rec.crashes,
                           "history": [{"at": at, "state": state.value} for at, state in job.history],
                           "events": [_event_obj(e) for e in found]}, indent=2))
@@ -207,3 +208,9 @@ def _placed_obj(p: Placed) -> dict:
     a = p.allocation
     return {"generation": p.generation, "gpu_type": a.gpu_type, "num_gpus": a.num_gpus,
             "hosts": {h: list(ix) for h, ix in a.hosts}, "started_at": p.started_at, "released_at": p.released_at}
+
+
+def _latest_speed(store: Store, job_id: str, alloc: tuple[Allocation, int] | None) -> dict:
+    """What ``jobs --json`` lists as the job's latest speed: ``jobs NAME --json`` had neither key."""
+    latest = store.latest_observation(job_id, "running") if alloc else None
+    return {"samples_per_s": round(latest[3], 3) if latest else None, "samples_per_s_at": latest[4] if latest else None}

@@ -74,9 +74,11 @@ def job_rows(store: Store, ended: int | None = None) -> tuple[list[dict], int]:
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
-    if args.events is not None and (args.name is None or args.events < 1):
-        raise UsageError("--events N shows one job's latest N events (N >= 1): give the job, heet-tui jobs NAME "
+    if args.events is not None and args.name is None:
+        raise UsageError("--events N shows one job's latest N events: give the job, heet-tui jobs NAME "
                          f"--events {max(1, args.events)}")
+    if args.events is not None and args.events < 1:  # "give the job" was said with the job given
+        raise UsageError(f"--events {args.events}: N is how many of the job's latest events to show, 1 or more")
     store = open_store(args)
     if args.name is not None:
         return show_job(store, args.name, args.json, args.events or 20)
