@@ -113,6 +113,8 @@ def spec_paths(text: str) -> list[Path]:
         return [Path(expanded)]
     if not found:
         folder = expanded if os.path.isdir(expanded) else os.path.dirname(expanded) or "."
+        while not os.path.exists(folder) and os.path.dirname(folder) not in ("", folder):
+            folder = os.path.dirname(folder)  # one above it may be what cannot be entered
         if os.path.isdir(folder) and not os.access(folder, os.R_OK | os.X_OK):  # it read as "none there"
             raise ConfigError(expanded, f"cannot read {folder}: permission denied (its job files cannot be listed)")
         raise ConfigError(expanded, f"no job files (*.toml) in {expanded}")

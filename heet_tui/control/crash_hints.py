@@ -50,7 +50,7 @@ HINTS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
 # launch refusals a retry cannot change: the job's checkpoint_dir is another store's, or unsafe
 FOR_GOOD = ("holds another heet-tui state store's checkpoints", "may be written by others", "not to you: give the job",
             "made, not you: give the job", "may be written by anyone and is not sticky",  # remote/checkpoint_dirs.py
-            "[Errno 13] Permission denied")  # a workdir or checkpoint_dir this user may not use: no retry changes it
+            "[Errno 13] Permission denied", "[Errno 20] Not a directory")  # no retry changes what it was given
 
 
 def refused_for_good(why: str) -> bool:

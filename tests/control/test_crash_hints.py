@@ -116,3 +116,6 @@ def test_every_checkpoint_dir_refusal_of_the_agent_is_for_good() -> None:
     # an ordinary user's workdir of /root: approved three times over before the job failed
     assert refused_for_good(f"{LAUNCH_REFUSED}: host local-t4: launch: cannot start job: [Errno 13] Permission "
                             "denied: '/root'")
+    # a checkpoint_dir below a file: retried three times over a minute
+    assert refused_for_good(f"{LAUNCH_REFUSED}: cannot prepare checkpoint dir /etc/passwd/ck: [Errno 20] Not a "
+                            "directory: '/etc/passwd/ck'")

@@ -158,6 +158,13 @@ def test_a_directory_of_job_files_is_submitted_as_in_the_tui(tmp_path: Path,
         patch.setattr(Path, "glob", lambda self, pattern: iter(()))
         assert main([*state, "submit", str(sweep)]) == 2
     assert f"cannot read {sweep}: permission denied" in capsys.readouterr().err
+    # or a directory above the glob's that cannot be entered (its own is then not even seen)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "access", lambda p, mode, **kw: False if str(p) == str(sweep) else real_access(p, mode, **kw))
+        real_exists = os.path.exists
+        patch.setattr(os.path, "exists", lambda p: False if str(p).startswith(str(sweep) + "/") else real_exists(p))
+        assert main([*state, "submit", str(sweep / "deeper" / "*.toml")]) == 2
+    assert f"cannot read {sweep}: permission denied" in capsys.readouterr().err
     # a quoted glob the shell left alone, as the TUI's n takes it ("file not found" here before)
     _spec(sweep, "c")
     assert main([*state, "submit", str(sweep / "[c]*.toml")]) == 0

@@ -418,5 +418,6 @@ def test_a_directory_mean_says_when_a_file_finished_no_job(tmp_path: Path, profi
     (d / "none.csv").write_text(head + "c,0,cifar10,10,1024\n")  # 10 GPUs of an 8-GPU cluster
     assert main(["sim", "--workload", str(d), "--cluster", str(cluster), "--profiles", str(profile_dir),
                  "--policy", "rigid-fifo"]) == 0
-    assert ("note: rigid-fifo: the JCT figures are the mean over 2 of 3 files; none.csv finished no job"
-            in capsys.readouterr().out)
+    out = capsys.readouterr().out
+    assert ("note: rigid-fifo: the JCT, makespan and utilization figures are the mean over 2 of 3 files (GPU-h/job "
+            "and restarts/job count every file); none.csv finished no job") in out, out

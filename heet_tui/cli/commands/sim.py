@@ -117,8 +117,10 @@ def _print_table(summary: dict[str, Any], title: str) -> None:
         per_file = m.get("files", {})
         without = sorted(f for f, v in per_file.items() if v.get("avg_jct_s") is None)
         if len(per_file) > 1 and without:
-            print(f"note: {name}: the JCT figures are the mean over {len(per_file) - len(without)} of "
-                  f"{len(per_file)} files; {', '.join(without)} finished no job (the other columns cover every file)")
+            kept = len(per_file) - len(without)
+            print(f"note: {name}: " + (f"the JCT, makespan and utilization figures are the mean over {kept} of "
+                                       f"{len(per_file)} files (GPU-h/job and restarts/job count every file); "
+                                       if kept else "no file finished a job; ") + f"{', '.join(without)} finished no job")
     if len({r[-1] for r in rows}) > 1:  # a policy that left its slowest job unschedulable read as the fastest
         print(textwrap.fill("note: the policies finished different jobs (done/unsched): each JCT figure covers its "
                             "own policy's finished jobs only, so they do not compare as they stand; --events names "
