@@ -288,12 +288,7 @@ def test_a_local_host_comes_up_under_a_umask_of_000_with_its_agent_private(tmp_p
     """Its workdir was made 0777, then refused as not the user's alone (the host never came up);
     the agent's unpacked sources were 0777/0666 until the workdir was made private."""
     path, workdir = _local_hosts(tmp_path)
-    old = os.umask(0)
-    try:
-        (row,) = asyncio.run(check_hosts(load_hosts(path)))
-    finally:
-        os.umask(old)
-    assert row["state"] == "ready", row
+    assert _checked_under_umask_000(path)["state"] == "ready"
     assert oct(workdir.stat().st_mode & 0o777) == "0o700"
     unpacked = next(workdir.glob("heet-agent-*.d"))
     assert oct(unpacked.stat().st_mode & 0o777) == "0o700"
@@ -301,13 +296,17 @@ def test_a_local_host_comes_up_under_a_umask_of_000_with_its_agent_private(tmp_p
     # and the directories above it it had to make: 0777 under that umask, then refused as open to all
     deeper = tmp_path / "new" / "er"
     path.write_text(path.read_text().replace(f'workdir = "{workdir}"', f'workdir = "{deeper / "wd"}"'))
+    assert _checked_under_umask_000(path)["state"] == "ready"
+    assert oct((tmp_path / "new").stat().st_mode & 0o777) == "0o700"
+
+
+def _checked_under_umask_000(path):
     old = os.umask(0)
     try:
         (row,) = asyncio.run(check_hosts(load_hosts(path)))
     finally:
         os.umask(old)
-    assert row["state"] == "ready", row
-    assert oct((tmp_path / "new").stat().st_mode & 0o777) == "0o700"
+    return row
 
 
 def test_one_gpu_type_emulated_at_two_speeds_is_a_warning_of_both_hosts(tmp_path):
