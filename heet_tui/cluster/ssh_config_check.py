@@ -24,21 +24,18 @@ def ssh_config_refusals(hosts_file: HostsFile) -> dict[str, str]:
     """Host name -> what ``ssh -G`` says of its SSH config when it refuses it (none when ssh(1) is
     not installed: the check is OpenSSH's own, not a copy of its rules)."""
     ssh = shutil.which("ssh")
-    if ssh is None:
+    (config, *_) = config_paths(hosts_file.ssh_config) or (None,)  # the file heet-tui reads
+    if ssh is None or config is None:  # no config: nothing of it to refuse
         return {}
-    said: dict[tuple[str, str], str] = {}
+    said: dict[str, str] = {}  # by address: hosts behind one alias are asked once
     out = {}
     for entry in hosts_file.hosts:
         if entry.transport != "ssh":
             continue
-        (config, *_) = config_paths(hosts_file.ssh_config) or (None,)  # the file heet-tui reads
-        if config is None:
-            continue  # no config: nothing of it to refuse
-        key = (str(config or ""), entry.address)
-        if key not in said:
-            said[key] = _refusal(ssh, config, entry.address)
-        if said[key]:
-            out[entry.name] = said[key]
+        if entry.address not in said:
+            said[entry.address] = _refusal(ssh, config, entry.address)
+        if said[entry.address]:
+            out[entry.name] = said[entry.address]
     return out
 
 
