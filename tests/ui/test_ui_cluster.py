@@ -115,6 +115,16 @@ def test_no_color_draws_every_screen(make_app, backend, monkeypatch):
     """NO_COLOR=1 (Textual's monochrome filter) crashed as soon as the Cluster table drew: its
     rows were padded with no style, which the filter cannot take."""
     monkeypatch.setenv("NO_COLOR", "1")
+    from dataclasses import replace
+
+    from ui_fakes import small_snapshot
+
+    from heet_tui.core.snapshot import JobProfile, ProfileCell
+
+    # two jobs' profiles: the Profiles screen's row off the cursor had plain cells, drawn with no style,
+    # and crashed the TUI (one job's was the cursor row alone)
+    snap = small_snapshot()
+    backend.current = replace(snap, profiles=snap.profiles + (JobProfile("j2", (ProfileCell("T4", "1", 95.0, True),)),))
 
     async def scenario():
         app = make_app("cluster")

@@ -219,7 +219,10 @@ class KeyedTable(ScrollView, can_focus=True):
             text.truncate(width, overflow="ellipsis", pad=True)
             line.append_text(text)
             line.append(" " * GAP)
-        segments = list(line.render(self.app.console))
+        # every segment styled: a plain cell's came out with None, which Textual's NO_COLOR filter
+        # cannot take (the Profiles screen crashed the TUI under NO_COLOR=1)
+        segments = [Segment(text, seg_style or Style.null(), control)
+                    for text, seg_style, control in line.render(self.app.console)]
         strip = Strip(segments, line.cell_len)
         return strip.apply_style(style) if style is not None else strip
 
