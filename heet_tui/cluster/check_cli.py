@@ -83,12 +83,9 @@ def run_check(hosts_file: HostsFile, as_json: bool, hosts_option: str = "", owne
     finds by itself (the command printed for an unknown key said "no host named ..." as given).
     ``owner``: the user's state store id, if they have one: a host another store's controller
     manages is a warning (their controller would be refused there)."""
-    rows = asyncio.run(check_hosts(hosts_file, replace(CHECK_OPTIONS, owner=owner)))
+    rows = asyncio.run(check_hosts(hosts_file, replace(CHECK_OPTIONS, owner=owner, trust_hosts_option=hosts_option)))
     refusals = ssh_config_refusals(hosts_file)
     for row in rows:
-        if hosts_option:  # the hint inside the message, run as written, looked in the default file
-            said = f"(heet-tui hosts trust {row['name']})"
-            row["message"] = row["message"].replace(said, f"(heet-tui hosts trust {row['name']}{hosts_option})")
         if (refused := refusals.get(row["name"])) is not None:
             row["warnings"] = [*row["warnings"], refused]
             row["message"] = f"{row['message']}; {refused}" if row["message"] else refused

@@ -43,7 +43,7 @@ def default_transport_factory(ssh_config: Path | None, options: ClusterOptions) 
         if entry.transport == "local":
             return LocalTransport(entry.name, entry.python, entry.workdir, options.check_only)
         return SshTransport(entry, ssh_config, options.known_hosts_fallback(), options.connect_timeout_s,
-                            options.keepalive_s, options.check_only)
+                            options.keepalive_s, options.check_only, options.trust_hosts_option)
 
     return make
 

@@ -31,6 +31,9 @@ class ClusterOptions:
     owner: str = ""  # the controller's state-store id: an agent of another controller is not taken over
     session: str = ""  # this controller run's: one on a copy of the store is not taken over either
     previous_session: str = ""  # the run this one succeeds (control/sessions.py): its agents are taken at once
+    # " --hosts FILE" in the "heet-tui hosts trust NAME" a host's message suggests, where the hosts file is
+    # not the one that command finds by itself (pasted, it said 'no host named "hb"')
+    trust_hosts_option: str = ""
 
     def known_hosts_fallback(self) -> Path:
         return self.fallback_known_hosts or default_known_hosts()

@@ -116,8 +116,10 @@ async def open_connection(target: SshTarget, tunnel: Any, timeout_s: float, labe
 
 class SshTransport:
     def __init__(self, entry: HostEntry, ssh_config: Path | None, fallback_known_hosts: Path,
-                 connect_timeout_s: float = 15.0, keepalive_s: float = 5.0, check_only: bool = False) -> None:
+                 connect_timeout_s: float = 15.0, keepalive_s: float = 5.0, check_only: bool = False,
+                 trust_option: str = "") -> None:
         self.entry = entry
+        self.hint_name = entry.name + trust_option  # what "heet-tui hosts trust" is told, in its messages
         self.check_only = check_only
         self.python = check_python(entry.name, entry.python)
         self.workdir = check_workdir(entry.name, entry.workdir)
@@ -153,7 +155,7 @@ class SshTransport:
         """Connect through the jump hops (hosts-file ``jump``, else the config's ProxyJump), if any."""
         tunnel: asyncssh.SSHClientConnection | None = None
         for hop in self.jump_targets():
-            tunnel = await open_connection(hop, tunnel, self.timeout, f"via jump {hop.alias}: ", self.entry.name)
+            tunnel = await open_connection(hop, tunnel, self.timeout, f"via jump {hop.alias}: ", self.hint_name)
             self._conns.append(tunnel)
         return tunnel
 
@@ -166,7 +168,7 @@ class SshTransport:
         except SshConfigError as exc:
             raise Unreachable(str(exc)) from None
         tunnel = await self.open_tunnel()
-        conn = await open_connection(self.target, tunnel, self.timeout, "", self.entry.name)
+        conn = await open_connection(self.target, tunnel, self.timeout, "", self.hint_name)
         self._conns.append(conn)
         return conn
 

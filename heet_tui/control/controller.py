@@ -34,6 +34,7 @@ from heet_tui.control.host_loss import (
     HostStateLog,
     hold_unlisted_hosts,
     on_host_changed,
+    trust_hosts_option,
     why_lost,
 )
 from heet_tui.control.hosts_reload import HostsReloader
@@ -94,8 +95,9 @@ class Controller:
                  cluster: Cluster | None = None, clock: Callable[[], float] = time.time) -> None:
         self.hosts, self.store, self.opt = hosts, store, options or ControllerOptions()
         # The agents record which store they serve: another controller's cannot take them over.
+        trust = trust_hosts_option(hosts.path)
         self.cluster = cluster or Cluster(hosts, replace(self.opt.cluster or ClusterOptions(), owner=store.store_id,
-                                                         session=uuid.uuid4().hex[:12]))
+                                                         session=uuid.uuid4().hex[:12], trust_hosts_option=trust))
         self.clock = clock
         self.book = ThroughputBook(predictor=profiling_model(), guess_unrelated=not self.opt.profile)
         self.hub = SnapshotHub()
@@ -127,7 +129,7 @@ class Controller:
         self._wake = asyncio.Event()
         self._started_at = 0.0
         self.was_ready: set[str] = set()  # hosts that were ready: one that drops out is lost
-        self.host_states = HostStateLog()
+        self.host_states = HostStateLog(trust_option=trust)
         self.host_grace = HostLossGrace(self.opt.host_loss_grace_s)
 
     # -- life cycle -------------------------------------------------------------------------

@@ -11,11 +11,14 @@ planning (nothing is moved on a guess); after it, they are lost and planned afre
 from __future__ import annotations
 
 import re
+import shlex
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from heet_tui.config.hosts_file import resolve_hosts_path
 from heet_tui.core.host import HostState
 from heet_tui.core.job import JobState
 
@@ -143,6 +146,7 @@ class HostStateLog:
     a second controller, or when an idle host died, and then read "host gamma is back"."""
 
     last: dict[str, tuple[HostState, str]] = field(default_factory=dict)
+    trust_option: str = ""  # " --hosts FILE" where `hosts trust` would not find the controller's file by itself
 
     def forget(self, host: str) -> None:
         """Reconnected on purpose (an edited entry): its next states are news, not "out" or "back"."""
@@ -160,7 +164,8 @@ class HostStateLog:
             return None
         if state is HostState.READY:
             return f"host {host} is back" if before is not None and before[0] is not HostState.READY else None
-        trust = f"; check the key's fingerprint, then: heet-tui hosts trust {host}" if state.awaits_trust else ""
+        trust = (f"; check the key's fingerprint, then: heet-tui hosts trust {host}{self.trust_option}"
+                 if state.awaits_trust else "")
         return f"host {host} is out ({state.value}: {status.message}){trust}"
 
 
@@ -198,3 +203,11 @@ def left_out_of_reach(hosts: Iterable[str], statuses: Iterable[HostStatus]) -> s
 
 
 UNREACHED = "; its run on"  # left_out_of_reach's clause, dropped from the message once that run is stopped
+
+
+def trust_hosts_option(path: Path) -> str:
+    """" --hosts FILE" for the `heet-tui hosts trust NAME` a controller's messages suggest, where that
+    command would not find the controller's hosts file by itself (it said 'no host named "hb"')."""
+    if Path(path).resolve() == resolve_hosts_path(None).resolve():
+        return ""
+    return f" --hosts {shlex.quote(str(path))}"

@@ -58,6 +58,26 @@ def test_each_change_of_a_hosts_trouble_is_said_once_and_a_key_says_what_to_do()
                     None, None, "host g is back"], "the same trouble with other figures is said once"
 
 
+def test_the_trust_command_a_controller_suggests_names_its_hosts_file(tmp_path: Path, monkeypatch) -> None:
+    """`run --hosts "my hosts/hosts.toml"` said "then: heet-tui hosts trust hb", which, pasted, read the
+    default file: 'no host named "hb"'."""
+    from heet_tui.control.host_loss import HostStateLog, trust_hosts_option
+    from heet_tui.core.host import HostState
+    from heet_tui.core.snapshot import HostStatus
+
+    monkeypatch.delenv("HEET_HOSTS", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    mine = tmp_path / "my hosts" / "hosts.toml"
+    assert trust_hosts_option(mine) == f" --hosts '{mine}'"
+    user = tmp_path / "xdg" / "heet-tui" / "hosts.toml"  # the file `hosts trust` finds by itself
+    user.parent.mkdir(parents=True)
+    user.write_text("")
+    assert trust_hosts_option(user) == ""
+    said = HostStateLog(trust_option=trust_hosts_option(mine)).saw("hb", HostStatus("hb", HostState.HOST_KEY_UNKNOWN,
+                                                                                     "unknown host key"))
+    assert said.endswith(f"then: heet-tui hosts trust hb --hosts '{mine}'"), said
+
+
 def _kill_agent(workdir: Path, host: str) -> int:
     pid = int((workdir / "hosts" / host / "agent.pid").read_text())
     os.kill(pid, signal.SIGKILL)
