@@ -49,8 +49,9 @@ HINTS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
 
 # launch refusals a retry cannot change: the job's checkpoint_dir is another store's, or unsafe
 FOR_GOOD = ("holds another heet-tui state store's checkpoints", "may be written by others", "not to you: give the job",
-            "made, not you: give the job", "may be written by anyone and is not sticky",  # remote/checkpoint_dirs.py
-            "[Errno 13] Permission denied", "[Errno 20] Not a directory")  # no retry changes what it was given
+            "made, not you: give the job", "may be written by anyone and is not sticky")  # remote/checkpoint_dirs.py
+# Not "Permission denied" or "Not a directory": those may be one host's (its filesystem), and the job
+# moves off that host (host_health); on a lone host it is retried until it fails.
 
 
 def refused_for_good(why: str) -> bool:
