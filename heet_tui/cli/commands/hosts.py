@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="the hosts as JSON")
     p.set_defaults(func=cmd_list)
 
-    p = with_file(verbs.add_parser("check", help="connect to every host, deploy the agent, read the GPUs (exit 1 unless every host is ready with a usable GPU)"))
+    p = with_file(verbs.add_parser("check", help="connect to every host, deploy the agent, read the GPUs (exit 1 unless every host is ready with a usable GPU, and ssh(1) takes the SSH config and keys)"))
     p.add_argument("--json", action="store_true", help="a JSON array, one object per host: state, message, GPUs, agent, RTT")
     p.set_defaults(func=cmd_check)
 

@@ -30,8 +30,9 @@ from heet_tui.core.job import Job
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("submit", help="submit jobs (job.toml files) to the queue")
     add_location_options(p)
-    p.add_argument("specs", metavar="JOB.toml", nargs="+",
-                   help="job spec files; all are checked before any is queued, and a bad one queues none")
+    p.add_argument("specs", metavar="JOB.toml|DIR|'GLOB'", nargs="+",
+                   help="job spec files, a directory of them or a quoted glob; all are checked before any is queued, "
+                   "and a bad one queues none")
     p.add_argument("--json", action="store_true", help="print each new job as a JSON object, one per line")
     p.set_defaults(func=cmd_submit)
 
