@@ -41,9 +41,13 @@ class HeetCommands(Provider):
             for spec in example_job_specs():
                 out.append((f"submit job {spec.name}", partial(app.submit_job_file, str(spec)),  # type: ignore[attr-defined]
                             f"submit {spec}"))
+            latest = getattr(app, "latest", None)
+            if latest is None or latest.mode != "demo":  # simulated hosts: offered, then refused after the name
+                out += [
+                    ("connect host…", app.action_connect_host, "(re)connect a host by name"),  # type: ignore[attr-defined]
+                    ("drain host…", app.action_drain_host, "stop placing work on a host"),  # type: ignore[attr-defined]
+                ]
             out += [
-                ("connect host…", app.action_connect_host, "(re)connect a host by name"),  # type: ignore[attr-defined]
-                ("drain host…", app.action_drain_host, "stop placing work on a host"),  # type: ignore[attr-defined]
                 ("switch policy…", app.action_switch_policy, "choose the scheduling policy"),  # type: ignore[attr-defined]
                 ("toggle auto-approve", app.action_toggle_auto_approve, "apply plans without asking"),  # type: ignore[attr-defined]
             ]

@@ -85,3 +85,23 @@ def test_palette_submit_posts_the_example_spec(make_app, backend):
             assert isinstance(intent, SubmitJob) and intent.spec_path.endswith("examples/jobs/small-cnn.toml")
 
     run(scenario())
+
+
+def test_the_demos_palette_offers_no_host_commands(make_app, backend):
+    """It offered "drain host…", then refused it once the host was typed: its hosts are simulated."""
+    from dataclasses import replace
+
+    from ui_fakes import small_snapshot
+
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None)
+            names = [name for name, _, _ in HeetCommands(app.screen)._commands()]
+            assert "drain host…" in names and "connect host…" in names
+            backend.push(replace(small_snapshot(1), mode="demo"))
+            await wait_for(pilot, lambda: app.latest.mode == "demo")
+            names = [name for name, _, _ in HeetCommands(app.screen)._commands()]
+            assert "drain host…" not in names and "connect host…" not in names and "switch policy…" in names
+
+    run(scenario())
