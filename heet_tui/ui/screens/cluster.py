@@ -19,6 +19,7 @@ CHANGING_ACTIONS = frozenset({"drain", "undrain", "connect", "trust_key"})
 
 
 class ClusterScreen(FilterKeys, SnapshotScreen):
+    FOOTER_OPTIONAL = ("toggle_group", "filter")  # in the help; left out where every key would not fit
     BINDINGS = [
         Binding("g", "toggle_group", "Group"),
         *FILTER_BINDINGS,

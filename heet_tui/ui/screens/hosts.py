@@ -55,6 +55,7 @@ class HostsScreen(SnapshotScreen):
     HostsScreen #hosts-path { height: auto; padding: 0 1; }
     HostsScreen #hosts-problem { height: auto; color: $error; padding: 0 1; }
     """
+    FOOTER_OPTIONAL = ("reload", "open_editor")  # in the help; left out where every key would not fit
     BINDINGS = [
         Binding("n", "add_host", "Add"),
         Binding("e", "edit_host", "Edit"),

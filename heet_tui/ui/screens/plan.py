@@ -25,6 +25,7 @@ class PlanScreen(SnapshotScreen):
     # off "(waiting jobs then queue for GPUs in order)" and the auto-approve state
     DEFAULT_CSS = ("PlanScreen #plan-summary { height: auto; min-height: 3; max-height: 7; padding: 0 1; "
                    "border-bottom: solid $primary; }")
+    FOOTER_OPTIONAL = ("replan", "toggle_auto")  # in the help; left out where every key would not fit
     BINDINGS = [
         Binding("a", "approve", "Approve"),
         Binding("r", "reject", "Reject"),
