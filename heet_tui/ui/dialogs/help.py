@@ -39,6 +39,8 @@ HELP = """\
 | `enter` / `ctrl+s` | forms | next field / save (or apply); `pgup` `pgdn` scroll a dialog taller than the terminal |
 
 Footer keys show only what can be done now; with `--read-only` nothing that changes anything is offered.
+On a narrow terminal a few keys give way in the footer so that the rest fit (sort, filter, group, replan,
+auto, reload, `$EDITOR`): they still work as this table says.
 
 **Colours.** Each job has one colour on every screen; GPU cells are coloured and shaped by their job (`■`, `▲`,
 `◆`...: jobs on one host never share a shape, so they are told apart without colour), `▢` is free,
