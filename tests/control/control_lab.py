@@ -132,6 +132,23 @@ async def started_controller(hosts, store, options) -> AsyncIterator:
         await ctl.stop()
 
 
+@contextlib.asynccontextmanager
+async def moved_by_a_drain(root: Path, store, spec: Path, name: str, step: int, timeout: float) -> AsyncIterator:
+    """Two hosts of one A100 each and a controller that auto-approves: job ``name`` runs past
+    ``step``, then its host is drained, so the next plan moves it to the other. Yields the
+    controller and the drained host."""
+    from heet_tui.config.hosts_file import load_hosts
+    from heet_tui.control.controller import ControllerOptions
+    from heet_tui.core.intents import DrainHost
+
+    hosts = load_hosts(write_local_hosts(root, [("a", "A100", 1, 1.0), ("b", "A100", 1, 1.0)]))
+    async with started_controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=True,
+                                                                  profile=False)) as ctl:
+        first = await running_past(ctl, spec, name, step, timeout)
+        await ctl.post(DrainHost(first))
+        yield ctl, first
+
+
 def manual_controller(hosts, store, **options):
     """A started controller that waits for plans to be approved, profiling nothing unless
     ``profile=True``."""

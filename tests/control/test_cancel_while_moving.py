@@ -11,12 +11,10 @@ import asyncio
 import sys
 from pathlib import Path
 
-from control_lab import job, run_and_clean, running_past, wait_for, write_job, write_local_hosts
+from control_lab import job, moved_by_a_drain, run_and_clean, wait_for, write_job
 
-from heet_tui.config.hosts_file import load_hosts
-from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.store import Store
-from heet_tui.core.intents import CancelJob, DrainHost
+from heet_tui.core.intents import CancelJob
 from heet_tui.core.job import JobState
 
 SLOW_STOP = """
@@ -40,15 +38,10 @@ def test_a_job_cancelled_while_stopping_for_a_move_is_not_launched_again(tmp_pat
     script = tmp_path / "slow_stop.py"
     script.write_text(SLOW_STOP)
     spec = write_job(tmp_path, "m", steps=100000, max_gpus=1, command=[sys.executable, str(script)])
-    hosts = load_hosts(write_local_hosts(tmp_path, [("a", "A100", 1, 1.0), ("b", "A100", 1, 1.0)]))
     store = Store(tmp_path / "state")
 
     async def scenario() -> None:
-        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=True, profile=False))
-        await ctl.start()
-        try:
-            first = await running_past(ctl, spec, "m", 10, 60)
-            await ctl.post(DrainHost(first))
+        async with moved_by_a_drain(tmp_path, store, spec, "m", 10, 60) as (ctl, _):
             await wait_for(ctl, lambda s: job(s, "m").state is JobState.RESIZING, 30, "m stopping for the move")
             await ctl.post(CancelJob("m"))
             await wait_for(ctl, lambda s: job(s, "m").state is JobState.CANCELLED, 60, "m cancelled")
@@ -60,7 +53,5 @@ def test_a_job_cancelled_while_stopping_for_a_move_is_not_launched_again(tmp_pat
                      store.steps(rec.id) if step.change.job_id == "m"]
             assert steps and steps[-1].message == "skipped: the job was cancelled while stopping", \
                 [s.message for s in steps]
-        finally:
-            await ctl.stop()
 
     run_and_clean(scenario, tmp_path)

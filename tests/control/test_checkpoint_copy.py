@@ -119,12 +119,10 @@ def test_a_moves_checkpoint_copy_counts_in_its_measured_start_pause(tmp_path: Pa
     """Plans weigh moves against the measured pause. The copy ran before the run's clock started,
     so however long it took, it was left out. The link is made slow here (6 s on top of the real
     local copy); the copy, the launch and the training are real."""
-    from control_lab import job, run_and_clean, running_past, wait_for, write_job, write_local_hosts
+    from control_lab import job, moved_by_a_drain, run_and_clean, wait_for, write_job
 
     from heet_tui.control import checkpoint_hosts
-    from heet_tui.control.controller import Controller, ControllerOptions
     from heet_tui.control.store import Store
-    from heet_tui.core.intents import DrainHost
 
     slow_s = 3.0
 
@@ -133,22 +131,14 @@ def test_a_moves_checkpoint_copy_counts_in_its_measured_start_pause(tmp_path: Pa
         return await copy_checkpoint(*args, **kwargs)
 
     monkeypatch.setattr(checkpoint_hosts, "copy_checkpoint", slow_copy)
-    hosts = load_hosts(write_local_hosts(tmp_path, [("a", "A100", 1, 1.0), ("b", "A100", 1, 1.0)]))
     store = Store(tmp_path / "state")
     spec = write_job(tmp_path, "mover", steps=600, max_gpus=1, every=10, own_checkpoint_dir=False)
-    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
 
     async def scenario() -> None:
-        ctl = Controller(hosts, store, options)
-        await ctl.start()
-        try:
-            first = await running_past(ctl, spec, "mover", 30, 90)
-            await ctl.post(DrainHost(first))
+        async with moved_by_a_drain(tmp_path, store, spec, "mover", 30, 90) as (ctl, first):
             await wait_for(ctl, lambda s: job(s, "mover").allocation is not None and first not in
                            job(s, "mover").allocation.host_names and len(_starts(store)) >= 2, 120,
                            "mover started on the other host")
-        finally:
-            await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
     copies = [e.message for e in store.events("mover", limit=200) if e.kind == "checkpoint"]
@@ -190,11 +180,9 @@ def test_a_moved_job_brings_its_checkpoint_though_its_progress_lines_never_name_
     """Seen at scale with per-host workdirs: a script whose progress lines had no "checkpoint" key
     restarted from step 0 after every move, its checkpoint left on the old host (the controller
     remembered where rank 0 ran only for jobs that had reported one)."""
-    from control_lab import job, run_and_clean, running_past, wait_for, write_local_hosts
+    from control_lab import job, moved_by_a_drain, run_and_clean, wait_for
 
-    from heet_tui.control.controller import Controller, ControllerOptions
     from heet_tui.control.store import Store
-    from heet_tui.core.intents import DrainHost
     from heet_tui.core.job import JobState
 
     script = tmp_path / "quiet.py"
@@ -202,18 +190,11 @@ def test_a_moved_job_brings_its_checkpoint_though_its_progress_lines_never_name_
     spec = tmp_path / "quiet.toml"
     spec.write_text(f'name = "quiet"\ncommand = ["python3", "{script}"]\nmodel = "quiet"\nbatch_size = 8\n'
                     "target = { steps = 400 }\n")
-    hosts = load_hosts(write_local_hosts(tmp_path, [("a", "A100", 1, 1.0), ("b", "A100", 1, 1.0)]))
     store = Store(tmp_path / "state")
 
     async def scenario() -> None:
-        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=True, profile=False))
-        await ctl.start()
-        try:
-            first = await running_past(ctl, spec, "quiet", 30, 90)
-            await ctl.post(DrainHost(first))
+        async with moved_by_a_drain(tmp_path, store, spec, "quiet", 30, 90) as (ctl, _):
             await wait_for(ctl, lambda s: job(s, "quiet").state is JobState.DONE, 120, "quiet done")
-        finally:
-            await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
     events = store.events("quiet", limit=200)
