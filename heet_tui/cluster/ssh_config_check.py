@@ -39,11 +39,19 @@ def ssh_config_refusals(hosts_file: HostsFile) -> dict[str, str]:
     return out
 
 
-def _refusal(ssh: str, config: Path, alias: str) -> str:
-    command = [ssh, "-G", "-F", str(config), "--", alias]
+def _resolved(ssh: str, config: Path, alias: str) -> subprocess.CompletedProcess[str] | None:
+    """``ssh -G``: the settings ssh(1) would use for ``alias`` (it connects nowhere); None when it
+    could not be run."""
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+        return subprocess.run([ssh, "-G", "-F", str(config), "--", alias], capture_output=True, text=True,
+                              timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def _refusal(ssh: str, config: Path, alias: str) -> str:
+    done = _resolved(ssh, config, alias)
+    if done is None:
         return ""
     if done.returncode == 0:
         return _open_keys(done.stdout)
@@ -83,11 +91,7 @@ def hashes_known_hosts(target: SshTarget) -> bool:
     if config is None:
         return False
     if ssh is not None:
-        try:
-            done = subprocess.run([ssh, "-G", "-F", str(config), "--", target.alias], capture_output=True, text=True,
-                                  timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired):
-            done = None
+        done = _resolved(ssh, config, target.alias)
         if done is not None and done.returncode == 0:
             return any(line.split()[:2] == ["hashknownhosts", "yes"] for line in done.stdout.splitlines())
     for path in with_included(target.config_paths):

@@ -137,6 +137,8 @@ def _steady(ctl: Controller, run: Run, latest: float) -> float:
     faster profiling run on it made the ETA 30% shorter than the throughput beside it said."""
     steady = ctl.book.running_mean(run.job_id, run.alloc.gpu_type, placement_key(run.alloc.placement), run.started_at)
     return steady if steady else latest
+
+
 SHOWN_ENDED = 500  # ended jobs in a snapshot, latest first; `heet-tui jobs` lists them all
 
 

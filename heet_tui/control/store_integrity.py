@@ -24,9 +24,10 @@ BEING_MADE_S = 10.0  # an empty store file younger than this is one another proc
 
 def refuse_not_own(folder: Path) -> None:
     """Raise ``StoreError`` for a state directory someone else owns: they could swap what is in
-    it (root's state.sqlite3 was made in a directory of uid nobody's, then chmodded private)."""
+    it (root's state.sqlite3 was made in a directory of uid nobody's, then chmodded private); or
+    for a directory that is not a state directory (``refuse_foreign_folder``)."""
     from heet_tui.config.file_safety import planted_link, unsafe_ancestor
-    from heet_tui.control.store import StoreError
+    from heet_tui.control.store import DB_NAME, StoreError
 
     if (link := planted_link(folder)) is not None:
         raise StoreError(f"state store {folder}: {link}; pass --state with a directory of your own")
@@ -36,6 +37,7 @@ def refuse_not_own(folder: Path) -> None:
     if (owner := folder.stat().st_uid) != os.getuid():
         raise StoreError(f"state store {folder}: it is owned by uid {owner}, not by you; pass --state with a "
                          "directory of your own")
+    refuse_foreign_folder(folder, folder / DB_NAME)
 
 
 def refuse_foreign_folder(folder: Path, db: Path) -> None:
@@ -63,7 +65,6 @@ def make_private(folder: Path, db: Path) -> None:
     permitted" and no word of why, even for `heet-tui jobs`."""
     from heet_tui.control.store import StoreError
 
-    refuse_foreign_folder(folder, db)
     try:
         if stat.S_IMODE(folder.stat().st_mode) != 0o700:
             os.chmod(folder, 0o700)

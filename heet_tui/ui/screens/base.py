@@ -30,6 +30,11 @@ class SnapshotScreen(Screen):
     def latest(self) -> Snapshot | None:
         return getattr(self.app, "latest", None)
 
+    @property
+    def demo(self) -> bool:
+        """The simulator's snapshots: no hosts to drain or connect, no spec files or checkpoints."""
+        return self.latest is not None and self.latest.mode == "demo"
+
     def on_mount(self) -> None:
         self._ready = True
         if self.latest is not None:

@@ -69,7 +69,7 @@ class ClusterScreen(FilterKeys, SnapshotScreen):
         if action in CHANGING_ACTIONS:
             if self.read_only:
                 return False
-            if self.latest is not None and self.latest.mode == "demo":
+            if self.demo:
                 return False  # simulated hosts: nothing to drain, reconnect or trust
             host = self.selected
             if host is None:

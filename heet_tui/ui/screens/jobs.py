@@ -81,10 +81,6 @@ class JobsScreen(FilterKeys, SnapshotScreen):
         self._show_detail()
         self.refresh_bindings()
 
-    @property
-    def _demo(self) -> bool:
-        return self.latest is not None and self.latest.mode == "demo"
-
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "submit_job":
             return not self.read_only
@@ -93,13 +89,12 @@ class JobsScreen(FilterKeys, SnapshotScreen):
                 return False
             job = self.selected
             return job is not None and not job.state.terminal
-        demo = self._demo  # simulated jobs: no spec files, no checkpoints
         if action == "retry_job":
             job = self.selected
-            return not self.read_only and not demo and job is not None and job.state in RETRYABLE
+            return not self.read_only and not self.demo and job is not None and job.state in RETRYABLE
         if action == "update_job":
             job = self.selected
-            return not self.read_only and not demo and job is not None and job.state is not JobState.DONE
+            return not self.read_only and not self.demo and job is not None and job.state is not JobState.DONE
         if action == "show_log":
             return self.selected is not None
         if action == "drop_edit":
@@ -150,7 +145,7 @@ class JobsScreen(FilterKeys, SnapshotScreen):
         job = self.selected
         if isinstance(self.app.focused, Input):  # an r typed into the filter
             return
-        if self._demo and event.key in ("r", "u") and not self.read_only and job is not None:
+        if self.demo and event.key in ("r", "u") and not self.read_only and job is not None:
             self.app.notify("the demo's jobs are simulated from a workload: they cannot be retried or updated",
                             timeout=5)
         elif event.key == "r" and not self.read_only and job is not None and job.state not in RETRYABLE:
