@@ -21,3 +21,15 @@ def lab(tmp_path, monkeypatch):
     lab.close()
     for server in lab.servers:
         kill_jobs_under(server.workdir)
+
+
+@pytest.fixture
+def agent(tmp_path):
+    """The agent alone, on ``tmp_path`` as its workdir (tests/cluster/agent_process.py)."""
+    from agent_process import AgentProcess
+
+    process = AgentProcess(tmp_path)
+    yield process
+    if process.proc.poll() is None:
+        process.proc.kill()
+        process.proc.wait()

@@ -4,55 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 
 import pytest
-
-
-class AgentProcess:
-    def __init__(self, workdir, *extra, env=None):
-        self.proc = subprocess.Popen([sys.executable, "-m", "heet_agent", "--workdir", str(workdir), "--host", "h1",
-                                      *extra],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-        self.next_id = 0
-
-    def line(self):
-        raw = self.proc.stdout.readline()
-        assert raw, "agent closed stdout"
-        return json.loads(raw)
-
-    def send_raw(self, data: bytes):
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
-
-    def request(self, op, **args):
-        self.next_id += 1
-        self.send_raw(json.dumps({"id": self.next_id, "op": op, "args": args}).encode() + b"\n")
-        while True:
-            message = self.line()
-            if message.get("id") == self.next_id:
-                return message
-
-    def events_until(self, name):
-        while True:
-            message = self.line()
-            if message.get("event") == name:
-                return message
-
-    def close(self):
-        self.proc.stdin.close()
-        return self.proc.wait(timeout=10)
-
-
-@pytest.fixture
-def agent(tmp_path):
-    process = AgentProcess(tmp_path)
-    yield process
-    if process.proc.poll() is None:
-        process.proc.kill()
-        process.proc.wait()
+from agent_process import AgentProcess
 
 
 def test_banner_then_version_check(agent):
@@ -86,113 +42,6 @@ def test_shutdown_leaves_jobs_running(agent, tmp_path):
     assert agent.proc.wait(timeout=10) == 0
     os.kill(launched["pid"], 0)  # still there
     os.killpg(launched["pid"], 9)
-
-
-def test_a_checkpoint_dir_used_by_another_state_store_is_refused(agent, tmp_path):
-    # Training resumes from whatever its checkpoint directory holds: a job of another store
-    # (another user naming the same shared directory, or a fresh state directory) must not.
-    agent.line()
-    agent.request("hello", protocol=1, probes=[])
-    ckpt = tmp_path / "shared" / "ckpt"
-
-    def launch(job_id, owner):
-        env = {"HEET_CHECKPOINT_DIR": str(ckpt), "HEET_CHECKPOINT_OWNER": owner}
-        return agent.request("launch", job_id=job_id, generation=1, argv=["true"], env=env)
-
-    assert launch("first", "store-a")["ok"]
-    assert (ckpt / ".heet-owner").read_text() == "store-a\n"
-    assert oct((ckpt / ".heet-owner").stat().st_mode & 0o777) == "0o600"
-    refused = launch("other", "store-b")
-    assert not refused["ok"] and f"checkpoint dir {ckpt} holds another heet-tui state store's" in refused["error"]
-    assert launch("again", "store-a")["ok"]  # the same store's next job (or generation) goes ahead
-    assert (ckpt / ".heet-owner").read_text() == "store-a\n"
-    # one others may write: they could swap the checkpoints it resumes from, or plant links
-    shared = tmp_path / "world" / "ckpt"
-    shared.mkdir(parents=True)
-    shared.chmod(0o777)
-    env = {"HEET_CHECKPOINT_DIR": str(shared), "HEET_CHECKPOINT_OWNER": "store-a"}
-    refused = agent.request("launch", job_id="open", generation=1, argv=["true"], env=env)
-    assert not refused["ok"] and f"checkpoint dir {shared} may be written by others (mode 0o777)" in refused["error"]
-    assert not (shared / ".heet-owner").exists()
-
-
-@pytest.mark.skipif(os.getuid() != 0, reason="making a link another user owns takes root")
-def test_a_checkpoint_dir_through_another_users_link_or_an_open_directory_is_refused(agent, tmp_path):
-    """A link another user planted in a shared sticky directory was followed (and swapped while the
-    job ran: the stop's checkpoint went into their directory); a non-sticky directory anyone may
-    write, above the checkpoint dir, lets anyone swap it."""
-    agent.line()
-    agent.request("hello", protocol=1, probes=[])
-    shared, mine = tmp_path / "shared", tmp_path / "mine"
-    shared.mkdir()
-    shared.chmod(0o1777)
-    mine.mkdir(mode=0o700)
-
-    def launch(job_id, directory):
-        env = {"HEET_CHECKPOINT_DIR": str(directory), "HEET_CHECKPOINT_OWNER": "store-a"}
-        return agent.request("launch", job_id=job_id, generation=1, argv=["true"], env=env)
-
-    (shared / "ck").symlink_to(mine)
-    os.lchown(shared / "ck", 1234, 1234)
-    refused = launch("planted", shared / "ck")
-    assert not refused["ok"] and f"{shared / 'ck'} is a link that uid 1234 made, not you" in refused["error"], refused
-    assert not (mine / ".heet-owner").exists()
-    os.lchown(shared / "ck", 0, 0)  # the user's own link (root's, here) is theirs to make
-    assert launch("own-link", shared / "ck")["ok"] and (mine / ".heet-owner").exists()
-    opened = tmp_path / "open"
-    opened.mkdir()
-    opened.chmod(0o777)
-    refused = launch("open", opened / "ck")
-    assert not refused["ok"] and f"{opened} above it may be written by anyone and is not sticky" in refused["error"]
-    assert not (opened / "ck").exists()
-    assert launch("sticky", shared / "mine-too" / "ck")["ok"], "a sticky /tmp-like directory is fine"
-
-
-def test_a_scratch_checkpoint_dir_is_the_runs_own_and_goes_when_it_ends(agent, tmp_path):
-    # Profiling runs checkpoint into a scratch dir: made for the run, removed when it exits,
-    # and never one that existed before (the agent removes only what it made).
-    agent.line()
-    agent.request("hello", protocol=1, probes=[])
-    scratch = tmp_path / "profiling" / "j.p1-store"
-    env = {"HEET_CHECKPOINT_DIR": str(scratch), "HEET_CHECKPOINT_SCRATCH": "1"}
-    write = f"open({str(scratch / 'checkpoint.pt')!r}, 'w').write('x')"
-    assert agent.request("launch", job_id="j.p1", generation=1, argv=[sys.executable, "-c", write], env=env)["ok"]
-    ended = agent.events_until("job_exit")
-    assert ended["exit_code"] == 0, "the run could write into its scratch dir"
-    assert not scratch.exists()
-
-    kept = tmp_path / "ckpt"
-    kept.mkdir()
-    (kept / "checkpoint.pt").write_text("a real job's")
-    refused = agent.request("launch", job_id="j.p2", generation=2, argv=["true"],
-                            env={"HEET_CHECKPOINT_DIR": str(kept), "HEET_CHECKPOINT_SCRATCH": "1"})
-    assert not refused["ok"] and "exists already" in refused["error"]
-    assert (kept / "checkpoint.pt").read_text() == "a real job's"
-
-
-def test_a_job_gets_its_checkpoint_dir_absolute_with_the_home_dir_expanded(tmp_path):
-    # The controller names it as the hosts file does ("~/.heet/checkpoints/..."): a script that
-    # does not use heet_agent.elastic opened "~/..." literally and failed, or made a dir named "~"
-    home, workdir = tmp_path / "home", tmp_path / "jobs"
-    home.mkdir()
-    workdir.mkdir()
-    agent = AgentProcess(tmp_path / "agent", env=os.environ | {"HOME": str(home)})
-    try:
-        agent.line()
-        agent.request("hello", protocol=1, probes=[])
-        script = ("import os; d = os.environ['HEET_CHECKPOINT_DIR']; "
-                  "open(os.path.join(d, 'ckpt.txt'), 'w').write(d)")
-        for n, given in enumerate(("~/.heet/checkpoints/j.store", "ckpt/rel")):
-            env = {"HEET_CHECKPOINT_DIR": given, "HEET_CHECKPOINT_OWNER": "store"}
-            assert agent.request("launch", job_id=f"j{n}", generation=1, argv=[sys.executable, "-c", script],
-                                 env=env, workdir=str(workdir))["ok"]
-            assert agent.events_until("job_exit")["exit_code"] == 0
-        assert (home / ".heet/checkpoints/j.store/ckpt.txt").read_text() == str(home / ".heet/checkpoints/j.store")
-        assert (workdir / "ckpt/rel/ckpt.txt").read_text() == str(workdir / "ckpt/rel")
-        assert not (workdir / "~").exists()
-    finally:
-        agent.proc.kill()
-        agent.proc.wait()
 
 
 def test_a_check_only_agent_leaves_the_running_agent_and_its_jobs_alone(agent, tmp_path):

@@ -1,8 +1,7 @@
-"""The controller's pure rules: launch env per rank, exit verdicts, throughput estimates, plan gain."""
+"""The controller's pure rules: launch env per rank, exit verdicts, plan figures (estimates: test_throughput_book.py)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,7 +22,6 @@ from heet_tui.control.runtime import (
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import Job, JobSpec, JobState, Target, TargetKind
-from heet_tui.profiling.configs import TYPICAL_SCALING_EXPONENT
 
 
 def _spec(**kw) -> JobSpec:
@@ -162,88 +160,6 @@ def test_a_rank_dying_after_the_target_was_reported_is_done_not_a_crash() -> Non
     assert not reached_target(epochs, None) and not reached_target(epochs, {"samples": "x"})
 
 
-def test_throughput_estimates_use_measurements_then_scale_and_borrow_type_ratios() -> None:
-    book = ThroughputBook()
-    book.add("a", "A100", (1,), 100.0)
-    book.add("a", "T4", (1,), 25.0)
-    book.add("b", "A100", (1,), 40.0)
-    book.add("b", "A100", (2,), 70.0)
-    book.add("b", "T4", (1,), float("nan"))  # ignored
-    assert book.estimate("b", "A100", (2,)) == 70.0
-    assert 70.0 < book.estimate("b", "A100", (4,)) < 140.0, "sub-linear beyond what was measured"
-    assert book.estimate("b", "A100", (1, 1)) < book.estimate("b", "A100", (2,)) * 1.01
-    assert book.estimate("b", "T4", (1,)) == pytest.approx(10.0), "A100:T4 = 4:1 as seen on job a"
-    assert book.estimate("b", "V100", (1,)) == 0.0, "never measured anywhere: not offered (a side run measures it)"
-    # without profiling runs nothing would: a rough guess, as fast as where it ran, so the plans use it
-    # (a V100-only job of b's class sat queued beside an idle V100 for good)
-    guessing = replace(book, guess_unrelated=True)
-    assert guessing.estimate("b", "V100", (1,)) == pytest.approx(40.0)
-    assert guessing.estimate_with_spread("b", "V100", (1,))[1] is None, "said to be a rough guess"
-
-
-def test_a_type_guessed_from_several_measured_types_is_their_routes_mean_not_the_best() -> None:
-    """Seen: measured at 9,165/s on an A100 and 5,307/s on a V100, a job's T4 guess was 15k/s
-    (through an inflated T4:V100 ratio), above its own A100 figure; the plan held it for T4s."""
-    book = ThroughputBook()
-    for job_id, a100, v100, t4 in (("x", 100.0, 20.0, 50.0), ("y", 100.0, 20.0, 50.0)):
-        book.add(job_id, "A100", (1,), a100)
-        book.add(job_id, "V100", (1,), v100)  # measured too slow (a busy emulated host)
-        book.add(job_id, "T4", (1,), t4)
-    book.add("z", "A100", (1,), 9165.0)
-    book.add("z", "V100", (1,), 5307.0)
-    via_a100, via_v100 = 9165.0 * 0.5, 5307.0 * 2.5  # T4:A100 = 0.5, T4:V100 = 2.5 on x and y
-    assert book.estimate("z", "T4", (1,)) == pytest.approx((via_a100 * via_v100) ** 0.5)
-    assert book.estimate("z", "T4", (1,)) < 9165.0
-
-
-
-def test_one_class_with_an_absurd_type_ratio_does_not_steer_every_other_jobs_guess() -> None:
-    """Seen: one script reported 5e8/s on a T4 and 50/s on an A100 (under the 1e9 cap); five other
-    classes ran at T4:A100 = 1:4; a new job measured at 3,779/s on an A100 was predicted at 32,866/s on
-    two T4s, launched there beside idle A100s, and ran at 657/s."""
-    book = ThroughputBook()
-    for i in range(5):
-        book.add(f"c{i}", "A100", (1,), 1000.0 * (i + 1))
-        book.add(f"c{i}", "T4", (1,), 250.0 * (i + 1))
-    book.add("skew", "A100", (1,), 50.0)
-    book.add("skew", "T4", (1,), 5e8)
-    book.add("new", "A100", (1,), 3779.0)
-    assert book.type_ratio("T4", "A100") == pytest.approx(0.25)
-    assert book.estimate("new", "T4", (1,)) == pytest.approx(3779.0 * 0.25)
-    # with one other class only, the median is the mean of two: 1,581x a T4's speed on an A100
-    two = ThroughputBook()
-    two.add("mlp", "A100", (1,), 65014.0)
-    two.add("mlp", "T4", (1,), 31302.0)
-    two.add("skew", "A100", (1,), 50.0)
-    two.add("skew", "T4", (1,), 5e8)
-    assert two.type_ratio("T4", "A100") == pytest.approx(31302.0 / 65014.0)
-    agree = ThroughputBook()  # two classes that roughly agree: their geometric mean, as before
-    agree.add("x", "A100", (1,), 400.0)
-    agree.add("x", "T4", (1,), 100.0)
-    agree.add("y", "A100", (1,), 300.0)
-    agree.add("y", "T4", (1,), 100.0)
-    assert agree.type_ratio("A100", "T4") == pytest.approx((4.0 * 3.0) ** 0.5)
-
-
-def test_a_job_that_scaled_badly_on_one_type_is_not_expected_to_scale_on_another() -> None:
-    """Seen on the local config: a small MLP ran at 52k samples/s on one A100 and 5k on two (its
-    step is all communication); the plan then moved it to 4 T4s, estimated at 4^0.85 x one T4's
-    26k, then to 2, then to 1: three restarts of a lone job on an idle cluster."""
-    book = ThroughputBook()
-    book.add("mlp", "A100", (1,), 52_000.0)
-    book.add("mlp", "T4", (1,), 26_000.0)
-    book.add("mlp", "A100", (2,), 5_000.0)
-    assert book.estimate("mlp", "T4", (4,)) < 5_000.0 < 26_000.0 == book.estimate("mlp", "T4", (1,))
-    assert book.estimate("mlp", "T4", (2,)) < book.estimate("mlp", "T4", (1,))
-    assert book.estimate("mlp", "A100", (4,)) < book.estimate("mlp", "A100", (2,))
-    # A job that scaled well keeps scaling, and never better than linearly.
-    book.add("cnn", "A100", (1,), 100.0)
-    book.add("cnn", "A100", (4,), 380.0)
-    book.add("cnn", "T4", (1,), 30.0)
-    assert 0.9 * 4 * 30.0 < book.estimate("cnn", "T4", (4,)) <= 4 * 30.0
-    book.add("cnn", "T4", (2,), 70.0)  # noise above linear on T4 does not make 8 GPUs super-linear
-    assert book.estimate("cnn", "T4", (8,)) <= 70.0 * 4
-
 def test_store_codec_round_trip(tmp_path: Path) -> None:
     from heet_tui.control.codec import plan_from_json, plan_to_json
     from heet_tui.core.plan import JobPrediction, Plan, PredictedEffect
@@ -255,30 +171,6 @@ def test_store_codec_round_trip(tmp_path: Path) -> None:
     assert plan_from_json(plan_to_json(plan)) == plan
     old = plan_to_json(plan).replace(", null]", "]").replace(", 0.25]", "]")  # a plan stored before spreads
     assert [p.after_spread for p in plan_from_json(old).effect.jobs] == [0.0, 0.0], "read as not known, not guesses"
-
-
-def test_profiling_model_fills_unmeasured_cells_once_it_has_a_well_observed_job() -> None:
-    from heet_tui.profiling.predictor import ThroughputPredictor
-
-    book = ThroughputBook(predictor=ThroughputPredictor())
-    book.register("a", "resnet", 32)
-    book.register("b", "vgg", 32)
-    book.add("b", "A100", (1,), 50.0)
-    book.add("a", "T4", (1,), 30.0)
-    assert not book.model_ready and book.estimate("b", "T4", (1,)) == pytest.approx(0.0), "too little to learn"
-    guess, spread = book.estimate_with_spread("a", "T4", (2,))
-    assert guess > 30.0 and spread is None, "the scaling law's guess: nothing says how far off"
-    for gpu_type, speed in (("A100", 1.0), ("T4", 0.3)):
-        for placement in ((1,), (2,), (4,), (2, 2), (8,), (4, 4)):
-            book.add("a", gpu_type, placement, 100 * speed * sum(placement) ** 0.9)
-    assert book.model_ready
-    assert book.estimate("b", "A100", (1,)) == 50.0, "a measured cell is used as measured"
-    t4 = book.estimate("b", "T4", (1,))
-    assert 0.15 * 50 < t4 < 0.6 * 50, f"T4 is about 0.3x A100 as on job a, got {t4}"
-    assert book.estimate_with_spread("b", "A100", (1,)) == (50.0, 0.0)
-    value, spread = book.estimate_with_spread("b", "T4", (1,))
-    assert value == t4 and 0.0 < spread < 1.0, f"the model's own spread, not a fixed figure: {spread}"
-    assert book.estimate_with_spread("a", "T4", (4, 4))[1] == 0.0
 
 
 def test_auto_approve_takes_a_plan_that_vacates_a_drained_host_whatever_it_gains() -> None:
@@ -337,82 +229,6 @@ def test_gpus_held_by_profiling_runs_are_not_given_out() -> None:
     assert make_policy("heet").plan(upper, [job], 0.0).allocations["j"].hosts == (("t", (2, 3)),)
 
 
-def test_a_launch_the_agent_refused_says_nothing_of_the_size() -> None:
-    """A workdir or command missing on one host made the run "crash" before its first report at a
-    new size, and plans then left that size out for good."""
-    from heet_tui.control.crashed_sizes import new_size_that_crashed
-    from heet_tui.control.runtime import LAUNCH_REFUSED
-
-    book = ThroughputBook()
-    book.add("j", "T4", (1,), 100.0)
-
-    def run(reason: str | None) -> Run:
-        ranks = {r: RankProc("h", f"j.r{r}", r, (r,), "exited", 127 if reason else 1, None, reason) for r in (0, 1)}
-        return Run("j", Allocation.of("j", "T4", {"h": [0, 1]}), 4, ranks, 0.0)
-
-    assert new_size_that_crashed(run(None), book) == ("T4", 2)
-    assert new_size_that_crashed(run(f"{LAUNCH_REFUSED}: workdir /data/x does not exist"), book) is None
-    # on a host where its class never ran (no torch there): the host is as likely the cause
-    assert new_size_that_crashed(run(None), book, hosts_ran={"h"}) == ("T4", 2)
-    assert new_size_that_crashed(run(None), book, hosts_ran={"other"}) is None
-
-
-def test_a_crash_at_a_size_its_class_runs_at_blames_the_job_not_the_sizes_it_crashed_at_before() -> None:
-    """A job whose command had a typo crashed at 2xA100 and at 2xV100 (both left out of plans, for
-    its healthy twin too), then at 1xT4, where its class runs."""
-    from heet_tui.control.crashed_sizes import crashed_where_its_class_runs, new_size_that_crashed
-
-    book = ThroughputBook()
-    book.register("twin", "imagenet", 32)
-    book.register("typo", "imagenet", 32)
-    book.add("twin", "T4", (1,), 100.0)  # the class's profiling run
-
-    def run(gpu_type: str, n: int, reports: int = 0, host: str = "h") -> Run:
-        ranks = {r: RankProc(host, f"typo.r{r}", r, (r,), "exited", 2, None, None) for r in range(n)}
-        out = Run("typo", Allocation.of("typo", gpu_type, {host: list(range(n))}), 3, ranks, 0.0)
-        out.reports = reports
-        return out
-
-    assert new_size_that_crashed(run("A100", 2), book) == ("A100", 2), "a new size: left out"
-    assert not crashed_where_its_class_runs(run("A100", 2), book)
-    assert crashed_where_its_class_runs(run("T4", 1), book) and new_size_that_crashed(run("T4", 1), book) is None
-    assert not crashed_where_its_class_runs(run("T4", 1, reports=3), book), "it trained: a crash of another kind"
-    assert not crashed_where_its_class_runs(run("T4", 1), book, hosts_ran={"other"}), "the host may be the cause"
-
-
-def test_after_such_a_crash_its_twins_may_run_at_the_sizes_again(tmp_path: Path) -> None:
-    from types import SimpleNamespace
-
-    from heet_tui.control.crash_backoff import after_crash
-    from heet_tui.control.crashed_sizes import load_crashed_sizes
-    from heet_tui.control.execution import ExecOptions
-    from heet_tui.control.store import Store
-
-    store = Store(tmp_path / "state")
-    store.add_job(JobSpec(name="typo", command=("python3", "t.py"), model="imagenet", batch_size=32,
-                          target=Target(TargetKind.STEPS, 100)), 0.0)
-    book = ThroughputBook()
-    book.register("typo", "imagenet", 32)
-    book.add("twin", "T4", (1,), 100.0)
-    book.register("twin", "imagenet", 32)
-    executor = SimpleNamespace(store=store, clock=lambda: 10.0, book=book, crashed_sizes={},
-                               health=SimpleNamespace(hosts_ran=lambda cls: None), backoff_until={},
-                               opt=ExecOptions(max_retries=5, retry_backoff_s=1.0), _spawn=lambda coro: coro.close())
-
-    def crash(gpu_type: str, n: int) -> None:
-        ranks = {r: RankProc("h", f"typo.r{r}", r, (r,), "exited", 2, None, None) for r in range(n)}
-        after_crash(executor, Run("typo", Allocation.of("typo", gpu_type, {"h": list(range(n))}), 3, ranks, 0.0),
-                    "exit code 2")
-
-    crash("A100", 2)
-    crash("V100", 2)
-    assert executor.crashed_sizes == {"typo": {("A100", 2), ("V100", 2)}} == load_crashed_sizes(store)
-    crash("T4", 1)
-    assert executor.crashed_sizes == {} == load_crashed_sizes(store)
-    said = [e.message for e in store.events("typo") if e.kind == "crashed"]
-    assert said[-1].endswith("the job itself is the cause, not 2xA100, 2xV100, which plans use again"), said
-
-
 def test_an_exit_0_is_done_but_says_when_the_target_was_not_seen_reached() -> None:
     spec, ended = _spec(), _run((0, None))  # target: 300 steps
     job = Job("j", spec, JobState.RUNNING, 0.0)
@@ -468,35 +284,3 @@ def test_a_rejected_plans_shape_ignores_which_gpus_of_a_host_it_names() -> None:
     assert shape(plan([0])) != shape(plan([0], b_gpus=(0,))), "so is another count of another job"
 
 
-def test_a_job_measured_at_one_count_scales_as_the_jobs_measured_here_did() -> None:
-    """Seen on a 2-core host: every class was guessed at 1.8x on 2 GPUs though three had measured
-    0.5-1.5x there; plans grew jobs that then ran slower than on one GPU."""
-    book = ThroughputBook()
-    book.add("new", "T4", (1,), 100.0)
-    typical = book.estimate("new", "T4", (2,))
-    assert typical == pytest.approx(100.0 * 2 ** TYPICAL_SCALING_EXPONENT), "nothing else measured: the typical law"
-    for job_id, two in (("wide", 146.0), ("mlp", 46.0)):
-        book.add(job_id, "A100", (1,), 100.0)
-        book.add(job_id, "A100", (2,), two)
-    exponents = [math.log(1.46, 2), math.log(0.46, 2), TYPICAL_SCALING_EXPONENT]  # the law counts as one class
-    assert book.estimate("new", "T4", (2,)) == pytest.approx(100.0 * 2 ** (sum(exponents) / 3))
-    assert book.estimate("new", "T4", (2,)) < 0.75 * typical
-    book.add("new", "T4", (2,), 190.0)  # its own measurement wins
-    assert book.estimate("new", "T4", (4,)) == pytest.approx(190.0 * 2 ** math.log(1.9, 2))
-
-
-def test_an_eta_is_read_at_what_the_run_reports_not_at_a_faster_profiling_run_on_its_cell() -> None:
-    """k1 showed 126/s beside an ETA read at 180/s: its 1xT4 profiling run was in the cell's mean."""
-    from types import SimpleNamespace
-
-    from heet_tui.control.snapshot_build import _steady
-
-    book = ThroughputBook()
-    book.add("k1", "T4", (1,), 234.0, "profiling", at=5.0)
-    run = Run("k1", Allocation.of("k1", "T4", {"lt1": [0]}), 2, {}, 15.0)
-    ctl = SimpleNamespace(book=book)
-    assert _steady(ctl, run, 130.0) == 130.0, "no report of this run yet: the latest"
-    book.add("k1", "T4", (1,), 120.0, "running", at=20.0)
-    book.add("k1", "T4", (1,), 132.0, "running", at=30.0)
-    assert _steady(ctl, run, 130.0) == pytest.approx(126.0)
-    assert book.own("k1")[("T4", "1")] == pytest.approx(162.0), "the cell's own mean still has the profiling run"
