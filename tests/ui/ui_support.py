@@ -10,6 +10,7 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 
 from heet_tui.ui.dialogs.tweak import TweakDialog
+from heet_tui.ui.widgets.job_table import JobTable
 from heet_tui.ui.widgets.plan_table import PlanTable
 
 SIZE = (150, 45)
@@ -62,3 +63,10 @@ async def open_tweak(pilot: Pilot, app) -> TweakDialog:
     dialog = app.screen
     await wait_for(pilot, lambda: dialog.previews >= 1)
     return dialog
+
+
+async def four_jobs(pilot: Pilot, app) -> JobTable:
+    """The jobs table once the fixture's four jobs are in it."""
+    table = app.screen.query_one(JobTable)
+    await wait_for(pilot, lambda: table.row_count == 4)
+    return table
