@@ -6,7 +6,8 @@ workdir is usually in a home directory with a quota, and a full quota stops ever
 The job holds its log open (O_APPEND), so the file cannot be renamed under it: past its bound
 the log is copied to ``<log>.1`` (replacing the previous one) and truncated in place, where the
 job's next write lands at offset 0 (what logrotate's copytruncate does). At most twice the bound
-is kept; what the job writes between the copy's end and the truncation is lost, a line at most.
+is kept; what the job writes between the copy's last read and the truncation is lost: nothing
+else runs between the two, and a job printing a line a microsecond lost two lines a rotation.
 """
 
 import os
@@ -60,26 +61,35 @@ def read_tail(path, lines):
 
 def rotate(path):
     """Copy the log to ``<log>.1`` and truncate it: the bytes moved, or None (nothing changed)
-    when it cannot. The truncation follows the copy's last read at once (a rename between):
-    what the job writes in that gap is lost, and it is the only one."""
+    when it cannot. The truncation is the very next call after the read that found the end: what
+    the job writes between the two is lost. With the copy's flush and rename in that gap, a job
+    printing a line every few microseconds lost hundreds of lines per rotation, and a slower one
+    its last progress line now and then; the flush is before the read now, the rename after."""
     kept = rotated_path(path)
     tmp = kept + ".tmp"
+    moved = 0
     try:
-        with open(path, "rb") as src, open(tmp, "wb") as dst:
-            while True:
-                chunk = src.read(_COPY_CHUNK)
-                if not chunk:
-                    break
-                dst.write(chunk)
-            dst.flush()
-            os.replace(tmp, kept)
-            os.truncate(path, 0)
-            moved = src.tell()
+        fd = os.open(path, os.O_RDWR)
+        try:
+            with open(tmp, "wb") as dst:
+                while True:
+                    chunk = os.read(fd, _COPY_CHUNK)
+                    if not chunk:
+                        os.ftruncate(fd, 0)
+                        break
+                    dst.write(chunk)
+                    dst.flush()
+                    moved += len(chunk)
+        finally:
+            os.close(fd)
+        os.replace(tmp, kept)
     except OSError:
         try:
             os.remove(tmp)
         except OSError:
             pass
+        # not opened, not copied (a full disk: the log stays whole), or truncated and the rename
+        # failed, where the bytes are gone and the old copy stands: None either way
         return None
     return moved
 

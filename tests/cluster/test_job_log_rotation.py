@@ -39,6 +39,25 @@ def test_the_tail_reads_on_into_the_rotated_part(tmp_path) -> None:
     assert rotate(str(tmp_path / "missing.log")) is None, "a log that cannot be read is left alone"
 
 
+def test_what_the_job_writes_while_the_copy_is_put_in_place_stays(tmp_path, monkeypatch) -> None:
+    """The copy's rename came between the read that found the log's end and its truncation: a
+    job printing a line every few microseconds lost hundreds per rotation, and the chatty job
+    below its last progress line (CI saw its steps stop at 2999 of 3000)."""
+    log = tmp_path / "job.log"
+    log.write_text("".join(f"line {i}\n" for i in range(10)))
+    real_replace = os.replace
+
+    def replace_while_the_job_writes(src, dst):
+        with open(log, "a") as fh:
+            fh.write("written during the rename\n")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace_while_the_job_writes)
+    assert rotate(str(log)) == 70
+    assert log.read_text() == "written during the rename\n"
+    assert (tmp_path / "job.log.1").read_text() == "".join(f"line {i}\n" for i in range(10))
+
+
 def _progress(step: int) -> str:
     return "@heet-progress " + json.dumps({"step": step, "samples": step * 8, "samples_per_s": 80.0}) + "\n"
 
