@@ -12,7 +12,10 @@ else runs between the two, and a job printing a line a microsecond lost two line
 
 import os
 
-MAX_TAIL_BYTES = 64 * 1024
+MAX_SCAN_BYTES = 4 * 1024 * 1024  # how far back from its end a log is read for its tail
+MAX_LINE_CHARS = 4096  # a longer line is shown by its start and its end
+MAX_TAIL_CHARS = 256 * 1024  # one tail's lines together: a reply stays far below the channel's line limit
+_SCAN_BLOCK = 64 * 1024
 ROTATE_BYTES = 32 * 1024 * 1024  # a log past this is rotated; launch's log_max_bytes overrides it
 MIN_ROTATE_BYTES = 4096
 _COPY_CHUNK = 1024 * 1024
@@ -28,23 +31,38 @@ def rotated_path(path):
     return path + ".1"
 
 
-def _tail_lines(path):
-    """``(lines, complete)``: the log's last lines as shown; ``complete`` when the whole file was read."""
+def _shortened(line):
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    keep = MAX_LINE_CHARS // 2
+    return "%s [... %d characters ...] %s" % (line[:keep], len(line) - 2 * keep, line[-keep:])
+
+
+def _tail_lines(path, lines):
+    """``(lines, complete)``: the log's last lines as shown; ``complete`` when the whole file was read.
+
+    Read back from the end until the lines are there, up to ``MAX_SCAN_BYTES``: a fixed 64 KiB
+    read showed nothing of a script's 200,000-character lines but the last, and said nothing of
+    the others. A line too long to show whole is shown by its start and its end."""
+    blocks, newlines = [], 0
     try:
         with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - MAX_TAIL_BYTES))
-            data = fh.read()
+            start = size = fh.seek(0, os.SEEK_END)
+            while start > 0 and newlines <= lines and size - start < MAX_SCAN_BYTES:
+                step = min(_SCAN_BLOCK, start)
+                start -= step
+                fh.seek(start)
+                block = fh.read(step)
+                blocks.append(block)
+                newlines += block.count(b"\n")
     except OSError:
         return [], True
-    text = [as_shown(line) for line in data.decode("utf-8", errors="replace").split("\n")]
+    text = [as_shown(line) for line in b"".join(reversed(blocks)).decode("utf-8", errors="replace").split("\n")]
     if text and not text[-1]:
         text.pop()
-    if size > MAX_TAIL_BYTES and text:  # the first line is probably cut
-        # dropped, unless it is all there is: a last line longer than the read showed nothing
-        text = text[1:] if len(text) > 1 else ["[...] " + text[0]]
-    return text, size <= MAX_TAIL_BYTES
+    if start > 0 and text:  # the first line is probably cut: dropped when the others are enough
+        text = text[1:] if len(text) > lines else ["[...] " + text[0]] + text[1:]
+    return [_shortened(line) for line in text[-lines:]], start == 0
 
 
 def read_tail(path, lines):
@@ -52,11 +70,17 @@ def read_tail(path, lines):
     crashes just after its log was rotated still shows what led up to it."""
     if not lines:
         return []
-    text, complete = _tail_lines(path)
+    text, complete = _tail_lines(path, lines)
     if complete and len(text) < lines:
-        before, _ = _tail_lines(rotated_path(path))
+        before, _ = _tail_lines(rotated_path(path), lines - len(text))
         text = before + text
-    return text[-lines:]
+    shown, chars = [], 0
+    for line in reversed(text[-lines:]):
+        chars += len(line) + 1
+        if chars > MAX_TAIL_CHARS:
+            break
+        shown.append(line)
+    return shown[::-1]
 
 
 def rotate(path):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from heet_agent.job_logs import MAX_TAIL_BYTES as TAIL_CAP_BYTES
+from heet_agent.job_logs import MAX_SCAN_BYTES, MAX_TAIL_CHARS
 
 from heet_tui.cluster import ClusterError
 from heet_tui.control.crash_hints import crash_hint
@@ -64,8 +64,10 @@ async def job_log(ctl: Controller, job_id: str, lines: int = 200, rank: int = 0,
     except ClusterError as exc:
         raise ValueError(f"{job_id}: cannot read its log on {host}: {exc}") from None
     where = f" ({host}:{path})" if path else ""
-    if len(found) < lines and sum(len(line.encode()) + 1 for line in found) > TAIL_CAP_BYTES * 0.9:
-        where += f"; fewer than {lines}: a tail is read from the last {TAIL_CAP_BYTES // 1024} KiB of the log"
+    if len(found) < lines and found and found[0].startswith("[...] "):
+        where += f"; fewer than {lines}: a tail is read from the last {MAX_SCAN_BYTES >> 20} MiB of the log"
+    elif len(found) < lines and sum(len(line) + 1 for line in found) > MAX_TAIL_CHARS * 0.9:
+        where += f"; fewer than {lines}: one tail holds at most {MAX_TAIL_CHARS >> 10}K characters"
     header = f"{job_id} {what}generation {generation}, rank {rank} on {host}, last {len(found)} line(s){where}:"
     return (header, *found)
 

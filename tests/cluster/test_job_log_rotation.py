@@ -10,7 +10,7 @@ import sys
 import textwrap
 
 from heet_agent import log_follow
-from heet_agent.job_logs import read_tail, rotate
+from heet_agent.job_logs import MAX_LINE_CHARS, read_tail, rotate
 from helpers import make_cluster, wait_until
 
 from heet_tui.cluster import JobProgress
@@ -88,8 +88,30 @@ def test_a_last_line_longer_than_the_read_shows_its_end(tmp_path) -> None:
     """`log -n 500` printed no line at all when the script's last line was 200,000 characters."""
     log = tmp_path / "job.log"
     log.write_text("short 0\n" + "y" * 199_999 + "z\n")
-    (tail,) = read_tail(str(log), 500)
-    assert tail.startswith("[...] yyy") and tail.endswith("yz") and len(tail) < 70_000
+    short, tail = read_tail(str(log), 500)
+    assert short == "short 0" and tail.startswith("yyy") and tail.endswith("yz") and len(tail) < 5000
+    assert f"[... {200_000 - MAX_LINE_CHARS} characters ...]" in tail
+
+
+def test_lines_longer_than_one_read_are_each_shown_by_start_and_end(tmp_path) -> None:
+    """A script printing 200,000-character lines: `log -n 50` showed only the progress line
+    after the last of them, and nothing said the others were there."""
+    log = tmp_path / "job.log"
+    log.write_text("".join(f"L{i}:" + "x" * 200_000 + f"|END{i}\n@heet-progress step {i}\n" for i in range(12)))
+    tail = read_tail(str(log), 50)
+    assert [line.split(":")[0] for line in tail[::2]] == [f"L{i}" for i in range(12)], "every long line, none dropped"
+    assert all(line.endswith(f"|END{i}") for i, line in enumerate(tail[::2]))
+    assert tail[1::2] == [f"@heet-progress step {i}" for i in range(12)]
+    assert read_tail(str(log), 3)[0].startswith("@heet-progress step 10"), "only as far back as asked"
+
+
+def test_a_tail_is_read_no_further_back_than_the_scan_bound(tmp_path) -> None:
+    log = tmp_path / "job.log"
+    line = "w" * 1_000_000
+    log.write_text(f"{line}\n" * 6)
+    tail = read_tail(str(log), 50)
+    assert len(tail) == 5 and tail[0].startswith("[...] www"), "the line cut by the bound is marked"
+    assert sum(map(len, tail)) < 6 * MAX_LINE_CHARS
 
 
 def test_a_chatty_job_log_is_bounded_and_still_followed(tmp_path) -> None:

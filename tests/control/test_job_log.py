@@ -132,14 +132,29 @@ def test_new_lines_continue_from_the_overlap_and_a_new_run_from_its_header() -> 
     from heet_tui.cli.commands.log import new_lines
 
     first, again = "a generation 1, rank 0 on h, last 3 line(s):", "a generation 1, rank 0 on h, last 500 line(s):"
-    assert list(new_lines((first, "x", "y", "z"), (again, "x", "y", "z", "w"))) == ["w"]
-    assert list(new_lines((first, "y", "y"), (again, "y", "y", "y"))) == ["y"], "repeated lines are not lost"
-    assert new_lines((first, "x"), (again, "p", "q")) == ["...", "p", "q"], "more came than one read holds"
+    assert new_lines((first, "x", "y", "z"), (again, "x", "y", "z", "w")) == (["w"], False)
+    assert new_lines((first, "y", "y"), (again, "y", "y", "y")) == (["y"], False), "repeated lines are not lost"
+    assert new_lines((first, "x"), (again, "p", "q")) == (["p", "q"], True), "more came than one read holds"
     whole = (again, *(f"step {i}" for i in range(1, 30)))  # the first -f read holds lines -n did not show
-    assert new_lines((first, "step 27", "step 28"), whole) == ["step 29"], "the log is not printed twice"
-    assert new_lines((again, *whole[3:]), (again, *whole[5:], "step 30")) == ["step 30"], "a steady follow"
+    assert new_lines((first, "step 27", "step 28"), whole) == (["step 29"], False), "the log is not printed twice"
+    assert new_lines((again, *whole[3:]), (again, *whole[5:], "step 30")) == (["step 30"], False), "a steady follow"
     moved = ("a generation 2, rank 0 on g, last 1 line(s):", "n")
-    assert new_lines((first, "x"), moved) == list(moved)
+    assert new_lines((first, "x"), moved) == (list(moved), False)
+
+
+def test_a_progress_bar_redrawn_since_the_last_read_is_shown_once_more_not_the_whole_log() -> None:
+    """tqdm redraws its bar after \\r, so the log's unfinished last line differs at every read:
+    ``log -f`` printed "..." and the whole tail again every 2 s."""
+    from heet_tui.cli.commands.log import new_lines
+
+    head = "a generation 1, rank 0 on h, last 500 line(s):"
+    shown = (head, "starting", "@heet-progress step 4", "train 25%|##  | 11/40")
+    now = (head, "starting", "@heet-progress step 4", "train 30%|### | 12/40", "@heet-progress step 8",
+           "train 35%|### | 14/40")
+    assert new_lines(shown, now) == (["train 30%|### | 12/40", "@heet-progress step 8", "train 35%|### | 14/40"],
+                                     False)
+    steady = (head, "@heet-progress step 4", "train 30%|### | 12/40")
+    assert new_lines(shown, steady) == (["train 30%|### | 12/40"], False), "a full read that starts inside the last"
 
 
 HEAD = "a generation 1, rank 0 on h, last {} line(s):"
@@ -270,10 +285,10 @@ def test_the_log_of_a_job_that_failed_while_profiling_is_its_recorded_tail(tmp_p
 
 
 def test_a_tail_cut_short_by_the_read_limit_says_so(tmp_path: Path) -> None:
-    """`log -n 500` of a job writing long lines printed 66 with nothing said: the agent reads
-    the last 64 KiB of a log, whatever was asked."""
+    """`log -n 500` of a job writing long lines printed 66 with nothing said: the agent's reply
+    holds at most MAX_TAIL_CHARS characters, whatever was asked."""
     hosts = load_hosts(write_local_hosts(tmp_path, [("solo", "T4", 1, 1.0)]))
-    wide = [sys.executable, "-c", "import time; print(('x' * 1000 + chr(10)) * 200, flush=True); time.sleep(120)"]
+    wide = [sys.executable, "-c", "import time; print(('x' * 1000 + chr(10)) * 400, flush=True); time.sleep(120)"]
 
     async def scenario() -> None:
         ctl = Controller(hosts, Store(tmp_path / "state"), ControllerOptions(interval_s=0.2, auto_approve=True,
@@ -284,11 +299,11 @@ def test_a_tail_cut_short_by_the_read_limit_says_so(tmp_path: Path) -> None:
             await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
             for _ in range(100):
                 tail = await ctl.job_log("a", lines=500)
-                if len(tail) > 50:
+                if len(tail) > 200:
                     break
                 await asyncio.sleep(0.1)
-            assert 60 <= len(tail) - 1 < 200 and tail[0].endswith(
-                "; fewer than 500: a tail is read from the last 64 KiB of the log:"), tail[0]
+            assert 200 <= len(tail) - 1 < 400 and tail[0].endswith(
+                "; fewer than 500: one tail holds at most 256K characters:"), tail[0]
             assert (await ctl.job_log("a", lines=5))[0].endswith("-g1.log):"), "nothing said when all came"
         finally:
             await ctl.stop()

@@ -96,7 +96,10 @@ async def _ask(store: Store, job_id: str, lines: int, follow: bool, rank: int = 
             waiting = False
             for line in await _rest_of_previous_run(backend, job_id, rank, shown, fetched):
                 print(printable(line), flush=True)
-            for line in new_lines(shown, fetched):
+            lines, skipped = new_lines(shown, fetched)
+            if skipped:
+                say(f"(... more lines came in {FOLLOW_EVERY_S:g} s than one read holds: some were not shown)")
+            for line in lines:
                 print(printable(line), flush=True)
             shown = fetched
             if ended:  # it ended as a job that finished does, with nothing said: say how it ended
@@ -118,7 +121,7 @@ async def _rest_of_previous_run(backend: AttachedBackend, job_id: str, rank: int
         rest = await asyncio.wait_for(backend.job_log(job_id, MAX_LINES, rank, before), REPLY_TIMEOUT_S)
     except (ValueError, TimeoutError):  # its host is out, or the controller is slow: the new run goes on
         return []
-    return new_lines(shown, rest) if rest and _run_of(rest[0]) == _run_of(shown[0]) else []
+    return new_lines(shown, rest)[0] if rest and _run_of(rest[0]) == _run_of(shown[0]) else []
 
 
 def _generation_of(header: str) -> int | None:
@@ -151,19 +154,30 @@ def say(remark: str) -> None:
     print(remark, file=sys.stderr, flush=True)
 
 
-def new_lines(before: tuple[str, ...], now: tuple[str, ...]) -> list[str]:
-    """The lines of ``now`` after what ``before`` showed. Both start with a header naming the run;
-    a new run (another generation, after a restart) is shown from its header.
+def new_lines(before: tuple[str, ...], now: tuple[str, ...]) -> tuple[list[str], bool]:
+    """The lines of ``now`` after what ``before`` showed, and whether some between were skipped.
+    Both start with a header naming the run; a new run (another generation, after a restart) is
+    shown from its header.
 
     ``now`` is a longer read than the first ``before`` (the whole retained tail): ``before`` sits
     inside it, and what follows its first place there is new. Looking for ``before`` only at the
     start of ``now`` printed the whole log a second time whenever it was longer than ``-n``. In
     a steady follow both reads are full, and ``now`` starts inside ``before``: the longest end of
-    ``before`` that ``now`` begins with. Neither means more came than one read holds ("...").
+    ``before`` that ``now`` begins with. The last line shown may have changed since, being
+    unfinished (a progress bar that redraws itself after ``\r``): matched whole, a tqdm job's log
+    was printed again at every read. Neither means more came than one read holds (skipped).
     """
     if not before or not now or _run_of(before[0]) != _run_of(now[0]):
-        return list(now)
+        return list(now), False
     old, cur = tuple(before[1:]), tuple(now[1:])
+    for shown in (old, old[:-1]) if len(old) > 1 else (old,):
+        after = _after(shown, cur)
+        if after is not None:
+            return after, False
+    return list(cur), bool(cur and old)
+
+
+def _after(old: tuple[str, ...], cur: tuple[str, ...]) -> list[str] | None:
     if old:
         for end in range(len(old), len(cur) + 1):
             if cur[end - len(old):end] == old:
@@ -171,7 +185,7 @@ def new_lines(before: tuple[str, ...], now: tuple[str, ...]) -> list[str]:
     for k in range(min(len(old), len(cur)), 0, -1):
         if old[-k:] == cur[:k]:
             return list(cur[k:])
-    return ["..."] + list(cur) if cur and old else list(cur)
+    return None
 
 
 def _run_of(header: str) -> str:
