@@ -10,11 +10,12 @@ import os
 import time
 
 from heet_agent.job_logs import ROTATE_BYTES, as_shown, rotate, rotated_path
-from heet_agent.progress import read_progress_line
+from heet_agent.progress import problem_kind, read_progress_line
 
 READ_CHUNK = 1024 * 1024
 READ_BUDGET = 32 * READ_CHUNK  # per job and poll (4 a second): a job may print 128 MB/s and be followed
 MAX_BAD_LINE = 300  # characters of a misformed progress line sent back to the controller
+MAX_PROBLEM_KINDS = 5  # kinds of bad progress lines said per job process
 
 
 def follow_log(job, send_event):
@@ -79,9 +80,20 @@ def _whole_lines(job, data, send_event):
                 parsed, problem = None, "step went back from %d to %d within one run" % (before, parsed["step"])
             if parsed is not None:
                 latest = parsed
-            elif problem is not None and not job.get("bad_progress_said"):  # once per job process
-                job["bad_progress_said"] = True
+            elif problem is not None and _first_of_its_kind(job, problem):
                 text = as_shown(line.decode("utf-8", errors="replace")).strip()
                 send_event("progress_error", job_id=job["job_id"], generation=job["generation"],
                                 line=text[:MAX_BAD_LINE], error=problem)
     return latest
+
+
+def _first_of_its_kind(job, problem):
+    """Each kind of problem is said once per job process, a few kinds at most: said once for all,
+    the first (single quotes, say) hid a later wild step after which every good line was refused
+    as "went back", and the job sat at 7,142,857% of its target with nothing said."""
+    kind = problem_kind(problem)
+    said = job.setdefault("progress_problems_said", [])
+    if kind in said or len(said) >= MAX_PROBLEM_KINDS:
+        return False
+    said.append(kind)
+    return True

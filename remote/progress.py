@@ -6,6 +6,7 @@ because it reads arbitrary user output.
 
 import json
 import math
+import re
 
 PREFIX = "@heet-progress "
 REQUIRED = ("step", "samples", "samples_per_s")
@@ -98,3 +99,9 @@ def check_progress(data):
         return out, None
     except Exception as exc:  # arbitrary input: never raise
         return None, "unreadable ({})".format(type(exc).__name__)
+
+
+def problem_kind(problem):
+    """A problem with its figures left out: "step went back from 9 to 5" and "... from 30 to 2"
+    are one kind, said once."""
+    return re.sub(r"\d[\d.e+-]*", "#", problem)

@@ -9,6 +9,8 @@ import statistics
 import time
 from typing import TYPE_CHECKING, Any
 
+from heet_agent.progress import problem_kind
+
 from heet_tui.control.runtime import EXIT_DONE, STALLED, RankProc, Run
 from heet_tui.control.stalls import BUFFERED, NONE_SEEN
 from heet_tui.core.allocation import placement_key
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from heet_tui.control.execution import Executor
     from heet_tui.control.store import Store
 
+MAX_PROBLEM_KINDS = 5  # kinds of bad progress lines said per job
 BAD_PROGRESS = "a @heet-progress line is not a progress line"
 SETTLED = 0.15  # two successive profiling rates this close: its warm-up is over
 PROFILE_MAX_REPORTS = 5  # a profiling run that never settles is measured by its median after this many
@@ -100,15 +103,19 @@ def warn_unlike_twins(executor: Executor, run: Run, now: float) -> None:
 
 
 def note_bad_progress(executor: Executor, bad: JobProgressError, now: float) -> None:
-    """A progress line the agent could not read: one event per job, naming why.
+    """A progress line the agent could not read: one event per job and kind of problem, naming why.
 
     Such lines were dropped without a word; a script that printed ``str()`` of a dict was
-    marked "unmeasured" for printing no progress lines, although it printed hundreds.
+    marked "unmeasured" for printing no progress lines, although it printed hundreds. Said once
+    for all kinds, that warning hid a later wild step, after which every good line was refused.
     """
     found, store = executor.find(bad.host, bad.job_id, bad.generation), executor.store
-    if found is None or any(BAD_PROGRESS in e.message for e in store.events(found[0].job_id, limit=200)):
+    if found is None:
         return
     job_id = found[0].job_id
+    said = [problem_kind(e.message) for e in store.events(job_id, limit=200) if BAD_PROGRESS in e.message]
+    if len(said) >= MAX_PROBLEM_KINDS or any(problem_kind(f"{BAD_PROGRESS} ({bad.error}), so") in m for m in said):
+        return
     store.add_event(now, "warning", f"{job_id}: {BAD_PROGRESS} ({bad.error}), so it is not counted: {bad.line} "
                     "(docs/TRAINING.md, Progress lines)", job_id)
 

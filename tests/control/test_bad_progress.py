@@ -1,4 +1,4 @@
-"""Progress lines that carry the prefix but cannot be read are reported, once per job, with why.
+"""Progress lines that carry the prefix but cannot be read are reported, once per job and kind of problem, with why.
 
 Before, they were dropped without a word: a script printing ``str()`` of a dict (single quotes,
 not JSON) was profiled, marked "unmeasured" for printing no progress lines although it printed
@@ -87,3 +87,48 @@ def test_a_script_printing_python_dicts_is_told_why_once(tmp_path: Path) -> None
     assert warnings == ["dicts: a @heet-progress line is not a progress line (not JSON (single quotes: print "
                         "json.dumps(d), not the dict itself)), so it is not counted: @heet-progress {'step': 1, "
                         "'samples': 32, 'samples_per_s': 320.0} (docs/TRAINING.md, Progress lines)"]
+
+
+def test_each_kind_of_bad_line_is_said_once_so_a_wild_step_is_not_hidden() -> None:
+    """A single-quoted line used the job's one warning; a step of 1,000,000 then made every good
+    line after it "go back", refused without a word, and the job sat at 7,142,857% of its target."""
+    from heet_agent.log_follow import _whole_lines
+
+    said: list[str] = []
+    job = {"job_id": "w.r0.x", "generation": 1}
+    lines = (b"@heet-progress {'step': 1, 'samples': 8, 'samples_per_s': 8.0}\n"
+             b"@heet-progress {'step': 2, 'samples': 16, 'samples_per_s': 8.0}\n"
+             b'@heet-progress {"step": 1000000, "samples": 8000000, "samples_per_s": 8}\n'
+             + b"".join(b'@heet-progress {"step": %d, "samples": %d, "samples_per_s": 8}\n' % (s, 8 * s)
+                        for s in range(9, 15)))
+    _whole_lines(job, lines, lambda kind, **fields: said.append(fields["error"]))
+    assert said == ["not JSON (single quotes: print json.dumps(d), not the dict itself)",
+                    "step went back from 1000000 to 9 within one run"], "each kind once, the figures aside"
+
+
+def test_the_controller_says_each_kind_of_bad_line_once_per_job(tmp_path: Path) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    script = tmp_path / "wild.py"
+    script.write_text("import json, time\n"
+                      "def say(d): print('@heet-progress ' + json.dumps(d), flush=True); time.sleep(0.1)\n"
+                      "print(\"@heet-progress {'step': 1}\", flush=True)\n"
+                      "say(dict(step=1000000, samples=8000000, samples_per_s=8.0))\n"
+                      "for step in range(9, 15):\n    say(dict(step=step, samples=8 * step, samples_per_s=8.0))\n"
+                      "print(\"@heet-progress {'step': 2}\", flush=True)\n"
+                      "say(dict(step=3, samples=24, samples_per_s=8.0))\n")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=True, profile=False))
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "wild", steps=14, max_gpus=1,
+                                                   command=[sys.executable, str(script)]))))
+            await wait_for(ctl, lambda s: job(s, "wild").state in (JobState.DONE, JobState.FAILED), 90, "the end")
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+    warnings = [e.message for e in store.events("wild", limit=500) if "not a progress line" in e.message]
+    assert len(warnings) == 2, warnings
+    assert "(not JSON (single quotes" in warnings[0] and "(step went back from 1000000 to 9 within" in warnings[1]
