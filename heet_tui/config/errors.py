@@ -22,11 +22,16 @@ class ConfigError(ValueError):
         self.line = line
         self.subject = subject
         self.detail = message
-        where = f"{self.path.name}:{line}" if line else self.path.name
+        super().__init__(self.naming(self.path.name))
+
+    def naming(self, file: str) -> str:
+        """The message with the file called ``file``: its name alone reads best, but two files
+        of one name (``a/job.toml`` and ``b/job.toml`` in one submit) need the path to tell apart."""
+        where = f"{file}:{self.line}" if self.line else file
         # names and keys from the file are the user's, or whoever wrote a spec they were given:
         # an escape sequence in one retitled the terminal, cleared it, or could set its clipboard
-        said = f"{where}: {subject + ': ' if subject else ''}{message}"
-        super().__init__(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if m.group() != "\n" else "\\n", said))
+        said = f"{where}: {self.subject + ': ' if self.subject else ''}{self.detail}"
+        return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if m.group() != "\n" else "\\n", said)
 
 
 class ConcurrentModification(ConfigError):

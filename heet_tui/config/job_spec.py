@@ -36,6 +36,7 @@ import json
 import os
 import re
 import shlex
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -78,11 +79,12 @@ def load_job_specs(paths: list[Path] | list[str]) -> tuple[list[JobSpec], list[P
     specs: list[JobSpec] = []
     origins: list[Path] = []
     problems: list[str] = []
+    names = Counter(Path(path).name for path in paths)
     for path in paths:
         try:
             found = load_job_file(path)
         except ConfigError as exc:
-            problems.append(str(exc))
+            problems.append(exc.naming(str(path)) if names[exc.path.name] > 1 else str(exc))
             continue
         specs += found
         origins += [Path(path)] * len(found)
@@ -136,18 +138,21 @@ def parse_job_text(text: str, path: Path | str) -> JobSpec:
     return specs[0]
 
 
+def key_line(text: str, key: str) -> int | None:
+    """The line of a spec's text where ``key`` is set (or its table opens), for messages."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if re.match(rf"^\s*{re.escape(key)}\s*=", line) or line.strip() == f"[{key}]":
+            return number
+    return None
+
+
 def parse_job_file(text: str, path: Path | str) -> list[JobSpec]:
     path = Path(path)
     data = parse_toml(text, path, "a job needs at least name, command, model, batch_size, target")
     index = LineIndex(text)
 
     def line_of(key: str) -> int | None:
-        if not key:
-            return None
-        for number, line in enumerate(text.splitlines(), start=1):
-            if re.match(rf"^\s*{re.escape(key)}\s*=", line) or line.strip() == f"[{key}]":
-                return number
-        return index.table_line(key)
+        return key_line(text, key) or index.table_line(key) if key else None
 
     if SWEEP not in data:
         return [_spec_from(data, path, line_of)]

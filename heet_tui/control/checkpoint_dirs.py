@@ -10,8 +10,11 @@ agents, which mark each directory with its store's id: ``remote/PROTOCOL.md``.)
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NamedTuple
 
+from heet_tui.config.errors import ConfigError
+from heet_tui.config.job_spec import key_line
 from heet_tui.core.job import JobSpec, JobState
 
 # store setting: job -> the host its latest checkpoint is on (kept by control/checkpoint_hosts.py)
@@ -37,6 +40,15 @@ class CheckpointDirInUse(ValueError):
         super().__init__(message)
         self.index = index
 
+    def located(self, path: Path, name: str) -> str:
+        """Said as a spec's other problems are: file, line, job, key (it was the full path, no
+        line, and another quoting)."""
+        try:
+            line = key_line(path.read_text(errors="replace"), "checkpoint_dir")
+        except OSError:
+            line = None
+        return str(ConfigError(path, str(self), line, f'job "{name}": key "checkpoint_dir"'))
+
 
 def same_dir(a: str, b: str) -> bool:
     """As written in the specs (paths live on the hosts): trailing slashes aside."""
@@ -47,11 +59,11 @@ def refuse_shared(spec: JobSpec, users: Sequence[CheckpointUser]) -> None:
     """Raise :class:`CheckpointDirInUse` when ``spec`` may not use its directory (module doc)."""
     for user in users:
         if not user.state.terminal:
-            raise CheckpointDirInUse(f"checkpoint_dir {spec.checkpoint_dir!r} is in use by job {user.job_id} "
+            raise CheckpointDirInUse(f'"{spec.checkpoint_dir}" is in use by job {user.job_id} '
                                      f"({user.state.value}): the two would overwrite each other's checkpoints; {FIX}")
         if user.samples_done >= spec.target_samples:
             raise CheckpointDirInUse(
-                f"checkpoint_dir {spec.checkpoint_dir!r} holds the checkpoint of job {user.job_id} "
+                f'"{spec.checkpoint_dir}" holds the checkpoint of job {user.job_id} '
                 f"({user.state.value}, {user.samples_done:g} samples), already past this job's target: it would "
                 f"resume there and stop without training; {FIX}")
 

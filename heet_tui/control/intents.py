@@ -169,7 +169,8 @@ class IntentHandler:
         try:
             jobs = self.ctl.store.add_jobs(specs, now, files)
         except CheckpointDirInUse as exc:
-            raise ValueError(f"{origins[exc.index]}: {exc}" + ("; nothing submitted" if len(specs) > 1 else "")) from None
+            raise ValueError(exc.located(origins[exc.index], specs[exc.index].name)
+                             + ("; nothing submitted" if len(specs) > 1 else "")) from None
         hints: list[str] = []
         for path, file, spec, job in zip(origins, files, specs, jobs, strict=True):
             self.ctl.store.add_event(now, "submit", f"submitted {job.id} from {file}", job.id)

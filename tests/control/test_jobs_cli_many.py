@@ -38,7 +38,9 @@ def test_a_sweep_is_queued_whole_or_not_at_all(tmp_path: Path, capsys: pytest.Ca
     clash = [_spec(tmp_path, "a"), _spec(tmp_path, "b", ckpt), _spec(tmp_path, "c"), _spec(tmp_path, "d", ckpt)]
     assert main([*state, "submit", *map(str, clash)]) == 2
     err = capsys.readouterr().err
-    assert f"{clash[3]}: job 'd': checkpoint_dir '~/ckpt/shared' is in use by job b (queued)" in err
+    line = clash[3].read_text().splitlines().index(ckpt.strip()) + 1
+    assert f'd.toml:{line}: job "d": key "checkpoint_dir": "~/ckpt/shared" is in use by job b (queued)' in err, \
+        "file, line, job and key, as a spec's other problems are said"
     assert "nothing submitted" in err and Store(tmp_path / "state").jobs() == []
     assert main([*state, "submit", *map(str, good), "--json"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -171,3 +173,17 @@ def test_a_directory_of_job_files_is_submitted_as_in_the_tui(tmp_path: Path,
     assert capsys.readouterr().out.splitlines()[0] == "submitted c (1 GPU, target 10 steps)"
     assert main([*state, "submit", str(sweep / "nothing*.toml")]) == 2
     assert "no job files (*.toml) in" in capsys.readouterr().err
+
+
+def test_two_bad_files_of_one_name_are_told_apart_by_their_paths(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """`submit a/job.toml b/job.toml`, both bad: two identical "job.toml:4:" lines."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = _spec(tmp_path / "a", "job", "min_gpus = 0\n")
+    second = _spec(tmp_path / "b", "job", "min_gpus = 0\n")
+    other = _spec(tmp_path, "solo", "min_gpus = 0\n")
+    assert main(["--state", str(tmp_path / "state"), "submit", str(first), str(second), str(other)]) == 2
+    err = capsys.readouterr().err
+    assert f"{first}:6: " in err and f"{second}:6: " in err
+    assert "\nsolo.toml:6: " in err, "a name that says which file stays short"

@@ -52,8 +52,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     try:
         jobs = store.add_jobs(specs, now, files)
     except CheckpointDirInUse as exc:
-        spec = specs[exc.index]
-        raise UsageError(f"{origins[exc.index]}: job {spec.name!r}: {exc}"
+        raise UsageError(exc.located(origins[exc.index], specs[exc.index].name)
                          + _nothing_queued(1, len(specs))) from None
     for file, job in zip(files, jobs, strict=True):
         store.add_event(now, "submit", f"submitted {job.id} from {file}", job.id)
