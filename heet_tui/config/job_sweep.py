@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from heet_tui.config.errors import ConfigError
+from heet_tui.config.locate import LineIndex
 
 TABLE = "sweep"
 MAX_JOBS = 1000
@@ -36,29 +37,38 @@ PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 Scalar = str | int | float | bool
 
 
-def sweep_points(data: dict[str, Any], path: Path, line_of: Callable[[str], int | None]) -> list[dict[str, Scalar]]:
-    """Every combination of the sweep's values, in file order (the last key varies fastest)."""
+def sweep_points(data: dict[str, Any], path: Path, line_of: Callable[[str], int | None],
+                 text: str = "") -> list[dict[str, Scalar]]:
+    """Every combination of the sweep's values, in file order (the last key varies fastest).
+    A problem with one key is placed on its line in ``text``, a placeholder on the first line
+    that writes it (all were placed on the table's header)."""
     table = data[TABLE]
     where = line_of(TABLE)
+    index = LineIndex(text)
+
+    def at(key: str) -> int | None:
+        return index.key_line(TABLE, 0, key) or where
+
     if not isinstance(table, dict) or not table:
         raise ConfigError(path, f'"{TABLE}" must be a table of lists, e.g. [{TABLE}] then lr = [0.01, 0.1]', where)
     for key, values in table.items():
         if not KEY.match(key):
-            raise ConfigError(path, f'sweep key "{key}": use letters, digits and _ (it is written {{{key}}})', where)
+            raise ConfigError(path, f'sweep key "{key}": use letters, digits and _ (it is written {{{key}}})', at(key))
         if (not isinstance(values, list) or not values
                 or not all(isinstance(v, str | int | float) for v in values)):
-            raise ConfigError(path, f'sweep key "{key}": expected a non-empty list of strings or numbers', where)
+            raise ConfigError(path, f'sweep key "{key}": expected a non-empty list of strings or numbers', at(key))
         if len({_text(v) for v in values}) != len(values):
-            raise ConfigError(path, f'sweep key "{key}": a value is listed twice', where)
+            raise ConfigError(path, f'sweep key "{key}": a value is listed twice', at(key))
     used = _placeholders(data)
     unknown = sorted(used - set(table))
     if unknown:
+        written = next((n for n, line in enumerate(text.splitlines(), 1) if _placeholder(unknown[0]) in line), where)
         raise ConfigError(path, f'{{{unknown[0]}}} is no sweep key (the [{TABLE}] table has '
-                          f'{", ".join(table)})', where)
+                          f'{", ".join(table)})', written)
     unused = [k for k in table if k not in used]
     if unused:
         raise ConfigError(path, f'sweep key "{unused[0]}" appears in no value: write {{{unused[0]}}} where it goes '
-                          '(args, env, checkpoint_dir, ...)', where)
+                          '(args, env, checkpoint_dir, ...)', at(unused[0]))
     count = 1
     for values in table.values():
         count *= len(values)
