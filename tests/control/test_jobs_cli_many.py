@@ -187,3 +187,17 @@ def test_two_bad_files_of_one_name_are_told_apart_by_their_paths(tmp_path: Path,
     err = capsys.readouterr().err
     assert f"{first}:6: " in err and f"{second}:6: " in err
     assert "\nsolo.toml:6: " in err, "a name that says which file stays short"
+
+
+def test_specs_named_alike_in_one_submit_are_not_said_to_be_resubmitted(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    for folder in "abc":
+        (tmp_path / folder).mkdir()
+        _spec(tmp_path / folder, "same")
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "submit", *(str(tmp_path / f / "same.toml") for f in "abc")]) == 0
+    out = capsys.readouterr().out
+    assert "note: several specs here are named same: they are same, same-2, same-3" in out
+    assert "before" not in out, "none was submitted before"
+    assert main([*state, "submit", str(tmp_path / "a" / "same.toml")]) == 0
+    assert "note: same was submitted before: this one is same-4" in capsys.readouterr().out

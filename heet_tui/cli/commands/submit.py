@@ -79,9 +79,15 @@ def cmd_submit(args: argparse.Namespace) -> int:
             print(f"note: {spec.checkpoint_dir} holds the checkpoint of job {resumes.job_id} ({resumes.state.value}, "
                   f"{resumes.samples_done:g} samples done): {job.id} resumes from it")
     # said: the ids to cancel them by ("cancel small-cnn" is the first, whose id it is); update picks the newest
-    if renamed := [j for j in jobs if j.id != j.spec.name]:
-        print(f"note: {_ids([j.spec.name for j in renamed])} {'was' if len(renamed) == 1 else 'were'} submitted "
+    given = {j.id for j in jobs}
+    if renamed := [j for j in jobs if j.id != j.spec.name and j.spec.name not in given]:
+        names = list(dict.fromkeys(j.spec.name for j in renamed))
+        print(f"note: {_ids(names)} {'was' if len(names) == 1 else 'were'} submitted "
               f"before: {'this one is' if len(renamed) == 1 else 'these are'} {_ids([j.id for j in renamed])}")
+    for name in dict.fromkeys(j.spec.name for j in jobs if j.id != j.spec.name and j.spec.name in given):
+        # not "submitted before": three specs named alike in one submit were said to be
+        print(f"note: several specs here are named {name}: they are "
+              f"{_ids([j.id for j in jobs if j.spec.name == name])}")
     for note in _twin_notes(store, jobs):
         print(f"note: {note}")
     for hint, ids in warnings.items():
