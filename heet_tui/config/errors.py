@@ -43,6 +43,7 @@ def did_you_mean(word: str, choices: list[str] | tuple[str, ...] | set[str]) -> 
     return f' (did you mean "{close[0]}"?)' if close else ""
 
 
+MAX_CONFIG_BYTES = 4 << 20  # hosts files, job specs, cluster files: hundreds of hosts fit in 100 KB
 _TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
@@ -97,7 +98,10 @@ def read_config_file(path: Path) -> tuple[str, os.stat_result]:
             raise ConfigError(path, f"{path.expanduser().absolute()} is not a regular file (a pipe or device?)")
         with open(path, "rb") as fh:
             st = os.fstat(fh.fileno())
-            data = fh.read()
+            data = fh.read(MAX_CONFIG_BYTES + 1)
+        if len(data) > MAX_CONFIG_BYTES:  # a 200 MB "spec" took 15 s and 450 MB to read, then queued
+            raise ConfigError(path, f"{path.expanduser().absolute()} is over {MAX_CONFIG_BYTES >> 20} MiB: "
+                              "not a hand-written TOML file (the wrong file given?)")
     except FileNotFoundError:
         raise ConfigError(path, f"file not found (looked for {path.expanduser().absolute()})") from None
     except IsADirectoryError:

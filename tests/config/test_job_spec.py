@@ -229,6 +229,19 @@ def test_a_pipe_or_a_link_loop_is_refused_not_waited_on(tmp_path: Path) -> None:
         load_job_spec(loop)
 
 
+def test_a_huge_file_is_refused_unread(tmp_path: Path) -> None:
+    """A valid spec padded with 200 MB of comment took 15 s and 450 MB, and was queued."""
+    from heet_tui.config.errors import MAX_CONFIG_BYTES
+    from heet_tui.config.job_spec import load_job_spec
+
+    huge = tmp_path / "huge.toml"
+    huge.write_text(BASE + "#" * MAX_CONFIG_BYTES + "\n")
+    with pytest.raises(ConfigError, match=r"huge.toml: .*huge.toml is over 4 MiB: not a hand-written TOML file"):
+        load_job_spec(huge)
+    huge.write_text(BASE + "#" * (MAX_CONFIG_BYTES - len(BASE) - 10) + "\n")
+    assert load_job_spec(huge).name, "a file just under the bound is read"
+
+
 def test_the_script_checked_at_submit_is_the_one_python_runs(tmp_path: Path) -> None:
     """A script in a directory with a space was skipped (taken for a "bash -c" string), and the
     "*.py" among its arguments was reported missing instead, while a typo in it went unsaid."""
