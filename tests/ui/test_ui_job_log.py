@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ui_support import run, wait_for
+from ui_support import footer, run, wait_for
 
 from heet_tui.ui.dialogs.base import DialogBox
 from heet_tui.ui.dialogs.job_log import JobLogDialog
@@ -29,6 +29,7 @@ def test_the_log_view_follows_keeps_a_scrolled_up_place_and_f_pauses(make_app, m
             await wait_for(pilot, lambda: dialog.fetches >= 12)  # read again without r
             assert "step 109" in str(dialog.query_one("#log").render())
             assert box.border_subtitle == "following: f pauses"
+            assert "f Pause" in footer(app) and "f Follow" not in footer(app), "says what f does now"
             await wait_for(pilot, lambda: box.max_scroll_y > 0 and box.scroll_y == box.max_scroll_y)
 
             def parked() -> bool:  # scrolled up; a scroll to the end asked for by an earlier read may land first
@@ -66,5 +67,27 @@ def test_the_log_view_follows_keeps_a_scrolled_up_place_and_f_pauses(make_app, m
             assert dialog.fetches == paused_at, "paused: no more reads"
             await pilot.press("r")  # r still reads at once
             await wait_for(pilot, lambda: dialog.fetches == paused_at + 1)
+            await wait_for(pilot, lambda: "f Follow" in footer(app) and "f Pause" not in footer(app))
+            await pilot.press("f")
+            assert dialog.following and box.border_subtitle == "following: f pauses"
+            await wait_for(pilot, lambda: dialog.fetches > paused_at + 2)
+            await wait_for(pilot, lambda: "f Pause" in footer(app))
+
+    run(scenario())
+
+
+def test_tabs_in_a_log_line_keep_the_box_square(make_app):
+    """A tab drawn as one cell pushed the view's right border out of line."""
+    async def fetch(job_id: str) -> tuple[str, ...]:
+        return (f"{job_id} generation 1, rank 0 on h1, last 1 line(s):", "a\tb\tc")
+
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None)
+            dialog = JobLogDialog("j1", fetch)
+            app.push_screen(dialog)
+            await wait_for(pilot, lambda: dialog.fetches >= 1)
+            assert str(dialog.query_one("#log").render()).startswith("a       b       c")
 
     run(scenario())

@@ -25,8 +25,10 @@ class JobLogDialog(Dialog[None]):
     JobLogDialog DialogBox { width: 95%; height: 85%; padding: 0; }
     JobLogDialog #log { width: 100%; }
     """
+    # the one of the two that says what f does now shows: "f Follow" while following read as
+    # "press to follow", and pressing it paused the view
     BINDINGS = [Binding("escape,q,l", "close", "Close"), Binding("r", "refresh_log", "Refresh"),
-                Binding("f", "toggle_follow", "Follow")]
+                Binding("f", "toggle_follow", "Pause"), Binding("f", "toggle_follow(True)", "Follow")]
     FOLLOW_S = 2.0  # how often a followed log is read again
 
     def __init__(self, job_id: str, fetch: Fetch) -> None:
@@ -67,9 +69,15 @@ class JobLogDialog(Dialog[None]):
         if self.following and self._at_end and not self._loading:
             self.action_refresh_log()
 
-    def action_toggle_follow(self) -> None:
-        self.following = not self.following
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "toggle_follow":
+            return bool(parameters) != self.following
+        return True
+
+    def action_toggle_follow(self, follow: bool = False) -> None:
+        self.following = follow
         self._say_following()
+        self.refresh_bindings()
 
     def _say_following(self) -> None:
         self.query_one(DialogBox).border_subtitle = (
@@ -87,7 +95,8 @@ class JobLogDialog(Dialog[None]):
                 # which run, rank and host: scrolled to the end, the header went off the top, and the
                 # job was known only by the checkpoint paths in its lines
                 self.query_one(DialogBox).border_title, lines = lines[0].rstrip(":"), lines[1:]
-            text = Text("\n".join(lines) if lines else f"{self.job_id}: the log is empty")
+            # a tab drawn as one cell pushed the box's right border out of line
+            text = Text("\n".join(lines).expandtabs(8) if lines else f"{self.job_id}: the log is empty")
         except Exception as exc:  # shown where the log would be: the user asked to see it
             text = Text(f"{self.job_id}: {exc}", style="red")
         finally:
