@@ -40,6 +40,9 @@ class CheckpointHosts:
         self._copy_failed: dict[str, float] = {}  # job -> when bringing its checkpoint first failed
         self.reclaiming: dict[str, tuple[str, int]] = {}  # job -> (host, step) its next launch resumes from
         self._said_unshared: set[tuple[str, str]] = set()  # (from, to) hosts found not to share a filesystem
+        # hosts out past their grace period (lost), until back: a start elsewhere was planned, and shown,
+        # as "starts without its checkpoint", so a failed copy from one is not waited on again
+        self.given_up: set[str] = set()
 
     def out_of_reach(self, job_id: str, out: set[str], entries: Iterable[HostEntry]) -> str | None:
         """The host that alone holds the job's checkpoint, while it is out within its grace period:
@@ -154,7 +157,9 @@ class CheckpointHosts:
             first = self._copy_failed.get(job_id, -1e18)
             if self.clock() - first > 10 * COPY_WAIT_S:  # a failure long ago is not this one's
                 first = self._copy_failed[job_id] = self.clock()
-            if reported is not None and self.clock() - first < COPY_WAIT_S:
+            # waited already: an approved plan that said so failed twice over 60 s, trying the copy
+            waited = src.name in self.given_up
+            if reported is not None and not waited and self.clock() - first < COPY_WAIT_S:
                 raise CopyWaiting(f"{exc}; {src.name} may come back with it: a start within the next "
                                   f"{COPY_WAIT_S - (self.clock() - first):.0f} s copies it again, and one after "
                                   f"that starts from what {dst.name} has") from None

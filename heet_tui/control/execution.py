@@ -301,6 +301,7 @@ class Executor:
 
     def lose_host(self, host: str, why: str) -> None:
         """A host went away: its ranks count as exited; the rest of each run is stopped."""
+        self.checkpoints.given_up.add(host)
         for run in self.all_runs():
             ranks = [r for r in run.on_host(host) if not r.exited]
             if not ranks:

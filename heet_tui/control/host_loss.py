@@ -174,6 +174,7 @@ def on_host_changed(ctl: Controller, host: str, status: HostStatus) -> None:
     said = ctl.host_states.saw(host, status)
     if state is HostState.READY:  # a checkpoint a job left there is taken back once its jobs are reported
         ctl.was_ready.add(host)
+        ctl.executor.checkpoints.given_up.discard(host)
         if ctl.host_grace.back(host):  # also after a drop to "connecting", which is said only for its jobs
             say_host_back(ctl.store, ctl.executor.all_runs(), host, now)
             said = f"host {host} is back"

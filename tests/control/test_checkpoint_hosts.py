@@ -149,6 +149,13 @@ def test_a_launch_waits_a_while_for_the_host_with_its_checkpoint_before_starting
     with pytest.raises(CopyWaiting, match="within the next 60 s"):
         bring("/ck/last.pt")
 
+    # Seen with a hung host: its grace ran out, the plan said "starts without its checkpoint", and
+    # the approved start still waited for the copy, failing two plans over 60 s.
+    hosts.given_up.add("gone")
+    now[0] += 1
+    bring("/ck/last.pt")
+    assert max(e.at for e in store.events("j") if "resuming from what here has" in e.message) == now[0]
+
 
 def test_a_checkpoint_on_a_host_out_of_reach_that_no_ready_host_reads_is_said_away(tmp_path: Path) -> None:
     from heet_tui.core.host import HostState
@@ -208,3 +215,23 @@ def test_a_copy_the_new_host_refuses_is_never_given_up_on_into_a_start_from_noth
     assert not [e for e in store.events("j") if "resuming from what" in e.message]
     assert hosts.left_behind() == {} and hosts._hosts() == {"j": "old"}
     assert list(theirs.iterdir()) == []
+
+
+def test_a_host_is_given_up_on_when_lost_and_waited_for_again_once_back(tmp_path: Path) -> None:
+    from control_lab import manual_controller, run_and_clean, write_local_hosts
+
+    from heet_tui.config.hosts_file import load_hosts
+    from heet_tui.control.host_loss import on_host_changed
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("h", "T4", 1, 1.0)]))
+
+    async def scenario() -> None:
+        async with manual_controller(hosts, Store(tmp_path / "state")) as ctl:
+            assert await ctl.cluster.wait_settled(timeout=30)
+            assert "h" not in ctl.executor.checkpoints.given_up
+            ctl.executor.lose_host("h", "connection lost")
+            assert "h" in ctl.executor.checkpoints.given_up
+            on_host_changed(ctl, "h", ctl.cluster.host_status("h"))  # ready
+            assert "h" not in ctl.executor.checkpoints.given_up
+
+    run_and_clean(scenario, tmp_path)
