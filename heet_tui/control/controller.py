@@ -118,6 +118,7 @@ class Controller:
         self._host_seen: dict[str, HostState] = {}  # each host's state in its last event (_wakes)
         self.failed_plans: dict[str, tuple[float, str]] = {}  # signature -> when applying it last failed, why
         self.applying: asyncio.Task | None = None
+        self._applying_id: int | None = None
         self.notices = Notices()
         self.store_health = StoreHealth(store, self.clock, self.notices)
         self.round_errors = RoundErrors(store.dir, self.notices)
@@ -324,6 +325,10 @@ class Controller:
 
     def start_apply(self, plan_id: int) -> None:
         self.applying = asyncio.get_running_loop().create_task(self._apply(plan_id))
+        self._applying_id = plan_id
+
+    def applying_plan_id(self) -> int | None:
+        return self._applying_id if self.applying is not None and not self.applying.done() else None
 
     async def _apply(self, plan_id: int) -> None:
         try:

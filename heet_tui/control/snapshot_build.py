@@ -100,6 +100,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         plan_id=pending.id if pending and pending.status == "proposed" else None,
         profiles=tuple(profiles), policy=ctl.policy_name, auto_approve=ctl.auto_approve, mode="controller",
         read_only=ctl.opt.read_only,
+        applying_plan=ctl.applying_plan_id(),
         interval_s=ctl.opt.interval_s,
         viewers=ctl.attach_server.viewers,
         held_why=ctl.not_auto_approved,

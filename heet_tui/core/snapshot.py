@@ -97,6 +97,7 @@ class Snapshot:
     auto_approve: bool = False
     mode: str = "controller"  # or "demo"
     read_only: bool = False  # a controller that only watches: it launches, profiles and applies nothing
+    applying_plan: int | None = None  # the approved plan whose steps are being carried out
     held_why: str = ""  # why auto-approve, on, leaves the pending plan to the user
     viewers: int = 0  # processes attached to the controller (other TUIs, log -f): a quit stops it for them
     interval_s: float = 0.0  # seconds between the controller's rounds (each publishes one); 0: not said

@@ -173,6 +173,17 @@ def test_a_plan_predicted_worse_than_none_says_so_in_words() -> None:
     assert "worse by this average" in summary(slightly).plain, "1% worse is said too (3.6% went by in red only)"
 
 
+def test_while_a_plan_is_applied_the_summary_says_so() -> None:
+    """Its jobs read as "waiting with nothing proposed (left out by the policy, or in a plan you
+    rejected ...)" while the plan just approved was stopping and starting them."""
+    from dataclasses import replace
+
+    snap = replace(small_snapshot(plan=False), applying_plan=8)
+    text = summary(snap).plain
+    assert text.startswith("Applying plan #8: jobs stop, save a checkpoint and start again") and "rejected" not in text
+    assert summary(replace(snap, applying_plan=None)).plain.startswith("No plan pending")
+
+
 def test_with_no_plan_the_summary_says_why_each_waiting_job_waits() -> None:
     """It blamed "a rejected plan" while the only waiting job was being profiled."""
     from dataclasses import replace
