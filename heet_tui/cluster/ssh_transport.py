@@ -225,8 +225,13 @@ class SshTransport:
                 return
             except (asyncssh.Error, OSError):
                 pass  # no SFTP subsystem (or it failed): fall back to a plain shell upload
-        result = await conn.run(in_sh(upload_with_cat(self.workdir, bundle.file_name)), input=bundle.data,
-                                encoding=None, timeout=self.timeout)
+        proc = await conn.create_process(in_sh(upload_with_cat(self.workdir, bundle.file_name)), encoding=None)
+        try:
+            proc.stdin.write(bundle.data)
+            proc.stdin.write_eof()
+        except OSError:  # it exited before reading (a workdir it cannot write): its status and stderr say why;
+            pass  # raised, this read "unreachable: connection failed ...: Channel not open for sending"
+        result = await proc.wait(timeout=self.timeout)
         if result.exit_status != 0:
             err = (result.stderr or b"").decode("utf-8", "replace").strip()
             raise AgentFailure(f"cannot deploy the agent to {self.workdir} (SFTP and cat both failed): "
