@@ -71,7 +71,10 @@ class AgentClient:
         tail = inert_text(self.channel.stderr_tail())
         if tail.startswith("heet-tui: workdir "):  # refused by the start command: no agent ran at all
             return AgentFailure(tail.removeprefix("heet-tui: "))
-        return AgentFailure(f"{what}{': ' + tail if tail else ''}")
+        # the start command execs the hosts file's python: a path not there is the hosts file's to fix
+        fix = ("; set python = in the hosts file to a Python 3 this host has" if "exec:" in tail
+               and ("not found" in tail or "No such file" in tail) else "")
+        return AgentFailure(f"{what}{': ' + tail if tail else ''}{fix}")
 
     async def _read_loop(self) -> None:
         failure: ConnectFailure

@@ -48,7 +48,7 @@ def failure_reason(exc: BaseException) -> str:
     if isinstance(exc, asyncssh.Error):
         return exc.reason or type(exc).__name__
     if isinstance(exc, asyncio.TimeoutError):
-        return "timed out"
+        return "timed out (no answer: is the host up, and its sshd not hung?)"
     if isinstance(exc, OSError):
         known = {errno.ECONNREFUSED: "connection refused (is sshd listening on that port?)",
                  errno.EHOSTUNREACH: "no route to host", errno.ENETUNREACH: "network unreachable",
@@ -235,7 +235,8 @@ class SshTransport:
         if result.exit_status != 0:
             err = (result.stderr or b"").decode("utf-8", "replace").strip()
             raise AgentFailure(f"cannot deploy the agent to {self.workdir} (SFTP and cat both failed): "
-                               f"{err or 'exit status ' + str(result.exit_status)}")
+                               f"{err or 'exit status ' + str(result.exit_status)}; give the host a workdir "
+                               "it may write (workdir = in the hosts file)")
 
     def connected(self) -> bool:
         if not self._conns:

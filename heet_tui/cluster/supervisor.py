@@ -167,7 +167,9 @@ class HostSupervisor:
         limit = self.options.connect_timeout_s * 2
         try:
             async with self.slots:
-                self._set(HostState.CONNECTING, f"connecting (attempt {attempt + 1})" if attempt else "connecting")
+                # why again: a hung host flipped between "connecting (attempt 4)", no reason, and "timed out"
+                last = f"; the last one: {self.message.split('; tried again in')[0]}" if attempt and self.message else ""
+                self._set(HostState.CONNECTING, f"connecting (attempt {attempt + 1}{last})" if attempt else "connecting")
                 return await asyncio.wait_for(self._connect(), limit)
         except ConnectFailure as exc:
             failure: ConnectFailure = exc

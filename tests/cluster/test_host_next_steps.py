@@ -1,0 +1,90 @@
+"""What a host that cannot serve says: the cause, and the next step where there is one."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+
+import pytest
+from helpers import make_cluster, wait_until
+
+from heet_tui.core.host import HostState
+
+
+def _run(path, scenario):
+    async def main():
+        cluster = make_cluster(path)
+        await cluster.start()
+        try:
+            assert await cluster.wait_settled(timeout=30)
+            return await scenario(cluster)
+        finally:
+            await cluster.stop()
+
+    return asyncio.run(main())
+
+
+async def _snapshot(cluster):
+    return {s.name: s for s in cluster.status()}
+
+
+def test_a_workdir_the_agent_cannot_be_written_to_is_said_so_when_the_shell_exits_first(lab, tmp_path, monkeypatch):
+    """Under load, the upload's shell failed and closed its channel before the agent file was sent
+    into it: the host read "unreachable: connection failed while starting the agent: Channel not
+    open for sending", and only now and then the real reason. Sessions open slowly here, so the
+    shell always exits first."""
+    import asyncssh
+
+    frozen = tmp_path / "frozen"
+    frozen.mkdir()
+    if subprocess.run(["chattr", "+i", str(frozen)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here (it makes a directory no one may write, root too)")
+    real = asyncssh.SSHClientConnection.create_session
+
+    async def slow_session(self, *args, **kwargs):
+        opened = await real(self, *args, **kwargs)
+        await asyncio.sleep(1.0)  # the remote command runs, fails and closes meanwhile
+        return opened
+
+    monkeypatch.setattr(asyncssh.SSHClientConnection, "create_session", slow_session)
+    try:
+        host = lab.add_host("frozen", sftp=False)
+        status = _run(lab.hosts_toml([lab.entry_for(host, workdir=str(frozen))]), _snapshot)["frozen"]
+    finally:
+        subprocess.run(["chattr", "-i", str(frozen)], check=True)
+    assert status.state is HostState.AGENT_ERROR, status
+    assert f"cannot deploy the agent to {frozen}" in status.message and "Operation not permitted" in status.message
+    assert status.message.endswith("give the host a workdir it may write (workdir = in the hosts file)")
+
+
+
+def test_a_host_that_never_answers_says_why_while_it_is_tried_again(lab, tmp_path):
+    """A hung host (its sshd stopped) flipped between "connecting (attempt 4)", with no reason,
+    and "timed out", with no next step."""
+    from heet_tui.cluster import ClusterOptions
+
+    mute = socket.socket()
+    mute.bind(("127.0.0.1", 0))
+    mute.listen(8)  # connections are taken by the kernel, and nothing ever answers on them
+    path = tmp_path / "hosts.toml"
+    path.write_text(f'[[hosts]]\nname = "hung"\naddress = "127.0.0.1"\nport = {mute.getsockname()[1]}\n')
+    options = ClusterOptions(backoff_initial_s=0.2, backoff_max_s=0.5, connect_timeout_s=1.0, probes=())
+    seen: list[str] = []
+
+    async def main():
+        cluster = make_cluster(path, options)
+        await cluster.start()
+        try:
+            def retried() -> bool:
+                seen.append(cluster.host_status("hung").message)
+                return seen[-1].startswith("connecting (attempt 2; the last one: ")
+            assert await wait_until(retried, 30), seen[-3:]
+        finally:
+            await cluster.stop()
+
+    try:
+        asyncio.run(main())
+    finally:
+        mute.close()
+    assert "timed out (no answer: is the host up, and its sshd not hung?)" in seen[-1], seen[-1]
