@@ -230,8 +230,14 @@ def gain(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str] = frozense
 
 def shape(plan: Plan) -> str:
     """What a person rejecting a plan rejected: each job's GPU type and count per host, not which
-    GPUs. A rejected plan came back twice with the same moves on other GPU indices."""
-    return json.dumps(sorted((j, a.gpu_type, [(h, len(g)) for h, g in a.hosts]) for j, a in plan.allocations.items()))
+    GPUs (a rejected plan came back twice with the same moves on other GPU indices), and where each
+    job it changes stood (a rejected shrink of a job to one A100 kept its start on that A100, once
+    it was queued after its host was lost, from being proposed: it waited on an idle cluster)."""
+    def counts(a: Allocation | None) -> list | None:
+        return None if a is None else [a.gpu_type, [(h, len(g)) for h, g in a.hosts]]
+
+    return json.dumps([sorted((j, *counts(a)) for j, a in plan.allocations.items()),
+                       sorted((c.job_id, counts(c.before)) for c in plan.changes)])
 
 
 def signature(plan: Plan) -> str:

@@ -283,4 +283,11 @@ def test_a_rejected_plans_shape_ignores_which_gpus_of_a_host_it_names() -> None:
     assert shape(plan([0])) != shape(plan([0, 1])), "another count is another plan"
     assert shape(plan([0])) != shape(plan([0], b_gpus=(0,))), "so is another count of another job"
 
+    # a shrink to one A100, rejected, is not the start of that job on one A100 once it was queued
+    running = {"a": Allocation.of("a", "A100", {"fast": [0, 1, 2]})}
+    target = {"a": Allocation.of("a", "A100", {"fast": [0]})}
+    assert shape(Plan.build(running, target, "heet", 0.0)) != shape(Plan.build({}, target, "heet", 0.0))
+    assert shape(Plan.build(running, target, "heet", 0.0)) == shape(
+        Plan.build({"a": Allocation.of("a", "A100", {"fast": [1, 2, 3]})}, target, "heet", 0.0))
+
 
