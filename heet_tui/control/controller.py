@@ -35,6 +35,7 @@ from heet_tui.control.host_loss import (
     hold_unlisted_hosts,
     on_host_changed,
     trust_hosts_option,
+    try_hosts_near_their_deadline,
     why_lost,
 )
 from heet_tui.control.hosts_reload import HostsReloader
@@ -281,6 +282,7 @@ class Controller:
         now = self.clock()
         if self.hosts_reloader.due():
             self.notices += await self.hosts_reloader.reload(self)
+        await try_hosts_near_their_deadline(self, now)
         for host, why in self.host_grace.expired(now):
             self.executor.lose_host(host, why_lost(why, next((s for s in self.cluster.status() if s.name == host),
                                                              None)))

@@ -10,6 +10,7 @@ planning (nothing is moved on a guess); after it, they are lost and planned afre
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
 import time
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from heet_tui.cluster.errors import ClusterError
 from heet_tui.config.hosts_file import resolve_hosts_path
 from heet_tui.core.host import HostState
 from heet_tui.core.job import JobState
@@ -48,6 +50,12 @@ def held_until(why: str) -> str | None:
     return next((until for marker, until in HELD_UNTIL.items() if marker in why), None)
 
 
+async def try_hosts_near_their_deadline(ctl: Controller, now: float) -> None:
+    for host in ctl.host_grace.to_try_now(now):
+        with contextlib.suppress(ClusterError):  # gone from the hosts file meanwhile
+            await ctl.cluster.reconnect(host)
+
+
 def hold_unlisted_hosts(ctl: Controller, now: float) -> list[str]:
     """Runs found in the store on hosts the hosts file lacks are held there, said once each."""
     listed, runs, notes = {h.name for h in ctl.hosts.hosts}, ctl.executor.all_runs(), []
@@ -60,10 +68,15 @@ def hold_unlisted_hosts(ctl: Controller, now: float) -> list[str]:
     return notes
 
 
+LAST_TRIES_S = 30.0  # the end of a host's grace period, when it is tried again every TRY_EVERY_S
+TRY_EVERY_S = 8.0
+
+
 @dataclass
 class HostLossGrace:
     grace_s: float
     since: dict[str, tuple[float, str]] = field(default_factory=dict)  # host -> (when, why)
+    tried: dict[str, float] = field(default_factory=dict)  # host -> when ``to_try_now`` last named it
 
     def lost(self, host: str, why: str, now: float) -> bool:
         """Note a host dropping out; True when this starts its grace period."""
@@ -74,6 +87,7 @@ class HostLossGrace:
 
     def back(self, host: str) -> bool:
         """The host is ready again; True when it came back within its grace period."""
+        self.tried.pop(host, None)
         return self.since.pop(host, None) is not None
 
     def expired(self, now: float) -> list[tuple[str, str]]:
@@ -85,10 +99,21 @@ class HostLossGrace:
                if now - at >= self.grace_s and held_until(why) is None]
         for host, _ in out:
             del self.since[host]
+            self.tried.pop(host, None)
         return out
 
     def holding(self) -> set[str]:
         return set(self.since)
+
+    def to_try_now(self, now: float) -> list[str]:
+        """Hosts in the last ``LAST_TRIES_S`` of their grace, not tried by this for ``TRY_EVERY_S``:
+        the link's backoff grows to 30 s, so a host back 10 s before its deadline was reconnected
+        after it, and its healthy job was stopped as lost."""
+        due = [h for h, (at, why) in sorted(self.since.items()) if held_until(why) is None
+               and now - at >= self.grace_s - LAST_TRIES_S and now - self.tried.get(h, -1e18) >= TRY_EVERY_S]
+        for host in due:
+            self.tried[host] = now
+        return due
 
     def note(self, hosts: set[str], now: float) -> str | None:
         """A running job's message while one of its ``hosts`` is out: the Jobs screen said

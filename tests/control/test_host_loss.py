@@ -40,6 +40,24 @@ def test_grace_bookkeeping() -> None:
     assert grace.holding() == {"e"}, "a copy's controller serves it: its jobs run there, never counted lost"
 
 
+def test_a_host_near_the_end_of_its_grace_is_tried_again_every_few_seconds() -> None:
+    """The link's backoff had grown to 30 s: a host back 10 s before its deadline was reconnected
+    after it, and its healthy job was stopped as lost."""
+    from heet_tui.control.host_loss import LAST_TRIES_S, TRY_EVERY_S
+
+    grace = HostLossGrace(60.0)
+    grace.lost("a", "unreachable", 0.0)
+    grace.lost("held", "agent-error: handshake refused: this host is managed by another heet-tui controller", 0.0)
+    start = 60.0 - LAST_TRIES_S
+    assert grace.to_try_now(start - 1) == [], "early in the grace the link's own retries do"
+    assert grace.to_try_now(start) == ["a"], "a host held for good is not pressed"
+    assert grace.to_try_now(start + TRY_EVERY_S - 1) == []
+    assert grace.to_try_now(start + TRY_EVERY_S) == ["a"]
+    assert grace.back("a") and grace.to_try_now(start + 3 * TRY_EVERY_S) == []
+    grace.lost("a", "unreachable", 100.0)
+    assert grace.to_try_now(100.0 + start) == ["a"], "a new loss is a new grace"
+
+
 def test_each_change_of_a_hosts_trouble_is_said_once_and_a_key_says_what_to_do() -> None:
     from heet_tui.control.host_loss import HostStateLog
     from heet_tui.core.host import HostState
