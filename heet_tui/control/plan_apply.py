@@ -120,6 +120,9 @@ async def _run_step(executor: Executor, store: Store, plan_id: int, step: StepRe
     except StepFailed as exc:
         log.warning("plan %d step %d (%s): %s", plan_id, step.idx, step.change.job_id, exc)
         store.mark_step(plan_id, step.idx, "failed", clock(), str(exc))
+        # the job's own events: why an approved plan did not move it was in controller.log only
+        store.add_event(clock(), "plan", f"{step.change.job_id}: plan #{plan_id} failed to "
+                        f"{step.change.kind.value} it: {exc}", step.change.job_id)
         job = store.job(step.change.job_id)
         if job is not None and job.job.state is JobState.RESIZING:
             store.try_set_state(step.change.job_id, JobState.QUEUED, clock(), f"plan step failed: {exc}")
@@ -164,5 +167,7 @@ async def apply_plan(executor: Executor, store: Store, plan_id: int, clock) -> s
         await cancel_and_wait(list(running), 30.0, "plan step")
     store.set_plan_status(plan_id, "applied" if failed == 0 else "failed", clock())
     summary = f"plan #{plan_id}: {done} step(s) done, {failed} failed"
+    if first := next((st for st in store.steps(plan_id) if st.status == "failed"), None):
+        summary += f" ({first.change.job_id}: {first.message})"  # `status` and the notice said no more
     store.add_event(clock(), "plan", summary)
     return summary

@@ -218,6 +218,10 @@ def test_auto_approve_does_not_reapply_a_plan_that_just_failed_in_a_loop(tmp_pat
     asyncio.run(scenario())
     approved = [e for e in store.events(limit=500) if e.kind == "plan" and "auto-approved" in e.message]
     assert len(approved) == 1, [e.message for e in approved]
+    # why, in the job's own events and the plan's summary: it was in controller.log only
+    assert "a: plan #1 failed to start it: GPUs [0] of only are still in use" in [e.message for e in store.events("a")]
+    assert "plan #1: 0 step(s) done, 1 failed (a: GPUs [0] of only are still in use)" in [
+        e.message for e in store.events(limit=500) if e.kind == "plan"]
 
 
 def test_crashing_job_is_retried_then_failed_with_its_log_tail(tmp_path: Path) -> None:
