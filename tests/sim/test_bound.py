@@ -193,3 +193,39 @@ def test_bound_is_a_verb_of_sim_only(capsys) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["bound", "--help"])
     assert exit_info.value.code == 2 and "invalid choice: 'bound'" in capsys.readouterr().err
+
+
+INTERRUPTED_SOLVE = """
+import ctypes, signal, sys
+import heet_tui.sim.bound as bound
+
+def solve_in_c(*args, **kwargs):  # as HiGHS does: C code that never looks for a signal
+    libc = ctypes.CDLL(None)
+    mask = ctypes.create_string_buffer(256)
+    libc.sigemptyset(mask)
+    libc.sigaddset(mask, signal.SIGINT)
+    print("solving", flush=True)
+    libc.sigsuspend(mask)  # waits, SIGINT held back, until another signal ends it
+
+bound.lower_bound = solve_in_c
+from heet_tui.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_ends_a_bound_whose_solver_never_looks_for_signals(profile_dir: Path) -> None:
+    """Ctrl-C waited minutes, for the LP solver to finish on its own."""
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED_SOLVE, "sim", "bound", "--workload",
+                             str(WORKLOADS / "saturn-first7.csv"), "--profiles", str(profile_dir)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "solving\n"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "interrupted while solving saturn-first7.csv: no results written" in err, err

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +121,8 @@ def cmd_bound(args: argparse.Namespace) -> int:
         if sys.stderr.isatty():
             print(f"solving {labels[path]} ({len(jobs)} jobs) ...", file=sys.stderr, flush=True)
         try:
-            result = lower_bound(cluster, physics, jobs, settings)
+            result = _solved_unless_interrupted(labels[path], lambda jobs=jobs: lower_bound(cluster, physics, jobs,
+                                                                                            settings))
         except ValueError as exc:  # keep the other files' bounds: each takes minutes
             failed.append(f"sim bound: {labels[path]}: {exc}")
             report["files"][labels[path]] = {"error": str(exc), "jobs": len(jobs)}
@@ -145,6 +149,32 @@ def cmd_bound(args: argparse.Namespace) -> int:
     if failed:
         raise CliError("; ".join(failed))
     return 0
+
+
+def _solved_unless_interrupted(label: str, solve: Callable[[], Any]) -> Any:
+    """The solver is C code that never looks for a signal: Ctrl-C waited for the LP to finish (minutes).
+    It runs in a thread of its own, and Ctrl-C ends the process at once (nothing is written yet)."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = solve()
+        except BaseException as exc:  # handed back to the caller's thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, name="sim-bound-solve", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+    except KeyboardInterrupt:
+        print(f"heet-tui sim bound: interrupted while solving {label}: no results written", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)  # a thread inside the solver cannot be stopped, and would hold the exit until it ends
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
 
 
 def _ratios(against: dict[str, dict[str, tuple[float, float | None]]], label: str, bound_s: float,
