@@ -7,6 +7,7 @@ the file and line, so a user pointing the simulator at a broken file sees what t
 from __future__ import annotations
 
 import csv
+import difflib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,8 +18,9 @@ def read_rows(path: Path, label: str, required: tuple[str, ...], optional: tuple
               what: str = "file", exact_width: bool = False) -> Iterator[tuple[int, dict[str, str]]]:
     """Yield ``(line number, {column: stripped cell})`` for each non-blank data row.
 
-    ``exact_width`` refuses rows with extra fields too (a workload row with a stray comma is a
-    mistake; the measured files sometimes carry trailing columns we do not use).
+    ``exact_width`` refuses rows with extra fields, and columns of other names, too (a workload
+    row with a stray comma, or a misspelt column, is a mistake; the measured files and traces
+    sometimes carry columns we do not use). A column named twice is refused in any file.
     """
     try:
         # "-sig": files saved by Excel start with a byte-order mark, which must not join the first column name.
@@ -36,6 +38,17 @@ def read_rows(path: Path, label: str, required: tuple[str, ...], optional: tuple
         header = [h.strip() for h in next(reader)]
     except csv.Error as exc:
         raise SimInputError(f"{label}:1: {exc}") from None
+    for name in (*required, *optional):
+        if header.count(name) > 1:  # the first was used without a word
+            raise SimInputError(f'{label}:1: column "{name}" appears {header.count(name)} times in the header')
+    if exact_width:
+        known = (*required, *optional)
+        for name in header:  # "max_gpu" was skipped, and a capped job ran on every GPU it could get
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+                hint = f' (did you mean "{close[0]}"?)' if close else ""
+                raise SimInputError(f'{label}:1: unknown column "{name}"{hint}: a {what} has '
+                                    f'{", ".join(required)} and optionally {", ".join(optional)}')
     missing = [c for c in required if c not in header]
     if missing:
         raise SimInputError(f"{label}:1: missing column(s) {', '.join(missing)} (header has: {', '.join(header)})")

@@ -53,6 +53,17 @@ def test_missing_column_and_empty_file(tmp_path: Path) -> None:
         load_workload(_write(tmp_path, "\n", "empty.csv"))
 
 
+
+def test_a_misspelt_or_repeated_column_is_refused_not_skipped(tmp_path: Path) -> None:
+    """"max_gpu" was skipped, and a job capped at one GPU ran on two (JCT 390 s for 690 s); a
+    second "time" column was not read, without a word."""
+    with pytest.raises(SimInputError, match=r':1: unknown column "max_gpu" \(did you mean "max_gpus"\?\)'):
+        load_workload(_write(tmp_path, HEADER.strip() + ",max_gpu\na,0,cifar10,1,100,1\n"))
+    with pytest.raises(SimInputError, match=':1: column "time" appears 2 times in the header'):
+        load_workload(_write(tmp_path, HEADER.strip() + ",time\na,0,cifar10,1,100,5\n"))
+    assert load_workload(_write(tmp_path, HEADER.strip() + ",min_gpus,max_gpus\na,0,cifar10,1,100,1,2\n"))
+
+
 def test_unknown_application_names_the_row(tmp_path: Path, physics) -> None:
     path = _write(tmp_path, HEADER + "a,0,cifar10,2,128\nb,1,resnet9000,2,128\n")
     with pytest.raises(SimInputError) as err:
