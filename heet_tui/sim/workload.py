@@ -34,9 +34,9 @@ class WorkloadJob:
 
 
 # beyond these a row is a mistake: a time of 1e300 made a job "train in 0 s" (float rounding)
-# and halved the average JCT; a batch of 1e20 overflowed on the way
-MOST = {"time": 10 * 365 * 86400.0, "num_replicas": 65_536, "min_gpus": 65_536, "max_gpus": 65_536,
-        "batch_size": 2 ** 31}
+# and halved the average JCT; a batch of 1e20 overflowed on the way. Times stamped in Unix
+# seconds (1.7e9) are taken, as SIMULATOR.md says: up to 1e10 a float still counts microseconds.
+MOST = {"time": 1e10, "num_replicas": 65_536, "min_gpus": 65_536, "max_gpus": 65_536, "batch_size": 2 ** 31}
 
 
 def _positive(where: str, column: str, raw: str, *, integer: bool, allow_zero: bool = False) -> float:
@@ -49,7 +49,7 @@ def _positive(where: str, column: str, raw: str, *, integer: bool, allow_zero: b
                             f'got "{raw}"')
     if value > MOST.get(column, math.inf):
         raise SimInputError(f'{where}: column "{column}": {raw} is beyond any real workload (at most '
-                            f'{MOST[column]:g}{" s, ten years" if column == "time" else ""})')
+                            f'{MOST[column]:g}{" s, the year 2286 in Unix time" if column == "time" else ""})')
     if integer and value != int(value):
         raise SimInputError(f'{where}: column "{column}": must be a whole number, got "{raw}"')
     return value

@@ -180,3 +180,20 @@ def test_idle_time_before_an_arrival_is_skipped_and_changes_nothing(physics) -> 
     assert runs[later][0] == runs[0.0][0], "the same jobs and restarts"
     assert runs[later][1] == pytest.approx(runs[0.0][1], rel=1e-6), "the same JCTs"
     assert runs[later][2] <= runs[0.0][2], "no round stepped through the idle years"
+
+
+def test_a_workload_stamped_in_unix_seconds_runs_as_one_stamped_from_zero(physics, tmp_path) -> None:
+    """SIMULATOR.md says such a workload is handled; it was refused as "beyond any real workload"."""
+    from heet_tui.scheduling.registry import make_policy
+
+    jobs = [j for j in load_workload(WORKLOADS / "saturn-head.csv") if j.application == "cifar10"][:4]
+    epoch = 1_700_000_040  # a whole number of 60 s rounds: the rounds fall on the same instants
+
+    def jcts(shift: int) -> list[tuple[str, float | None]]:
+        path = tmp_path / f"w{shift}.csv"
+        path.write_text("name,time,application,num_replicas,batch_size\n" + "".join(
+            f"{j.name},{j.time + shift:.0f},{j.application},{j.num_replicas},{j.batch_size}\n" for j in jobs))
+        sim = Simulation(cluster_of(("aws", 2)), load_workload(path), physics, make_policy("srtf"), oracle=True)
+        return [(r.name, round(r.jct_s, 3) if r.jct_s is not None else None) for r in sim.run()]
+
+    assert jcts(epoch) == jcts(0)
