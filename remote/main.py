@@ -50,8 +50,11 @@ class Agent:
         self.emulate, self.probes = None, ("nvml", "nvidia-smi")  # hello sets both
         self.probe_limit_s = inventory.PROBE_LIMIT_S
         self.running = True
+        self.finishing = False  # serving is over; stops already begun are being seen through
 
     def send(self, message):
+        if not self.running and self.finishing:  # the controller is gone: nobody reads them
+            return
         data = memoryview(encode(message))
         try:
             while data:
@@ -213,6 +216,19 @@ class Agent:
                 self.heartbeat()
                 self.next_heartbeat = time.time() + self.heartbeat_s
 
+    def finish_stops(self):
+        """The controller went away while jobs were stopping: the SIGKILL at the end of their stop
+        grace is this agent's to send (the job's wrapper only waits). Exiting at once, a job that
+        ignored SIGTERM ran on, holding its GPU, until a controller came back. Bounded by the
+        stop graces; a new agent taking over ends this one (SIGTERM) and carries the stops on."""
+        self.finishing, said = True, False
+        while any(j["state"] == "stopping" and j.get("kill_at") is not None for j in self.jobs.jobs):
+            if not said:
+                sys.stderr.write("heet-agent: the controller is gone; finishing the stops begun\n")
+                said = True
+            time.sleep(POLL_S)
+            self.jobs.poll()
+
     def dispatch(self, line):
         if not line.strip():
             return
@@ -292,6 +308,7 @@ def main(argv=None):
     os.dup2(null, 1)  # stray prints from libraries cannot corrupt the protocol (agent.out is a dup)
     try:
         agent.serve()
+        agent.finish_stops()
     except SystemExit:
         pass
     sys.stderr.write("heet-agent pid %d exiting\n" % os.getpid())

@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from agent_process import AgentProcess
@@ -341,3 +342,24 @@ def test_a_check_warns_when_another_state_stores_controller_manages_the_host(tmp
             if process.proc.poll() is None:
                 process.proc.kill()
                 process.proc.wait()
+
+
+def test_a_stop_begun_before_the_controller_went_away_is_seen_through(agent, tmp_path):
+    """The controller was killed in a stop's grace: the agent exited on its link's end, the SIGKILL
+    due at the end of the grace was never sent, and a job that ignored SIGTERM ran on, holding
+    its GPU, until a controller came back."""
+    agent.line()
+    agent.request("hello", protocol=1, probes=[])
+    code = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\ntime.sleep(120)\n"
+    launched = agent.request("launch", job_id="deaf", generation=1, argv=[sys.executable, "-c", code])["result"]
+    deadline = time.monotonic() + 10
+    while "ready" not in (Path(launched["log"]).read_text() if Path(launched["log"]).exists() else ""):
+        assert time.monotonic() < deadline, "the job did not start"
+        time.sleep(0.05)
+    assert agent.request("stop", job_id="deaf", grace_s=1.0)["ok"]
+    agent.proc.stdin.close()  # the controller is gone
+    assert agent.proc.wait(timeout=15) == 0, "the agent ends once the stop is through"
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _alive(launched["pid"]):
+        time.sleep(0.05)
+    assert not _alive(launched["pid"]), "killed at the end of its grace"
