@@ -217,13 +217,13 @@ def _trained_on(store: Store, job_id: str, remote: RemoteJob) -> str:
     except (TypeError, ValueError):
         return ""
     rec = store.job(job_id)
-    if rec is not None and rec.job.state.terminal:  # cancelled while out of reach, or while no controller ran
+    if rec is None or step <= rec.job.steps_done:  # "run on to step 110, past the 110 on record"
+        return ""
+    if rec.job.state.terminal:  # cancelled while out of reach, or while no controller ran
         kept = " (its checkpoint there keeps them for a retry)" if remote.generation == rec.generation else ""
         # "after the job was cancelled" was wrong where most of those steps came before the cancel
         return (f": it had run on to step {step}, past the {rec.job.steps_done} on record, before the stop of the "
                 f"{rec.job.state.value} job reached it{kept}")
-    if rec is None or step <= rec.job.steps_done:
-        return ""
     return f": it had trained on to step {step} while cut off from the controller, past the job's {rec.job.steps_done}"
 
 

@@ -112,6 +112,8 @@ def test_a_fenced_stale_copy_that_trained_past_the_job_says_what_was_lost(tmp_pa
         store.next_generation("j")
     # it said "while its host was out of reach" (the host never was) and "those steps are lost"
     assert _trained_on(store, "j", ahead).endswith("reached it (its checkpoint there keeps them for a retry)")
+    level = RemoteJob("h", "j.r0.abc", 2, "running", progress={"step": 220})
+    assert _trained_on(store, "j", level) == "", "it read \"run on to step 220, past the 220 on record\""
 
 
 def test_a_fenced_copys_steps_are_said_lost_only_where_no_shared_checkpoint_directory_kept_them() -> None:
