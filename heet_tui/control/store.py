@@ -29,6 +29,7 @@ from heet_tui.control.store_allocations import AllocationRows
 from heet_tui.control.store_events import EventRows
 from heet_tui.control.store_integrity import (
     damaged,
+    discard_unborn,
     is_damage,
     make_private,
     refuse_emptied,
@@ -79,17 +80,21 @@ class Store(PlanRows, EventRows, ObservationRows, AllocationRows):
         self._store_id: str | None = None
         if self.dir.exists() and not self.dir.is_dir():
             raise StoreError(f"state store {self.dir}: is not a directory (--state names a directory)")
+        self.path = self.dir / DB_NAME
+        fresh = False
         try:
             self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             refuse_not_own(self.dir)
-            self.path = self.dir / DB_NAME
             refuse_emptied(self.path)
+            fresh = not self.path.exists()
             make_private(self.dir, self.path)
             self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
         except (OSError, sqlite3.Error) as exc:
+            if fresh:  # never set up (a full disk): left empty, it was then refused as a truncated store
+                discard_unborn(self)
             said = damaged(self.path, str(exc)) if is_damage(exc) else unwritable(self.dir, str(exc)) \
                 if "unable to open database file" in str(exc) else f"state store {self.dir}: {exc}"
             raise StoreError(said) from None

@@ -7,6 +7,7 @@ running with no store that knew them; ``heet-tui run`` ended in a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sqlite3
@@ -128,3 +129,19 @@ def damaged(path: Path, found: str, what: str = "heet-tui does not use it") -> s
     return (f"state store {path} is damaged ({found}): {what}. Restore a copy, or move it aside "
             f"(mv {folder} {folder}.damaged) to start afresh: jobs still running are then another store's, left "
             "running and shown as such")
+
+
+def discard_unborn(store) -> None:
+    """Remove a store file this process created and could not set up (its schema was never written):
+    "empty (0 bytes): it was truncated ... restore a copy" then sent an admin looking for a backup
+    of a store that never held anything."""
+    db = getattr(store, "_db", None)
+    if db is not None:
+        with contextlib.suppress(sqlite3.Error):
+            db.close()
+    with contextlib.suppress(OSError):
+        if store.path.stat().st_size != 0:  # some of it was written: kept, and opened as it is next time
+            return
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(FileNotFoundError):
+                store.path.with_name(store.path.name + suffix).unlink()

@@ -267,3 +267,25 @@ def test_a_damaged_store_is_named_with_the_way_out_by_every_command(tmp_path: Pa
         err = capsys.readouterr().err
         assert f"state store {db} is damaged (" in err and f"mv {db.parent} {db.parent}.damaged" in err, (argv, err)
         assert "Traceback" not in err
+
+
+def test_a_store_that_could_not_be_set_up_leaves_nothing_to_refuse_later(tmp_path: Path, monkeypatch) -> None:
+    """A first submit on a full disk left a 0-byte store, and every later command, the disk freed,
+    refused it as "truncated: restore a copy" (of a store that never held anything)."""
+    from heet_tui.control.store import StoreError
+
+    real_connect = sqlite3.connect
+
+    def full(*args, **kwargs):  # sqlite made the file and could write nothing into it
+        real_connect(*args, **kwargs).close()
+        raise sqlite3.OperationalError("database or disk is full")
+
+    state = tmp_path / "state"
+    with monkeypatch.context() as patch:
+        patch.setattr(sqlite3, "connect", full)
+        with pytest.raises(StoreError, match="database or disk is full"):
+            Store(state)
+    assert not (state / DB_NAME).exists()
+    store = Store(state)
+    assert store.jobs() == [], "the disk freed, the store is made"
+    store.close()
