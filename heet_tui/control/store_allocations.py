@@ -53,6 +53,11 @@ class AllocationRows:
                 out[job_id] = (alloc, gen)
         return out
 
+    def current_starts(self) -> dict[str, float]:
+        """When each job's current allocation began: what it runs at now is what it measured since."""
+        rows = self._db.execute("SELECT job_id, started_at FROM allocations WHERE released_at IS NULL")
+        return {job_id: float(at) for job_id, at in rows}
+
     def last_allocation(self, job_id: str, generation: int | None = None) -> tuple[Allocation, int] | None:
         """The job's latest allocation (or ``generation``'s) and its generation, released or not (where its log is)."""
         row = self._db.execute("SELECT allocation, generation FROM allocations WHERE job_id = ? AND generation = "

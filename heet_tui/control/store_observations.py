@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -31,11 +32,12 @@ class ObservationRows:
                                 (job_id,) if job_id else ())
         return [tuple(r) for r in rows]
 
-    def latest_observation(self, job_id: str, source: str) -> Observation | None:
-        """The job's newest measurement from ``source``: one row, not its every cell's history."""
+    def latest_observation(self, job_id: str, source: str, since: float = -math.inf) -> Observation | None:
+        """The job's newest measurement from ``source`` (made at ``since`` or later): one row, not its
+        every cell's history."""
         row = self._db.execute("SELECT job_id, gpu_type, placement, samples_per_s, at, source FROM observations "
-                               "WHERE job_id = ? AND source = ? ORDER BY at DESC, rowid DESC LIMIT 1",
-                               (job_id, source)).fetchone()
+                               "WHERE job_id = ? AND source = ? AND at >= ? ORDER BY at DESC, rowid DESC LIMIT 1",
+                               (job_id, source, since)).fetchone()
         return tuple(row) if row else None
 
     def forget_observations(self, gpu_type: str) -> int:

@@ -51,6 +51,21 @@ def test_submit_list_cancel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert main([*state, "jobs", "--json"]) == 0
     rows = {j["id"]: j for j in json.loads(capsys.readouterr().out)["jobs"]}
     assert (rows["cnn-2"]["samples_per_s"], rows["cnn-2"]["samples_per_s_at"]) == (812.5, 20.0)
+    # relaunched on two GPUs: until it reports there, the one-GPU speed is not its speed
+    store.release_allocation("cnn-2", 30.0)
+    store.record_allocation(Allocation.of("cnn-2", "T4", {"h": [0, 1]}), 2, 31.0, store.job("cnn-2").job.spec)
+    assert main([*state, "jobs", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["jobs"][-1]["samples_per_s"] is None
+    assert main([*state, "jobs", "cnn-2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["samples_per_s"] is None, "as jobs --json lists it"
+    store.add_observation("cnn-2", "T4", "2", 1500.0, 40.0, "running")
+    assert main([*state, "jobs", "--json"]) == 0
+    rows = {j["id"]: j for j in json.loads(capsys.readouterr().out)["jobs"]}
+    assert (rows["cnn-2"]["samples_per_s"], rows["cnn-2"]["samples_per_s_at"]) == (1500.0, 40.0)
+    store.release_allocation("cnn-2", 50.0)
+    store.record_allocation(Allocation.of("cnn-2", "T4", {"h": [0]}), 3, 51.0, store.job("cnn-2").job.spec)
+    assert main([*state, "jobs", "--json"]) == 0
+    rows = {j["id"]: j for j in json.loads(capsys.readouterr().out)["jobs"]}
     # its GPUs as data, beside the "1xT4 on h[0]" text a script had to parse
     assert {k: rows["cnn-2"][k] for k in ("gpu_type", "num_gpus", "hosts")} == {"gpu_type": "T4", "num_gpus": 1,
                                                                                 "hosts": {"h": [0]}}

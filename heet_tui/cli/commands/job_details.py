@@ -212,5 +212,5 @@ def _placed_obj(p: Placed) -> dict:
 
 def _latest_speed(store: Store, job_id: str, alloc: tuple[Allocation, int] | None) -> dict:
     """What ``jobs --json`` lists as the job's latest speed: ``jobs NAME --json`` had neither key."""
-    latest = store.latest_observation(job_id, "running") if alloc else None
+    latest = store.latest_observation(job_id, "running", store.current_starts().get(job_id, 0.0)) if alloc else None
     return {"samples_per_s": round(latest[3], 3) if latest else None, "samples_per_s_at": latest[4] if latest else None}

@@ -67,8 +67,11 @@ def job_rows(store: Store, ended: int | None = None) -> tuple[list[dict], int]:
     left_out = ended_in_store - sum(r.job.state.terminal for r in records)
     at_hosts = stored_checkpoint_hosts(store)
     rows = [job_row(rec, allocations.get(rec.job.id), at_hosts) for rec in records]
+    starts = store.current_starts()
     for row in rows:  # what it ran at lately, recorded every 10 s: scripts had to parse `jobs NAME` for it
-        latest = store.latest_observation(row["id"], "running") if row["allocation"] else None
+        # since its current run began: a relaunch at another size showed the old size's speed
+        latest = store.latest_observation(row["id"], "running", starts.get(row["id"], 0.0)) \
+            if row["allocation"] else None
         row["samples_per_s"], row["samples_per_s_at"] = (round(latest[3], 3), latest[4]) if latest else (None, None)
     return rows, left_out
 
