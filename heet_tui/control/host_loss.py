@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from heet_tui.cluster.errors import ClusterError
 from heet_tui.config.hosts_file import resolve_hosts_path
 from heet_tui.core.host import HostState
-from heet_tui.core.job import JobState
+from heet_tui.core.job import HOST_OUT, JobState
 
 if TYPE_CHECKING:
     from heet_tui.control.controller import Controller
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from heet_tui.control.store import Store
     from heet_tui.core.snapshot import HostStatus
 
-OUT = "its host"  # how the message of a job whose host is out begins
+OUT = HOST_OUT  # how the message of a job whose host is out begins
 LOST_STATES = tuple(s for s in HostState if s not in (HostState.READY, HostState.CONNECTING))
 
 

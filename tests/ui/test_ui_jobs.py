@@ -270,6 +270,17 @@ def test_a_long_job_id_is_cut_in_the_middle_in_the_table_only() -> None:
     assert job_row(small_snapshot().jobs[0])[0].plain == "j1"
 
 
+def test_a_running_job_whose_host_is_out_says_so_in_its_row() -> None:
+    """Its row said "running 39%" for over a minute; only the detail pane named the host out."""
+    from heet_tui.core.job import JobState
+    from heet_tui.ui.widgets.job_table import job_row
+
+    running = next(j for j in small_snapshot().jobs if j.state is JobState.RUNNING)
+    assert job_row(running)[1].plain == "running"
+    out = replace(running, message="its host a100-1 is out (unreachable: timed out); it keeps its GPUs for 40 s more")
+    assert job_row(out)[1].plain == "host out"
+
+
 def test_a_wide_screen_shows_a_long_job_id_whole(make_app, backend):
     """At 160 columns a sweep's ids were cut to 24 characters: sweep-lr0…seed1-steps150 stood for
     six learning rates, with 35 columns unused."""

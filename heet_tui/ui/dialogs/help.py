@@ -60,6 +60,8 @@ Jobs with the same `model` and `batch_size` (a sweep) are profiled once and shar
 did and why is in `controller.log` in the state directory (an error inside the controller shows here
 once, as a notice, with its traceback there), `heet-tui jobs NAME` shows a job's history and events, and
 `heet-tui log NAME` its output. A host where jobs die at once while they run elsewhere is drained as broken.
+A job whose State reads *host out* runs on a host the controller cannot reach: it keeps its GPUs for a
+grace period in case the host comes back (its details say until when), then starts elsewhere.
 If the controller stops, the header says so until it runs again: the figures are those it last sent (hosts
 turn stale as time passes) and nothing can be changed; a TUI attached to `heet-tui run` attaches again by itself.
 """

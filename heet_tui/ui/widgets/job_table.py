@@ -6,7 +6,7 @@ from collections.abc import Callable, Hashable
 
 from rich.text import Text
 
-from heet_tui.core.job import JobState
+from heet_tui.core.job import HOST_OUT, JobState
 from heet_tui.core.metrics import metric, number
 from heet_tui.core.natural_order import natural_key
 from heet_tui.core.snapshot import JobStatus, Snapshot
@@ -67,8 +67,16 @@ OTHER_COLUMNS = 96  # what the columns after the id take, gaps included, at thei
 LONGEST_ID = 96  # a job name's limit (config/job_spec.py); a sweep's "-2" on top is cut
 
 
+def state_text(job: JobStatus) -> Text:
+    """A running job whose host is out reads so: its row said "running 39%" for a minute, the
+    reason in the detail pane only."""
+    if job.state is JobState.RUNNING and job.message.startswith(f"{HOST_OUT} "):
+        return Text("host out", style="bold yellow")
+    return Text(job.state.value, style=_STATE_STYLE[job.state])
+
+
 def job_row(job: JobStatus, id_width: int = ID_WIDTH) -> Cells:
-    return (Text(short_id(job.id, id_width), style=job_colour(job.id)), Text(job.state.value, style=_STATE_STYLE[job.state]),
+    return (Text(short_id(job.id, id_width), style=job_colour(job.id)), state_text(job),
             gpus_text(job), progress_bar(job.progress), duration(job.eta_s), rate(job.throughput),
             number(_loss(job)), hosts_text(job), str(job.restarts))
 
