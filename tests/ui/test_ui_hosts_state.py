@@ -35,3 +35,26 @@ def test_the_hosts_screen_says_how_a_host_is_doing_as_the_cluster_screen_does(ma
             assert str(screen.table.get_row("a100-1")[1]) == "ready"
 
     run(scenario())
+
+
+def test_the_selected_hosts_trouble_is_said_where_the_host_is_fixed(make_app, backend, tmp_path):
+    """The Hosts screen showed "agent-error" and nothing more; why was on the Cluster screen only."""
+    path = hosts_copy(tmp_path)
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            snap = small_snapshot(1)
+            why = "cannot deploy the agent to /w (SFTP and cat both failed): Operation not permitted"
+            hosts = tuple(replace(h, state=HostState.AGENT_ERROR, message=why) if h.name == "t4-1" else h
+                          for h in snap.hosts)
+            backend.push(replace(snap, hosts=hosts))
+            await wait_for(pilot, lambda: screen.table.row_count == 2)
+            said = screen.query_one("#host-why")
+            screen.table.select_key("a100-1")
+            await wait_for(pilot, lambda: str(said.render()) == "")
+            screen.table.select_key("t4-1")
+            await wait_for(pilot, lambda: str(said.render()) == f"t4-1: agent-error: {why}")
+
+    run(scenario())

@@ -26,6 +26,7 @@ from heet_tui.core.snapshot import Snapshot
 from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.dialogs.host_form import HostFormDialog
 from heet_tui.ui.screens.base import SnapshotScreen
+from heet_tui.ui.screens.host_fields import as_text, changed_keys, unused_by_local, value_at
 from heet_tui.ui.widgets.keyed_table import Cells, KeyedTable
 from heet_tui.ui.widgets.screen_footer import ScreenFooter
 from heet_tui.ui.widgets.status_line import StatusLine
@@ -54,6 +55,7 @@ class HostsScreen(SnapshotScreen):
     DEFAULT_CSS = """
     HostsScreen #hosts-path { height: auto; padding: 0 1; }
     HostsScreen #hosts-problem { height: auto; color: $error; padding: 0 1; }
+    HostsScreen #host-why { height: auto; max-height: 4; color: $warning; padding: 0 1; }
     """
     FOOTER_OPTIONAL = ("reload", "open_editor")  # in the help; left out where every key would not fit
     BINDINGS = [
@@ -78,6 +80,7 @@ class HostsScreen(SnapshotScreen):
         yield Static(id="hosts-path", markup=False)
         yield Static(id="hosts-problem", markup=False)
         yield KeyedTable(COLUMNS, id="host-entries")
+        yield Static(id="host-why", markup=False)
         yield ScreenFooter()
 
     def on_mount(self) -> None:
@@ -115,6 +118,16 @@ class HostsScreen(SnapshotScreen):
             self.action_reload(toast=False)
         elif self._states() != self._states_shown:
             self._refresh_table()
+        self._show_why()
+
+    def _show_why(self) -> None:
+        """The selected host's trouble, on the screen where it is fixed (Cluster's only, before)."""
+        key = self.table.selected_key
+        host = next((h for h in (self.latest.hosts if self.latest else ()) if h.name == key), None)
+        said = f"{host.name}: {host.state.value}: {host.message}" if host and host.state.value != "ready" else ""
+        why = self.query_one("#host-why", Static)
+        why.update(said)
+        why.display = bool(said)
 
     def _show_path(self) -> None:
         self._mode_shown = self.latest.mode if self.latest is not None else None
@@ -156,6 +169,7 @@ class HostsScreen(SnapshotScreen):
 
     def on_keyed_table_row_highlighted(self, _: KeyedTable.RowHighlighted) -> None:
         self.refresh_bindings()
+        self._show_why()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in CHANGING:
@@ -249,7 +263,7 @@ class HostsScreen(SnapshotScreen):
 
         def apply(f: dict[str, Any]) -> str | None:
             name = f.get("name")
-            if said := _unused_by_local(f):
+            if said := unused_by_local(f):
                 return said
             if local and f.get("transport") == "local" and name in ssh_aliases(config) and asked != [name]:
                 asked[:] = [name]
@@ -274,7 +288,7 @@ class HostsScreen(SnapshotScreen):
         renaming_said: list[str] = []  # the new name a rename was warned about (saved again: renamed)
 
         def apply(fields: dict[str, Any]) -> str | None:
-            if said := _unused_by_local({**initial, **fields}, changed=fields):
+            if said := unused_by_local({**initial, **fields}, changed=fields):
                 return said
             new_name = fields.get("name")
             if new_name and new_name != name and (jobs := self._jobs_on(name)) and renaming_said != [new_name]:
@@ -286,11 +300,11 @@ class HostsScreen(SnapshotScreen):
             # a field the form changes that was also changed in the file since the form opened:
             # the form's value went over the hand edit without a word
             if self.document is not None and (name_now := self.raw_host(name)):
-                clash = sorted(k for k in _changed_keys(fields) if _at(name_now, k) != _at(initial, k))
+                clash = sorted(k for k in changed_keys(fields) if value_at(name_now, k) != value_at(initial, k))
                 # asked about the value it has now, not one since changed again by hand
-                if any(k not in overwrite or overwrite[k] != _at(name_now, k) for k in clash):
-                    overwrite.update({k: _at(name_now, k) for k in clash})
-                    said = ", ".join(f"{k} (now {_as_text(_at(name_now, k))})" for k in clash)
+                if any(k not in overwrite or overwrite[k] != value_at(name_now, k) for k in clash):
+                    overwrite.update({k: value_at(name_now, k) for k in clash})
+                    said = ", ".join(f"{k} (now {as_text(value_at(name_now, k))})" for k in clash)
                     return f"changed in the file since this form opened: {said}; save again to write the form's over it"
             return self._apply(lambda d: d.update_host(name, fields))
 
@@ -348,39 +362,3 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
-def _changed_keys(fields: dict[str, Any]) -> list[str]:
-    """``key`` or ``table.key`` for each value the form writes."""
-    return [f"{k}.{sub}" for k, v in fields.items() if isinstance(v, dict) for sub in v] + [
-        k for k, v in fields.items() if not isinstance(v, dict)]
-
-
-def _at(raw: dict[str, Any], dotted: str) -> Any:
-    key, _, sub = dotted.partition(".")
-    value = raw.get(key)
-    return value.get(sub) if sub and isinstance(value, dict) else value
-
-
-def _as_text(value: Any) -> str:
-    """A file's value as the form shows it: a list read "['inference', 'gpu-t4']" (Python's repr)."""
-    if value is None:
-        return "unset"
-    if isinstance(value, list | tuple):
-        return ", ".join(map(str, value)) or "empty"
-    if isinstance(value, dict):
-        return ", ".join(f"{k} = {v}" for k, v in value.items())
-    return str(value)
-
-
-def _unused_by_local(fields: dict[str, Any], changed: dict[str, Any] | None = None) -> str:
-    """A local host's address, port, user or jump, as the form gives them: saved, then never
-    used (a host named "spare" with Address "spare-gpu" ran its jobs on this machine), as
-    ``hosts add --transport local --address`` refuses them."""
-    if (fields.get("transport") or "ssh") != "local":
-        return ""
-    keys = [k for k in ("address", "port", "user", "jump") if fields.get(k) not in (None, "")
-            and (changed is None or k in changed or "transport" in changed)]
-    if not keys:
-        return ""
-    return (f"{keys[0]}: a local host runs on this machine, without SSH, and would not use "
-            f"{' or '.join(keys)}: choose ssh to reach {fields.get('address') or fields.get('name')}, or clear "
-            f"{' and '.join(keys)}")
