@@ -58,3 +58,26 @@ def test_the_selected_hosts_trouble_is_said_where_the_host_is_fixed(make_app, ba
             await wait_for(pilot, lambda: str(said.render()) == f"t4-1: agent-error: {why}")
 
     run(scenario())
+
+
+def test_a_row_cut_at_the_screens_edge_ends_in_an_ellipsis(make_app, backend, tmp_path):
+    """At 80 columns "8xRTX2080Ti emulated, speed 0.4" read "... speed 0", cut at the edge."""
+    path = tmp_path / "hosts.toml"
+    path.write_text('[[hosts]]\nname = "rtx-3"\naddress = "10.0.0.3"\n'
+                    'emulate = { gpu_type = "RTX2080Ti", count = 8, speed = 0.4 }\n')
+
+    async def scenario():
+        app = make_app("hosts", hosts_path=path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.screen
+            await wait_for(pilot, lambda: screen.table.row_count == 1)
+            await pilot.pause()
+            row = "".join(segment.text for segment in screen.table.render_line(1))
+            assert len(row) == screen.table.scrollable_content_region.width and row.endswith("…"), row
+            assert "speed 0 " not in row + " ", row
+            screen.table.scroll_to(x=screen.table.max_scroll_x, animate=False, immediate=True)
+            await pilot.pause()
+            row = "".join(segment.text for segment in screen.table.render_line(1))
+            assert not row.endswith("…"), "scrolled to the end, nothing more lies to the right"
+
+    run(scenario())

@@ -234,7 +234,7 @@ class KeyedTable(ScrollView, can_focus=True):
                 labels = [Text(label) for _, label in self._column_spec]
                 self._header = self._render_cells(labels, self.get_component_rich_style("keyed-table--header"))
             header_style = self.get_component_rich_style("keyed-table--header")
-            return self._header.crop_extend(scroll_x, scroll_x + width, header_style)
+            return _cut_marked(self._header, scroll_x, width, header_style)
         index = scroll_y + y - 1
         if index >= len(self._order):
             return Strip.blank(width, self.rich_style)
@@ -255,8 +255,8 @@ class KeyedTable(ScrollView, can_focus=True):
             # read green on orange, and under NO_COLOR grey 247 on grey 248, on the one row acted on
             over = Strip([Segment(text, (style or Style()) + cursor, control) for text, style, control in strip],
                          strip.cell_length)
-            return over.crop_extend(scroll_x, scroll_x + width, self.rich_style + cursor)
-        return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style)
+            return _cut_marked(over, scroll_x, width, self.rich_style + cursor)
+        return _cut_marked(strip, scroll_x, width, self.rich_style)
 
     def on_resize(self, _: events.Resize) -> None:
         self._cache.clear()
@@ -285,3 +285,11 @@ class KeyedTable(ScrollView, can_focus=True):
 def _cell_text(cell: Any) -> Text:
     return cell if isinstance(cell, Text) else Text(str(cell))
 
+
+def _cut_marked(strip: Strip, scroll_x: int, width: int, style: Style) -> Strip:
+    """The visible part of a line, ending in "…" where more of it lies to the right: cut at the
+    screen's edge, "8xRTX2080Ti emulated, speed 0.4" read "speed 0"."""
+    shown = strip.crop_extend(scroll_x, scroll_x + width, style)
+    if width < 2 or not strip.crop(scroll_x + width, strip.cell_length).text.strip():  # only the gap is out
+        return shown
+    return Strip.join([shown.crop(0, width - 1), Strip([Segment("…", style)], 1)])
