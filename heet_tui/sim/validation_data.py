@@ -97,7 +97,9 @@ class ValidationTable:
 def _read_run(path: Path, label: str, batch_size: int) -> ValidationRun:
     columns = ("progress", "grad_sqr", "grad_var")
     cols: dict[str, list[float]] = {c: [] for c in columns}
+    lines: list[int] = []
     for lineno, row in read_rows(path, label, columns):
+        lines.append(lineno)
         for c in columns:
             try:
                 value = float(row[c])
@@ -109,8 +111,11 @@ def _read_run(path: Path, label: str, batch_size: int) -> ValidationRun:
     if not cols["progress"]:
         raise SimInputError(f"{label}:2: no data rows")
     prog = cols["progress"]
-    if any(b < a for a, b in zip(prog, prog[1:], strict=False)):
-        raise SimInputError(f'{label}: column "progress" must not decrease from one epoch to the next')
+    if back := next((i for i in range(1, len(prog)) if prog[i] < prog[i - 1]), None):
+        raise SimInputError(f'{label}:{lines[back]}: column "progress": {prog[back]:g} after {prog[back - 1]:g}: '
+                            "it must not decrease from one epoch to the next")
+    if prog[-1] <= 0:  # a job of this model "finished" after its restart pause (JCT 0.02 h)
+        raise SimInputError(f'{label}:{lines[-1]}: column "progress": no progress by the last epoch')
     return ValidationRun(batch_size, tuple(prog), tuple(cols["grad_sqr"]), tuple(cols["grad_var"]))
 
 

@@ -321,3 +321,22 @@ def test_a_trace_time_with_an_offset_keeps_it(tmp_path: Path) -> None:
     trace = _write(tmp_path, "timestamp,num_gpus,gpu_time\n2017-10-01 02:00:00+02:00,1,5\n2017-10-01 00:30:00,1,5\n",
                    "trace.csv")
     assert [j.t for j in read_trace(trace)] == [1506816000.0, 1506817800.0]
+
+
+@pytest.mark.parametrize(("rows", "needle"), [
+    # the line, not only the file
+    ([("0.1", "1", "1"), ("0.3", "1", "1"), ("0.2", "1", "1")],
+     'validation-128.csv:4: column "progress": 0.2 after 0.3: it must not decrease'),
+    # accepted, a job of the model "finished" after its restart pause
+    ([("0", "1", "1"), ("0", "1", "1")], 'validation-128.csv:3: column "progress": no progress by the last epoch'),
+])
+def test_a_validation_file_that_cannot_be_right_is_refused_at_its_line(tmp_path: Path, profile_dir: Path,
+                                                                       rows, needle) -> None:
+    import shutil
+
+    shutil.copytree(profile_dir / "cifar10", tmp_path / "cifar10")
+    (tmp_path / "cifar10" / "validation-128.csv").write_text(
+        "progress,grad_sqr,grad_var\n" + "".join(",".join(row) + "\n" for row in rows))
+    with pytest.raises(SimInputError) as err:
+        load_physics(tmp_path, {"aws": "T4"})
+    assert needle in str(err.value), str(err.value)
