@@ -200,11 +200,21 @@ def _spec_from(data: dict, path: Path, line_of: Callable[[str], int | None]) -> 
         max_gpus=max_gpus,
         gpu_types=f.string_list("gpu_types", SAFE_NAME),
         priority=f.integer("priority", 0, low=-MAX_PRIORITY, high=MAX_PRIORITY) or 0,
-        checkpoint_dir=f.string("checkpoint_dir", "") or "",
+        checkpoint_dir=_checkpoint_dir(f),
         dataset_samples=dataset_samples,
         stall_timeout_s=f.integer("stall_timeout", None, low=0, high=MAX_STALL_TIMEOUT_S),
         stop_grace_s=f.integer("stop_grace", None, low=1, high=MAX_STOP_GRACE_S),
     )
+
+
+def _checkpoint_dir(f: Fields) -> str:
+    """A folder on each host the job runs on: relative, it was kept as written, and meant another
+    folder on each host (wherever the run started), so moves and retries did not find it."""
+    value = f.string("checkpoint_dir", "") or ""
+    if value and not value.startswith(("/", "~")):
+        raise f.error("checkpoint_dir", f'key "checkpoint_dir": "{value}" is relative: give the folder on the '
+                      "hosts as an absolute path (or ~/...), the same on every host the job may run on")
+    return value
 
 
 def _required_int(f: Fields, key: str) -> int:

@@ -282,3 +282,13 @@ def test_sizes_beyond_any_real_job_are_refused(tmp_path: Path, line: str, expect
     with pytest.raises(ConfigError) as info:
         parse_job_text(text, tmp_path / "job.toml")
     assert expected in str(info.value), str(info.value)
+
+
+def test_a_relative_checkpoint_dir_is_refused(tmp_path: Path) -> None:
+    """It was kept as written and meant another folder on each host, wherever the run started."""
+    from heet_tui.config.job_spec import parse_job_text
+
+    with pytest.raises(ConfigError, match=r'j.toml:6: job "j": key "checkpoint_dir": "rel/ckpt" is relative'):
+        parse_job_text(BASE + 'checkpoint_dir = "rel/ckpt"\n', tmp_path / "j.toml")
+    for fine in ("/ckpt/j", "~/ckpt/j"):
+        assert parse_job_text(BASE + f'checkpoint_dir = "{fine}"\n', tmp_path / "j.toml").checkpoint_dir == fine
