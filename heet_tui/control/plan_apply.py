@@ -55,7 +55,8 @@ async def execute_change(executor: Executor, store: Store, change: Change, now: 
     if run is not None:
         if target is not None:
             store.try_set_state(change.job_id, JobState.RESIZING, now, f"{_doing(change)} to {target.describe()}")
-        await executor.stop_run(run, "resize" if target is not None else "preempt")
+        # the event names the change: a move read "stopped ...: resize"
+        await executor.stop_run(run, change.kind.value if target is not None else "preempt")
     if target is None:
         store.try_set_state(change.job_id, JobState.QUEUED, now, "stopped by the plan; resumes from its checkpoint")
         return "stopped"
@@ -108,7 +109,7 @@ async def _break_ring(executor: Executor, store: Store, pending: list[StepRecord
         after = step.change.after
         store.try_set_state(step.change.job_id, JobState.RESIZING, now,
                             f"{_doing(step.change)} to {after.describe()}" if after else "stopping")
-        await executor.stop_run(run, "resize" if after else "preempt")
+        await executor.stop_run(run, step.change.kind.value if after else "preempt")
     free = [step for step in pending if not _waits_for(executor, step, moving)]
     return free[0] if free else pending[0]
 

@@ -13,7 +13,15 @@ from heet_tui.control.crashed_sizes import new_size_that_crashed
 from heet_tui.control.host_loss import left_out_of_reach
 from heet_tui.control.profiling_rounds import finish_profiling_run
 from heet_tui.control.restart_costs import stop_seconds
-from heet_tui.control.runtime import LAUNCH_REFUSED, NOT_LAUNCHED, Outcome, Run, ended_unwatched, judge
+from heet_tui.control.runtime import (
+    LAUNCH_REFUSED,
+    NOT_LAUNCHED,
+    RELAUNCHED,
+    Outcome,
+    Run,
+    ended_unwatched,
+    judge,
+)
 from heet_tui.control.stop_grace import grace_s, note_killed_at_stop
 from heet_tui.control.unmeasured import unreported_gpu_s
 from heet_tui.core.job import JobState
@@ -58,7 +66,7 @@ def finish_run(ex: Executor, run: Run) -> None:
     elif outcome is Outcome.STOPPED and run.stop_reason == "cancel":
         unreached = left_out_of_reach(run.alloc.host_names, ex.cluster.status())
         ex.store.try_set_state(job_id, JobState.CANCELLED, ended, f"cancelled{unreached}")
-    elif outcome is Outcome.STOPPED and run.stop_reason == "resize":
+    elif outcome is Outcome.STOPPED and run.stop_reason in RELAUNCHED:
         pass  # the plan step relaunches it at once
     elif outcome in (Outcome.STOPPED, Outcome.INTERRUPTED):
         step = back[1] if back else rec.job.steps_done if rec else 0

@@ -250,6 +250,8 @@ def _done(spec: JobSpec | None, job: Job | None) -> str:
 LAUNCH_REFUSED = "launch refused"  # a rank's exit reason when its agent would not start it
 NOT_LAUNCHED = "lost: not launched"  # a rank's when an earlier rank of its run could not be launched
 STALLED = "stalled"  # how the stop reason of a hung run starts (control/stalls.py)
+# stop reasons of a run a plan step relaunches at once at its new place (the change's kind)
+RELAUNCHED = frozenset({"grow", "shrink", "migrate", "resize"})
 
 
 def exited_0_at_stop(run: Run, spec: JobSpec | None) -> bool:

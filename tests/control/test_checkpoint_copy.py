@@ -141,6 +141,8 @@ def test_a_moves_checkpoint_copy_counts_in_its_measured_start_pause(tmp_path: Pa
                            "mover started on the other host")
 
     run_and_clean(scenario, tmp_path)
+    stops = [e.message for e in store.events("mover", limit=200) if e.kind == "stopped"]
+    assert stops and stops[0].endswith("generation 1: migrate"), "a move read \"stopped ...: resize\""
     copies = [e.message for e in store.events("mover", limit=200) if e.kind == "checkpoint"]
     assert len(copies) == 1 and copies[0].startswith("mover: copied ") and " MB in " in copies[0], copies
     took = float(copies[0].split(" in ")[1].split(" s")[0])
