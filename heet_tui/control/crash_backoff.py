@@ -12,7 +12,7 @@ from heet_tui.control.crashed_sizes import (
     new_size_that_crashed,
     save_crashed_sizes,
 )
-from heet_tui.control.job_log import fail_with_log_tail
+from heet_tui.control.job_log import fail_with_log_tail, say_crash
 from heet_tui.control.remembered import remembered_auto_approve
 from heet_tui.control.runtime import STALLED, Run, backoff_s
 from heet_tui.control.stalls import BUFFERED, NONE_SEEN
@@ -46,3 +46,4 @@ def after_crash(executor, run: Run, why: str) -> None:
     if not run.profiling and not remembered_auto_approve(store):
         retry += " in a plan for you to approve"  # manual mode: nothing restarts it by itself
     store.try_set_state(job_id, JobState.QUEUED, now, f"{why}; {retry} in {wait:.0f} s")
+    executor._spawn(say_crash(executor, run, why, f"{retry} in {wait:.0f} s"))

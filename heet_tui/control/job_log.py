@@ -13,7 +13,8 @@ from heet_agent.job_logs import MAX_SCAN_BYTES, MAX_TAIL_CHARS
 
 from heet_tui.cluster import ClusterError
 from heet_tui.control.crash_hints import crash_hint
-from heet_tui.control.runtime import LAUNCH_REFUSED, Run, culprit, rank_agent_id
+from heet_tui.control.runtime import LAUNCH_REFUSED, STALLED, Run, culprit, rank_agent_id
+from heet_tui.control.stalls import NONE_SEEN
 from heet_tui.core.job import JobState
 
 if TYPE_CHECKING:
@@ -86,6 +87,23 @@ def recorded_failure_tail(store: Store, job_id: str) -> tuple[str, ...]:
     return tuple(failures[-1].message.splitlines()[1:]) if failures else ()
 
 
+async def say_crash(executor: Executor, run: Run, why: str, retry: str) -> None:
+    """Each crash a retry follows is an event with its last log line: a job that crashed at step 3
+    was profiled three times over a minute and a half, "queued" meanwhile and said nothing, and
+    only its failure named the exception."""
+    rank = culprit(run.ranks.values()) or run.ranks[min(run.ranks)]
+    last = ""
+    if not (rank.reason and rank.reason.startswith(LAUNCH_REFUSED)):
+        try:
+            tail = await executor.cluster.log_tail(rank.host, rank.agent_id, lines=20)
+            last = next((line for line in reversed(tail) if line.strip()), "")
+        except ClusterError:
+            pass
+    said = f"; last log line: {last}" if last else ""
+    executor.store.add_event(executor.clock(), "crashed", f"{run.job_id}: {why}{said}; {retry}"[-2000:],
+                             run.job_id, rank.host)
+
+
 async def fail_with_log_tail(executor: Executor, run: Run, why: str, crashes: int) -> None:
     """Fail the job, quoting the last line the rank it is blamed on wrote (the whole tail goes to
     the event log and the job's details): that line is usually the exception."""
@@ -100,6 +118,8 @@ async def fail_with_log_tail(executor: Executor, run: Run, why: str, crashes: in
     said = f"; last log line: {last}"
     if not last and not never_started:  # it ended "last log line:" and nothing: rank 1 wrote none
         said = f"; rank {rank.rank}'s log is empty"
+        if why.startswith(STALLED) and NONE_SEEN in why:  # a script whose stdout is a buffered file
+            said += ": is its output buffered? flush stdout after each line (print(..., flush=True)), docs/TRAINING.md"
         if rank.rank != 0 and (first := run.ranks.get(0)) is not None:
             try:
                 tail = list(await executor.cluster.log_tail(first.host, first.agent_id, lines=20))

@@ -240,6 +240,11 @@ def test_crashing_job_is_retried_then_failed_with_its_log_tail(tmp_path: Path) -
         assert store.job("bad").crashes == 3, "first try + 2 retries"
 
     asyncio.run(scenario())
+    # each crash a retry followed said so, with its last line: the job read "queued", nothing more
+    said = [e.message for e in store.events("bad", limit=200) if e.kind == "crashed"]
+    assert len(said) == 2 and all("exit code 5" in m and "; last log line: loading data: bad shard 7" in m
+                                  for m in said), said
+    assert said[0].endswith(("retry 1/2 in 0 s", "retry 1/2 in 1 s")), said[0]
 
 
 def test_a_job_that_crashes_at_the_same_step_every_time_fails_instead_of_looping(tmp_path: Path) -> None:
