@@ -135,6 +135,10 @@ def test_status_line_counts_failed_and_cancelled_jobs_apart_from_done(make_app, 
             backend.push(with_job(snap, "j3", state=JobState.CANCELLED))  # cancelled: not done either
             await wait_for(pilot, lambda: "cancelled" in line.render().plain)
             assert "0 wait · 1 done · 1 cancelled" in line.render().plain
+            # a job being profiled holds GPUs: it read as one waiting ("0 run · 1 wait")
+            backend.push(with_job(snap, "j3", state=JobState.PROFILING))
+            await wait_for(pilot, lambda: "profiling" in line.render().plain)
+            assert "run · 1 profiling · 0 wait" in line.render().plain, line.render().plain
 
     run(scenario())
 

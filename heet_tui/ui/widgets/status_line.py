@@ -99,7 +99,9 @@ class StatusLine(Static):
         else:
             ready, states = f.ready, f.states
             running = states[JobState.RUNNING] + states[JobState.RESIZING]
-            queued = states[JobState.QUEUED] + states[JobState.PROFILING]
+            queued = states[JobState.QUEUED]
+            # a profiling job holds GPUs: counted as waiting, the header read "GPUs 1/2  0 run · 1 wait"
+            prof = f" · {states[JobState.PROFILING]} profiling" if states[JobState.PROFILING] else ""
             done = states[JobState.DONE]
             if level == 0 or snap.mode == "demo":
                 text.append(f"  {snap.mode}", style="bold magenta" if snap.mode == "demo" else "bold")
@@ -112,14 +114,15 @@ class StatusLine(Static):
                 text.append(f"  hosts {ready}/{len(snap.hosts)} ready  GPUs {f.busy}/{f.gpus} busy")
                 if f.outside:
                     text.append(f" ({f.outside} outside heet)", style="yellow")
-                text.append(f"  jobs {running} run · {queued} wait · {done} done")
+                text.append(f"  jobs {running} run{prof} · {queued} wait · {done} done")
             else:
                 if level < 3 or (level < 5 and ready < len(snap.hosts)):
                     text.append(f"  hosts {ready}/{len(snap.hosts)}")
                 text.append(f"  GPUs {f.busy}/{f.gpus}")
                 if f.outside:
                     text.append(f" +{f.outside} outside", style="yellow")
-                text.append(f"  {running} run · {queued} wait" + (f" · {done} done" if level < 4 else ""))
+                text.append(f"  {running} run{prof if level < 3 else prof.replace('profiling', 'prof')} · {queued} wait"
+                            + (f" · {done} done" if level < 4 else ""))
             if states[JobState.CANCELLED] and level < 4:  # not "done": they never reached their target
                 text.append(f" · {states[JobState.CANCELLED]} cancelled", style="dim")
             if states[JobState.FAILED]:  # a failure is not "done": it needs the user
