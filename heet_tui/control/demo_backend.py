@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from heet_tui.config.hosts_file import bundled_config
-from heet_tui.config.job_spec import load_job_file
+from heet_tui.config.job_spec import load_job_specs, spec_paths
 from heet_tui.core.allocation import placement_key
 from heet_tui.core.intents import (
     ApprovePlan,
@@ -331,10 +331,12 @@ class DemoBackend:
     def _submit(self, spec_path: str) -> str:
         from heet_tui.config.errors import ConfigError
 
-        try:
-            specs = load_job_file(spec_path)
+        try:  # a directory or a glob, as the prompt offers: "is a directory, expected a TOML file"
+            specs, _, problems = load_job_specs(spec_paths(spec_path))
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
+        if problems:
+            raise ValueError("; ".join(problems) + "; nothing submitted")
         for spec in specs:
             if spec.model not in self.sim.physics.models:
                 known = ", ".join(sorted(self.sim.physics.models))

@@ -109,6 +109,14 @@ def test_reject_submit_and_refusals(tmp_path):
             bad.write_text('name = "x"\n')
             with pytest.raises(ValueError, match="bad.toml"):
                 await backend.post(SubmitJob(str(bad)))
+            # a directory or a glob, as the prompt offers: "is a directory, expected a TOML file"
+            folder = tmp_path / "sweep"
+            folder.mkdir()
+            for lr in ("a", "b"):
+                (folder / f"{lr}.toml").write_text((EXAMPLES / "small-cnn.toml").read_text().replace(
+                    'name = "small-cnn"', f'name = "cnn-{lr}"'))
+            assert "submitted cnn-a, cnn-b" in await backend.post(SubmitJob(str(folder)))
+            assert "submitted cnn-a-2" in await backend.post(SubmitJob(str(folder / "a*.toml")))
             await backend.post(SetAutoApprove(True))
             assert not backend.sim.manual_approval and backend.sim.pending_plan is None
         finally:
