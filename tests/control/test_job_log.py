@@ -157,6 +157,18 @@ def test_a_progress_bar_redrawn_since_the_last_read_is_shown_once_more_not_the_w
     assert new_lines(shown, steady) == (["train 30%|### | 12/40"], False), "a full read that starts inside the last"
 
 
+def test_a_read_that_begins_inside_a_long_line_is_matched_without_it() -> None:
+    """Each read of a log of 300,000-character lines began with the end of a line, cut at another
+    place each time ("[...] ijabc...-END31"): ``log -f`` printed the whole tail again every read
+    and said lines had been skipped."""
+    from heet_tui.cli.commands.log import new_lines
+
+    head = "a generation 1, rank 0 on h, last 500 line(s):"
+    shown = (head, "[...] cdefghij-END29", "START30 [... 290000 characters ...] -END30", "short line 30")
+    now = (head, "[...] ghij-END30", "short line 30", "START31 [... 290000 characters ...] -END31", "short line 31")
+    assert new_lines(shown, now) == (["START31 [... 290000 characters ...] -END31", "short line 31"], False)
+
+
 HEAD = "a generation 1, rank 0 on h, last {} line(s):"
 
 

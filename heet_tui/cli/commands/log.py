@@ -169,12 +169,18 @@ def new_lines(before: tuple[str, ...], now: tuple[str, ...]) -> tuple[list[str],
     """
     if not before or not now or _run_of(before[0]) != _run_of(now[0]):
         return list(now), False
-    old, cur = tuple(before[1:]), tuple(now[1:])
+    # a read that stopped short of a line's start begins with that line's end ("[...] "), cut at
+    # another place each time: matched, a log of 300,000-character lines was printed again each read
+    old, cur = _uncut(before[1:]), _uncut(now[1:])
     for shown in (old, old[:-1]) if len(old) > 1 else (old,):
         after = _after(shown, cur)
         if after is not None:
             return after, False
     return list(cur), bool(cur and old)
+
+
+def _uncut(lines: tuple[str, ...]) -> tuple[str, ...]:
+    return lines[1:] if lines and lines[0].startswith("[...] ") else lines
 
 
 def _after(old: tuple[str, ...], cur: tuple[str, ...]) -> list[str] | None:
