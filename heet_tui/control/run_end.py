@@ -71,7 +71,9 @@ def finish_run(ex: Executor, run: Run) -> None:
     elif outcome in (Outcome.STOPPED, Outcome.INTERRUPTED):
         step = back[1] if back else rec.job.steps_done if rec else 0
         where = f"the checkpoint on {back[0]}" if back else "its checkpoint"
-        ex.store.try_set_state(job_id, JobState.QUEUED, now, f"{why}; resumes from {where} (step {step})")
+        # a stop that could not reach a hung host: the run trains on there while the job starts anew
+        unreached = left_out_of_reach(run.alloc.host_names, ex.cluster.status()) if outcome is Outcome.STOPPED else ""
+        ex.store.try_set_state(job_id, JobState.QUEUED, now, f"{why}{unreached}; resumes from {where} (step {step})")
     else:
         ex.crashed(run, why)
 

@@ -105,3 +105,30 @@ def test_steps_in_nobodys_way_run_side_by_side(tmp_path: Path) -> None:
 
     _scenario(tmp_path, ("a", "b", "c"), {"a": (0,), "b": (1,), "c": (2,)}, {"a": (3,), "b": (4,), "c": (5,)},
               check, gpus=6)
+
+
+def test_a_job_stopped_where_the_stop_cannot_reach_says_its_run_goes_on_there(tmp_path: Path) -> None:
+    """A run on a hung host was stopped for its checkpoint elsewhere; the stop never reached it,
+    the job started a second copy, and its message said only "waiting for approval"."""
+    from dataclasses import replace
+
+    from heet_tui.core.host import HostState
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("h", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    store.add_job(load_job_spec(write_job(tmp_path, "a", steps=100_000, max_gpus=1)), 0.0)
+
+    async def scenario() -> None:
+        async with manual_controller(hosts, store) as ctl:
+            await _apply(ctl, store, {"a": _on("a", 0)})
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "running")
+            real = ctl.executor.cluster.status
+            ctl.executor.cluster.status = lambda: [replace(s, state=HostState.UNREACHABLE) for s in real()]
+            await ctl.executor.stop_run(ctl.executor.runs["a"], "preempt")
+            await wait_for(ctl, lambda s: store.job("a").job.state is JobState.QUEUED, 30, "a queued")
+            ctl.executor.cluster.status = real
+
+    run_and_clean(scenario, tmp_path)
+    message = store.job("a").job.message
+    assert message.startswith("preempt; its run on h (out of reach) is stopped when the host is back; resumes "
+                              "from its checkpoint"), message
