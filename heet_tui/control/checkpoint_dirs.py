@@ -47,12 +47,21 @@ class CheckpointDirInUse(ValueError):
             line = key_line(path.read_text(errors="replace"), "checkpoint_dir")
         except OSError:
             line = None
-        return str(ConfigError(path, str(self), line, f'job "{name}": key "checkpoint_dir"'))
+        return ConfigError(path, str(self), line, f'job "{name}": key "checkpoint_dir"').naming(str(path))
 
 
 def same_dir(a: str, b: str) -> bool:
     """As written in the specs (paths live on the hosts): trailing slashes aside."""
     return bool(a) and a.rstrip("/") == b.rstrip("/")
+
+
+def refuse_twin(spec: JobSpec, earlier: Sequence[JobSpec]) -> None:
+    """Two specs of one submit naming one directory: said as "in use by job ck (queued)", a job
+    that was not queued, nor ever would be."""
+    twin = next((e for e in earlier if same_dir(spec.checkpoint_dir, e.checkpoint_dir)), None)
+    if twin is not None:
+        raise CheckpointDirInUse(f'"{spec.checkpoint_dir}" is the checkpoint_dir of job {twin.name} of this '
+                                 f"submit too: the two would overwrite each other's checkpoints; {FIX}")
 
 
 def refuse_shared(spec: JobSpec, users: Sequence[CheckpointUser]) -> None:

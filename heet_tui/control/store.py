@@ -166,6 +166,7 @@ class Store(PlanRows, EventRows, ObservationRows, AllocationRows):
             taken = {r[0] for r in db.execute("SELECT id FROM jobs")}
             for index, spec in enumerate(specs):
                 try:
+                    checkpoint_dirs.refuse_twin(spec, [j.spec for j in jobs])
                     checkpoint_dirs.refuse_shared(spec, _checkpoint_users(db, spec.checkpoint_dir))
                 except CheckpointDirInUse as exc:
                     raise CheckpointDirInUse(str(exc), index) from None

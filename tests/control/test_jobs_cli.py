@@ -209,7 +209,7 @@ def test_a_job_cannot_take_over_another_jobs_checkpoints(tmp_path: Path, capsys:
     assert main([*state, "submit", str(spec)]) == 2
     err = capsys.readouterr().err
     line = spec.read_text().splitlines().index('checkpoint_dir = "~/ckpt/cnn"') + 1
-    assert f'job.toml:{line}: job "cnn": key "checkpoint_dir": "~/ckpt/cnn" is in use by job cnn (queued)' in err
+    assert f'{spec}:{line}: job "cnn": key "checkpoint_dir": "~/ckpt/cnn" is in use by job cnn (queued)' in err
     store = Store(tmp_path / "state")
     store.set_state("cnn", JobState.RUNNING, 1.0)
     store.update_progress("cnn", 10, 320, "~/ckpt/cnn/last.pt")

@@ -39,8 +39,8 @@ def test_a_sweep_is_queued_whole_or_not_at_all(tmp_path: Path, capsys: pytest.Ca
     assert main([*state, "submit", *map(str, clash)]) == 2
     err = capsys.readouterr().err
     line = clash[3].read_text().splitlines().index(ckpt.strip()) + 1
-    assert f'd.toml:{line}: job "d": key "checkpoint_dir": "~/ckpt/shared" is in use by job b (queued)' in err, \
-        "file, line, job and key, as a spec's other problems are said"
+    assert f'{clash[3]}:{line}: job "d": key "checkpoint_dir": "~/ckpt/shared" is the checkpoint_dir of job b of ' \
+           "this submit too" in err, "file, line, job and key, as a spec's other problems are said; b was never queued"
     assert "nothing submitted" in err and Store(tmp_path / "state").jobs() == []
     assert main([*state, "submit", *map(str, good), "--json"]) == 0
     lines = capsys.readouterr().out.splitlines()
