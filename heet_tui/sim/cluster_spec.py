@@ -20,7 +20,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from heet_tui.config.errors import NESTED_TOO_DEEP, toml_syntax_error
+from heet_tui.config.errors import MAX_CONFIG_BYTES, NESTED_TOO_DEEP, toml_syntax_error
 from heet_tui.core.sched_input import ClusterView, HostView
 from heet_tui.sim.errors import SimInputError
 
@@ -132,6 +132,8 @@ def load_cluster(path: Path | str) -> SimCluster:
     """Read a cluster TOML; every problem is a :class:`SimInputError` naming file and line."""
     path = Path(path)
     try:
+        if path.is_file() and path.stat().st_size > MAX_CONFIG_BYTES:  # 100 MB took 3.6 s and 300 MB to read
+            raise SimInputError(f"{path}: over {MAX_CONFIG_BYTES >> 20} MiB: not a cluster file (the wrong file given?)")
         text = path.read_text(encoding="utf-8-sig")  # a byte-order mark first (a Windows editor) is no error
     except UnicodeDecodeError as exc:
         raise SimInputError(f"{path}: not valid UTF-8 (byte {exc.object[exc.start]:#04x} at offset {exc.start})") \
