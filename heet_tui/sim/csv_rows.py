@@ -44,8 +44,10 @@ def read_rows(path: Path, label: str, required: tuple[str, ...], optional: tuple
     if exact_width:
         known = (*required, *optional)
         for name in header:  # "max_gpu" was skipped, and a capped job ran on every GPU it could get
+            if not name:
+                raise SimInputError(f"{label}:1: a column with no name in the header (a comma too many?)")
             if name not in known:
-                close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+                close = difflib.get_close_matches(name.lower(), known, n=1, cutoff=0.6)  # "Max_GPUs" too
                 hint = f' (did you mean "{close[0]}"?)' if close else ""
                 raise SimInputError(f'{label}:1: unknown column "{name}"{hint}: a {what} has '
                                     f'{", ".join(required)} and optionally {", ".join(optional)}')

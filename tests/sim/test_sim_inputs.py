@@ -61,6 +61,10 @@ def test_a_misspelt_or_repeated_column_is_refused_not_skipped(tmp_path: Path) ->
         load_workload(_write(tmp_path, HEADER.strip() + ",max_gpu\na,0,cifar10,1,100,1\n"))
     with pytest.raises(SimInputError, match=':1: column "time" appears 2 times in the header'):
         load_workload(_write(tmp_path, HEADER.strip() + ",time\na,0,cifar10,1,100,5\n"))
+    with pytest.raises(SimInputError, match=r':1: unknown column "Max_GPUs" \(did you mean "max_gpus"\?\)'):
+        load_workload(_write(tmp_path, HEADER.strip() + ",Max_GPUs\na,0,cifar10,1,100,1\n"))
+    with pytest.raises(SimInputError, match=r":1: a column with no name in the header \(a comma too many\?\)"):
+        load_workload(_write(tmp_path, HEADER.strip() + ",\na,0,cifar10,1,100,\n"))
     assert load_workload(_write(tmp_path, HEADER.strip() + ",min_gpus,max_gpus\na,0,cifar10,1,100,1,2\n"))
 
 
