@@ -69,7 +69,7 @@ def start(batch_size=None, target_steps=None, checkpoint_dir=None, checkpoint_ev
     return run
 
 
-def _env_number(name, kind):
+def _env_number(name, kind, least=None):  # least: the smallest value taken (a rank may be 0), else > 0
     raw = os.environ.get(name, "")
     if not raw:
         return None
@@ -77,8 +77,8 @@ def _env_number(name, kind):
         value = int(math.ceil(float(raw))) if kind is int else kind(raw)
     except (ValueError, OverflowError):
         raise ElasticError("%s=%r is not a number" % (name, raw))
-    if not value > 0:
-        raise ElasticError("%s=%r must be > 0" % (name, raw))
+    if not (value > 0 if least is None else value >= least):
+        raise ElasticError("%s=%r must be %s" % (name, raw, "> 0" if least is None else ">= %d" % least))
     return value
 
 
@@ -112,10 +112,9 @@ class ElasticRun:
                              else _target_steps(self.batch_size, self.dataset_samples))
         if self.target_steps is None:
             raise ElasticError("no target: pass target_steps= or set target in the job spec")
-        self.rank = int(os.environ.get("RANK", "0"))
-        self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
-        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-        self.generation = int(os.environ.get("HEET_GENERATION", "0") or 0)
+        self.rank, self.local_rank = _env_number("RANK", int, 0) or 0, _env_number("LOCAL_RANK", int, 0) or 0
+        self.world_size = _env_number("WORLD_SIZE", int) or 1
+        self.generation = _env_number("HEET_GENERATION", int, 0) or 0
         if self.batch_size < self.world_size:
             raise ElasticError("global batch %d is smaller than world size %d" % (self.batch_size, self.world_size))
         directory = checkpoint_dir if checkpoint_dir is not None else os.environ.get("HEET_CHECKPOINT_DIR", "")

@@ -203,6 +203,12 @@ def test_counts_from_the_environment_may_be_written_as_numbers(monkeypatch):
     monkeypatch.setenv("HEET_TARGET_STEPS", "inf")
     with pytest.raises(ElasticError, match="HEET_TARGET_STEPS='inf' is not a number"):
         ElasticRun(None, None, None, 0, None, 1, None, "t")
+    monkeypatch.setenv("HEET_TARGET_STEPS", "30")
+    monkeypatch.setenv("RANK", "0")
+    assert ElasticRun(None, None, None, 0, None, 1, None, "t").rank == 0, "a rank may be 0"
+    monkeypatch.setenv("HEET_GENERATION", "hand")  # a script run by hand: it was a traceback
+    with pytest.raises(ElasticError, match="HEET_GENERATION='hand' is not a number"):
+        ElasticRun(None, None, None, 0, None, 1, None, "t")
 
 
 def test_ranks_on_hosts_that_share_no_filesystem_all_resume_from_rank_0s_checkpoint(tmp_path):
