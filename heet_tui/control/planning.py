@@ -263,8 +263,10 @@ def drifted(shown: PredictedEffect, now: PredictedEffect, tolerance: float = DRI
             return (a is None) != (b is None)
         return abs(a - b) > tolerance * max(abs(a), abs(b), 1e-9)
 
-    return any(p.starts_on != q.starts_on or any(off(getattr(p, f), getattr(q, f)) for f in _SHOWN)
-               for p, q in ((old[j], new[j]) for j in old))
+    # the averages count from each job's submission: a plan read "average JCT 8s" after 28 s of waiting
+    return off(shown.avg_jct_s, now.avg_jct_s) or off(shown.avg_jct_before_s, now.avg_jct_before_s) or any(
+        p.starts_on != q.starts_on or any(off(getattr(p, f), getattr(q, f)) for f in _SHOWN)
+        for p, q in ((old[j], new[j]) for j in old))
 
 
 _SHOWN = ("throughput_before", "throughput_after", "completion_s", "starts_in_s")  # the Plan screen's figures

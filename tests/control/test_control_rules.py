@@ -201,6 +201,10 @@ def test_a_pending_plans_figures_are_remade_when_what_it_shows_is_no_longer_so()
     assert drifted(shown, PredictedEffect((shown.jobs[0],))), "a job left"
     assert drifted(shown, PredictedEffect((shown.jobs[0], replace(shown.jobs[1], starts_on="T4"))))
     assert not drifted(shown, shown)
+    # the average counts from each job's submission: "average JCT 8s" was shown after 28 s of waiting
+    timed = replace(shown, avg_jct_s=8.0, avg_jct_before_s=8.0)
+    assert drifted(timed, replace(timed, avg_jct_s=36.0)) and drifted(timed, replace(timed, avg_jct_before_s=36.0))
+    assert not drifted(timed, replace(timed, avg_jct_s=8.5))
 
 
 def test_gpus_held_by_profiling_runs_are_not_given_out() -> None:
