@@ -39,3 +39,16 @@ def test_until_idle_exits_1_only_for_a_job_that_failed_in_this_run(tmp_path: Pat
     assert main(["run", "--until-idle", "--auto-approve", "--no-profile", "--interval", "0.2", *where]) == 1
     assert Store(tmp_path / "state").job("bad").job.state is JobState.FAILED
     assert main(["run", "--until-idle", "--no-profile", "--interval", "0.2", *where]) == 0, "nothing failed now"
+
+
+def test_the_closing_summary_counts_this_runs_jobs(tmp_path: Path, capsys) -> None:
+    """"controller stopped: 13 done" after one job ran: it counted the store's whole history."""
+    from control_lab import write_job
+
+    where = ["--hosts", str(write_local_hosts(tmp_path, [("h", "T4", 1, 1.0)])), "--state", str(tmp_path / "state")]
+    failing = write_job(tmp_path, "bad", steps=10, max_gpus=1, command=["python3", "-c", "raise SystemExit(3)"])
+    assert main(["submit", str(failing), *where[2:]]) == 0
+    assert main(["run", "--until-idle", "--auto-approve", "--no-profile", "--interval", "0.2", *where]) == 1
+    assert "controller stopped: 0 done, 1 failed, 0 cancelled in this run, 0 still active" in capsys.readouterr().out
+    assert main(["run", "--until-idle", "--no-profile", "--interval", "0.2", *where]) == 0
+    assert "controller stopped: 0 done, 0 failed, 0 cancelled in this run, 0 still active" in capsys.readouterr().out

@@ -33,7 +33,7 @@ def _stopped_by(tmp_path: Path, sig: signal.Signals) -> tuple[subprocess.Popen, 
 def test_a_controller_stopped_by_sigterm_logs_why(tmp_path: Path) -> None:
     proc, out, err, state = _stopped_by(tmp_path, signal.SIGTERM)
     assert proc.returncode == 0, err
-    assert "controller stopped: 0 done, 0 failed, 0 cancelled, 0 still active" in out
+    assert "controller stopped: 0 done, 0 failed, 0 cancelled in this run, 0 still active" in out
     log = (state / "controller.log").read_text()
     assert "INFO heet_tui.events: controller: controller started: 1 host(s)" in log
     assert "controller stopping (SIGTERM received)" in log

@@ -86,6 +86,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 async def _run(hosts, store, options: ControllerOptions, until_idle: bool, why_hosts: str = "") -> int:
     failed_before = {r.job.id for r in store.jobs() if r.job.state.value == "failed"}
+    ended_before = {(r.job.id, r.job.state) for r in store.jobs() if r.job.state.terminal}
     controller = Controller(hosts, store, options)
     warnings = logging.StreamHandler(sys.stderr)  # the log file has everything; the terminal its warnings
     warnings.setLevel(logging.WARNING)
@@ -136,11 +137,14 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool, why_h
         await controller.stop(f"{stopped_by[0]} received" if stopped_by else
                               "every job ended (--until-idle)" if until_idle and controller.all_done() else "")
         logging.getLogger("heet_tui").removeHandler(warnings)
-    jobs = store.jobs()
-    failed = [r.job.id for r in jobs if r.job.state.value == "failed"]
-    running = sum(r.job.state.value in ("running", "resizing") for r in jobs)
-    _say(f"controller stopped: {sum(r.job.state.value == 'done' for r in jobs)} done, {len(failed)} failed, "
-          f"{sum(r.job.state.value == 'cancelled' for r in jobs)} cancelled, "
+    everything = store.jobs()
+    failed = [r.job.id for r in everything if r.job.state.value == "failed"]
+    running = sum(r.job.state.value in ("running", "resizing") for r in everything)
+    # this run's: "13 done" after one job ran counted the whole store's history
+    jobs = [r for r in everything if (r.job.id, r.job.state) not in ended_before]
+    _say(f"controller stopped: {sum(r.job.state.value == 'done' for r in jobs)} done, "
+          f"{sum(r.job.state.value == 'failed' for r in jobs)} failed, "
+          f"{sum(r.job.state.value == 'cancelled' for r in jobs)} cancelled in this run, "
           f"{sum(not r.job.state.terminal for r in jobs)} still active")
     if running:  # "still active" read as lost work
         _say(f"{running} job(s) train on, unwatched; the next heet-tui run (or TUI) on {store.dir} picks them up "
