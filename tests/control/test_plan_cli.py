@@ -170,6 +170,11 @@ def test_after_a_reject_jobs_say_so_and_plan_again_proposes_from_the_command_lin
             snap = await wait_for(ctl, lambda s: all("rejected" in job(s, j).message for j in ("a", "wide")), 30,
                                   "the queued jobs told of the reject")
             assert not any("taken" in job(snap, j).message for j in ("a", "wide")), "the GPUs are idle"
+            assert await asyncio.to_thread(main, ["plan", *state]) == 0
+            # it said only "no plan pending: the current allocation stands", with two jobs queued
+            assert capsys.readouterr().out.strip().endswith(
+                "waiting with nothing proposed (left out by the policy, or in a plan you rejected, which is not "
+                "proposed again until something changes); heet-tui plan again proposes anew.")
             assert await asyncio.to_thread(main, ["plan", "again", *state]) == 0
             assert "planning again" in capsys.readouterr().out
             await wait_for(ctl, lambda s: s.plan_id is not None and s.plan_id != first, 30, "a new plan")

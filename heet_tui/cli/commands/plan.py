@@ -27,6 +27,7 @@ from heet_tui.core.durations import duration
 from heet_tui.core.intents import ApprovePlan, RejectPlan, Replan
 from heet_tui.core.plan import ROUGH_GUESS, JobPrediction, Plan, PredictedEffect, count_changes, spread
 from heet_tui.core.snapshot import starts_without_checkpoint
+from heet_tui.core.waiting import why_waiting
 
 REPLY_TIMEOUT_S = 30.0
 
@@ -98,6 +99,9 @@ async def _plan(state_dir, action: str, expected: int | None, as_json: bool = Fa
                                                                         else "")
             if action != "show":  # nothing to approve is a failure: it went to stdout, where a script reads data
                 raise CliError(said)
+            # why the queued jobs wait: after a reject it said only that the allocation stands
+            said += why_waiting(snap, "heet-tui jobs NAME", "heet-tui plan again proposes anew",
+                                "d on the TUI's Jobs screen drops it")
             print(json.dumps({"plan": None, "auto_approve": snap.auto_approve, "read_only": snap.read_only,
                               "controller_running": True}) if as_json else said)
             return 0

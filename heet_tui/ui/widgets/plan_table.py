@@ -7,18 +7,12 @@ from dataclasses import dataclass, replace
 from rich.text import Text
 
 from heet_tui.core.allocation import Allocation
-from heet_tui.core.host import HostState
 from heet_tui.core.job import (
-    CANNOT_START,
-    HELD_FOR_FASTER,
-    PLAN_WAITING,
-    PROFILE_WAITING,
-    TWIN_WAITING_END,
-    WAITING_FOR_GPUS,
     JobState,
 )
 from heet_tui.core.plan import ROUGH_GUESS, ChangeKind, JobPrediction, Plan, count_changes, spread
 from heet_tui.core.snapshot import Snapshot, starts_without_checkpoint
+from heet_tui.core.waiting import some, why_waiting
 from heet_tui.ui.format import ID_WIDTH, clock, duration, rate, short_id, signed_percent
 from heet_tui.ui.widgets.keyed_table import Cells, KeyedTable
 
@@ -116,44 +110,6 @@ def plan_cells(row: PlanRow, compact: bool = False) -> Cells:
     return (name, label, short_alloc(row.before, hosts), short_alloc(row.after, hosts), tput, delta, done, pause)
 
 
-def _some(ids: list[str]) -> str:
-    return ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
-
-
-def _why_waiting(snap: Snapshot) -> str:
-    """Why jobs without GPUs have no plan: being profiled, unable to fit, or left out. (It said
-    "a rejected plan is not proposed again" while the only waiting job was being profiled.)"""
-    waiting = [j for j in snap.jobs if not j.state.terminal and j.allocation is None]
-    profiling = [j.id for j in waiting if j.state is JobState.PROFILING or j.message.endswith(TWIN_WAITING_END)
-                 or j.message.startswith(PROFILE_WAITING)]
-    blocked = [j.id for j in waiting if j.state is not JobState.PROFILING and j.message.startswith(CANNOT_START)]
-    held = [j.id for j in waiting if j.message.startswith(HELD_FOR_FASTER)]
-    # held on the Plan screen, or pinned where no ready host is: "p plans again" could not help
-    by_hand = [j.id for j in waiting if j.edit.held or (j.edit.is_set and "your edit" in j.message)]
-    # just measured, or told by the latest plan that they wait for GPUs: they read as "left out by
-    # the policy, or in a plan you rejected" with auto-approve on and nothing rejected
-    ready = [h for h in snap.hosts if h.state is HostState.READY]
-    gpus = sum(len(h.gpus) for h in ready)
-    full = gpus and sum(len(h.gpu_jobs) for h in ready) >= gpus
-    next_plan = [] if full else [j.id for j in waiting if j.message.endswith(PLAN_WAITING)]
-    for_gpus = [] if full else [j.id for j in waiting if j.message.startswith(WAITING_FOR_GPUS)]
-    rest = [j.id for j in waiting if j.id not in {*profiling, *blocked, *held, *by_hand, *next_plan, *for_gpus}]
-    out = "".join(f" {_some(ids)}: {said}" for ids, said in (
-        (next_plan, "measured, planned in the next round."),
-        (for_gpus, "waiting for GPUs others hold (the Jobs screen says which, and when)."),
-        (by_hand, "kept out by your edit (see the Jobs screen; d there drops it)."),
-        (profiling, "being profiled, planned once measured."),
-        (blocked, "cannot start on the hosts as they are (see the Jobs screen)."),
-        (held, "held for faster GPUs that free soon (see the Jobs screen)."),
-    ) if ids)
-    if rest and full:
-        out += f" {_some(rest)}: waiting for GPUs (all {gpus} are in use); planned as jobs end."
-    elif rest:
-        out += (f" {_some(rest)}: waiting with nothing proposed (left out by the policy, or in a plan you "
-                "rejected, which is not proposed again until something changes); p plans again.")
-    return out
-
-
 def summary(snap: Snapshot) -> Text:
     text = Text()
     plan = snap.plan
@@ -164,7 +120,7 @@ def summary(snap: Snapshot) -> Text:
         return text
     if plan is None or snap.plan_id is None:
         text.append("No plan pending: the current allocation stands.", style="dim")
-        text.append(_why_waiting(snap), style="dim")
+        text.append(why_waiting(snap), style="dim")
         return text
     text.append(f"Plan #{snap.plan_id}", style="bold")
     text.append(f" by {plan.policy or snap.policy}, proposed at {clock(plan.created_at, snap.mode)}")
@@ -186,7 +142,7 @@ def summary(snap: Snapshot) -> Text:
         if effect.avg_jct_before_s is not None and effect.avg_jct_s > effect.avg_jct_before_s:
             text.append(" (r rejects it)", style="bold red")  # against() said why it is worse
         if guesses := [p.job_id for p in effect.jobs if p.after_spread is None and p.throughput_after > 0]:
-            text.append(f"\n±? on {_some(guesses)}: {ROUGH_GUESS}", style="dim")
+            text.append(f"\n±? on {some(guesses)}: {ROUGH_GUESS}", style="dim")
     if behind := starts_without_checkpoint(snap):
         text.append(f"\n{behind}", style="bold yellow")
     return text
