@@ -116,13 +116,20 @@ def refusal(path: Path, why: str) -> str:
     return f"refused: {why}, and what it says runs as you (hosts' python, workdir, SSH settings); {fix}"
 
 
+def make_private_dirs(directory: Path) -> None:
+    """``directory`` and the missing ones above it, each the user's alone: made 0777 under a umask
+    of 000 (``~/.config``, ``~/.local/state``), they let anyone swap what heet-tui then wrote in
+    them, and the state directory below was refused for the parent heet-tui had just made."""
+    missing = [d for d in (directory, *directory.parents) if not d.exists()]
+    for each in reversed(missing):
+        each.mkdir(mode=0o700, exist_ok=True)
+
+
 def write_private(path: Path, text: str) -> None:
     """Write ``path`` whole, 0600, through a fresh name beside it (a predictable one was followed
     if someone planted a link there); a directory it makes for it is the user's alone, whatever
     the umask (``~/.config/heet-tui``)."""
-    missing = [d for d in (path.parent, *path.parent.parents) if not d.exists()]
-    for directory in reversed(missing):  # each the user's alone: made 0777 under a umask of 000, ~/.config
-        directory.mkdir(mode=0o700, exist_ok=True)  # let anyone swap what heet-tui then wrote in it
+    make_private_dirs(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:

@@ -18,6 +18,7 @@ from dataclasses import replace
 from itertools import chain, count
 from pathlib import Path
 
+from heet_tui.config.file_safety import make_private_dirs
 from heet_tui.control import checkpoint_dirs
 from heet_tui.control.checkpoint_dirs import CheckpointDirInUse, CheckpointUser
 from heet_tui.control.codec import (
@@ -83,7 +84,7 @@ class Store(PlanRows, EventRows, ObservationRows, AllocationRows):
         self.path = self.dir / DB_NAME
         fresh = False
         try:
-            self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_private_dirs(self.dir)
             refuse_not_own(self.dir)
             refuse_emptied(self.path)
             fresh = not self.path.exists()

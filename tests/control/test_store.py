@@ -366,3 +366,21 @@ def test_a_state_directory_below_a_directory_anyone_may_write_is_refused(tmp_pat
     assert not (opened / "st" / "state.sqlite3").exists()
     os.chmod(opened, 0o1777)  # sticky, as /tmp: fine
     Store(opened / "st2")
+
+
+def test_the_directories_made_for_a_state_store_are_private_whatever_the_umask(tmp_path) -> None:
+    """Under a umask of 000 the first command made ~/.local and ~/.local/state 0777 for the default
+    state directory, then refused it for the parent it had just made."""
+    import os
+    import stat
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    state = home / ".local" / "state" / "heet-tui"
+    old = os.umask(0)
+    try:
+        Store(state).close()
+    finally:
+        os.umask(old)
+    for made in (home / ".local", home / ".local" / "state", state):
+        assert stat.S_IMODE(made.stat().st_mode) == 0o700, made
