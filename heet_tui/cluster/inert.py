@@ -15,14 +15,14 @@ import math
 import re
 from typing import Any
 
+from heet_tui.core.escaped import UNSAFE, escaped
+
 _SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x9b[0-?]*[ -/]*[@-~]")
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE = UNSAFE
 
 
 def inert_text(text: str) -> str:
-    text = _SEQUENCE.sub("", text)
-    return _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                       else f"\\u{ord(m.group()):04x}", text)
+    return escaped(_SEQUENCE.sub("", text))
 
 
 def inert(value: Any) -> Any:

@@ -17,6 +17,7 @@ import shlex
 import time
 
 from heet_tui.cluster.errors import AgentFailure
+from heet_tui.cluster.inert import inert_text
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,8 @@ async def first_command_line(stdout, timeout_s: float, where: str) -> bytes:
                                f"before the agent could start, beginning {shown!r}: something in the login shell "
                                "(.bashrc?) keeps writing to stdout, which the agent protocol needs")
     if skipped:
-        text = " | ".join(s.decode("utf-8", "replace").strip() for s in skipped[:3])
+        # a .bashrc's escapes reached `tail -f controller.log` raw: retitled and cleared the terminal
+        text = inert_text(" | ".join(s.decode("utf-8", "replace").strip() for s in skipped[:3]))
         log.info("%s: the login shell printed %d line(s) before the agent started (skipped): %s%s", where,
                  len(skipped), text[:300], " ..." if len(skipped) > 3 else "")
     return await asyncio.wait_for(stdout.readline(), max(0.0, deadline - time.monotonic()))

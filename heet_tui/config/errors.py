@@ -8,7 +8,7 @@ import re
 import tomllib
 from pathlib import Path
 
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")  # all but tab: a one-line message stays one line
+from heet_tui.core.escaped import escaped
 
 
 class ConfigError(ValueError):
@@ -31,7 +31,7 @@ class ConfigError(ValueError):
         # names and keys from the file are the user's, or whoever wrote a spec they were given:
         # an escape sequence in one retitled the terminal, cleared it, or could set its clipboard
         said = f"{where}: {self.subject + ': ' if self.subject else ''}{self.detail}"
-        return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if m.group() != "\n" else "\\n", said)
+        return escaped(said.replace("\n", "\\n"))  # right-to-left marks too: they reversed the line
 
 
 class ConcurrentModification(ConfigError):

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from heet_tui.control.store_records import EventRecord
+from heet_tui.core.escaped import escaped
 
 # A running controller's log file (log_file.py) takes these at INFO: the help and the docs send
 # a user to controller.log for what the controller did and why, and it held only start, stop
@@ -34,6 +35,9 @@ class EventRows:
 
     def add_event(self, at: float, kind: str, message: str, job_id: str | None = None,
                   host: str | None = None) -> None:
+        # a submitted file's name, a spec's script path: shown by the TUI and `tail -f controller.log`,
+        # their escape sequences retitled the terminal
+        message = escaped(message)
         # first: a store that cannot take it leaves it in the log; its job named ("failed: rank 0 on la1
         # ended with exit code 2" named none, and grep of the job in controller.log missed its failure)
         events_log.info("%s: %s", kind, job_named(job_id, message))

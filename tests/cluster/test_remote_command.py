@@ -188,3 +188,23 @@ def test_a_workdir_under_a_directory_another_group_may_write_is_refused(tmp_path
     ok = subprocess.run(["sh", "-c", start_agent(sys.executable, str(group_dir / "heet"), NAME, "h1")],
                         stdin=subprocess.DEVNULL, capture_output=True, text=True)
     assert ok.returncode == 0 and ok.stdout.strip() == NEED_AGENT, ok.stderr
+
+
+def test_what_the_login_shell_printed_is_logged_inert(caplog):
+    """A .bashrc's escape sequences reached `tail -f controller.log` raw: the terminal was retitled
+    and cleared."""
+    import asyncio
+    import logging
+
+    from heet_tui.cluster.login_output import first_command_line
+
+    async def read() -> bytes:
+        stream = asyncio.StreamReader()
+        stream.feed_data(b"hello \x1b]0;TITLE\x07\x1b[2J\xe2\x80\xae\n" + SHELL_READY.encode() + b"\nfirst\n")
+        stream.feed_eof()
+        return await first_command_line(stream, 5.0, "h1")
+
+    with caplog.at_level(logging.INFO, logger="heet_tui.cluster.login_output"):
+        assert asyncio.run(read()) == b"first\n"
+    said = caplog.records[-1].getMessage()
+    assert said.endswith("(skipped): hello \\u202e") and "\x1b" not in said, said

@@ -201,3 +201,19 @@ def test_specs_named_alike_in_one_submit_are_not_said_to_be_resubmitted(tmp_path
     assert "before" not in out, "none was submitted before"
     assert main([*state, "submit", str(tmp_path / "a" / "same.toml")]) == 0
     assert "note: same was submitted before: this one is same-4" in capsys.readouterr().out
+
+
+def test_what_submit_prints_of_a_spec_holds_no_terminal_sequences(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Its own warning printed a script path's OSC 0 raw (the terminal was retitled); a right-to-left
+    mark in an error reversed the rest of the line."""
+    spec = tmp_path / "evil.toml"
+    spec.write_text('name = "evil"\nscript = "x\\u001b]0;TITLE\\u0007\\u202e.py"\nmodel = "m"\nbatch_size = 32\n'
+                    "target = { steps = 10 }\n")
+    assert main(["--state", str(tmp_path / "state"), "submit", str(spec)]) == 0
+    out = capsys.readouterr().out
+    assert "\\x1b]0;TITLE\\x07\\u202e.py" in out and "\x1b" not in out and "\u202e" not in out, out
+    spec.write_text('name = "evil"\ncommand = ["python3"]\nmodel = "m\\u202e"\nbatch_size = 32\ntarget = { steps = 10 }\n')
+    assert main(["--state", str(tmp_path / "state"), "submit", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert "m\\u202e" in err and "\u202e" not in err, err

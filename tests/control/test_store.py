@@ -354,6 +354,19 @@ def test_the_controller_log_names_each_events_job(tmp_path, caplog) -> None:
         "failed: f1: rank 0 on la1 ended with exit code 2", "launch: f1 generation 2: 1xT4 on lt1", "host: la1 is back"]
 
 
+def test_an_event_holds_no_terminal_sequences(tmp_path, caplog) -> None:
+    """A submitted file's name and a spec's script path carried escapes into events: the TUI's job
+    pane and `tail -f controller.log` retitled the terminal; a right-to-left mark reversed lines."""
+    import logging
+
+    store = Store(tmp_path / "state")
+    with caplog.at_level(logging.INFO, logger="heet_tui.events"):
+        store.add_event(1.0, "submit", "submitted j from /w/a\x1b]0;TITLE\x07\u202e.toml\nsecond line", "j")
+    shown = "submitted j from /w/a\\x1b]0;TITLE\\x07\\u202e.toml\nsecond line"
+    assert store.events("j")[-1].message == shown
+    assert caplog.records[-1].getMessage() == f"submit: {shown}"
+
+
 def test_a_state_directory_below_a_directory_anyone_may_write_is_refused(tmp_path) -> None:
     """As a hosts file's or a workdir's: a non-sticky 0777 directory above let anyone swap the store."""
     import os

@@ -17,6 +17,7 @@ from pathlib import Path
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import UsageError
 from heet_tui.cli.locations import add_location_options
+from heet_tui.cli.printable import printable
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.config.job_hints import submit_hints
@@ -76,8 +77,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
         print(f"submitted {job.id} ({spec.gpu_range}, target "
               f"{spec.target.describe()})")
         if resumes := resumed_from(users):
-            print(f"note: {spec.checkpoint_dir} holds the checkpoint of job {resumes.job_id} ({resumes.state.value}, "
-                  f"{resumes.samples_done:g} samples done): {job.id} resumes from it")
+            print(f"note: {printable(spec.checkpoint_dir)} holds the checkpoint of job {resumes.job_id} "
+                  f"({resumes.state.value}, {resumes.samples_done:g} samples done): {job.id} resumes from it")
     # said: the ids to cancel them by ("cancel small-cnn" is the first, whose id it is); update picks the newest
     given = {j.id for j in jobs}
     if renamed := [j for j in jobs if j.id != j.spec.name and j.spec.name not in given]:
@@ -91,7 +92,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     for note in _twin_notes(store, jobs):
         print(f"note: {note}")
     for hint, ids in warnings.items():
-        print(f"warning: {hint}" if len(ids) == len(jobs) else f"warning ({_ids(ids)}): {hint}")
+        print(printable(f"warning: {hint}" if len(ids) == len(jobs) else f"warning ({_ids(ids)}): {hint}"))
     return 0
 
 
