@@ -8,6 +8,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+MAX_STDERR_LINE = 600  # characters of one stderr line kept for a host's error
+
 
 class LineReader(Protocol):
     async def readline(self) -> bytes: ...
@@ -32,7 +34,11 @@ class AgentChannel:
                 line = await stderr.readline()
                 if not line:
                     return
-                self._stderr_lines.append(line.decode("utf-8", "replace").rstrip())
+                text = line.decode("utf-8", "replace").rstrip()
+                # a 2 MB line went whole into the host's error: `hosts check`, `status`, the store
+                self._stderr_lines.append(text if len(text) <= MAX_STDERR_LINE else
+                                          f"{text[:MAX_STDERR_LINE // 2]} [... {len(text) - MAX_STDERR_LINE} "
+                                          f"characters ...] {text[-MAX_STDERR_LINE // 2:]}")
 
     async def stderr_settled(self, timeout_s: float = 1.0) -> None:
         """Wait, bounded, for stderr's end. A process that dies writes why to stderr, and over SSH

@@ -88,3 +88,20 @@ def test_a_host_that_never_answers_says_why_while_it_is_tried_again(lab, tmp_pat
     finally:
         mute.close()
     assert "timed out (no answer: is the host up, and its sshd not hung?)" in seen[-1], seen[-1]
+
+
+def test_a_hosts_stderr_is_quoted_within_bounds(tmp_path):
+    """A python that wrote a 2 MB line to stderr: `hosts check` printed all 2 MB, and the host's
+    error carried it to `status`, the TUI and the store."""
+    from heet_tui.cluster.channel import MAX_STDERR_LINE
+
+    loud = tmp_path / "loud-python.sh"
+    loud.write_text("#!/bin/sh\nhead -c 2000000 /dev/zero | tr '\\0' A >&2\necho ' the end' >&2\nexit 3\n")
+    loud.chmod(0o755)
+    path = tmp_path / "hosts.toml"
+    path.write_text(f'[[hosts]]\nname = "loud"\ntransport = "local"\npython = "{loud}"\n'
+                    f'workdir = "{tmp_path / "work"}"\n')
+    status = _run(path, _snapshot)["loud"]
+    assert status.state is HostState.AGENT_ERROR, status
+    assert len(status.message) < 3 * MAX_STDERR_LINE and " characters ...] AAA" in status.message, status.message[:300]
+    assert status.message.endswith("the end"), status.message[-100:]
