@@ -126,34 +126,39 @@ class PredictedEffect:
         if left:
             return (f" with this plan, without {', '.join(left)} (stopped by it: no completion to count); "
                     f"{duration(before)} without the plan, counting {'it' if len(left) == 1 else 'them'}"
-                    + self._most_delayed())
+                   )
         queue = any(p.throughput_before == 0 for p in self.jobs)
         if abs(before - after) <= 0.005 * max(before, after):
             return (" with this plan, as without it" + (": queueing for GPUs in order would start the waiting jobs "
-                                                        "the same way" if queue else "") + self._most_delayed())
+                                                        "the same way" if queue else ""))
         # any plan this average calls worse says so in words (red alone went unnoticed: 1m54s against
         # 1m50s was approved); heet weighs priorities too: say why such a plan is proposed
         worse = ": worse by this average, which weighs every job alike and is not what the policy decides by" \
             if after > before else ""
         return f" with this plan, {duration(before)} without it" + (
-            " (waiting jobs then queue for GPUs in order)" if queue else "") + worse + self._most_delayed()
+            " (waiting jobs then queue for GPUs in order)" if queue else "") + worse
 
-    def _most_delayed(self) -> str:
-        """The running job the plan delays most, where that is worth saying: an average of 3h36m,
-        ruled by a 33-hour job, read "as without it" while a job 2 minutes from its end was shrunk
-        to finish 37 minutes later. Its time without the plan is its remaining work at today's speed."""
-        worst: tuple[JobPrediction, float, float] | None = None
+    def most_delayed(self) -> tuple[str, float, float, float] | None:
+        """The running job the plan delays most, where that is worth saying, with the delay and its
+        completion without and with the plan (s): an average of 3h36m, ruled by a 33-hour job, read
+        "as without it" while a job 2 minutes from its end was shrunk to finish 37 minutes later.
+        Its time without the plan is its remaining work at today's speed."""
+        worst: tuple[str, float, float, float] | None = None
         for p in self.jobs:
             if p.throughput_before <= 0 or p.throughput_after <= 0 or p.completion_s is None:
                 continue
             before = max(0.0, p.completion_s - p.restart_pause_s) * p.throughput_after / p.throughput_before
             late = p.completion_s - before
             if late > max(MUCH_LATER_S, 0.25 * before) and (worst is None or late > worst[1]):
-                worst = (p, late, before)
-        if worst is None:
+                worst = (p.job_id, late, before, p.completion_s)
+        return worst
+
+    def delay_said(self) -> str:
+        """``most_delayed`` in words, as the Plan screen, ``plan show`` and ``run`` say it ("" for none)."""
+        if (worst := self.most_delayed()) is None:
             return ""
-        p, late, before = worst
-        return f"; it delays {p.job_id} by {duration(late)} ({duration(before)} -> {duration(p.completion_s)})"
+        job_id, late, before, after = worst
+        return f"it delays {job_id} by {duration(late)}: done in {duration(after)}, not {duration(before)}"
 
 
 def count_changes(changes: tuple[Change, ...]) -> str:

@@ -68,11 +68,12 @@ def test_a_job_the_plan_delays_much_is_named_beside_an_average_that_hides_it() -
 
     shrunk = JobPrediction("cifar10-4", 58_000.0, 11_000.0, 797.0, 60.0)  # 2m20s of work at 58k/s
     long = JobPrediction("imagenet-1", 900.0, 900.0, 120_000.0, 0.0)
-    said = PredictedEffect((shrunk, long), avg_jct_s=12_960.0, avg_jct_before_s=12_940.0).against()
-    assert said.startswith(" with this plan, as without it") and said.endswith(
-        "; it delays cifar10-4 by 10m57s (2m20s -> 13m17s)"), said
+    effect = PredictedEffect((shrunk, long), avg_jct_s=12_960.0, avg_jct_before_s=12_940.0)
+    assert effect.against().startswith(" with this plan, as without it")
+    assert effect.delay_said() == "it delays cifar10-4 by 10m57s: done in 13m17s, not 2m20s"
+    assert PredictedEffect((shrunk, long)).delay_said() == effect.delay_said(), "said without an average too"
     slight = JobPrediction("cifar10-4", 58_000.0, 50_000.0, 163.0, 0.0)  # a few seconds: not worth a word
-    assert "delays" not in PredictedEffect((slight, long), avg_jct_s=12_960.0, avg_jct_before_s=12_940.0).against()
+    assert PredictedEffect((slight, long), avg_jct_s=12_960.0, avg_jct_before_s=12_940.0).delay_said() == ""
 
 
 def test_a_job_the_plan_stops_is_said_to_be_out_of_its_average() -> None:

@@ -173,6 +173,23 @@ def test_a_plan_predicted_worse_than_none_says_so_in_words() -> None:
     assert "worse by this average" in summary(slightly).plain, "1% worse is said too (3.6% went by in red only)"
 
 
+def test_a_plan_that_sets_a_running_job_back_says_so_with_or_without_an_average() -> None:
+    """A migrate from 160/s to 80/s (2h41m for 1h20m) said nothing where the plan had no average
+    JCT (a job in it had no prediction yet)."""
+    from dataclasses import replace
+
+    from heet_tui.cli.commands.plan_json import plan_obj
+    from heet_tui.core.plan import JobPrediction, PredictedEffect
+
+    snap = small_snapshot()
+    slowed = JobPrediction("j1", 160.0, 80.0, 9660.0, 60.0)
+    plan = replace(snap.plan, effect=PredictedEffect((slowed,)))
+    said = summary(replace(snap, plan=plan)).plain
+    assert "predicted average JCT" not in said and "it delays j1 by 1h21m: done in 2h41m, not 1h20m" in said, said
+    assert plan_obj(plan, 3, "heet", "proposed", snap=snap)["most_delayed"] == {
+        "job": "j1", "delay_s": 4860.0, "done_in_without_s": 4800.0, "done_in_s": 9660.0}
+
+
 def test_while_a_plan_is_applied_the_summary_says_so() -> None:
     """Its jobs read as "waiting with nothing proposed (left out by the policy, or in a plan you
     rejected ...)" while the plan just approved was stopping and starting them."""

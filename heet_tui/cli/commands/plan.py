@@ -159,6 +159,8 @@ def _show(plan: Plan, plan_id: int, policy: str, when: str, steps: list[StepReco
     effect = plan.effect
     if said := predicted_jct(effect):
         print(said)
+    if delay := effect.delay_said():  # with or without an average (none when a job has no prediction)
+        print(delay)
     done = {step.change.job_id: step for step in steps or ()}
     rows = [("JOB", "CHANGE", "NOW", "PLANNED", "COMPLETES IN", *(("STEP",) if steps else ()))]
     for change in plan.changes:

@@ -64,4 +64,13 @@ def plan_obj(plan: Plan, plan_id: int, policy: str, status: str, steps: list[Ste
     return {"id": plan_id, "policy": policy, "status": status, "created_at": round(plan.created_at, 3),
             "summary": count_changes(plan.changes), "avg_jct_s": _rounded(effect.avg_jct_s, 1),
             "avg_jct_without_s": _rounded(effect.avg_jct_before_s, 1), "changes": changes, "waiting": waiting,
-            "starts_without_checkpoint": away}
+            "starts_without_checkpoint": away, "most_delayed": _delayed(effect)}
+
+
+def _delayed(effect) -> dict | None:
+    """The running job the plan delays most, where worth saying (as ``plan show`` says it)."""
+    if (worst := effect.most_delayed()) is None:
+        return None
+    job_id, late, before, after = worst
+    return {"job": job_id, "delay_s": _rounded(late, 1), "done_in_without_s": _rounded(before, 1),
+            "done_in_s": _rounded(after, 1)}

@@ -177,7 +177,7 @@ def _proposed(controller: Controller, seen: tuple[int | None, float, bool]) -> t
     rec = controller.store.plan(plan_id)
     if rec is None or rec.status != "proposed":
         return seen
-    jct = predicted_jct(rec.plan.effect)
+    jct = "; ".join(filter(None, (predicted_jct(rec.plan.effect), rec.plan.effect.delay_said())))
     held = f" and not auto-approved: {controller.held_why}" if controller.auto_approve else ""
     _say(f"{time.strftime('%H:%M:%S')} {'plan':<10} plan #{plan_id} proposed{held}: {count_changes(rec.plan.changes)}"
           f"{'; ' + jct if jct else ''}; heet-tui plan show|approve|reject --id {plan_id}, or the TUI")

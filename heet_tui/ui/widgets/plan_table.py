@@ -141,8 +141,11 @@ def summary(snap: Snapshot) -> Text:
         text.append(effect.against())
         if effect.avg_jct_before_s is not None and effect.avg_jct_s > effect.avg_jct_before_s:
             text.append(" (r rejects it)", style="bold red")  # against() said why it is worse
-        if guesses := [p.job_id for p in effect.jobs if p.after_spread is None and p.throughput_after > 0]:
-            text.append(f"\n±? on {some(guesses)}: {ROUGH_GUESS}", style="dim")
+    if delay := effect.delay_said():  # with or without an average to set it beside
+        text.append(f"\n{delay}", style="bold yellow")
+    if effect.avg_jct_s is not None and (
+            guesses := [p.job_id for p in effect.jobs if p.after_spread is None and p.throughput_after > 0]):
+        text.append(f"\n±? on {some(guesses)}: {ROUGH_GUESS}", style="dim")
     if behind := starts_without_checkpoint(snap):
         text.append(f"\n{behind}", style="bold yellow")
     return text
