@@ -34,6 +34,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import posixpath
 import re
 import shlex
 from collections import Counter
@@ -211,9 +212,12 @@ def _checkpoint_dir(f: Fields) -> str:
     """A folder on each host the job runs on: relative, it was kept as written, and meant another
     folder on each host (wherever the run started), so moves and retries did not find it."""
     value = f.string("checkpoint_dir", "") or ""
-    if value and not value.startswith(("/", "~")):
+    if value and not (value.startswith(("/", "~/")) or value == "~"):  # "~ck" stayed relative on the host
         raise f.error("checkpoint_dir", f'key "checkpoint_dir": "{value}" is relative: give the folder on the '
                       "hosts as an absolute path (or ~/...), the same on every host the job may run on")
+    if value and posixpath.normpath(value.removeprefix("~") or "/").strip("/") in ("", "."):
+        raise f.error("checkpoint_dir", f'key "checkpoint_dir": "{value}" is a whole filesystem or home folder: '
+                      "give the job a folder of its own in it")
     return value
 
 

@@ -9,6 +9,7 @@ agents, which mark each directory with its store's id: ``remote/PROTOCOL.md``.)
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -51,8 +52,10 @@ class CheckpointDirInUse(ValueError):
 
 
 def same_dir(a: str, b: str) -> bool:
-    """As written in the specs (paths live on the hosts): trailing slashes aside."""
-    return bool(a) and a.rstrip("/") == b.rstrip("/")
+    """As written in the specs (paths live on the hosts), spelt the same way: "/tmp/y/../y/ck" and
+    "//x" were other folders than "/tmp/y/ck" and "/x", and "/" the same as no folder at all."""
+    return bool(a) and bool(b) and posixpath.normpath(a).lstrip("/") == posixpath.normpath(b).lstrip("/") \
+        and a.startswith("/") == b.startswith("/")
 
 
 def refuse_twin(spec: JobSpec, earlier: Sequence[JobSpec]) -> None:

@@ -292,3 +292,9 @@ def test_a_relative_checkpoint_dir_is_refused(tmp_path: Path) -> None:
         parse_job_text(BASE + 'checkpoint_dir = "rel/ckpt"\n', tmp_path / "j.toml")
     for fine in ("/ckpt/j", "~/ckpt/j"):
         assert parse_job_text(BASE + f'checkpoint_dir = "{fine}"\n', tmp_path / "j.toml").checkpoint_dir == fine
+    for relative in ("~ck", "~root/ck"):  # no user "ck": left as written, relative to the run's folder
+        with pytest.raises(ConfigError, match=f'"{relative}" is relative'):
+            parse_job_text(BASE + f'checkpoint_dir = "{relative}"\n', tmp_path / "j.toml")
+    for whole in ("/", "~", "//", "~/"):
+        with pytest.raises(ConfigError, match="is a whole filesystem or home folder"):
+            parse_job_text(BASE + f'checkpoint_dir = "{whole}"\n', tmp_path / "j.toml")

@@ -217,3 +217,15 @@ def test_what_submit_prints_of_a_spec_holds_no_terminal_sequences(tmp_path: Path
     assert main(["--state", str(tmp_path / "state"), "submit", str(spec)]) == 2
     err = capsys.readouterr().err
     assert "m\\u202e" in err and "\u202e" not in err, err
+
+
+def test_one_checkpoint_dir_spelt_two_ways_is_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """"/tmp/y/../y/ck" and "//x" were queued beside "/tmp/y/ck" and "/x": two jobs writing one folder."""
+    state = ["--state", str(tmp_path / "state")]
+    for first, second in (("/ck/a", "/ck/b/../a/"), ("/x", "//x")):
+        one = _spec(tmp_path, "one", f'checkpoint_dir = "{first}"\n')
+        two = _spec(tmp_path, "two", f'checkpoint_dir = "{second}"\n')
+        assert main([*state, "submit", str(one), str(two)]) == 2
+        assert "is the checkpoint_dir of job one of this submit too" in capsys.readouterr().err
+    assert main([*state, "submit", str(_spec(tmp_path, "none")), str(_spec(tmp_path, "other"))]) == 0, \
+        "no checkpoint_dir is no clash"
