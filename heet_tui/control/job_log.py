@@ -99,9 +99,12 @@ async def say_crash(executor: Executor, run: Run, why: str, retry: str) -> None:
             last = next((line for line in reversed(tail) if line.strip()), "")
         except ClusterError:
             pass
-    said = f"; last log line: {last}" if last else ""
-    executor.store.add_event(executor.clock(), "crashed", f"{run.job_id}: {why}{said}; {retry}"[-2000:],
-                             run.job_id, rank.host)
+    # a job's own run's crash is its event just before: this says what comes of it; a profiling
+    # run's has none but this
+    said = f"; its last log line: {last}" if last else ""
+    crash = f"{why}; " if run.profiling else ""
+    executor.store.add_event(executor.clock(), "retry", f"{run.job_id}: {crash}{retry}{said}"[:2000], run.job_id,
+                             rank.host)
 
 
 async def fail_with_log_tail(executor: Executor, run: Run, why: str, crashes: int) -> None:
