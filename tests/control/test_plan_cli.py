@@ -172,7 +172,8 @@ def test_after_a_reject_jobs_say_so_and_plan_again_proposes_from_the_command_lin
             assert not any("taken" in job(snap, j).message for j in ("a", "wide")), "the GPUs are idle"
             assert await asyncio.to_thread(main, ["plan", *state]) == 0
             # it said only "no plan pending: the current allocation stands", with two jobs queued
-            assert capsys.readouterr().out.strip().endswith(
+            said = capsys.readouterr().out.strip()
+            assert said.startswith("no plan pending: the current allocation stands. ") and said.endswith(
                 "waiting with nothing proposed (left out by the policy, or in a plan you rejected, which is not "
                 "proposed again until something changes); heet-tui plan again proposes anew.")
             assert await asyncio.to_thread(main, ["plan", "again", *state]) == 0

@@ -100,8 +100,9 @@ async def _plan(state_dir, action: str, expected: int | None, as_json: bool = Fa
             if action != "show":  # nothing to approve is a failure: it went to stdout, where a script reads data
                 raise CliError(said)
             # why the queued jobs wait: after a reject it said only that the allocation stands
-            said += why_waiting(snap, "heet-tui jobs NAME", "heet-tui plan again proposes anew",
-                                "d on the TUI's Jobs screen drops it")
+            if why := why_waiting(snap, "heet-tui jobs NAME", "heet-tui plan again proposes anew",
+                                  "d on the TUI's Jobs screen drops it"):
+                said += "." + why
             print(json.dumps({"plan": None, "auto_approve": snap.auto_approve, "read_only": snap.read_only,
                               "controller_running": True}) if as_json else said)
             return 0
