@@ -287,9 +287,14 @@ def _cell_text(cell: Any) -> Text:
 
 
 def _cut_marked(strip: Strip, scroll_x: int, width: int, style: Style) -> Strip:
-    """The visible part of a line, ending in "…" where more of it lies to the right: cut at the
-    screen's edge, "8xRTX2080Ti emulated, speed 0.4" read "speed 0"."""
+    """The visible part of a line, ending in "…" where more of it lies to the right (cut at the
+    screen's edge, "8xRTX2080Ti emulated, speed 0.4" read "speed 0"), and starting with one where
+    the line is scrolled past its start."""
     shown = strip.crop_extend(scroll_x, scroll_x + width, style)
-    if width < 2 or not strip.crop(scroll_x + width, strip.cell_length).text.strip():  # only the gap is out
+    if width < 2:
         return shown
-    return Strip.join([shown.crop(0, width - 1), Strip([Segment("…", style)], 1)])
+    if strip.crop(scroll_x + width, strip.cell_length).text.strip():  # more than the gap is out
+        shown = Strip.join([shown.crop(0, width - 1), Strip([Segment("…", style)], 1)])
+    if scroll_x > 0:
+        shown = Strip.join([Strip([Segment("…", style)], 1), shown.crop(1, width)])
+    return shown
