@@ -182,6 +182,7 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
             entries = executor.hosts.hosts if executor.hosts is not None else ()
             trained += lost_steps_note(next((e for e in entries if e.name == host), None))
         store.add_event(now, "fence", f"stopped stale {r.job_id} generation {r.generation}{trained}", parsed[0], host)
+    said_ended(store, host, jobs, now)
     reported = {(r.job_id, r.generation) for r in jobs}
     for run in executor.all_runs():
         for rank in run.on_host(host):
@@ -225,6 +226,20 @@ def _trained_on(store: Store, job_id: str, remote: RemoteJob) -> str:
         return (f": it had run on to step {step}, past the {rec.job.steps_done} on record, before the stop of the "
                 f"{rec.job.state.value} job reached it{kept}")
     return f": it had trained on to step {step} while cut off from the controller, past the job's {rec.job.steps_done}"
+
+
+def said_ended(store: Store, host: str, jobs: tuple[RemoteJob, ...], now: float) -> None:
+    """An ended job whose run on ``host`` was "stopped when the host is back" and is reported
+    exited: the stop was seen through while no controller watched (its agent kills at the end of
+    the grace). The clause stayed in its message for good after a restart."""
+    for r in jobs:
+        parsed = parse_agent_id(r.job_id) if r.state == "exited" else None
+        rec = store.job(parsed[0]) if parsed is not None else None
+        if rec is None or not rec.job.state.terminal or r.generation != rec.generation:
+            continue
+        head, _, tail = rec.job.message.partition(UNREACHED)
+        if tail and host in tail.split(" (out of reach)")[0].strip().split(", "):
+            store.set_state(rec.job.id, rec.job.state, now, head)
 
 
 def _stopped_after_the_end(executor: Executor, store: Store, host: str, rec, remote: RemoteJob, rank: int) -> None:

@@ -126,3 +126,23 @@ def test_a_fenced_copys_steps_are_said_lost_only_where_no_shared_checkpoint_dire
     assert "the newer generation resumes from: only steps after its last save there are lost" in lost_steps_note(shared)
     assert lost_steps_note(own) == "; those steps are lost (the newer generation goes on from its own checkpoint)"
     assert lost_steps_note(None) == lost_steps_note(own), "a host gone from the file: nothing known of it"
+
+
+def test_a_stop_seen_through_while_no_controller_watched_clears_the_out_of_reach_clause(tmp_path: Path) -> None:
+    """Cancelled, the controller killed, the run killed by its agent at the end of its grace: the
+    restarted controller said "its run on h1 (out of reach) is stopped when the host is back" for
+    good, with h1 ready and the run long gone."""
+    from heet_tui.cluster.events import RemoteJob
+    from heet_tui.control.recovery import said_ended
+
+    store = Store(tmp_path / "state")
+    store.add_job(JobSpec("j", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 1000)), 0.0)
+    store.next_generation("j")
+    said = "cancelled; its run on h1 (out of reach) is stopped when the host is back"
+    store.set_state("j", JobState.CANCELLED, 5.0, said)
+    said_ended(store, "h2", (RemoteJob("h2", "j.r0.abcd1234", 1, "exited"),), 6.0)
+    assert store.job("j").job.message == said, "another host's report"
+    said_ended(store, "h1", (RemoteJob("h1", "j.r0.abcd1234", 1, "running"),), 6.0)
+    assert store.job("j").job.message == said, "still running there"
+    said_ended(store, "h1", (RemoteJob("h1", "j.r0.abcd1234", 1, "exited"),), 7.0)
+    assert store.job("j").job.message == "cancelled"
