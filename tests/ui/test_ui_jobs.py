@@ -60,7 +60,12 @@ def test_an_empty_jobs_screen_says_how_to_submit_and_an_empty_filter_says_why(ma
         async with app.run_test(size=SIZE) as pilot:
             table, detail = await four_jobs(pilot, app), app.screen.query_one(JobDetail)
             await pilot.press("slash", *"zzz")
-            await wait_for(pilot, lambda: 'No job matches "zzz" (4 hidden)' in str(detail.render()))
+            await wait_for(pilot, lambda: 'No job matches "zzz" among the 4 listed' in str(detail.render()))
+            assert "older" not in str(detail.render())
+            # a long history: the older ended jobs are not in the snapshot, and a miss said "(560 hidden)"
+            backend.push(replace(small_snapshot(2), hidden_ended=((JobState.DONE, 2441), (JobState.FAILED, 39))))
+            await wait_for(pilot, lambda: "2480 older ended job(s) are not listed here: heet-tui jobs --all" in
+                           str(detail.render()))
             await pilot.press("enter", "escape")
             await wait_for(pilot, lambda: table.row_count == 4)
             backend.push(replace(small_snapshot(2), jobs=()))

@@ -74,7 +74,11 @@ class JobsScreen(FilterKeys, SnapshotScreen):
                     "\"submit job\" (the examples are listed there), or from a shell: heet-tui submit JOB.toml")
         words = self.filter_words
         if words and self.query_one(JobTable).row_count == 0:
-            return f"No job matches \"{words}\" ({len(self._jobs)} hidden); escape clears the filter."
+            # "(560 hidden)" read as every job searched: the 2,500 older ended ones were never listed
+            older = sum(n for _, n in self.latest.hidden_ended) if self.latest is not None else 0
+            return (f"No job matches \"{words}\" among the {len(self._jobs)} listed; escape clears the filter."
+                    + (f" {older} older ended job(s) are not listed here: heet-tui jobs --all lists them, "
+                       "heet-tui jobs NAME shows one." if older else ""))
         return "No job selected."
 
     def on_keyed_table_row_highlighted(self, _: KeyedTable.RowHighlighted) -> None:
