@@ -344,3 +344,10 @@ def test_a_jobs_output_reaches_the_terminal_with_its_control_characters_escaped(
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "\\x1b]0;PWNTITLE\\x07" in out and "'a\\nb'" in out, out
     assert "(in /w/ev\\ndir)" in out, "a path's newline too"
+
+
+def test_an_old_jobs_age_is_in_days() -> None:
+    """"2160h" for a job 90 days old, which `jobs NAME` called "90d00h ago"."""
+    from heet_tui.cli.commands.jobs import _age
+
+    assert [_age(s) for s in (59, 600, 7200, 47 * 3600, 90 * 86400)] == ["59s", "10m", "2h", "47h", "90d"]

@@ -143,5 +143,6 @@ def _states(text: str) -> frozenset[JobState]:
 
 def _age(seconds: float) -> str:
     s = max(0, int(seconds))
-    return f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h"
+    # "2160h" for a job 90 days old, which `jobs NAME` called "90d00h ago"
+    return f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h" if s < 172800 else f"{s // 86400}d"
 
