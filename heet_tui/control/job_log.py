@@ -54,7 +54,8 @@ async def job_log(ctl: Controller, job_id: str, lines: int = 200, rank: int = 0,
             tail = recorded_failure_tail(ctl.store, job_id)
             if tail:
                 return (f"{job_id} failed before it ran (profiling), last {len(tail)} line(s) as recorded then:", *tail)
-            return (f"{job_id} has not run yet",)
+            # "yet" for a cancelled job that never got GPUs
+            return (f"{job_id} never ran ({rec.job.state.value})" if rec.job.state.terminal else f"{job_id} has not run yet",)
         alloc, generation = last
         hosts = [h for h, gpus in alloc.hosts for _ in gpus]  # rank r runs on the r-th GPU's host (launch.py)
         if not 0 <= rank < len(hosts):

@@ -16,7 +16,7 @@ from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.attach_client import AttachedBackend
 from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.store import Store
-from heet_tui.core.intents import SubmitJob
+from heet_tui.core.intents import CancelJob, SubmitJob
 from heet_tui.core.job import JobState
 
 
@@ -35,6 +35,9 @@ def test_a_jobs_log_is_read_from_its_host_running_and_ended_and_through_an_attac
             too_big.write_text(too_big.read_text().replace("min_gpus = 1", "min_gpus = 4"))
             await ctl.post(SubmitJob(str(too_big)))
             assert "has not run yet" in (await ctl.job_log("big"))[0]
+            await ctl.post(CancelJob("big"))  # "has not run yet" read oddly of a job that ended
+            await wait_for(ctl, lambda s: job(s, "big").state is JobState.CANCELLED, 30, "big cancelled")
+            assert (await ctl.job_log("big"))[0] == "big never ran (cancelled)"
             await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING and ctl.store.job("a").job.steps_done
                            >= 10, 60, "a reporting")
             running = await ctl.job_log("a", lines=5)
