@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import tomllib
 
 from hosts_support import COMMENTS, fill, hosts_copy, open_add_form, save_form_edited_meanwhile
@@ -207,33 +206,6 @@ def test_the_add_form_takes_typing_at_once(make_app, tmp_path):
     run(scenario())
 
 
-def test_adding_a_host_to_the_bundled_config_saves_it_in_the_users_own_file(make_app):
-    from heet_tui.config.hosts_file import bundled_config, user_hosts_path
-
-    bundled = bundled_config("local.toml")
-    before = bundled.read_text()
-
-    async def scenario():
-        app = make_app("hosts", hosts_path=bundled)  # `make run` on a fresh machine
-        async with app.run_test(size=SIZE) as pilot:
-            screen = app.screen
-            await wait_for(pilot, lambda: screen.table.row_count == 2)
-            row = screen.table.get_row("local-a100")
-            assert (row[2], row[4], row[5]) == ("-", "-", "-"), "no address, login or port for a local host"
-            await pilot.press("n")
-            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
-            await fill(pilot, app.screen, name="gpu9", emulate="V100:2:0.5")
-            await pilot.press("ctrl+s")
-            await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen) and screen.table.row_count == 3)
-            assert screen.path == app.hosts_path == user_hosts_path()
-            assert str(user_hosts_path()) in str(screen.query_one("#hosts-path", Static).render())
-
-    run(scenario())
-    assert bundled.read_text() == before
-    assert [h["name"] for h in tomllib.loads(user_hosts_path().read_text())["hosts"]] == ["local-a100", "local-t4",
-                                                                                          "gpu9"]
-
-
 def test_a_file_changed_outside_the_app_is_read_again_with_the_next_update(make_app, backend, tmp_path):
     """Before, the ✗ line kept the error of a version of the file already fixed in another shell
     (and the new error was only in a passing toast) until ctrl+r."""
@@ -335,63 +307,6 @@ def test_a_checkbox_shows_its_state_without_colour(make_app, tmp_path):
     run(scenario())
 
 
-def test_a_host_added_to_a_file_of_local_hosts_is_local_too(make_app, repo, tmp_path):
-    """On the bundled config a newcomer's emulated host was added as ssh (the form's default) and
-    was "unreachable: cannot connect to emu:22: Name or service not known"."""
-    from textual.widgets import Select
-
-    path = tmp_path / "hosts.toml"
-    shutil.copy(repo / "configs" / "local.toml", path)
-
-    async def scenario():
-        app = make_app("hosts", hosts_path=path)
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.screen.table.row_count == 2)
-            await pilot.press("n")
-            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
-            form = app.screen
-            assert form.query_one("#f-transport", Select).value == "local"
-            await fill(pilot, form, name="emu", emulate="T4:1:0.5")
-            await pilot.press("ctrl+s")
-            await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen) and app.screen.table.row_count == 3)
-            added = next(h for h in tomllib.loads(path.read_text())["hosts"] if h["name"] == "emu")
-            assert added["transport"] == "local"
-        async with make_app("hosts", hosts_path=hosts_copy(tmp_path)).run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: pilot.app.screen.table.row_count == 2)
-            await pilot.press("n")
-            await wait_for(pilot, lambda: isinstance(pilot.app.screen, HostFormDialog))
-            assert pilot.app.screen.query_one("#f-transport", Select).value == "ssh", "a file of ssh hosts"
-
-    run(scenario())
-
-
-def test_a_host_of_the_users_ssh_config_added_as_local_is_asked_about_first(make_app, repo, tmp_path):
-    """A newcomer's lab machine, an alias in ~/.ssh/config, was added as a local host (the form's
-    default on the bundled config): its jobs ran on the login node, and nothing said so."""
-    path = tmp_path / "hosts.toml"
-    config = tmp_path / "ssh_config"
-    config.write_text("Host lab-a lab-*\n  HostName 10.0.0.2\n")
-    path.write_text((repo / "configs" / "local.toml").read_text().replace("[defaults]\n",
-                                                                          f'[defaults]\nssh_config = "{config}"\n'))
-
-    async def scenario():
-        app = make_app("hosts", hosts_path=path)
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.screen.table.row_count == 2)
-            await pilot.press("n")
-            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
-            form = app.screen
-            await fill(pilot, form, name="lab-a", emulate="A100:2:1")
-            await pilot.press("ctrl+s")
-            error = form.query_one("#form-error", Static)
-            await wait_for(pilot, lambda: "lab-a is a host of your ssh config" in str(error.render()))
-            assert "lab-a" not in path.read_text(), "not saved yet"
-            await pilot.press("ctrl+s")  # saved again: kept local, as asked
-            await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen) and app.screen.table.row_count == 3)
-
-    run(scenario())
-
-
 def test_the_table_keeps_the_files_order_when_a_host_comes_back(make_app, backend, tmp_path):
     """A host removed and restored (cp hosts.toml.bak hosts.toml) came back at the bottom; Down
     then selected another host than the file's next one, and an edit went to the wrong host."""
@@ -418,30 +333,3 @@ def test_the_table_keeps_the_files_order_when_a_host_comes_back(make_app, backen
     run(scenario())
 
 
-def test_a_local_host_given_an_address_is_asked_to_choose(make_app, tmp_path):
-    """Name "spare", Address "spare-gpu", Transport local: saved, and its jobs ran on this machine;
-    `hosts add --transport local --address` is refused for the same reason."""
-    from textual.widgets import Select
-
-    path = tmp_path / "hosts.toml"
-    path.write_text('[[hosts]]\nname = "here"\ntransport = "local"\n')
-
-    async def scenario():
-        app = make_app("hosts", hosts_path=path)
-        async with app.run_test(size=SIZE) as pilot:
-            form = await open_add_form(pilot, app, rows=1)
-            assert form.query_one("#f-transport", Select).value == "local", "every host of the file is local"
-            await fill(pilot, form, name="spare", address="spare-gpu")
-            await pilot.press("ctrl+s")
-            error = form.query_one("#form-error", Static)
-            await wait_for(pilot, lambda: "address: a local host runs on this machine" in str(error.render()))
-            assert "choose ssh to reach spare-gpu" in str(error.render())
-            assert app.focused is form.query_one("#f-address", Input)
-            assert "spare" not in path.read_text()
-            form.query_one("#f-transport", Select).value = "ssh"
-            await pilot.press("ctrl+s")
-            await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen))
-            saved = tomllib.loads(path.read_text())["hosts"][1]
-            assert saved["address"] == "spare-gpu" and "transport" not in saved
-
-    run(scenario())
