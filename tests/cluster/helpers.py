@@ -24,3 +24,22 @@ async def wait_until(predicate, timeout: float = 15.0, step: float = 0.05) -> bo
             return True
         await asyncio.sleep(step)
     return predicate()
+
+
+def run_settled(path: Path, scenario):
+    """``scenario(cluster)`` once every host of the hosts file ``path`` has connected or failed."""
+    async def main():
+        cluster = make_cluster(path)
+        await cluster.start()
+        try:
+            assert await cluster.wait_settled(timeout=30)
+            return await scenario(cluster)
+        finally:
+            await cluster.stop()
+
+    return asyncio.run(main())
+
+
+async def statuses(cluster: Cluster) -> dict:
+    """Each host's status by name."""
+    return {s.name: s for s in cluster.status()}

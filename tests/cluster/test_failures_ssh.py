@@ -7,27 +7,10 @@ import os
 import subprocess
 
 import pytest
-from helpers import make_cluster, wait_until
+from helpers import run_settled, statuses, wait_until
 
 from heet_tui.cluster import HostChanged, HostKeyUnknown
 from heet_tui.core.host import HostState
-
-
-def _run(path, scenario):
-    async def main():
-        cluster = make_cluster(path)
-        await cluster.start()
-        try:
-            assert await cluster.wait_settled(timeout=30)
-            return await scenario(cluster)
-        finally:
-            await cluster.stop()
-
-    return asyncio.run(main())
-
-
-async def _snapshot(cluster):
-    return {s.name: s for s in cluster.status()}
 
 
 def test_wrong_user_key_is_auth_failed_retried_slowly_and_fixed_in_the_ssh_config(lab):
@@ -47,7 +30,7 @@ def test_wrong_user_key_is_auth_failed_retried_slowly_and_fixed_in_the_ssh_confi
         await cluster.reconnect("locked")
         return refused, tries, await cluster.wait_for_state("locked", HostState.READY, 20)
 
-    refused, tries, ready = _run(lab.hosts_toml([lab.entry_for(a)]), scenario)
+    refused, tries, ready = run_settled(lab.hosts_toml([lab.entry_for(a)]), scenario)
     assert refused.state is HostState.AUTH_FAILED, refused.message
     assert "permission denied" in refused.message and "tried again in 1 min" in refused.message
     # which key was offered, and whose authorized_keys must hold it: it said only "check
@@ -84,7 +67,7 @@ def test_unknown_host_key_is_refused_with_fingerprint_then_trusted(lab):
         ready = await cluster.wait_for_state("newcomer", HostState.READY, 15)
         return before, other, fingerprint, wrong_accepted, written, ready
 
-    before, other, fingerprint, wrong_accepted, written, ready = _run(path, scenario)
+    before, other, fingerprint, wrong_accepted, written, ready = run_settled(path, scenario)
     assert before.state is HostState.HOST_KEY_UNKNOWN
     assert expected in before.message and fingerprint == expected
     assert other is HostState.READY
@@ -100,7 +83,7 @@ def test_garbage_on_agent_stdout_is_agent_error_quoting_it(lab):
     wrapper.write_text("#!/bin/sh\necho 'Welcome to the cluster! Quota: 3%'\nexec /usr/bin/python3 \"$@\"\n")
     wrapper.chmod(0o755)
     path = lab.hosts_toml([lab.entry_for(noisy, python=str(wrapper)), lab.entry_for(quiet)])
-    status = _run(path, _snapshot)
+    status = run_settled(path, statuses)
     assert status["noisy"].state is HostState.AGENT_ERROR
     assert "Welcome to the cluster! Quota: 3%" in status["noisy"].message
     assert status["quiet"].state is HostState.READY
@@ -114,7 +97,7 @@ def test_what_the_login_shell_prints_first_is_skipped_unless_it_never_ends(lab):
     (chatty.home / ".bashrc").write_text('echo "Welcome to the lab. Quota: 80% used"\necho \'{"event": "x"}\'\n')
     endless.home.mkdir(parents=True, exist_ok=True)
     (endless.home / ".bashrc").write_text("yes 'module: loaded cuda/12' | head -n 2000\n")
-    status = _run(lab.hosts_toml([lab.entry_for(chatty), lab.entry_for(endless)]), _snapshot)
+    status = run_settled(lab.hosts_toml([lab.entry_for(chatty), lab.entry_for(endless)]), statuses)
     assert status["chatty"].state is HostState.READY, status["chatty"].message
     assert status["endless"].state is HostState.AGENT_ERROR
     assert "the login shell printed over 500 lines" in status["endless"].message
@@ -124,7 +107,7 @@ def test_what_the_login_shell_prints_first_is_skipped_unless_it_never_ends(lab):
 def test_missing_python_is_agent_error_with_the_shells_message(lab):
     a = lab.add_host("nopython")
     path = lab.hosts_toml([lab.entry_for(a, python="/nonexistent/python3")])
-    status = _run(path, _snapshot)["nopython"]
+    status = run_settled(path, statuses)["nopython"]
     assert status.state is HostState.AGENT_ERROR
     assert "/nonexistent/python3" in status.message
     assert status.message.endswith("; set python = in the hosts file to a Python 3 this host has"), "the next step"
@@ -132,7 +115,7 @@ def test_missing_python_is_agent_error_with_the_shells_message(lab):
 
 def test_without_sftp_the_agent_is_deployed_with_cat(lab):
     a = lab.add_host("nosftp", sftp=False)
-    status = _run(lab.hosts_toml([lab.entry_for(a)]), _snapshot)["nosftp"]
+    status = run_settled(lab.hosts_toml([lab.entry_for(a)]), statuses)["nosftp"]
     assert status.state is HostState.READY, status.message
     assert len(list(a.workdir.glob("heet-agent-*.pyz"))) == 1
 
@@ -148,7 +131,7 @@ def test_jump_host_path(lab):
         lost = await cluster.wait_for_state("inner", HostState.UNREACHABLE, 15)
         return ready, lost, cluster.host_status("inner").message
 
-    ready, lost, message = _run(path, scenario)
+    ready, lost, message = run_settled(path, scenario)
     assert ready.state is HostState.READY, ready.message
     assert lost
     assert "jump" in message or "lost" in message
@@ -168,7 +151,7 @@ def test_ssh_config_alias_with_proxyjump(lab):
         lost = await cluster.wait_for_state("behind", HostState.UNREACHABLE, 15)
         return ready, lost
 
-    ready, lost = _run(path, scenario)
+    ready, lost = run_settled(path, scenario)
     assert ready.state is HostState.READY, ready.message
     assert lost  # the path really went through the bastion
 
@@ -188,7 +171,7 @@ def test_a_jump_hosts_own_proxyjump_is_gone_through_as_ssh_does(lab):
         login1.kill()  # login2 and far keep running: only the path through login1 breaks
         return ready, await cluster.wait_for_state("far", HostState.UNREACHABLE, 15)
 
-    ready, lost = _run(path, scenario)
+    ready, lost = run_settled(path, scenario)
     assert ready.state is HostState.READY, ready.message
     assert lost, "the path went through login1"
 
@@ -197,7 +180,7 @@ def test_missing_ssh_config_is_a_clear_host_error(lab, tmp_path):
     a = lab.add_host("cfg")
     path = lab.hosts_toml([lab.entry_for(a, emulate={"gpu_type": "T4", "count": 1, "speed": 1.0})])
     path.write_text(path.read_text().replace(str(lab.ssh_config), str(tmp_path / "no-such-config")))
-    status = _run(path, _snapshot)["cfg"]
+    status = run_settled(path, statuses)["cfg"]
     assert status.state is HostState.UNREACHABLE
     assert "no-such-config" in status.message and "No such file" in status.message
     assert status.gpus == () and status.declared_type == "T4", "never reached, its declared type is known"
@@ -217,7 +200,7 @@ def test_a_host_met_while_the_ssh_config_was_broken_connects_once_it_is_fixed(la
         await cluster.reconnect("cfg")
         return before, await cluster.wait_for_state("cfg", HostState.READY, 30), cluster.host_status("cfg").message
 
-    before, ready, message = _run(path, scenario)
+    before, ready, message = run_settled(path, scenario)
     assert before.state is HostState.UNREACHABLE and str(broken) in before.message, before.message
     assert "as asyncssh, which heet-tui connects with, reads it" in before.message, "OpenSSH reads the line"
     assert ready, message
@@ -235,7 +218,7 @@ def test_changed_host_key_is_flagged_and_an_approved_key_replaces_the_old_one(la
         await cluster.trust("reinstalled", cluster.fingerprint("reinstalled"))
         return before, await cluster.wait_for_state("reinstalled", HostState.READY, 15)
 
-    before, ready = _run(path, scenario)
+    before, ready = run_settled(path, scenario)
     assert before.state is HostState.HOST_KEY_CHANGED and "HOST KEY CHANGED" in before.message
     assert ready
     lines = lab.known_hosts.read_text().splitlines()
@@ -262,7 +245,7 @@ def test_an_unknown_jump_host_key_is_trusted_first_then_the_hosts_own(lab, capsy
                                 and cluster.host_status("inside").state is HostState.HOST_KEY_UNKNOWN, 20)
         return first, cluster.host_status("inside").message
 
-    first, second = _run(path, scenario)
+    first, second = run_settled(path, scenario)
     assert first.startswith(f"via jump {jump.address}: unknown host key"), first
     assert jump.known_hosts_line in lab.known_hosts.read_text() and "unknown host key" in second
     assert target.known_hosts_line not in lab.known_hosts.read_text(), "only what was approved"
@@ -282,7 +265,7 @@ def test_a_revoked_host_key_is_said_revoked_and_cannot_be_trusted(lab):
     with open(lab.known_hosts, "a") as fh:
         fh.write(f"@revoked * {' '.join(host.host_public.split()[:2])}\n")
     path = lab.hosts_toml([lab.entry_for(host)])
-    status = _run(path, _snapshot)["rev"]
+    status = run_settled(path, statuses)["rev"]
     assert status.state is HostState.UNREACHABLE and "is REVOKED (an @revoked line of" in status.message, \
         status.message
     with pytest.raises(CliError, match="is REVOKED"):
@@ -303,7 +286,7 @@ def test_a_workdir_others_may_write_is_an_agent_error_that_says_so_and_runs_noth
     path = lab.hosts_toml([lab.entry_for(host, workdir=str(shared)),
                            {"name": "mine", "transport": "local", "workdir": str(local),
                             "emulate": {"gpu_type": "T4", "count": 1, "speed": 1.0}}])
-    status = _run(path, _snapshot)
+    status = run_settled(path, statuses)
     for name, where in (("shared", shared), ("mine", local)):
         assert status[name].state is HostState.AGENT_ERROR, status[name]
         assert f"workdir {where} is not yours alone" in status[name].message, status[name].message
@@ -319,7 +302,7 @@ def test_a_missing_key_file_names_the_file_and_where_it_is_set(lab):
     async def scenario(cluster):
         return cluster.host_status("nokey")
 
-    status = _run(lab.hosts_toml([lab.entry_for(a)]), scenario)
+    status = run_settled(lab.hosts_toml([lab.entry_for(a)]), scenario)
     assert status.state is HostState.AUTH_FAILED, status.message
     assert f"the key file {missing} does not exist" in status.message, status.message
     assert "IdentityFile of your ssh config" in status.message
@@ -335,7 +318,7 @@ def test_a_missing_key_file_beside_one_that_works_is_skipped_as_ssh_skips_it(lab
     async def scenario(cluster):
         return cluster.host_status("twokeys")
 
-    status = _run(lab.hosts_toml([lab.entry_for(a)]), scenario)
+    status = run_settled(lab.hosts_toml([lab.entry_for(a)]), scenario)
     assert status.state is HostState.READY, status.message
 
 
@@ -348,7 +331,7 @@ def test_an_ssh_config_others_may_change_is_refused(lab):
     async def scenario(cluster):
         return cluster.host_status("cfg")
 
-    status = _run(lab.hosts_toml([lab.entry_for(a)]), scenario)
+    status = run_settled(lab.hosts_toml([lab.entry_for(a)]), scenario)
     assert f"ssh_config {lab.ssh_config}: refused: every user can write it" in status.message, status.message
     assert status.state is not HostState.READY
 
@@ -364,6 +347,6 @@ def test_an_included_ssh_config_others_may_change_is_refused(lab):
     async def scenario(cluster):
         return cluster.host_status("inc")
 
-    status = _run(lab.hosts_toml([lab.entry_for(a)]), scenario)
+    status = run_settled(lab.hosts_toml([lab.entry_for(a)]), scenario)
     assert f"ssh_config {included}: refused: every user can write it" in status.message, status.message
 

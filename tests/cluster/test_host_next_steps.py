@@ -7,26 +7,9 @@ import socket
 import subprocess
 
 import pytest
-from helpers import make_cluster, wait_until
+from helpers import make_cluster, run_settled, statuses, wait_until
 
 from heet_tui.core.host import HostState
-
-
-def _run(path, scenario):
-    async def main():
-        cluster = make_cluster(path)
-        await cluster.start()
-        try:
-            assert await cluster.wait_settled(timeout=30)
-            return await scenario(cluster)
-        finally:
-            await cluster.stop()
-
-    return asyncio.run(main())
-
-
-async def _snapshot(cluster):
-    return {s.name: s for s in cluster.status()}
 
 
 def test_a_workdir_the_agent_cannot_be_written_to_is_said_so_when_the_shell_exits_first(lab, tmp_path, monkeypatch):
@@ -50,7 +33,7 @@ def test_a_workdir_the_agent_cannot_be_written_to_is_said_so_when_the_shell_exit
     monkeypatch.setattr(asyncssh.SSHClientConnection, "create_session", slow_session)
     try:
         host = lab.add_host("frozen", sftp=False)
-        status = _run(lab.hosts_toml([lab.entry_for(host, workdir=str(frozen))]), _snapshot)["frozen"]
+        status = run_settled(lab.hosts_toml([lab.entry_for(host, workdir=str(frozen))]), statuses)["frozen"]
     finally:
         subprocess.run(["chattr", "-i", str(frozen)], check=True)
     assert status.state is HostState.AGENT_ERROR, status
@@ -101,7 +84,7 @@ def test_a_hosts_stderr_is_quoted_within_bounds(tmp_path):
     path = tmp_path / "hosts.toml"
     path.write_text(f'[[hosts]]\nname = "loud"\ntransport = "local"\npython = "{loud}"\n'
                     f'workdir = "{tmp_path / "work"}"\n')
-    status = _run(path, _snapshot)["loud"]
+    status = run_settled(path, statuses)["loud"]
     assert status.state is HostState.AGENT_ERROR, status
     assert len(status.message) < 3 * MAX_STDERR_LINE and " characters ...] AAA" in status.message, status.message[:300]
     assert status.message.endswith("the end"), status.message[-100:]
