@@ -125,8 +125,7 @@ class PredictedEffect:
                       and p.starts_in_s is None)
         if left:
             return (f" with this plan, without {', '.join(left)} (stopped by it: no completion to count); "
-                    f"{duration(before)} without the plan, counting {'it' if len(left) == 1 else 'them'}"
-                   )
+                    f"{duration(before)} without the plan, counting {'it' if len(left) == 1 else 'them'}")
         queue = any(p.throughput_before == 0 for p in self.jobs)
         if abs(before - after) <= 0.005 * max(before, after):
             return (" with this plan, as without it" + (": queueing for GPUs in order would start the waiting jobs "
