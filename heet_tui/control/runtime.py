@@ -276,7 +276,10 @@ def judge(run: Run, spec: JobSpec | None = None, job: Job | None = None) -> tupl
         return (Outcome.STOPPED, "profiling run finished") if run.profiling else (Outcome.DONE, _done(spec, job))
     fenced = any(r.exit_code == EXIT_FENCED for r in run.ranks.values())
     if not run.profiling and not fenced and spec is not None and reached_target(spec, run.progress):
-        return Outcome.DONE, "target reached (a rank failed while exiting)"
+        # stopped past its target (a target lowered by `update`): no rank failed, and none was said to
+        failed = run.stop_reason is None or any(r.exit_code not in (None, 0, EXIT_DONE, 128 + SIGTERM)
+                                                for r in run.ranks.values())
+        return Outcome.DONE, "target reached" + (" (a rank failed while exiting)" if failed else "")
     if run.stop_reason is not None:
         if run.stop_reason.startswith(STALLED):
             return Outcome.CRASHED, run.stop_reason  # hung: retried like a crash, then failed

@@ -99,6 +99,15 @@ def test_exit_verdicts() -> None:
     cancelled.progress = {"step": 100, "samples": 3200}
     assert judge(cancelled, spec)[0] is Outcome.DONE, "it did finish, just as the cancel came"
     assert judge(_run((143, None), stop="resize"))[0] is Outcome.STOPPED
+    # stopped by heet-tui past a target `update` lowered: it said "a rank failed while exiting" of ranks
+    # that exited 143 on the stop
+    lowered = _run((143, None), (143, None), stop="relaunch")
+    lowered.progress = {"step": 1640, "samples": 52_480}
+    assert judge(lowered, spec) == (Outcome.DONE, "target reached")
+    died = _run((143, None), (None, "signal 6"))  # not stopped: a rank died on its way out
+    died.progress = {"step": 1640, "samples": 52_480}
+    died.ranks[1].exit_code = 134
+    assert judge(died, spec) == (Outcome.DONE, "target reached (a rank failed while exiting)")
     assert judge(_run((None, "lost: x"), stop="host h lost"))[0] is Outcome.INTERRUPTED
     assert judge(_run((143, None)))[0] is Outcome.INTERRUPTED, "a SIGTERM from elsewhere is not a crash"
     assert "did not send" in judge(_run((143, None)))[1]
