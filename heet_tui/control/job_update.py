@@ -144,11 +144,13 @@ class Updated:
     restarts: bool  # a running job whose processes restart from its checkpoint to take it
     moves: bool = False  # ... on GPUs a plan gives it: the ones it has are outside its new spec
     dropped: str = ""  # the Plan-screen edit the new spec rules out, dropped
+    past_target: bool = False  # its new target is behind what it has trained: it ends, not restarts
 
     def __str__(self) -> str:
         if not self.changes:
             return f"{self.job_id}: nothing changed"
-        how = ("; it restarts from its checkpoint when a plan gives it GPUs its new spec allows" if self.moves
+        how = ("; it is past its new target already: it stops, done," if self.past_target
+               else "; it restarts from its checkpoint when a plan gives it GPUs its new spec allows" if self.moves
                else "; it restarts from its checkpoint" if self.restarts else "")
         return f"updated {self.job_id}: {'; '.join(self.changes)}" + how + self.dropped
 
@@ -164,7 +166,9 @@ def apply_update(store: Store, rec: JobRecord, spec: JobSpec, path: Path, now: f
     running = job.state is JobState.RUNNING and not rec.cancel_requested  # a cancelled one restarts nowhere
     held = store.current_allocations().get(job.id)
     moves = running and held is not None and bool(outside_spec([(job.id, spec, held[0])]))
-    return Updated(job.id, changes, relaunch and running, moves, _drop_ruled_out_edit(store, job.id, spec, now))
+    past = running and job.samples_done >= spec.target_samples  # "it restarts", said of a job that then ended
+    return Updated(job.id, changes, relaunch and running, moves, _drop_ruled_out_edit(store, job.id, spec, now),
+                   past)
 
 
 def _drop_ruled_out_edit(store: Store, job_id: str, spec: JobSpec, now: float) -> str:

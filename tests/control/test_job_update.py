@@ -77,6 +77,15 @@ def test_update_from_the_command_line_changes_all_or_nothing(tmp_path: Path, cap
     assert main([*state, "update", str(tmp_path / "c.toml")]) == 2
     assert "no job named 'c' (heet-tui submit queues a new one)" in capsys.readouterr().err
 
+    # a running job given a target behind what it has trained: "it restarts from its checkpoint", and
+    # it ended, done, at once
+    store.set_state("a", JobState.RUNNING, 2.0)
+    store.update_progress("a", 4, 128.0, "/ck/a.pt")
+    (tmp_path / "a.toml").write_text(BASE.format("a").replace("steps = 10", "steps = 3") + "max_gpus = 4\npriority = 2\n")
+    assert main([*state, "update", str(tmp_path / "a.toml")]) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith(
+        "; it is past its new target already: it stops, done, when the controller next runs")
+
 
 def test_a_spec_submitted_twice_updates_the_newest_job_of_its_name(tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:

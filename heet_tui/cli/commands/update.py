@@ -14,6 +14,7 @@ from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.commands.submit import hosts_file
 from heet_tui.cli.errors import UsageError
 from heet_tui.cli.locations import add_location_options
+from heet_tui.cli.printable import printable
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.job_hints import submit_hints
 from heet_tui.config.job_spec import load_job_specs, spec_files
@@ -46,7 +47,7 @@ def cmd_update(args: argparse.Namespace) -> int:
         when = (f" at the controller's next round (pid {pid})" if pid else " when the controller next runs")
         print(str(done) + (when if done.restarts and not done.moves else ""))
         for hint in submit_hints(spec, path, hosts) if done.changes else ():
-            print(f"  warning: {hint}")
+            print(printable(f"  warning: {hint}"))
     for said in ended:
         print(said)
     return 0
