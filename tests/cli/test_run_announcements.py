@@ -66,3 +66,9 @@ def test_an_event_line_names_its_job(tmp_path: Path) -> None:
     store.add_event(4.0, "failed", "rank 0 on loc-a ended with exit code 5", "loc", "loc-a")
     (inside,) = [e for e in store.events(limit=10) if e.at == 4.0]
     assert run_command.event_line(inside) == "loc: rank 0 on loc-a ended with exit code 5", "loc-a does not name loc"
+    # the failure's hint was in `jobs NAME` only
+    store.add_event(5.0, "failed", "rank 0 on h ended with exit code 1\nModuleNotFoundError: No module named 'x'\n"
+                    "hint: no module x: install it on the host", "crash", "h")
+    (hinted,) = [e for e in store.events(limit=10) if e.at == 5.0]
+    assert run_command.event_line(hinted) == ("crash: rank 0 on h ended with exit code 1 (hint: no module x: install it "
+                                              "on the host; heet-tui jobs crash has more)")

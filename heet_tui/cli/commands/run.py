@@ -56,8 +56,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def event_line(e: EventRecord) -> str:
     """An event's first line, naming its job when the message does not: two jobs failing in one
-    second printed "failed  rank 0 on hostA ended with exit code 2" twice, with no job named."""
-    return job_named(e.job_id, e.message.splitlines()[0] if e.message else "")
+    second printed "failed  rank 0 on hostA ended with exit code 2" twice, with no job named. A
+    failure's hint (its last line) is kept: "no module nosuchmod: install it on the host" was in
+    `jobs NAME` only."""
+    lines = e.message.splitlines() if e.message else [""]
+    hint = next((line for line in reversed(lines[1:]) if line.startswith("hint: ")), "")
+    return job_named(e.job_id, lines[0]) + (f" ({hint}; heet-tui jobs {e.job_id} has more)" if hint else "")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
