@@ -111,6 +111,7 @@ class HeetApp(ControllerLink, App[int]):
         self.notice = notice
         self.start_mode = start_mode
         self.latest: Snapshot | None = None
+        self.select_next: str | None = None  # a job just submitted, for the Jobs screen to select once listed
         self.snapshots_seen = 0
         self._notices_total: int | None = None  # notices published up to the last snapshot
         self._keys_asked: set[tuple[str, str]] = set()
@@ -232,6 +233,8 @@ class HeetApp(ControllerLink, App[int]):
             return
         self.post_message(IntentDone(intent, result=result))
         done, _, warning = (result or f"{describe}: done").partition(WARNING_SEP)
+        if isinstance(intent, SubmitJob) and done.startswith("submitted "):  # the Jobs screen selects it
+            self.select_next = done.removeprefix("submitted ").split(",")[0].split(" ")[0]
         self.notify(done, timeout=4)
         if warning:  # a warning has something to act on: it stays long enough to read
             self.notify(warning, title="warning", severity="warning", timeout=20)

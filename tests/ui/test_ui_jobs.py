@@ -383,3 +383,29 @@ def test_the_demo_says_its_clock_waits_while_a_plan_is_pending(make_app, backend
             await wait_for(pilot, lambda: "⏸" not in line.render().plain)
 
     run(scenario())
+
+
+def test_a_job_submitted_from_the_tui_is_selected_once_listed(make_app, backend, monkeypatch):
+    """After n, the new job came in at the top and the details pane stayed on the job selected before."""
+    from heet_tui.core.intents import SubmitJob
+
+    async def post(intent):
+        backend.posted.append(intent)
+        return "submitted fresh"
+
+    monkeypatch.setattr(backend, "post", post)
+
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            table = await four_jobs(pilot, app)
+            table.select_key("j2")
+            app.post_intent(SubmitJob("/w/fresh.toml"), "submit fresh.toml")
+            await wait_for(pilot, lambda: app.select_next == "fresh")
+            snap = small_snapshot(2)
+            fresh = replace(snap.jobs[-1], id="fresh", name="fresh")
+            backend.push(replace(snap, jobs=(*snap.jobs, fresh)))
+            await wait_for(pilot, lambda: table.selected_key == "fresh")
+            assert app.select_next is None, "selected once: the user's own moves after it are theirs"
+
+    run(scenario())

@@ -52,6 +52,9 @@ class JobsScreen(FilterKeys, SnapshotScreen):
     def render_snapshot(self, snap: Snapshot) -> None:
         self._jobs = {j.id: j for j in snap.jobs}
         self.query_one(JobTable).show(snap)
+        # the job just submitted, once listed: the details pane stayed on the one selected before
+        if (new := getattr(self.app, "select_next", None)) in self._jobs and self.query_one(JobTable).select_key(new):
+            self.app.select_next = None  # type: ignore[attr-defined]
         self._show_detail()
         selected = self.selected
         # it ended: "x" goes, "r" comes; its edit dropped: "d" goes
