@@ -301,3 +301,15 @@ def test_a_sweep_whose_first_members_ended_updates_the_rest(tmp_path: Path, caps
         store.set_state(j, JobState.CANCELLED, 6.0)
     assert main([*state, "update", str(sweep)]) == 2
     assert "every job of its sweep has ended; submit it as new jobs" in capsys.readouterr().err
+
+
+def test_what_update_prints_of_a_spec_holds_no_terminal_sequences(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Its first line printed a changed command raw: a script path's OSC 0 retitled the terminal."""
+    store = Store(tmp_path / "state")
+    (tmp_path / "a.toml").write_text(BASE.format("a"))
+    store.add_jobs([load_job_spec(tmp_path / "a.toml")], 1.0)
+    (tmp_path / "a.toml").write_text(BASE.format("a").replace("t.py", "t\\u001b]0;TITLE\\u0007\\u202e.py"))
+    assert main(["--state", str(tmp_path / "state"), "update", str(tmp_path / "a.toml")]) == 0
+    out = capsys.readouterr().out
+    assert "t\\x1b]0;TITLE\\x07\\u202e.py" in out.splitlines()[0] and "\x1b" not in out and "\u202e" not in out, out

@@ -45,7 +45,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     for rec, spec, path in found:
         done = apply_update(store, rec, spec, path, now)
         when = (f" at the controller's next round (pid {pid})" if pid else " when the controller next runs")
-        print(str(done) + (when if done.restarts and not done.moves else ""))
+        print(printable(str(done) + (when if done.restarts and not done.moves else "")))  # the spec's text
         for hint in submit_hints(spec, path, hosts) if done.changes else ():
             print(printable(f"  warning: {hint}"))
     for said in ended:
