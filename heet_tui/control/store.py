@@ -41,6 +41,7 @@ from heet_tui.control.store_observations import ObservationRows
 from heet_tui.control.store_plans import PlanRows
 from heet_tui.control.store_records import JobRecord
 from heet_tui.control.store_schema import MIGRATIONS, SCHEMA_VERSION, before_upgrade
+from heet_tui.core.escaped import escaped
 from heet_tui.core.job import InvalidTransition, Job, JobSpec, JobState
 from heet_tui.core.metrics import Metrics
 
@@ -255,6 +256,7 @@ class Store(PlanRows, EventRows, ObservationRows, AllocationRows):
 
     def set_state(self, job_id: str, new: JobState, at: float, message: str = "") -> Job:
         """Move a job along its life cycle; refuses transitions the life cycle forbids."""
+        message = escaped(message)  # a spec's paths, as events' are: shown by `jobs`, the TUI and the log
         with self._tx():
             rec = self.job(job_id)
             if rec is None:
