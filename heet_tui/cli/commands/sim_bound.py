@@ -163,8 +163,8 @@ def _solved_unless_interrupted(label: str, solve: Callable[[], Any]) -> Any:
             outcome["error"] = exc
 
     worker = threading.Thread(target=run, name="sim-bound-solve", daemon=True)
-    worker.start()
-    try:
+    try:  # started inside: a Ctrl-C just after the start was a bare exit 130, unsaid
+        worker.start()
         while worker.is_alive():
             worker.join(0.2)
     except KeyboardInterrupt:
