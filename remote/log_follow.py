@@ -10,12 +10,11 @@ import os
 import time
 
 from heet_agent.job_logs import ROTATE_BYTES, as_shown, rotate, rotated_path
-from heet_agent.progress import problem_kind, read_progress_line
+from heet_agent.progress import MAX_PROBLEM_KINDS, problem_kind, read_progress_line
 
 READ_CHUNK = 1024 * 1024
 READ_BUDGET = 32 * READ_CHUNK  # per job and poll (4 a second): a job may print 128 MB/s and be followed
 MAX_BAD_LINE = 300  # characters of a misformed progress line sent back to the controller
-MAX_PROBLEM_KINDS = 5  # kinds of bad progress lines said per job process
 
 
 def follow_log(job, send_event):

@@ -101,6 +101,9 @@ def check_progress(data):
         return None, "unreadable ({})".format(type(exc).__name__)
 
 
+MAX_PROBLEM_KINDS = 5  # kinds of bad progress lines said per job (by its agent, and by the controller)
+
+
 def problem_kind(problem):
     """A problem with its figures left out: "step went back from 9 to 5" and "... from 30 to 2"
     are one kind, said once."""

@@ -18,7 +18,6 @@ from typing import Any
 from heet_tui.core.escaped import UNSAFE, escaped
 
 _SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x9b[0-?]*[ -/]*[@-~]")
-_UNSAFE = UNSAFE
 
 
 def inert_text(text: str) -> str:
@@ -28,7 +27,7 @@ def inert_text(text: str) -> str:
 def inert(value: Any) -> Any:
     """``value`` (decoded JSON) with every string inert and every non-finite number None."""
     if isinstance(value, str):
-        return inert_text(value) if _SEQUENCE.search(value) or _UNSAFE.search(value) else value
+        return inert_text(value) if _SEQUENCE.search(value) or UNSAFE.search(value) else value
     if isinstance(value, dict):
         return {inert(k) if isinstance(k, str) else k: inert(v) for k, v in value.items()}
     if isinstance(value, list):

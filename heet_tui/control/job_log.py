@@ -13,7 +13,7 @@ from heet_agent.job_logs import MAX_SCAN_BYTES, MAX_TAIL_CHARS
 
 from heet_tui.cluster import ClusterError
 from heet_tui.control.crash_hints import crash_hint
-from heet_tui.control.runtime import LAUNCH_REFUSED, STALLED, Run, culprit, rank_agent_id
+from heet_tui.control.runtime import LAUNCH_REFUSED, STALLED, RankProc, Run, culprit, rank_agent_id
 from heet_tui.control.stalls import NONE_SEEN
 from heet_tui.core.job import JobState
 
@@ -88,18 +88,31 @@ def recorded_failure_tail(store: Store, job_id: str) -> tuple[str, ...]:
     return tuple(failures[-1].message.splitlines()[1:]) if failures else ()
 
 
+async def _blamed_tail(executor: Executor, run: Run) -> tuple[RankProc, list[str], bool]:
+    """The rank a run's end is blamed on, its log's tail, and whether it never started: a rank its
+    agent refused has no log of its own (an older run's would mislead)."""
+    rank = culprit(run.ranks.values()) or run.ranks[min(run.ranks)]
+    never_started = bool(rank.reason and rank.reason.startswith(LAUNCH_REFUSED))
+    try:
+        tail = [] if never_started else list(await executor.cluster.log_tail(rank.host, rank.agent_id, lines=20))
+    except ClusterError as exc:
+        tail = [f"{UNREAD}{exc})"]
+    return rank, tail, never_started
+
+
+UNREAD = "(log tail unavailable: "  # how a tail that could not be read is said in it
+
+
+def _last_line(tail: list[str]) -> str:
+    return next((line for line in reversed(tail) if line.strip()), "")
+
+
 async def say_crash(executor: Executor, run: Run, why: str, retry: str) -> None:
     """Each crash a retry follows is an event with its last log line: a job that crashed at step 3
     was profiled three times over a minute and a half, "queued" meanwhile and said nothing, and
     only its failure named the exception."""
-    rank = culprit(run.ranks.values()) or run.ranks[min(run.ranks)]
-    last = ""
-    if not (rank.reason and rank.reason.startswith(LAUNCH_REFUSED)):
-        try:
-            tail = await executor.cluster.log_tail(rank.host, rank.agent_id, lines=20)
-            last = next((line for line in reversed(tail) if line.strip()), "")
-        except ClusterError:
-            pass
+    rank, tail, _ = await _blamed_tail(executor, run)
+    last = "" if (last := _last_line(tail)).startswith(UNREAD) else last
     # a job's own run's crash is its event just before: this says what comes of it; a profiling
     # run's has none but this
     said = f"; its last log line: {last}" if last else ""
@@ -111,14 +124,8 @@ async def say_crash(executor: Executor, run: Run, why: str, retry: str) -> None:
 async def fail_with_log_tail(executor: Executor, run: Run, why: str, crashes: int) -> None:
     """Fail the job, quoting the last line the rank it is blamed on wrote (the whole tail goes to
     the event log and the job's details): that line is usually the exception."""
-    rank = culprit(run.ranks.values()) or run.ranks[min(run.ranks)]
-    tail: list[str] = []
-    never_started = bool(rank.reason and rank.reason.startswith(LAUNCH_REFUSED))
-    try:  # a rank its agent refused has no log of its own: an older run's would mislead
-        tail = [] if never_started else list(await executor.cluster.log_tail(rank.host, rank.agent_id, lines=20))
-    except ClusterError as exc:
-        tail = [f"(log tail unavailable: {exc})"]
-    last = next((line for line in reversed(tail) if line.strip()), "")
+    rank, tail, never_started = await _blamed_tail(executor, run)
+    last = _last_line(tail)
     said = f"; last log line: {last}"
     if not last and not never_started:  # it ended "last log line:" and nothing: rank 1 wrote none
         said = f"; rank {rank.rank}'s log is empty"
@@ -129,7 +136,7 @@ async def fail_with_log_tail(executor: Executor, run: Run, why: str, crashes: in
                 tail = list(await executor.cluster.log_tail(first.host, first.agent_id, lines=20))
             except ClusterError:
                 tail = []
-            if last := next((line for line in reversed(tail) if line.strip()), ""):
+            if last := _last_line(tail):
                 said += f"; rank 0's last log line: {last}"
     executor.log_tails[run.job_id] = tuple(tail)
     hint = crash_hint(tail, executor.hosts is not None and rank.host in executor.hosts.emulated_names())

@@ -9,7 +9,7 @@ import statistics
 import time
 from typing import TYPE_CHECKING, Any
 
-from heet_agent.progress import problem_kind
+from heet_agent.progress import MAX_PROBLEM_KINDS, problem_kind
 
 from heet_tui.control.runtime import EXIT_DONE, STALLED, RankProc, Run
 from heet_tui.control.stalls import BUFFERED, NONE_SEEN
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from heet_tui.control.execution import Executor
     from heet_tui.control.store import Store
 
-MAX_PROBLEM_KINDS = 5  # kinds of bad progress lines said per job
 BAD_PROGRESS = "a @heet-progress line is not a progress line"
 SETTLED = 0.15  # two successive profiling rates this close: its warm-up is over
 PROFILE_MAX_REPORTS = 5  # a profiling run that never settles is measured by its median after this many
