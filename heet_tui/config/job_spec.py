@@ -157,7 +157,8 @@ def parse_job_file(text: str, path: Path | str) -> list[JobSpec]:
 
     if SWEEP not in data:
         return [_spec_from(data, path, line_of)]
-    specs = [_spec_from(substituted(data, point), path, line_of) for point in sweep_points(data, path, line_of, text)]
+    points = sweep_points(data, path, line_of, text, index)
+    specs = [_spec_from(substituted(data, point), path, line_of) for point in points]
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         twice = next(n for n in names if names.count(n) > 1)

@@ -38,13 +38,13 @@ Scalar = str | int | float | bool
 
 
 def sweep_points(data: dict[str, Any], path: Path, line_of: Callable[[str], int | None],
-                 text: str = "") -> list[dict[str, Scalar]]:
+                 text: str = "", index: LineIndex | None = None) -> list[dict[str, Scalar]]:
     """Every combination of the sweep's values, in file order (the last key varies fastest).
     A problem with one key is placed on its line in ``text``, a placeholder on the first line
     that writes it (all were placed on the table's header)."""
     table = data[TABLE]
     where = line_of(TABLE)
-    index = LineIndex(text)
+    index = index or LineIndex(text)
 
     def at(key: str) -> int | None:
         return index.key_line(TABLE, 0, key) or where

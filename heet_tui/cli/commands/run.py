@@ -89,8 +89,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 async def _run(hosts, store, options: ControllerOptions, until_idle: bool, why_hosts: str = "") -> int:
-    failed_before = {r.job.id for r in store.jobs() if r.job.state.value == "failed"}
     ended_before = {(r.job.id, r.job.state) for r in store.jobs() if r.job.state.terminal}
+    failed_before = {job_id for job_id, state in ended_before if state.value == "failed"}
     controller = Controller(hosts, store, options)
     warnings = logging.StreamHandler(sys.stderr)  # the log file has everything; the terminal its warnings
     warnings.setLevel(logging.WARNING)
