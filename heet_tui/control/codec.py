@@ -73,7 +73,7 @@ def plan_to_json(plan: Plan) -> str:
                      "after": alloc_to_obj(c.after)} for c in plan.changes],
         "effect": {
             "jobs": [[p.job_id, p.throughput_before, p.throughput_after, p.completion_s, p.restart_pause_s,
-                      p.starts_in_s, p.starts_on, p.after_spread]
+                      p.starts_in_s, p.starts_on, p.after_spread, p.placed_on]
                      for p in plan.effect.jobs],
             "avg_jct_s": plan.effect.avg_jct_s, "avg_jct_before_s": plan.effect.avg_jct_before_s,
             "at": plan.effect.at,

@@ -151,7 +151,9 @@ def predict(views: list[JobView], plan: Plan, book: ThroughputBook) -> Predicted
         before, after = _rate(book, v.id, v.current), _rate(book, v.id, plan.allocations.get(v.id))
         eta = v.remaining_samples / after if after > 0 and v.remaining_samples is not None else None
         changed = any(c.job_id == v.id and c.needs_restart for c in plan.changes)
-        preds.append(JobPrediction(v.id, before, after, eta, v.restart_cost_s if changed else 0.0))
+        a = plan.allocations.get(v.id)
+        preds.append(JobPrediction(v.id, before, after, eta, v.restart_cost_s if changed else 0.0,
+                                   placed_on=a.describe() if a is not None and a.num_gpus else None))
     etas = [p.completion_s for p in preds if p.completion_s is not None]
     before_etas = [v.remaining_samples / b for v in views
                    if v.remaining_samples is not None and (b := _rate(book, v.id, v.current)) > 0]

@@ -83,6 +83,9 @@ class JobPrediction:
     # how far off throughput_after (and so completion_s) may be, relative: 0 measured (or not
     # known to the maker of the prediction), the profiling model's spread, None a rough guess
     after_spread: float | None = 0.0
+    # where the plan puts it ("4xA100 on a[0,1]"), None when it gets no GPUs: a preview of a tweak
+    # that left the type or hosts to the policy gave its speed without saying on what
+    placed_on: str | None = None
 
 
 MUCH_LATER_S = 300.0  # a job's delay said beside the average: 5 minutes at least, and a quarter of its time

@@ -48,8 +48,10 @@ def evaluate_problem(problem: Problem, allocations: Mapping[str, Allocation]) ->
         thr_after, pause, done_after = after[info.id]
         raw = 1.0 / info.view.statistical_efficiency  # shown as the samples/s a job reports
         start = starts.get(info.id)
+        alloc = allocations.get(info.id)
         preds.append(JobPrediction(info.id, before[info.id][0] * raw, thr_after * raw, done_after, pause,
-                                   *(start or (None, None))))
+                                   *(start or (None, None)),
+                                   placed_on=alloc.describe() if alloc is not None and alloc.num_gpus else None))
     return PredictedEffect(tuple(preds), _avg_jct(problem, after), _avg_jct(problem, before))
 
 

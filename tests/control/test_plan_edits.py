@@ -263,3 +263,30 @@ def test_an_edit_no_ready_host_can_hold_is_refused_saying_why(tmp_path: Path) ->
             assert "re-evaluated" in said
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_tweaks_preview_says_where_the_plan_would_put_the_job(tmp_path: Path) -> None:
+    """A tweak that left the type or hosts to the policy previewed a speed and a completion but not
+    on which GPUs: the user approved it without knowing where the job would go."""
+    from heet_tui.ui.dialogs.tweak import describe_effect
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 1, 1.0), ("slow", "T4", 2, 4.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        async with manual_controller(hosts, store) as ctl:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=2000, max_gpus=2))))
+            snap = await wait_for(ctl, lambda s: s.plan_id is not None, 30, "a plan")
+            proposed = snap.plan.effect.for_job("a")
+            assert proposed is not None and proposed.placed_on == snap.plan.allocations["a"].describe()
+            effect = await ctl.preview(EditJob(snap.plan_id, "a", Constraints(fixed_count=2)))
+            assert effect.for_job("a").placed_on == "2xT4 on slow[0,1]", "the only place two GPUs fit"
+            text = describe_effect(effect, "a", snap.plan.effect)
+            if proposed.placed_on != "2xT4 on slow[0,1]":
+                assert f"on 2xT4 on slow[0,1] (proposed: {proposed.placed_on})" in text
+            else:
+                assert "on 2xT4 on slow[0,1]\n" in text
+            held = await ctl.preview(EditJob(snap.plan_id, "a", Constraints(held=True)))
+            assert held.for_job("a").placed_on is None
+
+    run_and_clean(scenario, tmp_path)

@@ -220,6 +220,9 @@ def describe_effect(effect: PredictedEffect, job_id: str, baseline: PredictedEff
         now = ("not running now" if pred.throughput_before <= 0
                else f"{signed_percent(pred.throughput_before, pred.throughput_after)} vs now")
         lines.append(f"{job_id}: {proposed}{rate(pred.throughput_after)} with this tweak ({now})")
+        if pred.placed_on:  # with the type or hosts left to the policy, the speed alone did not say where
+            moved = before is not None and before.placed_on and before.placed_on != pred.placed_on
+            lines.append(f"on {pred.placed_on}" + (f" (proposed: {before.placed_on})" if moved else ""))
         lines.append(f"completes in {duration(pred.completion_s)}"
                      + (f" (proposed: {duration(before.completion_s)})" if before is not None else "")
                      + f", restart pause {duration(pred.restart_pause_s)}")
