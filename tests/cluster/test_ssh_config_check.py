@@ -38,3 +38,41 @@ def test_a_key_file_others_may_read_is_named_as_ssh_refuses_it(lab):
     lab.user_key.chmod(0o644)
     said = ssh_config_refusals(load_hosts(path))["openkey"]
     assert f"the key file {lab.user_key} (mode 644) may be read by others: ssh(1) refuses such a key" in said, said
+
+
+def test_a_config_heet_reads_otherwise_than_ssh_is_said_with_both_readings(lab, capsys):
+    """asyncssh runs a `Match exec` command without expanding its %-tokens: ssh gave the host its
+    port, heet-tui connected to port 22 ("Connection refused") and said nothing of why."""
+    host = lab.add_host("matched")
+    flags = lab.root / "flags"
+    flags.mkdir()
+    (flags / "gpu-m").touch()
+    lab.write_ssh_config(lab.user_key, extra=f'Match originalhost gpu-m exec "test -f {flags}/%n"\n'
+                                             f"  Port {host.port}\nHost gpu-m\n  HostName {host.address}\n")
+    path = lab.hosts_toml([{"name": "m", "address": "gpu-m", "workdir": str(host.workdir)}])
+    said = ssh_config_refusals(load_hosts(path))["m"]
+    user = lab.ssh_config.read_text().split("User ", 1)[1].split()[0]
+    assert (f"ssh(1) reads the SSH config as {user}@{host.address}:{host.port}, heet-tui's SSH library as "
+            f"{user}@{host.address}:22") in said, said
+    assert main(["hosts", "check", "--hosts", str(path), "--json"]) == 1
+    (row,) = json.loads(capsys.readouterr().out)
+    assert "does not expand %-tokens in a Match exec command" in row["message"], row
+
+    lab.write_ssh_config(lab.user_key, extra=f"Host gpu-m\n  HostName {host.address}\n  Port {host.port}\n")
+    assert ssh_config_refusals(load_hosts(path)) == {}, "read alike: nothing said"
+
+
+def test_a_key_named_with_tokens_is_checked_as_ssh_expands_it(lab):
+    """`IdentityFile ~/.ssh/%r@%h`: ssh -G prints the tokens as they are, so a key others may read
+    went unchecked; ssh refused it while heet-tui read the host as ready."""
+    host = lab.add_host("tokens")
+    user = lab.ssh_config.read_text().split("User ", 1)[1].split()[0]
+    key = lab.root / f"{user}@{host.address}"
+    key.write_bytes(lab.user_key.read_bytes())
+    key.chmod(0o600)
+    lab.write_ssh_config(lab.root / "%r@%h")
+    path = lab.hosts_toml([lab.entry_for(host)])
+    assert ssh_config_refusals(load_hosts(path)) == {}
+    key.chmod(0o644)
+    said = ssh_config_refusals(load_hosts(path))["tokens"]
+    assert f"the key file {key} (mode 644) may be read by others" in said, said
