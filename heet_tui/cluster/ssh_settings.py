@@ -43,6 +43,7 @@ class SshTarget:
     identities_only: bool = False
     connect_timeout_s: float | None = None  # the config's ConnectTimeout
     host_key_alias: str | None = None  # the config's HostKeyAlias: the name its key is kept under
+    identity_agent: str | None = None  # the config's IdentityAgent: the agent its logins ask
 
     @property
     def known_hosts_pattern(self) -> str:
@@ -146,7 +147,8 @@ def resolve_target(alias: str, port: int | None, user: str | None, ssh_config: P
                      str(jump) if jump and str(jump).lower() != "none" else None,
                      float(interval) if interval else keepalive_s, identities, bool(config.get("IdentitiesOnly")),
                      float(timeout) if timeout else None,
-                     str(config.get("HostKeyAlias")) if config.get("HostKeyAlias") else None)
+                     str(config.get("HostKeyAlias")) if config.get("HostKeyAlias") else None,
+                     str(config.get("IdentityAgent")) if config.get("IdentityAgent") else None)
 
 
 def target_for(entry: HostEntry, ssh_config: Path | None, fallback_known_hosts: Path,

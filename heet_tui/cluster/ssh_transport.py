@@ -100,7 +100,7 @@ async def open_connection(target: SshTarget, tunnel: Any, timeout_s: float, labe
     except asyncssh.PermissionDenied as exc:
         who = target.user or getpass.getuser()
         raise AuthFailed(f"{label}{who}@{target.hostname}:{target.port}: permission denied ({failure_reason(exc)}); "
-                         f"{keys_offered(target.identity_files, target.identities_only)}; the host's "
+                         f"{keys_offered(target.identity_files, target.identities_only, target.identity_agent)}; the host's "
                          f"~/.ssh/authorized_keys for {who} must hold one of them") from None
     except (FileNotFoundError, PermissionError, IsADirectoryError) as exc:
         if exc.filename is None:  # not a file of this machine's (an OS error of the socket)

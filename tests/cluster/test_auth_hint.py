@@ -41,7 +41,24 @@ def test_the_agent_counts_unless_identities_only(home: Path, monkeypatch: pytest
         sock.bind(str(sock_path))
         monkeypatch.setenv("SSH_AUTH_SOCK", str(sock_path))
         (home / ".ssh" / "id_lab").write_text("key")
-        assert " and the ssh-agent's keys;" in keys_offered((home / ".ssh" / "id_lab",), False)
-        assert " and no other key of the ssh-agent (IdentitiesOnly);" in keys_offered((home / ".ssh" / "id_lab",), True)
+        assert " and the keys of the ssh-agent at $SSH_AUTH_SOCK (`ssh-add -l` lists them);" in keys_offered(
+            (home / ".ssh" / "id_lab",), False)
+        assert " and no other key of the ssh-agent ($SSH_AUTH_SOCK; IdentitiesOnly);" in keys_offered(
+            (home / ".ssh" / "id_lab",), True)
     monkeypatch.setenv("SSH_AUTH_SOCK", str(home / "gone.sock"))
     assert "no ssh-agent ($SSH_AUTH_SOCK is gone)" in keys_offered((), False)
+
+
+def test_the_agent_the_config_names_is_the_one_said(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With IdentityAgent in the SSH config, an empty agent read "no ssh-agent ($SSH_AUTH_SOCK is
+    not set)" although the logins had asked it."""
+    sock_path = home / ".ssh" / "agent.sock"
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(sock_path))
+        said = keys_offered((), False, "~/.ssh/agent.sock")
+        assert " and the keys of the ssh-agent at IdentityAgent ~/.ssh/agent.sock (`ssh-add -l` lists them)" in said
+    sock_path.unlink()
+    assert "no ssh-agent (IdentityAgent ~/.ssh/agent.sock is gone)" in keys_offered((), False, "~/.ssh/agent.sock")
+    assert "no ssh-agent (IdentityAgent none)" in keys_offered((), False, "none")
+    monkeypatch.setenv("SSH_AUTH_SOCK", str(home / "gone.sock"))
+    assert "no ssh-agent ($SSH_AUTH_SOCK is gone)" in keys_offered((), False, "SSH_AUTH_SOCK")
