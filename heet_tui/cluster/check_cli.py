@@ -21,7 +21,6 @@ from heet_tui.cluster.errors import ClusterError
 from heet_tui.cluster.hostkeys import (
     KeyToApprove,
     fetch_host_key_fingerprint,
-    still_trusting_old_key,
     trust_host,
 )
 from heet_tui.cluster.options import ClusterOptions
@@ -134,7 +133,7 @@ def run_trust(hosts_file: HostsFile, name: str, assume_yes: bool, fingerprint: s
             written = asyncio.run(trust_host(replace(entry), found.fingerprint, hosts_file.ssh_config))
         except ClusterError as exc:
             raise CliError(str(exc)) from None
-        print(f"Recorded in {written}{still_trusting_old_key(found.target, found.key)}.")
+        print(f"Recorded in {written.path}{written.stale}.")
         recorded = True
         if not found.via:
             return 0
@@ -151,7 +150,8 @@ def _approve(name: str, found: KeyToApprove, assume_yes: bool, fingerprints: lis
     whose = f"Jump host {found.via} ({where}), on the way to {name}," if found.via else f"Host {name} ({where})"
     print(f"{whose} presents a {found.key.get_algorithm()} key with fingerprint\n    {found.fingerprint}")
     if found.changed:  # what a man-in-the-middle looks like: never worded as routine
-        print(f"WARNING: this is NOT the key recorded for it in {found.target.trust_file} or ~/.ssh/known_hosts: "
+        files = ", ".join(str(f) for f in found.target.known_hosts if f.is_file())  # the ones it reads, not a guess
+        print(f"WARNING: this is NOT the key recorded for it in {files or found.target.trust_file}: "
               "the key CHANGED. Check with the host's admin before trusting it; trusting replaces the old key.")
     if fingerprints and found.fingerprint in fingerprints:
         return True  # the user checked this very key

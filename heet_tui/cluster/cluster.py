@@ -22,7 +22,7 @@ from heet_tui.cluster.errors import (
     Unreachable,
 )
 from heet_tui.cluster.events import ClusterEvent, RemoteJob
-from heet_tui.cluster.hostkeys import trust_host
+from heet_tui.cluster.hostkeys import Recorded, trust_host
 from heet_tui.cluster.options import ClusterOptions
 from heet_tui.cluster.remote_command import UnsafeValue
 from heet_tui.cluster.ssh_settings import SshConfigError
@@ -349,10 +349,14 @@ class Cluster:
         """Retry a host that is out now; a ready one has its GPUs read again. Says which."""
         return self._sup(host).read_gpus_again()
 
-    async def trust(self, host: str, fingerprint: str) -> Path:
+    async def trust(self, host: str, fingerprint: str) -> Recorded:
         """Record ``host``'s key (it must still have ``fingerprint``) and reconnect it now."""
         sup = self._sup(host)
-        path = await trust_host(sup.entry, fingerprint, self.hosts_file.ssh_config,
-                                self.options.known_hosts_fallback(), self.options.connect_timeout_s)
-        sup.wake()
-        return path
+        recorded = await trust_host(sup.entry, fingerprint, self.hosts_file.ssh_config,
+                                    self.options.known_hosts_fallback(), self.options.connect_timeout_s)
+        # every host that waits on a key looks again now: one jump host's key, trusted on the way to
+        # one host, was asked about again for the next host behind it (still waiting out its backoff)
+        for other in self._supervisors.values():
+            if other is sup or other.state.awaits_trust:
+                other.wake()
+        return recorded

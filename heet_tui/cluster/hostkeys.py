@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import asyncssh
 
@@ -92,9 +93,10 @@ async def fetch_host_key_fingerprint(entry: HostEntry, ssh_config: Path | None =
 
 
 async def trust_host(entry: HostEntry, fingerprint: str, ssh_config: Path | None = None,
-                     fallback_known_hosts: Path | None = None, timeout_s: float = 15.0) -> Path:
+                     fallback_known_hosts: Path | None = None, timeout_s: float = 15.0) -> Recorded:
     """Record the key to approve next on the way to the host (a jump host's not known yet, else
-    the host's own) if it has ``fingerprint``; returns the file written.
+    the host's own) if it has ``fingerprint``; returns the file written, and what to say of another
+    known_hosts file that still accepts the old key (the CLI said it, the TUI's trust did not).
 
     The file is the SSH config's ``UserKnownHostsFile`` for that host when it names one, else
     ``~/.config/heet-tui/known_hosts``. Raises ``HostKeyUnknown`` when the key differs.
@@ -117,7 +119,12 @@ async def trust_host(entry: HostEntry, fingerprint: str, ssh_config: Path | None
     kept = without_host_key(existing, target.known_hosts_pattern, public[0])
     kept = [old if old.endswith("\n") else old + "\n" for old in kept]
     write_private(path, "".join(kept) + line)
-    return path
+    return Recorded(path, still_trusting_old_key(target, key))
+
+
+class Recorded(NamedTuple):
+    path: Path
+    stale: str  # "; FILE still holds its old key, ...", else ""
 
 
 def still_trusting_old_key(target: SshTarget, key: asyncssh.SSHKey) -> str:

@@ -244,10 +244,10 @@ class IntentHandler:
 
     async def _TrustHostKey(self, intent: TrustHostKey) -> str:
         try:
-            path = await self.ctl.cluster.trust(intent.host, intent.fingerprint)
+            recorded = await self.ctl.cluster.trust(intent.host, intent.fingerprint)
         except ClusterError as exc:
             raise ValueError(str(exc)) from None
-        return f"trusted the key of {intent.host} (saved in {path}); reconnecting"
+        return f"trusted the key of {intent.host} (saved in {recorded.path}){recorded.stale}; reconnecting"
 
     async def _SetPolicy(self, intent: SetPolicy) -> str:
         ctl = self.ctl

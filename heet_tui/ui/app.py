@@ -115,6 +115,7 @@ class HeetApp(ControllerLink, App[int]):
         self.snapshots_seen = 0
         self._notices_total: int | None = None  # notices published up to the last snapshot
         self._keys_asked: set[tuple[str, str]] = set()
+        self._keys_trusted: set[str] = set()  # fingerprints the user trusted in this app
         self._retry_timer: Timer | None = None
         self._retried_at = file_stamp(hosts_path)  # the hosts file as it was when the controller could not start
 
@@ -276,7 +277,9 @@ class HeetApp(ControllerLink, App[int]):
         for host in hosts:
             if host.state.awaits_trust:
                 fp = fingerprint_in(host.message) or ""
-                if (host.name, fp) not in self._keys_asked:
+                # a key the user trusted here already (a jump host's, for another host behind it)
+                # is not asked about again: that host looks again at once and gets past it
+                if (host.name, fp) not in self._keys_asked and fp not in self._keys_trusted:
                     self._keys_asked.add((host.name, fp))
                     self.ask_host_key(host)
                     return  # one dialog at a time; the next snapshot offers the next host
@@ -290,6 +293,7 @@ class HeetApp(ControllerLink, App[int]):
 
         def answered(yes: bool | None) -> None:
             if yes:
+                self._keys_trusted.add(fp)
                 self.post_intent(TrustHostKey(host.name, fp), f"trust {host.name}")
 
         self.push_screen(HostKeyDialog(host.name, fp, host.message), answered)

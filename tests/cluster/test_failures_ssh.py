@@ -72,7 +72,7 @@ def test_unknown_host_key_is_refused_with_fingerprint_then_trusted(lab):
     assert expected in before.message and fingerprint == expected
     assert other is HostState.READY
     assert not wrong_accepted
-    assert written == lab.known_hosts  # the known_hosts file the SSH config names
+    assert written.path == lab.known_hosts and written.stale == "", "the known_hosts file the SSH config names"
     assert unknown.known_hosts_line in lab.known_hosts.read_text()
     assert ready
 
@@ -350,3 +350,24 @@ def test_an_included_ssh_config_others_may_change_is_refused(lab):
     status = run_settled(lab.hosts_toml([lab.entry_for(a)]), scenario)
     assert f"ssh_config {included}: refused: every user can write it" in status.message, status.message
 
+
+
+def test_trusting_a_changed_key_says_which_other_known_hosts_file_still_accepts_the_old_one(lab):
+    """`hosts trust` said so; trusting in the TUI did not, and the second UserKnownHostsFile went on
+    accepting the old key (what a man-in-the-middle would present) without a word."""
+    other, host = lab.add_host("other"), lab.add_host("rebuilt", trusted=False)
+    first, second = lab.root / "known_first", lab.root / "known_second"
+    impostor = other.host_public.split()
+    first.write_text(f"[{host.address}]:{host.port} {impostor[0]} {impostor[1]}\n")
+    second.write_text(f"[{host.address}]:{host.port} {impostor[0]} {impostor[1]}\n")
+    lab.write_ssh_config(lab.user_key, extra=f"Host *\n  UserKnownHostsFile {first} {second}\n")
+    path = lab.hosts_toml([lab.entry_for(host)])
+
+    async def scenario(cluster):
+        assert cluster.host_status("rebuilt").state is HostState.HOST_KEY_CHANGED
+        return await cluster.trust("rebuilt", cluster.fingerprint("rebuilt"))
+
+    recorded = run_settled(path, scenario)
+    assert recorded.path == first and host.known_hosts_line in first.read_text().splitlines()
+    assert recorded.stale.startswith(f"; {second} still holds its old key, which is still accepted: remove it with "
+                                     f"ssh-keygen -R '[{host.address}]:{host.port}' -f {second}"), recorded.stale

@@ -167,3 +167,28 @@ def test_a_new_key_waits_for_an_open_form_to_close(make_app, backend, tmp_path):
             assert backend.posted == []
 
     run(scenario())
+
+
+def test_a_jump_hosts_key_trusted_for_one_host_is_not_asked_again_for_the_next(make_app, backend):
+    """Two hosts behind one jump host both ask about its key; trusting it for the first asked
+    again for the second (still waiting out its reconnect backoff), with the same fingerprint."""
+    def behind_the_jump(snap):
+        said = f"First contact with the jump host gate on the way to {{}}: ssh-ed25519 {FINGERPRINT}"
+        return replace(snap, hosts=(*snap.hosts, *(host(name, "A100", 8, {}, state=HostState.HOST_KEY_UNKNOWN,
+                                                          message=said.format(name)) for name in ("n1", "n2"))))
+
+    backend.current = behind_the_jump(small_snapshot())
+
+    async def scenario():
+        app = make_app("cluster")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, HostKeyDialog))
+            first = app.screen.host
+            await pilot.click("#yes")
+            await wait_for(pilot, lambda: backend.posted)
+            backend.push(behind_the_jump(small_snapshot(1)))  # the other host has not looked again yet
+            await pilot.pause(0.2)
+            assert not isinstance(app.screen, HostKeyDialog), f"asked again for {app.screen.host}"
+            assert backend.posted == [TrustHostKey(first, FINGERPRINT)]
+
+    run(scenario())
