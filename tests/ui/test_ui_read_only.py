@@ -105,3 +105,28 @@ def test_the_demos_palette_offers_no_host_commands(make_app, backend):
             assert "drain host…" not in names and "connect host…" not in names and "switch policy…" in names
 
     run(scenario())
+
+
+def test_with_no_color_what_needs_the_user_is_reversed_not_red(make_app, backend, monkeypatch):
+    """Under NO_COLOR, Textual's monochrome drew the red "failed" count, READ-ONLY and "controller
+    stopped" as a grey on the header's grey: the one line saying nothing is live went unseen."""
+    from dataclasses import replace
+
+    from ui_fakes import with_job
+
+    from heet_tui.core.job import JobState
+    from heet_tui.ui.widgets.status_line import StatusLine
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    backend.current = replace(with_job(backend.current, "j3", state=JobState.FAILED), read_only=True)
+
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None and app.read_only)
+            await pilot.pause()
+            line = app.screen.query_one(StatusLine)._shown
+            styles = {line.plain[s.start:s.end]: str(s.style) for s in line.spans}
+            assert styles.get("1 failed") == "bold reverse" and styles.get("READ-ONLY") == "bold reverse", styles
+
+    run(scenario())

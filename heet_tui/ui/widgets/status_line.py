@@ -55,6 +55,12 @@ class StatusLine(Static):
         self._shown = None
         self.show(self._snap)
 
+    @property
+    def _alarm(self) -> str:
+        """What needs the user: red, or with NO_COLOR reversed (Textual's monochrome turned red
+        into a grey on the header's grey, and "controller stopped" could not be seen)."""
+        return "bold reverse" if getattr(self.app, "no_color", False) else "bold red"
+
     def show(self, snap: Snapshot | None) -> None:
         """The full line when it fits, else shorter ones: at 80 columns the full line lost the job
         counts, the plan and auto-approve off its end."""
@@ -70,7 +76,7 @@ class StatusLine(Static):
             text = self._line(snap, figures, level, stopped or silent)
         if stopped:  # wraps under the figures: every word of it matters, at any width
             text.append("\n")
-            text.append(f"✗ {stopped}", style="bold red")
+            text.append(f"✗ {stopped}", style=self._alarm)
         elif silent:
             text.append("\n")
             text.append(f"⚠ {silent}", style="bold yellow")
@@ -127,7 +133,7 @@ class StatusLine(Static):
                 text.append(f" · {states[JobState.CANCELLED]} cancelled", style="dim")
             if states[JobState.FAILED]:  # a failure is not "done": it needs the user
                 text.append(" · ")
-                text.append(f"{states[JobState.FAILED]} failed", style="bold red")
+                text.append(f"{states[JobState.FAILED]} failed", style=self._alarm)
             if level == 0:
                 text.append(f"  policy {snap.policy}")
             if pending:
@@ -137,5 +143,6 @@ class StatusLine(Static):
             text.append("  auto " + ("on" if snap.auto_approve else "off"),
                         style="green" if snap.auto_approve else "dim")
         if self._read_only or (snap is not None and snap.read_only):
-            text.append("  READ-ONLY", style="bold red")
+            text.append("  ")
+            text.append("READ-ONLY", style=self._alarm)
         return text
