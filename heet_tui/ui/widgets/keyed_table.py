@@ -234,7 +234,7 @@ class KeyedTable(ScrollView, can_focus=True):
                 labels = [Text(label) for _, label in self._column_spec]
                 self._header = self._render_cells(labels, self.get_component_rich_style("keyed-table--header"))
             header_style = self.get_component_rich_style("keyed-table--header")
-            return _cut_marked(self._header, scroll_x, width, header_style)
+            return self._visible(self._header, scroll_x, width, header_style)
         index = scroll_y + y - 1
         if index >= len(self._order):
             return Strip.blank(width, self.rich_style)
@@ -255,8 +255,17 @@ class KeyedTable(ScrollView, can_focus=True):
             # read green on orange, and under NO_COLOR grey 247 on grey 248, on the one row acted on
             over = Strip([Segment(text, (style or Style()) + cursor, control) for text, style, control in strip],
                          strip.cell_length)
-            return _cut_marked(over, scroll_x, width, self.rich_style + cursor)
-        return _cut_marked(strip, scroll_x, width, self.rich_style)
+            return self._visible(over, scroll_x, width, self.rich_style + cursor)
+        return self._visible(strip, scroll_x, width, self.rich_style)
+
+    def _visible(self, strip: Strip, scroll_x: int, width: int, style: Style) -> Strip:
+        """The first column (the row's name) stays put while the others scroll sideways: scrolled
+        right on a narrow terminal, no row said which job it was. Not where it would take half
+        the width."""
+        fixed = self._widths[0] + GAP if self._widths else 0
+        if scroll_x <= 0 or not fixed or fixed * 2 > width:
+            return _cut_marked(strip, scroll_x, width, style)
+        return Strip.join([strip.crop_extend(0, fixed, style), _cut_marked(strip, fixed + scroll_x, width - fixed, style)])
 
     def on_resize(self, _: events.Resize) -> None:
         self._cache.clear()
