@@ -337,3 +337,23 @@ def test_the_demo_says_its_clock_waits_while_a_plan_is_pending(make_app, backend
     run(scenario())
 
 
+
+
+def test_at_60_columns_the_status_line_still_says_auto_off_and_read_only(make_app, backend):
+    """At 60 columns even the shortest line wrapped under the one-line header: it ended "auto",
+    which read as auto-approve on, and READ-ONLY was gone."""
+    async def scenario():
+        app = make_app("jobs", read_only=True)
+        async with app.run_test(size=(60, 20)) as pilot:
+            line = app.screen.query_one(StatusLine)
+            snap = with_job(small_snapshot(1), "j3", state=JobState.FAILED)
+            backend.push(replace(snap, plan_id=12345))
+            await wait_for(pilot, lambda: "failed" in line.render().plain)
+            plain = line.render().plain
+            assert len(plain.split("\n")[0]) <= line.content_size.width, f"cut off on screen: {plain!r}"
+            assert plain.rstrip().endswith("auto off  READ-ONLY") and "1 failed" in plain, plain
+            await pilot.resize_terminal(40, 20)
+            await wait_for(pilot, lambda: line.render().plain.endswith("…"))
+            assert len(line.render().plain.split("\n")[0]) <= line.content_size.width
+
+    run(scenario())

@@ -70,10 +70,13 @@ class StatusLine(Static):
         width = self.content_size.width
         figures = _Figures.of(snap) if snap is not None else None  # counted once, whatever the level
         text = self._line(snap, figures, 0, stopped or silent)
-        for level in (1, 2, 3, 4, 5):
+        for level in (1, 2, 3, 4, 5, 6, 7):
             if not width or text.cell_len <= width:
                 break
             text = self._line(snap, figures, level, stopped or silent)
+        if width and text.cell_len > width:  # it wrapped under the one-line header: "auto off" read "auto"
+            text.truncate(width - 1)
+            text.append("…")
         if stopped:  # wraps under the figures: every word of it matters, at any width
             text.append("\n")
             text.append(f"✗ {stopped}", style=self._alarm)
@@ -90,11 +93,13 @@ class StatusLine(Static):
     def _line(self, snap: Snapshot | None, f: _Figures | None, level: int, stopped: str = "") -> Text:
         """``level`` 0 says everything; 1 drops the mode (unless demo), the policy and the words;
         2 also the clock; 3 also the host count when every host is ready; 4 also the done and
-        cancelled counts (the Jobs screen has them) and the plan's size; 5 the host count: so
-        auto-approve's state is not cut off. Once the controller has
+        cancelled counts (the Jobs screen has them) and the plan's size; 5 the host count; 6 the
+        GPU count and the screen's title; 7 the pending plan (its screen, 3, shows it): so
+        auto-approve's state and READ-ONLY are not cut off. Once the controller has
         stopped there is no clock: a time that moves on would read as live."""
         text = Text()
-        text.append(f" {self._title} ", style="bold reverse")
+        if level < 6:
+            text.append(f" {self._title} ", style="bold reverse")
         if snap is None or f is None:
             if stopped:  # said on the line below
                 return text
@@ -124,7 +129,8 @@ class StatusLine(Static):
             else:
                 if level < 3 or (level < 5 and ready < len(snap.hosts)):
                     text.append(f"  hosts {ready}/{len(snap.hosts)}")
-                text.append(f"  GPUs {f.busy}/{f.gpus}")
+                if level < 6:
+                    text.append(f"  GPUs {f.busy}/{f.gpus}")
                 if f.outside:
                     text.append(f" +{f.outside} outside", style="yellow")
                 text.append(f"  {running} run{prof if level < 3 else prof.replace('profiling', 'prof')} · {queued} wait"
@@ -136,7 +142,7 @@ class StatusLine(Static):
                 text.append(f"{states[JobState.FAILED]} failed", style=self._alarm)
             if level == 0:
                 text.append(f"  policy {snap.policy}")
-            if pending:
+            if pending and level < 7:
                 what = "pending " if level == 0 else ""
                 changes = f" {what}({len(snap.plan.changes)})" if level < 4 else ""
                 text.append(f"  plan #{snap.plan_id}{changes}", style="bold yellow")
