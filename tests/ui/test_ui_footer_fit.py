@@ -14,7 +14,7 @@ from ui_support import footer, fully_shown, run, wait_for
 SCREENS = ["cluster", "jobs", "plan", "profiles", "hosts"]
 
 
-@pytest.mark.parametrize("width", [80, 64])  # at 64 the Plan and Hosts footers lost q Quit
+@pytest.mark.parametrize("width", [80, 64, 60])  # at 64 the Plan and Hosts footers lost q Quit; at 60 Jobs
 @pytest.mark.parametrize("mode", SCREENS)
 def test_every_footer_key_shows_at_80_columns(make_app, mode, width):
 
@@ -79,5 +79,35 @@ def test_every_jobs_key_shows_at_80_columns_for_a_failed_job_with_an_edit(make_a
                     break
                 await pilot.pause(0.02)
             assert not hidden(), (hidden(), footer(app))
+
+    run(scenario())
+
+
+def test_the_footer_is_laid_out_again_when_a_resize_changes_what_fits(make_app, backend):
+    """Built at 60 columns, Sort and Filter stayed out back at 80; built at 80 for a failed job
+    with an edit, the keys pushed q Quit off at 60."""
+    from dataclasses import replace
+
+    from ui_fakes import small_snapshot, with_job
+
+    from heet_tui.core.job import JobState
+    from heet_tui.core.sched_input import Constraints
+    from heet_tui.ui.widgets.job_table import JobTable
+
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=(60, 24)) as pilot:
+            snap = with_job(small_snapshot(1), "j1", state=JobState.FAILED, edit=Constraints(pinned_type="A100"))
+            backend.push(replace(snap, mode="controller"))
+            table = app.screen.query_one(JobTable)
+            await wait_for(pilot, lambda: table.row_count == 4)
+            table.select_key("j1")
+            await wait_for(pilot, lambda: "d Drop edit" in footer(app) and "q Quit" in footer(app))
+            assert "s Sort" not in footer(app), "given up at 60 columns for the job's own keys"
+            await pilot.resize_terminal(90, 24)
+            await wait_for(pilot, lambda: "s Sort" in footer(app) and "/ Filter" in footer(app))
+            await pilot.resize_terminal(60, 24)
+            await wait_for(pilot, lambda: "s Sort" not in footer(app) and "q Quit" in footer(app) and not [
+                k for k in app.screen.query(FooterKey) if not fully_shown(app, k)])
 
     run(scenario())
