@@ -46,10 +46,15 @@ def defer_slow_starts(problem: Problem, allocations: Mapping[str, Allocation], m
             candidates.append((got / best, job_id, best))
     if not candidates:
         return out
-    total, _, _ = _total_jct(problem, out)
+    total, base, _ = _total_jct(problem, out)
+    # the jobs the plan finishes: a held job (or one nothing can run) finishes in neither, and
+    # counted as never it made every total infinite, so no start was ever deferred
+    counted = {j for j, t in base.items() if t is not None}
+    total = _summed(base, counted)
     for _, job_id, best in sorted(candidates)[:MAX_TRIALS]:
         trial = {j: a for j, a in out.items() if j != job_id}
-        score, done, starts = _total_jct(problem, trial)
+        _, done, starts = _total_jct(problem, trial)
+        score = _summed(done, counted)
         info = problem.by_id[job_id]
         waits = (done[job_id] or math.inf) - info.view.restart_cost_s - info.view.finish_time_scale * \
             problem.remaining_samples(info) / best  # when the faster GPUs free, as predicted
@@ -60,6 +65,11 @@ def defer_slow_starts(problem: Problem, allocations: Mapping[str, Allocation], m
         if score < total and waits <= within_s and later:
             out, total = trial, score
     return out
+
+
+def _summed(done: Mapping[str, float | None], counted: set[str]) -> float:
+    """The counted jobs' completions summed; one that would no longer finish makes it never."""
+    return sum(math.inf if done.get(j) is None else done[j] for j in counted)
 
 
 def _total_jct(problem: Problem, allocations: Mapping[str, Allocation]
