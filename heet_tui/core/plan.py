@@ -126,6 +126,14 @@ class PredictedEffect:
         # plan, 1m44s without it: worse" counted one job against two
         left = sorted(p.job_id for p in self.jobs if p.throughput_before > 0 and p.completion_s is None
                       and p.starts_in_s is None)
+        # a waiting job no queue starts (held, or too big) is in neither average: unsaid, "as without it:
+        # queueing would start the waiting jobs the same way" was read as counting the held one too
+        never = sorted(p.job_id for p in self.jobs if p.throughput_before <= 0 and p.completion_s is None
+                       and p.starts_in_s is None)
+        return self._against(before, after, left) + (
+            f"; neither counts {', '.join(never)} (held, or no start foreseen)" if never else "")
+
+    def _against(self, before: float, after: float, left: list[str]) -> str:
         if left:
             return (f" with this plan, without {', '.join(left)} (stopped by it: no completion to count); "
                     f"{duration(before)} without the plan, counting {'it' if len(left) == 1 else 'them'}")

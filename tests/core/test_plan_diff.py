@@ -86,3 +86,16 @@ def test_a_job_the_plan_stops_is_said_to_be_out_of_its_average() -> None:
     assert said == (" with this plan, without cnn-d (stopped by it: no completion to count); 1m44s without the "
                     "plan, counting it"), said
     assert "worse" not in said
+
+
+def test_a_waiting_job_no_queue_starts_is_said_to_be_in_neither_average() -> None:
+    """With t4only held, the plan read "1m40s with this plan, as without it: queueing for GPUs in
+    order would start the waiting jobs the same way": both averages had left the held job out."""
+    from heet_tui.core.plan import JobPrediction, PredictedEffect
+
+    jobs = (JobPrediction("a", 0.0, 100.0, 100.0, 0.0), JobPrediction("t4only", 0.0, 0.0, None, 0.0))
+    said = PredictedEffect(jobs, avg_jct_s=100.0, avg_jct_before_s=100.0).against()
+    assert said == (" with this plan, as without it: queueing for GPUs in order would start the waiting jobs the "
+                    "same way; neither counts t4only (held, or no start foreseen)"), said
+    queued_later = (jobs[0], JobPrediction("t4only", 0.0, 0.0, 300.0, 0.0, starts_in_s=200.0, starts_on="T4"))
+    assert "neither" not in PredictedEffect(queued_later, avg_jct_s=100.0, avg_jct_before_s=100.0).against()
