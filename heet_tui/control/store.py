@@ -249,7 +249,7 @@ class Store(PlanRows, EventRows, ObservationRows, AllocationRows):
             history = tuple((at, JobState(s)) for at, s in self._db.execute(
                 "SELECT at, state FROM job_states WHERE job_id = ? ORDER BY rowid", (r["id"],)))
         job = Job(r["id"], spec_from_json(r["spec"]), JobState(r["state"]), r["submitted_at"], r["restarts"],
-                  r["samples_done"], r["steps_done"], r["attained_gpu_s"], r["message"], history,
+                  r["samples_done"], r["steps_done"], r["attained_gpu_s"], escaped(r["message"] or ""), history,
                   metrics_from_json(r["metrics"]))
         return JobRecord(job, r["checkpoint"], r["generation"], bool(r["cancel_requested"]), r["crashes"],
                          bool(r["relaunch_requested"]), r["spec_file"])

@@ -63,7 +63,7 @@ class EventRows:
                                 (self._others_from,)).fetchall()
         for r in rows:
             if r[0] not in mine:
-                events_log.info("%s: %s (from another heet-tui command)", r[2], job_named(r[3], r[5]))
+                events_log.info("%s: %s (from another heet-tui command)", r[2], job_named(r[3], escaped(r[5] or "")))
             mine.discard(r[0])
         if rows:
             self._others_from = rows[-1][0]
@@ -72,7 +72,9 @@ class EventRows:
         where = " WHERE job_id = ?" if job_id else ""
         rows = self._db.execute(f"SELECT id, at, kind, job_id, host, message FROM events{where} "
                                 "ORDER BY id DESC LIMIT ?", ((job_id,) if job_id else ()) + (limit,))
-        return [EventRecord(*r) for r in reversed(rows.fetchall())]
+        # escaped on the way out too: an older heet-tui stored them raw, and a file name's escape
+        # sequence written then retitled the terminal of the TUI that showed it after the upgrade
+        return [EventRecord(*r[:5], escaped(r[5] or "")) for r in reversed(rows.fetchall())]
 
     @property
     def store_id(self) -> str:

@@ -54,3 +54,21 @@ def test_the_directories_made_for_a_state_store_are_private_whatever_the_umask(t
         os.umask(old)
     for made in (home / ".local", home / ".local" / "state", state):
         assert stat.S_IMODE(made.stat().st_mode) == 0o700, made
+
+
+def test_text_an_older_version_stored_raw_is_shown_escaped(tmp_path) -> None:
+    """Events and job messages are escaped when written since 2026-12-06; an older heet-tui wrote
+    them raw, and after the upgrade the TUI showed such an event (a submitted file's name with an
+    OSC 0 in it) and retitled the terminal."""
+    import sqlite3
+
+    store = Store(tmp_path / "state")
+    store.add_job(JobSpec("old", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 10)), 0.0)
+    store.add_event(1.0, "submit", "placeholder", "old")
+    with sqlite3.connect(tmp_path / "state" / "state.sqlite3") as db:  # as the older version left them
+        db.execute("UPDATE events SET message = ? WHERE job_id = 'old'", ("submitted old from /w/e\x1b]0;PWNED\x07",))
+        db.execute("UPDATE jobs SET message = ? WHERE id = 'old'", ("waiting: /w/\u202e",))
+    again = Store(tmp_path / "state")
+    assert again.events("old")[-1].message == "submitted old from /w/e\\x1b]0;PWNED\\x07"
+    assert again.job("old").job.message == "waiting: /w/\\u202e"
+    assert again.jobs()[0].job.message == "waiting: /w/\\u202e", "the listing too"
