@@ -38,7 +38,7 @@ from heet_tui.control.runtime import (
     store_part,
 )
 from heet_tui.control.store import Store
-from heet_tui.core.job import JobState
+from heet_tui.core.job import HOST_OUT, JobState
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +93,10 @@ def note_picked_up(store: Store, run: Run, now: float) -> None:
     step = f" at step {rec.job.steps_done}" if rec is not None else ""
     store.add_event(now, "adopt", f"{run.job_id} generation {run.generation}: found running "
                     f"({run.alloc.describe()}){step}; carried on, not restarted", run.job_id)
+    if rec is not None and rec.job.state is JobState.RUNNING and rec.job.message.startswith(f"{HOST_OUT} "):
+        # its host was out when a controller last ran (or not in its hosts file): found running, that is
+        # over; the message stayed to the job's end, and the TUI showed it as "host out"
+        store.set_state(run.job_id, JobState.RUNNING, now, f"running on {run.alloc.describe()}")
 
 
 def judge_reported(executor: Executor, store: Store, host: str, jobs: tuple[RemoteJob, ...]) -> list[Verdict]:

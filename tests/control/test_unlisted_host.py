@@ -7,6 +7,7 @@ training until the host was put back and the first fenced."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 from control_lab import job, run_and_clean, running_past, wait_for, write_job, write_local_hosts
@@ -54,6 +55,8 @@ def test_a_run_on_a_host_gone_from_the_file_is_held_not_duplicated_and_adopted_w
             await wait_for(again, lambda s: any(e.kind == "adopt" for e in store.events("a", limit=100)), 60,
                            "a found running on its host")
             assert store.job("a").generation == 1
+            # found running, its host is no longer out: the message stayed to the job's end ("host out" in the TUI)
+            await wait_for(again, lambda s: job(s, "a").message.startswith("running on"), 10, "the host-out message gone")
         finally:
             await again.stop()
 
@@ -87,5 +90,44 @@ def test_a_job_done_on_its_rank_0_host_ends_though_a_peers_host_is_gone_from_the
             assert job(snap, "wide").message.startswith("target reached"), job(snap, "wide").message
         finally:
             await again.stop()
+
+    run_and_clean(scenario, tmp_path)
+
+
+def test_a_job_found_running_by_a_later_controller_loses_its_host_out_message(tmp_path: Path) -> None:
+    """Removed from the file while no controller ran, then put back before the next start: the job
+    was found running ("carried on, not restarted") but kept "its host h1 is out (not in the hosts
+    file ...)" to its end, and the TUI showed it as "host out"."""
+    path = write_local_hosts(tmp_path, [("h1", "T4", 1, 1.0), ("h2", "T4", 1, 1.0)])
+    full = path.read_text()
+    store = Store(tmp_path / "state")
+    options = ControllerOptions(interval_s=0.3, auto_approve=False, profile=False, execution=ExecOptions(stop_grace_s=1.0))
+    spec = write_job(tmp_path, "a", steps=100_000, max_gpus=1, every=1000)
+
+    async def scenario() -> None:
+        first = Controller(load_hosts(path), store, replace(options, auto_approve=True))
+        await first.start()
+        try:
+            host = await running_past(first, spec, "a", 5, 60)
+        finally:
+            await first.stop()  # a trains on
+        head, *blocks = full.split("[[hosts]]")
+        path.write_text(head + "".join("[[hosts]]" + b for b in blocks if f'name = "{host}"' not in b))
+        second = Controller(load_hosts(path), store, options)
+        await second.start()
+        try:
+            await wait_for(second, lambda s: "not in the hosts file" in job(s, "a").message, 20, "a's host said out")
+        finally:
+            await second.stop()
+        path.write_text(full)
+        third = Controller(load_hosts(path), store, options)
+        await third.start()
+        try:
+            await wait_for(third, lambda s: any(e.kind == "adopt" for e in store.events("a", limit=100)), 60,
+                           "a found running on its host")
+            await wait_for(third, lambda s: job(s, "a").message == f"running on 1xT4 on {host}[0]", 10,
+                           "the host-out message gone")
+        finally:
+            await third.stop()
 
     run_and_clean(scenario, tmp_path)
