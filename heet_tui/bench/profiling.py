@@ -71,8 +71,12 @@ def run(args: argparse.Namespace) -> int:
             pooled.merge(getattr(evaluator, case)(seed))
         result[case] = pooled.summary()
         if not result[case]["cells_predicted"]:  # NaN figures (invalid JSON) and "MISSED" said nothing of why
+            models = sorted({job.model for job in truth.jobs})
             result[case]["skipped"] = (f"needs at least two GPU types, {root} has {len(truth.gpu_types)}"
                                        if case == "cold_type" and len(truth.gpu_types) < 2 else
+                                       # it said "a budget of 3 measures every cell" of one model's folder
+                                       f"needs at least two models, {root} has one ({models[0]})"
+                                       if case == "leave_one_model_out" and len(models) < 2 else
                                        f"nothing left to predict: a budget of {args.budget} measures every cell")
     elapsed = time.perf_counter() - started
     result["meta"] = {

@@ -25,7 +25,9 @@ def check_output_path(command: str, option: str, path: str | None) -> None:
     target = Path(path)
     where = f"{command}: {option} {path}"
     if path == "-":
-        raise UsageError(f"{where}: name a file (standard output carries the table); /dev/stdout works")
+        # "/dev/stdout works" was said here, but the table goes there too: json.load of it failed
+        raise UsageError(f"{where}: name a file, e.g. {option} out.json (standard output carries the table, "
+                         "so it cannot carry this too)")
     if target.is_dir():
         raise UsageError(f"{where}: is a directory (name a file inside it)")
     parent = target.parent

@@ -63,3 +63,15 @@ def test_a_case_with_nothing_to_predict_says_why_in_valid_json(tmp_path: Path,
     assert cold["skipped"] == f"needs at least two GPU types, {one_type} has 1"
     assert main(["bench", "profiling", "--profiles", str(one_type), "--cases", "cold_type"]) == 0
     assert "cold_type             skipped: needs at least two GPU types" in capsys.readouterr().out
+
+
+def test_leave_one_model_out_on_one_model_says_it_needs_two(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """On one model's profiles it said "nothing left to predict: a budget of 3 measures every cell";
+    there was simply no other model to learn from."""
+    import shutil
+
+    one_model = tmp_path / "profiles"
+    shutil.copytree(DATA / "cifar10", one_model / "cifar10")
+    assert main(["bench", "profiling", "--profiles", str(one_model), "--cases", "leave_one_model_out", "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)["leave_one_model_out"]
+    assert said["skipped"] == f"needs at least two models, {one_model} has one (cifar10)", said

@@ -261,7 +261,8 @@ def test_a_narrow_terminal_gets_the_table_in_parts_and_job_counts_are_totals(
 
 @pytest.mark.parametrize(("extra", "reason"), [
     (["--json", "{tmp}/x", "--events", "{tmp}/x"], "sim: --json and --events both name {tmp}/x: give each its own file"),
-    (["--events", "-"], "sim: --events -: name a file (standard output carries the table); /dev/stdout works"),
+    (["--events", "-"], "sim: --events -: name a file, e.g. --events out.json (standard output carries the table, "
+                        "so it cannot carry this too)"),
     (["--oracle", "--predictor", "simple"], "sim: --predictor chooses what policies are told without --oracle"),
 ])
 def test_outputs_and_modes_that_cannot_both_be_had_are_refused_up_front(
