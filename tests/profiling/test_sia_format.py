@@ -106,6 +106,12 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
      'model/placements-aws.csv:2: column "local_bsz": must be a whole number'),
     ("placements-aws.csv", "placement,local_bsz,step_time,sync_time\n1,8,-1,0\n",
      'model/placements-aws.csv:2: column "step_time": must be a positive number'),
+    # a row appended with a 10x step time was averaged in without a word (a JCT of 1.03 h became 5.52 h)
+    ("placements-aws.csv", "placement,local_bsz,step_time,sync_time\n1,8,0.02,0\n2,8,0.03,0\n1,8,0.2,0\n",
+     "model/placements-aws.csv:4: placement 1, local_bsz 8 is measured again with step_time 0.2, 10.0x line 2's "
+     "0.02: remove the wrong row"),
+    ("scalability-rtx.csv", "num_nodes,num_replicas,local_bsz,step_time,sync_time\n2,4,8,0.5,0\n2,4,8,0.1,0\n",
+     "model/scalability-rtx.csv:3: 4 GPUs on 2 nodes, local_bsz 8 is measured again with step_time 0.1, 5.0x"),
 ])
 def test_bad_files_name_file_line_and_column(tmp_path: Path, name: str, text: str, message: str) -> None:
     root = _write(tmp_path, name, text)
