@@ -168,6 +168,13 @@ def test_a_failed_jobs_whole_message_is_shown(tmp_path: Path, capsys: pytest.Cap
     assert main([*state, "jobs"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].endswith(why) and not any(line.startswith("cnn: ") for line in lines)
+    # 60 columns: no room beside the row, so the message goes under it (forced to 30 characters past
+    # the edge, every row wrapped: "MES" / "SAGE")
+    monkeypatch.setenv("COLUMNS", "60")
+    assert main([*state, "jobs"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "MESSAGE" not in lines[0] and lines[1].split()[:2] == ["cnn", "failed"], lines
+    assert lines[2].startswith("    rank 0 on gpu1 ended") and all(len(line) <= 60 for line in lines[:3]), lines
 
 
 def test_bad_input_is_a_located_message_not_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

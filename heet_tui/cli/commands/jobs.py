@@ -112,10 +112,22 @@ def cmd_jobs(args: argparse.Namespace) -> int:
          ("cancel requested; " if r["cancel_requested"] and not JobState(r["state"]).terminal else "") + r["message"])
         for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(head) - 1)]
-    # the message takes what the terminal has left (COLUMNS, else the terminal, else 120)
-    room = line_room(sum(widths) + 2 * len(widths), MIN_MESSAGE_WIDTH)
+    # the message takes what the terminal has left (COLUMNS, else the terminal, else 120); where that
+    # is less than MIN_MESSAGE_WIDTH it goes on a line of its own under its row: forced to 30
+    # characters past an 80-column edge, every row wrapped ("MES / SAGE")
+    used = sum(widths) + 2 * len(widths)
+    room = line_room(used, 0)
+    below = room is not None and room < MIN_MESSAGE_WIDTH
+    if below:
+        room = line_room(4, MIN_MESSAGE_WIDTH)
     for row in table:
-        print("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)) + "  " + first_line(row[-1], room))
+        cells = "  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True))
+        if not below:
+            print(cells + "  " + first_line(row[-1], room))
+        elif row is table[0]:
+            print(cells.rstrip())
+        else:
+            print(cells.rstrip() + (f"\n    {first_line(row[-1], room)}" if row[-1] else ""))
     # Why a job failed is usually at the end of its message (the last log line): show it whole.
     for r in rows:
         if r["state"] == "failed" and first_line(r["message"], room) != r["message"]:
