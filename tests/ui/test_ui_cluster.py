@@ -160,3 +160,31 @@ def test_two_jobs_on_one_host_are_told_apart_without_colour() -> None:
         pair = HostStatus("h", HostState.READY, gpus=gpus[:2], gpu_jobs=((0, f"job-{i}"), (1, f"job-{i + 1}")))
         first, second = gpu_cells(pair).plain
         assert first != second, (i, first, second)
+
+
+def test_a_host_with_more_gpus_than_the_pane_has_lines_shows_every_gpu_or_says_how_many_are_not(make_app, backend):
+    """At 80x24 an 8-GPU host's pane listed gpu0 to gpu4, then the sparklines: gpu5-7 and their
+    jobs were missing without a word."""
+    from ui_fakes import host
+
+    async def scenario():
+        app = make_app("cluster")
+        async with app.run_test(size=(80, 24)) as pilot:
+            table = app.screen.query_one(HostTable)
+            await wait_for(pilot, lambda: table.row_count == 3)
+            snap = small_snapshot(1)
+            big = host("dgx-0", "A100", 8, {0: "deepspeech2-7", 1: "deepspeech2-7", 2: "deepspeech2-7",
+                                            3: "imagenet-1", 4: "imagenet-1", 7: "bert-2"})
+            backend.push(replace(snap, hosts=(*snap.hosts, big)))
+            await wait_for(pilot, lambda: table.row_count == 4)
+            table.select_key("dgx-0")
+            detail = app.screen.query_one(HostDetail).query_one("#host-info", Static)
+            await wait_for(pilot, lambda: "dgx-0" in str(detail.render()))
+            await pilot.pause()
+            shown = str(detail.render())
+            assert len(shown.split("\n")) <= detail.size.height, (shown, detail.size)
+            said = "deepspeech2-7" in shown and "imagenet-1" in shown and ("bert-2" in shown or "more GPU(s)" in shown)
+            assert said, shown
+            assert "gpu0-2 A100" in shown, shown
+
+    run(scenario())

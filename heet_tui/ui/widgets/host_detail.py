@@ -80,19 +80,17 @@ class HostDetail(Vertical):
             if host.drained_why:
                 text.append(f"\n{host.drained_why}", style="yellow")
         owners = dict(host.gpu_jobs)
-        for gpu in host.gpus:
-            job = owners.get(gpu.index)
-            text.append(f"\n  gpu{gpu.index} {gpu.gpu_type:<10} ")
-            if job is None and gpu.others:
-                text.append(f"in use outside heet: {', '.join(gpu.others)}", style="yellow")
-            else:
-                text.append(job or "free", style=job_colour(job) if job else "dim")
-            if gpu.utilization is not None:
-                text.append(f"  util {gpu.utilization:.0f}%")
-            if gpu.memory_used_mb is not None and gpu.memory_mb:
-                text.append(f"  mem {gpu.memory_used_mb}/{gpu.memory_mb} MB")
-            if gpu.source == "emulated":
-                text.append("  (emulated)", style="dim")
+        room = info.size.height - len(text.plain.split("\n"))
+        if room <= 0 or len(host.gpus) <= room:
+            for gpu in host.gpus:
+                _gpu_line(text, gpu, owners.get(gpu.index))
+        else:  # one line per run of GPUs alike: gpu5-7 and their jobs were cut off without a word
+            runs = _runs(host.gpus, owners)
+            for run in runs[:room - 1] if len(runs) > room else runs:
+                _run_line(text, run, owners.get(run[0].index))
+            if len(runs) > room:
+                text.append(f"\n  … {sum(len(r) for r in runs[room - 1:])} more GPU(s): a taller terminal shows them",
+                            style="dim")
         if text != self._shown:
             self._shown = text
             info.update(text, layout=False)
@@ -106,3 +104,44 @@ class HostDetail(Vertical):
             spark = self.query_one(f"#{what}-spark", Sparkline)
             spark.display = bool(series)
             spark.data = list(series or ())
+
+
+def _gpu_line(text: Text, gpu, job: str | None) -> None:
+    text.append(f"\n  gpu{gpu.index} {gpu.gpu_type:<10} ")
+    if job is None and gpu.others:
+        text.append(f"in use outside heet: {', '.join(gpu.others)}", style="yellow")
+    else:
+        text.append(job or "free", style=job_colour(job) if job else "dim")
+    if gpu.utilization is not None:
+        text.append(f"  util {gpu.utilization:.0f}%")
+    if gpu.memory_used_mb is not None and gpu.memory_mb:
+        text.append(f"  mem {gpu.memory_used_mb}/{gpu.memory_mb} MB")
+    if gpu.source == "emulated":
+        text.append("  (emulated)", style="dim")
+
+
+def _runs(gpus, owners: dict) -> list[list]:
+    """Consecutive GPUs of one type, owner (or outside user) and source."""
+    out: list[list] = []
+    for gpu in gpus:
+        key = (gpu.gpu_type, owners.get(gpu.index), tuple(gpu.others), gpu.source)
+        if out and out[-1][0][1] == key and out[-1][-1][0].index + 1 == gpu.index:
+            out[-1].append((gpu, key))
+        else:
+            out.append([(gpu, key)])
+    return [[g for g, _ in run] for run in out]
+
+
+def _run_line(text: Text, run: list, job: str | None) -> None:
+    first, last = run[0], run[-1]
+    name = f"gpu{first.index}" if len(run) == 1 else f"gpu{first.index}-{last.index}"
+    text.append(f"\n  {name} {first.gpu_type:<10} ")
+    if job is None and first.others:
+        text.append(f"in use outside heet: {', '.join(first.others)}", style="yellow")
+    else:
+        text.append(job or "free", style=job_colour(job) if job else "dim")
+    utils = [g.utilization for g in run if g.utilization is not None]
+    if utils:
+        text.append(f"  util {sum(utils) / len(utils):.0f}%" + (" avg" if len(run) > 1 else ""))
+    if first.source == "emulated":
+        text.append("  (emulated)", style="dim")
