@@ -19,24 +19,34 @@ from heet_tui.control.store import Store
 from heet_tui.core.intents import ApprovePlan
 from heet_tui.core.job import JobState
 
+OPTIONS = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False, execution=ExecOptions(stop_grace_s=1.0))
+
+
+async def run_then_remove_its_host(path: Path, store: Store, spec: Path) -> str:
+    """``a`` started by a first controller, which stops (``a`` trains on); its host is then taken
+    out of the hosts file, as if edited while no controller ran. Returns the host."""
+    full = path.read_text()
+    first = Controller(load_hosts(path), store, OPTIONS)
+    await first.start()
+    try:
+        host = await running_past(first, spec, "a", 5, 60)
+    finally:
+        await first.stop()  # a trains on
+    head, *blocks = full.split("[[hosts]]")
+    path.write_text(head + "".join("[[hosts]]" + b for b in blocks if f'name = "{host}"' not in b))
+    return host
+
 
 def test_a_run_on_a_host_gone_from_the_file_is_held_not_duplicated_and_adopted_when_it_is_back(
         tmp_path: Path) -> None:
     path = write_local_hosts(tmp_path, [("h1", "T4", 1, 1.0), ("h2", "T4", 1, 1.0)])
     full = path.read_text()
     store = Store(tmp_path / "state")
-    options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False, execution=ExecOptions(stop_grace_s=1.0))
+    options = OPTIONS
     spec = write_job(tmp_path, "a", steps=100_000, max_gpus=1, every=1000)
 
     async def scenario() -> None:
-        first = Controller(load_hosts(path), store, options)
-        await first.start()
-        try:
-            host = await running_past(first, spec, "a", 5, 60)
-        finally:
-            await first.stop()  # a trains on
-        head, *blocks = full.split("[[hosts]]")
-        path.write_text(head + "".join("[[hosts]]" + b for b in blocks if f'name = "{host}"' not in b))
+        host = await run_then_remove_its_host(path, store, spec)
         again = Controller(load_hosts(path), store, options)
         await again.start()
         try:
@@ -101,18 +111,11 @@ def test_a_job_found_running_by_a_later_controller_loses_its_host_out_message(tm
     path = write_local_hosts(tmp_path, [("h1", "T4", 1, 1.0), ("h2", "T4", 1, 1.0)])
     full = path.read_text()
     store = Store(tmp_path / "state")
-    options = ControllerOptions(interval_s=0.3, auto_approve=False, profile=False, execution=ExecOptions(stop_grace_s=1.0))
+    options = replace(OPTIONS, auto_approve=False)
     spec = write_job(tmp_path, "a", steps=100_000, max_gpus=1, every=1000)
 
     async def scenario() -> None:
-        first = Controller(load_hosts(path), store, replace(options, auto_approve=True))
-        await first.start()
-        try:
-            host = await running_past(first, spec, "a", 5, 60)
-        finally:
-            await first.stop()  # a trains on
-        head, *blocks = full.split("[[hosts]]")
-        path.write_text(head + "".join("[[hosts]]" + b for b in blocks if f'name = "{host}"' not in b))
+        host = await run_then_remove_its_host(path, store, spec)
         second = Controller(load_hosts(path), store, options)
         await second.start()
         try:
