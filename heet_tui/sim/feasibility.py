@@ -24,7 +24,9 @@ def never_runs(job: SimJob, type_capacity: Mapping[str, int], host_size: Mapping
         if any(job.progress_rate(t, packed(n, host_size[t])) > 0 for n in range(k, top + 1)):
             return ""
     types = ", ".join(f"{t} ({c} GPUs)" for t, c in sorted(type_capacity.items()))
-    profiled = ", ".join(f"{t} up to {job.physics.max_gpus(t)}" for t in job.physics.gpu_types()) or "none"
+    # "none" read as "not profiled at all" of gpt_pmp on a cluster of T4s only: profiled elsewhere
+    profiled = (", ".join(f"{t} up to {job.physics.max_gpus(t)}" for t in job.physics.gpu_types())
+                or "on none of the cluster's GPU types")
     if any(cap >= k and job.physics.max_gpus(t) >= k for t, cap in type_capacity.items()):
         # GPUs and profiles are there: the batch is what no profiled configuration can run
         return (f"batch size {job.spec.batch_size} runs on no profiled configuration of {job.spec.application!r} "
@@ -47,4 +49,5 @@ def never_given(job: SimJob, policy: object, type_capacity: Mapping[str, int]) -
     if want <= most:
         return ""
     return (f"policy {getattr(policy, 'name', '?')!r} gives each job exactly the {want} GPUs it asks for "
-            f"(num_replicas), and the most of one type its model was profiled on, as far as profiled, is {most}")
+            f"(num_replicas), and the most GPUs of one type that the cluster holds and its model's profiles "
+            f"reach is {most}")

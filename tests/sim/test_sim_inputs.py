@@ -129,7 +129,7 @@ def test_a_job_whose_model_is_profiled_on_none_of_the_clusters_types_is_unschedu
     records = {r.name: r for r in Simulation(cluster_of(("aws", 1)), jobs, physics, RigidFifoPolicy()).run()}
     assert records["ok"].outcome == "done"
     assert records["nowhere"].outcome == "unschedulable"
-    assert "with a profile for 'imagenet'" in records["nowhere"].message and "profiled: none" in records["nowhere"].message
+    assert "with a profile for 'imagenet'" in records["nowhere"].message and "profiled: on none of the cluster's GPU types" in records["nowhere"].message
 
 
 def test_missing_validation_files(tmp_path: Path, profile_dir: Path) -> None:
@@ -290,14 +290,14 @@ def test_a_rigid_count_no_gpu_type_holds_is_unschedulable_at_submission(physics)
     (record,) = sim.run()
     assert record.outcome == "unschedulable"
     assert record.message == ("policy 'fifo' gives each job exactly the 500 GPUs it asks for (num_replicas), "
-                              "and the most of one type its model was profiled on, as far as profiled, is 4"), \
+                              "and the most GPUs of one type that the cluster holds and its model's profiles reach is 4"), \
         record.message
     assert sim.rounds <= 2, "said when it was submitted"
     # 16 T4s, but cifar10 is profiled on at most 12 of them: 14 never run (it waited 240 rounds)
     beyond = Simulation(cluster_of(("aws", 4)), [WorkloadJob("wide", 0.0, "cifar10", 14, 4096)], physics,
                         make_policy("fifo"))
     (record,) = beyond.run()
-    assert record.outcome == "unschedulable" and record.message.endswith("as far as profiled, is 12"), record.message
+    assert record.outcome == "unschedulable" and record.message.endswith("its model's profiles reach is 12"), record.message
     assert beyond.rounds <= 2
     elastic = Simulation(cluster_of(("aws", 1)), [WorkloadJob("huge", 0.0, "cifar10", 500, 4096)], physics,
                          make_policy("heet"))
