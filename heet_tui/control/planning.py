@@ -182,17 +182,30 @@ def held_back(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str], drai
     (at a size that had crashed) sat "waiting for approval" under auto-approve, unannounced.
     Nor is a plan held that moves a job off a drained host or off GPUs its spec no longer allows
     (``misplaced``): a job updated to A100 only stayed on T4s, its move "gaining -100%"."""
-    if vacates(plan, drained) or any(c.job_id in misplaced for c in plan.changes) \
-            or all(c.kind is ChangeKind.START for c in plan.changes):
-        return None
+    applied, why = auto_verdict(plan, book, unmeasured, drained, threshold, misplaced)
+    return None if applied else why
+
+
+def auto_verdict(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str], drained: set[str],
+                 threshold: float, misplaced: frozenset[str] = frozenset()) -> tuple[bool, str]:
+    """Whether auto-approve applies ``plan``, and why in words either way: an auto-approved plan
+    that restarted jobs while reading "as without it" gave no figure for what it was applied on."""
+    if vacates(plan, drained):
+        return True, "it moves jobs off drained hosts"
+    if any(c.job_id in misplaced for c in plan.changes):
+        return True, "it moves jobs off GPUs their specs no longer allow"
+    if all(c.kind is ChangeKind.START for c in plan.changes):
+        return True, "it only starts queued jobs"
     predicted = gain(plan, book, unmeasured)
     if predicted >= threshold:
-        return None
+        return True, (f"predicted gain {predicted:.1%} (the jobs' summed speed, each against its best measured "
+                      f"one-GPU speed) is at least the threshold of {threshold:.0%}")
     effect = plan.effect
     if effect.avg_jct_s is not None and effect.avg_jct_before_s and \
             effect.avg_jct_s <= effect.avg_jct_before_s * (1 - threshold):
-        return None  # "gain 0.0%, below the threshold" was said of a plan predicted to halve the average JCT
-    return f"its predicted gain, {predicted:.1%}, is below the auto-approve threshold of {threshold:.0%}"
+        # "gain 0.0%, below the threshold" was said of a plan predicted to halve the average JCT
+        return True, f"its predicted average JCT is {1 - effect.avg_jct_s / effect.avg_jct_before_s:.0%} shorter"
+    return False, f"its predicted gain, {predicted:.1%}, is below the auto-approve threshold of {threshold:.0%}"
 
 
 def free_starts(plan: Plan) -> Plan | None:

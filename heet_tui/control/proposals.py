@@ -146,10 +146,11 @@ def propose(ctl: Controller) -> None:
         return
     unmeasured = frozenset(j.id for j in inputs if not j.measured)
     misplaced = planning.outside_spec((r.job_id, r.spec, r.alloc) for r in ctl.executor.runs.values() if r.spec)
-    ctl.held_why = planning.held_back(plan, ctl.book, unmeasured, ctl.drained(), ctl.opt.gain_threshold, misplaced)
+    applied, why = planning.auto_verdict(plan, ctl.book, unmeasured, ctl.drained(), ctl.opt.gain_threshold, misplaced)
+    ctl.held_why = None if applied else why
     if ctl.auto_approve and ctl.held_why is None:
         ctl.store.set_plan_status(plan_id, "approved", ctl.clock())
-        ctl.store.add_event(ctl.clock(), "plan", f"plan #{plan_id} auto-approved")
+        ctl.store.add_event(ctl.clock(), "plan", f"plan #{plan_id} auto-approved: {why}")
         ctl.start_apply(plan_id)
     elif ctl.auto_approve and (starts := planning.free_starts(plan)) is not None:
         now = ctl.clock()

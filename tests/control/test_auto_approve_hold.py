@@ -131,3 +131,24 @@ def test_the_starts_of_a_held_plan_onto_free_gpus_go_ahead_alone() -> None:
     assert [p.job_id for p in starts.effect.jobs] == ["free"]
     only_moves = _plan({"r": running}, {"r": Allocation.of("r", "T4", {"g": [2]})})
     assert free_starts(only_moves) is None
+
+
+def test_auto_approve_says_what_it_applied_a_plan_on() -> None:
+    """Plan #28 shrank a running job and read "57s with this plan, as without it", yet was
+    auto-approved: the gain it was applied on appeared nowhere."""
+    from dataclasses import replace
+
+    from heet_tui.control.planning import auto_verdict
+
+    book = ThroughputBook()
+    start = _plan({}, {"j": Allocation.of("j", "T4", {"h": [0]})}, JobPrediction("j", 0.0, 1.0, None, 0.0))
+    assert auto_verdict(start, book, frozenset(), set(), 0.05) == (True, "it only starts queued jobs")
+    one = Allocation.of("r0", "T4", {"g": [0]})
+    grow = _plan({"r0": one}, {"r0": Allocation.of("r0", "T4", {"g": [0, 1]})},
+                 JobPrediction("r0", 100.0, 101.0, None, 30.0))
+    applied, why = auto_verdict(grow, book, frozenset(), set(), 0.005)
+    assert applied and why == ("predicted gain 1.0% (the jobs' summed speed, each against its best measured one-GPU "
+                               "speed) is at least the threshold of 0%"), why
+    assert auto_verdict(grow, book, frozenset(), set(), 0.05) == (False, held_back(grow, book, frozenset(), set(), 0.05))
+    sooner = replace(grow, effect=replace(grow.effect, avg_jct_s=851.0, avg_jct_before_s=1688.0))
+    assert auto_verdict(sooner, book, frozenset(), set(), 0.05) == (True, "its predicted average JCT is 50% shorter")
