@@ -220,7 +220,7 @@ class HostSupervisor:
 
     def _apply_hello(self, result: dict[str, Any]) -> None:
         inventory = result.get("inventory") or {}
-        self.agent_version = str(result.get("agent_version", ""))
+        self.agent_version = f"{result.get('agent_version', '')}+{agent_bundle().digest[:8]}"  # each build's said 0.1.0
         self.gpu_source, self.gpus, self.warnings = read_inventory(self.entry, inventory, self._real_type_is)
         self.jobs = {}
         for raw in result.get("jobs") or ():

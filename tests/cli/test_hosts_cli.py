@@ -120,6 +120,10 @@ def test_broken_hosts_file_exits_2_naming_the_line(tmp_path: Path) -> None:
 def test_version() -> None:
     out = heet("--version")
     assert out.returncode == 0 and out.stdout.startswith("heet-tui ")
+    # builds 300 commits apart all said "heet-tui 0.1.0": the agent bundle's hash tells them apart
+    from heet_tui.cluster.agent_bundle import agent_bundle
+
+    assert out.stdout.strip().endswith(f"(agent bundle {agent_bundle().digest[:8]})"), out.stdout
 
 
 def test_a_reader_that_goes_away_gets_no_traceback(hosts: Path) -> None:

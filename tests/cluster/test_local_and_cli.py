@@ -171,6 +171,9 @@ def test_hosts_check_json_and_trust(lab, capsys):
     assert rows["good"]["gpus"] == [{"index": 0, "type": "A100", "memory_mb": 0},
                                     {"index": 1, "type": "A100", "memory_mb": 0}]
     assert rows["good"]["agent_version"] and rows["good"]["rtt_ms"] > 0
+    from heet_tui.cluster.agent_bundle import agent_bundle
+
+    assert rows["good"]["agent_version"].endswith(f"+{agent_bundle().digest[:8]}"), "which build's agent it is"
     assert rows["newcomer"]["state"] == "host-key-unknown" and "SHA256:" in rows["newcomer"]["message"]
 
     assert run_trust(hosts, "newcomer", assume_yes=True) == 0
