@@ -200,8 +200,9 @@ def connect_kwargs(target: SshTarget, connect_timeout_s: float) -> dict[str, Any
         "known_hosts": known_hosts_arg(target),
         "keepalive_interval": target.keepalive_s,
         "keepalive_count_max": 3,
-        # the config's ConnectTimeout where it is shorter: a host known to be down is said so sooner
-        "connect_timeout": min(connect_timeout_s, target.connect_timeout_s or connect_timeout_s),
+        # the config's ConnectTimeout, shorter (a host known to be down is said so sooner) or longer (a
+        # slow link's); the login may take as long as the caller allows
+        "connect_timeout": target.connect_timeout_s or connect_timeout_s,
         "login_timeout": connect_timeout_s,
         # never a terminal, whatever RequestTTY says (it is meant for interactive logins): through a
         # pty the agent's JSON lines were echoed and cut at 4,095 bytes, and no launch was answered

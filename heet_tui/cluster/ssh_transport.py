@@ -79,9 +79,16 @@ async def _fingerprint(target: SshTarget, tunnel: Any, timeout_s: float) -> tupl
 async def open_connection(target: SshTarget, tunnel: Any, timeout_s: float, label: str,
                           name: str = "") -> asyncssh.SSHClientConnection:
     """asyncssh.connect with every failure mapped to the host state it means."""
+    # a longer ConnectTimeout in the SSH config is a slow link's: logins over a 2 s round trip took
+    # 25 s, and at 15 s every host read "timed out (no answer: is the host up?)" for good
+    timeout_s = max(timeout_s, target.connect_timeout_s or 0.0)
     try:
         return await asyncio.wait_for(asyncssh.connect(tunnel=tunnel, **connect_kwargs(target, timeout_s)),
                                       timeout_s)
+    except TimeoutError:
+        raise Unreachable(f"{label}cannot connect to {target.describe()}: timed out after {timeout_s:g} s (no "
+                          "answer: is the host up, and its sshd not hung? Over a slow link the login may "
+                          "need longer: ConnectTimeout in the SSH config allows more)") from None
     except asyncssh.HostKeyNotVerifiable:
         try:
             fingerprint, changed, revoked = await _fingerprint(target, tunnel, timeout_s)
@@ -110,7 +117,7 @@ async def open_connection(target: SshTarget, tunnel: Any, timeout_s: float, labe
         raise AuthFailed(f"{label}{target.describe()}: the key file {exc.filename} {why}; it is an IdentityFile "
                          f"of your ssh config ({', '.join(map(str, target.config_paths)) or '~/.ssh/config'}) or "
                          "of its defaults: fix the path there") from None
-    except (TimeoutError, OSError, asyncssh.Error) as exc:
+    except (OSError, asyncssh.Error) as exc:
         raise Unreachable(f"{label}cannot connect to {target.describe()}: {failure_reason(exc)}") from None
 
 
