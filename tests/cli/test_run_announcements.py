@@ -72,3 +72,23 @@ def test_an_event_line_names_its_job(tmp_path: Path) -> None:
     (hinted,) = [e for e in store.events(limit=10) if e.at == 5.0]
     assert run_command.event_line(hinted) == ("crash: rank 0 on h ended with exit code 1 (hint: no module x: install it "
                                               "on the host; heet-tui jobs crash has more)")
+
+
+def test_host_grace_reaches_the_controller_and_must_be_positive(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A 90 s outage on a flaky link stopped healthy jobs (60 s grace, not to be changed)."""
+    from heet_tui.cli.main import main
+
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text('[[hosts]]\nname = "h"\ntransport = "local"\nemulate = { gpu_type = "T4", count = 1, speed = 1.0 }\n')
+    seen = {}
+
+    async def fake_run(hosts_file, store, options, until_idle, why=""):
+        seen["grace"] = options.host_loss_grace_s
+        return 0
+
+    monkeypatch.setattr(run_command, "_run", fake_run)
+    state = ["--state", str(tmp_path / "state"), "--hosts", str(hosts)]
+    assert main(["run", *state, "--host-grace", "600"]) == 0 and seen["grace"] == 600.0
+    assert main(["run", *state]) == 0 and seen["grace"] == 60.0
+    assert main(["run", *state, "--host-grace", "0"]) == 2
+    assert "--host-grace must be > 0, got 0" in capsys.readouterr().err
