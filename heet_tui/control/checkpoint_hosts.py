@@ -160,9 +160,10 @@ class CheckpointHosts:
             # waited already: an approved plan that said so failed twice over 60 s, trying the copy
             waited = src.name in self.given_up
             if reported is not None and not waited and self.clock() - first < COPY_WAIT_S:
-                raise CopyWaiting(f"{exc}; {src.name} may come back with it: a start within the next "
-                                  f"{COPY_WAIT_S - (self.clock() - first):.0f} s copies it again, and one after "
-                                  f"that starts from what {dst.name} has") from None
+                # "may come back with it" was said of a host that never left (the copy's login timed out)
+                raise CopyWaiting(f"{exc}; a start within the next {COPY_WAIT_S - (self.clock() - first):.0f} s "
+                                  f"tries the copy again (from {src.name} once it answers), and one after that "
+                                  f"starts from what {dst.name} has") from None
             self.store.add_event(self.clock(), "checkpoint", f"{job_id}: {exc}; resuming from what {dst.name} has",
                                  job_id)
             if reported is not None:  # taken back if the host comes back (reclaim.py)

@@ -25,7 +25,7 @@ from heet_tui.control.execution import Executor, StepFailed
 from heet_tui.control.runtime import gpus_held, judge
 from heet_tui.control.store import Store
 from heet_tui.control.store_records import StepRecord
-from heet_tui.core.job import JobState
+from heet_tui.core.job import STARTING, JobState
 from heet_tui.core.plan import Change, ChangeKind
 
 log = logging.getLogger(__name__)
@@ -116,6 +116,12 @@ async def _break_ring(executor: Executor, store: Store, pending: list[StepRecord
 
 async def _run_step(executor: Executor, store: Store, plan_id: int, step: StepRecord, clock) -> bool:
     """One step, marked done or failed; whether it was done."""
+    change, rec = step.change, store.job(step.change.job_id)
+    if change.kind is ChangeKind.START and change.after is not None and rec is not None \
+            and rec.job.state is JobState.QUEUED:
+        # a checkpoint copy may take a while first: it read "in plan #6 ..., waiting for approval" meanwhile
+        store.set_state(change.job_id, JobState.QUEUED, clock(), f"plan #{plan_id}{STARTING}"
+                        f"{change.after.describe()} (its checkpoint is copied there first where it lies elsewhere)")
     try:
         message = await execute_change(executor, store, step.change, clock())
     except StepFailed as exc:
@@ -125,7 +131,7 @@ async def _run_step(executor: Executor, store: Store, plan_id: int, step: StepRe
         store.add_event(clock(), "plan", f"{step.change.job_id}: plan #{plan_id} failed to "
                         f"{step.change.kind.value} it: {exc}", step.change.job_id)
         job = store.job(step.change.job_id)
-        if job is not None and job.job.state is JobState.RESIZING:
+        if job is not None and (job.job.state is JobState.RESIZING or STARTING in job.job.message):
             store.try_set_state(step.change.job_id, JobState.QUEUED, clock(), f"plan step failed: {exc}")
         return False
     store.mark_step(plan_id, step.idx, "done", clock(), message)

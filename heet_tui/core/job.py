@@ -92,6 +92,7 @@ PROFILE_WAITING = "waiting to be profiled: "
 WAITING_FOR_GPUS = "waiting for GPUs: "
 HELD_FOR_FASTER = "held for faster GPUs: "
 LEFT_QUEUED = "left queued: "
+STARTING = " approved: starting on "  # in a queued job's message while an approved plan starts it
 HOST_OUT = "its host"  # how the message of a running job whose host is out of reach begins
 
 

@@ -8,6 +8,7 @@ from heet_tui.core.job import (
     HELD_FOR_FASTER,
     PLAN_WAITING,
     PROFILE_WAITING,
+    STARTING,
     TWIN_WAITING_END,
     WAITING_FOR_GPUS,
     JobState,
@@ -38,8 +39,12 @@ def why_waiting(snap: Snapshot, jobs_view: str = "the Jobs screen", replan: str 
     full = gpus and sum(len(h.gpu_jobs) for h in ready) >= gpus
     next_plan = [] if full else [j.id for j in waiting if j.message.endswith(PLAN_WAITING)]
     for_gpus = [] if full else [j.id for j in waiting if j.message.startswith(WAITING_FOR_GPUS)]
-    rest = [j.id for j in waiting if j.id not in {*profiling, *blocked, *held, *by_hand, *next_plan, *for_gpus}]
+    # an approved plan starting them, its checkpoint copy under way: "waiting with nothing proposed"
+    starting = [j.id for j in waiting if STARTING in j.message]
+    rest = [j.id for j in waiting if j.id not in {*profiling, *blocked, *held, *by_hand, *next_plan, *for_gpus,
+                                                  *starting}]
     out = "".join(f" {some(ids)}: {said}" for ids, said in (
+        (starting, "being started by the approved plan (a checkpoint that lies elsewhere is copied first)."),
         (next_plan, "measured, planned in the next round."),
         (for_gpus, f"waiting for GPUs others hold ({jobs_view} says which, and when)."),
         (by_hand, f"kept out by your edit (see {jobs_view}; {drop})."),

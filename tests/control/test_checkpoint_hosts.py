@@ -125,8 +125,8 @@ def test_a_launch_waits_a_while_for_the_host_with_its_checkpoint_before_starting
     def bring(reported: str | None) -> None:
         asyncio.run(hosts.bring("j", spec, entries, here, reported, None, options))
 
-    with pytest.raises(CopyWaiting, match=r"gone may come back with it: a start within the next 60 s copies it "
-                                          r"again, and one after that starts from what here has"):
+    with pytest.raises(CopyWaiting, match=r"a start within the next 60 s tries the copy again \(from gone once it "
+                                          r"answers\), and one after that starts from what here has"):
         bring("/ck/last.pt")
     now[0] = COPY_WAIT_S / 2
     with pytest.raises(CopyWaiting, match="within the next 30 s"):

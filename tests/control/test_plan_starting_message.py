@@ -1,0 +1,44 @@
+"""While an approved plan starts a queued job (a checkpoint copy first may take a while), the job
+and `heet-tui plan` say so: it read "in plan #6 (start on 1xT4), waiting for approval" and "waiting
+with nothing proposed" for the 32 s of a copy over a slow link."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from heet_tui.control import plan_apply
+from heet_tui.control.execution import StepFailed
+from heet_tui.control.store import Store
+from heet_tui.core.allocation import Allocation
+from heet_tui.core.job import JobSpec, JobState, Target, TargetKind
+from heet_tui.core.plan import Plan
+from heet_tui.core.snapshot import JobStatus, Snapshot
+from heet_tui.core.waiting import why_waiting
+
+
+def test_a_job_being_started_says_so_and_a_failed_start_says_why(tmp_path: Path, monkeypatch) -> None:
+    store = Store(tmp_path / "state")
+    for name in ("a", "b"):
+        store.add_job(JobSpec(name, ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 10)), 0.0)
+        store.set_state(name, JobState.QUEUED, 1.0, "in plan #6 (start on 1xT4), waiting for approval")
+    seen = {}
+
+    async def execute(executor, store_, change, now):
+        seen[change.job_id] = store_.job(change.job_id).job.message
+        if change.job_id == "b":
+            raise StepFailed("copying the checkpoint failed: timed out")
+        return "launched"
+
+    monkeypatch.setattr(plan_apply, "execute_change", execute)
+    plan = Plan.build({}, {n: Allocation.of(n, "T4", {"t": [i]}) for i, n in enumerate("ab")}, "heet", 0.0)
+    plan_id = store.add_plan(plan)
+    store.start_applying(plan_id, plan.changes, 2.0)
+    for step in store.steps(plan_id):
+        asyncio.run(plan_apply._run_step(None, store, plan_id, step, lambda: 3.0))
+    assert seen["a"].startswith(f"plan #{plan_id} approved: starting on 1xT4 on t[0]"), seen
+    assert store.job("b").job.message == "plan step failed: copying the checkpoint failed: timed out"
+
+    waiting = JobStatus("a", "a", JobState.QUEUED, "m", None, 0.0, 0.0, None, 0, 0.0, 1, 1, message=seen["a"])
+    said = why_waiting(Snapshot(now=4.0, hosts=(), jobs=(waiting,)))
+    assert "a: being started by the approved plan" in said and "nothing proposed" not in said, said
