@@ -91,3 +91,28 @@ def test_tabs_in_a_log_line_keep_the_box_square(make_app):
             assert str(dialog.query_one("#log").render()).startswith("a       b       c")
 
     run(scenario())
+
+
+def test_a_log_that_cannot_be_read_names_the_job_once(make_app):
+    """It read "counter3: counter3: cannot read its log on w49a: ...": the controller's message
+    names the job already."""
+    async def fails(job_id: str) -> tuple[str, ...]:
+        raise ValueError(f"{job_id}: cannot read its log on h1: host h1 is unreachable")
+
+    async def bare(job_id: str) -> tuple[str, ...]:
+        raise ValueError("the controller went away")
+
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_for(pilot, lambda: app.latest is not None)
+            for fetch, said in ((fails, "j1: cannot read its log on h1: host h1 is unreachable"),
+                                (bare, "j1: the controller went away")):
+                dialog = JobLogDialog("j1", fetch)
+                app.push_screen(dialog)
+                await wait_for(pilot, lambda dialog=dialog: dialog.fetches >= 1)
+                assert str(dialog.query_one("#log").render()) == said
+                dialog.dismiss()
+                await pilot.pause()
+
+    run(scenario())

@@ -98,7 +98,8 @@ class JobLogDialog(Dialog[None]):
             # a tab drawn as one cell pushed the box's right border out of line
             text = Text("\n".join(lines).expandtabs(8) if lines else f"{self.job_id}: the log is empty")
         except Exception as exc:  # shown where the log would be: the user asked to see it
-            text = Text(f"{self.job_id}: {exc}", style="red")
+            said = str(exc)  # the controller's message names the job already ("j: j: cannot read its log")
+            text = Text(said if said.startswith(f"{self.job_id}: ") else f"{self.job_id}: {said}", style="red")
         finally:
             self._loading = False
         self.fetches += 1
