@@ -21,7 +21,7 @@ from heet_agent.log_follow import follow_log
 from heet_agent.progress import parse_progress_line
 
 JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,127}\Z")
-MAX_TAIL_LINES = 500
+MAX_TAIL_LINES = 10_000  # a reply is held to 256K characters (job_logs.py): `log -f` catching up asks for this many
 
 
 def _key(job):

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from heet_tui.control.store import Store
 
 MAX_LINES = 500
+CATCH_UP_LINES = 10_000  # what `log -f` asks for once a read of MAX_LINES missed lines (a reply holds 256K characters)
 NO_SUCH_RANK = "its latest run had ranks"  # a log asked of a rank the run did not have: the asker's mistake
 
 
@@ -34,7 +35,7 @@ async def job_log(ctl: Controller, job_id: str, lines: int = 200, rank: int = 0,
     rec = ctl.store.job(job_id)
     if rec is None:
         raise ValueError(f"no job {job_id!r}")
-    lines = max(1, min(int(lines), MAX_LINES))
+    lines = max(1, min(int(lines), CATCH_UP_LINES))
     run = ctl.executor.runs.get(job_id)
     what = ""
     if run is None and generation is None and ctl.store.last_allocation(job_id) is None \

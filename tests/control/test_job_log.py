@@ -370,3 +370,41 @@ def test_a_job_stuck_in_profiling_shows_its_runs_log_and_the_hung_run_is_stopped
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_log_follow_catches_up_on_more_lines_than_one_read_holds(tmp_path: Path, monkeypatch, capsys) -> None:
+    """After a 90 s cut of its host, `log -f` jumped from seq 990 to seq 1106: a read holds the
+    last 500 lines, and more had come since the last one. It reads back further first."""
+    from heet_tui.cli.commands import log as log_cli
+    from heet_tui.config.job_spec import parse_job_text
+
+    store = Store(tmp_path / "state")
+    store.add_job(parse_job_text('name = "a"\ncommand = ["python3", "t.py"]\nmodel = "m"\nbatch_size = 8\n'
+                                 "target = { steps = 10 }\n", tmp_path / "a.toml"), 1.0)
+    store.set_state("a", JobState.RUNNING, 2.0)
+    written = [f"seq {i}" for i in range(1, 3)]
+    asked = []
+
+    class Backend:
+        gone = None
+
+        def __init__(self, _state) -> None: ...
+
+        async def start(self) -> None: ...
+
+        async def stop(self) -> None: ...
+
+        async def job_log(self, job_id, lines, rank=0, generation=None):
+            asked.append(lines)
+            if len(asked) == 2:  # the host was out a while: 1,200 lines came
+                written.extend(f"seq {i}" for i in range(3, 1203))
+            if len(asked) == 4:
+                store.set_state("a", JobState.DONE, 3.0)
+            return (HEAD.format(1), *written[-lines:])
+
+    monkeypatch.setattr(log_cli, "AttachedBackend", Backend)
+    monkeypatch.setattr(log_cli, "FOLLOW_EVERY_S", 0.0)
+    asyncio.run(log_cli._ask(store, "a", 1, True))
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [HEAD.format(1), *(f"seq {i}" for i in range(2, 1203))], (out[-300:], asked)
+    assert "were not shown" not in err, err

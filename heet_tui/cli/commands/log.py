@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import re
 import sys
 
@@ -19,7 +20,7 @@ from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_location_options
 from heet_tui.cli.printable import printable
 from heet_tui.control.attach_client import AttachedBackend, ControllerGone
-from heet_tui.control.job_log import MAX_LINES, NO_SUCH_RANK, recorded_failure_tail
+from heet_tui.control.job_log import CATCH_UP_LINES, MAX_LINES, NO_SUCH_RANK, recorded_failure_tail
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store
 from heet_tui.core.job import JobState
@@ -97,6 +98,11 @@ async def _ask(store: Store, job_id: str, lines: int, follow: bool, rank: int = 
             for line in await _rest_of_previous_run(backend, job_id, rank, shown, fetched):
                 print(printable(line), flush=True)
             lines, skipped = new_lines(shown, fetched)
+            if skipped:  # after an outage, or a burst: read back further (115 lines were lost after a 90 s cut)
+                with contextlib.suppress(ValueError, TimeoutError):
+                    more = await asyncio.wait_for(backend.job_log(job_id, CATCH_UP_LINES, rank), REPLY_TIMEOUT_S)
+                    if (found := new_lines(shown, more))[1] is False:
+                        (lines, skipped), fetched = found, more
             if skipped:
                 say(f"(... more lines came in {FOLLOW_EVERY_S:g} s than one read holds: some were not shown)")
             for line in lines:
