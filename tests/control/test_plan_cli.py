@@ -181,3 +181,24 @@ def test_after_a_reject_jobs_say_so_and_plan_again_proposes_from_the_command_lin
             await wait_for(ctl, lambda s: s.plan_id is not None and s.plan_id != first, 30, "a new plan")
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_bare_approve_says_which_plan_it_approved_and_what_that_does(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """`plan` showed #19; seconds later a bare `plan approve` printed "plan #20 approved": #20 had
+    replaced it, and nothing said that it put the job elsewhere."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    state = ["--state", str(tmp_path / "state")]
+
+    async def scenario() -> None:
+        async with manual_controller(hosts, store) as ctl:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=2000, max_gpus=1))))
+            snap = await wait_for(ctl, lambda s: s.plan_id is not None, 60, "a plan")
+            capsys.readouterr()
+            assert await asyncio.to_thread(main, ["plan", "approve", *state]) == 0
+            out = capsys.readouterr().out.splitlines()
+            assert f"plan #{snap.plan_id} approved" in out[0], out
+            assert "  start a: - -> 1xT4 on only[0]" in out, out
+
+    run_and_clean(scenario, tmp_path)

@@ -125,7 +125,12 @@ async def _plan(state_dir, action: str, expected: int | None, as_json: bool = Fa
                 print(f"approve: heet-tui plan approve --id {snap.plan_id}   reject: heet-tui plan reject --id "
                       f"{snap.plan_id}")
             return 0
-        return await _post(backend, ApprovePlan(snap.plan_id) if action == "approve" else RejectPlan(snap.plan_id))
+        done = await _post(backend, ApprovePlan(snap.plan_id) if action == "approve" else RejectPlan(snap.plan_id))
+        if expected is None:  # which plan that was: a newer one had replaced the one looked at, unsaid
+            for c in snap.plan.changes:
+                print(f"  {c.kind.value} {c.job_id}: {c.before.describe() if c.before else '-'} -> "
+                      f"{c.after.describe() if c.after else '-'}")
+        return done
     finally:
         await backend.stop()
 
