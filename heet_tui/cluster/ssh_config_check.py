@@ -15,7 +15,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from heet_tui.cluster.ssh_settings import SshTarget, config_paths, target_for, with_included
+from heet_tui.cluster.ssh_settings import SshConfigError, SshTarget, config_paths, target_for, with_included
 from heet_tui.config.hosts_file import HostsFile
 from heet_tui.config.ssh_aliases import directive_args
 
@@ -37,7 +37,11 @@ def ssh_config_refusals(hosts_file: HostsFile) -> dict[str, str]:
             continue
         key = (entry.address, entry.port, entry.user)
         if key not in said:
-            target = target_for(entry, hosts_file.ssh_config, Path(os.devnull))
+            try:
+                target = target_for(entry, hosts_file.ssh_config, Path(os.devnull))
+            except SshConfigError:  # the host's own check says so: it was a traceback here
+                said[key] = ""
+                continue
             said[key] = _refusal(ssh, config, target, entry.port, entry.user, entry.jump is None)
         if said[key]:
             out[entry.name] = said[key]
@@ -89,17 +93,33 @@ def _otherwise(settings: dict[str, list[str]], target: SshTarget, compare_jump: 
         return (settings.get(key) or [""])[0]
 
     ours = (target.hostname.lower(), str(target.port), target.user or getpass.getuser(),
-            (target.proxy_jump or "") if compare_jump else "")
+            _jumps(target.proxy_jump or "") if compare_jump else "")
     theirs = (first("hostname").lower(), first("port"), first("user"),
-              ("" if first("proxyjump").lower() == "none" else first("proxyjump")) if compare_jump else "")
+              _jumps("" if first("proxyjump").lower() == "none" else first("proxyjump")) if compare_jump else "")
     if ours == theirs or not theirs[0]:
         return ""
 
     def said(host: str, port: str, login: str, jump: str) -> str:
         return f"{login}@{host}:{port}" + (f" via {jump}" if jump else "")
-    return (f"ssh(1) reads the SSH config as {said(*theirs)}, heet-tui's SSH library as {said(*ours)}: it does not "
-            "expand %-tokens in a Match exec command, and skips what it does not know; give the host's "
+    return (f"ssh(1) reads the SSH config as {said(*theirs)}, heet-tui's SSH library as {said(*ours)} (it does not "
+            "expand %-tokens in a Match exec command, and skips what it does not know); give the host's "
             "address, port or user in the hosts file, or make the config say it plainly")
+
+
+def _jumps(text: str) -> str:
+    """A ProxyJump as both sides would name it: ssh -G writes a numeric jump host in brackets
+    ("[127.0.0.2]:60985") and keeps an ssh:// form; an ordinary jump read as a difference."""
+    hops = []
+    for hop in filter(None, (h.strip() for h in text.split(","))):
+        hop = hop.removeprefix("ssh://")
+        user, _, rest = hop.rpartition("@")
+        if rest.startswith("["):
+            host, _, port = rest[1:].partition("]")
+            port = port.removeprefix(":")
+        else:
+            host, _, port = rest.partition(":")
+        hops.append(f"{user + '@' if user else ''}{host.lower()}{':' + port if port and port != '22' else ''}")
+    return ",".join(hops)
 
 
 def _open_keys(settings: dict[str, list[str]], alias: str) -> str:
@@ -127,6 +147,7 @@ def _expanded(raw: str, settings: dict[str, list[str]], alias: str) -> Path | No
               "p": (settings.get("port") or ["22"])[0], "n": alias, "u": getpass.getuser(),
               "d": os.path.expanduser("~"), "l": socket.gethostname().split(".")[0], "L": socket.gethostname(),
               "i": str(os.getuid())}
+    raw = os.path.expandvars(raw)  # ${VAR}, as ssh(1) expands in IdentityFile
     out, i = [], 0
     while i < len(raw):
         if raw[i] == "%" and i + 1 < len(raw):

@@ -76,3 +76,18 @@ def test_a_key_named_with_tokens_is_checked_as_ssh_expands_it(lab):
     key.chmod(0o644)
     said = ssh_config_refusals(load_hosts(path))["tokens"]
     assert f"the key file {key} (mode 644) may be read by others" in said, said
+
+
+def test_a_numeric_jump_host_and_a_config_asyncssh_cannot_read_raise_no_false_alarm(lab, capsys):
+    """ssh -G writes a numeric jump host in brackets: `ProxyJump 127.0.0.2:60985` read as a
+    difference (and the check failed); a Match line asyncssh cannot parse was a traceback."""
+    gate, inside = lab.add_host("gate"), lab.add_host("inside")
+    lab.write_ssh_config(lab.user_key, extra=f"Host numjump\n  HostName {inside.address}\n  Port {inside.port}\n"
+                                             f"  ProxyJump root@{gate.address}:{gate.port}\n")
+    path = lab.hosts_toml([{"name": "n", "address": "numjump", "workdir": str(inside.workdir)}])
+    assert ssh_config_refusals(load_hosts(path)) == {}
+    lab.write_ssh_config(lab.user_key, extra=f'Match exec "test %h = {gate.address}"\n  Port {gate.port}\n')
+    path = lab.hosts_toml([lab.entry_for(gate)])
+    assert ssh_config_refusals(load_hosts(path)) == {}, "the host's own check says what asyncssh cannot read"
+    main(["hosts", "check", "--hosts", str(path)])
+    assert "Traceback" not in capsys.readouterr().err
