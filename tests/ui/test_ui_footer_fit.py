@@ -111,3 +111,34 @@ def test_the_footer_is_laid_out_again_when_a_resize_changes_what_fits(make_app, 
                 k for k in app.screen.query(FooterKey) if not fully_shown(app, k)])
 
     run(scenario())
+
+
+@pytest.mark.parametrize("width", [50, 42, 40])
+def test_on_a_very_narrow_terminal_quit_stays_and_the_screen_keys_go_as_a_group(make_app, backend, width):
+    """At 40-50 columns with a held job selected, q Quit fell off, and the screen keys were cut
+    to "345 Screens", as if there were three."""
+    from dataclasses import replace
+
+    from ui_fakes import small_snapshot, with_job
+
+    from heet_tui.core.job import JobState
+    from heet_tui.core.sched_input import Constraints
+    from heet_tui.ui.widgets.job_table import JobTable
+
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=(width, 24)) as pilot:
+            snap = with_job(small_snapshot(1), "j1", state=JobState.FAILED, edit=Constraints(pinned_type="A100"))
+            backend.push(replace(snap, mode="controller"))
+            table = app.screen.query_one(JobTable)
+            await wait_for(pilot, lambda: table.row_count == 4)
+            table.select_key("j1")
+
+            def cut() -> list[str]:
+                return [k.description for k in app.screen.query(FooterKey) if not fully_shown(app, k)]
+
+            await wait_for(pilot, lambda: "q Quit" in footer(app) and "? Help" in footer(app) and not cut())
+            screens = [k for k in footer(app) if k.strip().isdigit()]
+            assert len(screens) in (0, 5), footer(app)
+
+    run(scenario())

@@ -15,6 +15,7 @@ from textual.widgets import Footer
 from textual.widgets._footer import FooterKey, FooterLabel, KeyGroup
 
 WIDE_COLUMNS = 100
+KEPT = ("help", "app.help", "quit", "app.quit")  # never left out
 """Columns from which every screen's keys and the palette key fit side by side, spaced out."""
 
 
@@ -46,15 +47,21 @@ class ScreenFooter(Footer):
             group.display = bool(group.children)
 
     def _to_drop(self) -> tuple[str, ...]:
-        """The fewest optional keys to leave out for the rest to fit, in the order given up."""
+        """The fewest keys to leave out for the rest to fit, in the order given up: the screen's
+        optional ones, the screen keys as one group ("345 Screens" read as if there were three),
+        then, on a very narrow terminal, the others from the right; never Help or Quit."""
         if not (self.compact and self._bindings_ready and self.size.width):
             return ()
         shown = [b for _, b, _, _ in self.screen.active_bindings.values() if b.show]
-        order = [*getattr(self.screen, "FOOTER_OPTIONAL", ()), *(b.action for b in shown if b.group is not None)]
-        for n in range(len(order) + 1):
-            if self._width(set(order[:n])) <= self.size.width - 1:
-                return tuple(order[:n])
-        return tuple(order)
+        steps = [[a] for a in getattr(self.screen, "FOOTER_OPTIONAL", ())]
+        steps.append([b.action for b in shown if b.group is not None])
+        steps += [[b.action] for b in reversed(shown) if b.group is None and b.action not in KEPT]
+        dropped: list[str] = []
+        for step in [[], *steps]:
+            dropped += step
+            if self._width(set(dropped)) <= self.size.width - 1:
+                break
+        return tuple(dropped)
 
     def _width(self, skip: set[str]) -> int:
         """Columns the compact footer takes: "k Description" and a space per key; a group's keys

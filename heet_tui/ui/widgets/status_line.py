@@ -75,8 +75,8 @@ class StatusLine(Static):
                 break
             text = self._line(snap, figures, level, stopped or silent)
         if width and text.cell_len > width:  # it wrapped under the one-line header: "auto off" read "auto"
-            text.truncate(width - 1)
-            text.append("…")
+            # cut at the start: auto-approve's state and READ-ONLY, at the end, are what must stay
+            text = Text("…") + text[text.cell_len - width + 1:]
         if stopped:  # wraps under the figures: every word of it matters, at any width
             text.append("\n")
             text.append(f"✗ {stopped}", style=self._alarm)
