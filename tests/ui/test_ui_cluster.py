@@ -185,6 +185,10 @@ def test_a_host_with_more_gpus_than_the_pane_has_lines_shows_every_gpu_or_says_h
             assert len(shown.split("\n")) <= detail.size.height, (shown, detail.size)
             said = "deepspeech2-7" in shown and "imagenet-1" in shown and ("bert-2" in shown or "more GPU(s)" in shown)
             assert said, shown
-            assert "gpu0-2 A100" in shown, shown
+            assert "gpu0-2   A100" in shown, shown
+            await pilot.resize_terminal(80, 14)  # no line left for any GPU: said on the rack line
+            await wait_for(pilot, lambda: "8 GPU(s) not shown: a taller terminal shows them" in str(detail.render()))
+            await pilot.resize_terminal(160, 60)  # laid out again, one line per GPU, without another selection
+            await wait_for(pilot, lambda: "gpu7 A100" in str(detail.render()) and "gpu5 A100" in str(detail.render()))
 
     run(scenario())

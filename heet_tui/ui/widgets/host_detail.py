@@ -59,7 +59,17 @@ class HostDetail(Vertical):
         yield Label("memory %", id="mem-label")
         yield Sparkline([], id="mem-spark", summary_function=max)
 
+    _last: tuple | None = None
+
+    def on_resize(self) -> None:
+        """Laid out again for the new height: grown to 200x60, the pane kept its runs of GPUs
+        and eleven blank lines until another host was selected."""
+        if self._last is not None:
+            self._shown = None
+            self.call_after_refresh(self.show, *self._last)
+
     def show(self, host: HostStatus | None, now: float, history: HostHistory) -> None:
+        self._last = (host, now, history)
         info = self.query_one("#host-info", Static)
         if host is None:
             info.update("No host selected.", layout=False)
@@ -81,7 +91,9 @@ class HostDetail(Vertical):
                 text.append(f"\n{host.drained_why}", style="yellow")
         owners = dict(host.gpu_jobs)
         room = info.size.height - len(text.plain.split("\n"))
-        if room <= 0 or len(host.gpus) <= room:
+        if room <= 0 and info.size.height and host.gpus:  # no line left: said where there is one
+            text.append(f"  ({len(host.gpus)} GPU(s) not shown: a taller terminal shows them)", style="dim")
+        elif room <= 0 or len(host.gpus) <= room:
             for gpu in host.gpus:
                 _gpu_line(text, gpu, owners.get(gpu.index))
         else:  # one line per run of GPUs alike: gpu5-7 and their jobs were cut off without a word
@@ -135,7 +147,7 @@ def _runs(gpus, owners: dict) -> list[list]:
 def _run_line(text: Text, run: list, job: str | None) -> None:
     first, last = run[0], run[-1]
     name = f"gpu{first.index}" if len(run) == 1 else f"gpu{first.index}-{last.index}"
-    text.append(f"\n  {name} {first.gpu_type:<10} ")
+    text.append(f"\n  {name:<8} {first.gpu_type:<10} ")
     if job is None and first.others:
         text.append(f"in use outside heet: {', '.join(first.others)}", style="yellow")
     else:
