@@ -31,11 +31,11 @@ def keys_offered(identity_files: tuple[Path, ...], identities_only: bool, identi
     else:
         found = [_shown(p) for name in DEFAULT_KEYS if (p := Path(f"~/.ssh/{name}").expanduser()).is_file()]
         said = f"{', '.join(found)} (no IdentityFile set)" if found else "no key (no IdentityFile set, none in ~/.ssh)"
-    named = identity_agent is not None and identity_agent.upper() != "SSH_AUTH_SOCK"
+    named = identity_agent is not None and identity_agent != "SSH_AUTH_SOCK"
     if named and identity_agent.lower() == "none":
         agent = "no ssh-agent (IdentityAgent none)"
     else:
-        sock = os.path.expanduser(identity_agent) if named else os.environ.get("SSH_AUTH_SOCK")
+        sock = os.path.expanduser(os.path.expandvars(identity_agent)) if named else os.environ.get("SSH_AUTH_SOCK")
         source = f"IdentityAgent {_shown(Path(sock))}" if named else "$SSH_AUTH_SOCK"
         if not sock or not os.path.exists(sock):
             agent = f"no ssh-agent ({source} is " + ("not set)" if not sock else "gone)")

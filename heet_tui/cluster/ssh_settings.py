@@ -148,7 +148,14 @@ def resolve_target(alias: str, port: int | None, user: str | None, ssh_config: P
                      float(interval) if interval else keepalive_s, identities, bool(config.get("IdentitiesOnly")),
                      float(timeout) if timeout else None,
                      str(config.get("HostKeyAlias")) if config.get("HostKeyAlias") else None,
-                     str(config.get("IdentityAgent")) if config.get("IdentityAgent") else None)
+                     _identity_agent(config.get("IdentityAgent", ())))
+
+
+def _identity_agent(value: object) -> str | None:
+    """The config's IdentityAgent as written: asyncssh reads "none" as None, like no setting at all."""
+    if value == ():
+        return None
+    return "none" if value is None else str(value)
 
 
 def target_for(entry: HostEntry, ssh_config: Path | None, fallback_known_hosts: Path,
@@ -210,6 +217,12 @@ def connect_kwargs(target: SshTarget, connect_timeout_s: float) -> dict[str, Any
     }
     if target.user:
         kwargs["username"] = target.user
+    agent = target.identity_agent
+    if agent and agent.lower() != "none" and (agent == "SSH_AUTH_SOCK" or "$" in agent):
+        # as ssh(1) reads them: the literal SSH_AUTH_SOCK names the environment's agent, and ${VAR} is
+        # expanded; asyncssh took both for file names, and a login ssh made was refused
+        path = os.environ.get("SSH_AUTH_SOCK") if agent == "SSH_AUTH_SOCK" else os.path.expandvars(agent)
+        kwargs["agent_path"] = os.path.expanduser(path) if path else None
     files = target.identity_files
     present = [str(p) for p in files if p.is_file()]
     if present and len(present) < len(files) and not any("%" in str(p) for p in files):

@@ -40,3 +40,25 @@ def test_the_configs_connect_timeout_is_kept_shorter_or_longer(tmp_path: Path) -
     for alias, expected in (("quick", 3.0), ("slow", 60.0), ("plain", 15.0)):
         entry = parse_hosts_text(f'[[hosts]]\nname = "n"\naddress = "{alias}"\n', tmp_path / "hosts.toml").hosts[0]
         assert connect_kwargs(target_for(entry, config, tmp_path / "known_hosts"), 15.0)["connect_timeout"] == expected
+
+
+def test_identity_agent_none_and_the_environments_agent_are_read_as_ssh_reads_them(tmp_path: Path, monkeypatch) -> None:
+    """`IdentityAgent none` read as no setting (the hint then named $SSH_AUTH_SOCK's agent), and
+    `IdentityAgent SSH_AUTH_SOCK` as a file of that name: ssh logged in, heet-tui was refused."""
+    from heet_tui.cluster.ssh_settings import connect_kwargs
+
+    monkeypatch.setenv("SSH_AUTH_SOCK", str(tmp_path / "agent.sock"))
+    monkeypatch.setenv("LAB", str(tmp_path))
+    config = tmp_path / "ssh_config"
+    config.write_text("Host off\n  IdentityAgent none\n\nHost env\n  IdentityAgent SSH_AUTH_SOCK\n\n"
+                      "Host var\n  IdentityAgent ${LAB}/other.sock\n")
+    (tmp_path / "known_hosts").write_text("")
+
+    def target(alias: str):
+        entry = parse_hosts_text(f'[[hosts]]\nname = "n"\naddress = "{alias}"\n', tmp_path / "hosts.toml").hosts[0]
+        return target_for(entry, config, tmp_path / "known_hosts")
+
+    assert target("off").identity_agent == "none" and target("plain").identity_agent is None
+    assert "agent_path" not in connect_kwargs(target("off"), 15.0), "asyncssh reads none itself"
+    assert connect_kwargs(target("env"), 15.0)["agent_path"] == str(tmp_path / "agent.sock")
+    assert target("var").identity_agent == str(tmp_path / "other.sock"), "asyncssh expands ${VAR} itself"
