@@ -25,6 +25,8 @@ def check_output_path(command: str, option: str, path: str | None) -> None:
     target = Path(path)
     where = f"{command}: {option} {path}"
     if path == "-":
+        if option == "--out":  # sim generate: standard output is where it writes without one
+            raise UsageError(f"{where}: leave {option} out to write to standard output, or name a file")
         # "/dev/stdout works" was said here, but the table goes there too: json.load of it failed
         raise UsageError(f"{where}: name a file, e.g. {option} out.json (standard output carries the table, "
                          "so it cannot carry this too)")

@@ -53,3 +53,12 @@ def test_generate_finds_a_short_busy_window_in_a_long_quiet_trace(tmp_path: Path
         assert len(jobs) == 5 and jobs[-1].time <= 5 * 60
         outputs.append(out.read_text())
     assert len(set(outputs)) > 1  # the seed still picks which window and jobs
+
+
+def test_generate_out_dash_says_standard_output_is_its_default(capsys: pytest.CaptureFixture[str]) -> None:
+    """It said "standard output carries the table" of a command that prints no table and writes
+    to standard output by default."""
+    code = main(["sim", "generate", "--trace", str(WORKLOADS / "philly-trace-excerpt.csv"), "--jobs", "5",
+                 "--hours", "1000", "--out", "-"])
+    err = capsys.readouterr().err
+    assert code == 2 and "leave --out out to write to standard output, or name a file" in err, err
