@@ -74,7 +74,7 @@ class EventRows:
                                 "ORDER BY id DESC LIMIT ?", ((job_id,) if job_id else ()) + (limit,))
         # escaped on the way out too: an older heet-tui stored them raw, and a file name's escape
         # sequence written then retitled the terminal of the TUI that showed it after the upgrade
-        return [EventRecord(*r[:5], escaped(r[5] or "")) for r in reversed(rows.fetchall())]
+        return [EventRecord(*r[:4], escaped(r[4]) if r[4] else r[4], escaped(r[5] or "")) for r in reversed(rows.fetchall())]
 
     @property
     def store_id(self) -> str:

@@ -281,17 +281,18 @@ def read_placements(path: Path, label: str | None = None) -> tuple[PlacementRow,
 
 
 def _same_twice(label: str, lineno: int, seen: dict, key: object, step: float, what: str) -> None:
-    """A measurement repeated is averaged, unless the two are too far apart to be one quantity:
-    a row appended with a 10x step time made a job's JCT 1.03 h -> 5.52 h without a word."""
-    if key in seen:
-        first, before = seen[key]
+    """A measurement repeated is averaged, unless two of them are too far apart to be one quantity:
+    a row appended with a 10x step time made a job's JCT 1.03 h -> 5.52 h without a word. Each
+    repeat is held against the smallest and the largest seen so far (two repeats 8x apart, both
+    within 3x of the first row, were averaged)."""
+    low, high = seen.get(key, ((lineno, step), (lineno, step)))
+    for first, before in (low, high):
         if max(step, before) > MAX_REPEAT_RATIO * min(step, before):
             raise ProfileFormatError(f"{label}:{lineno}: {what} is measured again with step_time {step:g}, "
                                      f"{max(step, before) / min(step, before):.1f}x line {first}'s {before:g}: "
                                      "remove the wrong row (repeats within "
                                      f"{MAX_REPEAT_RATIO:g}x of each other are averaged)")
-    else:
-        seen[key] = (lineno, step)
+    seen[key] = (min(low, (lineno, step), key=lambda x: x[1]), max(high, (lineno, step), key=lambda x: x[1]))
 
 
 def read_scalability(path: Path, label: str | None = None) -> tuple[ScalabilityRow, ...]:

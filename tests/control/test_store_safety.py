@@ -66,9 +66,11 @@ def test_text_an_older_version_stored_raw_is_shown_escaped(tmp_path) -> None:
     store.add_job(JobSpec("old", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 10)), 0.0)
     store.add_event(1.0, "submit", "placeholder", "old")
     with sqlite3.connect(tmp_path / "state" / "state.sqlite3") as db:  # as the older version left them
-        db.execute("UPDATE events SET message = ? WHERE job_id = 'old'", ("submitted old from /w/e\x1b]0;PWNED\x07",))
+        db.execute("UPDATE events SET message = ?, host = ? WHERE job_id = 'old'",
+                   ("submitted old from /w/e\x1b]0;PWNED\x07", "h\x1b]0;HOST\x07"))
         db.execute("UPDATE jobs SET message = ? WHERE id = 'old'", ("waiting: /w/\u202e",))
     again = Store(tmp_path / "state")
     assert again.events("old")[-1].message == "submitted old from /w/e\\x1b]0;PWNED\\x07"
+    assert again.events("old")[-1].host == "h\\x1b]0;HOST\\x07", "its host too"
     assert again.job("old").job.message == "waiting: /w/\\u202e"
     assert again.jobs()[0].job.message == "waiting: /w/\\u202e", "the listing too"

@@ -110,6 +110,8 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
     ("placements-aws.csv", "placement,local_bsz,step_time,sync_time\n1,8,0.02,0\n2,8,0.03,0\n1,8,0.2,0\n",
      "model/placements-aws.csv:4: placement 1, local_bsz 8 is measured again with step_time 0.2, 10.0x line 2's "
      "0.02: remove the wrong row"),
+    ("placements-aws.csv", "placement,local_bsz,step_time,sync_time\n1,8,0.0428,0\n1,8,0.12,0\n1,8,0.015,0\n",
+     "model/placements-aws.csv:4: placement 1, local_bsz 8 is measured again with step_time 0.015, 8.0x line 3's 0.12"),
     ("scalability-rtx.csv", "num_nodes,num_replicas,local_bsz,step_time,sync_time\n2,4,8,0.5,0\n2,4,8,0.1,0\n",
      "model/scalability-rtx.csv:3: 4 GPUs on 2 nodes, local_bsz 8 is measured again with step_time 0.1, 5.0x"),
 ])
