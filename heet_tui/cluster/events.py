@@ -47,14 +47,21 @@ class RemoteJob:
 
     @staticmethod
     def from_wire(host: str, data: dict[str, Any]) -> RemoteJob:
+        """Raises ValueError for what no agent of ours sends: a compromised host's generation of 2**63
+        went into the store as a float and failed every plan after ("Python int too large to convert
+        to SQLite INTEGER"), and a list of 120,000 GPUs read "GPUs 120000/4 busy"."""
         progress = data.get("progress")
+        gpus = data.get("gpus") or ()
+        if not isinstance(gpus, (list, tuple)) or len(gpus) > MAX_GPUS or not all(
+                isinstance(g, int) and not isinstance(g, bool) and 0 <= g < MAX_GPUS for g in gpus):
+            raise ValueError(f"a job's gpus are not up to {MAX_GPUS} GPU indices")
         return RemoteJob(
             host=host,
-            job_id=str(data.get("job_id", "")),
-            generation=int(data.get("generation", 0)),
-            state=str(data.get("state", "exited")),
+            job_id=str(data.get("job_id", ""))[:MAX_JOB_ID],
+            generation=wire_generation(data.get("generation", 0)),
+            state=str(data.get("state", "exited"))[:20],
             pid=int(data.get("pid") or 0),
-            gpus=tuple(int(g) for g in data.get("gpus") or ()),
+            gpus=tuple(gpus),
             log=str(data.get("log") or ""),
             exit_code=data.get("exit_code") if isinstance(data.get("exit_code"), int) else None,
             signal=data.get("signal") if isinstance(data.get("signal"), int) else None,
@@ -63,6 +70,18 @@ class RemoteJob:
             progress=check_progress(progress)[0],  # as a progress event's: a corrupted agent's NaN broke rounds
             ended_ago_s=_age(data.get("ended_ago_s")),
         )
+
+
+MAX_GENERATION = 2**31 - 1  # far beyond any job's restarts, and within SQLite's integers
+MAX_GPUS = 1024  # indices and count of one host's GPUs
+MAX_JOB_ID = 256
+
+
+def wire_generation(value: Any) -> int:
+    """A generation an agent reported; ValueError when it is none an agent of ours could send."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_GENERATION:
+        raise ValueError(f"generation {str(value)[:30]!r} is not a whole number from 0 to {MAX_GENERATION}")
+    return value
 
 
 def _age(value: Any) -> float | None:
@@ -130,3 +149,8 @@ def checked_progress(host: str, job_id: str, generation: int, progress: dict[str
         return JobProgressError(host, job_id, generation, json.dumps(progress)[:300],
                                 f"the agent forwarded a report that is not valid: {why}")
     return JobProgress(host, job_id, generation, valid)
+
+
+def short_text(value: Any) -> str | None:
+    """A heartbeat's optional text field: None when absent or empty, cut to a message's length."""
+    return str(value)[:300] if isinstance(value, str) and value else None

@@ -27,6 +27,8 @@ from heet_tui.cluster.events import (
     JobsReported,
     RemoteJob,
     checked_progress,
+    short_text,
+    wire_generation,
 )
 from heet_tui.cluster.gpu_inventory import read_inventory, with_sample
 from heet_tui.cluster.options import ClusterOptions
@@ -39,6 +41,7 @@ from heet_tui.core.snapshot import HostStatus
 PING_EVERY_S = 10.0
 REREAD_EVERY_S = 30.0  # GPUs listed again at most this often
 MAX_JOBS_KEPT = 256  # an agent keeps its live jobs and its latest 100 ended ones
+MAX_EARLY = 1000  # events kept from a host until its hello is answered
 GPUS_CHANGED = "the GPUs changed since they were listed"  # how the agent's heartbeat says so (inventory.py)
 UNANSWERED_PINGS = 2  # in a row, while heartbeats come: the agent's request loop is stuck
 SHORT_SESSION_S = 30.0  # a session that ends sooner counts towards a growing backoff (run)
@@ -210,7 +213,7 @@ class HostSupervisor:
         self._apply_hello(result)
         self.client = client
         self.last_seen = time.time()
-        self.gpu_probe, self.workdir_problem = None, _text(result.get("workdir_problem"))
+        self.gpu_probe, self.workdir_problem = None, short_text(result.get("workdir_problem"))
         self._set(HostState.READY, self._ready_message())
         self.publish(JobsReported(self.entry.name, tuple(self.jobs.values())))
         early, self._early = self._early, []
@@ -305,19 +308,20 @@ class HostSupervisor:
         self.last_seen = time.time()
         name = message.get("event")
         if name in ("progress", "progress_error", "job_exit") and self.state is not HostState.READY:
-            self._early.append(message)
+            if len(self._early) < MAX_EARLY:  # a host streaming events before its hello took 460 MB
+                self._early.append(message)
             return
         if name == "heartbeat":
             self._on_heartbeat(message)
         elif name == "progress" and isinstance(message.get("progress"), dict):
-            key = (str(message.get("job_id")), int(message.get("generation") or 0))
+            key = (str(message.get("job_id")), wire_generation(message.get("generation") or 0))
             event = checked_progress(self.entry.name, key[0], key[1], message["progress"])
             if isinstance(event, JobProgress) and (job := self.jobs.get(key)) is not None:
                 self.jobs[key] = replace(job, progress=event.progress)
             self.publish(event)
         elif name == "progress_error":
             self.publish(JobProgressError(self.entry.name, str(message.get("job_id")),
-                                          int(message.get("generation") or 0), str(message.get("line", ""))[:300],
+                                          wire_generation(message.get("generation") or 0), str(message.get("line", ""))[:300],
                                           str(message.get("error", ""))[:200]))
         elif name == "job_exit":
             job = RemoteJob.from_wire(self.entry.name, message)
@@ -328,15 +332,14 @@ class HostSupervisor:
                     future.set_result(job)
 
     def _on_heartbeat(self, message: dict[str, Any]) -> None:
-        probe, full = (_text(message.get(key)) for key in ("gpu_probe", "workdir_problem"))
+        probe, full = (short_text(message.get(key)) for key in ("gpu_probe", "workdir_problem"))
         if (probe, full) != (self.gpu_probe, self.workdir_problem):  # a hung nvidia-smi is how a GPU
             self.gpu_probe, self.workdir_problem = probe, full  # falling off the bus first shows
             if self.state is HostState.READY:
                 self.message = self._ready_message()
         self.gpus = with_sample(self.gpus, message.get("gpus"))
-        for raw in message.get("jobs") or ():
-            if isinstance(raw, dict):
-                self._keep(RemoteJob.from_wire(self.entry.name, raw))
+        for raw in message.get("jobs") or ():  # a bad entry: the event is left out, said once (agent_client)
+            self._keep(RemoteJob.from_wire(self.entry.name, raw))
         # Listed again only with no heet job running here: jobs hold GPUs by the old numbers, and
         # renumbered under them, screens and plans put each job on its neighbour's GPU. Meanwhile
         # the agent's readings follow each GPU by UUID, and nothing is launched here.
@@ -392,8 +395,3 @@ class HostSupervisor:
             for future in futures:
                 if not future.done():
                     future.set_exception(HostNotReady(f"host {self.entry.name}: {failure}"))
-
-
-def _text(value: Any) -> str | None:
-    """A heartbeat's optional text field: None when absent or empty, cut to a message's length."""
-    return str(value)[:300] if isinstance(value, str) and value else None

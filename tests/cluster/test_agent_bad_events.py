@@ -60,5 +60,22 @@ def test_a_malformed_event_is_left_out_and_the_host_stays_ready(tmp_path: Path, 
     assert set(states) == {HostState.READY}, f"it dropped out: {states}"
     assert [g.utilization for g in status.gpus] == [None] and [g.memory_used_mb for g in status.gpus] == [None]
     warned = [r.getMessage() for r in caplog.records if "malformed" in r.getMessage()]
-    assert warned == ["odd: the agent sent a malformed 'heartbeat' event, left out (ValueError: invalid literal "
-                      "for int() with base 10: 'x')"], warned
+    assert warned == ["odd: the agent sent a malformed 'heartbeat' event, left out (ValueError: generation 'x' is "
+                      "not a whole number from 0 to 2147483647)"], warned
+
+
+def test_what_no_agent_of_ours_sends_is_refused_at_the_wire() -> None:
+    """A compromised host claimed generation 2**63 (stored as a float, every plan after failed:
+    "Python int too large to convert to SQLite INTEGER") and a process on 120,000 GPUs ("GPUs
+    120000/4 busy", the controller and the TUI at 50-65 % CPU for good)."""
+    import pytest
+
+    from heet_tui.cluster.events import RemoteJob
+
+    good = {"job_id": "j.r0.12345678", "generation": 3, "state": "running", "gpus": [0, 1]}
+    assert RemoteJob.from_wire("h", good).generation == 3
+    for bad in ({"generation": 2**63 - 1}, {"generation": -1}, {"generation": True}, {"generation": 2.5},
+                {"gpus": list(range(120_000))}, {"gpus": [2000]}, {"gpus": "0,1"}, {"gpus": [True]}):
+        with pytest.raises(ValueError):
+            RemoteJob.from_wire("h", {**good, **bad})
+    assert len(RemoteJob.from_wire("h", {**good, "job_id": "x" * 200_000}).job_id) == 256
