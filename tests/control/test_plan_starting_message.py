@@ -42,3 +42,30 @@ def test_a_job_being_started_says_so_and_a_failed_start_says_why(tmp_path: Path,
     waiting = JobStatus("a", "a", JobState.QUEUED, "m", None, 0.0, 0.0, None, 0, 0.0, 1, 1, message=seen["a"])
     said = why_waiting(Snapshot(now=4.0, hosts=(), jobs=(waiting,)))
     assert "a: being started by the approved plan" in said and "nothing proposed" not in said, said
+
+
+def test_an_unexpected_error_in_one_step_fails_that_step_and_not_its_siblings(tmp_path: Path, monkeypatch) -> None:
+    """A store error in one step (a compromised host's huge generation) cancelled the step beside
+    it, whose job had been launched already: it trained to its end but stayed "queued"."""
+    store = Store(tmp_path / "state")
+    for name in ("a", "b"):
+        store.add_job(JobSpec(name, ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 10)), 0.0)
+        store.set_state(name, JobState.QUEUED, 1.0, "waiting")
+    finished = []
+
+    async def execute(executor, store_, change, now):
+        if change.job_id == "a":
+            raise OverflowError("Python int too large to convert to SQLite INTEGER")
+        await asyncio.sleep(0.2)
+        finished.append(change.job_id)
+        return "launched"
+
+    monkeypatch.setattr(plan_apply, "execute_change", execute)
+    plan = Plan.build({}, {n: Allocation.of(n, "T4", {"t": [i]}) for i, n in enumerate("ab")}, "heet", 0.0)
+    plan_id = store.add_plan(plan)
+    store.set_plan_status(plan_id, "approved", 1.5)
+    from types import SimpleNamespace
+
+    summary = asyncio.run(plan_apply.apply_plan(SimpleNamespace(runs={}), store, plan_id, lambda: 3.0))
+    assert finished == ["b"], "the sibling step ran to its end"
+    assert summary.startswith(f"plan #{plan_id}: 1 step(s) done, 1 failed (a: internal error (OverflowError"), summary
