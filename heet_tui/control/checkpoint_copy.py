@@ -27,6 +27,9 @@ from heet_tui.cluster import ClusterOptions
 from heet_tui.config.hosts_file import HostEntry
 
 SKIP_SUFFIXES = (".tmp",)
+# the agent's mark of which store owns the directory: each host's agent writes its own (one copied
+# from a compromised host failed the job on the next host, "holds another state store's checkpoints")
+SKIP_NAMES = (".heet-owner",)
 CHUNK = 4 << 20
 DEPTH = 4  # chunks in flight between the hosts: memory stays at DEPTH x CHUNK whatever the size
 
@@ -81,7 +84,8 @@ class _LocalDir:
             return []
         # regular files only: a link (to a key, say) would copy what it points at to another host
         return sorted(p.name for p in self.path.iterdir()
-                      if p.is_file() and not p.is_symlink() and not p.name.endswith(SKIP_SUFFIXES))
+                      if p.is_file() and not p.is_symlink() and not p.name.endswith(SKIP_SUFFIXES)
+                      and p.name not in SKIP_NAMES)
 
     async def stats(self) -> dict[str, tuple[int, int]]:
         out = {}
@@ -142,7 +146,8 @@ class _SftpDir:
             listing = await self.sftp.listdir(self.path)
         except asyncssh.SFTPNoSuchFile:
             return []
-        names = [n for n in listing if n not in (".", "..") and "/" not in n and not n.endswith(SKIP_SUFFIXES)]
+        names = [n for n in listing if n not in (".", "..", *SKIP_NAMES) and "/" not in n
+                 and not n.endswith(SKIP_SUFFIXES)]
         return sorted([n for n in names if await self.sftp.isfile(f"{self.path}/{n}")
                        and not await self.sftp.islink(f"{self.path}/{n}")])
 

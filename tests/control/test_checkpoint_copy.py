@@ -45,6 +45,7 @@ def test_copy_over_sftp_between_two_hosts(tmp_path: Path, monkeypatch: pytest.Mo
         (origin / "checkpoint.pt").write_bytes(bytes(range(256)) * 400)
         (origin / "checkpoint.json").write_text('{"step": 40, "generation": 2}')
         (origin / ".checkpoint.pt.123.tmp").write_text("half-written")
+        (origin / ".heet-owner").write_text("deadbeef\n")  # each host's agent writes its own: never copied
         secret = tmp_path / "id_ed25519"
         secret.write_text("a private key")
         (origin / "key").symlink_to(secret)  # a link copied what it points at to the other host
@@ -59,6 +60,7 @@ def test_copy_over_sftp_between_two_hosts(tmp_path: Path, monkeypatch: pytest.Mo
         async def scenario() -> tuple[Copied, Copied]:
             first = await copy_checkpoint(local, str(origin), hosts.host("src"), str(on_src), hosts.ssh_config, opts)
             (on_src / "key").symlink_to(secret)  # and over SFTP
+            (on_src / ".heet-owner").write_text("deadbeef\n")
             second = await copy_checkpoint(hosts.host("src"), str(on_src), hosts.host("dst"), str(on_dst),
                                            hosts.ssh_config, opts)
             return first, second
@@ -68,6 +70,7 @@ def test_copy_over_sftp_between_two_hosts(tmp_path: Path, monkeypatch: pytest.Mo
         assert (on_dst / "checkpoint.pt").read_bytes() == (origin / "checkpoint.pt").read_bytes()
         assert (on_dst / "checkpoint.json").read_text() == '{"step": 40, "generation": 2}'
         assert not (on_dst / "key").exists(), "links are not followed"
+        assert not (on_dst / ".heet-owner").exists(), "a planted owner mark failed the job on the next host"
         assert victim.read_text() == "mine", "the planted links were removed, not written through"
         assert asyncio.run(copy_checkpoint(hosts.host("src"), str(tmp_path / "none"), hosts.host("dst"),
                                            str(on_dst), hosts.ssh_config, opts)) == Copied(0, 0), "nothing to copy yet"
