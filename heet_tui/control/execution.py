@@ -39,6 +39,7 @@ from heet_tui.control.runtime import (
     stale_gpus,
     union_gpus,
 )
+from heet_tui.control.seen_exits import note_ended
 from heet_tui.control.stalls import DEFAULT_STALL_S, quiet_message, stalled
 from heet_tui.control.stop_grace import grace_s, warn_slow_stop
 from heet_tui.control.store import Store
@@ -322,6 +323,8 @@ class Executor:
         if found is None:
             return False
         run, rank = found
+        if rank.rank == 0:  # its host's later word about it is not taken (seen_exits.py)
+            note_ended(self.store, run.job_id, run.generation)
         reports.record_unseen_progress(self.store, run, rank, job.progress)
         reports.remember_exit_step(self.last_steps, run, rank, job.progress)
         self._rank_exited(rank, job.exit_code, job.signal, job.reason)

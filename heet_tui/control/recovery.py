@@ -37,6 +37,7 @@ from heet_tui.control.runtime import (
     reached_target,
     store_part,
 )
+from heet_tui.control.seen_exits import ended_seen
 from heet_tui.control.store import Store
 from heet_tui.core.job import HOST_OUT, JobState
 
@@ -169,7 +170,8 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
                 executor.fenced.add((host, r.job_id, r.generation))  # its GPUs in use until it has gone
                 notes.append(f"fenced stale {r.job_id} generation {r.generation} on {host}")
                 if parsed[1:] == ("r", 0) and (step := _step_of(r)) is not None \
-                        and _rank0_launched_on(store, parsed[0], r.generation, host):  # its checkpoint there
+                        and _rank0_launched_on(store, parsed[0], r.generation, host) \
+                        and not ended_seen(store, parsed[0], r.generation):  # its checkpoint there
                     executor.checkpoints.note_left_behind(parsed[0], host, step)  # may be ahead: reclaim.py
                 fenced.append((parsed, r))
             except Exception as exc:  # noqa: BLE001 - a failed fence is retried on the next report
@@ -288,6 +290,7 @@ def _finished_while_cut_off(store: Store, host: str, remote: RemoteJob) -> bool:
     rec = store.job(parsed[0])
     return (rec is not None and rec.job.state in (JobState.QUEUED, JobState.RUNNING, JobState.RESIZING)
             and _rank0_launched_on(store, parsed[0], remote.generation, host)
+            and not ended_seen(store, parsed[0], remote.generation)
             and remote.generation <= rec.generation and reached_target(rec.job.spec, remote.progress))
 
 

@@ -172,3 +172,43 @@ def test_a_run_claimed_before_its_job_was_submitted_does_not_hold_the_job(tmp_pa
     assert not runs_elsewhere(Evil(), store, executor.newer_copies, store.job("starve").job)
     assert runs_elsewhere(Evil(), store, executor.newer_copies, store.job("known").job), \
         "a job this store had when a host said a newer copy runs it is still left to that copy"
+
+
+def test_a_generation_seen_to_end_is_not_taken_back_from_its_host(tmp_path: Path) -> None:
+    """A compromised host claimed that generation 1, which the controller had stopped for a move
+    and seen exit, finished at the target: the job's run elsewhere was stopped and the job marked
+    done. It also claimed that generation running at a step far ahead, and the job went on from the
+    files it had planted."""
+    import asyncio
+
+    from heet_tui.control.recovery import reconcile_host
+    from heet_tui.control.runtime import RankProc, Run
+    from heet_tui.control.seen_exits import ended_seen
+
+    class Fences:
+        fenced: list[tuple[str, str, int]] = []
+
+        async def fence(self, host: str, job_id: str, generation: int) -> None:
+            self.fenced.append((host, job_id, generation))
+
+    store = Store(tmp_path / "state")
+    store.add_job(JobSpec("a", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 100)), 0.0)
+    store.record_allocation(Allocation.of("a", "T4", {"h": [0]}), store.next_generation("a"), 1.0)
+    executor = Executor(None, None, store, ThroughputBook(), ExecOptions())
+    agent_id = rank_agent_id("a", 0, store.store_id)
+    finished = RemoteJob("h", agent_id, 1, "exited", exit_code=0, progress={"step": 100, "samples": 3200})
+    assert [v.action for v in judge_reported(executor, store, "h", (finished,))] == ["finished"], "unseen: taken"
+    run = Run("a", Allocation.of("a", "T4", {"h": [0]}), 1, {0: RankProc("h", agent_id, 0, (0,), "running")}, 1.0)
+    executor.runs["a"] = run
+    try:
+        executor.on_exit(RemoteJob("h", agent_id, 1, "exited", exit_code=143, reason="stopped"))
+    except Exception:  # noqa: BLE001 - what follows an exit needs a cluster; the exit is noted first
+        pass
+    assert ended_seen(store, "a", 1)
+    executor.runs.clear()
+    store.record_allocation(Allocation.of("a", "T4", {"g": [0]}), store.next_generation("a"), 2.0)
+    assert [v.action for v in judge_reported(executor, store, "h", (finished,))] == ["ignore"]
+    ahead = RemoteJob("h", agent_id, 1, "running", progress={"step": 95, "samples": 95 * 32})
+    asyncio.run(reconcile_host(executor, store, Fences(), "h", (ahead,), 10.0))
+    assert Fences.fenced == [("h", agent_id, 2)], "fenced, as any stale copy is"
+    assert executor.checkpoints.left_behind() == {}, "and its claimed checkpoint not taken"
