@@ -165,12 +165,12 @@ class ElasticRun:
         this rank takes its ``shard``. A DistributedSampler instead deals whole epochs out by
         world size and starts each launch at the epoch's beginning: after a resize the job would
         see other samples, and after every restart the start of the epoch again.
-        Create it after ``resume``: it starts at the step the run resumed from.
+        It starts at the step the run is at when its batches are drawn (after ``resume``).
         """
         if dataset_size <= 0:
             raise ElasticError("dataset_size must be > 0, got %r" % (dataset_size,))
-        return BatchSampler(dataset_size, seed, shuffle, self.samples, self.batch_size,
-                             self.target_steps - self.step, self.shard())
+        return BatchSampler(dataset_size, seed, shuffle, lambda: self.samples, self.batch_size,
+                            lambda: self.target_steps - self.step, self.shard())
 
     def data_loader(self, dataset, seed=0, shuffle=True, **kwargs):
         """A DataLoader of this rank's part of every global batch left (``batch_sampler``), whose

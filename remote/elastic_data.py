@@ -13,9 +13,19 @@ class BatchSampler:
     rank and every host draws the same)."""
 
     def __init__(self, size, seed, shuffle, first, batch, steps, part):
+        """``first`` and ``steps`` may be callables, read when the batches are drawn: a loader made
+        before ``resume`` started every relaunch at sample 0, and trained on the wrong data unsaid."""
         self.size, self.seed, self.shuffle = size, seed, shuffle
-        self.first, self.batch, self.steps, self.part = first, batch, max(0, steps), part
+        self._first, self.batch, self._steps, self.part = first, batch, steps, part
         self._epoch, self._order = None, None
+
+    @property
+    def first(self):
+        return self._first() if callable(self._first) else self._first
+
+    @property
+    def steps(self):
+        return max(0, self._steps() if callable(self._steps) else self._steps)
 
     def __len__(self):
         return self.steps
@@ -34,8 +44,9 @@ class BatchSampler:
         return self._order[offset]
 
     def __iter__(self):
+        first = self.first
         for step in range(self.steps):
-            start = self.first + step * self.batch
+            start = first + step * self.batch
             positions = range(start, start + self.batch)[self.part]
             yield [self._position(pos) for pos in positions]
 
