@@ -40,6 +40,7 @@ from heet_tui.control.runtime import (
 from heet_tui.control.seen_exits import ended_seen
 from heet_tui.control.store import Store
 from heet_tui.core.job import HOST_OUT, JobState
+from heet_tui.core.metrics import training_metrics
 
 log = logging.getLogger(__name__)
 
@@ -302,7 +303,10 @@ async def _done_by_stale_copy(executor: Executor, store: Store, host: str, remot
     step = int(float(progress.get("step", 0) or 0))
     said = (f"{job_id} generation {remote.generation} finished on {host} (step {step}) while {host} was cut off "
             "from the controller; its outputs are there")
-    store.update_progress(job_id, step, float(progress.get("samples", 0) or 0), None)
+    # its checkpoint and metrics are the finished copy's: they named the stopped newer run's, on another host
+    store.update_progress(job_id, step, float(progress.get("samples", 0) or 0), progress.get("checkpoint"),
+                          metrics=training_metrics(progress))
+    executor.checkpoints.remember(job_id, host)
     run = executor.runs.get(job_id)
     store.try_set_state(job_id, JobState.DONE, now, said)
     store.add_event(now, "done", said + (f"; generation {run.generation} is stopped" if run else ""), job_id, host)

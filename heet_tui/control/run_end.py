@@ -54,7 +54,9 @@ def finish_run(ex: Executor, run: Run) -> None:
     back = ex.checkpoints.reclaiming.pop(job_id, None)  # a further checkpoint elsewhere (reclaim.py)
     ex.last_steps.update({job_id: back[1]} if back else {})  # where its next launch goes on from
     # (a run found running after a restart trained there too, even if stopped before it reported again)
+    # not a run stopped because a cut-off copy had finished the job: that copy's checkpoint is the job's
     if (rank0 := run.ranks.get(0)) is not None and rec is not None and not back \
+            and rec.job.state is not JobState.DONE \
             and (rec.checkpoint or run.reports or run.found_at_restart) \
             and not (rank0.reason or "").startswith((LAUNCH_REFUSED, NOT_LAUNCHED)):  # one never started wrote none
         ex.checkpoints.remember(job_id, rank0.host)

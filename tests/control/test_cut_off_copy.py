@@ -71,6 +71,11 @@ def test_the_job_is_done_when_a_cut_off_generation_finished_it(tmp_path: Path) -
         assert rec.job.state is JobState.DONE and rec.job.steps_done == STEPS, (rec.job.state, rec.job.message)
         assert f"generation 1 finished on {host}" in rec.job.message
         assert [e.kind for e in store.events("a", limit=100)].count("launch") == 1, "not trained again"
+        # its checkpoint is the finished copy's, where it finished: it named the stopped newer run's
+        from heet_tui.control.checkpoint_hosts import SETTING
+
+        assert json.loads(store.setting(SETTING))["a"] == host
+        assert rec.checkpoint is not None, "and the path it named"
 
     run_and_clean(scenario, tmp_path)
 
