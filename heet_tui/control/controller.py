@@ -363,7 +363,7 @@ class Controller:
             return None
         cluster = cluster or self.cluster_view(planned={j.id for j in inputs})
         inputs = keep_off_crash_hosts(inputs, cluster, self.executor.health, self.book.classes, self.cluster.status())
-        views = planning.job_views(inputs, self.book, self.clock())
+        views = planning.job_views(inputs, self.book, self.clock(), cluster)
         plan = planning.run_policy(self.policy, self.policy_name, cluster, views, self.book, self.clock())
         problems = planning.check_constraints(plan, views)
         if problems:
@@ -372,7 +372,7 @@ class Controller:
 
     def reevaluate(self, plan: Plan, inputs: list[planning.JobInput], cluster: ClusterView) -> Plan:
         """``plan``'s same moves with their figures predicted as of now (proposals.py)."""
-        views = planning.job_views(inputs, self.book, self.clock())
+        views = planning.job_views(inputs, self.book, self.clock(), cluster)
         effect = planning.with_spreads(replace(plan, effect=evaluate(plan, cluster, views)), self.book)
         return self._as_shown(plan, effect, inputs)
 

@@ -67,16 +67,27 @@ def cluster_view(statuses: tuple[HostStatus, ...], usable: Mapping[str, tuple[in
     return ClusterView(tuple(views))
 
 
-def job_views(jobs: list[JobInput], book: ThroughputBook, now: float) -> list[JobView]:
+def job_views(jobs: list[JobInput], book: ThroughputBook, now: float,
+              cluster: ClusterView | None = None) -> list[JobView]:
+    """``cluster``: where the rigid policies' count (``requested_gpus``) comes from: a job's
+    ``max_gpus`` where one GPU type holds that many, else the most one allowed type holds. Asked
+    for its max_gpus of 8 on a cluster of 2 A100s and 4 T4s, fifo, srtf and gavel never started
+    it, while the Jobs screen predicted its start "in ~0s"."""
     out = []
     nominal = book.nominal_function() if any(not j.measured for j in jobs) else None  # one per round
+    held: dict[str, int] = {}
+    for h in cluster.hosts if cluster is not None else ():
+        if not h.drained:
+            held[h.gpu_type] = held.get(h.gpu_type, 0) + h.gpu_count
     for j in jobs:
+        most = max((n for t, n in held.items() if not j.gpu_types or t in j.gpu_types), default=0)
         out.append(JobView(
             id=j.id, min_gpus=j.min_gpus, max_gpus=j.max_gpus,
             throughput=_without(book.function(j.id) if j.measured else nominal, j.crashed_sizes),
             gpu_types=j.gpu_types, current=j.current, remaining_samples=j.remaining_samples if j.measured else None,
             age_s=max(0.0, now - j.submitted_at), attained_gpu_s=j.attained_gpu_s, priority=j.priority,
-            constraints=j.constraints, requested_gpus=j.max_gpus, submitted_at=j.submitted_at,
+            constraints=j.constraints, submitted_at=j.submitted_at,
+            requested_gpus=max(j.min_gpus, min(j.max_gpus, most)) if most else j.max_gpus,
             restart_cost_s=j.restart_cost_s,
         ))
     return out

@@ -7,6 +7,7 @@ twin small-cnn, because the twin's profiling run had happened to measure a highe
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
@@ -190,3 +191,21 @@ def test_a_twin_measured_long_ago_gives_way_to_the_twins_measuring_now() -> None
     assert book.measured("first")[("T4", "1")] == 120.0, "twins measuring together are pooled as before"
     book.add("queued", "T4", (2,), 200.0, "running", 7400.0)
     assert book.measured("first")[("T4", "2")] == 200.0, "measured lately: as measured"
+
+
+def test_the_rigid_policies_ask_for_what_one_gpu_type_here_can_hold() -> None:
+    """wide-cnn (1-8 GPUs) under fifo on the local config (2 A100s, 4 T4s) was asked for its
+    max_gpus of 8, never started, and the Jobs screen predicted its start "in ~0s"."""
+    book = ThroughputBook()
+    book.register("wide", "cnn", 64)
+    cluster = ClusterView((HostView("a", "A100", 2, (0, 1)), HostView("t", "T4", 4, (0, 1, 2, 3)),
+                           HostView("d", "T4", 8, tuple(range(8)), drained=True)))
+    wide = planning.JobInput("wide", JobState.QUEUED, 1, 8, (), 0, 0.0, 0.0, None, None, Constraints(), measured=False)
+    a100 = replace(wide, id="a100", gpu_types=("A100",))
+    views = planning.job_views([wide, a100], book, 10.0, cluster)
+    assert [v.requested_gpus for v in views] == [4, 2], "the most one allowed type holds, drained hosts aside"
+    assert [v.requested_gpus for v in planning.job_views([wide], book, 10.0)] == [8], "no cluster: its max"
+    for name in ("fifo", "srtf", "gavel"):
+        plan = planning.run_policy(make_policy(name), name, cluster, planning.job_views([wide], book, 10.0, cluster),
+                                   book, 10.0)
+        assert "wide" in plan.allocations, f"{name} never started it"
