@@ -5,6 +5,7 @@ it exits and leaves jobs running; the next agent re-adopts them from the state f
 never listens on a port and never writes anything but protocol lines to stdout.
 """
 
+import importlib.util
 import os
 import select
 import signal
@@ -134,6 +135,10 @@ class Agent:
                 from None
         if self.check_only and (held := served_by_another(self.workdir, owner)) is not None:
             inv["warnings"].append(held)
+        if importlib.util.find_spec("torch") is None:  # hosts check read "ready"; every job there then failed
+            inv["warnings"].append("its python (%s) cannot import torch: a job's python3 runs with it, so "
+                                   "training fails here (python = in the hosts file names one that can)"
+                                   % sys.executable)
         jobs = [] if self.check_only else self.jobs.adopt()
         if not self.check_only:  # a check-only agent has not read the job table: it cannot tell whose
             mark_others(inv["gpus"], self.jobs.jobs)

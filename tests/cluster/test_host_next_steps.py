@@ -66,7 +66,8 @@ def test_a_host_that_never_answers_says_why_while_it_is_tried_again(lab, tmp_pat
         asyncio.run(main())
     finally:
         mute.close()
-    assert "timed out (no answer: is the host up, and its sshd not hung?)" in seen[-1], seen[-1]
+    assert "timed out after 1 s (no answer: is the host up, and its sshd not hung? Over a slow link the login may " \
+           "need longer: ConnectTimeout in the SSH config allows more)" in seen[-1], seen[-1]
 
 
 def test_a_hosts_stderr_is_quoted_within_bounds(tmp_path):

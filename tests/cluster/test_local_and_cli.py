@@ -161,7 +161,7 @@ def test_hosts_check_json_and_trust(lab, capsys):
     hosts = load_hosts(lab.hosts_toml([
         lab.entry_for(good, emulate={"gpu_type": "A100", "count": 2, "speed": 1.0}),
         lab.entry_for(newcomer, workdir="~/.heet"),  # the default: deployed under the host's $HOME
-    ]))
+    ], python=sys.executable))  # one with torch: a python without it is warned of (the test below)
     assert run_check(hosts, as_json=True) == 1
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert set(rows["good"]) == {"name", "state", "message", "gpu_source", "gpus", "agent_version", "rtt_ms",
@@ -389,3 +389,17 @@ def test_a_local_hosts_workdir_that_is_someone_elses_link_is_refused(tmp_path):
     (row,) = asyncio.run(check_hosts(load_hosts(path)))
     assert row["state"] == "agent-error" and "is a link someone else made" in row["message"], row
     assert list(victim.iterdir()) == [] and oct(victim.stat().st_mode & 0o777) == "0o755"
+
+
+def test_a_host_whose_python_cannot_import_torch_is_warned_of(lab, tmp_path, capsys):
+    """hosts check read "ready" (exit 0) for a host whose python3 had no torch; every job there then
+    failed with ModuleNotFoundError, three attempts each."""
+    bare = tmp_path / "python-nosite"  # no site-packages: no torch, whatever this machine has
+    bare.write_text(f"#!/bin/sh\nexec {sys.executable} -S \"$@\"\n")
+    bare.chmod(0o755)
+    plain = lab.add_host("plain")
+    hosts = load_hosts(lab.hosts_toml([lab.entry_for(plain, emulate={"gpu_type": "T4", "count": 1, "speed": 1.0})],
+                                      python=str(bare)))
+    assert run_check(hosts, as_json=True) == 0, "a warning: jobs that need no torch run there"
+    (row,) = json.loads(capsys.readouterr().out)
+    assert any(w.startswith(f"its python ({sys.executable}) cannot import torch") for w in row["warnings"]), row
