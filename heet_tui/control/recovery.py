@@ -101,6 +101,9 @@ def note_picked_up(store: Store, run: Run, now: float) -> None:
         store.set_state(run.job_id, JobState.RUNNING, now, f"running on {run.alloc.describe()}")
 
 
+MAX_CLAIMS_SAID = 5  # per host and report: each its own notice and event
+
+
 def judge_reported(executor: Executor, store: Store, host: str, jobs: tuple[RemoteJob, ...]) -> list[Verdict]:
     """What to do with each process an agent reported (pure apart from reading state)."""
     out = []
@@ -140,7 +143,12 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
     newer = {(host, v.remote.job_id, v.remote.generation) for v in verdicts if v.action == "newer"}
     remember(store, [(v.remote.job_id, v.remote.generation) for v in verdicts if v.action in ("newer", "newer-ended")])
     note_unknown_claims(store, [v.remote.job_id for v in verdicts if v.action == "newer"], now)
-    for said in sorted(newer - executor.newer_copies):
+    fresh = sorted(newer - executor.newer_copies)
+    if len(fresh) > MAX_CLAIMS_SAID:  # a host listing 200 such runs gave 200 notices and events
+        notes.append(f"{host} also runs {len(fresh) - MAX_CLAIMS_SAID} more processes this state store never "
+                     "launched (each as below); their GPUs are kept out of plans")
+        store.add_event(now, "host", notes[-1], None, host)
+    for said in fresh[:MAX_CLAIMS_SAID]:
         unknown = store.job((parse_agent_id(said[1]) or ("",))[0]) is None
         notes.append(f"{host} runs {said[1]} generation {said[2]}, which this state store never launched: a newer "
                      f"copy of {store.dir} started it (is this one a restored backup or an old copy?)"

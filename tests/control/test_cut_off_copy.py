@@ -217,3 +217,20 @@ def test_a_generation_seen_to_end_is_not_taken_back_from_its_host(tmp_path: Path
     asyncio.run(reconcile_host(executor, store, Fences(), "h", (ahead,), 10.0))
     assert Fences.fenced == [("h", agent_id, 2)], "fenced, as any stale copy is"
     assert executor.checkpoints.left_behind() == {}, "and its claimed checkpoint not taken"
+
+
+def test_many_runs_this_store_never_launched_are_said_once_not_each(tmp_path: Path) -> None:
+    """A host listing 200 such runs gave 200 notices ("a newer copy of ... started it") and events
+    at every reconnect."""
+    import asyncio
+
+    from heet_tui.control.recovery import MAX_CLAIMS_SAID, reconcile_host
+
+    store = Store(tmp_path / "state")
+    executor = Executor(None, None, store, ThroughputBook(), ExecOptions())
+    ghosts = tuple(RemoteJob("h", rank_agent_id(f"ghost{i}", 0, store.store_id), 1, "running", gpus=(0,))
+                   for i in range(200))
+    notes = asyncio.run(reconcile_host(executor, store, None, "h", ghosts, 10.0))
+    assert len(notes) == MAX_CLAIMS_SAID + 1, notes
+    assert notes[0].startswith(f"h also runs {200 - MAX_CLAIMS_SAID} more processes this state store never launched")
+    assert len([e for e in store.events(limit=500) if e.kind == "host"]) == MAX_CLAIMS_SAID + 1
