@@ -249,22 +249,25 @@ class HostSupervisor:
                 return Unreachable(f"no heartbeat for {silent:.0f} s")
             if self._pings_unanswered >= UNANSWERED_PINGS:  # it stayed "ready" while every launch timed out
                 return AgentFailure(f"the agent sends heartbeats but answered none of {UNANSWERED_PINGS} pings "
-                                    f"in {self.options.heartbeat_timeout_s:g} s each: its requests are stuck")
+                                    f"in {self._ping_timeout():g} s each: its requests are stuck")
             if time.monotonic() - last_ping > PING_EVERY_S:
                 last_ping = time.monotonic()
                 asyncio.ensure_future(self._ping(client))
         return Unreachable("cluster stopped")
 
+    def _ping_timeout(self) -> float:  # ten round trips: at 2 s and 20 % loss, 10 s called a live agent stuck
+        return max(self.options.heartbeat_timeout_s, 10 * (self.rtt_ms or 0.0) / 1000.0)
+
     async def _ping(self, client: AgentClient) -> None:
         started = time.monotonic()
         try:
-            await client.request("ping", {}, self.options.heartbeat_timeout_s)
+            await client.request("ping", {}, self._ping_timeout())
         except HostNotReady:
             # no reply in time on a live link that went on talking (a closed one is said elsewhere),
             # and not a pause of the controller's own: its timer then fires late, replies unread
             waited = time.monotonic() - started
             if not client.closed.done() and client.last_message > started \
-                    and waited < 1.5 * self.options.heartbeat_timeout_s:
+                    and waited < 1.5 * self._ping_timeout():
                 self._pings_unanswered += 1
             return
         except Exception:  # noqa: BLE001 - a refused ping is an answer

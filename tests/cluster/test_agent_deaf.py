@@ -61,3 +61,21 @@ def test_an_agent_that_heartbeats_but_answers_nothing_is_taken_out(tmp_path: Pat
 
     message = asyncio.run(scenario())
     assert "sends heartbeats but answered none of 2 pings" in message, message
+
+
+def test_a_slow_links_pings_are_given_ten_round_trips() -> None:
+    """At 2 s round trips and 20 % loss a live agent was called stuck ("answered none of 2 pings
+    in 10 s each"): a ping waits ten measured round trips, at least the heartbeat timeout."""
+    import asyncio
+
+    from heet_tui.cluster.options import ClusterOptions
+    from heet_tui.cluster.supervisor import HostSupervisor
+    from heet_tui.config.hosts_file import HostEntry
+
+    sup = HostSupervisor(HostEntry("h", "h"), None, ClusterOptions(heartbeat_timeout_s=10.0), lambda e: None,
+                         asyncio.Semaphore(1))
+    assert sup._ping_timeout() == 10.0, "nothing measured yet"
+    sup.rtt_ms = 300.0
+    assert sup._ping_timeout() == 10.0
+    sup.rtt_ms = 2400.0
+    assert sup._ping_timeout() == 24.0
