@@ -25,8 +25,8 @@ def _spec(root: Path, name: str, extra: str = "", model: str = "m") -> Path:
     return path
 
 
-def test_jobs_name_shows_one_job_with_its_history_and_events(tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_jobs_name_shows_one_job_with_its_history_and_events(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     state = ["--state", str(tmp_path / "state")]
     assert main([*state, "submit", str(_spec(tmp_path, "cnn", 'gpu_types = ["T4"]\nmax_gpus = 2\n'))]) == 0
     store = Store(tmp_path / "state")
@@ -68,6 +68,7 @@ def test_jobs_name_shows_one_job_with_its_history_and_events(tmp_path: Path,
     assert detail["metrics"] == {"loss": 0.25, "acc": 0.875}
     assert main([*state, "submit", str(_spec(tmp_path, "quiet"))]) == 0
     capsys.readouterr()
+    monkeypatch.setenv("COLUMNS", "250")  # wide: each row's message beside it, whatever width the run left
     assert main([*state, "jobs"]) == 0  # a LOSS column, since a job reported one
     table = [line.split() for line in capsys.readouterr().out.splitlines()]
     assert table[0][:5] == ["ID", "STATE", "STEPS", "TARGET", "LOSS"]
