@@ -192,8 +192,10 @@ class Executor:
                     rank.state = "running"
             except HostNotReady as exc:
                 self._rank_exited(rank, None, None, f"lost: {exc}")
-            except (AgentRequestError, ClusterError) as exc:
+            except (AgentRequestError, ClusterError) as exc:  # refused: a later "it finished there" is false
                 self._rank_exited(rank, 127, None, f"{LAUNCH_REFUSED}: {exc}")
+                if s.rank == 0:
+                    note_ended(self.store, run.job_id, run.generation)
             if rank.exited:  # no point starting more ranks of a run that cannot form
                 for rest in specs[s.rank + 1:]:
                     self._rank_exited(run.ranks[rest.rank], None, None, NOT_LAUNCHED)

@@ -21,6 +21,8 @@ from heet_tui.core.job import Job
 SETTING = "newer_copy_runs"
 FIRST_SEEN = "newer_copy_unknown_jobs"  # job -> when a host first claimed a run of it, the store not having it
 KEPT = 2000  # (job, generation) pairs; the oldest go first
+BELIEVED_AHEAD = 64  # generations a newer copy of this store may be ahead of it; more is a false claim
+MOST_BELIEVED = 1_000_000  # a remembered generation past this is a false claim: no job restarts that often
 
 
 def _job_of(agent_id: str) -> str:
@@ -30,7 +32,9 @@ def _job_of(agent_id: str) -> str:
 def _pairs(store: Store) -> list[tuple[str, int]]:
     """The remembered (job, generation) pairs, oldest first; none when the setting is unreadable."""
     try:
-        return [(str(j), int(g)) for j, g in json.loads(store.setting(SETTING) or "[]")]
+        # a compromised host's claim of generation 2**31-1, remembered, made the job's next launch
+        # 2**31: refused on the wire, the run hidden, and the honest host it ran on out for good
+        return [(str(j), int(g)) for j, g in json.loads(store.setting(SETTING) or "[]") if 0 <= int(g) <= MOST_BELIEVED]
     except (ValueError, TypeError):
         return []
 

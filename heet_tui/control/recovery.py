@@ -25,7 +25,13 @@ from heet_tui.cluster import RemoteJob
 from heet_tui.config.hosts_file import HostEntry
 from heet_tui.control.execution import Executor
 from heet_tui.control.host_loss import UNREACHED
-from heet_tui.control.newer_copies import note_unknown_claims, remember, remembered
+from heet_tui.control.newer_copies import (
+    BELIEVED_AHEAD,
+    MOST_BELIEVED,
+    note_unknown_claims,
+    remember,
+    remembered,
+)
 from heet_tui.control.progress_reports import record_unseen_progress
 from heet_tui.control.reclaim import reclaim_left_behind
 from heet_tui.control.runtime import (
@@ -110,7 +116,7 @@ def judge_reported(executor: Executor, store: Store, host: str, jobs: tuple[Remo
     mine, copies = store.store_id[:8], remembered(store)
     for remote in jobs:
         parsed = parse_agent_id(remote.job_id)
-        if parsed is None:
+        if parsed is None or remote.generation > MOST_BELIEVED:  # no job of ours restarted a million times
             out.append(Verdict(remote, "ignore"))
             continue
         found = executor.find(host, remote.job_id, remote.generation)
@@ -273,7 +279,11 @@ def _stopped_after_the_end(executor: Executor, store: Store, host: str, rec, rem
 
 
 def _never_launched_here(store: Store, parsed: tuple[str, str, int], generation: int) -> bool:
+    """A generation a newer copy of this store launched: past this store's, and not so far past
+    that no copy could have got there (see newer_copies.BELIEVED_AHEAD)."""
     rec = store.job(parsed[0])
+    if generation > min((rec.generation if rec is not None else 0) + BELIEVED_AHEAD, MOST_BELIEVED):
+        return False
     return rec is None or (parsed[1] == "r" and generation > rec.generation)
 
 

@@ -234,3 +234,58 @@ def test_many_runs_this_store_never_launched_are_said_once_not_each(tmp_path: Pa
     assert len(notes) == MAX_CLAIMS_SAID + 1, notes
     assert notes[0].startswith(f"h also runs {200 - MAX_CLAIMS_SAID} more processes this state store never launched")
     assert len([e for e in store.events(limit=500) if e.kind == "host"]) == MAX_CLAIMS_SAID + 1
+
+
+def test_a_claim_far_past_this_stores_generations_is_not_remembered_as_a_newer_copy(tmp_path: Path) -> None:
+    """A compromised host listed g1 at generation 2**31-1, "exited": remembered as a newer copy's,
+    it made g1's next launch 2**31, refused on the wire while the process ran on an honest host,
+    whose every heartbeat and hello were then refused too: that host was out for good."""
+    from heet_tui.control.newer_copies import highest, remember
+
+    store = Store(tmp_path / "state")
+    store.add_job(JobSpec("g1", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 100)), 0.0)
+    store.record_allocation(Allocation.of("g1", "T4", {"h": [0]}), store.next_generation("g1"), 1.0)
+    executor = Executor(None, None, store, ThroughputBook(), ExecOptions())
+    agent_id = rank_agent_id("g1", 0, store.store_id)
+    claims = (RemoteJob("a", agent_id, 2**31 - 1, "exited", exit_code=0), RemoteJob("a", agent_id, 500, "running"),
+              RemoteJob("a", rank_agent_id("new", 0, store.store_id), 2**31 - 1, "exited"),
+              RemoteJob("a", agent_id, 3, "exited"))
+    assert [v.action for v in judge_reported(executor, store, "a", claims)] == ["ignore", "fence", "ignore",
+                                                                                 "newer-ended"]
+    remember(store, [(agent_id, 2**31 - 1)])  # as an earlier version stored it
+    assert highest(store, "g1") == 0, "an absurd remembered generation is not believed"
+    assert store.next_generation("g1", past=highest(store, "g1")) == 2
+
+
+def test_a_launch_refused_on_its_host_is_never_believed_to_have_finished_there(tmp_path: Path) -> None:
+    """A host answered a launch "GPU 0 is held by another process" while it started the job and hid
+    it, then said generation 1 finished at the target: the job's real run elsewhere was stopped
+    and the job marked done, 24 s after it was submitted."""
+    import asyncio
+
+    from heet_tui.cluster import AgentRequestError
+    from heet_tui.control.launch import LaunchSpec
+    from heet_tui.control.runtime import RankProc, Run
+
+    class Refusing:
+        async def launch(self, *args, **kwargs):
+            raise AgentRequestError("GPU 0 is held by another process")
+
+        async def stop_job(self, *args, **kwargs):
+            return None
+
+    store = Store(tmp_path / "state")
+    store.add_job(JobSpec("k1", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 300)), 0.0)
+    alloc = Allocation.of("k1", "T4", {"a": [0]})
+    store.record_allocation(alloc, store.next_generation("k1"), 1.0)
+    executor = Executor(Refusing(), None, store, ThroughputBook(), ExecOptions())
+    agent_id = rank_agent_id("k1", 0, store.store_id)
+    run = Run("k1", alloc, 1, {0: RankProc("a", agent_id, 0, (0,), "launching")}, 1.0)
+
+    async def launch() -> None:
+        await executor._send_launches(run, [LaunchSpec("a", agent_id, 0, ("python3", "t.py"), (), (0,), None)])
+        await executor.close()
+
+    asyncio.run(launch())
+    finished = RemoteJob("a", agent_id, 1, "exited", exit_code=0, progress={"step": 300, "samples": 9600})
+    assert [v.action for v in judge_reported(executor, store, "a", (finished,))] == ["ignore"]
