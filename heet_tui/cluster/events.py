@@ -154,3 +154,21 @@ def checked_progress(host: str, job_id: str, generation: int, progress: dict[str
 def short_text(value: Any) -> str | None:
     """A heartbeat's optional text field: None when absent or empty, cut to a message's length."""
     return str(value)[:300] if isinstance(value, str) and value else None
+
+
+class EarlyEvents:
+    """A host's events kept until its hello is answered, bounded in count and in size: 1,000 of
+    the protocol's 1 MiB lines came to 1 GiB at every reconnect of a compromised host."""
+
+    MAX_COUNT = 1000
+    MAX_BYTES = 16 << 20
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self._bytes = 0
+
+    def add(self, message: dict[str, Any]) -> None:
+        size = len(repr(message)) if len(self.events) < self.MAX_COUNT else 0
+        if size and self._bytes + size <= self.MAX_BYTES:
+            self.events.append(message)
+            self._bytes += size

@@ -20,6 +20,7 @@ from heet_tui.cluster.agent_client import AgentClient
 from heet_tui.cluster.errors import AgentFailure, AuthFailed, ConnectFailure, HostNotReady, Unreachable
 from heet_tui.cluster.events import (
     ClusterEvent,
+    EarlyEvents,
     HostChanged,
     JobExited,
     JobProgress,
@@ -41,7 +42,6 @@ from heet_tui.core.snapshot import HostStatus
 PING_EVERY_S = 10.0
 REREAD_EVERY_S = 30.0  # GPUs listed again at most this often
 MAX_JOBS_KEPT = 256  # an agent keeps its live jobs and its latest 100 ended ones
-MAX_EARLY = 1000  # events kept from a host until its hello is answered
 GPUS_CHANGED = "the GPUs changed since they were listed"  # how the agent's heartbeat says so (inventory.py)
 UNANSWERED_PINGS = 2  # in a row, while heartbeats come: the agent's request loop is stuck
 SHORT_SESSION_S = 30.0  # a session that ends sooner counts towards a growing backoff (run)
@@ -80,7 +80,7 @@ class HostSupervisor:
         # Job events that arrive while connecting (an adopting agent reports exits before its
         # hello reply): published once the host is ready, after the JobsReported that covers them,
         # so that nobody acts on them while requests to the host still fail.
-        self._early: list[dict[str, Any]] = []
+        self._early = EarlyEvents()
         self._stopping = False
         self._pings_unanswered = 0  # pings in a row with no reply in time (_serve)
         self._rereading = False  # the GPUs are being listed again (_reread_gpus)
@@ -88,7 +88,8 @@ class HostSupervisor:
 
     # ---- state
     def status(self) -> HostStatus:
-        gpu_jobs = tuple(sorted((g, j.job_id) for j in self.jobs.values() if j.running for g in j.gpus))
+        known = {g.index for g in self.gpus}  # a host's claim of GPUs it lacks read "1024/2 GPUs in use"
+        gpu_jobs = tuple(sorted((g, j.job_id) for j in self.jobs.values() if j.running for g in j.gpus if g in known))
         # a ready host's message is made afresh: its notes follow the hosts file (a speed clash
         # noted when the GPUs were read stayed in the TUI after the other host left the file)
         message = self._ready_message() if self.state is HostState.READY else self.message
@@ -186,7 +187,7 @@ class HostSupervisor:
         return failure
 
     async def _connect(self) -> AgentClient:
-        self._early = []
+        self._early = EarlyEvents()
         channel = await self.transport.open(agent_bundle())
         client = AgentClient(channel, self.entry.name, self._on_event, self.transport.connected)
         emulate = self.entry.emulate
@@ -216,7 +217,7 @@ class HostSupervisor:
         self.gpu_probe, self.workdir_problem = None, short_text(result.get("workdir_problem"))
         self._set(HostState.READY, self._ready_message())
         self.publish(JobsReported(self.entry.name, tuple(self.jobs.values())))
-        early, self._early = self._early, []
+        early, self._early = self._early.events, EarlyEvents()
         for message in early:
             self._on_event(message)
         return client
@@ -311,8 +312,7 @@ class HostSupervisor:
         self.last_seen = time.time()
         name = message.get("event")
         if name in ("progress", "progress_error", "job_exit") and self.state is not HostState.READY:
-            if len(self._early) < MAX_EARLY:  # a host streaming events before its hello took 460 MB
-                self._early.append(message)
+            self._early.add(message)  # bounded: a host streaming events before its hello took 460 MB
             return
         if name == "heartbeat":
             self._on_heartbeat(message)

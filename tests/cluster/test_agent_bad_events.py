@@ -79,3 +79,35 @@ def test_what_no_agent_of_ours_sends_is_refused_at_the_wire() -> None:
         with pytest.raises(ValueError):
             RemoteJob.from_wire("h", {**good, **bad})
     assert len(RemoteJob.from_wire("h", {**good, "job_id": "x" * 200_000}).job_id) == 256
+
+
+
+def test_events_kept_before_a_hosts_hello_are_bounded_in_size() -> None:
+    """1,000 of the protocol's 1 MiB lines before its hello came to 1 GiB at every reconnect."""
+    from heet_tui.cluster.events import EarlyEvents
+
+    early = EarlyEvents()
+    big = {"event": "progress", "job_id": "j", "generation": 1, "progress": {"x": "y" * 900_000}}
+    for _ in range(100):
+        early.add(big)
+    assert len(early.events) == EarlyEvents.MAX_BYTES // len(repr(big)), len(early.events)
+    small = EarlyEvents()
+    for i in range(5000):
+        small.add({"event": "job_exit", "job_id": f"j{i}", "generation": 1})
+    assert len(small.events) == EarlyEvents.MAX_COUNT
+
+
+def test_a_job_on_gpus_the_host_lacks_is_not_counted_on_them() -> None:
+    """A host claimed a process on GPUs 0..1023 of its two: `status` read "1024/2" GPUs in use."""
+    import asyncio
+
+    from heet_tui.cluster.events import RemoteJob
+    from heet_tui.cluster.options import ClusterOptions
+    from heet_tui.cluster.supervisor import HostSupervisor
+    from heet_tui.config.hosts_file import HostEntry
+    from heet_tui.core.gpu import Gpu
+
+    sup = HostSupervisor(HostEntry("a", "a"), None, ClusterOptions(), lambda e: None, asyncio.Semaphore(1))
+    sup.gpus = (Gpu(0, "A100", 0), Gpu(1, "A100", 0))
+    sup._keep(RemoteJob("a", "x.r0.ffffffff", 1, "running", gpus=tuple(range(1024))))
+    assert sup.status().gpu_jobs == ((0, "x.r0.ffffffff"), (1, "x.r0.ffffffff"))
