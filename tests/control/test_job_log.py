@@ -175,9 +175,10 @@ def test_a_read_that_begins_inside_a_long_line_is_matched_without_it() -> None:
 HEAD = "a generation 1, rank 0 on h, last {} line(s):"
 
 
-def _follow_with(tmp_path: Path, monkeypatch, replies: list) -> None:
+def _follow_with(tmp_path: Path, monkeypatch, replies: list | None = None, answer=None) -> None:
     """``log a -n 1 -f`` against a controller that answers ``replies`` in turn: a reply, an
-    exception to raise, or "hang" (no answer in time); the job ends before the last read."""
+    exception to raise, or "hang" (no answer in time); the job ends before the last read. Or
+    ``answer(store, lines)``, a coroutine that makes each reply (and ends the job itself)."""
     from heet_tui.cli.commands import log as log_cli
     from heet_tui.config.job_spec import parse_job_text
 
@@ -185,6 +186,16 @@ def _follow_with(tmp_path: Path, monkeypatch, replies: list) -> None:
     store.add_job(parse_job_text('name = "a"\ncommand = ["python3", "t.py"]\nmodel = "m"\nbatch_size = 8\n'
                                  "target = { steps = 10 }\n", tmp_path / "a.toml"), 1.0)
     store.set_state("a", JobState.RUNNING, 2.0)
+
+    async def in_turn(store: Store, lines: int):
+        reply = replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        if reply == "hang":
+            await asyncio.sleep(30)
+        if len(replies) == 1:
+            store.set_state("a", JobState.DONE, 3.0)  # one read more follows: its last lines
+        return reply
 
     class Backend:
         gone = None
@@ -196,14 +207,7 @@ def _follow_with(tmp_path: Path, monkeypatch, replies: list) -> None:
         async def stop(self) -> None: ...
 
         async def job_log(self, job_id, lines, rank=0, generation=None):
-            reply = replies.pop(0)
-            if isinstance(reply, Exception):
-                raise reply
-            if reply == "hang":
-                await asyncio.sleep(30)
-            if len(replies) == 1:
-                store.set_state("a", JobState.DONE, 3.0)  # one read more follows: its last lines
-            return reply
+            return await (answer or in_turn)(store, lines)
 
     monkeypatch.setattr(log_cli, "AttachedBackend", Backend)
     monkeypatch.setattr(log_cli, "FOLLOW_EVERY_S", 0.0)
@@ -375,36 +379,18 @@ def test_a_job_stuck_in_profiling_shows_its_runs_log_and_the_hung_run_is_stopped
 def test_log_follow_catches_up_on_more_lines_than_one_read_holds(tmp_path: Path, monkeypatch, capsys) -> None:
     """After a 90 s cut of its host, `log -f` jumped from seq 990 to seq 1106: a read holds the
     last 500 lines, and more had come since the last one. It reads back further first."""
-    from heet_tui.cli.commands import log as log_cli
-    from heet_tui.config.job_spec import parse_job_text
-
-    store = Store(tmp_path / "state")
-    store.add_job(parse_job_text('name = "a"\ncommand = ["python3", "t.py"]\nmodel = "m"\nbatch_size = 8\n'
-                                 "target = { steps = 10 }\n", tmp_path / "a.toml"), 1.0)
-    store.set_state("a", JobState.RUNNING, 2.0)
     written = [f"seq {i}" for i in range(1, 3)]
     asked = []
 
-    class Backend:
-        gone = None
+    async def answer(store: Store, lines: int):
+        asked.append(lines)
+        if len(asked) == 2:  # the host was out a while: 1,200 lines came
+            written.extend(f"seq {i}" for i in range(3, 1203))
+        if len(asked) == 4:
+            store.set_state("a", JobState.DONE, 3.0)
+        return (HEAD.format(1), *written[-lines:])
 
-        def __init__(self, _state) -> None: ...
-
-        async def start(self) -> None: ...
-
-        async def stop(self) -> None: ...
-
-        async def job_log(self, job_id, lines, rank=0, generation=None):
-            asked.append(lines)
-            if len(asked) == 2:  # the host was out a while: 1,200 lines came
-                written.extend(f"seq {i}" for i in range(3, 1203))
-            if len(asked) == 4:
-                store.set_state("a", JobState.DONE, 3.0)
-            return (HEAD.format(1), *written[-lines:])
-
-    monkeypatch.setattr(log_cli, "AttachedBackend", Backend)
-    monkeypatch.setattr(log_cli, "FOLLOW_EVERY_S", 0.0)
-    asyncio.run(log_cli._ask(store, "a", 1, True))
+    _follow_with(tmp_path, monkeypatch, answer=answer)
     out, err = capsys.readouterr()
     assert out.splitlines() == [HEAD.format(1), *(f"seq {i}" for i in range(2, 1203))], (out[-300:], asked)
     assert "were not shown" not in err, err
