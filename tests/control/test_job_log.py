@@ -394,3 +394,21 @@ def test_log_follow_catches_up_on_more_lines_than_one_read_holds(tmp_path: Path,
     out, err = capsys.readouterr()
     assert out.splitlines() == [HEAD.format(1), *(f"seq {i}" for i in range(2, 1203))], (out[-300:], asked)
     assert "were not shown" not in err, err
+
+
+def test_log_follow_started_before_the_first_line_shows_a_burst_whole(tmp_path: Path, monkeypatch, capsys) -> None:
+    """`log -f` right after approve, on a run that then printed 2,000 lines at once: it showed the
+    last 500, and said nothing of the 1,500 before (nothing had been shown to overlap with)."""
+    asked = []
+
+    async def answer(store: Store, lines: int):
+        asked.append(lines)
+        written = [] if len(asked) == 1 else [f"line {i}" for i in range(2000)]
+        if len(asked) == 3:
+            store.set_state("a", JobState.DONE, 3.0)
+        return (HEAD.format(1), *written[-lines:])
+
+    _follow_with(tmp_path, monkeypatch, answer=answer)
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [HEAD.format(1), *(f"line {i}" for i in range(2000))], (out[:300], asked)
+    assert "were not shown" not in err, err

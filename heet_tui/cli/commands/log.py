@@ -98,13 +98,17 @@ async def _ask(store: Store, job_id: str, lines: int, follow: bool, rank: int = 
             for line in await _rest_of_previous_run(backend, job_id, rank, shown, fetched):
                 print(printable(line), flush=True)
             lines, skipped = new_lines(shown, fetched)
+            # nothing shown yet of this run and a full read: a burst before the first line was cut unsaid
+            skipped = skipped or (len(shown) <= 1 and len(fetched) > MAX_LINES)
             if skipped:  # after an outage, or a burst: read back further (115 lines were lost after a 90 s cut)
                 with contextlib.suppress(ValueError, TimeoutError):
                     more = await asyncio.wait_for(backend.job_log(job_id, CATCH_UP_LINES, rank), REPLY_TIMEOUT_S)
-                    if (found := new_lines(shown, more))[1] is False:
+                    found = new_lines(shown, more)
+                    if found[1] is False or len(more) > len(fetched):  # else the longer read at least
                         (lines, skipped), fetched = found, more
+                        skipped = skipped or (len(shown) <= 1 and len(more) > CATCH_UP_LINES)
             if skipped:
-                say(f"(... more lines came in {FOLLOW_EVERY_S:g} s than one read holds: some were not shown)")
+                say("(... more lines came since the last read than one read holds: some were not shown)")
             for line in lines:
                 print(printable(line), flush=True)
             shown = fetched
