@@ -77,8 +77,8 @@ def job_views(jobs: list[JobInput], book: ThroughputBook, now: float,
     nominal = book.nominal_function() if any(not j.measured for j in jobs) else None  # one per round
     held: dict[str, int] = {}
     for h in cluster.hosts if cluster is not None else ():
-        if not h.drained:
-            held[h.gpu_type] = held.get(h.gpu_type, 0) + h.gpu_count
+        if not h.drained:  # the GPUs heet may use there (a hosts file's gpus = [1, 2, 3] of 4), not the indices
+            held[h.gpu_type] = held.get(h.gpu_type, 0) + len(h.free)
     for j in jobs:
         most = max((n for t, n in held.items() if not j.gpu_types or t in j.gpu_types), default=0)
         out.append(JobView(

@@ -199,11 +199,12 @@ def test_the_rigid_policies_ask_for_what_one_gpu_type_here_can_hold() -> None:
     book = ThroughputBook()
     book.register("wide", "cnn", 64)
     cluster = ClusterView((HostView("a", "A100", 2, (0, 1)), HostView("t", "T4", 4, (0, 1, 2, 3)),
+                           HostView("u", "T4", 4, (1, 2)),  # the hosts file lets heet use GPUs 1 and 2 of 4
                            HostView("d", "T4", 8, tuple(range(8)), drained=True)))
     wide = planning.JobInput("wide", JobState.QUEUED, 1, 8, (), 0, 0.0, 0.0, None, None, Constraints(), measured=False)
     a100 = replace(wide, id="a100", gpu_types=("A100",))
     views = planning.job_views([wide, a100], book, 10.0, cluster)
-    assert [v.requested_gpus for v in views] == [4, 2], "the most one allowed type holds, drained hosts aside"
+    assert [v.requested_gpus for v in views] == [6, 2], "the most one allowed type holds for heet, drained aside"
     assert [v.requested_gpus for v in planning.job_views([wide], book, 10.0)] == [8], "no cluster: its max"
     for name in ("fifo", "srtf", "gavel"):
         plan = planning.run_policy(make_policy(name), name, cluster, planning.job_views([wide], book, 10.0, cluster),
