@@ -86,7 +86,8 @@ async def open_connection(target: SshTarget, tunnel: Any, timeout_s: float, labe
         return await asyncio.wait_for(asyncssh.connect(tunnel=tunnel, **connect_kwargs(target, timeout_s)),
                                       timeout_s)
     except TimeoutError:
-        raise Unreachable(f"{label}cannot connect to {target.describe()}: timed out after {timeout_s:g} s (no "
+        waited = target.connect_timeout_s or timeout_s  # the config's, shorter or longer, is what fires
+        raise Unreachable(f"{label}cannot connect to {target.describe()}: timed out after {waited:g} s (no "
                           "answer: is the host up, and its sshd not hung? Over a slow link the login may "
                           "need longer: ConnectTimeout in the SSH config allows more)") from None
     except asyncssh.HostKeyNotVerifiable:
