@@ -80,12 +80,21 @@ class _LocalDir:
         self.path = Path(_local(directory))
 
     async def files(self) -> list[str]:
+        return [name for name, copied in await self.entries() if copied]
+
+    async def entries(self) -> list[tuple[str, bool]]:
+        """Each name, and whether it is copied: regular files, and links to one in this directory
+        (``latest -> step-100.pt``); not a link elsewhere (to a key, say: what it points at would
+        go to another host), nor a subdirectory."""
         if not self.path.is_dir():
             return []
-        # regular files only: a link (to a key, say) would copy what it points at to another host
-        return sorted(p.name for p in self.path.iterdir()
-                      if p.is_file() and not p.is_symlink() and not p.name.endswith(SKIP_SUFFIXES)
-                      and p.name not in SKIP_NAMES)
+        here, out = self.path.resolve(), []
+        for p in sorted(self.path.iterdir(), key=lambda p: p.name):
+            if p.name.endswith(SKIP_SUFFIXES) or p.name in SKIP_NAMES:
+                continue
+            inside = not p.is_symlink() or (p.resolve().parent == here)
+            out.append((p.name, inside and p.is_file()))
+        return out
 
     async def stats(self) -> dict[str, tuple[int, int]]:
         out = {}
@@ -140,16 +149,26 @@ class _SftpDir:
             raise
 
     async def files(self) -> list[str]:
+        return [name for name, copied in await self.entries() if copied]
+
+    async def entries(self) -> list[tuple[str, bool]]:
+        """As ``_LocalDir.entries``, over SFTP."""
         import asyncssh
 
         try:
             listing = await self.sftp.listdir(self.path)
         except asyncssh.SFTPNoSuchFile:
             return []
-        names = [n for n in listing if n not in (".", "..", *SKIP_NAMES) and "/" not in n
-                 and not n.endswith(SKIP_SUFFIXES)]
-        return sorted([n for n in names if await self.sftp.isfile(f"{self.path}/{n}")
-                       and not await self.sftp.islink(f"{self.path}/{n}")])
+        here, out = None, []
+        for n in sorted(n for n in listing if n not in (".", "..", *SKIP_NAMES) and "/" not in n
+                        and not n.endswith(SKIP_SUFFIXES)):
+            path = f"{self.path}/{n}"
+            inside = True
+            if await self.sftp.islink(path):
+                here = here or await self.sftp.realpath(self.path)
+                inside = (await self.sftp.realpath(path)).rsplit("/", 1)[0] == here
+            out.append((n, inside and await self.sftp.isfile(path)))
+        return out
 
     async def stats(self) -> dict[str, tuple[int, int]]:
         out = {}
@@ -232,6 +251,7 @@ async def _relay(src: _LocalDir | _SftpDir, dst: _LocalDir | _SftpDir, name: str
 class Copied:
     files: int
     bytes: int
+    left_out: tuple[str, ...] = ()  # subdirectories and links elsewhere, said: they were left behind unsaid
 
 
 @contextlib.asynccontextmanager
@@ -257,14 +277,16 @@ async def copy_checkpoint(src: HostEntry, src_dir: str, dst: HostEntry, dst_dir:
     try:
         async with _sides(ssh_config, options or ClusterOptions()) as open_side:
             source = await open_side(src, src_dir)
-            names = await source.files()
+            entries = await source.entries()
+            names = [name for name, copied in entries if copied]
+            left_out = tuple(name for name, copied in entries if not copied)
             if not names:
-                return Copied(0, 0)  # nothing checkpointed yet: the job starts from scratch there
+                return Copied(0, 0, left_out)  # nothing checkpointed yet: the job starts from scratch there
             target = await open_side(dst, dst_dir)
             total = 0
             for name in names:
                 total += await _relay(source, target, name)
-            return Copied(len(names), total)
+            return Copied(len(names), total, left_out)
     except Exception as exc:  # noqa: BLE001 - asyncssh, OS and cluster errors all mean "could not copy"
         kind = CopyRefused if isinstance(exc, PermissionError) else CopyFailed
         raise kind(f"copying the checkpoint {src.name}:{src_dir} -> {dst.name}:{dst_dir} failed: {exc}") from None

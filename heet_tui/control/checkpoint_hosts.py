@@ -147,7 +147,10 @@ class CheckpointHosts:
             done = await copy_checkpoint(src, src_dir, dst, dst_dir, ssh_config, cluster_options)
             took = self.clock() - began
             self.store.add_event(self.clock(), "checkpoint", f"{job_id}: copied {done.files} file(s), "
-                                 f"{done.bytes / 1e6:.1f} MB in {took:.1f} s, {src.name} -> {dst.name}", job_id)
+                                 f"{done.bytes / 1e6:.1f} MB in {took:.1f} s, {src.name} -> {dst.name}"
+                                 + (f"; not copied: {', '.join(done.left_out[:10])} (subdirectories, and links "
+                                    "to files outside the checkpoint directory, are not)" if done.left_out else ""),
+                                 job_id)
         except CopyRefused as exc:  # waiting does not fix it: it read "may come back", then started from 0
             raise CopyWaiting(f"{exc}; {job_id} does not start on {dst.name} without it") from None
         except CopyFailed as exc:

@@ -49,6 +49,8 @@ def test_copy_over_sftp_between_two_hosts(tmp_path: Path, monkeypatch: pytest.Mo
         secret = tmp_path / "id_ed25519"
         secret.write_text("a private key")
         (origin / "key").symlink_to(secret)  # a link copied what it points at to the other host
+        (origin / "latest").symlink_to("checkpoint.pt")  # one inside the directory is copied, as a file
+        (origin / "step-100").mkdir()  # a subdirectory is not: said, it was left behind unsaid
         on_src, on_dst = tmp_path / "on-src" / "ck", tmp_path / "on-dst" / "deep" / "ck"
         opts = ClusterOptions(connect_timeout_s=10.0)
         victim = tmp_path / "victim.txt"
@@ -60,13 +62,17 @@ def test_copy_over_sftp_between_two_hosts(tmp_path: Path, monkeypatch: pytest.Mo
         async def scenario() -> tuple[Copied, Copied]:
             first = await copy_checkpoint(local, str(origin), hosts.host("src"), str(on_src), hosts.ssh_config, opts)
             (on_src / "key").symlink_to(secret)  # and over SFTP
+            (on_src / "best").symlink_to("checkpoint.pt")
+            (on_src / "sub").mkdir()
             (on_src / ".heet-owner").write_text("deadbeef\n")
             second = await copy_checkpoint(hosts.host("src"), str(on_src), hosts.host("dst"), str(on_dst),
                                            hosts.ssh_config, opts)
             return first, second
 
-        size = 256 * 400 + len('{"step": 40, "generation": 2}')
-        assert asyncio.run(scenario()) == (Copied(2, size), Copied(2, size)), "the half-written temp file is not copied"
+        pt, js = 256 * 400, len('{"step": 40, "generation": 2}')
+        assert asyncio.run(scenario()) == (Copied(3, 2 * pt + js, ("key", "step-100")),
+                                           Copied(4, 3 * pt + js, ("key", "sub"))), "the half-written temp file is not copied"
+        assert (on_dst / "best").read_bytes() == (on_dst / "latest").read_bytes() == (origin / "checkpoint.pt").read_bytes()
         assert (on_dst / "checkpoint.pt").read_bytes() == (origin / "checkpoint.pt").read_bytes()
         assert (on_dst / "checkpoint.json").read_text() == '{"step": 40, "generation": 2}'
         assert not (on_dst / "key").exists(), "links are not followed"
