@@ -146,6 +146,9 @@ class CheckpointHosts:
         try:
             done = await copy_checkpoint(src, src_dir, dst, dst_dir, ssh_config, cluster_options)
             took = self.clock() - began
+            base = src_dir.rstrip("/") + "/"
+            if reported and reported.startswith(base):  # the path on its new host: it named the old host's
+                self.store.update_progress(job_id, 0, 0.0, dst_dir.rstrip("/") + "/" + reported[len(base):])
             self.store.add_event(self.clock(), "checkpoint", f"{job_id}: copied {done.files} file(s), "
                                  f"{done.bytes / 1e6:.1f} MB in {took:.1f} s, {src.name} -> {dst.name}"
                                  + (f"; not copied: {', '.join(done.left_out[:10])} (subdirectories, and links "

@@ -235,3 +235,29 @@ def test_a_host_is_given_up_on_when_lost_and_waited_for_again_once_back(tmp_path
             assert "h" not in ctl.executor.checkpoints.given_up
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_after_a_copy_the_jobs_checkpoint_path_is_the_one_on_its_new_host(tmp_path: Path) -> None:
+    """After a move a -> b, `jobs --json` said checkpoint /.../a/work/checkpoints/... with
+    checkpoint_host b: a path that does not exist on b, until the job saved again."""
+    import asyncio
+
+    from heet_tui.cluster.options import ClusterOptions
+    from heet_tui.control.launch import checkpoint_dir
+
+    store = Store(tmp_path / "state")
+    spec = JobSpec("j", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 10_000))
+    store.add_job(spec, 0.0)
+    old, new = (HostEntry(n, "localhost", transport="local", workdir=str(tmp_path / n), shared_fs=False)
+                for n in ("a", "b"))
+    src = Path(checkpoint_dir("j", spec, old, store.store_id))
+    src.mkdir(parents=True)
+    (src / "checkpoint.pt").write_bytes(b"weights")
+    reported = str(src / "checkpoint.pt")
+    store.update_progress("j", 40, 1280.0, reported)
+    hosts = CheckpointHosts(store, lambda: 0.0)
+    hosts.remember("j", "a")
+    asyncio.run(hosts.bring("j", spec, {"a": old, "b": new}, new, reported, None, ClusterOptions()))
+    moved = Path(checkpoint_dir("j", spec, new, store.store_id)) / "checkpoint.pt"
+    assert moved.read_bytes() == b"weights"
+    assert store.job("j").checkpoint == str(moved) and store.job("j").job.steps_done == 40
