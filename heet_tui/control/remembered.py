@@ -1,5 +1,6 @@
 """How a state store's controller runs, as the store remembers it between controllers: the
-policy and auto-approve that ``run --policy``/``--auto-approve`` and the TUI's ``t`` set.
+policy, auto-approve and host grace that ``run --policy``/``--auto-approve``/``--host-grace``
+and the TUI's ``t`` set.
 
 Read by the controller at start, by the crash back-off (manual mode restarts nothing by itself),
 and by ``status`` and ``plan show`` when no controller runs (they said null, as if unknown).
@@ -22,3 +23,13 @@ def remembered_auto_approve(store: Store) -> bool:
 
 def remembered_policy(store: Store, default: str = DEFAULT_POLICY) -> str:
     return store.setting("policy") or default
+
+
+def remembered_host_grace(store: Store, default: float) -> float:
+    """``run --host-grace``'s seconds, for every controller of the store after it (the TUI's too:
+    it ran with 60 s whatever the last ``run`` was given)."""
+    try:
+        value = float(store.setting("host_grace_s") or default)
+    except ValueError:
+        return default
+    return value if value > 0 else default

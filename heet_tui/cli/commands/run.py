@@ -48,10 +48,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--interval", type=finite_float, default=2.0, metavar="S", help="seconds between rounds (default 2)")
     p.add_argument("--policy", default=None, help="scheduling policy (default: the last one used, else heet)")
     p.add_argument("--gain-threshold", type=float, default=0.05, help="auto-approve applies a plan that restarts jobs only if it is predicted to gain this fraction (default 0.05: 5%%)")
-    p.add_argument("--host-grace", type=finite_float, default=60.0, metavar="S",
+    p.add_argument("--host-grace", type=finite_float, default=None, metavar="S",
                    help="seconds a host may be out of reach before its jobs are counted lost and may start "
-                        "elsewhere (default 60; longer for hosts over a slow or flaky link, where a 90 s "
-                        "outage stopped healthy jobs)")
+                        "elsewhere (default: as last set, else 60; longer for hosts over a slow or flaky link, "
+                        "where a 90 s outage stopped healthy jobs)")
     p.add_argument("--no-profile", action="store_true",
                    help="no profiling runs: new jobs are planned on nominal throughput until their own "
                         "progress reports measure them")
@@ -71,7 +71,7 @@ def event_line(e: EventRecord) -> str:
 def cmd_run(args: argparse.Namespace) -> int:
     if args.interval <= 0:
         raise UsageError(f"--interval must be > 0, got {args.interval:g}")
-    if args.host_grace <= 0:
+    if args.host_grace is not None and args.host_grace <= 0:
         raise UsageError(f"--host-grace must be > 0, got {args.host_grace:g}")
     try:
         path, why = chosen_hosts_path(args.hosts, state_dir(args))
@@ -81,8 +81,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     store = open_store(args, create=True)
     options = ControllerOptions(interval_s=args.interval, policy=args.policy or "heet",
                                 auto_approve=args.auto_approve,
-                                gain_threshold=args.gain_threshold, profile=not args.no_profile,
-                                host_loss_grace_s=args.host_grace)
+                                gain_threshold=args.gain_threshold, profile=not args.no_profile)
     try:
         if args.policy:  # an explicit choice replaces the one remembered in the store
             try:
@@ -90,6 +89,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             except ValueError as exc:
                 raise UsageError(str(exc)) from None
             store.set_setting("policy", args.policy)
+        if args.host_grace is not None:  # remembered, as the policy is: the TUI's controller uses it too
+            store.set_setting("host_grace_s", repr(args.host_grace))
         return asyncio.run(_run(hosts, store, options, args.until_idle, why))
     except (RuntimeError, ValueError) as exc:
         raise CliError(str(exc)) from None
