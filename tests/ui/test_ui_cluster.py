@@ -186,8 +186,19 @@ def test_a_host_with_more_gpus_than_the_pane_has_lines_shows_every_gpu_or_says_h
             said = "deepspeech2-7" in shown and "imagenet-1" in shown and ("bert-2" in shown or "more GPU(s)" in shown)
             assert said, shown
             assert "gpu0-2   A100" in shown, shown
-            await pilot.resize_terminal(80, 14)  # no line left for any GPU: said on the rack line
-            await wait_for(pilot, lambda: "8 GPU(s) not shown: a taller terminal shows them" in str(detail.render()))
+            await pilot.resize_terminal(80, 14)  # no line left for any GPU: said on the first line
+            await wait_for(pilot, lambda: str(detail.render()).startswith(
+                "dgx-0  (8 GPU(s) not shown: a taller terminal shows them)"))
+            long = tuple(replace(h, message="ready; " + "x" * 150) if h.name == "dgx-0" else h
+                         for h in (*snap.hosts, big))  # wraps: counted as drawn, it hid the list and the count
+            backend.push(replace(snap, hosts=long))
+            await pilot.resize_terminal(80, 17)
+            await wait_for(pilot, lambda: "x" * 20 in str(detail.render()))
+            from rich.text import Text
+
+            rendered = str(detail.render())
+            drawn = len(Text(rendered).wrap(app.console, detail.size.width))
+            assert drawn <= detail.size.height or rendered.startswith("dgx-0  (8 GPU(s) not shown"), (drawn, rendered)
             await pilot.resize_terminal(160, 60)  # laid out again, one line per GPU, without another selection
             await wait_for(pilot, lambda: "gpu7 A100" in str(detail.render()) and "gpu5 A100" in str(detail.render()))
 

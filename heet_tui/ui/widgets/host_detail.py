@@ -90,9 +90,12 @@ class HostDetail(Vertical):
             if host.drained_why:
                 text.append(f"\n{host.drained_why}", style="yellow")
         owners = dict(host.gpu_jobs)
-        room = info.size.height - len(text.plain.split("\n"))
-        if room <= 0 and info.size.height and host.gpus:  # no line left: said where there is one
-            text.append(f"  ({len(host.gpus)} GPU(s) not shown: a taller terminal shows them)", style="dim")
+        # lines as drawn: a long message wraps (counted as one, the GPU list and its count went unseen)
+        shown = len(text.wrap(self.app.console, info.size.width)) if info.size.width else len(text.plain.split("\n"))
+        room = info.size.height - shown
+        if room <= 0 and info.size.height and host.gpus:  # no line left: said first, where it is seen
+            text = Text.assemble((host.name, "bold"), (f"  ({len(host.gpus)} GPU(s) not shown: a taller terminal "
+                                                        "shows them)", "dim"), text[len(host.name):])
         elif room <= 0 or len(host.gpus) <= room:
             for gpu in host.gpus:
                 _gpu_line(text, gpu, owners.get(gpu.index))
