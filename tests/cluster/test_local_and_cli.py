@@ -391,15 +391,3 @@ def test_a_local_hosts_workdir_that_is_someone_elses_link_is_refused(tmp_path):
     assert list(victim.iterdir()) == [] and oct(victim.stat().st_mode & 0o777) == "0o755"
 
 
-def test_a_host_whose_python_cannot_import_torch_is_warned_of(lab, tmp_path, capsys):
-    """hosts check read "ready" (exit 0) for a host whose python3 had no torch; every job there then
-    failed with ModuleNotFoundError, three attempts each."""
-    bare = tmp_path / "python-nosite"  # no site-packages: no torch, whatever this machine has
-    bare.write_text(f"#!/bin/sh\nexec {sys.executable} -S \"$@\"\n")
-    bare.chmod(0o755)
-    plain = lab.add_host("plain")
-    hosts = load_hosts(lab.hosts_toml([lab.entry_for(plain, emulate={"gpu_type": "T4", "count": 1, "speed": 1.0})],
-                                      python=str(bare)))
-    assert run_check(hosts, as_json=True) == 0, "a warning: jobs that need no torch run there"
-    (row,) = json.loads(capsys.readouterr().out)
-    assert any(w.startswith(f"its python ({sys.executable}) cannot import torch") for w in row["warnings"]), row

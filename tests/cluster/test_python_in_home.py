@@ -1,7 +1,6 @@
-"""A hosts file's ``python = "~/miniconda3/bin/python"``: ~ is the login's home, for the agent and the jobs.
-
-It was quoted whole: "exec: ~/py3: not found" at connect, with the interpreter right there.
-"""
+"""A hosts file's ``python``: ``~/miniconda3/bin/python``'s ~ is the login's home, for the agent
+and the jobs (it was quoted whole: "exec: ~/py3: not found" at connect, with the interpreter right
+there); one that cannot import torch is warned of."""
 
 from __future__ import annotations
 
@@ -11,7 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from heet_tui.cluster import check_cli
 from heet_tui.cluster.remote_command import start_agent
+from heet_tui.config import hosts_file
 
 NAME = "heet-agent-0123456789abcdef.pyz"
 
@@ -58,3 +59,18 @@ def test_a_job_launched_with_a_python_under_home_runs(tmp_path: Path) -> None:
     finally:
         agent.stdin.close()
         agent.wait(timeout=10)
+
+
+def test_a_host_whose_python_cannot_import_torch_is_warned_of(lab, tmp_path, capsys):
+    """hosts check read "ready" (exit 0) for a host whose python3 had no torch; every job there then
+    failed with ModuleNotFoundError, three attempts each."""
+    bare = tmp_path / "python-nosite"  # no site-packages: no torch, whatever this machine has
+    bare.write_text(f"#!/bin/sh\nexec {sys.executable} -S \"$@\"\n")
+    bare.chmod(0o755)
+    plain = lab.add_host("plain")
+    hosts = hosts_file.load_hosts(lab.hosts_toml([lab.entry_for(plain, emulate={"gpu_type": "T4", "count": 1, "speed": 1.0})],
+                                      python=str(bare)))
+    assert check_cli.run_check(hosts, as_json=True) == 0, "a warning: jobs that need no torch run there"
+    (row,) = json.loads(capsys.readouterr().out)
+    assert any(w.startswith(f"its python ({sys.executable}) cannot import torch") for w in row["warnings"]), row
+
