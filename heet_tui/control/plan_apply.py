@@ -123,14 +123,13 @@ async def _run_step(executor: Executor, store: Store, plan_id: int, step: StepRe
         store.set_state(change.job_id, JobState.QUEUED, clock(), f"plan #{plan_id}{STARTING}"
                         f"{change.after.describe()} (its checkpoint is copied there first where it lies elsewhere)")
     try:
-        try:
-            message = await execute_change(executor, store, step.change, clock())
-        except (StepFailed, asyncio.CancelledError):
-            raise
-        except Exception as exc:  # one step's error cancelled its siblings, one of them launched already
+        message = await execute_change(executor, store, step.change, clock())
+    except Exception as error:  # any: one step's unexpected error cancelled its siblings, one launched already
+        if isinstance(error, StepFailed):
+            exc = error
+        else:
             log.exception("plan %d step %d (%s)", plan_id, step.idx, step.change.job_id)
-            raise StepFailed(f"internal error ({type(exc).__name__}: {exc}); see controller.log") from None
-    except StepFailed as exc:
+            exc = StepFailed(f"internal error ({type(error).__name__}: {error}); see controller.log")
         log.warning("plan %d step %d (%s): %s", plan_id, step.idx, step.change.job_id, exc)
         store.mark_step(plan_id, step.idx, "failed", clock(), str(exc))
         # the job's own events: why an approved plan did not move it was in controller.log only

@@ -52,10 +52,7 @@ def test_a_host_added_to_a_file_of_local_hosts_is_local_too(make_app, repo, tmp_
     async def scenario():
         app = make_app("hosts", hosts_path=path)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.screen.table.row_count == 2)
-            await pilot.press("n")
-            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
-            form = app.screen
+            form = await open_add_form(pilot, app)
             assert form.query_one("#f-transport", Select).value == "local"
             await fill(pilot, form, name="emu", emulate="T4:1:0.5")
             await pilot.press("ctrl+s")
@@ -63,10 +60,8 @@ def test_a_host_added_to_a_file_of_local_hosts_is_local_too(make_app, repo, tmp_
             added = next(h for h in tomllib.loads(path.read_text())["hosts"] if h["name"] == "emu")
             assert added["transport"] == "local"
         async with make_app("hosts", hosts_path=hosts_copy(tmp_path)).run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: pilot.app.screen.table.row_count == 2)
-            await pilot.press("n")
-            await wait_for(pilot, lambda: isinstance(pilot.app.screen, HostFormDialog))
-            assert pilot.app.screen.query_one("#f-transport", Select).value == "ssh", "a file of ssh hosts"
+            form = await open_add_form(pilot, pilot.app)
+            assert form.query_one("#f-transport", Select).value == "ssh", "a file of ssh hosts"
 
     run(scenario())
 
@@ -83,10 +78,7 @@ def test_a_host_of_the_users_ssh_config_added_as_local_is_asked_about_first(make
     async def scenario():
         app = make_app("hosts", hosts_path=path)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.screen.table.row_count == 2)
-            await pilot.press("n")
-            await wait_for(pilot, lambda: isinstance(app.screen, HostFormDialog))
-            form = app.screen
+            form = await open_add_form(pilot, app)
             await fill(pilot, form, name="lab-a", emulate="A100:2:1")
             await pilot.press("ctrl+s")
             error = form.query_one("#form-error", Static)

@@ -123,10 +123,7 @@ class HostDetail(Vertical):
 
 def _gpu_line(text: Text, gpu, job: str | None) -> None:
     text.append(f"\n  gpu{gpu.index} {gpu.gpu_type:<10} ")
-    if job is None and gpu.others:
-        text.append(f"in use outside heet: {', '.join(gpu.others)}", style="yellow")
-    else:
-        text.append(job or "free", style=job_colour(job) if job else "dim")
+    _holder(text, gpu, job)
     if gpu.utilization is not None:
         text.append(f"  util {gpu.utilization:.0f}%")
     if gpu.memory_used_mb is not None and gpu.memory_mb:
@@ -135,26 +132,33 @@ def _gpu_line(text: Text, gpu, job: str | None) -> None:
         text.append("  (emulated)", style="dim")
 
 
+def _holder(text: Text, gpu, job: str | None) -> None:
+    """Who holds the GPU: a job, someone outside heet, or nobody."""
+    if job is None and gpu.others:
+        text.append(f"in use outside heet: {', '.join(gpu.others)}", style="yellow")
+    else:
+        text.append(job or "free", style=job_colour(job) if job else "dim")
+
+
 def _runs(gpus, owners: dict) -> list[list]:
     """Consecutive GPUs of one type, owner (or outside user) and source."""
+    def key(gpu) -> tuple:
+        return gpu.gpu_type, owners.get(gpu.index), tuple(gpu.others), gpu.source
+
     out: list[list] = []
     for gpu in gpus:
-        key = (gpu.gpu_type, owners.get(gpu.index), tuple(gpu.others), gpu.source)
-        if out and out[-1][0][1] == key and out[-1][-1][0].index + 1 == gpu.index:
-            out[-1].append((gpu, key))
+        if out and key(out[-1][-1]) == key(gpu) and out[-1][-1].index + 1 == gpu.index:
+            out[-1].append(gpu)
         else:
-            out.append([(gpu, key)])
-    return [[g for g, _ in run] for run in out]
+            out.append([gpu])
+    return out
 
 
 def _run_line(text: Text, run: list, job: str | None) -> None:
     first, last = run[0], run[-1]
     name = f"gpu{first.index}" if len(run) == 1 else f"gpu{first.index}-{last.index}"
     text.append(f"\n  {name:<8} {first.gpu_type:<10} ")
-    if job is None and first.others:
-        text.append(f"in use outside heet: {', '.join(first.others)}", style="yellow")
-    else:
-        text.append(job or "free", style=job_colour(job) if job else "dim")
+    _holder(text, first, job)
     utils = [g.utilization for g in run if g.utilization is not None]
     if utils:
         text.append(f"  util {sum(utils) / len(utils):.0f}%" + (" avg" if len(run) > 1 else ""))
