@@ -8,6 +8,25 @@ from heet_agent.errors import JobError
 OWNER_FILE = ".heet-owner"
 
 
+def makedirs_private(path):
+    """``os.makedirs`` with every directory it makes private, not only the last.
+
+    The ones above the last took the umask: under umask 000 the agent's own ``checkpoints/`` was
+    made 0777, which the planted-link check below then refused for every job's launch.
+    """
+    path = os.path.abspath(path)
+    if os.path.isdir(path):
+        return
+    parent = os.path.dirname(path)
+    if parent != path:
+        makedirs_private(parent)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
+
+
 def resolve_checkpoint_dir(env, workdir):
     """Give the job its checkpoint dir as an absolute path, ``~`` expanded on this host.
 
@@ -33,7 +52,7 @@ def claim_checkpoint_dir(env):
     mark = os.path.join(path, OWNER_FILE)
     try:
         _refuse_planted(path)
-        os.makedirs(path, mode=0o700, exist_ok=True)
+        makedirs_private(path)
         _refuse_planted(path)
         _refuse_others(path)
         fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -70,6 +89,8 @@ def _refuse_planted(path):
             raise JobError(f"checkpoint dir {path}: {prefix} is a link that uid {st.st_uid} made, not you: "
                            "give the job a checkpoint_dir of its own")
         real = os.stat(prefix)
+        if real.st_uid == me and not real.st_mode & 0o011:
+            return  # nobody else may pass your directory: nothing below it can be theirs to swap
         if real.st_mode & 0o002 and not real.st_mode & 0o1000 and prefix != path:
             raise JobError(f"checkpoint dir {path}: {prefix} above it may be written by anyone and is not sticky: "
                            "give the job a checkpoint_dir in a directory of your own")
@@ -99,7 +120,7 @@ def make_scratch_dir(env):
     if env.get("HEET_CHECKPOINT_SCRATCH") != "1" or not path:
         return None
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        makedirs_private(os.path.dirname(path))
         os.mkdir(path, 0o700)
     except FileExistsError:
         raise JobError(f"scratch checkpoint dir {path} exists already; it is not this run's to use or remove")

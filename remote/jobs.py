@@ -12,7 +12,13 @@ import signal
 import sys
 import time
 
-from heet_agent.checkpoint_dirs import claim_checkpoint_dir, make_scratch_dir, remove_scratch_dir, resolve_checkpoint_dir
+from heet_agent.checkpoint_dirs import (
+    claim_checkpoint_dir,
+    make_scratch_dir,
+    makedirs_private,
+    remove_scratch_dir,
+    resolve_checkpoint_dir,
+)
 from heet_agent.errors import STILL_STOPPING, JobError
 from heet_agent.job_env import job_environment
 from heet_agent.job_logs import MIN_ROTATE_BYTES, ROTATE_BYTES, read_tail, remove_log
@@ -62,8 +68,8 @@ class JobTable:
         self.emulated_threads = None  # OMP_NUM_THREADS for jobs on emulated GPUs, unless set
         self.notes = []
         self.save_problem = None  # why the job table could not be saved, while it cannot
-        os.makedirs(os.path.join(workdir, "logs"), exist_ok=True)
-        os.makedirs(os.path.join(workdir, "exits"), exist_ok=True)
+        makedirs_private(os.path.join(workdir, "logs"))
+        makedirs_private(os.path.join(workdir, "exits"))
 
     # ---- persistence and adoption
     def adopt(self):
@@ -197,7 +203,7 @@ class JobTable:
         except OSError:
             pass
         try:
-            os.makedirs(os.path.dirname(log), exist_ok=True)
+            makedirs_private(os.path.dirname(log))
             logfh = open(log, "ab")
         except OSError as exc:
             raise JobError(f"cannot open log file {log}: {exc}")

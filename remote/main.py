@@ -15,6 +15,7 @@ import time
 from heet_agent import inventory
 from heet_agent.gpu_sampler import GpuSampler
 from heet_agent.gpu_users import mark_others
+from heet_agent.checkpoint_dirs import makedirs_private
 from heet_agent.jobs import JobError, JobTable
 from heet_agent.agent_log import open_agent_log
 from heet_agent.takeover import SessionMark, served_by_another, take_over
@@ -294,7 +295,7 @@ def main(argv=None):
             sys.stderr.write("heet-agent: invalid host name %r\n" % host)
             return 2
         workdir = os.path.join(workdir, "hosts", host)
-    os.makedirs(workdir, mode=0o700, exist_ok=True)
+    makedirs_private(workdir)
     # state, logs and the lock are the user's alone: the work dirs are private, whatever the
     # umask (the jobs' own files keep the user's umask; the agent does not change it)
     for private in {workdir, os.path.abspath(os.path.expanduser(workdir_arg))}:

@@ -4,7 +4,10 @@ they are, who may write them, scratch ones for profiling runs, and their absolut
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 from agent_process import AgentProcess
@@ -39,13 +42,17 @@ def test_a_checkpoint_dir_used_by_another_state_store_is_refused(agent, tmp_path
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="making a link another user owns takes root")
-def test_a_checkpoint_dir_through_another_users_link_or_an_open_directory_is_refused(agent, tmp_path):
+def test_a_checkpoint_dir_through_another_users_link_or_an_open_directory_is_refused(agent, request):
     """A link another user planted in a shared sticky directory was followed (and swapped while the
     job ran: the stop's checkpoint went into their directory); a non-sticky directory anyone may
     write, above the checkpoint dir, lets anyone swap it."""
     agent.line()
     agent.request("hello", protocol=1, probes=[])
-    shared, mine = tmp_path / "shared", tmp_path / "mine"
+    # under a directory others may pass: inside the agent's private workdir nobody else could plant
+    base = Path(tempfile.mkdtemp(dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(base, ignore_errors=True))
+    base.chmod(0o755)
+    shared, mine = base / "shared", base / "mine"
     shared.mkdir()
     shared.chmod(0o1777)
     mine.mkdir(mode=0o700)
@@ -61,7 +68,7 @@ def test_a_checkpoint_dir_through_another_users_link_or_an_open_directory_is_ref
     assert not (mine / ".heet-owner").exists()
     os.lchown(shared / "ck", 0, 0)  # the user's own link (root's, here) is theirs to make
     assert launch("own-link", shared / "ck")["ok"] and (mine / ".heet-owner").exists()
-    opened = tmp_path / "open"
+    opened = base / "open"
     opened.mkdir()
     opened.chmod(0o777)
     refused = launch("open", opened / "ck")
@@ -112,6 +119,34 @@ def test_a_job_gets_its_checkpoint_dir_absolute_with_the_home_dir_expanded(tmp_p
         assert (home / ".heet/checkpoints/j.store/ckpt.txt").read_text() == str(home / ".heet/checkpoints/j.store")
         assert (workdir / "ckpt/rel/ckpt.txt").read_text() == str(workdir / "ckpt/rel")
         assert not (workdir / "~").exists()
+    finally:
+        agent.proc.kill()
+        agent.proc.wait()
+
+
+def test_under_umask_000_the_agents_own_directories_are_private_and_launches_go_ahead(tmp_path):
+    """Under umask 000 the directories made above a job's checkpoint dir were 0777, which the launch
+    then refused as open to anyone: every job failed, and went on failing once the umask was fixed."""
+    umask = os.umask(0)
+    try:
+        agent = AgentProcess(tmp_path)
+    finally:
+        os.umask(umask)
+    try:
+        agent.line()
+        agent.request("hello", protocol=1, probes=[])
+        ckpt = tmp_path / "checkpoints" / "cnn.03aeb05f"
+        env = {"HEET_CHECKPOINT_DIR": str(ckpt), "HEET_CHECKPOINT_OWNER": "store-a"}
+        launched = agent.request("launch", job_id="cnn", generation=1, argv=["true"], env=env)
+        assert launched["ok"], launched
+        host_dir = tmp_path / "hosts" / "h1"
+        for made in (tmp_path / "checkpoints", ckpt, tmp_path / "hosts", host_dir / "logs", host_dir / "exits"):
+            assert oct(made.stat().st_mode & 0o777) == "0o700", made
+        # one an older agent left open, inside the private workdir: nobody else can reach it
+        (tmp_path / "checkpoints").chmod(0o777)
+        env["HEET_CHECKPOINT_DIR"] = str(tmp_path / "checkpoints" / "next.1")
+        launched = agent.request("launch", job_id="next", generation=1, argv=["true"], env=env)
+        assert launched["ok"], launched
     finally:
         agent.proc.kill()
         agent.proc.wait()
