@@ -9,8 +9,10 @@ Each file streams from one host to the other through the controller in chunks, r
 next while the last is written: the copy once landed whole in the login node's temporary
 directory and was then sent on, which took twice as long and needed the checkpoint's size in
 free space on the login node (a 20 GB checkpoint and a small ``/tmp`` meant a job restarted
-from scratch). Files are written under a temporary name and renamed, so a reader never sees
-half a file.
+from scratch). Files are written under temporary names and renamed only once every one has
+arrived, so a reader never sees half a file, nor half a checkpoint: a full disk once let
+``checkpoint.json`` (first by name) land without ``checkpoint.pt``, and the job, relaunched there,
+trained from step 0 under the older step's claim while its whole checkpoint sat on a host that was up.
 """
 
 from __future__ import annotations
@@ -39,8 +41,18 @@ class CopyFailed(RuntimeError):
 
 
 class CopyRefused(CopyFailed):
-    """The new host's directory may not receive it (another user's, open to others, not writable):
-    no wait fixes that, and starting without it there would train again from step 0."""
+    """The new host's directory may not receive it (another user's, open to others, not writable,
+    or on a disk without room for it): no wait fixes that, and starting without it there would
+    train again from step 0."""
+
+
+class NoRoom(OSError):
+    """The new host's disk cannot hold the checkpoint (said with both figures: SFTP's error for a
+    full disk is a bare "Failure")."""
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:,.0f} MB" if n >= 1e6 else f"{n / 1e3:,.0f} KB"
 
 
 def needs_copy(src: HostEntry, dst: HostEntry, src_dir: str, dst_dir: str) -> bool:
@@ -108,11 +120,18 @@ class _LocalDir:
             while data := await asyncio.to_thread(fh.read, CHUNK):
                 yield data
 
-    async def write(self, name: str, chunks: AsyncIterator[bytes]) -> None:
+    async def prepare(self) -> None:
         self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
         st = self.path.stat()
         if why := refusal(str(self.path), st.st_uid, st.st_gid, st.st_mode, os.getuid(), os.getgid()):
             raise PermissionError(why)
+
+    async def free_bytes(self) -> int | None:
+        st = os.statvfs(self.path)
+        return st.f_bavail * st.f_frsize
+
+    async def write(self, name: str, chunks: AsyncIterator[bytes]) -> None:
+        """Into the name's temporary file; ``commit`` gives it its name."""
         tmp = self.path / f".{name}.copy.tmp"
         tmp.unlink(missing_ok=True)  # a link planted at the name goes, not what it points at
         try:
@@ -121,10 +140,15 @@ class _LocalDir:
             with os.fdopen(fd, "wb") as fh:
                 async for data in chunks:
                     await asyncio.to_thread(fh.write, data)
-            os.replace(tmp, self.path / name)
         except BaseException:
             tmp.unlink(missing_ok=True)  # a copy cut short leaves nothing behind
             raise
+
+    async def commit(self, name: str) -> None:
+        os.replace(self.path / f".{name}.copy.tmp", self.path / name)
+
+    async def discard(self, name: str) -> None:
+        (self.path / f".{name}.copy.tmp").unlink(missing_ok=True)
 
     async def close(self) -> None:
         pass
@@ -182,10 +206,25 @@ class _SftpDir:
             while data := await fh.read(CHUNK):
                 yield data
 
-    async def write(self, name: str, chunks: AsyncIterator[bytes]) -> None:
+    async def prepare(self) -> None:
         import asyncssh
 
         await self.sftp.makedirs(self.path, attrs=asyncssh.SFTPAttrs(permissions=0o700), exist_ok=True)
+
+    async def free_bytes(self) -> int | None:
+        """None where the server cannot say (an SFTP server without OpenSSH's statvfs extension)."""
+        import asyncssh
+
+        try:
+            st = await self.sftp.statvfs(self.path)
+        except asyncssh.SFTPError:
+            return None
+        return int(st.bavail) * int(st.frsize)
+
+    async def write(self, name: str, chunks: AsyncIterator[bytes]) -> None:
+        """Into the name's temporary file; ``commit`` gives it its name."""
+        import asyncssh
+
         tmp = f"{self.path}/.{name}.copy.tmp"
         if await self.sftp.lexists(tmp):
             await self.sftp.remove(tmp)  # a link planted at the name: removed, not written through
@@ -198,11 +237,17 @@ class _SftpDir:
                     raise PermissionError(why)
                 async for data in chunks:
                     await fh.write(data)
-            await self.sftp.posix_rename(tmp, f"{self.path}/{name}")
         except BaseException:
             with contextlib.suppress(Exception):
                 await self.sftp.remove(tmp)
             raise
+
+    async def commit(self, name: str) -> None:
+        await self.sftp.posix_rename(f"{self.path}/.{name}.copy.tmp", f"{self.path}/{name}")
+
+    async def discard(self, name: str) -> None:
+        with contextlib.suppress(Exception):
+            await self.sftp.remove(f"{self.path}/.{name}.copy.tmp")
 
     async def close(self) -> None:
         self.sftp.exit()
@@ -282,14 +327,46 @@ async def copy_checkpoint(src: HostEntry, src_dir: str, dst: HostEntry, dst_dir:
             left_out = tuple(name for name, copied in entries if not copied)
             if not names:
                 return Copied(0, 0, left_out)  # nothing checkpointed yet: the job starts from scratch there
+            sizes = {name: size for name, (size, _) in (await source.stats()).items() if name in names}
             target = await open_side(dst, dst_dir)
+            await target.prepare()
+            await _room_for(target, dst, sum(sizes.values()))
             total = 0
-            for name in names:
-                total += await _relay(source, target, name)
+            try:
+                for name in names:
+                    total += await _relay(source, target, name)
+                    sizes[name] = -1  # written: its space is taken
+                for name in sorted(names, key=lambda n: -max(sizes.get(n, 0), 0)):
+                    await target.commit(name)  # the large data first, the small metadata last
+            except BaseException:
+                full = await _full(target)
+                for name in names:
+                    await target.discard(name)
+                if full:
+                    raise NoRoom(f"{dst.name}'s disk filled up during the copy ({_mb(full[0])} free at the end, "
+                                 f"{_mb(sum(s for s in sizes.values() if s > 0))} still to write); nothing of "
+                                 "it was kept there") from None
+                raise
             return Copied(len(names), total, left_out)
     except Exception as exc:  # noqa: BLE001 - asyncssh, OS and cluster errors all mean "could not copy"
-        kind = CopyRefused if isinstance(exc, PermissionError) else CopyFailed
+        kind = CopyRefused if isinstance(exc, PermissionError | NoRoom) else CopyFailed
         raise kind(f"copying the checkpoint {src.name}:{src_dir} -> {dst.name}:{dst_dir} failed: {exc}") from None
+
+
+async def _room_for(target: _LocalDir | _SftpDir, dst: HostEntry, need: int) -> None:
+    free = await target.free_bytes()
+    if free is not None and free < need:
+        raise NoRoom(f"{dst.name} has {_mb(free)} free there and the checkpoint needs {_mb(need)}: free some "
+                     "space on it, or give the job another checkpoint_dir")
+
+
+async def _full(target: _LocalDir | _SftpDir) -> tuple[int] | None:
+    """(free bytes,) when the target's disk is all but full, the likely cause of a failed write."""
+    with contextlib.suppress(Exception):
+        free = await target.free_bytes()
+        if free is not None and free < DEPTH * CHUNK:
+            return (free,)
+    return None
 
 
 async def sees_same_files(src: HostEntry, dst: HostEntry, directory: str, ssh_config: Path | None = None,

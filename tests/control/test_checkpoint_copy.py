@@ -310,3 +310,22 @@ def test_a_job_found_running_after_a_restart_and_stopped_before_it_reported_brin
     assert not [w for w in warnings if "resumed behind" in w], warnings
     copies = [e.message for e in store.events("sparse", limit=300) if e.kind == "checkpoint"]
     assert len(copies) == 2, copies  # there, and back from the host it was adopted on
+
+
+def test_a_copy_that_fails_part_way_leaves_none_of_the_checkpoint(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files were renamed into place one by one: a copy cut after checkpoint.json (first by name)
+    left it without its checkpoint.pt, and the job relaunched there claimed the step it names while
+    training from 0. Every file is renamed only once all have arrived."""
+    with two_private_hosts(tmp_path, monkeypatch) as (lab, hosts, origin):
+        (origin / "checkpoint.json").write_text('{"step": 15072, "generation": 4}')
+        (origin / "checkpoint.pt").write_bytes(b"weights" * 1000)
+        on_dst = tmp_path / "on-dst" / "ck"
+        on_dst.mkdir(parents=True)
+        (on_dst / ".checkpoint.pt.copy.tmp").mkdir()  # the second file's write fails, as on a full disk
+        (on_dst / ".checkpoint.pt.copy.tmp" / "x").write_text("")
+        local = HostEntry("here", "localhost", transport="local")
+        with pytest.raises(CopyFailed, match="dst"):
+            asyncio.run(copy_checkpoint(local, str(origin), hosts.host("dst"), str(on_dst), hosts.ssh_config,
+                                        ClusterOptions(connect_timeout_s=10.0)))
+        assert sorted(p.name for p in on_dst.iterdir()) == [".checkpoint.pt.copy.tmp"], "nothing of it landed"

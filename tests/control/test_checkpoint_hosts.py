@@ -261,3 +261,40 @@ def test_after_a_copy_the_jobs_checkpoint_path_is_the_one_on_its_new_host(tmp_pa
     moved = Path(checkpoint_dir("j", spec, new, store.store_id)) / "checkpoint.pt"
     assert moved.read_bytes() == b"weights"
     assert store.job("j").checkpoint == str(moved) and store.job("j").job.steps_done == 40
+
+
+def test_a_checkpoint_the_new_hosts_disk_has_no_room_for_is_not_started_without(tmp_path: Path, monkeypatch) -> None:
+    """A full disk on the new host failed the copy with SFTP's bare "Failure", after 60 s the job
+    started there "from what it has", and trained from step 0 while its checkpoint sat whole on a
+    host that never left. The room is looked at first, and said with both figures."""
+    import asyncio
+    import os
+
+    import pytest
+
+    from heet_tui.control import checkpoint_hosts
+    from heet_tui.control.checkpoint_hosts import COPY_WAIT_S, CopyWaiting
+
+    store = Store(tmp_path / "state")
+    store.add_job(SPEC, 0.0)
+    now = [0.0]
+    hosts = CheckpointHosts(store, lambda: now[0])
+    hosts.remember("j", "old")
+    old = HostEntry("old", "localhost", transport="local", shared_fs=False)
+    new = HostEntry("new", "localhost", transport="local", shared_fs=False)
+    mine, there = tmp_path / "ck", tmp_path / "there"
+    mine.mkdir()
+    (mine / "checkpoint.json").write_text('{"step": 15072}')
+    free = os.statvfs(tmp_path).f_bavail * os.statvfs(tmp_path).f_frsize
+    with open(mine / "checkpoint.pt", "wb") as fh:  # sparse: more than the disk holds, taking none of it
+        fh.truncate(free + (1 << 30))
+    monkeypatch.setattr(checkpoint_hosts, "checkpoint_dir",
+                        lambda job_id, spec, host, *args, **kwargs: str(there if host.name == "new" else mine))
+    for at in (0.0, COPY_WAIT_S + 1, 10 * COPY_WAIT_S):
+        now[0] = at
+        with pytest.raises(CopyWaiting, match=r"new has [\d,]+ MB free there and the checkpoint needs [\d,]+ MB.*"
+                                              "does not start on new without it"):
+            asyncio.run(hosts.bring("j", SPEC, {"old": old, "new": new}, new, str(mine / "checkpoint.pt")))
+    assert not [e for e in store.events("j") if "resuming from what" in e.message]
+    assert hosts.left_behind() == {} and hosts._hosts() == {"j": "old"}
+    assert list(there.iterdir()) == [], "not even the small checkpoint.json, which claimed the step"
