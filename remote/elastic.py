@@ -123,6 +123,9 @@ class ElasticRun:
         self.checkpoint_interval_s = checkpoint_interval_s
         self.report_every = max(1, int(report_every))
         self.emulated_speed = _env_number("HEET_EMULATED_SPEED", float)
+        # a short measuring run, stopped after a few reports, whose checkpoints are thrown away: a
+        # script skips its other outputs (results, final model, trackers) when this is set
+        self.profiling = os.environ.get("HEET_PROFILING") == "1"
         self.step = 0
         self.samples = 0
         self.loss = None

@@ -4,6 +4,11 @@ The agent may exit (stdin EOF, a lost SSH link) while jobs keep running; a later
 their parent and cannot ``wait()`` for them. This wrapper is: it leads the job's own session
 and process group, ignores the group-wide SIGTERM the agent sends (the job itself still gets
 it, since handlers reset on exec), and writes the job's exit status to a file atomically.
+
+A run given ``HEET_RUN_MAX_S`` (profiling runs) is stopped by this wrapper once past it, as the
+agent stops a job (SIGTERM to the group, SIGKILL after ``HEET_STOP_GRACE``): the controller
+stops such runs after a few reports, and while it was down one trained its job's whole target
+for nobody.
 """
 
 import json
@@ -39,9 +44,35 @@ def run(exit_file, argv):
         sys.stderr.write("heet-agent: cannot start {!r}: {}\n".format(argv[0] if argv else "", exc))
         _write_exit(exit_file, {"exit_code": 127, "signal": None, "error": str(exc)})
         return 127
-    code = child.wait()
+    code = _wait(child, _seconds("HEET_RUN_MAX_S"))
     if code < 0:
         _write_exit(exit_file, {"exit_code": None, "signal": -code})
         return 128 - code
     _write_exit(exit_file, {"exit_code": code, "signal": None})
     return code
+
+
+def _seconds(name):
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def _wait(child, max_s):
+    if max_s is None:
+        return child.wait()
+    try:
+        return child.wait(timeout=max_s)
+    except subprocess.TimeoutExpired:
+        pass
+    sys.stderr.write("heet-agent: stopped: this run was still going after %g s, its bound (HEET_RUN_MAX_S): "
+                     "the controller that stops it after a few reports did not\n" % max_s)
+    sys.stderr.flush()
+    os.killpg(os.getpgrp(), signal.SIGTERM)  # the job and its workers; this wrapper ignores it
+    try:
+        return child.wait(timeout=_seconds("HEET_STOP_GRACE") or 30.0)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        return child.wait()

@@ -51,6 +51,8 @@ from heet_tui.core.job import DEFAULT_STOP_GRACE_S, JobState
 from heet_tui.core.metrics import training_metrics
 
 log = logging.getLogger(__name__)
+# past its timeout, a profiling run stops by itself too: its controller may be gone (launch.py)
+PROFILE_BOUND_MARGIN_S = 60.0
 OBSERVE_EVERY_S = 10.0  # a running job's throughput is recorded this often, not on every progress line
 
 
@@ -219,7 +221,8 @@ class Executor:
         for host, gpu in candidates:
             generation = self.store.next_generation(job_id, past=highest(self.store, job_id))  # newer_copies.py
             spec = plan_profile_launch(job_id, rec.job.spec, entries[host], gpu, generation, owner=self.store.store_id,
-                                       stop_grace_s=grace_s(rec.job.spec, self.opt.stop_grace_s))
+                                       stop_grace_s=grace_s(rec.job.spec, self.opt.stop_grace_s),
+                                       max_s=self.opt.profile_timeout_s + PROFILE_BOUND_MARGIN_S)
             gpu_type = self.cluster.host_status(host).gpu_type
             types.append(gpu_type)
             run = Run(job_id, Allocation.of(job_id, gpu_type, {host: [gpu]}), generation,

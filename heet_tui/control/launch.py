@@ -133,19 +133,24 @@ def plan_launch(job_id: str, spec: JobSpec, alloc: Allocation, generation: int,
 
 
 def plan_profile_launch(job_id: str, spec: JobSpec, host: HostEntry, gpu: int, n: int,
-                        owner: str = "", stop_grace_s: float = DEFAULT_STOP_GRACE_S) -> LaunchSpec:
+                        owner: str = "", stop_grace_s: float = DEFAULT_STOP_GRACE_S,
+                        max_s: float | None = None) -> LaunchSpec:
     """A single-GPU run of the job's own command, stopped after a few reports.
 
     Each run gets a scratch checkpoint dir of its own, which the agent creates and removes when
     the run ends: a job is profiled on several types at once, and hosts often share a workdir
     (an NFS home, the bundled local config), where one shared dir let the newest run fence the
     others. The store id in the run's name keeps another store's runs out of it.
+
+    ``max_s`` bounds the run on its host (``HEET_RUN_MAX_S``, remote/jobwrap.py): the controller
+    stops it after a few reports, and with the controller killed it trained the job's whole
+    target unwatched, its work thrown away, for as long as the controller stayed down.
     """
     agent_id = profile_agent_id(job_id, n, owner)
     scratch = f"{host.workdir.rstrip('/')}/profiling/{agent_id}"
     env = dict(spec.env) | target_env(spec, stop_grace_s) | {
         "WORLD_SIZE": "1", "RANK": "0", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
         "HEET_CHECKPOINT_DIR": scratch, "HEET_CHECKPOINT_SCRATCH": "1", "HEET_PROFILING": "1",
-    } | ({"HEET_CHECKPOINT_OWNER": owner} if owner else {})
+    } | ({"HEET_CHECKPOINT_OWNER": owner} if owner else {}) | ({"HEET_RUN_MAX_S": f"{max_s:g}"} if max_s else {})
     return LaunchSpec(host.name, agent_id, 0, host_argv(spec.command, host),
                       tuple(sorted(env.items())), (gpu,), spec.workdir or None)
