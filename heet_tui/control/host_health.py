@@ -10,11 +10,15 @@ while the A100 host beside it was free.
   progress report makes its profile class keep off that host, in profiling and in plans, while
   other hosts can hold it; a progress report from the class on that host lifts it.
 - **Drain a broken host.** When runs of at least two profile classes crashed so on one host,
-  with no run there reporting progress since, and one of those classes has made progress on
-  another host of the same GPU type at the same count (so neither the job's own bug nor a
-  model too large for the type's memory explains it), the host is drained: plans move nothing
+  with no run there reporting progress since, and one of the jobs that crashed has made progress
+  on another host of the same GPU type at the same count, where it has not crashed since (so
+  neither the job's own bug nor a model too large for the type's memory explains it), the host
+  is drained: plans move nothing
   there until the user puts it back in service. The crashes it caused are forgiven: they do
   not count against the jobs' retries, and the sizes they marked as crashing are given back.
+  The evidence is the crashing job's own progress, not its class's: a job with a typo'd script
+  shares its model and batch with a sweep that ran, and two such jobs had every A100 host
+  drained "as broken", each host for the other's sake.
 
 Which hosts each class keeps off is kept in the store (``AVOIDED``): a restarted controller
 sent each class back once to the host it had crashed on, a retry lost per class and restart.
@@ -63,6 +67,7 @@ class EarlyCrash:
 class HostHealth:
     crashes: dict[str, list[EarlyCrash]] = field(default_factory=dict)  # host -> since its last progress report
     ran_on: dict[JobClass, set[tuple[str, str, int]]] = field(default_factory=dict)  # (host, type, GPUs)
+    job_ran_on: dict[str, set[tuple[str, str, int]]] = field(default_factory=dict)  # by job id, as ran_on
     avoided: dict[JobClass, set[str]] = field(default_factory=dict)  # hosts the class crashed on at once
     saved: Callable[[dict[JobClass, set[str]]], None] = lambda avoided: None  # called when ``avoided`` changes
 
@@ -70,6 +75,7 @@ class HostHealth:
         """A run reported progress: its hosts work, for its class at its size."""
         for host in run.alloc.host_names:
             self.crashes.pop(host, None)
+            self.job_ran_on.setdefault(run.job_id, set()).add((host, run.alloc.gpu_type, run.alloc.num_gpus))
             if job_class is not None:
                 self.ran_on.setdefault(job_class, set()).add((host, run.alloc.gpu_type, run.alloc.num_gpus))
                 if host in self.avoided.get(job_class, ()):
@@ -105,10 +111,12 @@ class HostHealth:
                 if len({c.job_class for c in crashes}) >= EVIDENCE_CLASSES and self.peers(host, crashes)}
 
     def peers(self, host: str, crashes: list[EarlyCrash]) -> list[tuple[EarlyCrash, str]]:
-        """(crash, another host where its class ran on the same GPU type at the same count)."""
+        """(crash, another host where its job ran on the same GPU type at the same count, and has
+        not crashed at once since)."""
         out = []
         for c in crashes:
-            other = sorted(h for h, t, n in self.ran_on.get(c.job_class, ()) if h != host and (t, n) == c.size)
+            other = sorted(h for h, t, n in self.job_ran_on.get(c.job_id, ()) if h != host and (t, n) == c.size
+                           and not any(p.job_id == c.job_id for p in self.crashes.get(h, ())))
             if other:
                 out.append((c, other[0]))
         return out

@@ -45,6 +45,19 @@ def test_two_classes_dying_at_once_on_a_host_where_one_ran_on_a_peer_make_it_bro
     assert health.broken() == {} and health.avoid(("m", 32)) == set(), "it works there after all"
 
 
+def test_a_twin_that_ran_is_no_evidence_against_a_host_where_a_job_of_its_class_never_ran() -> None:
+    """A job with a typo'd script shares its model and batch with a sweep that ran on both A100
+    hosts; it and another bad job crashed on each: both hosts were drained "as broken", each for
+    the other's sake (3 of 5 GPUs out of service)."""
+    health = HostHealth()
+    for host in ("a", "b"):
+        health.reported(_run(f"sweep-{host}", {host: [0]}, reports=5, gpu_type="A100"), ("cifar10", 64))
+    for host in ("a", "b"):
+        health.crashed(_run("typo-path", {host: [0]}, gpu_type="A100"), ("cifar10", 64), "exit 2", 1.0, None)
+        health.crashed(_run("crasher2", {host: [0]}, gpu_type="A100"), ("oom-model", 64), "exit 1", 2.0, None)
+        assert health.broken() == {}
+
+
 @pytest.mark.parametrize("case", ["progress there since", "ran elsewhere at another count only",
                                   "ran elsewhere on another type only", "crashed after reporting",
                                   "spread over two hosts"])
