@@ -233,9 +233,10 @@ def test_a_running_job_updated_out_of_its_gpus_restarts_once_where_the_plan_puts
     run_and_clean(scenario, tmp_path)
 
 
-def test_an_update_whose_script_is_missing_on_the_machine_the_job_runs_on_is_refused(
+def test_an_update_that_would_stop_a_running_job_for_good_is_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A typo in the script's name stopped a healthy job, which crashed three times and failed."""
+    """A typo in the script's name stopped a healthy job, which crashed three times and failed; a
+    min_gpus no host could give stopped one into a wait for good."""
     hosts, store, path, options = _slow_job(tmp_path)
     path.write_text(path.read_text() + f'workdir = "{tmp_path}"\n')
 
@@ -252,6 +253,13 @@ def test_an_update_whose_script_is_missing_on_the_machine_the_job_runs_on_is_ref
                 await ctl.post(UpdateJobs(str(path)))
             assert any(a.endswith("/training.py") for a in store.job("long").job.spec.command), "unchanged"
             assert store.job("long").job.state is JobState.RUNNING and not store.job("long").relaunch_requested
+            # one no host can hold: auto-approve stopped the job into a wait no plan could end
+            path.write_text(good.replace("min_gpus = 1\nmax_gpus = 1", "min_gpus = 2\nmax_gpus = 2"))
+            assert await asyncio.to_thread(main, ["--state", str(tmp_path / "state"), "update", str(path)]) == 2
+            said = capsys.readouterr().err
+            assert "job long: not updated: it runs now, and would be stopped for good: min_gpus = 2 is more " \
+                   "than the hosts" in said, said
+            assert store.job("long").job.spec.min_gpus == 1 and store.job("long").job.state is JobState.RUNNING
 
     run_and_clean(scenario, tmp_path)
 
