@@ -23,7 +23,7 @@ from heet_tui.cluster import Cluster, ClusterOptions, HostChanged, JobExited, Jo
 from heet_tui.cluster.aio import cancel_and_wait
 from heet_tui.cluster.events import JobProgressError
 from heet_tui.config.hosts_file import HostsFile
-from heet_tui.control import planning
+from heet_tui.control import planning, remembered
 from heet_tui.control.attach import AttachServer
 from heet_tui.control.drains import drained_hosts
 from heet_tui.control.edit_room import refuse_too_big
@@ -115,7 +115,7 @@ class Controller:
         self.pending_plan_id: int | None = None
         self.plan_made: PlanMade | None = None  # the latest plan, proposed or not (waiting.py)
         self.held_why: str | None = None  # why auto-approve leaves the latest plan to the user
-        self.rejected: set[str] = set()
+        self.rejected: set[str] = remembered.remembered_rejections(store)
         self.pending_basis: str | None = None  # what the pending plan was made from (proposals.py)
         self._host_seen: dict[str, HostState] = {}  # each host's state in its last event (_wakes)
         self.failed_plans: dict[str, tuple[float, str]] = {}  # signature -> when applying it last failed, why

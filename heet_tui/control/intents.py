@@ -17,6 +17,7 @@ from heet_tui.control.drains import drain_by_hand
 from heet_tui.control.edit_room import refuse_too_big
 from heet_tui.control.host_loss import left_out_of_reach
 from heet_tui.control.job_update import apply_update, planned_updates
+from heet_tui.control.remembered import remember_rejections
 from heet_tui.control.retry import retry_job
 from heet_tui.control.user_constraints import PendingEdits
 from heet_tui.core.intents import (
@@ -96,6 +97,7 @@ class IntentHandler:
         ctl.store.set_plan_status(rec.id, "rejected", ctl.clock())
         ctl.store.add_event(ctl.clock(), "plan", f"plan #{rec.id} rejected")
         ctl.rejected.add(planning.shape(rec.plan))
+        remember_rejections(ctl.store, ctl.rejected)
         ctl.pending_plan_id = None
         undone = self.edits.undo()
         for job_id, c in undone.items():
@@ -113,6 +115,7 @@ class IntentHandler:
             raise ValueError("a plan is being applied; the next one is proposed when it is done")
         forgotten = len(ctl.rejected)
         ctl.rejected.clear()
+        remember_rejections(ctl.store, ctl.rejected)
         ctl.pending_basis = None  # asked for: a plan made now replaces the pending one
         ctl.poke()
         return "planning again" + (f" ({forgotten} rejected plan(s) may be proposed again)" if forgotten else "")
@@ -153,6 +156,7 @@ class IntentHandler:
         said = f"{intent.job_id}: edit dropped ({had.describe()}); plans place it freely again"
         ctl.store.add_event(ctl.clock(), "update", said, intent.job_id)
         ctl.rejected.clear()  # a plan rejected while the edit held may be the right one now
+        remember_rejections(ctl.store, ctl.rejected)
         ctl.poke()
         return said
 

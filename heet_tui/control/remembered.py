@@ -1,6 +1,6 @@
 """How a state store's controller runs, as the store remembers it between controllers: the
 policy, auto-approve and host grace that ``run --policy``/``--auto-approve``/``--host-grace``
-and the TUI's ``t`` set.
+and the TUI's ``t`` set, and the plans the user rejected.
 
 Read by the controller at start, by the crash back-off (manual mode restarts nothing by itself),
 and by ``status`` and ``plan show`` when no controller runs (they said null, as if unknown).
@@ -33,3 +33,20 @@ def remembered_host_grace(store: Store, default: float) -> float:
     except ValueError:
         return default
     return value if value > 0 else default
+
+
+REJECTED = "rejected_plans"
+MOST_REJECTED = 50
+
+
+def remembered_rejections(store: Store) -> set[str]:
+    """The shapes (``planning.shape``) of the plans rejected and not yet asked for again: a plan
+    "not proposed again unless something changes" came back as soon as the controller restarted."""
+    try:
+        return {str(shape) for shape in json.loads(store.setting(REJECTED) or "[]")}
+    except (ValueError, TypeError):
+        return set()
+
+
+def remember_rejections(store: Store, shapes: set[str]) -> None:
+    store.set_setting(REJECTED, json.dumps(sorted(shapes)[:MOST_REJECTED]))

@@ -183,6 +183,16 @@ def test_a_rejected_plan_stays_away_until_the_user_asks_to_plan_again(tmp_path: 
                 assert ctl.hub.latest.plan_id is None
             with pytest.raises(ValueError, match="not pending"):
                 await ctl.post(ApprovePlan(first.plan_id))
+        finally:
+            await ctl.stop()
+        # nor by the next controller: the same plan came back as soon as it restarted
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, profile=False))
+        await ctl.start()
+        try:
+            assert await ctl.cluster.wait_settled(timeout=30)
+            for _ in range(5):
+                await ctl.round()
+                assert ctl.hub.latest.plan_id is None
             assert "planning again (1 rejected plan(s)" in await ctl.post(Replan())
             again = await wait_for(ctl, lambda s: s.plan_id is not None, 30, "the plan, proposed again")
             assert again.plan_id != first.plan_id and again.plan.allocations == first.plan.allocations
