@@ -141,7 +141,8 @@ def note_lost_progress(store: Store, run: Run, progress: dict[str, Any], last_st
         rec = store.job(run.job_id)
         previous = rec.job.steps_done if rec is not None and rec.job.steps_done > 0 else None
     last_steps[run.job_id] = step
-    if run.reports == 1 and run.start_samples is not None and previous is not None and step > 2 * previous + 100:
+    if run.reports == 1 and run.start_samples is not None and previous is not None and step > 2 * previous + 100 \
+            and step - previous > 1.5 * _steps_it_could_train(run, progress, now) + 100:
         # another job's checkpoint, most likely: a relative path two jobs wrote (it read c3's at 560 after 70)
         store.add_event(now, "warning", f"{run.job_id} resumed ahead of where it was: generation {run.generation} "
                         f"reports step {step}, and its last launch had reached step {previous}. It loaded a "
@@ -168,6 +169,19 @@ def note_lost_progress(store: Store, run: Run, progress: dict[str, Any], last_st
     store.add_event(now, "warning", f"{run.job_id} resumed behind where it was: generation {run.generation} reports "
                     f"step {step}, and its last launch had reached step {previous}, so about {previous - step} steps "
                     f"are trained again. {why}", run.job_id)
+
+
+def _steps_it_could_train(run: Run, progress: dict[str, Any], now: float) -> float:
+    """Steps the launch could have trained by now at its reported speed: a script whose first line
+    came late (one printed only when stopped, after 3,194 silent steps) was said to have loaded
+    "a checkpoint that is not its own"."""
+    try:
+        rate, batch = float(progress.get("samples_per_s") or 0), run.spec.batch_size if run.spec else 0
+    except (TypeError, ValueError):
+        return 0.0
+    if not batch or not math.isfinite(rate) or rate <= 0:
+        return 0.0
+    return max(0.0, now - run.started_at) * rate / batch
 
 
 def remember_exit_step(last_steps: dict[str, int], run: Run, rank: RankProc, progress: dict[str, Any] | None) -> None:

@@ -27,8 +27,9 @@ QUIET_FRACTION = 1 / 3  # silence past this share of the limit is shown in the j
 NONE_SEEN = "none since its launch"  # a stalled run that reported nothing while it ran
 # a run a restarted controller found: what came before is not known, and it said "since its launch"
 NONE_SINCE_FOUND = "none since this controller found it running"
-BUFFERED = ("its progress lines reached its log only when it was stopped: its output is buffered; flush stdout "
-            "after each line (print(..., flush=True)), docs/TRAINING.md")
+BUFFERED = ("its progress lines reached its log only when it was stopped: its output is buffered (flush stdout "
+            "after each line: print(..., flush=True)), or it prints them only when stopped (print one every few "
+            "steps), docs/TRAINING.md")
 
 
 def stall_limit(spec: JobSpec, default_s: float) -> float | None:

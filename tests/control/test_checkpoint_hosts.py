@@ -80,6 +80,15 @@ def test_a_launch_far_ahead_of_its_last_one_says_it_loaded_another_jobs_checkpoi
     ok.add_job(SPEC, 0.0)
     note_lost_progress(ok, run, {"step": 95}, {"j": 70}, 101.0)  # the stop's own checkpoint, a little on
     assert not [e for e in ok.events("j") if e.kind == "warning"]
+    # a script whose first line came only when it was stopped, 3,194 steps on at 1,000 samples/s
+    late = Store(tmp_path / "late")
+    late.add_job(SPEC, 0.0)
+    silent = Run("j", Allocation.of("j", "T4", {"right": [0]}), 4, {}, 100.0, reports=1, start_samples=0.0, spec=SPEC)
+    note_lost_progress(late, silent, {"step": 4602, "samples_per_s": 1000.0}, {"j": 1408}, 210.0)
+    assert not [e for e in late.events("j") if e.kind == "warning"], "it could have trained them since its launch"
+    soon = Run("j", Allocation.of("j", "T4", {"right": [0]}), 3, {}, 100.0, reports=1, start_samples=0.0, spec=SPEC)
+    note_lost_progress(late, soon, {"step": 560, "samples_per_s": 1000.0}, {"j": 70}, 101.0)
+    assert [e for e in late.events("j") if e.kind == "warning"], "one second in, at 31 steps a second: not its own"
 
 
 def test_a_launch_behind_its_last_one_says_that_launch_lost_its_host(tmp_path: Path) -> None:
