@@ -15,6 +15,7 @@ from heet_tui.cluster import ClusterError
 from heet_tui.control.crash_hints import crash_hint
 from heet_tui.control.runtime import LAUNCH_REFUSED, STALLED, RankProc, Run, culprit, rank_agent_id
 from heet_tui.control.stalls import NONE_SEEN
+from heet_tui.control.stop_grace import note_killed_at_stop
 from heet_tui.core.job import JobState
 
 if TYPE_CHECKING:
@@ -120,6 +121,14 @@ async def say_crash(executor: Executor, run: Run, why: str, retry: str) -> None:
     crash = f"{why}; " if run.profiling else ""
     executor.store.add_event(executor.clock(), "retry", f"{run.job_id}: {crash}{retry}{said}"[:2000], run.job_id,
                              rank.host)
+
+
+async def say_stop_warning(executor: Executor, run: Run, grace: float, now: float) -> None:
+    """``stop_grace.note_killed_at_stop``, with the last line the blamed rank's log has: a save that
+    failed on a full disk was blamed on DataLoader workers while the log said "No space left"."""
+    rank, tail, _ = await _blamed_tail(executor, run)
+    last = "" if (last := _last_line(tail)).startswith(UNREAD) else last
+    note_killed_at_stop(executor.store, run, grace, now, last)
 
 
 async def fail_with_log_tail(executor: Executor, run: Run, why: str, crashes: int) -> None:

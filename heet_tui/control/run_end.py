@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from heet_tui.control.crashed_sizes import new_size_that_crashed
 from heet_tui.control.host_loss import left_out_of_reach
+from heet_tui.control.job_log import say_stop_warning
 from heet_tui.control.profiling_rounds import finish_profiling_run
 from heet_tui.control.restart_costs import stop_seconds
 from heet_tui.control.runtime import (
@@ -22,7 +23,7 @@ from heet_tui.control.runtime import (
     ended_unwatched,
     judge,
 )
-from heet_tui.control.stop_grace import grace_s, note_killed_at_stop
+from heet_tui.control.stop_grace import grace_s, stop_warning
 from heet_tui.control.unmeasured import unreported_gpu_s
 from heet_tui.core.job import JobState
 
@@ -37,7 +38,8 @@ def finish_run(ex: Executor, run: Run) -> None:
     ended = run.ended_at(rec.job.history[-1][0] if rec is not None and rec.job.history else 0.0, now)
     if (stop_s := stop_seconds(run, now)) is not None:
         ex.store.add_restart_time(job_id, "stop", stop_s, now)
-        note_killed_at_stop(ex.store, run, grace_s(run.spec, ex.opt.stop_grace_s), now)
+        if stop_warning(run, grace := grace_s(run.spec, ex.opt.stop_grace_s)) is not None:
+            ex._spawn(say_stop_warning(ex, run, grace, now))  # after its log's last line is read
     if outcome is Outcome.CRASHED:
         job_class = ex.book.classes.get(job_id)
         ex.health.crashed(run, job_class, why, now,

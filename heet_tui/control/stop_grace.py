@@ -36,43 +36,51 @@ def suggested_grace(needed_s: float) -> int:
     return int(10 * math.ceil(2 * needed_s / 10))
 
 
-def note_killed_at_stop(store: Store, run: Run, grace: float, now: float) -> None:
-    """A run the controller stopped whose ranks were SIGKILLed: say so, with what to change.
+def note_killed_at_stop(store: Store, run: Run, grace: float, now: float, last_line: str = "") -> None:
+    """A run the controller stopped whose ranks were SIGKILLed, or answered the stop with an error:
+    say so, with what to change and the last line its log has (``job_log.say_stop_warning``).
 
     Before, the run counted as stopped like any other, and the next launch resumed from an older
     checkpoint (or from none) with at most a lost-progress warning that could not say why.
     """
+    if (warning := stop_warning(run, grace)) is not None:
+        store.add_event(now, "warning", warning + (f"; its last log line: {last_line}" if last_line else ""),
+                        run.job_id)
+
+
+def stop_warning(run: Run, grace: float) -> str | None:
+    """What ``note_killed_at_stop`` says of the run, or None for a stop that went as asked."""
     if run.profiling or run.stop_reason is None or run.stop_reason.startswith("host"):
-        return
+        return None
     killed = sorted(r.rank for r in run.ranks.values() if r.signal == signal.SIGKILL)
     if not killed:
-        _note_failed_stop(store, run, now)
-        return
+        return _failed_stop(run)
     ranks = f"rank {killed[0]}" if len(killed) == 1 else f"ranks {', '.join(map(str, killed))}"
-    store.add_event(now, "warning", f"{run.job_id} generation {run.generation} {KILLED_AT_STOP} ({grace:g} s) and "
-                    f"was killed ({ranks}, SIGKILL): a checkpoint it was writing is lost, and its next launch resumes "
-                    "from the one before. If its last step and checkpoint take longer, give it a larger stop_grace "
-                    "(seconds) in its job spec: heet-tui update JOB.toml (docs/TRAINING.md)", run.job_id)
+    # "a larger stop_grace" was the only advice for a script that ignored SIGTERM, which no grace helps
+    return (f"{run.job_id} generation {run.generation} {KILLED_AT_STOP} ({grace:g} s) and was killed ({ranks}, "
+            "SIGKILL): a checkpoint it was writing is lost, and its next launch resumes from the one before. If its "
+            "last step and checkpoint take longer, give it a larger stop_grace (seconds) in its job spec: heet-tui "
+            "update JOB.toml; if it does not handle SIGTERM (save, then exit 143), no grace helps: heet_agent.elastic "
+            "does it (docs/TRAINING.md)")
 
 
-def _note_failed_stop(store: Store, run: Run, now: float) -> None:
+def _failed_stop(run: Run) -> str | None:
     """A stop a rank answered with an error (exit 1, not 143): a DataLoader worker killed by the
     stop signal made the main process raise inside its step, before it saved, and the stop was
     recorded like a clean one; the next launch trained again from an older checkpoint."""
     failed = {r.rank: r.exit_code for r in run.ranks.values() if r.exit_code not in (None, 0, *CLEAN_STOP_CODES)}
     if not failed and exited_0_at_stop(run, run.spec) and run.stop_reason != "cancel":
-        store.add_event(now, "warning", f"{run.job_id} generation {run.generation} exited 0 when it was stopped "
-                        f"({run.stop_reason}), short of its target: counted as stopped, not done, and it resumes "
-                        "from its checkpoint. Exit 0 means the target is reached: on SIGTERM, save the checkpoint "
-                        "and exit 143 (heet_agent.elastic does; docs/TRAINING.md)", run.job_id)
-        return
+        return (f"{run.job_id} generation {run.generation} exited 0 when it was stopped ({run.stop_reason}), short "
+                "of its target: counted as stopped, not done, and it resumes from its checkpoint. Exit 0 means the "
+                "target is reached: on SIGTERM, save the checkpoint and exit 143 (heet_agent.elastic does; "
+                "docs/TRAINING.md)")
     if not failed:
-        return
+        return None
     codes = ", ".join(f"rank {rank} exit code {code}" for rank, code in sorted(failed.items()))
-    store.add_event(now, "warning", f"{run.job_id} generation {run.generation} {FAILED_AT_STOP} ({run.stop_reason}): "
-                    f"{codes}, not 143. It may not have saved a checkpoint, and its next launch resumes from the last "
-                    "one it did; see its log (heet-tui log). DataLoader workers killed by the stop signal are the "
-                    "usual cause (docs/TRAINING.md)", run.job_id)
+    # "DataLoader workers" alone was said of a save that failed on a full disk
+    return (f"{run.job_id} generation {run.generation} {FAILED_AT_STOP} ({run.stop_reason}): {codes}, not 143. "
+            "It may not have saved a checkpoint, and its next launch resumes from the last one it did; see its "
+            "log (heet-tui log). DataLoader workers killed by the stop signal are a usual cause (docs/TRAINING.md)")
 
 
 def warn_slow_stop(store: Store, warned: set[tuple[str, str]], run: Run, progress: dict[str, Any],

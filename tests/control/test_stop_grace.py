@@ -163,9 +163,11 @@ def test_a_slow_saving_job_is_warned_then_killed_at_its_stop_and_a_longer_grace_
                 await ctl.post(CancelJob(name))
             await wait_for(ctl, lambda s: all(job(s, n).state is JobState.CANCELLED for n in ("short", "long")),
                            90, "both jobs to stop")
+            await wait_for(ctl, lambda _: any(KILLED_AT_STOP in m for m in events("short")), 30, "the warning")
         finally:
             await ctl.stop()
-        assert any(KILLED_AT_STOP in m and "(2 s)" in m for m in events("short")), events("short")
+        assert any(KILLED_AT_STOP in m and "(2 s)" in m and "; its last log line: " in m and "no grace helps" in m
+                   for m in events("short")), events("short")
         assert not any(KILLED_AT_STOP in m for m in events("long"))
         stopped = store.job("long")
         saved = torch.load(stopped.checkpoint, weights_only=False)
