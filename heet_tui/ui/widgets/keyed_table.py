@@ -114,10 +114,12 @@ class KeyedTable(ScrollView, can_focus=True):
     # -- changing ----------------------------------------------------------------------------------
 
     def order_by(self, key: Callable[[str], Hashable] | None, reverse: bool = False) -> None:
-        """Sort rows by ``key(row_key)`` from now on (``None``: insertion order), keeping the cursor."""
+        """Sort rows by ``key(row_key)`` from now on (``None``: insertion order), keeping the cursor
+        on its row and that row on screen: a new sort moved the row 50 lines down while the view
+        stayed at the top, the details pane on a job no line showed."""
         selected = self.selected_key
         self._order_key, self._reverse = key, reverse
-        self._reorder(selected)
+        self._reorder(selected, follow=True)
         self.refresh()
 
     def mark_column(self, column: str | None, mark: str = " ▼") -> None:
@@ -171,7 +173,11 @@ class KeyedTable(ScrollView, can_focus=True):
                 widened = True
         return widened
 
-    def _reorder(self, selected: str | None) -> None:
+    def _reorder(self, selected: str | None, follow: bool = False) -> None:
+        """Order the rows afresh, the cursor on ``selected``'s row wherever it went. The view goes
+        with it when ``follow`` (the user chose the order) or when the row was on screen before
+        (a snapshot re-sorted it): a row the user scrolled away from with the mouse stays away."""
+        before, shown = self.cursor_row, self._cursor_on_screen()
         if self._order_key is None:
             order = [k for k in self._order if k in self._rows] if self._order else list(self._rows)
             known = set(order)
@@ -187,7 +193,14 @@ class KeyedTable(ScrollView, can_focus=True):
             self.cursor_row = self._index[selected]
         else:
             self.cursor_row = min(self.cursor_row, max(0, len(order) - 1))
+        if order and self.scrollable_content_region.height > 1 and (follow or (shown and self.cursor_row != before)):
+            self._scroll_cursor_into_view()
         self._highlight_changed()
+
+    def _cursor_on_screen(self) -> bool:
+        """Whether the cursor's row is one of the lines drawn now (under the header)."""
+        top = int(self.scroll_offset.y)
+        return top <= self.cursor_row < top + self.scrollable_content_region.height - 1
 
     def _highlight_changed(self) -> None:
         key = self.selected_key
