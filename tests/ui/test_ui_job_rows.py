@@ -82,3 +82,26 @@ def test_a_job_submitted_from_the_tui_is_selected_once_listed(make_app, backend,
             assert app.select_next is None, "selected once: the user's own moves after it are theirs"
 
     run(scenario())
+
+
+def test_filtering_by_a_gpu_type_finds_the_queued_jobs_limited_to_it(make_app, backend):
+    """t4 listed only the jobs running on T4 hosts: a queued job whose spec allows T4 alone, the one
+    about to start there, was missed."""
+    from heet_tui.ui.widgets.job_table import matches
+
+    snap = small_snapshot()
+    t4_allowed = replace(next(j for j in snap.jobs if j.id == "j3"), gpu_types=("A100", "T4"))
+    a100_only = replace(t4_allowed, id="j5", name="vit", gpu_types=("A100",))
+    assert matches(t4_allowed, "t4") and matches(t4_allowed, "yolo T4") and not matches(a100_only, "t4")
+    backend.current = replace(snap, jobs=(*(t4_allowed if j.id == "j3" else j for j in snap.jobs), a100_only))
+
+    async def scenario():
+        app = make_app("jobs")
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.screen.query_one(JobTable)
+            await wait_for(pilot, lambda: table.row_count == 5)
+            await pilot.press("slash", *"t4")
+            await wait_for(pilot, lambda: table.row_count < 5)
+            assert sorted(table.get_row_at(i)[0].plain for i in range(table.row_count)) == ["j2", "j3"]
+
+    run(scenario())

@@ -82,10 +82,14 @@ def job_row(job: JobStatus, id_width: int = ID_WIDTH) -> Cells:
 
 
 def matches(job: JobStatus, needle: str) -> bool:
-    """Every word of the filter must appear in the job's id, name, model, state, type or hosts."""
+    """Every word of the filter must appear in the job's id, name, model, state, type or hosts.
+
+    The type is the one it runs on and those its spec allows: "t4" listed the jobs on T4 hosts
+    only, and missed the queued ones that may run nowhere else (a job allowing any type names none).
+    """
     if not needle:
         return True
-    hay = " ".join((job.id, job.name, job.model, job.state.value, gpus_text(job),
+    hay = " ".join((job.id, job.name, job.model, job.state.value, gpus_text(job), " ".join(job.gpu_types),
                     " ".join(job.allocation.host_names) if job.allocation else "")).lower()
     return all(word in hay for word in needle.lower().split())
 
