@@ -94,13 +94,15 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         if not job.state.terminal or job.id in recent_done:
             planned = pending.plan.allocations.get(job.id) if pending and pending.status == "proposed" else None
             profiles.append(_profile(ctl, job.id, job.spec, hosts, run.alloc if run else None, planned))
+    applying = ctl.applying_plan_id()
     return Snapshot(
         now=now, hosts=hosts, jobs=tuple(jobs),
         plan=pending.plan if pending and pending.status == "proposed" else None,
         plan_id=pending.id if pending and pending.status == "proposed" else None,
         profiles=tuple(profiles), policy=ctl.policy_name, auto_approve=ctl.auto_approve, mode="controller",
         read_only=ctl.opt.read_only,
-        applying_plan=ctl.applying_plan_id(),
+        applying_plan=applying,
+        applying_restarts=_restarts(ctl, applying),
         interval_s=ctl.opt.interval_s,
         viewers=ctl.attach_server.viewers,
         held_why=ctl.not_auto_approved,
@@ -109,6 +111,13 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         profiles_hidden=sum(r.job.state.terminal and r.job.id not in recent_done for r in records)
         + sum(n for _, n in hidden_ended),
     )
+
+
+def _restarts(ctl: Controller, plan_id: int | None) -> int | None:
+    """How many running jobs the plan being applied stops, resizes or moves: one that only starts
+    queued jobs read "jobs stop, save a checkpoint and start again" on the Plan screen."""
+    rec = ctl.store.plan(plan_id) if plan_id is not None else None
+    return sum(c.needs_restart for c in rec.plan.changes) if rec is not None else None
 
 
 def _queued_prediction(ctl: Controller, job_id: str, message: str, now: float) -> tuple[float | None, str | None]:

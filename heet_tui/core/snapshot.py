@@ -98,6 +98,9 @@ class Snapshot:
     mode: str = "controller"  # or "demo"
     read_only: bool = False  # a controller that only watches: it launches, profiles and applies nothing
     applying_plan: int | None = None  # the approved plan whose steps are being carried out
+    # how many running jobs it stops, resizes or moves (None: not said): a plan that only starts
+    # queued jobs read "jobs stop, save a checkpoint and start again"
+    applying_restarts: int | None = None
     held_why: str = ""  # why auto-approve, on, leaves the pending plan to the user
     viewers: int = 0  # processes attached to the controller (other TUIs, log -f): a quit stops it for them
     interval_s: float = 0.0  # seconds between the controller's rounds (each publishes one); 0: not said

@@ -69,3 +69,39 @@ def test_an_unexpected_error_in_one_step_fails_that_step_and_not_its_siblings(tm
     summary = asyncio.run(plan_apply.apply_plan(SimpleNamespace(runs={}), store, plan_id, lambda: 3.0))
     assert finished == ["b"], "the sibling step ran to its end"
     assert summary.startswith(f"plan #{plan_id}: 1 step(s) done, 1 failed (a: internal error (OverflowError"), summary
+
+
+def test_a_snapshot_says_how_many_running_jobs_the_plan_being_applied_restarts(tmp_path: Path) -> None:
+    """The Plan screen said "jobs stop, save a checkpoint and start again" while a plan only started
+    queued jobs: the snapshot named the plan being applied and nothing of what it does."""
+    from control_lab import write_local_hosts
+
+    from heet_tui.config.hosts_file import load_hosts
+    from heet_tui.control.controller import Controller, ControllerOptions
+    from heet_tui.control.snapshot_build import build_snapshot
+
+    store = Store(tmp_path / "state")
+    ctl = Controller(load_hosts(write_local_hosts(tmp_path, [("t", "T4", 3, 1.0)])), store, ControllerOptions())
+    starts = Plan.build({}, {"a": Allocation.of("a", "T4", {"t": [0]})}, "heet", 0.0)
+    grows = Plan.build({"a": Allocation.of("a", "T4", {"t": [0]})}, {"a": Allocation.of("a", "T4", {"t": [0, 1]}),
+                                                                     "b": Allocation.of("b", "T4", {"t": [2]})},
+                       "heet", 0.0)
+
+    async def applying(plan: Plan) -> Snapshot:
+        release = asyncio.Event()
+
+        async def held(plan_id: int) -> None:  # the steps take their time: the snapshot is taken meanwhile
+            await release.wait()
+
+        ctl._apply = held
+        plan_id = store.add_plan(plan)
+        ctl.start_apply(plan_id)
+        snap = build_snapshot(ctl)
+        assert snap.applying_plan == plan_id
+        release.set()
+        await ctl.applying
+        assert build_snapshot(ctl).applying_plan is None
+        return snap
+
+    assert asyncio.run(applying(starts)).applying_restarts == 0
+    assert asyncio.run(applying(grows)).applying_restarts == 1

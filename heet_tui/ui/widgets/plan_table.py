@@ -114,9 +114,11 @@ def summary(snap: Snapshot) -> Text:
     text = Text()
     plan = snap.plan
     if (plan is None or snap.plan_id is None) and snap.applying_plan is not None:
-        # its jobs read as "waiting with nothing proposed (left out by the policy ...)" meanwhile
-        text.append(f"Applying plan #{snap.applying_plan}: jobs stop, save a checkpoint and start again; "
-                    "the Jobs screen and the event log show each step.", style="dim")
+        # its jobs read as "waiting with nothing proposed (left out by the policy ...)" meanwhile;
+        # and a plan of starts alone, with nothing running, read as if jobs were being stopped
+        doing = "queued jobs start" if snap.applying_restarts == 0 else "jobs stop, save a checkpoint and start again"
+        text.append(f"Applying plan #{snap.applying_plan}: {doing}; the Jobs screen and the event log show each step.",
+                    style="dim")
         return text
     if plan is None or snap.plan_id is None:
         text.append("No plan pending: the current allocation stands.", style="dim")
