@@ -29,7 +29,7 @@ HELP = """\
 | `u` | Jobs | give the selected job its changed spec file (heet-tui update): id, progress and checkpoint kept |
 | `l` | Jobs | the selected job's output: the last lines rank 0 of its latest run wrote, followed as it writes (`f` pauses; scrolled up, it holds still until you are back at the end); `r` reads them again |
 | `d` | Jobs | drop what you fixed for the selected job with `e` on the Plan screen: plans place it freely again |
-| `a` / `r` | Plan | approve / reject the pending plan |
+| `a` / `r` | Plan | approve / reject the plan on screen; one that replaced another in the last 2 s is left as it is, and said so: press again once read |
 | `p` | Plan | plan again now, plans you rejected included |
 | `e` | Plan | tweak the selected job: type, count, hosts, pin, hold, with a live prediction; every later plan keeps to it until `d` on Jobs drops it, and rejecting the plan takes it back |
 | `t` | Plan | auto-approve on/off |

@@ -18,6 +18,9 @@ from heet_tui.ui.widgets.screen_footer import ScreenFooter
 from heet_tui.ui.widgets.status_line import StatusLine
 
 NEEDS_PLAN = frozenset({"approve", "reject"})  # tweak too makes one, for a job left waiting
+# Seconds after another plan took the screen's place in which a and r decide nothing: with a new
+# proposal every few seconds on a big cluster, a approved the plan that came last, unread.
+JUST_REPLACED_S = 2.0
 
 
 class PlanScreen(SnapshotScreen):
@@ -35,6 +38,9 @@ class PlanScreen(SnapshotScreen):
     ]
 
     _summary: Text | None = None
+    _shown: int | None = None  # the id of the plan on screen (None: none)
+    _shown_before: int | None = None  # the last other plan that was on screen, and
+    _shown_since = 0.0  # when the one on screen took its place (the app's clock)
 
     def compose(self) -> ComposeResult:
         yield StatusLine("Plan")
@@ -48,7 +54,30 @@ class PlanScreen(SnapshotScreen):
             self._summary = text
             self.query_one("#plan-summary", Static).update(text)
         self.query_one(PlanTable).show(snap)
+        self._note_shown(snap.plan_id if snap.plan is not None else None)
         self.refresh_bindings_when(self._pending())  # no pending plan: no approve key
+
+    def _note_shown(self, plan_id: int | None) -> None:
+        """Remember which plan the user has before them, since when, and which one it replaced (a
+        moment with none between them counts: #7 applied, then #9 proposed, is a new plan too)."""
+        if plan_id == self._shown:
+            return
+        if self._shown is not None:
+            self._shown_before = self._shown
+        self._shown, self._shown_since = plan_id, self.app.clock()  # type: ignore[attr-defined]
+
+    def _just_replaced(self, verb: str) -> bool:
+        """Whether the plan on screen replaced another too recently for ``verb`` to be meant for it,
+        in which case the user is told so and it is not sent."""
+        shown, before = self._shown, self._shown_before
+        if shown is None or before is None or before == shown:
+            return False
+        if self.app.clock() - self._shown_since >= JUST_REPLACED_S:  # type: ignore[attr-defined]
+            return False
+        key = "a" if verb == "approve" else "r"
+        self.notify(f"plan #{shown} has just replaced #{before}: nothing done; look at it, then press {key} again "
+                    f"to {verb} it", severity="warning", timeout=6)
+        return True
 
     def _pending(self) -> bool:
         snap = self.latest
@@ -72,14 +101,14 @@ class PlanScreen(SnapshotScreen):
         self.refresh_bindings()
 
     def action_approve(self) -> None:
-        snap = self.latest
-        if snap is not None and snap.plan_id is not None:
-            self.request(ApprovePlan(snap.plan_id), f"approve plan #{snap.plan_id}")
+        """Approves the plan on screen (not the latest to arrive), unless it has only just come."""
+        if self._shown is not None and not self._just_replaced("approve"):
+            self.request(ApprovePlan(self._shown), f"approve plan #{self._shown}")
 
     def action_reject(self) -> None:
-        snap = self.latest
-        if snap is not None and snap.plan_id is not None:
-            self.request(RejectPlan(snap.plan_id), f"reject plan #{snap.plan_id}")
+        """As approve: rejecting an unread plan leaves nothing proposed until something changes."""
+        if self._shown is not None and not self._just_replaced("reject"):
+            self.request(RejectPlan(self._shown), f"reject plan #{self._shown}")
 
     def action_replan(self) -> None:
         self.request(Replan(), "plan again")
