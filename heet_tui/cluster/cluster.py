@@ -92,6 +92,10 @@ class _ConfigRetryingTransport:
         if self.inner is not None:
             await self.inner.close()
 
+    async def start_sftp(self) -> object | None:
+        start = getattr(self.inner, "start_sftp", None)
+        return await start() if start is not None else None
+
 
 class EventSubscription:
     """An async iterator over cluster events; ``close()`` (or leaving ``async with``) unsubscribes."""
@@ -273,6 +277,18 @@ class Cluster:
         host on no SSH transport."""
         target = getattr(self._sup(host).transport, "target", None)
         return getattr(target, "hostname", None)
+
+    async def open_sftp(self, host: str) -> object | None:
+        """An asyncssh SFTP client on the connection ``host``'s agent runs over, for the caller to
+        ``exit()``; None where there is none to share (a local host, one out of reach, a server
+        that refuses another session on it): the caller connects afresh."""
+        start = getattr(self._sup(host).transport, "start_sftp", None)
+        if start is None:
+            return None
+        try:
+            return await start()
+        except Exception:  # noqa: BLE001 - asyncssh's channel and SFTP errors: a fresh connection is the fallback
+            return None
 
     # ---- requests
     def _sup(self, host: str) -> HostSupervisor:

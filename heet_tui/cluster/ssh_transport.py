@@ -246,6 +246,13 @@ class SshTransport:
                                f"{err or 'exit status ' + str(result.exit_status)}; give the host a workdir "
                                "it may write (workdir = in the hosts file)")
 
+    async def start_sftp(self) -> asyncssh.SFTPClient | None:
+        """An SFTP session on the connection the agent runs over; None when there is none. A plan
+        moving 15 jobs opened two fresh SSH connections per checkpoint copy, 7-11 s each."""
+        if not self.connected():
+            return None
+        return await self._conns[-1].start_sftp_client()
+
     def connected(self) -> bool:
         if not self._conns:
             return False

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -251,13 +251,20 @@ class _SftpDir:
 
     async def close(self) -> None:
         self.sftp.exit()
-        await self.transport.close()
+        if self.transport is not None:  # None: a session on the agent's connection, which stays
+            await self.transport.close()
+
+
+# the cluster's SFTP session on a host's existing connection, or None (Cluster.open_sftp)
+SftpOf = Callable[[str], Awaitable[Any]]
 
 
 async def _open(entry: HostEntry, directory: str, ssh_config: Path | None,
-                options: ClusterOptions) -> _LocalDir | _SftpDir:
+                options: ClusterOptions, sftp_of: SftpOf | None = None) -> _LocalDir | _SftpDir:
     if entry.transport == "local":
         return _LocalDir(directory)
+    if sftp_of is not None and (shared := await sftp_of(entry.name)) is not None:
+        return _SftpDir(None, shared, directory)
     return await _SftpDir.open(entry, directory, ssh_config, options)
 
 
@@ -300,12 +307,12 @@ class Copied:
 
 
 @contextlib.asynccontextmanager
-async def _sides(ssh_config: Path | None, options: ClusterOptions) -> AsyncIterator[Any]:
+async def _sides(ssh_config: Path | None, options: ClusterOptions, sftp_of: SftpOf | None) -> AsyncIterator[Any]:
     """``open(entry, directory)`` for each host a copy or comparison reads; all closed on the way out."""
     opened: list[_LocalDir | _SftpDir] = []
 
     async def open_side(entry: HostEntry, directory: str) -> _LocalDir | _SftpDir:
-        opened.append(await _open(entry, directory, ssh_config, options))
+        opened.append(await _open(entry, directory, ssh_config, options, sftp_of))
         return opened[-1]
 
     try:
@@ -317,10 +324,11 @@ async def _sides(ssh_config: Path | None, options: ClusterOptions) -> AsyncItera
 
 
 async def copy_checkpoint(src: HostEntry, src_dir: str, dst: HostEntry, dst_dir: str,
-                          ssh_config: Path | None = None, options: ClusterOptions | None = None) -> Copied:
+                          ssh_config: Path | None = None, options: ClusterOptions | None = None,
+                          sftp_of: SftpOf | None = None) -> Copied:
     """Copy every file of ``src:src_dir`` to ``dst:dst_dir``; says how many files and bytes were copied."""
     try:
-        async with _sides(ssh_config, options or ClusterOptions()) as open_side:
+        async with _sides(ssh_config, options or ClusterOptions(), sftp_of) as open_side:
             source = await open_side(src, src_dir)
             entries = await source.entries()
             names = [name for name, copied in entries if copied]
@@ -370,7 +378,7 @@ async def _full(target: _LocalDir | _SftpDir) -> tuple[int] | None:
 
 
 async def sees_same_files(src: HostEntry, dst: HostEntry, directory: str, ssh_config: Path | None = None,
-                          options: ClusterOptions | None = None) -> bool | None:
+                          options: ClusterOptions | None = None, sftp_of: SftpOf | None = None) -> bool | None:
     """Whether ``dst`` finds in ``directory`` every checkpoint file ``src`` has there, of the same
     size and time; None when one of them cannot be read (then the hosts file is taken at its word).
 
@@ -378,7 +386,7 @@ async def sees_same_files(src: HostEntry, dst: HostEntry, directory: str, ssh_co
     a directory of the same name each: a job moved by a drain restarted from step 10 on the new
     host while its checkpoint at step 1,043 sat on the old one."""
     try:
-        async with _sides(ssh_config, options or ClusterOptions()) as open_side:
+        async with _sides(ssh_config, options or ClusterOptions(), sftp_of) as open_side:
             theirs = await (await open_side(src, directory)).stats()
             if not theirs:
                 return True  # nothing to find

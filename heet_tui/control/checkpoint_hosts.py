@@ -81,12 +81,12 @@ class CheckpointHosts:
             self.store.set_setting(LEFT_BEHIND, json.dumps(kept))
 
     async def _shared_in_name_only(self, job_id: str, src: HostEntry, dst: HostEntry, directory: str,
-                                   ssh_config, cluster_options) -> bool:
+                                   ssh_config, cluster_options, sftp_of=None) -> bool:
         """Hosts the hosts file says share a filesystem, where ``dst`` does not see the checkpoint
         ``src`` wrote: it is copied, and the hosts file's error is said (once per pair and run)."""
         if src.name == dst.name or (src.transport == "local" and dst.transport == "local"):
             return False
-        if await sees_same_files(src, dst, directory, ssh_config, cluster_options) is not False:
+        if await sees_same_files(src, dst, directory, ssh_config, cluster_options, sftp_of) is not False:
             return False
         if (src.name, dst.name) not in self._said_unshared:
             self._said_unshared.add((src.name, dst.name))
@@ -125,9 +125,11 @@ class CheckpointHosts:
         self.store.set_setting(SETTING, json.dumps(hosts))
 
     async def bring(self, job_id: str, spec: JobSpec, entries: Mapping[str, HostEntry], dst: HostEntry,
-                    reported: str | None = None, ssh_config=None, cluster_options=None, step: int = 0) -> None:
+                    reported: str | None = None, ssh_config=None, cluster_options=None, step: int = 0,
+                    sftp_of=None) -> None:
         """Copy the job's checkpoint to ``dst`` when it is elsewhere and not on a shared filesystem
-        (over SSH with the hosts file's ``ssh_config`` and the cluster layer's options)."""
+        (over the hosts' agent connections where ``sftp_of`` gives a session on one, else over new
+        ones with the hosts file's ``ssh_config`` and the cluster layer's options)."""
         src_name = self._hosts().get(job_id)
         src = entries.get(src_name) if src_name else None
         if src is None:
@@ -137,14 +139,14 @@ class CheckpointHosts:
         src_dir = checkpoint_dir(job_id, spec, src, store_id, reported)
         dst_dir = checkpoint_dir(job_id, spec, dst, store_id, reported)
         if not needs_copy(src, dst, src_dir, dst_dir):
-            if not await self._shared_in_name_only(job_id, src, dst, src_dir, ssh_config, cluster_options):
+            if not await self._shared_in_name_only(job_id, src, dst, src_dir, ssh_config, cluster_options, sftp_of):
                 # a launch that needed no copy ends the wait too: kept, the next loss of the host within
                 # ten minutes counted from the old failure, and the job started behind at once
                 self._copy_failed.pop(job_id, None)
                 return
         began = self.clock()
         try:
-            done = await copy_checkpoint(src, src_dir, dst, dst_dir, ssh_config, cluster_options)
+            done = await copy_checkpoint(src, src_dir, dst, dst_dir, ssh_config, cluster_options, sftp_of)
             took = self.clock() - began
             base = src_dir.rstrip("/") + "/"
             if reported and reported.startswith(base):  # the path on its new host: it named the old host's

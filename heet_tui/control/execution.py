@@ -150,7 +150,7 @@ class Executor:
         try:
             await self.checkpoints.bring(job_id, rec.job.spec, entries, entries[alloc.hosts[0][0]], rec.checkpoint,
                                          getattr(self.hosts, "ssh_config", None), getattr(self.cluster, "options", None),
-                                         rec.job.steps_done)
+                                         rec.job.steps_done, getattr(self.cluster, "open_sftp", None))
         except CopyWaiting as exc:
             raise StepFailed(str(exc)) from None
         generation = self.store.next_generation(job_id, past=highest(self.store, job_id))  # newer_copies.py

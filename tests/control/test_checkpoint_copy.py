@@ -329,3 +329,43 @@ def test_a_copy_that_fails_part_way_leaves_none_of_the_checkpoint(tmp_path: Path
             asyncio.run(copy_checkpoint(local, str(origin), hosts.host("dst"), str(on_dst), hosts.ssh_config,
                                         ClusterOptions(connect_timeout_s=10.0)))
         assert sorted(p.name for p in on_dst.iterdir()) == [".checkpoint.pt.copy.tmp"], "nothing of it landed"
+
+
+def test_a_copy_goes_over_the_connections_the_hosts_agents_run_on(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan moving 15 jobs opened two fresh SSH connections per checkpoint copy, 7-11 s each. With
+    both sshd listeners paused, so that no new connection can be made, a copy still goes."""
+    import os
+    import signal
+
+    from heet_tui.cluster import Cluster
+
+    with two_private_hosts(tmp_path, monkeypatch) as (lab, hosts, _origin):
+        opts = ClusterOptions(heartbeat_s=0.5, heartbeat_timeout_s=30.0, connect_timeout_s=3.0, keepalive_s=1.0,
+                              probes=())
+        on_src, on_dst = tmp_path / "on-src" / "ck", tmp_path / "on-dst" / "ck"
+        on_src.mkdir(parents=True)
+        (on_src / "checkpoint.pt").write_bytes(b"w" * 5000)
+        src, dst = hosts.host("src"), hosts.host("dst")
+
+        async def scenario() -> Copied:
+            cluster = Cluster(hosts, opts)
+            await cluster.start()
+            try:
+                assert await cluster.wait_settled(timeout=30)
+                listeners = [lab.server(name).process.pid for name in ("src", "dst")]
+                for pid in listeners:
+                    os.kill(pid, signal.SIGSTOP)
+                try:
+                    with pytest.raises(CopyFailed):  # the case this test is about: no fresh connection now
+                        await copy_checkpoint(src, str(on_src), dst, str(on_dst), hosts.ssh_config, opts)
+                    return await copy_checkpoint(src, str(on_src), dst, str(on_dst), hosts.ssh_config, opts,
+                                                 cluster.open_sftp)
+                finally:
+                    for pid in listeners:
+                        os.kill(pid, signal.SIGCONT)
+            finally:
+                await cluster.stop()
+
+        assert asyncio.run(scenario()) == Copied(1, 5000)
+        assert (on_dst / "checkpoint.pt").read_bytes() == b"w" * 5000
