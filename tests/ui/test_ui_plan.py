@@ -87,7 +87,8 @@ def test_tweak_re_predicts_while_editing_and_applies_the_edit(make_app, backend)
             # A count outside the job's range is refused in the form, before any prediction.
             await pilot.press("backspace", "9")
             await wait_for(pilot, lambda: "from 1 to 4" in str(dialog.query_one("#error", Static).render()))
-            assert backend.previews[-1].constraints.fixed_count == 3
+            # (under load the empty field between the two keys may be predicted too: "the policy decides")
+            assert 9 not in {p.constraints.fixed_count for p in backend.previews}, "refused before any prediction"
             await pilot.press("backspace", "4")
             await pilot.press("ctrl+s")
             await wait_for(pilot, lambda: any(isinstance(i, EditJob) for i in backend.posted))

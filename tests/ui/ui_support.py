@@ -4,6 +4,8 @@ several test folders each have one)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
+import time
 from collections.abc import Callable
 
 from textual.pilot import Pilot
@@ -16,11 +18,15 @@ from heet_tui.ui.widgets.plan_table import PlanTable
 SIZE = (150, 45)
 
 
-async def wait_for(pilot: Pilot, condition: Callable[[], bool], tries: int = 100) -> None:
-    """Let the app process messages until ``condition`` holds (bounded, so a bug fails, never hangs)."""
-    for _ in range(tries):
+async def wait_for(pilot: Pilot, condition: Callable[[], bool], tries: int = 100, least_s: float = 10.0) -> None:
+    """Let the app process messages until ``condition`` holds (bounded, so a bug fails, never hangs):
+    ``tries`` pauses and at least ``least_s`` seconds, as a loaded machine draws a frame in seconds."""
+    deadline = time.monotonic() + least_s
+    for attempt in itertools.count():
         if condition():
             return
+        if attempt >= tries and time.monotonic() > deadline:
+            break
         await pilot.pause(0.02)
     assert condition(), "condition never became true"
 
