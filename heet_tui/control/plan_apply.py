@@ -21,6 +21,7 @@ import logging
 
 from heet_tui.cluster.aio import cancel_and_wait
 from heet_tui.cluster.gpu_users import users_of
+from heet_tui.control.drains import drained_hosts
 from heet_tui.control.execution import Executor, StepFailed
 from heet_tui.control.runtime import gpus_held, judge
 from heet_tui.control.store import Store
@@ -43,6 +44,10 @@ async def execute_change(executor: Executor, store: Store, change: Change, now: 
     target = change.after
     if run is not None and target is not None and run.alloc == target and not run.any_exited:
         return "already in place"
+    if target is not None and (drained := sorted(set(target.host_names) & drained_hosts(store))):
+        # approved before the drain: it launched there a second after "hosts drain", and the next plan moved it off
+        raise StepFailed(f"host {', '.join(drained)} was drained after the plan was made: {change.job_id} is left "
+                         "as it is, for the next plan to place")
     if target is not None:
         own = gpus_held([run]) if run is not None else {}
         busy = executor.busy_gpus(except_job=change.job_id)

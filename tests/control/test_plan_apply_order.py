@@ -132,3 +132,24 @@ def test_a_job_stopped_where_the_stop_cannot_reach_says_its_run_goes_on_there(tm
     message = store.job("a").job.message
     assert message.startswith("preempt; its run on h (out of reach) is stopped when the host is back; resumes "
                               "from its checkpoint"), message
+
+
+def test_a_step_onto_a_host_drained_after_the_plan_was_made_is_not_taken(tmp_path: Path) -> None:
+    """A plan approved a moment before `hosts drain b` launched its job on b a second after the
+    drain; the next plan moved it off again (a stop and a start for nothing)."""
+    from heet_tui.control.drains import set_drained
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("h", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    store.add_job(load_job_spec(write_job(tmp_path, "a", steps=100_000, max_gpus=1)), 0.0)
+
+    async def scenario() -> None:
+        async with manual_controller(hosts, store) as ctl:
+            set_drained(store, "h", True, "maintenance")
+            plan_id = await _apply(ctl, store, {"a": _on("a", 0)})
+            (step,) = store.steps(plan_id)
+            assert step.status == "failed" and "host h was drained after the plan was made" in step.message, step
+            assert "a" not in ctl.executor.runs and store.job("a").job.state is JobState.QUEUED
+            assert not [e for e in store.events("a") if e.kind == "launch"]
+
+    run_and_clean(scenario, tmp_path)
