@@ -203,3 +203,32 @@ def test_a_host_with_more_gpus_than_the_pane_has_lines_shows_every_gpu_or_says_h
             await wait_for(pilot, lambda: "gpu7 A100" in str(detail.render()) and "gpu5 A100" in str(detail.render()))
 
     run(scenario())
+
+
+def test_d_asks_before_draining_a_host_jobs_run_on_and_names_them(make_app, backend):
+    """One d on a host with 8 jobs drained it unasked; with auto-approve on, all 8 restarted."""
+    from heet_tui.core.intents import DrainHost
+    from heet_tui.ui.dialogs.confirm import ConfirmDialog
+
+    async def scenario():
+        app = make_app("cluster")
+        async with app.run_test(size=SIZE) as pilot:
+            await _select(pilot, app, "a100-1")  # j1 runs there
+            await pilot.press("d")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+            assert "Drain a100-1?" in app.screen.question and "the 1 running on it (j1) stop and move off at the " \
+                "next plan you approve" in app.screen.question
+            await pilot.press("n")
+            await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmDialog))
+            assert backend.posted == [], "no: nothing drained"
+            await pilot.press("d")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+            await pilot.press("y")
+            await wait_for(pilot, lambda: backend.posted)
+            assert backend.posted == [DrainHost("a100-1", True)]
+            await _select(pilot, app, "a100-2")  # nothing runs there: drained at once, as before
+            await pilot.press("d")
+            await wait_for(pilot, lambda: len(backend.posted) == 2)
+            assert backend.posted[1] == DrainHost("a100-2", True) and not isinstance(app.screen, ConfirmDialog)
+
+    run(scenario())

@@ -20,7 +20,7 @@ HELP = """\
 | `?` | everywhere | this help |
 | `q` | everywhere | quit (asks first while other TUIs or log -f watch the controller this TUI runs) |
 | `g` | Cluster | group hosts by GPU type or by rack |
-| `d` / `c` / `k` | Cluster | drain or undrain, reconnect, trust a new host key |
+| `d` / `c` / `k` | Cluster | drain (asked first where jobs run, which then move off) or undrain, reconnect, trust a new host key |
 | `n` | Jobs | submit a job: a job.toml, a directory of them or a glob (a sweep) |
 | `s` | Jobs | next sort order (cursor stays on its job) |
 | `/` | Jobs, Cluster | filter by words (jobs: id, name, model, state, type, hosts; hosts: name, type, rack, state, jobs); `escape` clears |

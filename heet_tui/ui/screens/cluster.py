@@ -7,6 +7,7 @@ from textual.binding import Binding
 
 from heet_tui.core.intents import ConnectHost, DrainHost
 from heet_tui.core.snapshot import HostStatus, Snapshot
+from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.screens.base import SnapshotScreen
 from heet_tui.ui.widgets.filter_box import FILTER_BINDINGS, FilterBox, FilterKeys
 from heet_tui.ui.widgets.host_detail import HostDetail, HostHistory
@@ -93,10 +94,26 @@ class ClusterScreen(FilterKeys, SnapshotScreen):
         self.notify(f"hosts grouped by {table.group_by}")
 
     def action_drain(self) -> None:
-        host = self.selected
-        if host is not None:
-            verb = "undrain" if host.drained else "drain"
+        """Undrains at once; drains at once a host no job runs on, and asks first for one that has
+        jobs, which then stop and move (one key press moved 8 jobs, unasked)."""
+        host, snap = self.selected, self.latest
+        if host is None:
+            return
+        verb = "undrain" if host.drained else "drain"
+        running = [] if host.drained or snap is None else \
+            [j.id for j in snap.jobs if j.allocation is not None and host.name in j.allocation.host_names]
+        if not running:
             self.request(DrainHost(host.name, not host.drained), f"{verb} {host.name}")
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.request(DrainHost(host.name, True), f"drain {host.name}")
+
+        when = "at once: auto-approve is on" if snap.auto_approve else "at the next plan you approve"
+        jobs = ", ".join(running[:5]) + (f" and {len(running) - 5} more" if len(running) > 5 else "")
+        self.app.push_screen(ConfirmDialog(f"Drain {host.name}? No job starts there, and the {len(running)} "
+                                           f"running on it ({jobs}) stop and move off {when}.", yes="Drain"), answered)
 
     action_undrain = action_drain
 
