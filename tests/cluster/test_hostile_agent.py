@@ -69,7 +69,8 @@ def test_an_inventory_is_held_to_sizes_a_real_host_has() -> None:
     """7,000 claimed GPUs drew every job to the host; 400 KB names and warnings rode every snapshot."""
     from heet_tui.cluster.gpu_inventory import MAX_GPUS, MAX_NAME, MAX_TEXT, MAX_WARNINGS, read_inventory
 
-    raw = [{"index": i, "name": "NVIDIA A100" + "x" * 400_000, "uuid": "GPU-" + "u" * 400_000} for i in range(7000)]
+    name, uuid = "NVIDIA A100" + "x" * 400_000, "GPU-" + "u" * 400_000  # one of each, shared (5.6 GB apart)
+    raw = [{"index": i, "name": name, "uuid": uuid} for i in range(7000)]
     _, gpus, warnings = read_inventory(BOX, {"source": "nvml", "gpus": raw, "warnings": ["w" * 400_000] * 1000},
                                        lambda real_type: [])
     assert len(gpus) == MAX_GPUS and all(len(g.gpu_type) <= MAX_NAME and len(g.uuid) <= MAX_NAME for g in gpus)
