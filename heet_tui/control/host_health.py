@@ -69,6 +69,8 @@ class HostHealth:
     ran_on: dict[JobClass, set[tuple[str, str, int]]] = field(default_factory=dict)  # (host, type, GPUs)
     job_ran_on: dict[str, set[tuple[str, str, int]]] = field(default_factory=dict)  # by job id, as ran_on
     avoided: dict[JobClass, set[str]] = field(default_factory=dict)  # hosts the class crashed on at once
+    # which jobs' crashes keep it off each host (this controller's: not kept in the store)
+    avoided_by: dict[tuple[JobClass, str], set[str]] = field(default_factory=dict)
     saved: Callable[[dict[JobClass, set[str]]], None] = lambda avoided: None  # called when ``avoided`` changes
 
     def reported(self, run: Run, job_class: JobClass | None) -> None:
@@ -93,7 +95,23 @@ class HostHealth:
         size = (run.alloc.gpu_type, run.alloc.num_gpus)
         self.crashes.setdefault(hosts[0], []).append(EarlyCrash(at, run.job_id, job_class, size, why, crashed_size))
         self.avoided.setdefault(job_class, set()).add(hosts[0])
+        self.avoided_by.setdefault((job_class, hosts[0]), set()).add(run.job_id)
         self.saved(self.avoided)
+
+    def job_failed(self, job_id: str) -> None:
+        """A job that failed for good died of its own fault: the hosts only its crashes keep its
+        class off are given back. A failed job with a typo'd script kept a sweep of its model and
+        batch off an idle host, new submissions too, while it lived on in the store."""
+        changed = False
+        for (job_class, host), jobs in list(self.avoided_by.items()):
+            jobs.discard(job_id)
+            if not jobs:
+                del self.avoided_by[(job_class, host)]
+                if host in self.avoided.get(job_class, ()):
+                    self.avoided[job_class].discard(host)
+                    changed = True
+        if changed:
+            self.saved(self.avoided)
 
     def avoid(self, job_class: JobClass | None, hosts: dict[str, str] | None = None,
               gpu_types: tuple[str, ...] = ()) -> set[str]:

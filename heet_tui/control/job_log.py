@@ -152,6 +152,7 @@ async def fail_with_log_tail(executor: Executor, run: Run, why: str, crashes: in
     hint = crash_hint(tail, executor.hosts is not None and rank.host in executor.hosts.emulated_names())
     message = f"{why} ({crashes} attempt{'' if crashes == 1 else 's'})" + (f": {hint}" if hint else "") + (said if not never_started else "")
     executor.store.try_set_state(run.job_id, JobState.FAILED, executor.clock(), message[:500])
+    executor.health.job_failed(run.job_id)
     lines = [why, *tail, *([f"hint: {hint}"] if hint else [])]
     executor.store.add_event(executor.clock(), "failed", "\n".join(lines)[-4000:], run.job_id, rank.host)
     executor.notify()

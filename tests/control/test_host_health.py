@@ -318,3 +318,15 @@ def test_a_retried_job_may_go_back_to_the_host_its_class_died_on(tmp_path: Path)
         await _starts_on_bad_said(ctl, state, "retried")
 
     _kept_off_bad(tmp_path, then)
+
+
+def test_a_job_that_failed_for_good_no_longer_keeps_its_class_off_the_hosts_it_alone_crashed_on() -> None:
+    """A failed job with a typo'd script kept a sweep of its model and batch off an idle T4 host
+    ("a run of theirs ended here"), new submissions too, while other jobs of the class lived on."""
+    health = HostHealth()
+    health.crashed(_run("typo-path", {"c": [0]}), ("cifar10", 64), "exit 2", 1.0, None)
+    health.crashed(_run("typo-path", {"d": [0]}), ("cifar10", 64), "exit 2", 2.0, None)
+    health.crashed(_run("sweep-3", {"d": [1]}), ("cifar10", 64), "exit 1", 3.0, None)
+    assert health.avoid(("cifar10", 64)) == {"c", "d"}
+    health.job_failed("typo-path")
+    assert health.avoid(("cifar10", 64)) == {"d"}, "sweep-3 died at once on d too"
