@@ -144,8 +144,10 @@ class HostsFile:
             return f"{said}; the slower hosts are told to take a type of their own, this one may keep {me.emulate.gpu_type}"
         # named by speed, one type per speed: "-slow" given to every host made the clash again
         own = f"{me.emulate.gpu_type}-x{me.emulate.speed:g}"
+        # jobs listing the old type in gpu_types then left the host alone, unsaid
         return (f"{said}; give this host a type of its own in its emulate table (e.g. emulate's gpu_type = "
-                f'"{own}"; the host form\'s Emulate field: {own}:{me.emulate.count}:{me.emulate.speed:g})')
+                f'"{own}"; the host form\'s Emulate field: {own}:{me.emulate.count}:{me.emulate.speed:g}), and add '
+                f"it to the gpu_types of jobs that list {me.emulate.gpu_type}")
 
     def emulation_clash(self, name: str, real_type: str) -> str | None:
         """What to tell of a host with real GPUs of a type other hosts emulate: plans know GPUs by

@@ -324,6 +324,7 @@ def test_one_gpu_type_emulated_at_two_speeds_is_a_warning_of_both_hosts(tmp_path
     assert rows["slow"]["state"] == "ready"
     assert any("emulated A100 at speed 0.25, which other hosts emulate at 1: plans know GPUs by type" in w
                and "emulate's gpu_type = \"A100-x0.25\"" in w and "Emulate field: A100-x0.25:1:0.25" in w
+               and "add it to the gpu_types of jobs that list A100" in w  # they left the renamed host alone
                for w in rows["slow"]["warnings"]), rows["slow"]["warnings"]
     # the fast host keeps its type: told "-slow" too, both hosts followed it into the same clash
     assert any("emulated A100 at speed 1, which other hosts emulate at 0.25" in w and "this one may keep A100" in w
