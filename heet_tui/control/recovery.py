@@ -164,6 +164,7 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
         store.add_event(now, "host", notes[-1], None, host)
     executor.newer_copies = {k for k in executor.newer_copies if k[0] != host} | newer
     fenced: list[tuple[tuple[str, str, int], RemoteJob]] = []
+    fenced_ids: dict[tuple[str, int], list[str]] = {}  # (job, generation): one notice each, not one per rank
     for v in verdicts:
         r = v.remote
         if v.action == "adopt":
@@ -183,7 +184,7 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
             try:
                 await cluster.fence(host, r.job_id, r.generation + 1)
                 executor.fenced.add((host, r.job_id, r.generation))  # its GPUs in use until it has gone
-                notes.append(f"fenced stale {r.job_id} generation {r.generation} on {host}")
+                fenced_ids.setdefault((parsed[0], r.generation), []).append(r.job_id)
                 if parsed[1:] == ("r", 0) and (step := _step_of(r)) is not None \
                         and _rank0_launched_on(store, parsed[0], r.generation, host) \
                         and not ended_seen(store, parsed[0], r.generation):  # its checkpoint there
@@ -191,6 +192,7 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
                 fenced.append((parsed, r))
             except Exception as exc:  # noqa: BLE001 - a failed fence is retried on the next report
                 log.warning("fence %s on %s failed: %s", r.job_id, host, exc)
+    notes += fenced_notes(host, fenced_ids)
     # once the whole report is in: the host's ready came before it, and a checkpoint taken back then
     # was the step known at the loss (15,870), where its fenced copy had trained on to 70,980
     taken = reclaim_left_behind(executor, store, host, now)
@@ -213,6 +215,14 @@ async def reconcile_host(executor: Executor, store: Store, cluster, host: str, j
         if run.all_exited:
             executor._after_exit(run)
     return notes
+
+
+def fenced_notes(host: str, fenced: dict[tuple[str, int], list[str]]) -> list[str]:
+    """One notice per fenced job and generation: a host back with an 8-rank job's old copy gave
+    eight, one per rank."""
+    return [f"fenced stale {ids[0]} generation {gen} on {host}" if len(ids) == 1 else
+            f"fenced stale {job_id} generation {gen} on {host} ({len(ids)} processes: {', '.join(sorted(ids))})"
+            for (job_id, gen), ids in fenced.items()]
 
 
 def _step_of(remote: RemoteJob) -> int | None:

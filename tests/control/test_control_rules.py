@@ -309,3 +309,12 @@ def test_a_rejected_plans_shape_ignores_which_gpus_of_a_host_it_names() -> None:
         Plan.build({"a": Allocation.of("a", "A100", {"fast": [1, 2, 3]})}, target, "heet", 0.0))
 
 
+
+
+def test_a_jobs_fenced_ranks_are_one_notice() -> None:
+    from heet_tui.control.recovery import fenced_notes
+
+    ranks = [f"big.r{i}.4a146a78" for i in range(8)]
+    (said,) = fenced_notes("a100-05", {("big", 3): ranks})
+    assert said.startswith("fenced stale big generation 3 on a100-05 (8 processes: big.r0.4a146a78, big.r1")
+    assert fenced_notes("h", {("cnn", 2): ["cnn.r0.4a146a78"]}) == ["fenced stale cnn.r0.4a146a78 generation 2 on h"]
