@@ -186,19 +186,25 @@ def outside_spec(running: Iterable[tuple[str, JobSpec, Allocation]]) -> frozense
 
 
 def held_back(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str], drained: set[str],
-              threshold: float, misplaced: frozenset[str] = frozenset()) -> str | None:
+              threshold: float, misplaced: frozenset[str] = frozenset(), recent: frozenset[str] = frozenset()
+              ) -> str | None:
     """Why auto-approve leaves ``plan`` to the user; None when it applies it. The gain threshold
     keeps running jobs from being restarted for a little; a plan that only starts queued jobs
     restarts nothing, and goes ahead whatever it is predicted to gain: a start predicted poorly
     (at a size that had crashed) sat "waiting for approval" under auto-approve, unannounced.
     Nor is a plan held that moves a job off a drained host or off GPUs its spec no longer allows
-    (``misplaced``): a job updated to A100 only stayed on T4s, its move "gaining -100%"."""
-    applied, why = auto_verdict(plan, book, unmeasured, drained, threshold, misplaced)
+    (``misplaced``): a job updated to A100 only stayed on T4s, its move "gaining -100%". Nor
+    is one applied that restarts a job started in the last ``SETTLE_S`` (``recent``)."""
+    applied, why = auto_verdict(plan, book, unmeasured, drained, threshold, misplaced, recent)
     return None if applied else why
 
 
+SETTLE_S = 120.0  # auto-approve restarts no job sooner than this after its last start
+
+
 def auto_verdict(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str], drained: set[str],
-                 threshold: float, misplaced: frozenset[str] = frozenset()) -> tuple[bool, str]:
+                 threshold: float, misplaced: frozenset[str] = frozenset(),
+                 recent: frozenset[str] = frozenset()) -> tuple[bool, str]:
     """Whether auto-approve applies ``plan``, and why in words either way: an auto-approved plan
     that restarted jobs while reading "as without it" gave no figure for what it was applied on."""
     if vacates(plan, drained):
@@ -207,6 +213,12 @@ def auto_verdict(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str], d
         return True, "it moves jobs off GPUs their specs no longer allow"
     if all(c.kind is ChangeKind.START for c in plan.changes):
         return True, "it only starts queued jobs"
+    # at 30 jobs on 25 hosts, jobs were grown and shrunk back within a minute, plan after plan: each
+    # new size's first measurements moved the predictions the next plan was made from
+    if again := sorted(c.job_id for c in plan.changes if c.needs_restart and c.job_id in recent):
+        named = ", ".join(again[:3]) + (f" and {len(again) - 3} more" if len(again) > 3 else "")
+        return False, (f"it restarts {named}, started less than {SETTLE_S:.0f} s ago: auto-approve lets a job's "
+                       "new size be measured before it restarts it again")
     predicted = gain(plan, book, unmeasured)
     if predicted >= threshold:
         return True, (f"predicted gain {predicted:.1%} (the jobs' summed speed, each against its best measured "

@@ -146,7 +146,10 @@ def propose(ctl: Controller) -> None:
         return
     unmeasured = frozenset(j.id for j in inputs if not j.measured)
     misplaced = planning.outside_spec((r.job_id, r.spec, r.alloc) for r in ctl.executor.runs.values() if r.spec)
-    applied, why = planning.auto_verdict(plan, ctl.book, unmeasured, ctl.drained(), ctl.opt.gain_threshold, misplaced)
+    recent = frozenset(r.job_id for r in ctl.executor.runs.values()  # adopted ones: started who knows when
+                       if r.start_samples is not None and ctl.clock() - r.started_at < planning.SETTLE_S)
+    applied, why = planning.auto_verdict(plan, ctl.book, unmeasured, ctl.drained(), ctl.opt.gain_threshold, misplaced,
+                                         recent)
     ctl.held_why = None if applied else why
     if ctl.auto_approve and ctl.held_why is None:
         ctl.store.set_plan_status(plan_id, "approved", ctl.clock())
