@@ -8,15 +8,32 @@ NCCL error on an emulated host say that its GPUs are the CPU.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from heet_tui.control.runtime import LAUNCH_REFUSED
 
 CPU_BACKEND = ("emulated GPUs are this host's CPU: use the gloo backend and the CPU while HEET_EMULATED_SPEED "
                "is set (heet_agent.elastic does), docs/TRAINING.md")
 
-# (pattern, advice, only on emulated hosts); advice may name the pattern's groups as {1}
-HINTS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
+
+
+def _missing_script(found: re.Match[str], workdir: str) -> str:
+    """The workdir advice only where the spec sets none: a spec with workdir = ".." and a misspelt
+    "trian_plain.py" was told to set workdir = ".", which would not have found it either."""
+    if workdir:
+        return (f"there is no {found[1]} where the job runs (its workdir is {workdir}): the file is not there "
+                "(a typo in its name, or a file not copied to that host): correct the command (heet-tui update the "
+                "job) or copy the file there, then retry it")
+    return (f"there is no {found[1]} where the job runs: a script beside the job file needs workdir = \".\" in the "
+            "spec (without a workdir the command runs in the agent's own directory on each host); then heet-tui "
+            "update the job and retry it")
+
+
+# advice for a match and the spec's workdir ("" when it sets none); None: none to give
+Advice = Callable[[re.Match[str], str], str | None]
+
+# (pattern, advice, only on emulated hosts); a text advice may name the pattern's groups as {1}
+HINTS: tuple[tuple[re.Pattern[str], str | Advice, bool], ...] = (
     (re.compile(r"DataLoader worker \(pid \d+\) is killed by signal: Terminated"),
      "the stop signal (SIGTERM, sent to the job's whole process group) killed its DataLoader workers before "
      "it saved: use heet_agent.elastic's run.data_loader, or give the DataLoader "
@@ -34,10 +51,7 @@ HINTS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
     (re.compile(r"ModuleNotFoundError: No module named '([^']+)'"),
      "the Python it ran under has no module {1}: install it on the host, or name an interpreter that has it "
      "as the host's python in the hosts file", False),
-    (re.compile(r"can't open file '([^']+)': \[Errno 2\]"),
-     "there is no {1} where the job runs: a script beside the job file needs workdir = \".\" in the spec "
-     "(without a workdir the command runs in the agent's own directory on each host); then heet-tui update "
-     "the job and retry it", False),
+    (re.compile(r"can't open file '([^']+)': \[Errno 2\]"), _missing_script, False),
     (re.compile(r"No space left on device|Disk quota exceeded", re.I),
      "a disk it writes to (its checkpoint_dir, its data, or its log in the agent's workdir) is full or over "
      "quota: free space there; the job resumes from its last checkpoint", False),
@@ -60,13 +74,20 @@ def refused_for_good(why: str) -> bool:
     return LAUNCH_REFUSED in why and any(reason in why for reason in FOR_GOOD)
 
 
-def crash_hint(tail: Sequence[str], emulated: bool) -> str | None:
-    """The advice for the last matching line of ``tail``, or None."""
+def crash_hint(tail: Sequence[str], emulated: bool, workdir: str = "") -> str | None:
+    """The advice for the last matching line of ``tail``, or None. ``workdir``: the job spec's,
+    "" when it sets none (what a missing file's advice turns on)."""
     for line in reversed(tail):
         for pattern, advice, emulated_only in HINTS:
             if emulated_only and not emulated:
                 continue
             found = pattern.search(line)
-            if found:
-                return advice.replace("{1}", found.group(1)) if found.groups() else advice
+            if not found:
+                continue
+            if not isinstance(advice, str):
+                said = advice(found, workdir)
+                if said is None:
+                    continue
+                return said
+            return advice.replace("{1}", found.group(1)) if found.groups() else advice
     return None

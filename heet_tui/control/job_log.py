@@ -109,6 +109,14 @@ def _last_line(tail: list[str]) -> str:
     return next((line for line in reversed(tail) if line.strip()), "")
 
 
+def _spec_workdir(executor: Executor, run: Run) -> str:
+    """The workdir of the spec the run was launched with ("" when it sets none)."""
+    spec = run.spec
+    if spec is None and (rec := executor.store.job(run.job_id)) is not None:
+        spec = rec.job.spec
+    return spec.workdir if spec is not None else ""
+
+
 async def say_crash(executor: Executor, run: Run, why: str, retry: str) -> None:
     """Each crash a retry follows is an event with its last log line: a job that crashed at step 3
     was profiled three times over a minute and a half, "queued" meanwhile and said nothing, and
@@ -149,7 +157,8 @@ async def fail_with_log_tail(executor: Executor, run: Run, why: str, crashes: in
             if last := _last_line(tail):
                 said += f"; rank 0's last log line: {last}"
     executor.log_tails[run.job_id] = tuple(tail)
-    hint = crash_hint(tail, executor.hosts is not None and rank.host in executor.hosts.emulated_names())
+    hint = crash_hint(tail, executor.hosts is not None and rank.host in executor.hosts.emulated_names(),
+                      workdir=_spec_workdir(executor, run))
     message = f"{why} ({crashes} attempt{'' if crashes == 1 else 's'})" + (f": {hint}" if hint else "") + (said if not never_started else "")
     executor.store.try_set_state(run.job_id, JobState.FAILED, executor.clock(), message[:500])
     executor.health.job_failed(run.job_id)

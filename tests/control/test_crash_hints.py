@@ -116,3 +116,38 @@ def test_every_checkpoint_dir_refusal_of_the_agent_is_for_good() -> None:
     # one host's filesystem may be the cause: the job moves off it (test_host_health), not failed at once
     assert not refused_for_good(f"{LAUNCH_REFUSED}: host local-t4: launch: cannot start job: [Errno 13] Permission "
                                 "denied: '/root'")
+
+
+@pytest.mark.parametrize(
+    ("workdir", "line", "named"),
+    [
+        ("/home/u/proj/run", "/usr/bin/python3: can't open file '/home/u/proj/trian_plain.py': [Errno 2] No such file "
+         "or directory", "/home/u/proj/trian_plain.py"),
+        ("/home/u/proj", "python3: can't open file '/home/u/nope.py': [Errno 2] No such file or directory",
+         "/home/u/nope.py"),
+    ],
+)
+def test_a_missing_script_of_a_job_with_a_workdir_is_said_missing_not_the_workdir_advice(
+        workdir: str, line: str, named: str) -> None:
+    """workdir = ".." and a misspelt "trian_plain.py" was told to set workdir = ".", which it had."""
+    hint = crash_hint(["Traceback (most recent call last):", line], emulated=False, workdir=workdir) or ""
+    assert f"there is no {named}" in hint
+    assert "a typo in its name, or a file not copied to that host" in hint
+    assert 'workdir = "."' not in hint and "without a workdir" not in hint
+
+
+def test_a_job_whose_script_is_not_in_its_workdir_fails_saying_so(tmp_path: Path) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        async with started_controller(hosts, store, fast_retries(0)) as ctl:
+            spec = write_job(tmp_path, "typo", steps=10, max_gpus=1, command=[sys.executable, "../nope.py"],
+                             extra='workdir = "."\n')
+            await ctl.post(SubmitJob(str(spec)))
+            snap = await wait_for(ctl, lambda s: job(s, "typo").state is JobState.FAILED, 60, "typo to fail")
+            message = job(snap, "typo").message
+            assert f"there is no {tmp_path}/../nope.py where the job runs" in message, message
+            assert 'needs workdir = "."' not in message, message
+
+    run_and_clean(scenario, tmp_path)
