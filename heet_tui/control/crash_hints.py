@@ -17,7 +17,7 @@ CPU_BACKEND = ("emulated GPUs are this host's CPU: use the gloo backend and the 
 
 
 
-def _missing_script(found: re.Match[str], workdir: str) -> str:
+def _missing_script(found: re.Match[str], workdir: str, ran_in: str) -> str:
     """The workdir advice only where the spec sets none: a spec with workdir = ".." and a misspelt
     "trian_plain.py" was told to set workdir = ".", which would not have found it either."""
     if workdir:
@@ -29,8 +29,22 @@ def _missing_script(found: re.Match[str], workdir: str) -> str:
             "update the job and retry it")
 
 
-# advice for a match and the spec's workdir ("" when it sets none); None: none to give
-Advice = Callable[[re.Match[str], str], str | None]
+def _relative_file(found: re.Match[str], workdir: str, ran_in: str) -> str | None:
+    """A relative path opened by a job without a workdir: it ran in the agent's directory, not
+    beside its job file, and its FileNotFoundError was quoted with nothing to say so. Not for an
+    absolute path, nor one starting with ~ (Python does not expand it: no workdir would find it),
+    nor when the spec sets a workdir (the path is relative to the one it chose)."""
+    path = found[1]
+    if workdir or path.startswith(("/", "~")):
+        return None
+    where = f"the job ran in {ran_in}" if ran_in else "the job ran in the agent's own directory on its host"
+    return (f"{path} is relative, and {where}: a spec without a workdir runs there, not beside its job file; "
+            'set workdir (workdir = "." for beside the job file), then heet-tui update the job and retry it')
+
+
+# advice for a match, the spec's workdir ("" when it sets none) and the directory the job ran in
+# ("" when unknown); None: none to give
+Advice = Callable[[re.Match[str], str, str], str | None]
 
 # (pattern, advice, only on emulated hosts); a text advice may name the pattern's groups as {1}
 HINTS: tuple[tuple[re.Pattern[str], str | Advice, bool], ...] = (
@@ -52,6 +66,7 @@ HINTS: tuple[tuple[re.Pattern[str], str | Advice, bool], ...] = (
      "the Python it ran under has no module {1}: install it on the host, or name an interpreter that has it "
      "as the host's python in the hosts file", False),
     (re.compile(r"can't open file '([^']+)': \[Errno 2\]"), _missing_script, False),
+    (re.compile(r"FileNotFoundError: \[Errno 2\] No such file or directory: '([^']+)'"), _relative_file, False),
     (re.compile(r"No space left on device|Disk quota exceeded", re.I),
      "a disk it writes to (its checkpoint_dir, its data, or its log in the agent's workdir) is full or over "
      "quota: free space there; the job resumes from its last checkpoint", False),
@@ -74,9 +89,10 @@ def refused_for_good(why: str) -> bool:
     return LAUNCH_REFUSED in why and any(reason in why for reason in FOR_GOOD)
 
 
-def crash_hint(tail: Sequence[str], emulated: bool, workdir: str = "") -> str | None:
+def crash_hint(tail: Sequence[str], emulated: bool, workdir: str = "", ran_in: str = "") -> str | None:
     """The advice for the last matching line of ``tail``, or None. ``workdir``: the job spec's,
-    "" when it sets none (what a missing file's advice turns on)."""
+    "" when it sets none, and ``ran_in``: the directory the command ran in, "" when unknown (what
+    a missing file's advice turns on)."""
     for line in reversed(tail):
         for pattern, advice, emulated_only in HINTS:
             if emulated_only and not emulated:
@@ -85,7 +101,7 @@ def crash_hint(tail: Sequence[str], emulated: bool, workdir: str = "") -> str | 
             if not found:
                 continue
             if not isinstance(advice, str):
-                said = advice(found, workdir)
+                said = advice(found, workdir, ran_in)
                 if said is None:
                     continue
                 return said

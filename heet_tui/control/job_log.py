@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from heet_agent.job_logs import MAX_SCAN_BYTES, MAX_TAIL_CHARS
 
 from heet_tui.cluster import ClusterError
+from heet_tui.cluster.remote_command import agent_state_dir
 from heet_tui.control.crash_hints import crash_hint
 from heet_tui.control.runtime import LAUNCH_REFUSED, STALLED, RankProc, Run, culprit, rank_agent_id
 from heet_tui.control.stalls import NONE_SEEN
@@ -109,12 +110,17 @@ def _last_line(tail: list[str]) -> str:
     return next((line for line in reversed(tail) if line.strip()), "")
 
 
-def _spec_workdir(executor: Executor, run: Run) -> str:
-    """The workdir of the spec the run was launched with ("" when it sets none)."""
+def _where_it_ran(executor: Executor, run: Run, host: str) -> tuple[str, str]:
+    """The workdir of the spec the run was launched with ("" when it sets none) and the directory
+    its command ran in on ``host`` ("" when its entry is gone): a spec's, else the agent's own."""
     spec = run.spec
     if spec is None and (rec := executor.store.job(run.job_id)) is not None:
         spec = rec.job.spec
-    return spec.workdir if spec is not None else ""
+    workdir = spec.workdir if spec is not None else ""
+    if workdir:
+        return workdir, workdir
+    entry = next((h for h in executor.hosts.hosts if h.name == host), None) if executor.hosts is not None else None
+    return "", agent_state_dir(entry.workdir, entry.name) if entry is not None else ""
 
 
 async def say_crash(executor: Executor, run: Run, why: str, retry: str) -> None:
@@ -158,7 +164,7 @@ async def fail_with_log_tail(executor: Executor, run: Run, why: str, crashes: in
                 said += f"; rank 0's last log line: {last}"
     executor.log_tails[run.job_id] = tuple(tail)
     hint = crash_hint(tail, executor.hosts is not None and rank.host in executor.hosts.emulated_names(),
-                      workdir=_spec_workdir(executor, run))
+                      *_where_it_ran(executor, run, rank.host))
     message = f"{why} ({crashes} attempt{'' if crashes == 1 else 's'})" + (f": {hint}" if hint else "") + (said if not never_started else "")
     executor.store.try_set_state(run.job_id, JobState.FAILED, executor.clock(), message[:500])
     executor.health.job_failed(run.job_id)

@@ -151,3 +151,39 @@ def test_a_job_whose_script_is_not_in_its_workdir_fails_saying_so(tmp_path: Path
             assert 'needs workdir = "."' not in message, message
 
     run_and_clean(scenario, tmp_path)
+
+
+NOT_FOUND = "FileNotFoundError: [Errno 2] No such file or directory: '{}'"
+
+
+def test_a_relative_file_not_found_by_a_job_without_a_workdir_says_where_it_ran() -> None:
+    """It ran in the agent's directory, not beside its job file, and nothing said so."""
+    tail = ["Traceback (most recent call last):", NOT_FOUND.format("conf/base.toml")]
+    hint = crash_hint(tail, emulated=False, ran_in="/home/u/.heet/hosts/a") or ""
+    assert "conf/base.toml is relative" in hint
+    assert "the job ran in /home/u/.heet/hosts/a" in hint and "a spec without a workdir runs there" in hint
+    assert 'set workdir (workdir = "." for beside the job file)' in hint
+    unknown = crash_hint(tail, emulated=False) or ""  # the host's entry is gone: where is not said
+    assert "conf/base.toml is relative" in unknown and "the agent's own directory on its host" in unknown
+
+
+def test_no_workdir_advice_for_an_absolute_path_or_a_spec_with_a_workdir() -> None:
+    for path in ("/data/base.toml", "~/data/base.toml"):  # python does not expand ~: not the workdir's doing
+        assert crash_hint([NOT_FOUND.format(path)], emulated=False, ran_in="/w/hosts/a") is None, path
+    assert crash_hint([NOT_FOUND.format("conf/base.toml")], emulated=False, workdir="/home/u/proj",
+                      ran_in="/home/u/proj") is None
+
+
+def test_a_job_without_a_workdir_that_opens_a_relative_path_fails_saying_where_it_ran(tmp_path: Path) -> None:
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        async with started_controller(hosts, store, fast_retries(0)) as ctl:
+            command = [sys.executable, "-c", "open('conf/base.toml')"]
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "rel", steps=10, max_gpus=1, command=command))))
+            snap = await wait_for(ctl, lambda s: job(s, "rel").state is JobState.FAILED, 60, "rel to fail")
+            message = job(snap, "rel").message
+            assert f"the job ran in {tmp_path / 'w-only' / 'hosts' / 'only'}" in message, message
+
+    run_and_clean(scenario, tmp_path)
