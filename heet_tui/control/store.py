@@ -43,7 +43,7 @@ from heet_tui.control.store_records import JobRecord
 from heet_tui.control.store_schema import MIGRATIONS, SCHEMA_VERSION, before_upgrade
 from heet_tui.core.escaped import escaped
 from heet_tui.core.job import InvalidTransition, Job, JobSpec, JobState
-from heet_tui.core.metrics import Metrics
+from heet_tui.core.metrics import Metrics, merged
 
 DB_NAME = "state.sqlite3"
 BUSY_TIMEOUT_S = 15.0
@@ -301,9 +301,17 @@ class Store(PlanRows, EventRows, ObservationRows, AllocationRows):
         job had reported (new ground), so a job that crashes at one step after every resume fails.
         ``current``: the running launch's own report, kept even below what the job had (it resumed
         from an older checkpoint: its remaining work is what it has left now); otherwise the
-        larger of the two stays. One statement: it runs on every progress report (SET expressions
-        read the old row)."""
+        larger of the two stays. One statement, and a read of the kept metrics when the line has
+        any: it runs on every progress report (SET expressions read the old row).
+
+        ``metrics`` are merged into the job's by name (``core.metrics.merged``), the newer value
+        winning, across its launches too: a relaunch, a resize or a retry resumes the same training
+        from its checkpoint, so the latest value seen of each stays the job's until a line reports
+        it again (a job submitted again is a new job, with none)."""
         with self._tx() as db:
+            if metrics:
+                row = db.execute("SELECT metrics FROM jobs WHERE id = ?", (job_id,)).fetchone()
+                metrics = merged(metrics_from_json(row[0]) if row else (), metrics)
             # never lowers a done job's (a cut-off copy finished it; the newer run, stopped, reports less)
             db.execute("UPDATE jobs SET steps_done = CASE WHEN ? AND state != 'done' THEN ? ELSE MAX(steps_done, ?) "
                        "END, samples_done = CASE WHEN ? AND state != 'done' THEN ? ELSE MAX(samples_done, ?) END, "

@@ -2,7 +2,7 @@
 
 Progress lines carry step, samples and speed for the scheduler; the rest of their numbers are
 what the person watching a sweep asks about ("which learning rate is winning?"). The latest
-values are kept per job and shown as reported, never interpreted.
+value of each is kept per job (``merged``) and shown as reported, never interpreted.
 """
 
 from __future__ import annotations
@@ -27,6 +27,21 @@ def training_metrics(progress: Mapping[str, Any]) -> Metrics:
              and isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)]
     found.sort(key=lambda item: item[0] != "loss")
     return tuple(found[:MAX_METRICS])
+
+
+def merged(kept: Metrics, newer: Metrics) -> Metrics:
+    """``kept`` with each metric of ``newer`` at its newer value: a validation metric printed every
+    N steps vanished at the next line that carried only the loss. Names keep their first place
+    (``loss`` first, new ones after), so a Jobs column does not jump; at most MAX_METRICS, all of
+    ``newer``'s (one line holds no more) and as many of the others as fit, in their order."""
+    if not newer:
+        return kept
+    latest = dict(newer)
+    others = [name for name, _ in kept if name not in latest][:max(0, MAX_METRICS - len(latest))]
+    keep, values = {*latest, *others}, dict(kept) | latest
+    order = [name for name in dict.fromkeys([*(name for name, _ in kept), *latest]) if name in keep]
+    order.sort(key=lambda name: name != "loss")
+    return tuple((name, values[name]) for name in order)
 
 
 def metric(metrics: Metrics, name: str) -> float | None:

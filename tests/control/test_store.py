@@ -206,6 +206,22 @@ def test_a_jobs_latest_metrics_are_kept_and_a_report_without_any_keeps_them(tmp_
     assert store.job("a").job.metrics == () and store.job("a").job.steps_done == 12, "the row still reads"
 
 
+def test_a_metric_reported_now_and_then_is_kept_beside_those_of_every_line(tmp_path: Path) -> None:
+    """A val_acc printed every N steps vanished at the next line that carried only the loss."""
+    store = Store(tmp_path / "state")
+    store.add_job(_spec("a"), 1.0)
+    store.update_progress("a", 3, 96, None, metrics=(("loss", 2.5), ("val_acc", 0.5)))
+    store.update_progress("a", 4, 128, None, metrics=(("loss", 2.0),))
+    assert store.job("a").job.metrics == (("loss", 2.0), ("val_acc", 0.5)), "each metric's latest value"
+    store.update_progress("a", 6, 192, None, metrics=(("val_acc", 0.75), ("lr", 0.1)))
+    assert store.job("a").job.metrics == (("loss", 2.0), ("val_acc", 0.75), ("lr", 0.1)), "the newer line's wins"
+    many = tuple((f"m{i}", float(i)) for i in range(8))
+    store.update_progress("a", 8, 256, None, metrics=(("loss", 1.0), *many[:7]))
+    kept = dict(store.job("a").job.metrics)
+    assert len(kept) == 8 and kept["loss"] == 1.0 and all(kept[k] == v for k, v in many[:7]), \
+        "still at most 8: all of the newest line's, then as many of the others as fit"
+
+
 def _spec_json(name: str) -> str:
     from heet_tui.control.codec import spec_to_json
 
