@@ -50,7 +50,7 @@ from heet_tui.control.profiling_rounds import profile_idle_types, profile_new_jo
 from heet_tui.control.progress_reports import note_bad_progress
 from heet_tui.control.proposals import RETRY_FAILED_PLAN_S, propose
 from heet_tui.control.recovery import rebuild_runs, reconcile_host
-from heet_tui.control.remembered import remembered_auto_approve, remembered_host_grace, remembered_policy
+from heet_tui.control.remembered import remembered_auto_approve, remembered_options, remembered_policy
 from heet_tui.control.round_errors import RoundErrors
 from heet_tui.control.sessions import succeed
 from heet_tui.control.snapshot_build import build_snapshot
@@ -95,7 +95,7 @@ class Controller:
     def __init__(self, hosts: HostsFile, store: Store, options: ControllerOptions | None = None,
                  cluster: Cluster | None = None, clock: Callable[[], float] = time.time) -> None:
         self.hosts, self.store, self.opt = hosts, store, options or ControllerOptions()
-        self.opt = replace(self.opt, host_loss_grace_s=remembered_host_grace(store, self.opt.host_loss_grace_s))
+        self.opt = remembered_options(store, self.opt)
         # The agents record which store they serve: another controller's cannot take them over.
         trust = trust_hosts_option(hosts.path)
         self.cluster = cluster or Cluster(hosts, replace(self.opt.cluster or ClusterOptions(), owner=store.store_id,

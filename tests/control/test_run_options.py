@@ -52,3 +52,32 @@ def test_the_closing_summary_counts_this_runs_jobs(tmp_path: Path, capsys) -> No
     assert "controller stopped: 0 done, 1 failed, 0 cancelled in this run, 0 still active" in capsys.readouterr().out
     assert main(["run", "--until-idle", "--no-profile", "--interval", "0.2", *where]) == 0
     assert "controller stopped: 0 done, 0 failed, 0 cancelled in this run, 0 still active" in capsys.readouterr().out
+
+
+def test_the_gain_threshold_is_remembered_for_every_controller_of_the_store(tmp_path: Path, capsys) -> None:
+    """`run --gain-threshold 0.3` held for that run only: the TUI's controller and the next `run`
+    auto-approved at 5% again."""
+    import pytest
+
+    from heet_tui.config.hosts_file import load_hosts
+    from heet_tui.control.controller import Controller
+
+    hosts = write_local_hosts(tmp_path, [("h", "T4", 1, 1.0)])
+    where = ["--hosts", str(hosts), "--state", str(tmp_path / "state")]
+
+    def threshold() -> float:
+        return Controller(load_hosts(hosts), Store(tmp_path / "state")).opt.gain_threshold
+
+    assert threshold() == 0.05, "never set: 5%"
+    assert main(["run", "--until-idle", "--no-profile", "--gain-threshold", "0.3", *where]) == 0
+    assert threshold() == 0.3
+    assert main(["run", "--until-idle", "--no-profile", *where]) == 0
+    assert threshold() == 0.3, "a later run without it keeps it"
+    with pytest.raises(SystemExit) as refused:  # remembered, nan would have held every plan for good
+        main(["run", "--until-idle", "--no-profile", "--gain-threshold", "nan", *where])
+    assert refused.value.code == 2
+    assert threshold() == 0.3
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    said = " ".join(capsys.readouterr().out.split())
+    assert "gain this fraction (default: as last set, else 0.05: 5%)" in said, said

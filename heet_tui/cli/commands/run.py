@@ -47,7 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "status 1 when a job failed during this run, else 0")
     p.add_argument("--interval", type=finite_float, default=2.0, metavar="S", help="seconds between rounds (default 2)")
     p.add_argument("--policy", default=None, help="scheduling policy (default: the last one used, else heet)")
-    p.add_argument("--gain-threshold", type=float, default=0.05, help="auto-approve applies a plan that restarts jobs only if it is predicted to gain this fraction (default 0.05: 5%%)")
+    p.add_argument("--gain-threshold", type=finite_float, default=None, metavar="G",
+                   help="auto-approve applies a plan that restarts jobs only if it is predicted to gain this "
+                        "fraction (default: as last set, else 0.05: 5%%)")
     p.add_argument("--host-grace", type=finite_float, default=None, metavar="S",
                    help="seconds a host may be out of reach before its jobs are counted lost and may start "
                         "elsewhere (default: as last set, else 60; longer for hosts over a slow or flaky link, "
@@ -81,7 +83,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     store = open_store(args, create=True)
     options = ControllerOptions(interval_s=args.interval, policy=args.policy or "heet",
                                 auto_approve=args.auto_approve,
-                                gain_threshold=args.gain_threshold, profile=not args.no_profile)
+                                profile=not args.no_profile)
     try:
         if args.policy:  # an explicit choice replaces the one remembered in the store
             try:
@@ -91,6 +93,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             store.set_setting("policy", args.policy)
         if args.host_grace is not None:  # remembered, as the policy is: the TUI's controller uses it too
             store.set_setting("host_grace_s", repr(args.host_grace))
+        if args.gain_threshold is not None:  # the same: a TUI opened later auto-approved at 5% again
+            store.set_setting("gain_threshold", repr(args.gain_threshold))
         return asyncio.run(_run(hosts, store, options, args.until_idle, why))
     except (RuntimeError, ValueError) as exc:
         raise CliError(str(exc)) from None
