@@ -194,9 +194,30 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
+    """No question asked (scripts remove hosts), but what becomes of the jobs running there is
+    said, as the TUI's remove says it before asking."""
     path = _edited(_path(args), lambda doc: doc.remove_host(args.name))
     print(f'removed host "{args.name}" from {path}')
+    if said := _jobs_there_said(args, args.name):
+        print(said)
     return 0
+
+
+def _jobs_there_said(args: argparse.Namespace, name: str) -> str:
+    """The jobs the state store has running on host ``name``, and what comes of them ("" for none,
+    or where there is no store: none is created for asking)."""
+    from heet_tui.cli.commands.jobs import state_dir
+    from heet_tui.control.host_removal import jobs_on_host, removal_said
+    from heet_tui.control.remembered import remembered_auto_approve
+    from heet_tui.control.snapshots import controller_running
+    from heet_tui.control.store import DB_NAME, Store
+
+    state = state_dir(args)
+    if not (state / DB_NAME).is_file():
+        return ""
+    store = Store(state)
+    return removal_said(jobs_on_host(store, name), controller_running(state) is not None,
+                        remembered_auto_approve(store))
 
 
 def _edited(path: Path, change: Callable[[HostsDocument], None]) -> Path:

@@ -1,0 +1,47 @@
+"""What removing a host from the hosts file does to the jobs running on it, in words.
+
+``heet-tui hosts remove`` printed only that the host was removed, while the TUI's remove said
+which jobs ran there and that they move off first: a script (or its reader) had no way to know
+that a busy host stays until a plan moves its jobs, nor that with no controller running the
+jobs are held where they are.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from heet_tui.core.job import JobState
+
+if TYPE_CHECKING:
+    from heet_tui.control.store import Store
+
+ON_GPUS = (JobState.RUNNING, JobState.RESIZING)
+
+
+def jobs_on_host(store: Store, host: str) -> list[str]:
+    """The jobs whose latest allocation, as the store has it, puts a process on ``host``."""
+    found = []
+    for rec in store.jobs(include_terminal=False):
+        if rec.job.state in ON_GPUS and (last := store.last_allocation(rec.job.id)) is not None \
+                and host in last[0].host_names:
+            found.append(rec.job.id)
+    return sorted(found)
+
+
+def removal_said(jobs: list[str], controller_running: bool, auto_approve: bool) -> str:
+    """What becomes of ``jobs`` once their host leaves the hosts file; "" for none.
+
+    A running controller drains the host and drops it once they have moved (control/hosts_reload.py):
+    at the next plan, or the next one approved without auto-approve. With none running, the next
+    controller finds them on a host it does not know, and holds them where they run: it can neither
+    stop them nor start a second copy elsewhere (tests/control/test_unlisted_host.py)."""
+    if not jobs:
+        return ""
+    one = len(jobs) == 1
+    named = f"It runs {', '.join(jobs)}: "
+    if controller_running:
+        return (named + f"drained first, {'it moves' if one else 'they move'} off at the next plan"
+                f"{'' if auto_approve else ' you approve'}, then it is dropped.")
+    return (named + f"no controller runs now to drain it; the next one finds {'it' if one else 'them'} on a host "
+            f"that is not in the hosts file and holds {'it' if one else 'them'} there (not stopped, not moved) "
+            "until the host is back in the file.")
