@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,7 +53,7 @@ def _shown(spec: JobSpec, field: str) -> str:
     if field == "target":
         return spec.target.describe()
     if field == "command":
-        return " ".join(value)
+        return shlex.join(value)  # as `jobs NAME` shows it: "out/plain dir" read as two arguments
     if field == "gpu_types":
         return ", ".join(value) or "any"
     return "default" if value is None or value == "" else str(value)  # "workdir: /x -> " read as a bug

@@ -136,6 +136,24 @@ async def _submitted_and_running(ctl, store: Store, path: Path) -> None:
     await wait_for(ctl, lambda _: store.job("long").job.steps_done >= 10, 90, "the job running")
 
 
+def test_a_changed_command_is_printed_quoted_as_jobs_name_shows_it(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """`update` printed "command: python train_plain.py --out out/plain dir -> ...": one argument
+    read as two, where `jobs NAME` shows 'out/plain dir'."""
+    store = Store(tmp_path / "state")
+    spec = BASE.format("a").replace('["python3", "t.py"]', '["python", "train_plain.py", "--out", "out/plain dir"]')
+    (tmp_path / "a.toml").write_text(spec)
+    store.add_jobs([load_job_spec(tmp_path / "a.toml")], 1.0)
+    (tmp_path / "a.toml").write_text(spec.replace('"out/plain dir"]', '"out/plain dir", "--lr", "0.1"]'))
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "update", str(tmp_path / "a.toml")]) == 0
+    updated = capsys.readouterr().out
+    assert ("command: python train_plain.py --out 'out/plain dir' -> python train_plain.py --out 'out/plain dir' "
+            "--lr 0.1") in updated, updated
+    assert main([*state, "jobs", "a"]) == 0
+    assert "python train_plain.py --out 'out/plain dir' --lr 0.1" in capsys.readouterr().out
+
+
 def test_the_tui_intent_updates_as_the_command_does(tmp_path: Path) -> None:
     hosts = load_hosts(write_local_hosts(tmp_path, [("only", "T4", 1, 1.0)]))
     store = Store(tmp_path / "state")
