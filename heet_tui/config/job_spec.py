@@ -2,7 +2,7 @@
 
 Schema::
 
-    name = "resnet-small"                 # required; letters, digits, . _ -
+    name = "resnet-small"                 # required; ASCII letters, digits, . _ -
     command = ["python3", "train.py"]     # argv list ... or script + args:
     script = "examples/training.py"
     args = ["--lr", "0.1"]
@@ -175,7 +175,7 @@ def _spec_from(data: dict, path: Path, line_of: Callable[[str], int | None]) -> 
     subject = f'job "{name}"' if isinstance(name, str) and name else "job"
     f = Fields(path, data, subject, line_of)
     f.reject_unknown(JOB_KEYS)
-    name = f.required_string("name", SAFE_NAME, "a valid job name (letters, digits, . _ -, starting with a letter or digit)")
+    name = f.required_string("name", SAFE_NAME, "a valid job name (ASCII letters, digits, . _ -, starting with a letter or digit)")
     if len(name) > MAX_NAME:  # its processes' names on the hosts add a suffix, within the agent's 128
         raise f.error("name", f'key "name": {len(name)} characters; at most {MAX_NAME}')
     command = _command(f)

@@ -77,8 +77,10 @@ def test_bad_job_specs(tmp_path: Path, extra: str, expected: str) -> None:
         (BASE.replace("batch_size = 64", 'batch_size = "64"'), 'key "batch_size": expected an integer, got "64"'),
         (BASE.replace('name = "j"', 'name = "a b"'), 'key "name": "a b" is not a valid job name'),
         # "-x" was refused as not "letters, digits, . _ -", which it is
-        (BASE.replace('name = "j"', 'name = "-x"'), '"-x" is not a valid job name (letters, digits, . _ -, '
+        (BASE.replace('name = "j"', 'name = "-x"'), '"-x" is not a valid job name (ASCII letters, digits, . _ -, '
                                                     'starting with a letter or digit)'),
+        # "cnn-ü" was refused as not "letters, digits, . _ -", and ü is a letter
+        (BASE.replace('name = "j"', 'name = "cnn-ü"'), '"cnn-ü" is not a valid job name (ASCII letters, digits'),
         (BASE.replace('name = "j"', f'name = "{"x" * 97}"'), 'key "name": 97 characters; at most 96'),
         (BASE.replace("{ steps = 10 }", "{ steps = 2.5 }"), 'key "steps": expected a whole number of steps, got 2.5'),
         (BASE.replace("{ steps = 10 }", "{ samples = 100.5 }"), 'expected a whole number of samples, got 100.5'),
