@@ -243,7 +243,7 @@ def _host(path: Path, raw: Mapping[str, Any], i: int, index: LineIndex, d: Defau
     subject = f'host "{name}"' if isinstance(name, str) and name else f"host #{i + 1}"
     f = Fields(path, raw, subject, lambda key: index.key_line("hosts", i, key) if key else line)
     f.reject_unknown(HOST_KEYS)
-    name = f.required_string("name", SAFE_NAME, "a valid host name (letters, digits, . _ -, starting with a letter or digit)")
+    name = f.required_string("name", SAFE_NAME, "a valid host name (ASCII letters, digits, . _ -, starting with a letter or digit)")
     if len(name) > MAX_HOST_NAME:  # accepted here, it was refused by every agent at connect
         raise f.error("name", f'key "name": {len(name)} characters, more than the {MAX_HOST_NAME} a host name may have')
     transport = f.string("transport", "ssh") or "ssh"
@@ -270,7 +270,7 @@ def _host(path: Path, raw: Mapping[str, Any], i: int, index: LineIndex, d: Defau
         gpu_type=f.string("gpu_type", pattern=SAFE_NAME, what="a valid GPU type name"),
         gpus=gpus,
         tags=f.string_list("tags", SAFE_NAME),
-        rack=f.string("rack", None, pattern=SAFE_NAME, what="a valid rack name (letters, digits, . _ -)") or "",
+        rack=f.string("rack", None, pattern=SAFE_NAME, what="a valid rack name (ASCII letters, digits, . _ -)") or "",
         emulate=emulate,
         python=f.string("python", d.python, SAFE_PYTHON, PYTHON) or _default_python(transport),
         workdir=f.string("workdir", d.workdir, pattern=SAFE_WORKDIR, what=WORKDIR) or d.workdir,
