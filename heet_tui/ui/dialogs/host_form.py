@@ -23,7 +23,7 @@ from heet_tui.ui.widgets.screen_footer import ScreenFooter
 
 # (key, label, placeholder), in the order shown and tabbed through
 TEXT_FIELDS = (
-    ("name", "Name", "required: letters, digits, . _ -"),
+    ("name", "Name", "required: ASCII letters, digits, . _ -"),
     ("address", "Address", "default: the name (or an ~/.ssh/config alias)"),
     ("port", "Port", "ssh config, else 22"),
     ("user", "User", "ssh config, else yours"),
