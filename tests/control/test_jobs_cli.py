@@ -358,3 +358,26 @@ def test_an_old_jobs_age_is_in_days() -> None:
     from heet_tui.cli.commands.jobs import _age
 
     assert [_age(s) for s in (59, 600, 7200, 47 * 3600, 90 * 86400)] == ["59s", "10m", "2h", "47h", "90d"]
+
+
+def test_the_table_shows_a_job_spread_over_many_hosts_in_a_short_cell(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 16-GPU job over five hosts made the ALLOCATION column 300 characters wide for every row
+    (three terminal lines per job at 100 columns); --json and jobs NAME keep every GPU."""
+    from heet_tui.core.allocation import Allocation
+
+    monkeypatch.setenv("COLUMNS", "200")
+    spec = tmp_path / "job.toml"
+    spec.write_text(JOB)
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "submit", str(spec)]) == 0
+    store = Store(tmp_path / "state")
+    store.set_state("cnn", JobState.RUNNING, 10.0)
+    spread = Allocation.of("cnn", "T4", {f"t4-0{i}": [0, 1, 2] if i == 1 else [0, 1, 2, 3] for i in range(1, 6)})
+    store.record_allocation(spread, 1, 10.0, store.job("cnn").job.spec)
+    capsys.readouterr()
+    assert main([*state, "jobs"]) == 0
+    row = capsys.readouterr().out.splitlines()[1]
+    assert "19xT4 on 5 hosts: t4-01, t4-02, +3" in row and "[" not in row, row
+    assert main([*state, "jobs", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["jobs"][0]["allocation"] == spread.describe()

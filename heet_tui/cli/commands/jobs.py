@@ -76,6 +76,19 @@ def job_rows(store: Store, ended: int | None = None) -> tuple[list[dict], int]:
     return rows, left_out
 
 
+def table_allocation(described: str | None) -> str:
+    """An allocation as the table shows it: over more than two hosts, how many and the first two,
+    without GPU indices (``jobs NAME`` and ``--json`` have them all). A 16-GPU job over five hosts
+    made the column 300 characters wide for every row, three terminal lines per job."""
+    if not described:
+        return "-"
+    size, _, where = described.partition(" on ")
+    hosts = [part.split("[", 1)[0] for part in where.split("],") if part]
+    if len(hosts) <= 2:
+        return described
+    return f"{size} on {len(hosts)} hosts: {hosts[0]}, {hosts[1]}, +{len(hosts) - 2}"
+
+
 def cmd_jobs(args: argparse.Namespace) -> int:
     if args.events is not None and args.name is None:
         raise UsageError("--events N shows one job's latest N events: give the job, heet-tui jobs NAME "
@@ -106,7 +119,8 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     now = time.time()
     table = [head] + [
         (r["id"], r["state"], str(r["steps"]), f"{count_text(r['target']['value'])} {r['target']['kind']}",
-         *((number(r["metrics"].get("loss")),) if losses else ()), gpu_span(r["min_gpus"], r["max_gpus"]), r["allocation"] or "-",
+         *((number(r["metrics"].get("loss")),) if losses else ()), gpu_span(r["min_gpus"], r["max_gpus"]),
+         table_allocation(r["allocation"]),
          _age(now - r["submitted_at"]), duration(r["jct_s"]),
          # a cancel not yet carried out (no controller ran, or its run is out of reach) showed only in --json
          ("cancel requested; " if r["cancel_requested"] and not JobState(r["state"]).terminal else "") + r["message"])
