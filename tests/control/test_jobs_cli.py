@@ -381,3 +381,12 @@ def test_the_table_shows_a_job_spread_over_many_hosts_in_a_short_cell(tmp_path: 
     assert "19xT4 on 5 hosts: t4-01, t4-02, +3" in row and "[" not in row, row
     assert main([*state, "jobs", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["jobs"][0]["allocation"] == spread.describe()
+
+
+def test_an_allocation_on_one_or_two_hosts_is_shown_whole() -> None:
+    from heet_tui.cli.commands.jobs import table_allocation
+    from heet_tui.core.allocation import Allocation
+
+    two = Allocation.of("j", "A100", {"a": [0, 1], "b": [0, 1]}).describe()
+    assert table_allocation(two) == two == "4xA100 on a[0,1],b[0,1]"
+    assert table_allocation(None) == "-"

@@ -14,7 +14,7 @@ import asyncio
 import json
 import time
 
-from heet_tui.cli.commands.jobs import open_store
+from heet_tui.cli.commands.jobs import open_store, table_allocation
 from heet_tui.cli.commands.plan_json import plan_obj
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_location_options
@@ -173,8 +173,9 @@ def _show(plan: Plan, plan_id: int, policy: str, when: str, steps: list[StepReco
         pred = effect.for_job(change.job_id)
         step = done.get(change.job_id)
         outcome = (f"{step.status}: {step.message}" if step.message else step.status) if step else "-"
-        rows.append((change.job_id, change.kind.value, change.before.describe() if change.before else "-",
-                     change.after.describe() if change.after else "-",
+        rows.append((change.job_id, change.kind.value,  # over many hosts, the short form (--json has all)
+                     table_allocation(change.before.describe() if change.before else None),
+                     table_allocation(change.after.describe() if change.after else None),
                      _completes(pred), *((outcome,) if steps else ())))
     # the jobs it leaves waiting, with the start it foresees, as the Plan screen shows them: a job
     # held for faster GPUs was on screen and nowhere here
