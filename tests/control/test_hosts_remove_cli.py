@@ -22,7 +22,7 @@ from control_lab import (
 
 from heet_tui.cli.main import main
 from heet_tui.config.hosts_file import load_hosts
-from heet_tui.control.controller import Controller, ControllerOptions
+from heet_tui.control.controller import ControllerOptions
 from heet_tui.control.store import Store
 from heet_tui.core.intents import SetAutoApprove
 
@@ -80,22 +80,18 @@ def test_under_auto_approve_a_busy_hosts_jobs_move_off_at_the_next_plan(tmp_path
 
 def test_removing_a_busy_host_with_no_controller_running_says_its_jobs_are_held(tmp_path: Path,
                                                                                 capsys: pytest.CaptureFixture) -> None:
+    """What the store says runs there (as a controller that stopped left it: its job trains on)."""
+    from heet_tui.config.job_spec import load_job_spec
+    from heet_tui.core.allocation import Allocation
+    from heet_tui.core.job import JobState
+
     path = write_local_hosts(tmp_path, [("one", "T4", 1, 1.0), ("two", "T4", 1, 1.0)])
     store = Store(tmp_path / "state")
     where = ["--hosts", str(path), "--state", str(tmp_path / "state")]
-
-    async def scenario() -> None:
-        first = Controller(load_hosts(path), store, ControllerOptions(interval_s=0.2, auto_approve=True, profile=False))
-        await first.start()
-        try:
-            spec = write_job(tmp_path, "a", steps=100_000, max_gpus=1, every=1000)
-            host = await running_past(first, spec, "a", 5, 90)
-        finally:
-            await first.stop()  # a trains on
-        capsys.readouterr()
-        assert main(["hosts", "remove", host, *where]) == 0
-        said = capsys.readouterr().out
-        assert said.startswith(f'removed host "{host}" from {path}\nIt runs a: no controller runs now to drain it'), said
-        assert "holds it there (not stopped, not moved) until the host is back in the file" in said, said
-
-    run_and_clean(scenario, tmp_path)
+    store.add_job(load_job_spec(write_job(tmp_path, "a", steps=100_000, max_gpus=1)), 0.0)
+    store.set_state("a", JobState.RUNNING, 1.0)
+    store.record_allocation(Allocation.of("a", "T4", {"two": [0]}), 1, 1.0, store.job("a").job.spec)
+    assert main(["hosts", "remove", "two", *where]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith(f'removed host "two" from {path}\nIt runs a: no controller runs now to drain it'), said
+    assert "holds it there (not stopped, not moved) until the host is back in the file" in said, said
