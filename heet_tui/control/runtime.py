@@ -244,7 +244,8 @@ def _done(spec: JobSpec | None, job: Job | None) -> str:
         return "target reached"
     if not job.steps_done and not job.samples_done:
         return "exited 0 without reporting progress (no valid @heet-progress line): counted done"
-    return f"exited 0 at step {job.steps_done}, short of its target as last reported: counted done"
+    return (f"exited 0 at step {job.steps_done}, short of its target as last reported: counted done (heet-tui retry "
+            "goes on from its checkpoint)")
 
 
 LAUNCH_REFUSED = "launch refused"  # a rank's exit reason when its agent would not start it

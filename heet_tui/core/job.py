@@ -127,8 +127,14 @@ _ALLOWED: dict[JobState, frozenset[JobState]] = {
 }
 
 
-RETRYABLE = (JobState.FAILED, JobState.CANCELLED)  # ended jobs a user may put back in the queue
+RETRYABLE = (JobState.FAILED, JobState.CANCELLED)  # ended jobs a user may put back in the queue (and see retryable)
 ACTIVE = tuple(s for s in JobState if not s.terminal)  # jobs cancel and update act on
+
+
+def retryable(job: Job) -> bool:
+    """Failed or cancelled; or done by its script's exit 0 short of its target: a bug in a loop's
+    end cost the whole run, retry refused it, and a resubmitted job started from step 0."""
+    return job.state in RETRYABLE or (job.state is JobState.DONE and job.short_of_target)
 
 
 class InvalidTransition(ValueError):
@@ -160,6 +166,19 @@ class Job:
     metrics: tuple[tuple[str, float], ...] = ()  # the latest reported (core/metrics.py)
 
     @property
+    def short_of_target(self) -> bool:
+        """It reported progress, and less than its target (an epoch target without the dataset's
+        size cannot tell): what a job "done" by its script's exit 0 before the end has."""
+        target, spec = self.spec.target, self.spec
+        if not self.steps_done and not self.samples_done:
+            return False
+        if target.kind is TargetKind.STEPS:
+            return self.steps_done < target.value
+        if target.kind is TargetKind.SAMPLES:
+            return self.samples_done < target.value
+        return spec.dataset_samples > 0 and self.samples_done < target.value * spec.dataset_samples
+
+    @property
     def ended_at(self) -> float | None:
         """When it reached its end state; None while it lives."""
         return self.history[-1][0] if self.state.terminal and self.history else None
@@ -170,8 +189,9 @@ class Job:
         Kept apart from ``transition``, whose table has no way out of an end state, so that a
         late report from a host can never revive an ended job; only an explicit retry does.
         """
-        if self.state not in RETRYABLE:
-            raise InvalidTransition(f"job {self.id!r} is {self.state.value}: only a failed or cancelled job is retried")
+        if not retryable(self):
+            raise InvalidTransition(f"job {self.id!r} is {self.state.value}: only a failed or cancelled job, or one "
+                                    "done short of its target, is retried")
         return replace(self, state=JobState.QUEUED, message=message, history=(*self.history, (at, JobState.QUEUED)))
 
     def transition(self, new: JobState, at: float, message: str = "") -> Job:

@@ -253,7 +253,8 @@ def test_an_exit_0_is_done_but_says_when_the_target_was_not_seen_reached() -> No
     assert judge(ended, spec, job) == (Outcome.DONE, "exited 0 without reporting progress (no valid "
                                                      "@heet-progress line): counted done")
     assert judge(ended, spec, replace(job, steps_done=120, samples_done=120 * 64)) == (
-        Outcome.DONE, "exited 0 at step 120, short of its target as last reported: counted done")
+        Outcome.DONE, "exited 0 at step 120, short of its target as last reported: counted done (heet-tui retry goes on from its "
+        "checkpoint)")
     assert judge(ended, spec, replace(job, steps_done=300, samples_done=300 * 64)) == (Outcome.DONE, "target reached")
 
 

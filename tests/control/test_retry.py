@@ -42,6 +42,31 @@ def test_only_a_failed_or_cancelled_job_is_retried_and_only_by_hand() -> None:
         Job("j", SPEC, JobState.DONE).retried(2.0, "retried")
 
 
+def test_a_job_its_script_ended_short_of_its_target_is_retried_from_its_checkpoint(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A script whose loop ended early exited 0 at step 30 of 400: the job was done for good, retry
+    refused it ("only failed or cancelled"), and submitted again it started from step 0."""
+    from heet_tui.core.job import retryable
+
+    assert retryable(Job("j", SPEC, JobState.DONE, steps_done=4)) and not retryable(Job("j", SPEC, JobState.DONE,
+                                                                                         steps_done=10))
+    assert not retryable(Job("j", SPEC, JobState.DONE)), "it reported nothing: done as its script said"
+    store = Store(tmp_path / "state")
+    own = JobSpec("j", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 10))  # each its own checkpoint dir
+    store.add_job(own, 1.0)
+    store.add_job(own, 1.0)  # j-2, done at its target
+    for job_id, steps in (("j", 4), ("j-2", 10)):
+        store.set_state(job_id, JobState.RUNNING, 2.0)
+        store.update_progress(job_id, steps, steps * 32.0, f"/ck/{job_id}/c.pt")
+        store.set_state(job_id, JobState.DONE, 3.0, "exited 0")
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "retry", "j-2"]) == 2
+    assert "j-2 is done: only failed or cancelled jobs, or done ones short of their target" in capsys.readouterr().err
+    assert main([*state, "retry", "j*"]) == 0, "the pattern takes the one short of its target, not the other"
+    assert capsys.readouterr().out.strip() == "j queued again; it resumes from its last checkpoint (it had reached step 4)"
+    assert (store.job("j").job.state, store.job("j-2").job.state) == (JobState.QUEUED, JobState.DONE)
+
+
 def test_the_store_queues_it_again_with_its_progress_and_clears_its_crashes(tmp_path: Path) -> None:
     store = Store(tmp_path / "state")
     store.add_job(SPEC, 1.0)
@@ -71,7 +96,8 @@ def test_retry_from_the_command_line_names_patterns_and_refusals(tmp_path: Path,
     store.set_state("s-3", JobState.DONE, 3.0)
     state = ["--state", str(tmp_path / "state")]
     assert main([*state, "retry", "s-3"]) == 2
-    assert "s-3 is done: only failed or cancelled jobs are retried" in capsys.readouterr().err
+    assert "s-3 is done: only failed or cancelled jobs, or done ones short of their target, are retried" in \
+        capsys.readouterr().err
     assert main([*state, "retry", "s-4"]) == 2  # queued: not ended
     assert main([*state, "retry", "s", "s-2", "s-9"]) == 2
     assert 'no job "s-9"' in capsys.readouterr().err and store.job("s").job.state is JobState.FAILED
@@ -146,8 +172,8 @@ def test_a_job_id_gives_way_only_to_its_spec_submitted_again_after_it_ended(
     store.set_state("sw-2", JobState.CANCELLED, 2.0, "cancelled")
     state = ["--state", str(tmp_path / "state")]
     assert main([*state, "retry", "sw"]) == 2
-    assert ("sw is running: only failed or cancelled jobs are retried (sw-2, of the same name, is cancelled: "
-            "retry it by that id)" in capsys.readouterr().err)
+    assert ("sw is running: only failed or cancelled jobs, or done ones short of their target, are retried (sw-2, "
+            "of the same name, is cancelled: retry it by that id)" in capsys.readouterr().err)
     assert store.job("sw-2").job.state is JobState.CANCELLED
     store.set_state("sw", JobState.CANCELLED, 3.0, "cancelled")
     store.retry("sw-2", 4.0, "queued again")

@@ -27,6 +27,7 @@ from heet_tui.ui import app as app_module
 from heet_tui.ui import controller_link
 from heet_tui.ui.app import HeetApp
 from heet_tui.ui.backends import reattach
+from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.widgets.host_table import HostTable
 from heet_tui.ui.widgets.status_line import StatusLine
 
@@ -150,7 +151,9 @@ def test_an_attached_tui_attaches_again_when_a_controller_runs_again(repo, tmp_p
                 # nor its 30 s toast beside "the controller runs again"
                 titles = [n.title for n in app._notifications]
                 assert "controller stopped" not in titles and "controller" in titles, titles
-                await pilot.press("d")
+                await pilot.press("d")  # a100-1, where j1 runs: asked first
+                await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+                await pilot.press("y")
                 await wait_for(pilot, lambda: second.posted, tries=500)
                 assert isinstance(second.posted[0], DrainHost)
             finally:

@@ -30,9 +30,12 @@ def test_the_selected_jobs_keys_follow_its_state_cancel_while_it_lives_retry_onc
             assert "x Cancel" not in footer(app) and table.selected_key == "j1"
             await pilot.press("r")
             await wait_for(pilot, lambda: RetryJob("j1") in backend.posted)
-            backend.push(with_job(small_snapshot(2), "j1", state=JobState.DONE))
+            backend.push(with_job(small_snapshot(2), "j1", state=JobState.DONE, progress=1.0))
             await wait_for(pilot, lambda: "r Retry" not in footer(app))
             assert "x Cancel" not in footer(app), "done: neither"
+            # done by its script's exit 0 short of its target: retried, it goes on from its checkpoint
+            backend.push(with_job(small_snapshot(3), "j1", state=JobState.DONE, progress=0.08))
+            await wait_for(pilot, lambda: "r Retry" in footer(app))
 
     run(scenario())
 

@@ -16,7 +16,7 @@ import argparse
 import fnmatch
 import sys
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 from heet_tui.cli.commands.jobs import open_store
 from heet_tui.cli.errors import UsageError
@@ -50,12 +50,14 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def resolve_jobs(store: Store, names: list[str], ended: bool = False, verb: str = "cancelled",
-                 states: tuple[JobState, ...] | None = None) -> list[Job]:
+                 states: tuple[JobState, ...] | None = None, keep: Callable[[Job], bool] | None = None,
+                 kind: str | None = None) -> list[Job]:
     """The jobs the names mean, each once, in the order named; a name that means none is an
     error and nothing is done. Patterns match the active jobs' ids (the ended ones' with
-    ``ended``), in ``states`` if given: ``retry 'sweep-*'`` leaves the sweep's finished jobs be."""
-    pool = [r.job for r in store.jobs(include_terminal=ended)
-            if r.job.state.terminal == ended and (states is None or r.job.state in states)]
+    ``ended``), in ``states`` if given and that ``keep`` keeps: ``retry 'sweep-*'`` leaves the
+    sweep's finished jobs be."""
+    pool = [r.job for r in store.jobs(include_terminal=ended) if r.job.state.terminal == ended
+            and (states is None or r.job.state in states) and (keep is None or keep(r.job))]
     found: dict[str, Job] = {}
     missing, settled = [], []
     everyone = [r.job for r in store.jobs(include_terminal=True)]
@@ -76,7 +78,7 @@ def resolve_jobs(store: Store, names: list[str], ended: bool = False, verb: str 
     missing = [name for name, _ in missing]
     if missing:
         # "ended jobs: none" beside two done ones: retry lists the failed or cancelled
-        kind = "active" if not ended else " or ".join(s.value for s in states) if states else "ended"
+        kind = kind or ("active" if not ended else " or ".join(s.value for s in states) if states else "ended")
         known = known_names([j.id for j in pool], missing[0], f"{kind} jobs")
         what = " or ".join(f'"{m}"' for m in missing)
         elsewhere = [j for j in _named(store, missing[0], everyone) if j.id not in {p.id for p in pool}]

@@ -57,8 +57,8 @@ class JobsScreen(FilterKeys, SnapshotScreen):
             self.app.select_next = None  # type: ignore[attr-defined]
         self._show_detail()
         selected = self.selected
-        # it ended: "x" goes, "r" comes; its edit dropped: "d" goes
-        self.refresh_bindings_when((selected.state, selected.edit) if selected else None)
+        # it ended: "x" goes, "r" comes (a done job only short of its target); its edit dropped: "d" goes
+        self.refresh_bindings_when((selected.state, selected.edit, retryable_row(selected)) if selected else None)
 
     @property
     def selected(self) -> JobStatus | None:
@@ -98,7 +98,7 @@ class JobsScreen(FilterKeys, SnapshotScreen):
             return job is not None and not job.state.terminal
         if action == "retry_job":
             job = self.selected
-            return not self.read_only and not self.demo and job is not None and job.state in RETRYABLE
+            return not self.read_only and not self.demo and job is not None and retryable_row(job)
         if action == "update_job":
             job = self.selected
             return not self.read_only and not self.demo and job is not None and job.state is not JobState.DONE
@@ -143,7 +143,7 @@ class JobsScreen(FilterKeys, SnapshotScreen):
 
     def action_retry_job(self) -> None:
         job = self.selected
-        if job is not None and job.state in RETRYABLE:
+        if job is not None and retryable_row(job):
             self.request(RetryJob(job.id), f"retry {job.id}")
 
     def on_key(self, event: events.Key) -> None:
@@ -155,8 +155,9 @@ class JobsScreen(FilterKeys, SnapshotScreen):
         if self.demo and event.key in ("r", "u") and not self.read_only and job is not None:
             self.app.notify("the demo's jobs are simulated from a workload: they cannot be retried or updated",
                             timeout=5)
-        elif event.key == "r" and not self.read_only and job is not None and job.state not in RETRYABLE:
-            self.app.notify(f"{job.id} is {job.state.value}: r retries a failed or cancelled job", timeout=5)
+        elif event.key == "r" and not self.read_only and job is not None and not retryable_row(job):
+            self.app.notify(f"{job.id} is {job.state.value}: r retries a failed or cancelled job, or one done short "
+                            "of its target", timeout=5)
 
     def action_cancel_job(self) -> None:
         job = self.selected
@@ -171,3 +172,8 @@ class JobsScreen(FilterKeys, SnapshotScreen):
         # a job that never trained loses nothing: the warning read as if it would
         lost = " Its progress since the last checkpoint is lost." if job.allocation or job.progress > 0 else ""
         self.app.push_screen(ConfirmDialog(f"Cancel job {job.id}{named}?{lost}", yes="Cancel job"), answered)
+
+
+def retryable_row(job: JobStatus) -> bool:
+    """As ``core.job.retryable``, from what a row knows: done with some progress, short of 100%."""
+    return job.state in RETRYABLE or (job.state is JobState.DONE and 0 < job.progress < 1)
