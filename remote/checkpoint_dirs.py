@@ -120,6 +120,7 @@ def make_scratch_dir(env):
     if env.get("HEET_CHECKPOINT_SCRATCH") != "1" or not path:
         return None
     try:
+        _refuse_planted(path)  # before anything is made through another user's link
         makedirs_private(os.path.dirname(path))
         os.mkdir(path, 0o700)
     except FileExistsError:

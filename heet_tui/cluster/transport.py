@@ -17,7 +17,7 @@ from heet_tui.cluster.agent_bundle import AgentBundle
 from heet_tui.cluster.channel import AgentChannel
 from heet_tui.cluster.errors import AgentFailure
 from heet_tui.cluster.remote_command import NEED_AGENT, NOT_YOURS, check_python, check_workdir
-from heet_tui.config.file_safety import unsafe_ancestor
+from heet_tui.config.file_safety import planted_link, unsafe_ancestor
 
 STREAM_LIMIT = 8 << 20  # bytes per line the controller accepts from an agent
 
@@ -57,13 +57,18 @@ class LocalTransport:
         self.workdir = Path(os.path.expanduser(check_workdir(host, workdir)))
         self._proc: asyncio.subprocess.Process | None = None
 
+    def _refuse_planted_link(self) -> None:
+        """A link another user made on the way to the workdir, the last step or any above it: one in
+        /tmp led the agent into a directory of the user's, and was then pointed at the planter's
+        own tree, whose agent file ran as the user with the jobs' secrets (a link above the
+        workdir was never looked at)."""
+        if (why := planted_link(self.workdir)) is not None:
+            raise AgentFailure(f"workdir {self.workdir}: {why}: the agent is not run through it; give the host a "
+                               "workdir only you can write")
+
     async def open(self, bundle: AgentBundle) -> AgentChannel:
         try:
-            if self.workdir.is_symlink() and self.workdir.lstat().st_uid not in (os.geteuid(), 0):
-                # a link planted in /tmp led the agent into a directory of the user's (made 0700 and
-                # filled), and could be pointed at the planter's own later: as an ssh host's
-                raise AgentFailure(f"workdir {self.workdir} is a link someone else made: the agent is not run "
-                                   "through it; give the host a workdir only you can write")
+            self._refuse_planted_link()
             if not self.workdir.exists():  # the user's alone whatever the umask: at 000 it was made
                 old = os.umask(0o077)  # and the missing directories above it: made 0777, refused as open
                 try:
@@ -71,6 +76,7 @@ class LocalTransport:
                 finally:
                     os.umask(old)
                 self.workdir.mkdir(mode=0o700)
+                self._refuse_planted_link()  # one made meanwhile where a directory was missing was followed
             mode = self.workdir.stat()
             if mode.st_uid != os.geteuid() or mode.st_mode & 0o022:  # a planted agent file would run as you
                 raise AgentFailure(f"workdir {self.workdir} {NOT_YOURS}")

@@ -388,7 +388,13 @@ def test_a_local_hosts_workdir_that_is_someone_elses_link_is_refused(tmp_path):
     path.write_text(f'[[hosts]]\nname = "l"\ntransport = "local"\npython = "{sys.executable}"\n'
                     f'workdir = "{link}"\nemulate = {{ gpu_type = "T4", count = 1 }}\n')
     (row,) = asyncio.run(check_hosts(load_hosts(path)))
-    assert row["state"] == "agent-error" and "is a link someone else made" in row["message"], row
+    assert row["state"] == "agent-error" and f"{link} on the way to it is a link" in row["message"], row
     assert list(victim.iterdir()) == [] and oct(victim.stat().st_mode & 0o777) == "0o755"
+    # above the workdir too: the agent ran through it, and once the link was pointed at the planter's
+    # tree, the agent file there ran as the user, with the jobs' secrets
+    path.write_text(path.read_text().replace(f'workdir = "{link}"', f'workdir = "{link}/scratch/heet"'))
+    (row,) = asyncio.run(check_hosts(load_hosts(path)))
+    assert row["state"] == "agent-error" and f"{link} on the way to it is a link" in row["message"], row
+    assert list(victim.iterdir()) == [], "nothing made through it"
 
 
