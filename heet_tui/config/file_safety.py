@@ -5,8 +5,9 @@ config can name a ProxyCommand. Another local user able to write one runs code a
 permissive umask (or a shared group), a ``python = "/tmp/evil.sh"`` added to the hosts file ran
 as the controller's user at its next reload. OpenSSH refuses such a config ("Bad owner or
 permissions"); so does heet-tui, for these files, with the same rule: owned by you (or root),
-writable by nobody else (a group-writable file only when the group is your own primary group,
-as with the user-private groups of a umask of 002).
+writable by nobody else (a group-writable file only when the group is your own primary group and
+a user-private group, as with a umask of 002: named as you, with no other member; a shared primary
+group such as ``users`` let its members edit the hosts file, and the controller ran their python).
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ def others_can_write(path: Path, st: os.stat_result | None = None) -> str | None
         return f"it is owned by {who(st.st_uid)}, not by you"
     if st.st_mode & stat.S_IWOTH:
         return "every user can write it"
-    if st.st_mode & stat.S_IWGRP and st.st_gid != os.getgid():
-        return f"group {st.st_gid} can write it"
+    if st.st_mode & stat.S_IWGRP and not group_of_yours_alone(st.st_gid):
+        return f"group {_group(st.st_gid)} can write it"
     above = unsafe_ancestor(path)
     return f"{above[0]} above it {above[1]}, so another user can replace it" if above else None
 
@@ -73,9 +74,23 @@ def unsafe_ancestor(path: Path) -> tuple[Path, str] | None:
             return parent, f"belongs to {who(st.st_uid)}"
         if st.st_mode & stat.S_IWOTH and not sticky:
             return parent, "may be written by every user (and is not sticky)"
-        if st.st_mode & stat.S_IWGRP and not sticky and st.st_gid != os.getgid():
+        if st.st_mode & stat.S_IWGRP and not sticky and not group_of_yours_alone(st.st_gid):
             return parent, f"may be written by group {_group(st.st_gid)} (and is not sticky)"
     return None
+
+
+def group_of_yours_alone(gid: int) -> bool:
+    """Whether ``gid`` is your primary group and a user-private one: named as you, listing no other
+    member, and nobody else's primary group (as far as the user database lists its users)."""
+    if gid != os.getgid():
+        return False
+    try:
+        me, group = pwd.getpwuid(os.getuid()).pw_name, grp.getgrgid(gid)
+    except KeyError:
+        return False
+    if group.gr_name != me or set(group.gr_mem) - {me}:
+        return False
+    return not any(p.pw_gid == gid and p.pw_uid != os.getuid() for p in pwd.getpwall())
 
 
 def who(uid: int) -> str:

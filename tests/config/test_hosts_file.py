@@ -335,3 +335,29 @@ def test_values_the_connection_or_the_steps_cannot_use_are_refused_at_load(tmp_p
     path.write_text(f'[[hosts]]\nname = "z"\n{line}\n')
     with pytest.raises(ConfigError, match=re.escape(expected)):
         load_hosts(path)
+
+
+def test_a_group_writable_hosts_file_is_taken_only_when_the_group_is_the_users_alone(tmp_path, monkeypatch) -> None:
+    """A shared primary group (users) let its members edit the hosts file, and the controller ran
+    their python at its next reload: group write was allowed for any primary group."""
+    import grp
+    import os
+    import pwd
+
+    from heet_tui.config import file_safety
+    from heet_tui.config.file_safety import group_of_yours_alone, others_can_write
+
+    me = pwd.getpwuid(os.getuid())
+    private = grp.getgrgid(os.getgid()).gr_name == me.pw_name
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text("")
+    hosts.chmod(0o664)
+    assert group_of_yours_alone(os.getgid()) is (private and not (set(grp.getgrgid(os.getgid()).gr_mem) - {me.pw_name}))
+    assert not group_of_yours_alone(os.getgid() + 4242), "not your primary group"
+    if not group_of_yours_alone(os.getgid()):
+        pytest.skip("this user's primary group is not a private one: the case below needs one")
+    assert others_can_write(hosts) is None, "a user-private group (umask 002)"
+    colleague = pwd.struct_passwd(("colleague", "x", os.getuid() + 4242, os.getgid(), "", "/", "/bin/sh"))
+    monkeypatch.setattr(file_safety.pwd, "getpwall", lambda: [me, colleague])  # a second user of the group
+    assert not group_of_yours_alone(os.getgid())
+    assert others_can_write(hosts) == f"group {grp.getgrgid(os.getgid()).gr_name} can write it"
