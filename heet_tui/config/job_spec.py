@@ -41,7 +41,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from heet_tui.config.errors import ConfigError, parse_toml, read_config_text
+from heet_tui.config.errors import ConfigError, parse_toml, read_config_file
 from heet_tui.config.fields import SAFE_NAME, Fields
 from heet_tui.config.job_sweep import TABLE as SWEEP
 from heet_tui.config.job_sweep import substituted, sweep_points
@@ -64,13 +64,31 @@ RESERVED_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_
 
 def load_job_spec(path: Path | str) -> JobSpec:
     path = Path(path)
-    return parse_job_text(read_config_text(path), path)
+    return parse_job_text(read_job_text(path), path)
 
 
 def load_job_file(path: Path | str) -> list[JobSpec]:
     """The jobs of one file: one, or one per combination of its ``[sweep]`` (job_sweep.py)."""
     path = Path(path)
-    return parse_job_file(read_config_text(path), path)
+    return parse_job_file(read_job_text(path), path)
+
+
+def read_job_text(path: Path) -> str:
+    """A spec's text, refused where another user made the file (or a link on the way to it) or
+    every user may write it: its command runs as you. One another user put in a shared sticky
+    directory was queued by `submit '/tmp/sweep/*.toml'` and ran their command as the submitter.
+    A group's shared project files stay usable: whoever may write them may write its scripts too."""
+    import stat as stat_module
+
+    from heet_tui.config.file_safety import planted_link, who
+
+    text, st = read_config_file(path)
+    why = planted_link(path) or (f"it is owned by {who(st.st_uid)}, not by you" if st.st_uid not in (os.getuid(), 0)
+                                 else "every user can write it" if st.st_mode & stat_module.S_IWOTH else None)
+    if why is not None:
+        raise ConfigError(path, f"{path}: refused: {why}, and its command would run as you; copy it to a file of "
+                                "your own (and read it) to submit it")
+    return text
 
 
 def load_job_specs(paths: list[Path] | list[str]) -> tuple[list[JobSpec], list[Path], list[str]]:

@@ -300,3 +300,23 @@ def test_a_relative_checkpoint_dir_is_refused(tmp_path: Path) -> None:
     for whole in ("/", "~", "//", "~/"):
         with pytest.raises(ConfigError, match="is a whole filesystem or home folder"):
             parse_job_text(BASE + f'checkpoint_dir = "{whole}"\n', tmp_path / "j.toml")
+
+
+def test_a_spec_another_user_made_or_anyone_may_write_is_refused(tmp_path: Path) -> None:
+    """Another user's b.toml in a shared sticky directory was queued by `submit '/tmp/sweep/*.toml'`
+    and ran their command as the submitter."""
+    import os
+
+    spec = tmp_path / "b.toml"
+    spec.write_text('name = "b"\ncommand = ["/bin/sh", "-c", "id"]\nmodel = "m"\nbatch_size = 8\n'
+                    "target = { steps = 10 }\n")
+    assert load_job_spec(spec).name == "b"
+    spec.chmod(0o666)
+    with pytest.raises(ConfigError, match="refused: every user can write it, and its command would run as you"):
+        load_job_spec(spec)
+    spec.chmod(0o644)
+    if os.getuid() != 0:
+        return  # giving a file to another user takes root
+    os.chown(spec, 65534, 65534)
+    with pytest.raises(ConfigError, match=r"refused: it is owned by .*uid 65534.*, not by you"):
+        load_job_spec(spec)
