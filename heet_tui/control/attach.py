@@ -24,6 +24,7 @@ import hashlib
 import logging
 import os
 import socket
+import stat
 import struct
 import tempfile
 from pathlib import Path
@@ -55,6 +56,11 @@ def socket_path(state_dir: Path) -> Path:
 def _private_parent(path: Path) -> None:
     """The socket's directory exists, is ours and is closed to others (or we refuse to listen)."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = path.parent.lstat()  # a link another user made there led the socket into a directory of ours they chose
+    if stat.S_ISLNK(st.st_mode) and st.st_uid not in (os.getuid(), 0):
+        raise OSError(f"{path.parent} is a link {who(st.st_uid)} made, not a directory of yours: have it removed (or "
+                      f"give the state directory a shorter path, {MAX_SOCKET_PATH} bytes with the socket's name, and "
+                      "the socket goes there instead)")
     st = path.parent.stat()
     if st.st_uid != os.getuid():  # made first by someone else (in /tmp): who, and what to do
         raise OSError(f"{path.parent} must be a directory of yours that only you can open, and {who(st.st_uid)} "

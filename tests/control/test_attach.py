@@ -293,3 +293,12 @@ def test_a_socket_directory_someone_else_made_first_is_named_with_its_owner(tmp_
     os.chown(made, 65534, 65534)
     with pytest.raises(OSError, match=r"and nobody \(uid 65534\) made it: have it removed"):
         _private_parent(made / "x.sock")
+    # a link of theirs to a private directory of ours: the socket went there, and they could re-point it
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    made.rmdir()
+    made.symlink_to(mine)
+    os.lchown(made, 65534, 65534)
+    with pytest.raises(OSError, match=r"heet-tui-0 is a link nobody \(uid 65534\) made, not a directory of yours"):
+        _private_parent(made / "x.sock")
+    assert list(mine.iterdir()) == []
