@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 from types import SimpleNamespace
 
+from heet_tui.control.host_health import HostHealth
 from heet_tui.control.job_log import fail_with_log_tail
 from heet_tui.control.runtime import RankProc, Run
 from heet_tui.control.store import Store
@@ -28,7 +29,7 @@ def test_a_blamed_rank_with_an_empty_log_quotes_rank_zeros_last_line(tmp_path: P
              1: RankProc("h2", "j.r1", 1, (0,), "exited", signal=9, ended_at=4.0)}
     run = Run("j", Allocation.of("j", "T4", {"h1": [0], "h2": [0]}), 1, ranks, 1.0)
     executor = SimpleNamespace(cluster=SimpleNamespace(log_tail=log_tail), store=store, hosts=None, clock=lambda: 9.0,
-                               log_tails={}, notify=lambda: None)
+                               log_tails={}, notify=lambda: None, health=HostHealth())
     asyncio.run(fail_with_log_tail(executor, run, "rank 1 on h2 ended with signal 9", 3))
     message = store.job("j").job.message
     assert message.endswith("; rank 1's log is empty; rank 0's last log line: RuntimeError: Connection reset by "
@@ -50,7 +51,7 @@ def test_a_run_stalled_with_an_empty_log_is_asked_whether_its_output_is_buffered
     ranks = {0: RankProc("h1", "j.r0", 0, (0,), "exited", signal=15, ended_at=5.0)}
     run = Run("j", Allocation.of("j", "T4", {"h1": [0]}), 1, ranks, 1.0)
     executor = SimpleNamespace(cluster=SimpleNamespace(log_tail=log_tail), store=store, hosts=None, clock=lambda: 9.0,
-                               log_tails={}, notify=lambda: None)
+                               log_tails={}, notify=lambda: None, health=HostHealth())
     why = f"stalled: no progress report in its stall_timeout of 15s ({NONE_SEEN})"
     asyncio.run(fail_with_log_tail(executor, run, why, 3))
     assert store.job("j").job.message.endswith(
