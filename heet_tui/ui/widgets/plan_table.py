@@ -117,7 +117,7 @@ def summary(snap: Snapshot) -> Text:
         # its jobs read as "waiting with nothing proposed (left out by the policy ...)" meanwhile;
         # and a plan of starts alone, with nothing running, read as if jobs were being stopped
         doing = "queued jobs start" if snap.applying_restarts == 0 else "jobs stop, save a checkpoint and start again"
-        text.append(f"Applying plan #{snap.applying_plan}: {doing}; the Jobs screen and the event log show each step.",
+        text.append(f"Applying plan #{snap.applying_plan}: {doing}; the Jobs screen and each job's events (its details) show each step.",
                     style="dim")
         return text
     if plan is None or snap.plan_id is None:
