@@ -25,7 +25,7 @@ HELP = """\
 | `s` | Jobs | next sort order (cursor stays on its job) |
 | `/` | Jobs, Cluster | filter by words (jobs: id, name, model, state, type, hosts; hosts: name, type, rack, state, jobs); `escape` clears |
 | `x` | Jobs | cancel the selected job (asks first) |
-| `r` | Jobs | retry the selected failed or cancelled job, from its checkpoint |
+| `r` | Jobs | retry the selected failed or cancelled job (or one done short of its target), from its checkpoint |
 | `u` | Jobs | give the selected job its changed spec file (heet-tui update): id, progress and checkpoint kept |
 | `l` | Jobs | the selected job's output: the last lines rank 0 of its latest run wrote, followed as it writes (`f` pauses; scrolled up, it holds still until you are back at the end); `r` reads them again |
 | `d` | Jobs | drop what you fixed for the selected job with `e` on the Plan screen: plans place it freely again |
