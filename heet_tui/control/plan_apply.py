@@ -72,6 +72,12 @@ async def execute_change(executor: Executor, store: Store, change: Change, now: 
         return "skipped: the job was cancelled while stopping"
     if rec is None or rec.job.state.terminal:  # it may have finished while stopping
         return "skipped: the job finished while stopping"
+    if drained := sorted(set(target.host_names) & drained_hosts(store)):  # while it stopped (a slow save)
+        store.try_set_state(change.job_id, JobState.QUEUED, executor.clock(),
+                            f"stopped by the plan; host {', '.join(drained)} was drained meanwhile: it waits for the "
+                            "next plan, and resumes from its checkpoint")
+        raise StepFailed(f"host {', '.join(drained)} was drained while {change.job_id} stopped: not launched there; "
+                         "the next plan places it")
     new = await executor.launch(change.job_id, target)
     if new.any_exited:  # why, as the job's event says it: "failed" alone sent people to the agent's log
         raise StepFailed(f"launch on {target.describe()} failed: {judge(new)[1]}")

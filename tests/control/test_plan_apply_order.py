@@ -153,3 +153,32 @@ def test_a_step_onto_a_host_drained_after_the_plan_was_made_is_not_taken(tmp_pat
             assert not [e for e in store.events("a") if e.kind == "launch"]
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_move_whose_new_host_is_drained_while_the_job_stops_does_not_launch_there(tmp_path: Path) -> None:
+    """The check above came before the stop: a slow save, the drain meanwhile, and the job was
+    launched on the drained host all the same."""
+    from heet_tui.control.drains import set_drained
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("h", "T4", 1, 1.0), ("g", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    store.add_job(load_job_spec(write_job(tmp_path, "a", steps=100_000, max_gpus=1)), 0.0)
+
+    async def scenario() -> None:
+        async with manual_controller(hosts, store) as ctl:
+            await _apply(ctl, store, {"a": _on("a", 0)})
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running on h")
+            stop = ctl.executor.stop_run
+
+            async def drain_g_meanwhile(run, reason, **kwargs):
+                set_drained(store, "g", True, "maintenance")  # as `hosts drain g` during a slow save
+                return await stop(run, reason, **kwargs)
+
+            ctl.executor.stop_run = drain_g_meanwhile
+            plan_id = await _apply(ctl, store, {"a": Allocation.of("a", "T4", {"g": [0]})})
+            (step,) = store.steps(plan_id)
+            assert step.status == "failed" and "host g was drained while a stopped" in step.message, step
+            assert "a" not in ctl.executor.runs and store.job("a").job.state is JobState.QUEUED
+            assert [e.message for e in store.events("a") if e.kind == "launch"][-1].endswith("on h[0]")
+
+    run_and_clean(scenario, tmp_path)
