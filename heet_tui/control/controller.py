@@ -144,7 +144,7 @@ class Controller:
         if self.hosts.path is not None:  # a TUI attaching later shows this file on its Hosts screen
             self.store.set_setting("hosts_path", str(Path(self.hosts.path).resolve()))
         for rec in self.store.jobs():
-            self.book.register(rec.job.id, rec.job.spec.model, rec.job.spec.batch_size)
+            self.book.register(rec.job.id, rec.job.spec.model, rec.job.spec.batch_size, rec.job.spec.min_gpus)
         self.book.load(self.store.observations())
         self.notices += rebuild_runs(self.store, self.executor, now) + hold_unlisted_hosts(self, now)
         for rec in self.store.plans_with_status("proposed"):
@@ -293,7 +293,7 @@ class Controller:
                     self.executor.lose_host(status.name, "still connecting")
         active = self.store.jobs(include_terminal=False)
         for rec in active:  # jobs other processes submitted
-            self.book.register(rec.job.id, rec.job.spec.model, rec.job.spec.batch_size)
+            self.book.register(rec.job.id, rec.job.spec.model, rec.job.spec.batch_size, rec.job.spec.min_gpus)
         if not self.opt.read_only:
             await follow_requests(self, active)  # by heet-tui cancel and update
         settling = any(s.state is HostState.CONNECTING for s in self.cluster.status())

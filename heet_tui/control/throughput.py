@@ -73,6 +73,9 @@ class ThroughputBook:
     # a type no class was measured on beside the job's: guessed as fast as where the job was
     # measured, else (profiling on) left at 0 until a side run measures it
     guess_unrelated: bool = False
+    # jobs no profiling run (one GPU) can measure, min_gpus above 1: guessed so too, where nothing
+    # will ever measure them on a type (one measured on A100 waited for good beside idle T4s)
+    unprofiled: set[str] = field(default_factory=set)
     classes: dict[str, ProfileClass] = field(default_factory=dict)
     _members: dict[ProfileClass, set[str]] = field(default_factory=dict)
     _pooled: dict[ProfileClass, dict[tuple[str, str], float]] = field(default_factory=dict)
@@ -84,9 +87,10 @@ class ThroughputBook:
     _version: int = 0  # counts changes to the cells: what ``others_exponent`` was worked out for
     _exponent: tuple[int, float] | None = None
 
-    def register(self, job_id: str, model: str, global_batch: int) -> None:
+    def register(self, job_id: str, model: str, global_batch: int, min_gpus: int = 1) -> None:
         """Say which profile class a job is; jobs that share one share their measurements (and a row
         of the profiling model)."""
+        (self.unprofiled.add if min_gpus > 1 else self.unprofiled.discard)(job_id)
         if job_id not in self.classes:
             cls = (model, int(global_batch))
             self.classes[job_id] = cls
@@ -228,12 +232,17 @@ class ThroughputBook:
 
     def type_ratio(self, a: str, b: str) -> float | None:
         """Speed of type ``a`` relative to ``b``: the median over job classes measured on both at one
-        GPU (in log space; of two, their geometric mean). A mean let one script's absurd report
-        (5e8/s on a T4, 50/s on an A100) make every new job's T4 guess 8.7x its own A100 figure."""
+        placement (at one GPU where they were, else the median of the placements both have; in log
+        space; of two, their geometric mean). A mean let one script's absurd report (5e8/s on a T4,
+        50/s on an A100) make every new job's T4 guess 8.7x its own A100 figure; one GPU alone left
+        a cluster of multi-GPU jobs, never profiled, without any ratio."""
         logs = []
         for m in self._one_per_class():
             if (a, "1") in m and (b, "1") in m:
                 logs.append(math.log(m[(a, "1")] / m[(b, "1")]))
+            elif both := [math.log(m[(a, k)] / v) for (t, k), v in m.items() if t == b and (a, k) in m and v > 0
+                          and m[(a, k)] > 0]:
+                logs.append(statistics.median(both))
         if len(logs) == 2 and abs(logs[0] - logs[1]) > FAR_APART:
             # the median of two is their mean: one class 1e7x apart still decided it (a lab with two
             # models); the one nearer "as fast" is the safer guess until a third class settles it
@@ -287,7 +296,7 @@ class ThroughputBook:
         # no class measured on both types: as fast as where it was measured, a rough guess (as the
         # nominal function's), where no profiling run will measure it (--no-profile): at 0, a job
         # restricted to a type no class had run on sat queued beside its idle GPUs for good
-        routes = routes or (unrelated if self.guess_unrelated else [])
+        routes = routes or (unrelated if self.guess_unrelated or job_id in self.unprofiled else [])
         return math.exp(sum(math.log(v) for v in routes) / len(routes)) if routes else 0.0
 
     def function(self, job_id: str) -> ThroughputFn:

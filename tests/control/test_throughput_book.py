@@ -152,3 +152,21 @@ def test_an_eta_is_read_at_what_the_run_reports_not_at_a_faster_profiling_run_on
     book.add("k1", "T4", (1,), 132.0, "running", at=30.0)
     assert _steady(ctl, run, 130.0) == pytest.approx(126.0)
     assert book.own("k1")[("T4", "1")] == pytest.approx(162.0), "the cell's own mean still has the profiling run"
+
+
+def test_a_job_no_profiling_run_can_measure_gets_a_guess_on_types_it_never_ran_on() -> None:
+    """A 4-GPU job measured on A100s waited for good beside 4 idle T4s ("the plan gives the free
+    4xT4 GPUs to no job"): ratios came from one-GPU cells only, which multi-GPU jobs never have,
+    and a job never profiled (min_gpus above 1) was left at 0 there for a side run that never comes."""
+    book = ThroughputBook()
+    book.register("wide", "tmlp", 256, min_gpus=4)
+    book.add("wide", "A100", (4,), 2800.0)
+    assert book.estimate("wide", "T4", (4,)) == pytest.approx(2800.0), "as fast as where it ran: a rough guess"
+    assert book.estimate_with_spread("wide", "T4", (4,))[1] is None
+    book.register("wide", "tmlp", 256, min_gpus=1)  # updated: a profiling run may measure it now
+    assert book.estimate("wide", "T4", (4,)) == 0.0
+    # a class that ran on both types at the same placement gives the ratio, one GPU or not
+    book.add("other", "A100", (2, 2), 2000.0)
+    book.add("other", "T4", (2, 2), 500.0)
+    assert book.type_ratio("T4", "A100") == pytest.approx(0.25)
+    assert book.estimate("wide", "T4", (4,)) == pytest.approx(700.0)
