@@ -72,7 +72,26 @@ def _wait(child, max_s):
     sys.stderr.flush()
     os.killpg(os.getpgrp(), signal.SIGTERM)  # the job and its workers; this wrapper ignores it
     try:
-        return child.wait(timeout=_seconds("HEET_STOP_GRACE") or 30.0)
+        code = child.wait(timeout=_seconds("HEET_STOP_GRACE") or 30.0)
     except subprocess.TimeoutExpired:
         child.kill()
-        return child.wait()
+        code = child.wait()
+    _kill_group_but_me()  # the job's own children too (SIGKILL of the child alone left a grandchild running)
+    return code
+
+
+def _kill_group_but_me():
+    """SIGKILL every other process of this wrapper's group (the job's children and workers)."""
+    me, group = os.getpid(), os.getpgrp()
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return
+    for pid in pids:
+        if pid == me:
+            continue
+        try:
+            if os.getpgid(pid) == group:
+                os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass  # gone meanwhile, or not ours to see

@@ -18,6 +18,14 @@ from heet_tui.control.launch import plan_profile_launch
 from heet_tui.core.job import JobSpec, Target, TargetKind
 
 
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def _ended(exit_file: Path, timeout: float) -> dict:
     deadline = time.monotonic() + timeout
     while not exit_file.exists():
@@ -32,7 +40,10 @@ def test_a_bounded_run_stops_by_itself_once_its_agent_and_controller_are_gone(tm
         agent.line()
         agent.request("hello", protocol=1, probes=[])
         polite = "import time\nprint('ready', flush=True)\ntime.sleep(120)\n"
-        deaf = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\ntime.sleep(120)\n"
+        deaf = ("import signal, subprocess, sys, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                "child = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+                "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)'])\n"
+                "print('grandchild', child.pid, flush=True)\ntime.sleep(120)\n")
         env = {"HEET_RUN_MAX_S": "2", "HEET_STOP_GRACE": "1"}
         launched = {name: agent.request("launch", job_id=name, generation=1, argv=[sys.executable, "-c", code],
                                         env=env)["result"] for name, code in (("polite", polite), ("deaf", deaf))}
@@ -47,6 +58,11 @@ def test_a_bounded_run_stops_by_itself_once_its_agent_and_controller_are_gone(tm
     assert _ended(exits / "deaf-g1.json", 30)["signal"] == 9, "killed at the end of its stop grace"
     log = Path(launched["deaf"]["log"]).read_text()
     assert "stopped: this run was still going after 2 s, its bound (HEET_RUN_MAX_S)" in log, log
+    grandchild = int(log.split("grandchild ", 1)[1].split()[0])
+    deadline = time.monotonic() + 10
+    while _alive(grandchild):
+        assert time.monotonic() < deadline, "the job's own child, deaf too, was left running"
+        time.sleep(0.1)
     assert not (exits / "free-g1.json").exists(), "a run without a bound trains on without its agent"
     os.killpg(free["pid"], signal.SIGKILL)
 
