@@ -18,12 +18,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from heet_tui.config.job_hints import gpu_types_hint, missing_here, size_hint
 from heet_tui.config.job_spec import spec_file
+from heet_tui.control.drains import drained_hosts
 from heet_tui.control.execution import StepFailed
 from heet_tui.control.planning import outside_spec
 from heet_tui.control.retry import RETRIED
@@ -108,7 +109,8 @@ def planned_updates(store: Store, specs: list[JobSpec], origins: list[Path], pro
             ended.append(f"{rec.job.id} has ended ({rec.job.state.value}): left as it was")
         elif (why := update_problem(rec.job.spec, spec, rec.job.state)) is not None:
             problems.append(f"{path}: job {rec.job.id}: {why}")
-        elif (why := _relaunch_fails_here(store, rec, spec, hosts) or _strands(rec, spec, hosts)) is not None:
+        elif (why := _relaunch_fails_here(store, rec, spec, hosts)
+              or _strands(rec, spec, hosts, drained_hosts(store))) is not None:
             problems.append(f"{path}: job {rec.job.id}: {why}")
         else:
             found.append((rec, spec, path))
@@ -136,16 +138,21 @@ def _relaunch_fails_here(store: Store, rec: JobRecord, spec: JobSpec, hosts: Hos
     return f"not updated: {missing}, and it runs on this machine, where its relaunch would fail"
 
 
-def _strands(rec: JobRecord, spec: JobSpec, hosts: HostsFile | None) -> str | None:
-    """Why a running job must not take a spec no host of the hosts file can hold: the update
-    stopped it (auto-approve moves jobs off GPUs their spec no longer allows) into a wait that
-    no plan could ever end, where a warning had said only that it "waits until more are added"."""
+def _strands(rec: JobRecord, spec: JobSpec, hosts: HostsFile | None, drained: set[str]) -> str | None:
+    """Why a running job must not take a spec no host of the hosts file can hold, drained ones left
+    out: the update stopped it (auto-approve moves jobs off GPUs their spec no longer allows) into
+    a wait that no plan could ever end, where a warning had said only that it "waits until more
+    are added" (drained hosts were counted, and it waited for someone to undrain one)."""
     if hosts is None or rec.job.state not in (JobState.RUNNING, JobState.RESIZING):
         return None
-    why = size_hint(spec, hosts) or gpu_types_hint(spec, hosts)
-    if why is None or (size_hint(rec.job.spec, hosts) or gpu_types_hint(rec.job.spec, hosts)):
+    usable = replace(hosts, hosts=tuple(h for h in hosts.hosts if h.name not in drained))
+    why = size_hint(spec, usable) or gpu_types_hint(spec, usable)
+    if why is None or (size_hint(rec.job.spec, usable) or gpu_types_hint(rec.job.spec, usable)):
         return None  # it could not be placed before either: the hosts file is what changed
-    return f"not updated: it runs now, and would be stopped for good: {why}; add the hosts first, or cancel it"
+    left_out = f" (drained, not counted: {', '.join(sorted(drained & {h.name for h in hosts.hosts}))})" \
+        if drained & {h.name for h in hosts.hosts} else ""
+    return (f"not updated: it runs now, and would be stopped for good: {why}{left_out}; add the hosts (or undrain "
+            "them) first, or cancel it")
 
 
 @dataclass(frozen=True, slots=True)

@@ -339,3 +339,25 @@ def test_what_update_prints_of_a_spec_holds_no_terminal_sequences(tmp_path: Path
     assert main(["--state", str(tmp_path / "state"), "update", str(tmp_path / "a.toml")]) == 0
     out = capsys.readouterr().out
     assert "t\\x1b]0;TITLE\\x07\\u202e.py" in out.splitlines()[0] and "\x1b" not in out and "\u202e" not in out, out
+
+
+def test_an_update_only_drained_hosts_could_hold_is_refused_for_a_running_job(tmp_path: Path) -> None:
+    """Drained hosts were counted: min_gpus 13 passed beside a drained 12-GPU host, and auto-approve
+    stopped the job into a wait for someone to undrain it."""
+    from heet_tui.config.job_spec import load_job_spec
+    from heet_tui.control.drains import set_drained
+    from heet_tui.control.job_update import UpdateRefused, planned_updates
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("a", "A100", 1, 1.0), ("b", "A100", 2, 1.0)]))
+    store = Store(tmp_path / "state")
+    path = write_job(tmp_path, "long", steps=100_000, max_gpus=1)
+    store.add_job(load_job_spec(path), 0.0)
+    store.set_state("long", JobState.RUNNING, 1.0)
+    wider = tmp_path / "wider.toml"
+    wider.write_text(path.read_text().replace("min_gpus = 1\nmax_gpus = 1", "min_gpus = 2\nmax_gpus = 2"))
+    spec = load_job_spec(wider)
+    assert planned_updates(store, [spec], [wider], [], hosts)[0], "b holds two"
+    set_drained(store, "b", True, "maintenance")
+    with pytest.raises(UpdateRefused, match=r"would be stopped for good: min_gpus = 2 is more than .* \(drained, not "
+                                            r"counted: b\); add the hosts \(or undrain them\) first"):
+        planned_updates(store, [spec], [wider], [], hosts)
