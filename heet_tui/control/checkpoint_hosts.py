@@ -119,6 +119,11 @@ class CheckpointHosts:
     def _hosts(self) -> dict[str, str]:
         return json.loads(self.store.setting(SETTING) or "{}")
 
+    def held_by(self, job_ids: Iterable[str]) -> set[str]:
+        """The hosts that hold the latest checkpoint of any of these jobs."""
+        hosts = self._hosts()
+        return {hosts[j] for j in job_ids if j in hosts}
+
     def remember(self, job_id: str, rank0_host: str) -> None:
         hosts = self._hosts()
         hosts[job_id] = rank0_host
@@ -134,6 +139,10 @@ class CheckpointHosts:
         src = entries.get(src_name) if src_name else None
         if src is None:
             self._copy_failed.pop(job_id, None)
+            if src_name and src_name != dst.name and (reported or step):  # said, not blamed on the script later
+                self.store.add_event(self.clock(), "checkpoint", f"{job_id}: copying the checkpoint {src_name} -> "
+                                     f"{dst.name}: failed: host {src_name} is no longer in the hosts file; resuming "
+                                     f"from what {dst.name} has", job_id)
             return
         store_id = self.store.store_id
         src_dir = checkpoint_dir(job_id, spec, src, store_id, reported)

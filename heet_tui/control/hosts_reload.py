@@ -145,7 +145,12 @@ class HostsReloader:
             return self._say(f"{NOT_RELOADED}{exc}; the controller keeps the {len(ctl.hosts.hosts)} hosts it had")
         # hosts this controller's jobs run on wait for them to leave; someone else's processes
         # there (another store's, a notebook) would keep an edited host waiting for good
-        diff = diff_hosts(ctl.hosts.hosts, new.hosts, set(gpus_held(ctl.executor.all_runs())))
+        # and a host leaving the file keeps the only checkpoint of a live job until it is copied off: dropped
+        # at once (its jobs stopped, with nowhere to go), the job later started elsewhere from step 0
+        leaving = {h.name for h in ctl.hosts.hosts} - {h.name for h in new.hosts}
+        waiting = (r.job.id for r in ctl.store.jobs(include_terminal=False) if r.job.id not in ctl.executor.runs)
+        holding = leaving & ctl.executor.checkpoints.held_by(waiting)  # a running job's next is its rank 0's
+        diff = diff_hosts(ctl.hosts.hosts, new.hosts, set(gpus_held(ctl.executor.all_runs())) | holding)
         self._pending = bool(diff.waiting)
         self.leaving = frozenset(n for n in diff.waiting if n not in {h.name for h in new.hosts})
         resped = speed_changes(ctl.hosts.hosts, diff.hosts, diff.changed)
@@ -174,7 +179,9 @@ class HostsReloader:
                          "fixed why)")
         if self.leaving:
             parts.append(f"{', '.join(sorted(self.leaving))} drained and dropped once its jobs have moved "
-                         "(the next plan moves them, or stops those no other host can hold)")
+                         "(the next plan moves them, or stops those no other host can hold)"
+                         + (f"; {', '.join(sorted(holding))} also once the checkpoints it holds are copied to where "
+                            "their jobs start next" if holding else ""))
         edited = [n for n in diff.waiting if n not in self.leaving]
         if edited:
             parts.append(f"{', '.join(edited)} kept as before while jobs run there: the edit applies once they "

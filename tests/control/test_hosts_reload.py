@@ -287,3 +287,28 @@ def test_an_edited_host_is_tried_again_by_the_jobs_that_died_on_it(tmp_path: Pat
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_host_removed_while_it_holds_a_queued_jobs_checkpoint_stays_until_it_is_copied_off(tmp_path: Path) -> None:
+    """`hosts remove a` with a's jobs stopped (nowhere to go): a was dropped at once, and the job
+    later started elsewhere from step 0 while its checkpoint sat on a, which was up."""
+    from control_lab import manual_controller
+
+    from heet_tui.config.job_spec import load_job_spec
+
+    path = write_local_hosts(tmp_path, [("one", "T4", 1, 1.0), ("two", "T4", 1, 1.0)])
+    store = Store(tmp_path / "state")
+    store.add_job(load_job_spec(write_job(tmp_path, "a", steps=3000, max_gpus=1)), 0.0)
+
+    async def scenario() -> None:
+        async with manual_controller(load_hosts(path), store) as ctl:
+            ctl.executor.checkpoints.remember("a", "one")  # where its last run's rank 0 wrote it
+            write_local_hosts(tmp_path, [("two", "T4", 1, 1.0)])  # as `heet-tui hosts remove one` would
+            said = await ctl.hosts_reloader.reload(ctl)
+            assert "one" in [h.name for h in ctl.hosts.hosts] and "one" in ctl.drained(), said
+            assert "one also once the checkpoints it holds are copied to where their jobs start next" in said[0]
+            ctl.executor.checkpoints.remember("a", "two")  # started there, its checkpoint brought along
+            await ctl.hosts_reloader.reload(ctl)
+            assert [h.name for h in ctl.hosts.hosts] == ["two"]
+
+    run_and_clean(scenario, tmp_path)
