@@ -347,13 +347,13 @@ async def copy_checkpoint(src: HostEntry, src_dir: str, dst: HostEntry, dst_dir:
                 for name in sorted(names, key=lambda n: -max(sizes.get(n, 0), 0)):
                     await target.commit(name)  # the large data first, the small metadata last
             except BaseException:
-                full = await _full(target)
+                left = sum(s for s in sizes.values() if s > 0)
+                full = await _full(target, left)
                 for name in names:
                     await target.discard(name)
                 if full:
-                    raise NoRoom(f"{dst.name}'s disk filled up during the copy ({_mb(full[0])} free at the end, "
-                                 f"{_mb(sum(s for s in sizes.values() if s > 0))} still to write); nothing of "
-                                 "it was kept there") from None
+                    raise NoRoom(f"{dst.name}'s disk filled up during the copy ({_mb(full[0])} free, {_mb(left)} still "
+                                 "to write); nothing of it was kept there") from None
                 raise
             return Copied(len(names), total, left_out)
     except Exception as exc:  # noqa: BLE001 - asyncssh, OS and cluster errors all mean "could not copy"
@@ -368,11 +368,13 @@ async def _room_for(target: _LocalDir | _SftpDir, dst: HostEntry, need: int) -> 
                      "space on it, or give the job another checkpoint_dir")
 
 
-async def _full(target: _LocalDir | _SftpDir) -> tuple[int] | None:
-    """(free bytes,) when the target's disk is all but full, the likely cause of a failed write."""
+async def _full(target: _LocalDir | _SftpDir, left: int) -> tuple[int] | None:
+    """(free bytes,) when the target's disk lacks room for what was ``left`` to write, the likely
+    cause of a failed write; read before the copy's own temporary files go. A fixed 16 MB said
+    "filled up" of any failure on a small disk, and of one that another copy's failure had freed."""
     with contextlib.suppress(Exception):
         free = await target.free_bytes()
-        if free is not None and free < DEPTH * CHUNK:
+        if free is not None and free < left:
             return (free,)
     return None
 
