@@ -94,6 +94,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.host_grace is not None:  # remembered, as the policy is: the TUI's controller uses it too
             store.set_setting("host_grace_s", repr(args.host_grace))
         if args.gain_threshold is not None:  # the same: a TUI opened later auto-approved at 5% again
+            if not 0 <= args.gain_threshold <= 1:  # 5 meant as 5% was 500%, remembered for every controller
+                raise UsageError(f"--gain-threshold {args.gain_threshold:g}: a fraction from 0 to 1 of the jobs' "
+                                 "summed speed (0.05 is 5%)")
             store.set_setting("gain_threshold", repr(args.gain_threshold))
         return asyncio.run(_run(hosts, store, options, args.until_idle, why))
     except (RuntimeError, ValueError) as exc:
@@ -117,7 +120,8 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool, why_h
         loop.add_signal_handler(sig, lambda sig=sig: (stopped_by.append(sig.name), stop.set()))
     await controller.start()
     # the store remembers auto-approve (t in a TUI turns it on): plans applied unasked came as a surprise
-    approving = ("auto-approve on: plans apply without asking (--no-auto-approve turns it off)"
+    approving = (f"auto-approve on: plans apply without asking, a restart for a predicted gain of "
+                 f"{controller.opt.gain_threshold:.0%} or more (--no-auto-approve turns it off)"
                  if controller.auto_approve else "plans wait for approval (heet-tui plan approve)")
     why = f" ({why_hosts})" if why_hosts else ""
     _say(f"controller running: {len(hosts.hosts)} host(s) from {hosts.path}{why}, state in {store.dir} "
