@@ -20,8 +20,9 @@ CPU_BACKEND = ("emulated GPUs are this host's CPU: use the gloo backend and the 
 def _missing_script(found: re.Match[str], workdir: str, ran_in: str) -> str:
     """The workdir advice only where the spec sets none: a spec with workdir = ".." and a misspelt
     "trian_plain.py" was told to set workdir = ".", which would not have found it either."""
-    if workdir:
-        return (f"there is no {found[1]} where the job runs (its workdir is {workdir}): the file is not there "
+    if workdir or found[1].startswith("/"):  # an absolute path: no workdir finds it either
+        where = f" (its workdir is {workdir})" if workdir else ""
+        return (f"there is no {found[1]} where the job runs{where}: the file is not there "
                 "(a typo in its name, or a file not copied to that host): correct the command (heet-tui update the "
                 "job) or copy the file there, then retry it")
     return (f"there is no {found[1]} where the job runs: a script beside the job file needs workdir = \".\" in the "

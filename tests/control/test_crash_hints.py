@@ -125,6 +125,8 @@ def test_every_checkpoint_dir_refusal_of_the_agent_is_for_good() -> None:
          "or directory", "/home/u/proj/trian_plain.py"),
         ("/home/u/proj", "python3: can't open file '/home/u/nope.py': [Errno 2] No such file or directory",
          "/home/u/nope.py"),
+        # no workdir, but a path of its own: no workdir would find it
+        ("", "python3: can't open file '/tmp/jobs/tiyn.py': [Errno 2] No such file or directory", "/tmp/jobs/tiyn.py"),
     ],
 )
 def test_a_missing_script_of_a_job_with_a_workdir_is_said_missing_not_the_workdir_advice(
