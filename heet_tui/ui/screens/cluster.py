@@ -112,8 +112,10 @@ class ClusterScreen(FilterKeys, SnapshotScreen):
 
         when = "at once: auto-approve is on" if snap.auto_approve else "at the next plan you approve"
         jobs = ", ".join(running[:5]) + (f" and {len(running) - 5} more" if len(running) > 5 else "")
+        # "move off" was said where no other host had room: they only stopped
         self.app.push_screen(ConfirmDialog(f"Drain {host.name}? No job starts there, and the {len(running)} "
-                                           f"running on it ({jobs}) stop and move off {when}.", yes="Drain"), answered)
+                                           f"running on it ({jobs}) stop {when}, to start again where a plan finds "
+                                           "them room.", yes="Drain"), answered)
 
     action_undrain = action_drain
 
