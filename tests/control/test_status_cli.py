@@ -185,3 +185,21 @@ def test_a_host_jobs_keep_off_says_so_in_its_note(tmp_path: Path) -> None:
     assert [r["note"] for r in rows] == [
         "", "x; jobs of model bert at batch 12, model cifar10 at batch 32 keep off it (a run of theirs ended here, crashed or stopped hung, before its first report)",
         "jobs of model bert at batch 12 keep off it (a run of theirs ended here, crashed or stopped hung, before its first report)"]
+
+
+def test_a_plan_auto_approve_leaves_to_the_user_says_why(tmp_path: Path) -> None:
+    """Only the Plan screen and `run` said why a plan waited under auto-approve (a job started less
+    than two minutes ago); `status` read "pending" as if nothing held it."""
+    from heet_tui.cli.commands.status import _lines, _live_report
+    from heet_tui.core.allocation import Allocation
+    from heet_tui.core.plan import Plan
+    from heet_tui.core.snapshot import Snapshot
+
+    one = Allocation.of("e1", "A100", {"a": [0]})
+    plan = Plan.build({"e1": one}, {"e1": Allocation.of("e1", "A100", {"a": [0, 1]})}, "heet", 0.0)
+    why = "it restarts e1, started less than 120 s ago: auto-approve lets a job's new size be measured first"
+    snap = Snapshot(now=1.0, hosts=(), jobs=(), plan=plan, plan_id=13, auto_approve=True, held_why=why)
+    report = _live_report(snap, 1, Store(tmp_path / "state"))
+    assert report["plan"] == {"id": 13, "changes": "1 grow", "held": why}
+    said = f"plan        #13 pending (1 grow): heet-tui plan show; auto-approve leaves it to you: {why}"
+    assert said in _lines(report), _lines(report)

@@ -100,7 +100,9 @@ def _live_report(snap: Snapshot, pid: int, store: Store) -> dict[str, Any]:
         counts[state.value] += n
     plan = None
     if snap.plan is not None and snap.plan_id is not None:
-        plan = {"id": snap.plan_id, "changes": count_changes(snap.plan.changes)}
+        plan = {"id": snap.plan_id, "changes": count_changes(snap.plan.changes),
+                # why auto-approve, on, leaves it to the user: said on the Plan screen only
+                "held": snap.held_why if snap.auto_approve and snap.held_why else None}
     return {"controller": {"running": True, "pid": pid, "policy": snap.policy, "auto_approve": snap.auto_approve,
                            "read_only": snap.read_only, "log": str(store.dir / "controller.log")},
             "hosts": _with_kept_off([_host_row(h) for h in snap.hosts], store), "jobs": _ordered(counts), "plan": plan,
@@ -192,7 +194,8 @@ def _lines(report: dict[str, Any]) -> list[str]:
                                  if jobs else "none"))
     plan = report["plan"]
     if ctl["running"]:
-        out.append(f"plan        #{plan['id']} pending ({plan['changes']}): heet-tui plan show" if plan
+        out.append(f"plan        #{plan['id']} pending ({plan['changes']}): heet-tui plan show"
+                   + (f"; auto-approve leaves it to you: {plan['held']}" if plan.get("held") else "") if plan
                    else "plan        none pending: the current allocation stands")
     said_at = report.get("notices_at") or [None] * len(report["notices"])
     for notice, at in zip(report["notices"], said_at, strict=True):  # the latest, which may be old news: dated
