@@ -62,7 +62,7 @@ def resolve_jobs(store: Store, names: list[str], ended: bool = False, verb: str 
     missing, settled = [], []
     everyone = [r.job for r in store.jobs(include_terminal=True)]
     for name in names:
-        matched = _named(store, name, pool, states or ACTIVE)
+        matched = _named(store, name, pool, states or ACTIVE, keep)
         if not matched:
             # a name whose jobs all exist in a state this verb leaves alone is no typo: the rest goes on
             # (`cancel 'h*' 'cnn-*'` cancelled nothing because the cnn jobs had ended)
@@ -92,11 +92,18 @@ def resolve_jobs(store: Store, names: list[str], ended: bool = False, verb: str 
     return list(found.values())
 
 
-def _named(store: Store, name: str, pool: list[Job], states: Collection[JobState] | None = None) -> list[Job]:
-    """What ``name`` means: the jobs of ``pool`` a pattern matches, or the one job it names."""
+def _named(store: Store, name: str, pool: list[Job], states: Collection[JobState] | None = None,
+           keep: Callable[[Job], bool] | None = None) -> list[Job]:
+    """What ``name`` means: the jobs of ``pool`` a pattern matches, or the one job it names (one
+    ``keep`` refuses gives way to the newest of its name in ``pool``: retry cnn, done at its target,
+    means cnn-2, cancelled)."""
     if is_pattern(name):
         return [j for j in pool if fnmatch.fnmatchcase(j.id, name)]
     rec = store.find_job(name, states)
+    if rec is not None and keep is not None and not keep(rec.job) and (ended := rec.job.ended_at) is not None:
+        # as find_job: only to one of its name submitted after it ended (the same spec again)
+        if kept := [j for j in pool if j.spec.name == name and j.submitted_at > ended]:
+            return [kept[-1]]
     return [rec.job] if rec else []
 
 
