@@ -73,8 +73,7 @@ class ThroughputBook:
     # a type no class was measured on beside the job's: guessed as fast as where the job was
     # measured, else (profiling on) left at 0 until a side run measures it
     guess_unrelated: bool = False
-    # jobs no profiling run (one GPU) can measure, min_gpus above 1: guessed so too, where nothing
-    # will ever measure them on a type (one measured on A100 waited for good beside idle T4s)
+    # jobs no (one-GPU) profiling run can measure: guessed so too (one waited for good beside idle T4s)
     unprofiled: set[str] = field(default_factory=set)
     classes: dict[str, ProfileClass] = field(default_factory=dict)
     _members: dict[ProfileClass, set[str]] = field(default_factory=dict)
@@ -231,11 +230,10 @@ class ThroughputBook:
         return out
 
     def type_ratio(self, a: str, b: str) -> float | None:
-        """Speed of type ``a`` relative to ``b``: the median over job classes measured on both at one
-        placement (at one GPU where they were, else the median of the placements both have; in log
-        space; of two, their geometric mean). A mean let one script's absurd report (5e8/s on a T4,
-        50/s on an A100) make every new job's T4 guess 8.7x its own A100 figure; one GPU alone left
-        a cluster of multi-GPU jobs, never profiled, without any ratio."""
+        """Speed of type ``a`` relative to ``b``: the median over job classes measured on both (at one
+        GPU, else at the placements both have; in log space; of two, their geometric mean). A mean
+        let one absurd report (5e8/s on a T4) make every new job's T4 guess 8.7x its A100 figure;
+        one GPU alone left a cluster of multi-GPU jobs, never profiled, without any ratio."""
         logs = []
         for m in self._one_per_class():
             if (a, "1") in m and (b, "1") in m:

@@ -41,3 +41,12 @@ class AgentProcess:
     def close(self):
         self.proc.stdin.close()
         return self.proc.wait(timeout=10)
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

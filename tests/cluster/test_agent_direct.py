@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from agent_process import AgentProcess
+from agent_process import AgentProcess, alive
 
 
 def test_banner_then_version_check(agent):
@@ -231,17 +231,9 @@ def test_what_a_job_leaves_in_its_process_group_is_killed_when_it_ends(agent, tm
     _events_until_exit(agent, "forker")
     child = int(pid_file.read_text())
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and _alive(child):
+    while time.monotonic() < deadline and alive(child):
         time.sleep(0.05)
-    assert not _alive(child), "the job's child outlived it"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    assert not alive(child), "the job's child outlived it"
 
 
 def test_the_agents_log_has_the_time_on_each_line_and_is_moved_aside_when_large(tmp_path):
@@ -360,6 +352,6 @@ def test_a_stop_begun_before_the_controller_went_away_is_seen_through(agent, tmp
     agent.proc.stdin.close()  # the controller is gone
     assert agent.proc.wait(timeout=15) == 0, "the agent ends once the stop is through"
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _alive(launched["pid"]):
+    while time.monotonic() < deadline and alive(launched["pid"]):
         time.sleep(0.05)
-    assert not _alive(launched["pid"]), "killed at the end of its grace"
+    assert not alive(launched["pid"]), "killed at the end of its grace"

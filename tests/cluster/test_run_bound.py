@@ -11,19 +11,11 @@ import sys
 import time
 from pathlib import Path
 
-from agent_process import AgentProcess
+from agent_process import AgentProcess, alive
 
 from heet_tui.config.hosts_file import HostEntry
 from heet_tui.control.launch import plan_profile_launch
 from heet_tui.core.job import JobSpec, Target, TargetKind
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _ended(exit_file: Path, timeout: float) -> dict:
@@ -60,7 +52,7 @@ def test_a_bounded_run_stops_by_itself_once_its_agent_and_controller_are_gone(tm
     assert "stopped: this run was still going after 2 s, its bound (HEET_RUN_MAX_S)" in log, log
     grandchild = int(log.split("grandchild ", 1)[1].split()[0])
     deadline = time.monotonic() + 10
-    while _alive(grandchild):
+    while alive(grandchild):
         assert time.monotonic() < deadline, "the job's own child, deaf too, was left running"
         time.sleep(0.1)
     assert not (exits / "free-g1.json").exists(), "a run without a bound trains on without its agent"
