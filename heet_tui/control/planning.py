@@ -213,22 +213,24 @@ def auto_verdict(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str], d
         return True, "it moves jobs off GPUs their specs no longer allow"
     if all(c.kind is ChangeKind.START for c in plan.changes):
         return True, "it only starts queued jobs"
+    predicted = gain(plan, book, unmeasured)
+    effect = plan.effect
+    if predicted >= threshold:
+        applied = (f"predicted gain {predicted:.1%} (the jobs' summed speed, each against its best measured "
+                   f"one-GPU speed) is at least the threshold of {threshold:.0%}")
+    elif effect.avg_jct_s is not None and effect.avg_jct_before_s and \
+            effect.avg_jct_s <= effect.avg_jct_before_s * (1 - threshold):
+        # "gain 0.0%, below the threshold" was said of a plan predicted to halve the average JCT
+        applied = f"its predicted average JCT is {1 - effect.avg_jct_s / effect.avg_jct_before_s:.0%} shorter"
+    else:  # said first: "started less than 120 s ago" read as if it would go ahead after
+        return False, f"its predicted gain, {predicted:.1%}, is below the auto-approve threshold of {threshold:.0%}"
     # at 30 jobs on 25 hosts, jobs were grown and shrunk back within a minute, plan after plan: each
     # new size's first measurements moved the predictions the next plan was made from
     if again := sorted(c.job_id for c in plan.changes if c.needs_restart and c.job_id in recent):
         named = ", ".join(again[:3]) + (f" and {len(again) - 3} more" if len(again) > 3 else "")
         return False, (f"it restarts {named}, started less than {SETTLE_S:.0f} s ago: auto-approve lets a job's "
                        "new size be measured before it restarts it again")
-    predicted = gain(plan, book, unmeasured)
-    if predicted >= threshold:
-        return True, (f"predicted gain {predicted:.1%} (the jobs' summed speed, each against its best measured "
-                      f"one-GPU speed) is at least the threshold of {threshold:.0%}")
-    effect = plan.effect
-    if effect.avg_jct_s is not None and effect.avg_jct_before_s and \
-            effect.avg_jct_s <= effect.avg_jct_before_s * (1 - threshold):
-        # "gain 0.0%, below the threshold" was said of a plan predicted to halve the average JCT
-        return True, f"its predicted average JCT is {1 - effect.avg_jct_s / effect.avg_jct_before_s:.0%} shorter"
-    return False, f"its predicted gain, {predicted:.1%}, is below the auto-approve threshold of {threshold:.0%}"
+    return True, applied
 
 
 def free_starts(plan: Plan) -> Plan | None:

@@ -167,3 +167,8 @@ def test_a_job_started_moments_ago_is_not_restarted_again_unasked() -> None:
     assert held_back(grow, book, frozenset(), set(), 0.05, recent=frozenset({"other"})) is None
     start = _plan({}, {"r0": Allocation.of("r0", "T4", {"g": [0]})}, JobPrediction("r0", 0.0, 100.0, None, 0.0))
     assert held_back(start, book, frozenset(), set(), 0.05, recent=frozenset({"r0"})) is None, "a start restarts none"
+    # held for its gain anyway: that is said ("started less than 120 s ago" read as if it would go ahead after)
+    weak = _plan({"r0": Allocation.of("r0", "T4", {"g": [0]})}, {"r0": Allocation.of("r0", "T4", {"g": [0, 1]})},
+                 JobPrediction("r0", 100.0, 101.0, None, 30.0))
+    assert held_back(weak, book, frozenset(), set(), 0.05, recent=frozenset({"r0"})) == (
+        "its predicted gain, 1.0%, is below the auto-approve threshold of 5%")
