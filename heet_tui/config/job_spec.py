@@ -86,8 +86,8 @@ def read_job_text(path: Path) -> str:
     why = planted_link(path) or (f"it is owned by {who(st.st_uid)}, not by you" if st.st_uid not in (os.getuid(), 0)
                                  else "every user can write it" if st.st_mode & stat_module.S_IWOTH else None)
     if why is not None:
-        raise ConfigError(path, f"{path}: refused: {why}, and its command would run as you; copy it to a file of "
-                                "your own (and read it) to submit it")
+        raise ConfigError(path, f"refused: {why}, and its command would run as you; copy it to a file of your own "
+                                "(and read it), and use that")
     return text
 
 

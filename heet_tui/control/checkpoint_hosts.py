@@ -101,11 +101,14 @@ class CheckpointHosts:
         it from (``needs_copy``: no shared filesystem, or another directory there), with that host
         and its state: what a start elsewhere would begin without (``Snapshot`` shows it)."""
         states = {s.name: s.state.value for s in statuses}
+        by_name, hosts, records = {e.name: e for e in entries}, self._hosts(), list(records)
+        # one that left the hosts file: after a controller restart nothing knew it held the checkpoint,
+        # and the plan showed no warning before the job started from step 0
+        out = {rec.job.id: f"{hosts[rec.job.id]} (not in the hosts file)" for rec in records
+               if hosts.get(rec.job.id) and hosts[rec.job.id] not in by_name}
         if all(state == "ready" for state in states.values()):
-            return {}  # most rounds: no store read
-        by_name, hosts = {e.name: e for e in entries}, self._hosts()
+            return out
         ready = [by_name[n] for n, state in states.items() if state == "ready" and n in by_name]
-        out = {}
         for rec in records:
             src = by_name.get(hosts.get(rec.job.id, ""))
             if src is None or states.get(src.name, "ready") == "ready" or not ready:

@@ -187,6 +187,9 @@ def test_a_checkpoint_on_a_host_out_of_reach_that_no_ready_host_reads_is_said_aw
     assert book.away(records, entries, out) == {"a": "priv (host-key-changed)", "c": "own-dir (unreachable)"}, \
         "b's checkpoint is read in place on new"
     assert book.away(records, entries, [HostStatus(h.name, HostState.READY, "ok") for h in entries]) == {}
+    # its host gone from the hosts file (removed while no controller ran): a plan started it from step 0 unwarned
+    assert book.away(records, entries[1:], [HostStatus(h.name, HostState.READY, "ok") for h in entries[1:]]) == \
+        {"a": "priv (not in the hosts file)"}
 
 
 def test_a_copy_the_new_host_refuses_is_never_given_up_on_into_a_start_from_nothing(

@@ -216,8 +216,8 @@ def test_d_asks_before_draining_a_host_jobs_run_on_and_names_them(make_app, back
             await _select(pilot, app, "a100-1")  # j1 runs there
             await pilot.press("d")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
-            assert "Drain a100-1?" in app.screen.question and "the 1 running on it (j1) stop at the next plan you " \
-                "approve, to start again where a plan finds them room" in app.screen.question
+            assert "Drain a100-1?" in app.screen.question and "the 1 running on it (j1) stops at the next plan you " \
+                "approve, to start again where a plan finds room" in app.screen.question
             await pilot.press("n")
             await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmDialog))
             assert backend.posted == [], "no: nothing drained"

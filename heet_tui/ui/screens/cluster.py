@@ -114,8 +114,8 @@ class ClusterScreen(FilterKeys, SnapshotScreen):
         jobs = ", ".join(running[:5]) + (f" and {len(running) - 5} more" if len(running) > 5 else "")
         # "move off" was said where no other host had room: they only stopped
         self.app.push_screen(ConfirmDialog(f"Drain {host.name}? No job starts there, and the {len(running)} "
-                                           f"running on it ({jobs}) stop {when}, to start again where a plan finds "
-                                           "them room.", yes="Drain"), answered)
+                                           f"running on it ({jobs}) {'stop' if len(running) > 1 else 'stops'} {when}, "
+                                           "to start again where a plan finds room.", yes="Drain"), answered)
 
     action_undrain = action_drain
 
