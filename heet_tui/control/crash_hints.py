@@ -20,7 +20,9 @@ CPU_BACKEND = ("emulated GPUs are this host's CPU: use the gloo backend and the 
 def _missing_script(found: re.Match[str], workdir: str, ran_in: str) -> str:
     """The workdir advice only where the spec sets none: a spec with workdir = ".." and a misspelt
     "trian_plain.py" was told to set workdir = ".", which would not have found it either."""
-    if workdir or found[1].startswith("/"):  # an absolute path: no workdir finds it either
+    # a path of its own, not where the job ran (python shows a relative one joined to that): no workdir finds it
+    elsewhere = bool(ran_in) and found[1].startswith("/") and not found[1].startswith(ran_in.rstrip("/") + "/")
+    if workdir or elsewhere:
         where = f" (its workdir is {workdir})" if workdir else ""
         return (f"there is no {found[1]} where the job runs{where}: the file is not there "
                 "(a typo in its name, or a file not copied to that host): correct the command (heet-tui update the "

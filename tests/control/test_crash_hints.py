@@ -132,7 +132,8 @@ def test_every_checkpoint_dir_refusal_of_the_agent_is_for_good() -> None:
 def test_a_missing_script_of_a_job_with_a_workdir_is_said_missing_not_the_workdir_advice(
         workdir: str, line: str, named: str) -> None:
     """workdir = ".." and a misspelt "trian_plain.py" was told to set workdir = ".", which it had."""
-    hint = crash_hint(["Traceback (most recent call last):", line], emulated=False, workdir=workdir) or ""
+    hint = crash_hint(["Traceback (most recent call last):", line], emulated=False, workdir=workdir,
+                      ran_in=workdir or "/home/u/.heet/hosts/a") or ""
     assert f"there is no {named}" in hint
     assert "a typo in its name, or a file not copied to that host" in hint
     assert 'workdir = "."' not in hint and "without a workdir" not in hint
@@ -189,3 +190,11 @@ def test_a_job_without_a_workdir_that_opens_a_relative_path_fails_saying_where_i
             assert f"the job ran in {tmp_path / 'w-only' / 'hosts' / 'only'}" in message, message
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_relative_script_python_shows_joined_to_where_the_job_ran_still_gets_the_workdir_advice() -> None:
+    """python names `train.py` run in the agent's directory by its whole path: that one is beside
+    no job file, and the workdir advice is the fix; a path elsewhere is not."""
+    line = "/usr/bin/python3: can't open file '/home/u/.heet/hosts/a/train.py': [Errno 2] No such file or directory"
+    hint = crash_hint([line], emulated=False, workdir="", ran_in="/home/u/.heet/hosts/a") or ""
+    assert 'needs workdir = "."' in hint, hint
