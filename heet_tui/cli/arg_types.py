@@ -18,6 +18,14 @@ def finite_float(text: str) -> float:
     return value
 
 
+def fraction(text: str) -> float:
+    """A number from 0 to 1: ``--gain-threshold 5``, meant as 5 %, was 500 %, remembered for good."""
+    value = finite_float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction from 0 to 1 (0.05 is 5%)")
+    return value
+
+
 def seed(text: str) -> int:
     """A random seed numpy takes: ``--seed -1`` ended ``sim`` in a traceback from numpy."""
     try:

@@ -28,6 +28,29 @@ def jobs_on_host(store: Store, host: str) -> list[str]:
     return sorted(found)
 
 
+def checkpoints_on_host(store: Store, host: str) -> list[str]:
+    """The live jobs not running now whose latest checkpoint is on ``host``."""
+    import json
+
+    from heet_tui.control.checkpoint_dirs import HOSTS_SETTING
+
+    where = json.loads(store.setting(HOSTS_SETTING) or "{}")
+    return sorted(rec.job.id for rec in store.jobs(include_terminal=False)
+                  if rec.job.state not in ON_GPUS and where.get(rec.job.id) == host)
+
+
+def checkpoints_said(jobs: list[str], controller_running: bool) -> str:
+    """What becomes of checkpoints a removed host holds; "" for none. A running controller keeps
+    the host, drained, until each is copied to where its job starts next (hosts_reload.py)."""
+    if not jobs:
+        return ""
+    named = f"It holds the checkpoint of {', '.join(jobs)}, not running now: "
+    if controller_running:
+        return named + "kept, drained, until it is copied to where the job starts next, then dropped."
+    return named + ("no controller runs now to keep it: a job that starts elsewhere starts without it (put the host "
+                    "back in the file, start a controller, then remove it again to keep it).")
+
+
 def removal_said(jobs: list[str], controller_running: bool, auto_approve: bool) -> str:
     """What becomes of ``jobs`` once their host leaves the hosts file; "" for none.
 

@@ -207,7 +207,12 @@ def _jobs_there_said(args: argparse.Namespace, name: str) -> str:
     """The jobs the state store has running on host ``name``, and what comes of them ("" for none,
     or where there is no store: none is created for asking)."""
     from heet_tui.cli.commands.jobs import state_dir
-    from heet_tui.control.host_removal import jobs_on_host, removal_said
+    from heet_tui.control.host_removal import (
+        checkpoints_on_host,
+        checkpoints_said,
+        jobs_on_host,
+        removal_said,
+    )
     from heet_tui.control.remembered import remembered_auto_approve
     from heet_tui.control.snapshots import controller_running
     from heet_tui.control.store import DB_NAME, Store
@@ -216,8 +221,10 @@ def _jobs_there_said(args: argparse.Namespace, name: str) -> str:
     if not (state / DB_NAME).is_file():
         return ""
     store = Store(state)
-    return removal_said(jobs_on_host(store, name), controller_running(state) is not None,
-                        remembered_auto_approve(store))
+    running = controller_running(state) is not None
+    said = [removal_said(jobs_on_host(store, name), running, remembered_auto_approve(store)),
+            checkpoints_said(checkpoints_on_host(store, name), running)]
+    return "\n".join(part for part in said if part)
 
 
 def _edited(path: Path, change: Callable[[HostsDocument], None]) -> Path:

@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 
-from heet_tui.cli.arg_types import finite_float
+from heet_tui.cli.arg_types import finite_float, fraction
 from heet_tui.cli.commands.jobs import open_store, state_dir
 from heet_tui.cli.commands.plan import predicted_jct
 from heet_tui.cli.errors import CliError, UsageError
@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "status 1 when a job failed during this run, else 0")
     p.add_argument("--interval", type=finite_float, default=2.0, metavar="S", help="seconds between rounds (default 2)")
     p.add_argument("--policy", default=None, help="scheduling policy (default: the last one used, else heet)")
-    p.add_argument("--gain-threshold", type=finite_float, default=None, metavar="G",
+    p.add_argument("--gain-threshold", type=fraction, default=None, metavar="G",
                    help="auto-approve applies a plan that restarts jobs only if it is predicted to gain this "
                         "fraction (default: as last set, else 0.05: 5%%)")
     p.add_argument("--host-grace", type=finite_float, default=None, metavar="S",
@@ -94,9 +94,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.host_grace is not None:  # remembered, as the policy is: the TUI's controller uses it too
             store.set_setting("host_grace_s", repr(args.host_grace))
         if args.gain_threshold is not None:  # the same: a TUI opened later auto-approved at 5% again
-            if not 0 <= args.gain_threshold <= 1:  # 5 meant as 5% was 500%, remembered for every controller
-                raise UsageError(f"--gain-threshold {args.gain_threshold:g}: a fraction from 0 to 1 of the jobs' "
-                                 "summed speed (0.05 is 5%)")
             store.set_setting("gain_threshold", repr(args.gain_threshold))
         return asyncio.run(_run(hosts, store, options, args.until_idle, why))
     except (RuntimeError, ValueError) as exc:
