@@ -347,17 +347,25 @@ def test_a_group_writable_hosts_file_is_taken_only_when_the_group_is_the_users_a
     from heet_tui.config import file_safety
     from heet_tui.config.file_safety import group_of_yours_alone, others_can_write
 
-    me = pwd.getpwuid(os.getuid())
-    private = grp.getgrgid(os.getgid()).gr_name == me.pw_name
+    me, gid = pwd.getpwuid(os.getuid()), os.getgid()
     hosts = tmp_path / "hosts.toml"
     hosts.write_text("")
+    os.chown(hosts, -1, gid)
     hosts.chmod(0o664)
-    assert group_of_yours_alone(os.getgid()) is (private and not (set(grp.getgrgid(os.getgid()).gr_mem) - {me.pw_name}))
-    assert not group_of_yours_alone(os.getgid() + 4242), "not your primary group"
-    if not group_of_yours_alone(os.getgid()):
-        pytest.skip("this user's primary group is not a private one: the case below needs one")
-    assert others_can_write(hosts) is None, "a user-private group (umask 002)"
-    colleague = pwd.struct_passwd(("colleague", "x", os.getuid() + 4242, os.getgid(), "", "/", "/bin/sh"))
-    monkeypatch.setattr(file_safety.pwd, "getpwall", lambda: [me, colleague])  # a second user of the group
-    assert not group_of_yours_alone(os.getgid())
-    assert others_can_write(hosts) == f"group {grp.getgrgid(os.getgid()).gr_name} can write it"
+    colleague = pwd.struct_passwd(("colleague", "x", os.getuid() + 4242, gid, "", "/", "/bin/sh"))
+
+    def users(group_name: str, members: list[str], everyone: list) -> None:
+        """The user database as this test has it, whatever this machine's groups are."""
+        monkeypatch.setattr(file_safety.grp, "getgrgid",
+                            lambda g: grp.struct_group((group_name, "x", g, members)) if g == gid else grp.getgrgid(g))
+        monkeypatch.setattr(file_safety.pwd, "getpwall", lambda: everyone)
+
+    users(me.pw_name, [], [me])  # a user-private group, as with a umask of 002
+    assert group_of_yours_alone(gid) and others_can_write(hosts) is None
+    assert not group_of_yours_alone(gid + 4242), "not your primary group"
+    users(me.pw_name, [], [me, colleague])  # another user's primary group too
+    assert not group_of_yours_alone(gid) and others_can_write(hosts) == f"group {me.pw_name} can write it"
+    users(me.pw_name, [me.pw_name, "colleague"], [me])  # a listed member
+    assert not group_of_yours_alone(gid)
+    users("users", [], [me])  # a shared group by name
+    assert not group_of_yours_alone(gid) and others_can_write(hosts) == "group users can write it"
