@@ -36,8 +36,9 @@ def test_with_no_controller_it_shows_the_declared_hosts_drains_and_job_counts(
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("controller  not running")
     assert out[2].split() == ["HOST", "STATE", "GPUS", "IN", "USE", "JOBS", "NOTE"]
-    assert out[3].split() == ["a1", "-", "2xA100", "-", "-"]
-    assert out[4].split()[:4] == ["t1", "drained", "4xT4", "-"] and out[4].endswith(
+    assert out[1] == "hosts       2, 0 of 6 GPUs held by jobs as the last controller left them"
+    assert out[3].split() == ["a1", "-", "2xA100", "0/2", "-"]
+    assert out[4].split()[:4] == ["t1", "drained", "4xT4", "0/4"] and out[4].endswith(
         "t1 drained as broken: runs died there")
     assert out[5] == "jobs        2 queued, 1 cancelled, as the last controller left them  (heet-tui jobs)"
     assert main(["status", "--json", *state]) == 0
@@ -111,6 +112,34 @@ def test_a_watch_only_controller_is_said_to_be_one(tmp_path: Path, capsys: pytes
             assert "auto-approve" not in first
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_with_no_controller_the_gpus_of_jobs_that_train_on_are_theirs_as_the_store_has_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Jobs train on while no controller runs; their hosts were listed as if idle."""
+    from heet_tui.core.allocation import Allocation
+
+    hosts = write_local_hosts(tmp_path, [("a1", "A100", 2, 1.0), ("a2", "A100", 2, 1.0), ("t1", "T4", 4, 0.25)])
+    store = Store(tmp_path / "state")
+    for name in ("x", "y", "done"):
+        store.add_job(JobSpec(name, ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 10)), 0.0)
+    store.record_allocation(Allocation.of("x", "A100", {"a1": [0, 1], "a2": [1]}), 1, 1.0)
+    store.record_allocation(Allocation.of("y", "A100", {"a2": [0]}), 1, 1.0)
+    store.record_allocation(Allocation.of("done", "T4", {"t1": [0, 1]}), 1, 1.0)
+    store.release_allocation("done", 2.0)
+    for name in ("x", "y"):
+        store.set_state(name, JobState.RUNNING, 1.0)
+    state = ["--state", str(store.dir), "--hosts", str(hosts)]
+    assert main(["status", *state]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == "hosts       3, 4 of 8 GPUs held by jobs as the last controller left them"
+    assert [line.split() for line in out[3:6]] == [["a1", "-", "2xA100", "2/2", "x"],
+                                                    ["a2", "-", "2xA100", "2/2", "x,", "y"],
+                                                    ["t1", "-", "4xT4", "0/4", "-"]]
+    assert main(["status", "--json", *state]) == 0
+    rows = json.loads(capsys.readouterr().out)["hosts"]
+    assert [(h["name"], h["busy"], h["jobs"]) for h in rows] == [("a1", 2, ["x"]), ("a2", 2, ["x", "y"]),
+                                                                  ("t1", 0, [])]
 
 
 def test_status_of_a_controller_that_does_not_answer_shows_what_the_store_has(

@@ -130,8 +130,15 @@ def _stored_report(store: Store, hosts_arg: str | None) -> dict[str, Any]:
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     drained, why = drained_hosts(store), drain_reasons(store)
+    # jobs train on while no controller runs: the GPUs the last one gave them are theirs still, as far
+    # as the store knows (the hosts of running jobs were listed with no jobs, as if idle)
+    held: dict[str, list[tuple[int, str]]] = {}
+    for job_id, (alloc, _) in store.current_allocations().items():
+        for host, indices in alloc.hosts:
+            held.setdefault(host, []).extend((i, job_id) for i in indices)
     rows = [{"name": h.name, "state": "-", "gpu_type": h.emulate.gpu_type if h.emulate else (h.gpu_type or ""),
-             "gpus": h.emulate.count if h.emulate else len(h.gpus or ()), "busy": None, "jobs": [],
+             "gpus": h.emulate.count if h.emulate else len(h.gpus or ()),
+             "busy": len(held.get(h.name, ())), "jobs": sorted({j for _, j in held.get(h.name, ())}),
              "drained": h.name in drained, "note": why.get(h.name, "drained by hand") if h.name in drained else ""}
             for h in hosts]
     # what the next controller on this state starts with, as `plan show --json` says it (null read as unknown)
@@ -176,8 +183,9 @@ def _lines(report: dict[str, Any]) -> list[str]:
         out.append(f"hosts       {ready} of {len(hosts)} ready, {busy} of {total} GPUs in use"
                    + (f", {away} more held on hosts out of reach" if away else ""))
     else:
+        busy, total = sum(h["busy"] or 0 for h in hosts), sum(h["gpus"] for h in hosts)
         out = ["controller  not running (heet-tui run, or the TUI, starts one); hosts as the hosts file declares them",
-               f"hosts       {len(hosts)}"]
+               f"hosts       {len(hosts)}, {busy} of {total or '?'} GPUs held by jobs as the last controller left them"]
     if hosts:
         rows = [["HOST", "STATE", "GPUS", "IN USE", "JOBS", "NOTE"]]
         for h in hosts:
