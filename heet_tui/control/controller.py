@@ -42,6 +42,7 @@ from heet_tui.control.hosts_reload import HostsReloader
 from heet_tui.control.intents import IntentHandler
 from heet_tui.control.job_log import job_log
 from heet_tui.control.job_update import follow_requests
+from heet_tui.control.kept_hosts import with_kept_hosts
 from heet_tui.control.log_file import attach_log_file, detach_log_file
 from heet_tui.control.notices import Notices
 from heet_tui.control.plan_apply import apply_plan
@@ -94,6 +95,7 @@ class Controller:
 
     def __init__(self, hosts: HostsFile, store: Store, options: ControllerOptions | None = None,
                  cluster: Cluster | None = None, clock: Callable[[], float] = time.time) -> None:
+        hosts, kept = with_kept_hosts(hosts, store)  # gone from the file, kept for their jobs by the last one
         self.hosts, self.store, self.opt = hosts, store, options or ControllerOptions()
         self.opt = remembered_options(store, self.opt)
         # The agents record which store they serve: another controller's cannot take them over.
@@ -105,7 +107,7 @@ class Controller:
         self.hub = SnapshotHub()
         self.executor = Executor(self.cluster, hosts, store, self.book, self.opt.execution, clock, self.poke)
         self.intents = IntentHandler(self)
-        self.hosts_reloader = HostsReloader(hosts.path)
+        self.hosts_reloader = HostsReloader(hosts.path, kept)
         self.policy_name = remembered_policy(store, self.opt.policy)
         self.policy = planning.make_named_policy(self.policy_name)
         if self.opt.auto_approve is not None and not self.opt.read_only:

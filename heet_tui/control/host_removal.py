@@ -47,17 +47,16 @@ def checkpoints_said(jobs: list[str], controller_running: bool) -> str:
     named = f"It holds the checkpoint of {', '.join(jobs)}, not running now: "
     if controller_running:
         return named + "kept, drained, until it is copied to where the job starts next, then dropped."
-    return named + ("no controller runs now to keep it: a job that starts elsewhere starts without it (put the host "
-                    "back in the file, start a controller, then remove it again to keep it).")
+    return named + ("no controller runs now; the next one keeps the host, drained, until it is copied to where "
+                    "the job starts next, then drops it.")
 
 
 def removal_said(jobs: list[str], controller_running: bool, auto_approve: bool) -> str:
     """What becomes of ``jobs`` once their host leaves the hosts file; "" for none.
 
     A running controller drains the host and drops it once they have moved (control/hosts_reload.py):
-    at the next plan, or the next one approved without auto-approve. With none running, the next
-    controller finds them on a host it does not know, and holds them where they run: it can neither
-    stop them nor start a second copy elsewhere (tests/control/test_unlisted_host.py)."""
+    at the next plan, or the next one approved without auto-approve. With none running, the host's
+    entry is recorded for the next controller, which does the same (control/kept_hosts.py)."""
     if not jobs:
         return ""
     one = len(jobs) == 1
@@ -65,6 +64,6 @@ def removal_said(jobs: list[str], controller_running: bool, auto_approve: bool) 
     if controller_running:
         return (named + f"drained first, {'it moves' if one else 'they move'} off at the next plan"
                 f"{'' if auto_approve else ' you approve'}, then it is dropped.")
-    return (named + f"no controller runs now to drain it; the next one finds {'it' if one else 'them'} on a host "
-            f"that is not in the hosts file and holds {'it' if one else 'them'} there (not stopped, not moved) "
-            "until the host is back in the file.")
+    return (named + f"no controller runs now to drain it; the next one keeps the host, drained, until "
+            f"{'it moves' if one else 'they move'} off at the next plan{'' if auto_approve else ' you approve'}, "
+            "then drops it.")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import COPY_HEADER, HostEntry, is_bundled, load_hosts, user_hosts_path
+from heet_tui.control.kept_hosts import remember_kept
 from heet_tui.control.runtime import gpus_held
 
 if TYPE_CHECKING:
@@ -100,16 +101,20 @@ def speed_changes(old: tuple[HostEntry, ...], new: tuple[HostEntry, ...], change
 
 
 NOT_RELOADED = "hosts file not reloaded: "
+LEAVING = "removed from the hosts file: its jobs move off first"
+HOLDING = "removed from the hosts file: kept until the checkpoints it holds are copied to where their jobs start next"
 SETTLE_S = 1.5  # a changed file is read once it has not changed for this long
 
 
 class HostsReloader:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, kept: frozenset[str] = frozenset()) -> None:
+        """``kept``: hosts the last controller kept for their jobs (kept_hosts.py), gone from the file."""
         self.path = path
         self._stamp = _stamp(path)
-        self._pending = False  # a change waits for jobs to leave a host
+        self._pending = bool(kept)  # a change waits for jobs to leave a host
         self._changing: tuple[tuple[int, int] | None, float] | None = None  # a new stamp, and since when
-        self.leaving: frozenset[str] = frozenset()  # gone from the file, still running jobs: drained
+        self.leaving: frozenset[str] = kept  # gone from the file, still running jobs: drained
+        self.why: dict[str, str] = dict.fromkeys(kept, LEAVING)  # why each leaving host is kept
         self._said: str = ""
         # Running on the bundled config: its first edit makes the user's own copy and goes there
         # (editable_hosts_path), so follow it once it appears.
@@ -150,9 +155,12 @@ class HostsReloader:
         leaving = {h.name for h in ctl.hosts.hosts} - {h.name for h in new.hosts}
         waiting = (r.job.id for r in ctl.store.jobs(include_terminal=False) if r.job.id not in ctl.executor.runs)
         holding = leaving & ctl.executor.checkpoints.held_by(waiting)  # a running job's next is its rank 0's
-        diff = diff_hosts(ctl.hosts.hosts, new.hosts, set(gpus_held(ctl.executor.all_runs())) | holding)
+        running = set(gpus_held(ctl.executor.all_runs()))
+        diff = diff_hosts(ctl.hosts.hosts, new.hosts, running | holding)
         self._pending = bool(diff.waiting)
         self.leaving = frozenset(n for n in diff.waiting if n not in {h.name for h in new.hosts})
+        self.why = {n: LEAVING if n in running else HOLDING for n in self.leaving}
+        remember_kept(ctl.store, self.path, [h for h in diff.hosts if h.name in self.leaving])  # for the next controller too
         resped = speed_changes(ctl.hosts.hosts, diff.hosts, diff.changed)
         health = ctl.executor.health
         # jobs that died at once on a host the edit changed (its python, say) try it again: the

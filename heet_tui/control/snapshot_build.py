@@ -47,8 +47,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
                 gpu_jobs.setdefault(r.host, []).extend((g, run.job_id) for g in r.gpus)
     for host, gpus in foreign_gpus(ctl.cluster, ctl.store.store_id, ex.newer_copies).items():  # left running
         gpu_jobs.setdefault(host, []).extend((g, OTHER_STORE) for g in gpus)
-    why = drain_reasons(ctl.store) | {h: "removed from the hosts file: its jobs move off first"
-                                      for h in ctl.hosts_reloader.leaving}
+    why = drain_reasons(ctl.store) | ctl.hosts_reloader.why
     hosts = tuple(replace(s, drained=s.name in drained, gpu_jobs=tuple(sorted(gpu_jobs.get(s.name, ()))),
                           drained_why=why.get(s.name, "") if s.name in drained else "")
                   for s in _in_file_order(ctl.cluster.status(), ctl.hosts.names()))

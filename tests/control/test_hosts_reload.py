@@ -312,3 +312,68 @@ def test_a_host_removed_while_it_holds_a_queued_jobs_checkpoint_stays_until_it_i
             assert [h.name for h in ctl.hosts.hosts] == ["two"]
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_host_kept_for_a_checkpoint_is_kept_by_the_next_controller_too(tmp_path: Path) -> None:
+    """The hold lived in the running controller alone: after a restart the host was unknown, and
+    the job started elsewhere from step 0 while its checkpoint sat on a host that was up."""
+    from control_lab import manual_controller
+
+    from heet_tui.config.job_spec import load_job_spec
+    from heet_tui.control.hosts_reload import HOLDING
+    from heet_tui.control.kept_hosts import KEPT_SETTING
+
+    path = write_local_hosts(tmp_path, [("one", "T4", 1, 1.0), ("two", "T4", 1, 1.0)])
+    store = Store(tmp_path / "state")
+    store.add_job(load_job_spec(write_job(tmp_path, "a", steps=3000, max_gpus=1)), 0.0)
+
+    async def scenario() -> None:
+        async with manual_controller(load_hosts(path), store) as ctl:
+            ctl.executor.checkpoints.remember("a", "one")
+            write_local_hosts(tmp_path, [("two", "T4", 1, 1.0)])  # as `heet-tui hosts remove one` would
+            await ctl.hosts_reloader.reload(ctl)
+            assert "one" in ctl.drained()
+        async with manual_controller(load_hosts(path), store) as ctl:  # the file no longer has it
+            assert [h.name for h in ctl.hosts.hosts] == ["two", "one"] and "one" in ctl.drained()
+            snap = await wait_for(ctl, lambda s: any(h.name == "one" and h.state.value == "ready" for h in s.hosts),
+                                  30, "the kept host connected again")
+            assert next(h for h in snap.hosts if h.name == "one").drained_why == HOLDING
+            await ctl.hosts_reloader.reload(ctl)  # still holding: still kept
+            assert "one" in [h.name for h in ctl.hosts.hosts]
+            ctl.executor.checkpoints.remember("a", "two")  # started there, its checkpoint brought along
+            await ctl.hosts_reloader.reload(ctl)
+            assert [h.name for h in ctl.hosts.hosts] == ["two"] and not store.setting(KEPT_SETTING)
+        async with manual_controller(load_hosts(path), store) as ctl:
+            assert [h.name for h in ctl.hosts.hosts] == ["two"], "dropped for good"
+
+    run_and_clean(scenario, tmp_path)
+
+
+def test_hosts_remove_with_no_controller_leaves_the_host_to_the_next_one_to_keep(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from control_lab import manual_controller
+
+    from heet_tui.cli.main import main
+    from heet_tui.config.job_spec import load_job_spec
+    from heet_tui.control.checkpoint_hosts import CheckpointHosts
+
+    path = write_local_hosts(tmp_path, [("one", "T4", 1, 1.0), ("two", "T4", 1, 1.0), ("idle", "T4", 1, 1.0)])
+    store = Store(tmp_path / "state")
+    store.add_job(load_job_spec(write_job(tmp_path, "a", steps=3000, max_gpus=1)), 0.0)
+    CheckpointHosts(store, lambda: 2.0).remember("a", "one")
+    where = ["--hosts", str(path), "--state", str(store.dir)]
+    assert main(["hosts", "remove", "idle", *where]) == 0
+    assert main(["hosts", "remove", "one", *where]) == 0
+    said = capsys.readouterr().out
+    assert "no controller runs now; the next one keeps the host, drained, until it is copied" in said, said
+
+    async def scenario() -> None:
+        async with manual_controller(load_hosts(path), store) as ctl:
+            assert [h.name for h in ctl.hosts.hosts] == ["two", "one"], "the idle host is not kept"
+            assert "one" in ctl.drained()
+        other = write_local_hosts(tmp_path / "x", [("two", "T4", 1, 1.0)])
+        async with manual_controller(load_hosts(other), store) as ctl:
+            assert [h.name for h in ctl.hosts.hosts] == ["two"], "another hosts file's cluster: not its host"
+
+    (tmp_path / "x").mkdir()
+    run_and_clean(scenario, tmp_path)

@@ -98,6 +98,8 @@ def test_removing_a_busy_host_with_no_controller_running_says_its_jobs_are_held(
     CheckpointHosts(store, lambda: 2.0).remember("b", "two")
     assert main(["hosts", "remove", "two", *where]) == 0
     said = capsys.readouterr().out
-    assert "It holds the checkpoint of b, not running now: no controller runs now to keep it" in said, said
-    assert said.startswith(f'removed host "two" from {path}\nIt runs a: no controller runs now to drain it'), said
-    assert "holds it there (not stopped, not moved) until the host is back in the file" in said, said
+    assert ("It holds the checkpoint of b, not running now: no controller runs now; the next one keeps the host, "
+            "drained, until it is copied to where the job starts next, then drops it.") in said, said
+    assert said.startswith(f'removed host "two" from {path}\nIt runs a: no controller runs now to drain it; the next '
+                           "one keeps the host, drained, until it moves off at the next plan you approve, then drops "
+                           "it."), said

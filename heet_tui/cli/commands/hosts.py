@@ -196,16 +196,21 @@ def cmd_add(args: argparse.Namespace) -> int:
 def cmd_remove(args: argparse.Namespace) -> int:
     """No question asked (scripts remove hosts), but what becomes of the jobs running there is
     said, as the TUI's remove says it before asking."""
+    try:
+        entry = load_hosts(_path(args)).host(args.name)
+    except (ConfigError, KeyError):
+        entry = None  # the edit below says why it cannot be removed
     path = _edited(_path(args), lambda doc: doc.remove_host(args.name))
     print(f'removed host "{args.name}" from {path}')
-    if said := _jobs_there_said(args, args.name):
+    if said := _jobs_there_said(args, args.name, path, entry):
         print(said)
     return 0
 
 
-def _jobs_there_said(args: argparse.Namespace, name: str) -> str:
+def _jobs_there_said(args: argparse.Namespace, name: str, path: Path, entry: HostEntry | None) -> str:
     """The jobs the state store has running on host ``name``, and what comes of them ("" for none,
-    or where there is no store: none is created for asking)."""
+    or where there is no store: none is created for asking). With no controller running, a host
+    they need is recorded for the next one to keep (control/kept_hosts.py)."""
     from heet_tui.cli.commands.jobs import state_dir
     from heet_tui.control.host_removal import (
         checkpoints_on_host,
@@ -213,6 +218,7 @@ def _jobs_there_said(args: argparse.Namespace, name: str) -> str:
         jobs_on_host,
         removal_said,
     )
+    from heet_tui.control.kept_hosts import kept_entries, remember_kept
     from heet_tui.control.remembered import remembered_auto_approve
     from heet_tui.control.snapshots import controller_running
     from heet_tui.control.store import DB_NAME, Store
@@ -222,8 +228,11 @@ def _jobs_there_said(args: argparse.Namespace, name: str) -> str:
         return ""
     store = Store(state)
     running = controller_running(state) is not None
-    said = [removal_said(jobs_on_host(store, name), running, remembered_auto_approve(store)),
-            checkpoints_said(checkpoints_on_host(store, name), running)]
+    jobs, checkpoints = jobs_on_host(store, name), checkpoints_on_host(store, name)
+    if not running and entry is not None and (jobs or checkpoints):
+        others = [e for e in kept_entries(store, path) if e.name != name]
+        remember_kept(store, path, [*others, entry])
+    said = [removal_said(jobs, running, remembered_auto_approve(store)), checkpoints_said(checkpoints, running)]
     return "\n".join(part for part in said if part)
 
 
