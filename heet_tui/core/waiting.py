@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from heet_tui.core.host import HostState
 from heet_tui.core.job import (
     CANNOT_START,
@@ -14,6 +16,10 @@ from heet_tui.core.job import (
     JobState,
 )
 from heet_tui.core.snapshot import Snapshot
+
+
+# a crashed job's message while its retry waits out a pause (control/crash_backoff.py)
+RETRY_PAUSE = re.compile(r"; retry \d+/\d+( in a plan for you to approve)? in \d+ s$")
 
 
 def some(ids: list[str]) -> str:
@@ -41,10 +47,13 @@ def why_waiting(snap: Snapshot, jobs_view: str = "the Jobs screen", replan: str 
     for_gpus = [] if full else [j.id for j in waiting if j.message.startswith(WAITING_FOR_GPUS)]
     # an approved plan starting them, its checkpoint copy under way: "waiting with nothing proposed"
     starting = [j.id for j in waiting if STARTING in j.message]
+    # crashed, retried after a pause: read as "left out by the policy, or in a plan you rejected"
+    retrying = [j.id for j in waiting if RETRY_PAUSE.search(j.message)]
     rest = [j.id for j in waiting if j.id not in {*profiling, *blocked, *held, *by_hand, *next_plan, *for_gpus,
-                                                  *starting}]
+                                                  *starting, *retrying}]
     out = "".join(f" {some(ids)}: {said}" for ids, said in (
         (starting, "being started by the approved plan (a checkpoint that lies elsewhere is copied first)."),
+        (retrying, f"crashed, and retried after a pause ({jobs_view} says why)."),
         (next_plan, "measured, planned in the next round."),
         (for_gpus, f"waiting for GPUs others hold ({jobs_view} says which, and when)."),
         (by_hand, f"kept out by your edit (see {jobs_view}; {drop})."),

@@ -199,3 +199,31 @@ def test_gpus_the_pending_plan_gives_others_are_said_to_be_theirs() -> None:
     assert plan_reason("pair", _spec(lo=2, types=("A100",)), PlanMade.of(one, made.weighed), None, False,
                        free_after(one, cluster, kept={}), held=False) == (
         "waiting for GPUs: it needs 2 GPUs of one type, and only 1xA100 is free"), "is, for one"
+
+
+def test_a_crashed_job_waiting_out_its_retry_pause_is_said_to_be_retried(tmp_path: Path) -> None:
+    """It read "waiting with nothing proposed (left out by the policy, or in a plan you rejected
+    ...); p plans again", with nothing rejected and nothing p could change."""
+    from heet_tui.control.execution import ExecOptions
+    from heet_tui.core.waiting import why_waiting as why_plan_waits
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("h", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+    spec = write_job(tmp_path, "bad", steps=10, max_gpus=1,
+                     command=["python3", "-c", "import sys; print('boom'); sys.exit(7)"])
+
+    async def scenario() -> None:
+        options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False,
+                                    execution=ExecOptions(retry_backoff_s=120.0))
+        ctl = Controller(hosts, store, options)
+        await ctl.start()
+        try:
+            await ctl.post(SubmitJob(str(spec)))
+            snap = await wait_for(ctl, lambda s: "retry 1/2 in 120 s" in job(s, "bad").message, 60, "bad's retry pause")
+            said = why_plan_waits(snap)
+            assert "bad: crashed, and retried after a pause (the Jobs screen says why)." in said, said
+            assert "nothing proposed" not in said, said
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
