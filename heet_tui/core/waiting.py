@@ -17,7 +17,6 @@ from heet_tui.core.job import (
 )
 from heet_tui.core.snapshot import Snapshot
 
-
 # a crashed job's message while its retry waits out a pause (control/crash_backoff.py)
 RETRY_PAUSE = re.compile(r"; retry \d+/\d+( in a plan for you to approve)? in \d+ s$")
 
