@@ -2,7 +2,7 @@
 
 Every job heet-tui starts can import this module: the agent that launches the job appends its
 own directory to the job's ``PYTHONPATH``, so the helper matches the agent and nothing has to be
-installed on the hosts (``pip install heet-tui`` provides it for runs by hand). It does what
+installed on the hosts (installing heet-tui provides it for runs by hand). It does what
 docs/TRAINING.md asks of a script that is resized, moved and fenced, so that a plain PyTorch
 loop needs a handful of lines (docs/TRAINING.md, "The quick way", shows the loop).
 

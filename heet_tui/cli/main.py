@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     for module in _discover("heet_tui.cli.commands"):
         if hasattr(module, "register"):
             module.register(sub)
-    bench = sub.add_parser("bench", help="benchmarks; they print JSON (bench profiling: a table, JSON with --json)")
+    bench = sub.add_parser("bench", help="benchmarks: a table or summary line, JSON with --json")
     bench_sub = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
     for module in _discover("heet_tui.bench"):
         if hasattr(module, "register"):
@@ -67,7 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()  # imports every command: a Ctrl-C in its second or two was a traceback
+    except KeyboardInterrupt:
+        return 130
     args = parser.parse_args(argv)
     func = args.func
     if func is None:

@@ -31,6 +31,7 @@ from heet_tui.control.planning import make_named_policy
 from heet_tui.control.store_events import job_named
 from heet_tui.control.store_records import EventRecord
 from heet_tui.core.plan import count_changes
+from heet_tui.scheduling.registry import POLICY_NAMES
 
 SETTLE_S = 3.0  # a proposed plan is announced once it has stood this long
 
@@ -41,12 +42,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     # Neither flag: as last set (here, or t in the TUI). A plain store_true wrote "off" at every
     # restart, and after an upgrade the queue waited for approvals again.
     p.add_argument("--auto-approve", action=argparse.BooleanOptionalAction, default=None,
-                   help="apply plans whose predicted gain is above --gain-threshold, and plans that move jobs off "
-                        "drained hosts, without asking (default: as last set, here or with t in the TUI)")
+                   help="apply without asking the plans that only start queued jobs, those whose predicted gain "
+                        "is above --gain-threshold, and those that move jobs off drained hosts (default: as last "
+                        "set, here or with t in the TUI)")
     p.add_argument("--until-idle", action="store_true", help="exit when every job is done, failed or cancelled: "
                    "status 1 when a job failed during this run, else 0")
     p.add_argument("--interval", type=finite_float, default=2.0, metavar="S", help="seconds between rounds (default 2)")
-    p.add_argument("--policy", default=None, help="scheduling policy (default: the last one used, else heet)")
+    p.add_argument("--policy", default=None, help=f"scheduling policy: {', '.join(POLICY_NAMES)} (default: the "
+                   "last one used, else heet)")
     p.add_argument("--gain-threshold", type=fraction, default=None, metavar="G",
                    help="auto-approve applies a plan that restarts jobs only if it is predicted to gain this "
                         "fraction (default: as last set, else 0.05: 5%%)")
