@@ -29,6 +29,7 @@ def _packed(count: int, host_size: int) -> tuple[int, ...]:
 
 class RigidFifoPolicy:
     name = "rigid-fifo"
+    caps_rigid_count = True  # _count_on(): at most the request; a job runnable at none of those never runs
 
     def __init__(self, predict: bool = True) -> None:
         self.predict = predict  # accepted like every policy's; rigid-fifo never predicts anything

@@ -266,7 +266,8 @@ class Simulation:
         self._active[job.id] = job
         self._emit(job, "submit", at=job.spec.time, application=job.spec.application,
                    num_replicas=job.spec.num_replicas, batch_size=job.spec.batch_size)
-        why = never_runs(job, self._type_capacity, self._host_size) or never_given(job, self.policy, self._type_capacity)
+        why = (never_runs(job, self._type_capacity, self._host_size)
+               or never_given(job, self.policy, self._type_capacity, self._host_size))
         if why:
             job.state = JobState.FAILED
             job.outcome = "unschedulable"

@@ -36,18 +36,30 @@ def never_runs(job: SimJob, type_capacity: Mapping[str, int], host_size: Mapping
             f"cluster has {types}; profiled: {profiled}")
 
 
-def never_given(job: SimJob, policy: object, type_capacity: Mapping[str, int]) -> str:
-    """Why a policy that gives each job exactly its requested count (``gives_rigid_count``) can
-    never place ``job``, or "": no GPU type holds that many. Said at submission, not after 240
-    idle rounds (at 900 s rounds, simulated days after it)."""
-    if not getattr(policy, "gives_rigid_count", False):
+def never_given(job: SimJob, policy: object, type_capacity: Mapping[str, int], host_size: Mapping[str, int]) -> str:
+    """Why a policy that gives each job exactly its requested count (``gives_rigid_count``), or
+    at most it (``caps_rigid_count``: rigid-fifo, which goes down to the largest count the job
+    runs at), can never place ``job``, or "": no GPU type holds that many, or the model runs at
+    none of those counts. Said at submission, not after 240 idle rounds (at 900 s rounds,
+    simulated days after it): a pipeline-parallel gpt_pmp asking for 1 GPU waited so under fifo,
+    gavel and rigid-fifo, though it runs on 2 or more."""
+    exact = getattr(policy, "gives_rigid_count", False)
+    if not exact and not getattr(policy, "caps_rigid_count", False):
         return ""
     want = rigid_gpus(job.min_gpus, job.max_gpus, job.spec.num_replicas)
+    name = getattr(policy, "name", "?")
     # of the types its model was profiled on, as far as profiled: a T4 count beside no T4 profile
     # let a 12-GPU job wait 60 simulated hours on a cluster whose profiled type held 8
     most = max((min(cap, job.physics.max_gpus(t)) for t, cap in type_capacity.items()), default=0)
-    if want <= most:
+    if exact and want > most:
+        return (f"policy {name!r} gives each job exactly the {want} GPUs it asks for "
+                f"(num_replicas), and the most GPUs of one type that the cluster holds and its model's profiles "
+                f"reach is {most}")
+    counts = [want] if exact else list(range(max(job.min_gpus, 1), want + 1))
+    if any(job.progress_rate(t, packed(n, host_size[t])) > 0
+           for t, cap in type_capacity.items() for n in counts if n <= cap):
         return ""
-    return (f"policy {getattr(policy, 'name', '?')!r} gives each job exactly the {want} GPUs it asks for "
-            f"(num_replicas), and the most GPUs of one type that the cluster holds and its model's profiles "
-            f"reach is {most}")
+    asked = f"exactly the {want} GPU{'s' if want != 1 else ''}" if exact else f"at most the {want} GPU{'s' if want != 1 else ''}"
+    return (f"policy {name!r} gives each job {asked} it asks for (num_replicas), and "
+            f"{job.spec.application!r} at batch size {job.spec.batch_size} runs on no profiled configuration of "
+            f"{'that many' if exact else 'so few'} GPUs on this cluster (an elastic policy may run it on more)")

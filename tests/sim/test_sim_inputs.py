@@ -346,3 +346,23 @@ def test_a_validation_file_that_cannot_be_right_is_refused_at_its_line(tmp_path:
     with pytest.raises(SimInputError) as err:
         load_physics(tmp_path, {"aws": "T4"})
     assert needle in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("policy", ["fifo", "gavel", "srtf", "rigid-fifo"])
+def test_a_rigid_count_the_model_cannot_run_at_is_unschedulable_at_submission(profile_dir: Path, tmp_path: Path,
+                                                                              policy: str) -> None:
+    """A pipeline-parallel model asking for 1 GPU waited 240 idle rounds under the rigid policies
+    ("allocated nothing ... while the cluster was idle"), though it runs on 2 or more."""
+    from heet_tui.scheduling.registry import make_policy
+
+    physics = _two_gpus_or_more(profile_dir, tmp_path)
+    sim = Simulation(cluster_of(("aws", 1)), [WorkloadJob("j", 0.0, "cifar10", 1, 128)], physics, make_policy(policy))
+    (record,) = sim.run()
+    assert record.outcome == "unschedulable"
+    asked = "at most" if policy == "rigid-fifo" else "exactly"
+    assert record.message.startswith(f"policy {policy!r} gives each job {asked} the 1 GPU it asks for (num_replicas), "
+                                     "and 'cifar10' at batch size 128 runs on no profiled configuration of"), record.message
+    assert sim.rounds <= 2, "said when it was submitted"
+    # asking for 2, it runs (rigid-fifo too, which takes the largest count it runs at up to the request)
+    ok = Simulation(cluster_of(("aws", 1)), [WorkloadJob("j", 0.0, "cifar10", 2, 128)], physics, make_policy(policy))
+    assert ok.run()[0].outcome == "done"
