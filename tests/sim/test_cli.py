@@ -235,6 +235,14 @@ def test_ctrl_c_says_what_it_left(tmp_path: Path, cluster_file: Path, profile_di
     said = capsys.readouterr().err
     assert f"interrupted: no results written; {events} holds the events up to the interruption" in said
     assert not out.exists() and events.read_text().count("\n") > 0
+    assert "earlier run" not in said
+    # an earlier run's --json there is said to be that: a script read it as this run's results
+    out.write_text('{"fifo": {}}')
+    rounds.clear()
+    assert main(["sim", "--workload", str(WORKLOADS / "saturn-head.csv"), "--cluster", str(cluster_file),
+                 "--profiles", str(profile_dir), "--policy", "fifo", "--oracle", "--json", str(out)]) == 130
+    assert capsys.readouterr().err.endswith(
+        f"interrupted: no results written; {out} is left as it was, an earlier run's results\n")
 
 
 def test_a_narrow_terminal_gets_the_table_in_parts_and_job_counts_are_totals(

@@ -207,7 +207,11 @@ def cmd_sim(args: argparse.Namespace) -> int:
         raise CliError(f"sim: {f'--events {args.events}: ' if args.events else ''}{exc.strerror or exc}") from None
     except KeyboardInterrupt:
         kept = f"; {args.events} holds the events up to the interruption" if args.events else ""
-        print(f"heet-tui sim: interrupted: no results written{kept}", file=sys.stderr)
+        # a --json file there already is an earlier run's: a script reading it after the interrupt
+        # took another workload's figures for this run's
+        older = (f"; {args.json} is left as it was, an earlier run's results" if args.json and Path(args.json).exists()
+                 else "")
+        print(f"heet-tui sim: interrupted: no results written{kept}{older}", file=sys.stderr)
         return 130
     mode = "oracle" if args.oracle else f"predicted throughput ({args.predictor})"
     _print_table(summary, f"{cluster.name} ({cluster.total_gpus} GPUs), {len(paths)} workload file(s), {mode}")
