@@ -23,6 +23,13 @@ def refuse_too_big(ctl: Controller, job_id: str, c: Constraints) -> None:
     rec = ctl.store.job(job_id)
     if rec is None:
         return
+    if c.pinned_hosts and not c.held and set(c.pinned_hosts) <= (drained := ctl.drained()):
+        # pinned to a drained host, the job waited with no word of the drain: "the heet plan gives the
+        # free GPUs to no job", or "left out by the policy, or in a plan you rejected"
+        one = len(c.pinned_hosts) == 1
+        raise ValueError(f"{', '.join(sorted(set(c.pinned_hosts) & drained))} {'is' if one else 'are'} drained: no plan "
+                         f"places a job there (undrain {'it' if one else 'them'} on the Cluster screen, or pin "
+                         "another host)")
     spec, usable = rec.job.spec, {h.name: h.gpus for h in ctl.hosts.hosts}
     # every GPU heet may use on each ready host, busy or not (the plan view leaves out full hosts)
     ready = [(s.name, s.gpu_type, sum(1 for g in s.gpus if usable.get(s.name) is None or g.index in usable[s.name]))

@@ -290,3 +290,28 @@ def test_a_tweaks_preview_says_where_the_plan_would_put_the_job(tmp_path: Path) 
             assert held.for_job("a").placed_on is None
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_an_edit_pinning_a_job_to_drained_hosts_only_is_refused_saying_so(tmp_path: Path) -> None:
+    """The job waited for good, and every message gave another reason: "no GPUs, so no completion
+    to count", "approve it to apply" with nothing pending, "left out by the policy"."""
+    from heet_tui.core.intents import DrainHost
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("fast", "A100", 2, 1.0), ("slow", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        async with manual_controller(hosts, store) as ctl:
+            await ctl.post(DrainHost("fast", True))
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=50, max_gpus=2))))
+            first = await wait_for(ctl, lambda s: s.plan_id is not None, 30, "a plan")
+            pinned = Constraints(pinned_hosts=("fast",))
+            with pytest.raises(ValueError, match=r"^fast is drained: no plan places a job there \(undrain it"):
+                await ctl.preview(EditJob(first.plan_id, "a", pinned))
+            with pytest.raises(ValueError, match="fast is drained"):
+                await ctl.post(EditJob(first.plan_id, "a", pinned))
+            assert user_constraints(store) == {}, "nothing kept of it"
+            said = await ctl.post(EditJob(first.plan_id, "a", Constraints(pinned_hosts=("fast", "slow"))))
+            assert "re-evaluated" in said, "a drained host beside one that is not: the job goes there"
+
+    run_and_clean(scenario, tmp_path)
