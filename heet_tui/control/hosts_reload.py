@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from heet_tui.config.errors import ConfigError
 from heet_tui.config.hosts_file import COPY_HEADER, HostEntry, is_bundled, load_hosts, user_hosts_path
+from heet_tui.control.drains import drain_reasons, drained_hosts, set_drained
 from heet_tui.control.kept_hosts import remember_kept
 from heet_tui.control.runtime import gpus_held
 
@@ -85,6 +86,23 @@ def diff_hosts(old: tuple[HostEntry, ...], new: tuple[HostEntry, ...], busy: set
         waiting=waiting,
         relabelled=relabelled,
     )
+
+
+def renames(old: tuple[HostEntry, ...], new: tuple[HostEntry, ...], added: tuple[str, ...]) -> dict[str, str]:
+    """old name -> new name, for an added entry equal to a gone one but for its name: the same
+    machine renamed (in the TUI's hosts editor, in an editor)."""
+    after = {h.name: h for h in new}
+    gone = [h for h in old if h.name not in after]
+
+    def machine(h: HostEntry) -> HostEntry:  # a local host's address is its name, and means nothing
+        return replace(h, name="", line=None, address="" if h.transport == "local" else h.address)
+
+    out: dict[str, str] = {}
+    for name in added:
+        twin = next((h for h in gone if h.name not in out and machine(h) == machine(after[name])), None)
+        if twin is not None:
+            out[twin.name] = name
+    return out
 
 
 def speed_changes(old: tuple[HostEntry, ...], new: tuple[HostEntry, ...], changed: tuple[str, ...]) -> dict[str, str]:
@@ -162,6 +180,14 @@ class HostsReloader:
         self.why = {n: LEAVING if n in running else HOLDING for n in self.leaving}
         remember_kept(ctl.store, self.path, [h for h in diff.hosts if h.name in self.leaving])  # for the next controller too
         resped = speed_changes(ctl.hosts.hosts, diff.hosts, diff.changed)
+        # a drain is the machine's: renamed, it went back into service with no word, and the old
+        # name, drained still, drained whatever host was given that name later
+        drained, reasons = drained_hosts(ctl.store), drain_reasons(ctl.store)
+        moved = {old: name for old, name in renames(ctl.hosts.hosts, new.hosts, diff.added).items() if old in drained}
+        for old, name in moved.items():
+            set_drained(ctl.store, name, True, reasons.get(old, "drained by hand") + f" (as {old})")
+            if old not in self.leaving:
+                set_drained(ctl.store, old, False)
         health = ctl.executor.health
         # jobs that died at once on a host the edit changed (its python, say) try it again: the
         # mark that kept their model off it outlived the fix, said only by heet-tui status
@@ -182,6 +208,8 @@ class HostsReloader:
         parts = [f"{what} {', '.join(names)}" for what, names in
                  (("added", diff.added), ("removed", diff.removed), ("reconnecting", diff.changed),
                   ("new rack or tags for", diff.relabelled)) if names]
+        if moved:
+            parts.append(", ".join(f"{name} (was {old}) stays drained" for old, name in moved.items()))
         if forgiven:
             parts.append(f"jobs that died at once on {', '.join(forgiven)} may run there again (the edit may have "
                          "fixed why)")

@@ -377,3 +377,29 @@ def test_hosts_remove_with_no_controller_leaves_the_host_to_the_next_one_to_keep
 
     (tmp_path / "x").mkdir()
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_drained_host_renamed_in_the_file_stays_drained_under_its_new_name(tmp_path: Path) -> None:
+    """Renamed in the TUI's hosts editor, a drained host went back into service with no word,
+    and its old name, drained still, would drain whatever host was given that name later."""
+    from control_lab import manual_controller
+
+    from heet_tui.control.drains import drain_reasons, set_drained
+
+    path = write_local_hosts(tmp_path, [("one", "T4", 1, 1.0), ("two", "T4", 1, 1.0)])
+    store = Store(tmp_path / "state")
+    set_drained(store, "one", True, "drained by hand at 10:00:00 (d in the TUI)")
+
+    async def scenario() -> None:
+        async with manual_controller(load_hosts(path), store) as ctl:
+            path.write_text(path.read_text().replace('name = "one"', 'name = "uno"'))
+            said = await ctl.hosts_reloader.reload(ctl)
+            assert said and "uno (was one) stays drained" in said[0], said
+            assert drained_hosts(store) == {"uno"} and "uno" in ctl.drained()
+            assert drain_reasons(store)["uno"] == "drained by hand at 10:00:00 (d in the TUI) (as one)"
+            # a new host that differs in more than its name is another machine: not drained
+            path.write_text(path.read_text().replace('name = "two"', 'name = "dos"').replace("w-two", "w-dos"))
+            await ctl.hosts_reloader.reload(ctl)
+            assert drained_hosts(store) == {"uno"}
+
+    run_and_clean(scenario, tmp_path)
