@@ -105,8 +105,10 @@ class IntentHandler:
                                 f"taken back with plan #{rec.id}", job_id)
         if undone:
             ctl.poke()  # the plan made without them is not the one rejected: propose it now
-        took_back = f"; your edit(s) to {', '.join(undone)} taken back" if undone else ""
-        return (f"plan #{rec.id} rejected{took_back}; it is not proposed again unless something changes (the TUI's "
+        if undone:  # "not proposed again unless something changes", and the next plan came a second later
+            return (f"plan #{rec.id} rejected; your edit(s) to {', '.join(undone)} taken back, so the plan made "
+                    "without them is proposed next (reject that one too to leave things as they are)")
+        return (f"plan #{rec.id} rejected; it is not proposed again unless something changes (the TUI's "
                 "p, or heet-tui plan again, plans now)")
 
     async def _Replan(self, intent: Replan) -> str:

@@ -67,6 +67,9 @@ def test_an_edit_shows_with_the_job_a_reject_takes_it_back_and_a_drop_frees_the_
 
             said = await ctl.post(RejectPlan(snap.plan_id))
             assert "your edit(s) to a taken back" in said
+            # said as it is: the plan made without the edit comes next ("it is not proposed again unless
+            # something changes" read as if nothing would, and the next plan came a second later)
+            assert "the plan made without them is proposed next" in said and "not proposed again" not in said, said
             snap = await wait_for(ctl, lambda s: s.plan_id is not None, 30, "a plan made without the edit")
             assert job(snap, "a").edit == Constraints() and user_constraints(store) == {}
 
