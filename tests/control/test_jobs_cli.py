@@ -372,13 +372,15 @@ def test_the_table_shows_a_job_spread_over_many_hosts_in_a_short_cell(tmp_path: 
     state = ["--state", str(tmp_path / "state")]
     assert main([*state, "submit", str(spec)]) == 0
     store = Store(tmp_path / "state")
-    store.set_state("cnn", JobState.RUNNING, 10.0)
     spread = Allocation.of("cnn", "T4", {f"t4-0{i}": [0, 1, 2] if i == 1 else [0, 1, 2, 3] for i in range(1, 6)})
+    # and its message as the controller sets it: it named every host and GPU again after the short cell
+    store.set_state("cnn", JobState.RUNNING, 10.0, f"running on {spread.describe()}")
     store.record_allocation(spread, 1, 10.0, store.job("cnn").job.spec)
     capsys.readouterr()
     assert main([*state, "jobs"]) == 0
     row = capsys.readouterr().out.splitlines()[1]
     assert "19xT4 on 5 hosts: t4-01, t4-02, +3" in row and "[" not in row, row
+    assert row.endswith("running on 19xT4 on 5 hosts: t4-01, t4-02, +3"), row
     assert main([*state, "jobs", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["jobs"][0]["allocation"] == spread.describe()
 

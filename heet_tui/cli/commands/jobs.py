@@ -89,6 +89,13 @@ def table_allocation(described: str | None) -> str:
     return f"{size} on {len(hosts)} hosts: {hosts[0]}, {hosts[1]}, +{len(hosts) - 2}"
 
 
+def _table_message(message: str) -> str:
+    """"running on <allocation>" as the ALLOCATION column has it: a job over five hosts named them
+    all again in its message, though that column was short."""
+    lead = "running on "
+    return lead + table_allocation(message[len(lead):]) if message.startswith(lead) and "[" in message else message
+
+
 def cmd_jobs(args: argparse.Namespace) -> int:
     if args.events is not None and args.name is None:
         raise UsageError("--events N shows one job's latest N events: give the job, heet-tui jobs NAME "
@@ -123,7 +130,8 @@ def cmd_jobs(args: argparse.Namespace) -> int:
          table_allocation(r["allocation"]),
          _age(now - r["submitted_at"]), duration(r["jct_s"]),
          # a cancel not yet carried out (no controller ran, or its run is out of reach) showed only in --json
-         ("cancel requested; " if r["cancel_requested"] and not JobState(r["state"]).terminal else "") + r["message"])
+         ("cancel requested; " if r["cancel_requested"] and not JobState(r["state"]).terminal else "")
+         + _table_message(r["message"]))
         for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(head) - 1)]
     # the message takes what the terminal has left (COLUMNS, else the terminal, else 120); where that
