@@ -41,7 +41,7 @@ from heet_tui.control.runtime import (
 )
 from heet_tui.control.seen_exits import note_ended
 from heet_tui.control.stalls import DEFAULT_STALL_S, quiet_message, stalled
-from heet_tui.control.stop_grace import grace_s, warn_slow_stop
+from heet_tui.control.stop_grace import LOST_PEER_GRACE_S, grace_s, warn_slow_stop
 from heet_tui.control.store import Store
 from heet_tui.control.throughput import ThroughputBook
 from heet_tui.control.unmeasured import TIMED_OUT as UNMEASURED_TIMEOUT
@@ -265,10 +265,11 @@ class Executor:
             self.store.set_state(job_id, JobState.RUNNING, now, message)
 
     # -- stopping ---------------------------------------------------------------------------
-    async def stop_run(self, run: Run, reason: str | None, wait: bool = True) -> None:
+    async def stop_run(self, run: Run, reason: str | None, wait: bool = True, grace: float | None = None) -> None:
         """SIGTERM every live rank (the script checkpoints and exits), then wait for the run to end.
 
         ``reason`` None means a cleanup after a failed rank: the run keeps its own verdict.
+        ``grace``: seconds to SIGKILL, where not the job's own stop grace.
         """
         if self.read_only:
             return
@@ -276,7 +277,7 @@ class Executor:
             run.stop_reason, run.stop_sent_at = reason, self.clock()
         elif reason == "cancel" and run.stop_reason is not None:
             run.stop_reason = reason  # cancelled while stopping for a move: ended "resize", it was launched again
-        grace = grace_s(run.spec, self.opt.stop_grace_s)
+        grace = grace_s(run.spec, self.opt.stop_grace_s) if grace is None else grace
         for rank in [r for r in run.ranks.values() if not r.exited]:
             try:
                 await self.cluster.stop_job(rank.host, rank.agent_id, generation=run.generation, grace_s=grace,
@@ -319,7 +320,9 @@ class Executor:
                 self.store.add_event(self.clock(), "host-lost", f"{run.job_id}: host {host} lost: {why}",
                                      run.job_id, host)
             if not run.all_exited:
-                self._spawn(self.stop_run(run, None))
+                # the ranks left wait in a collective on the lost ones, where no SIGTERM reaches the
+                # script: they held their GPUs for the job's whole stop grace, then were killed unsaid
+                self._spawn(self.stop_run(run, None, grace=LOST_PEER_GRACE_S))
             self._after_exit(run)
 
     # -- events -----------------------------------------------------------------------------

@@ -38,8 +38,9 @@ def finish_run(ex: Executor, run: Run) -> None:
     ended = run.ended_at(rec.job.history[-1][0] if rec is not None and rec.job.history else 0.0, now)
     if (stop_s := stop_seconds(run, now)) is not None:
         ex.store.add_restart_time(job_id, "stop", stop_s, now)
-        if stop_warning(run, grace := grace_s(run.spec, ex.opt.stop_grace_s)) is not None:
-            ex._spawn(say_stop_warning(ex, run, grace, now))  # after its log's last line is read
+    if (stop_s is not None or (run.stop_reason or "").startswith("host")) and \
+            stop_warning(run, grace := grace_s(run.spec, ex.opt.stop_grace_s)) is not None:
+        ex._spawn(say_stop_warning(ex, run, grace, now))  # after its log's last line is read
     if outcome is Outcome.CRASHED:
         job_class = ex.book.classes.get(job_id)
         ex.health.crashed(run, job_class, why, now,

@@ -25,6 +25,10 @@ FAILED_AT_STOP = "failed when it was stopped"
 CLEAN_STOP_CODES = (3, 143)  # fenced by a newer copy; stopped on request (heet_agent.elastic)
 SLOW_STOP = "may not stop within its stop grace"
 MARGIN = 0.8  # a stop must fit in this share of the grace: steps and saves vary
+# The stop grace of a run's ranks left on the hosts still up when a host of it is lost: they wait
+# on the lost ranks in a collective (an all-reduce), where no SIGTERM reaches the script, and have
+# been waiting for the whole host-loss grace already (a save under way has had that long to end).
+LOST_PEER_GRACE_S = 5.0
 
 
 def grace_s(spec: JobSpec | None, default: float) -> float:
@@ -50,9 +54,11 @@ def note_killed_at_stop(store: Store, run: Run, grace: float, now: float, last_l
 
 def stop_warning(run: Run, grace: float) -> str | None:
     """What ``note_killed_at_stop`` says of the run, or None for a stop that went as asked."""
-    if run.profiling or run.stop_reason is None or run.stop_reason.startswith("host"):
+    if run.profiling or run.stop_reason is None:
         return None
     killed = sorted(r.rank for r in run.ranks.values() if r.signal == signal.SIGKILL)
+    if run.stop_reason.startswith("host"):
+        return _peers_of_lost_ranks(run, killed)
     if not killed:
         return _failed_stop(run)
     ranks = f"rank {killed[0]}" if len(killed) == 1 else f"ranks {', '.join(map(str, killed))}"
@@ -62,6 +68,22 @@ def stop_warning(run: Run, grace: float) -> str | None:
             "last step and checkpoint take longer, give it a larger stop_grace (seconds) in its job spec: heet-tui "
             "update JOB.toml; if it does not handle SIGTERM (save, then exit 143), no grace helps: heet_agent.elastic "
             "does it (docs/TRAINING.md)")
+
+
+def _peers_of_lost_ranks(run: Run, killed: list[int]) -> str | None:
+    """The ranks on hosts still up, killed once their peers' host was lost: said nowhere, and not
+    the script's fault (the usual stop warning told it to handle SIGTERM). Ranks on the lost host
+    itself, killed by the fence once it is back, are not these."""
+    lost = (run.stop_reason or "").split(" ")[1:2]
+    killed = [r for r in killed if [run.ranks[r].host] != lost]
+    if not killed:
+        return None
+    where = ", ".join(f"{r.rank} on {r.host}" for r in sorted(run.ranks.values(), key=lambda r: r.rank)
+                      if r.rank in killed)
+    return (f"{run.job_id} generation {run.generation}: rank{'s' if len(killed) > 1 else ''} {where} killed (SIGKILL) "
+            f"{LOST_PEER_GRACE_S:g} s after the stop, once its {run.stop_reason}: they waited on the lost ranks in a "
+            "collective, which no stop signal ends, so they saved nothing; the next launch resumes from the last "
+            "checkpoint")
 
 
 def _failed_stop(run: Run) -> str | None:
