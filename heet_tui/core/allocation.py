@@ -54,6 +54,18 @@ class Allocation:
                 return ix
         return ()
 
+    def ranks_on_hosts(self) -> str:
+        """Which ranks run where ("ranks 0-1 on a, 2-3 on b"), as the launch numbers them (hosts in
+        order, their GPUs in order): ``log --rank R`` and a rank's crash name a rank, and nothing
+        said which host holds it. "" on one host, where every rank is there."""
+        if len(self.hosts) < 2:
+            return ""
+        parts, rank = [], 0
+        for host, ix in self.hosts:
+            parts.append(f"{rank}{'-' + str(rank + len(ix) - 1) if len(ix) > 1 else ''} on {host}")
+            rank += len(ix)
+        return "ranks " + ", ".join(parts)
+
     def describe(self) -> str:
         if not self.hosts:
             return "-"

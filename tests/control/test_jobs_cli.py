@@ -392,3 +392,29 @@ def test_an_allocation_on_one_or_two_hosts_is_shown_whole() -> None:
     two = Allocation.of("j", "A100", {"a": [0, 1], "b": [0, 1]}).describe()
     assert table_allocation(two) == two == "4xA100 on a[0,1],b[0,1]"
     assert table_allocation(None) == "-"
+
+
+def test_a_job_over_several_hosts_says_which_ranks_run_where_as_the_launch_numbers_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`log --rank R` and a rank's crash name a rank; nothing said which host held it."""
+    from heet_tui.config.hosts_file import HostEntry
+    from heet_tui.control.launch import plan_launch
+    from heet_tui.core.allocation import Allocation
+
+    spread = Allocation.of("cnn", "T4", {"b": [2, 3], "a": [0], "c": [1, 5, 7]})
+    assert spread.ranks_on_hosts() == "ranks 0 on a, 1-2 on b, 3-5 on c"
+    assert Allocation.of("cnn", "T4", {"a": [0, 1]}).ranks_on_hosts() == ""
+    spec = tmp_path / "job.toml"
+    spec.write_text(JOB)
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "submit", str(spec)]) == 0
+    store = Store(tmp_path / "state")
+    launches = plan_launch("cnn", store.job("cnn").job.spec, spread, 1,
+                           {h: HostEntry(h, h, transport="local") for h in "abc"}, 29500)
+    assert [(s.rank, s.host) for s in launches] == [(0, "a"), (1, "b"), (2, "b"), (3, "c"), (4, "c"), (5, "c")]
+    store.set_state("cnn", JobState.RUNNING, 10.0)
+    store.record_allocation(spread, 1, 10.0, store.job("cnn").job.spec)
+    capsys.readouterr()
+    assert main([*state, "jobs", "cnn"]) == 0
+    now = next(line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("now"))
+    assert now.endswith("(generation 1; ranks 0 on a, 1-2 on b, 3-5 on c)"), now

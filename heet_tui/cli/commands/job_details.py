@@ -90,7 +90,8 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
          + (f", priority {spec.priority}" if spec.priority else "")),
         ("progress", _progress(rec)),
         ("reported", describe(job.metrics) or "-"),
-        ("now", f"{alloc[0].describe()} (generation {alloc[1]})" if alloc else _last_ran(store, job.id)),
+        ("now", f"{alloc[0].describe()} (generation {alloc[1]}{'; ' + r if (r := alloc[0].ranks_on_hosts()) else ''})"
+         if alloc else _last_ran(store, job.id)),
         ("speed", _speed(store, job.id)),
         ("measured", _measured(store, job.id)),
         ("profiling", profiling_costs(store).get(job.id, ProfilingCost()).describe()),

@@ -33,6 +33,8 @@ class JobDetail(Static):
         text.append(job.id if job.name == job.id else f"{job.id} {job.name}", style="bold")
         text.append(f"  {job.state.value}  model {job.model}  wants {gpu_range(job.min_gpus, job.max_gpus)}")
         text.append(f"\nallocation {job.allocation.describe() if job.allocation else '-'}")
+        if job.allocation is not None and (ranks := job.allocation.ranks_on_hosts()):
+            text.append(f" ({ranks})")  # what a rank's crash or log names
         ended = job.state.terminal  # an ended job is planned no more and pauses no more
         if edited := job.edit.describe():
             text.append(f"  your edit: {edited}", style="bold")
