@@ -418,3 +418,32 @@ def test_a_job_over_several_hosts_says_which_ranks_run_where_as_the_launch_numbe
     assert main([*state, "jobs", "cnn"]) == 0
     now = next(line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("now"))
     assert now.endswith("(generation 1; ranks 0 on a, 1-2 on b, 3-5 on c)"), now
+
+
+def test_the_gpu_time_a_job_held_is_given_beside_what_it_reported_training(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The only figure was gpu_s, what runs reported training: 27-83 % of the GPUs x time a lab's
+    small jobs held (start-up, the first report's interval, checkpoints and stops left out)."""
+    import time as clock
+
+    from heet_tui.core.allocation import Allocation
+
+    spec = tmp_path / "job.toml"
+    spec.write_text(JOB)
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "submit", str(spec)]) == 0
+    store = Store(tmp_path / "state")
+    t0 = clock.time() - 100.0
+    store.record_allocation(Allocation.of("cnn", "T4", {"a": [0, 1]}), 1, t0)
+    store.release_allocation("cnn", t0 + 10.0)  # 2 GPUs for 10 s
+    store.record_allocation(Allocation.of("cnn", "T4", {"b": [3]}), 2, t0 + 30.0)  # 1 GPU since, still held
+    store.set_state("cnn", JobState.RUNNING, t0 + 30.0)
+    capsys.readouterr()
+    assert main([*state, "jobs", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["jobs"]
+    assert 20.0 + 70.0 <= row["held_gpu_s"] <= 20.0 + 75.0, row["held_gpu_s"]
+    assert main([*state, "jobs", "cnn", "--json"]) == 0
+    assert abs(json.loads(capsys.readouterr().out)["held_gpu_s"] - row["held_gpu_s"]) < 5.0
+    assert main([*state, "jobs", "cnn"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("gpu time"))
+    assert "of GPU time held (GPUs x time, launch to release)" in line and "reported training" in line, line

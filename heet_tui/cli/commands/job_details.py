@@ -29,9 +29,10 @@ from heet_tui.core.metrics import describe
 from heet_tui.core.sched_input import Constraints
 
 
-def job_row(rec: JobRecord, alloc: tuple[Allocation, int] | None, checkpoint_hosts: dict[str, str]) -> dict:
+def job_row(rec: JobRecord, alloc: tuple[Allocation, int] | None, checkpoint_hosts: dict[str, str],
+            held_gpu_s: float = 0.0) -> dict:
     """A job as ``heet-tui jobs --json`` lists it (``checkpoint_hosts``: the store's job -> host of
-    its latest checkpoint, read once for a listing)."""
+    its latest checkpoint, and ``held_gpu_s`` its GPU time held, read once for a listing)."""
     job, spec = rec.job, rec.job.spec
     ended_at = job.ended_at
     return {
@@ -50,6 +51,8 @@ def job_row(rec: JobRecord, alloc: tuple[Allocation, int] | None, checkpoint_hos
         "metrics": dict(job.metrics), "spec_file": rec.spec_file or None,
         # the GPU time its runs reported training, profiling apart (it was in the store only)
         "gpu_s": round(job.attained_gpu_s, 3),
+        # GPUs x time its runs held them, launch to release: what a lab bills (gpu_s was 27-83 % of it)
+        "held_gpu_s": round(held_gpu_s, 3),
     }
 
 
@@ -70,7 +73,8 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
     found = store.events(job.id, limit=max(1, events))
     if as_json:
         cost = profiling_costs(store).get(job.id, ProfilingCost())
-        print(json.dumps({**job_row(rec, alloc, stored_checkpoint_hosts(store)),
+        held = store.held_gpu_seconds(time.time()).get(job.id, 0.0)
+        print(json.dumps({**job_row(rec, alloc, stored_checkpoint_hosts(store), held),
                           "profiling": {"runs": cost.runs, "gpu_s": round(cost.gpu_s, 3)},
                           "runs": [_placed_obj(p) for p in store.allocation_history(job.id)],
                           **_latest_speed(store, job.id, alloc),
@@ -94,6 +98,7 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
          if alloc else _last_ran(store, job.id)),
         ("speed", _speed(store, job.id)),
         ("measured", _measured(store, job.id)),
+        ("gpu time", _gpu_time(store, rec)),
         ("profiling", profiling_costs(store).get(job.id, ProfilingCost()).describe()),
         ("restarts", f"{job.restarts}" + (f", {rec.crashes} crash(es) since the last new step" if rec.crashes else "")),
         ("checkpoint", _checkpoint(store, rec, alloc)),
@@ -137,6 +142,14 @@ def checkpoint_host(rec: JobRecord, alloc: tuple[Allocation, int] | None, stored
     """The host of rank 0 while the job runs (it writes the next checkpoint), else the one the
     store remembers."""
     return alloc[0].hosts[0][0] if alloc else stored.get(rec.job.id)
+
+
+def _gpu_time(store: Store, rec: JobRecord) -> str:
+    held = store.held_gpu_seconds(time.time()).get(rec.job.id, 0.0)
+    if not held:
+        return "-"
+    return (f"{duration(held)} of GPU time held (GPUs x time, launch to release), {duration(rec.job.attained_gpu_s)} "
+            "of it reported training")
 
 
 def _progress(rec: JobRecord) -> str:

@@ -66,7 +66,8 @@ def job_rows(store: Store, ended: int | None = None) -> tuple[list[dict], int]:
     ended_in_store = sum(n for state, n in store.state_counts().items() if JobState(state).terminal)
     left_out = ended_in_store - sum(r.job.state.terminal for r in records)
     at_hosts = stored_checkpoint_hosts(store)
-    rows = [job_row(rec, allocations.get(rec.job.id), at_hosts) for rec in records]
+    held = store.held_gpu_seconds(time.time())
+    rows = [job_row(rec, allocations.get(rec.job.id), at_hosts, held.get(rec.job.id, 0.0)) for rec in records]
     starts = store.current_starts()
     for row in rows:  # what it ran at lately, recorded every 10 s: scripts had to parse `jobs NAME` for it
         # since its current run began: a relaunch at another size showed the old size's speed
