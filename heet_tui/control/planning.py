@@ -202,9 +202,27 @@ def held_back(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str], drai
 SETTLE_S = 120.0  # auto-approve restarts no job sooner than this after its last start
 
 
+def for_priority(plan: Plan, priorities: Mapping[str, int]) -> str | None:
+    """How ``plan`` serves a job of higher priority, when every job it restarts is of lower priority
+    than one it starts or grows; else None. Such a plan changes no summed speed (a stop and a start
+    of equally fast jobs "gain 0.0%"), so auto-approve held it: an urgent job waited for a
+    low-priority one to end by itself."""
+    served = [c.job_id for c in plan.changes if c.kind in (ChangeKind.START, ChangeKind.GROW)]
+    if not served:
+        return None
+    top = max(served, key=lambda j: priorities.get(j, 0))
+    rank = priorities.get(top, 0)
+    paused = sorted(c.job_id for c in plan.changes if c.needs_restart and c.job_id != top)
+    if not paused or any(priorities.get(j, 0) >= rank for j in paused):
+        return None
+    named = ", ".join(paused[:3]) + (f" and {len(paused) - 3} more" if len(paused) > 3 else "")
+    return f"it gives GPUs to {top} (priority {rank}) from {named}, of lower priority"
+
+
 def auto_verdict(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str], drained: set[str],
                  threshold: float, misplaced: frozenset[str] = frozenset(),
-                 recent: frozenset[str] = frozenset()) -> tuple[bool, str]:
+                 recent: frozenset[str] = frozenset(), priorities: Mapping[str, int] | None = None
+                 ) -> tuple[bool, str]:
     """Whether auto-approve applies ``plan``, and why in words either way: an auto-approved plan
     that restarted jobs while reading "as without it" gave no figure for what it was applied on."""
     if vacates(plan, drained):
@@ -213,6 +231,8 @@ def auto_verdict(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str], d
         return True, "it moves jobs off GPUs their specs no longer allow"
     if all(c.kind is ChangeKind.START for c in plan.changes):
         return True, "it only starts queued jobs"
+    if priorities and (served := for_priority(plan, priorities)):
+        return True, served
     predicted = gain(plan, book, unmeasured)
     effect = plan.effect
     if predicted >= threshold:

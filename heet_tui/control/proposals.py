@@ -149,7 +149,7 @@ def propose(ctl: Controller) -> None:
     recent = frozenset(r.job_id for r in ctl.executor.runs.values()  # adopted ones: started who knows when
                        if r.start_samples is not None and ctl.clock() - r.started_at < planning.SETTLE_S)
     applied, why = planning.auto_verdict(plan, ctl.book, unmeasured, ctl.drained(), ctl.opt.gain_threshold, misplaced,
-                                         recent)
+                                         recent, {j.id: j.priority for j in inputs})
     ctl.held_why = None if applied else why
     if ctl.auto_approve and ctl.held_why is None:
         ctl.store.set_plan_status(plan_id, "approved", ctl.clock())

@@ -172,3 +172,61 @@ def test_a_job_started_moments_ago_is_not_restarted_again_unasked() -> None:
                  JobPrediction("r0", 100.0, 101.0, None, 30.0))
     assert held_back(weak, book, frozenset(), set(), 0.05, recent=frozenset({"r0"})) == (
         "its predicted gain, 1.0%, is below the auto-approve threshold of 5%")
+
+
+def test_a_plan_that_pauses_only_lower_priority_jobs_for_a_higher_one_is_applied() -> None:
+    """A stop of a priority-0 job and a start of a priority-5 one "gained 0.0%" (the jobs' summed
+    speed weighs every job alike), and auto-approve held it: the urgent job waited for the other to
+    end by itself."""
+    from heet_tui.control.planning import auto_verdict
+
+    book = ThroughputBook()
+    low = Allocation.of("low", "T4", {"h": [0]})
+    swap = _plan({"low": low}, {"urgent": Allocation.of("urgent", "T4", {"h": [0]})},
+                 JobPrediction("low", 100.0, 0.0, None, 30.0), JobPrediction("urgent", 0.0, 100.0, None, 30.0))
+    assert auto_verdict(swap, book, frozenset(), set(), 0.05)[0] is False, "no priorities known: the gain rule"
+    assert auto_verdict(swap, book, frozenset(), set(), 0.05, priorities={"low": 0, "urgent": 5}) == (
+        True, "it gives GPUs to urgent (priority 5) from low, of lower priority")
+    assert auto_verdict(swap, book, frozenset(), set(), 0.05, recent=frozenset({"low"}),
+                        priorities={"low": 0, "urgent": 5})[0] is True, "not a size being measured: no settle wait"
+    for same in ({"low": 5, "urgent": 5}, {"low": 7, "urgent": 5}):
+        assert auto_verdict(swap, book, frozenset(), set(), 0.05, priorities=same)[0] is False, same
+    # a job of the same or higher priority moved or shrunk on the way: not for priority alone
+    mid = Allocation.of("mid", "T4", {"g": [0, 1]})
+    also = _plan({"low": low, "mid": mid}, {"urgent": Allocation.of("urgent", "T4", {"h": [0]}),
+                                             "mid": Allocation.of("mid", "T4", {"g": [0]})},
+                 JobPrediction("low", 100.0, 0.0, None, 30.0), JobPrediction("urgent", 0.0, 100.0, None, 30.0),
+                 JobPrediction("mid", 100.0, 60.0, None, 30.0))
+    assert auto_verdict(also, book, frozenset(), set(), 0.05, priorities={"low": 0, "mid": 5, "urgent": 5})[0] is False
+    assert auto_verdict(also, book, frozenset(), set(), 0.05, priorities={"low": 0, "mid": 1, "urgent": 5}) == (
+        True, "it gives GPUs to urgent (priority 5) from low, mid, of lower priority")
+
+
+def test_under_auto_approve_an_urgent_job_takes_the_gpu_of_a_lower_priority_one(tmp_path) -> None:
+
+    from control_lab import job, run_and_clean, running_past, wait_for, write_job, write_local_hosts
+
+    from heet_tui.config.hosts_file import load_hosts
+    from heet_tui.control.controller import Controller, ControllerOptions
+    from heet_tui.control.store import Store
+    from heet_tui.core.intents import SubmitJob
+    from heet_tui.core.job import JobState
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=True, profile=False))
+        await ctl.start()
+        try:
+            await running_past(ctl, write_job(tmp_path, "low", steps=100_000, max_gpus=1, every=1000), "low", 5, 90)
+            urgent = write_job(tmp_path, "urgent", steps=100_000, max_gpus=1, model="low", extra="priority = 5\n")
+            await ctl.post(SubmitJob(str(urgent)))
+            await wait_for(ctl, lambda s: job(s, "urgent").state is JobState.RUNNING, 90, "urgent running")
+            assert job(ctl.hub.latest, "low").state is JobState.QUEUED
+            assert any("auto-approved: it gives GPUs to urgent (priority 5) from low, of lower priority" in e.message
+                       for e in store.events(limit=50)), [e.message for e in store.events(limit=20)]
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
