@@ -1,4 +1,4 @@
-"""Which hosts are drained, and why: the state store's record, written by the TUI's ``d``,
+"""Which hosts are drained, and why: the state store's record, written by the TUI (``d``, the palette),
 ``heet-tui hosts drain|undrain`` and the controller when it finds a host broken
 (``host_health.py``), and read by every plan.
 

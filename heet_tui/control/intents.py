@@ -239,7 +239,8 @@ class IntentHandler:
         ctl = self.ctl
         if intent.host not in ctl.hosts.names():
             raise ValueError(f"no host {intent.host!r} in {ctl.hosts.path}")
-        drain_by_hand(ctl.store, intent.host, intent.drained, ctl.clock(), "d in the TUI")
+        # d on the Cluster screen, or the palette's drain/undrain host: no one key to name
+        drain_by_hand(ctl.store, intent.host, intent.drained, ctl.clock(), "in the TUI")
         return f"{intent.host} {'drained: its jobs move at the next plan, or stop where no other host can hold them' if intent.drained else 'back in service'}"
 
     async def _ConnectHost(self, intent: ConnectHost) -> str:

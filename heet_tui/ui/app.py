@@ -24,31 +24,25 @@ from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
 from textual.timer import Timer
 
-from heet_tui.config.job_spec import spec_file
 from heet_tui.core.backend import Backend
 from heet_tui.core.intents import (
     WARNING_SEP,
-    ConnectHost,
-    DrainHost,
     EditJob,
     Intent,
-    SetAutoApprove,
-    SetPolicy,
     SubmitJob,
     TrustHostKey,
-    UpdateJobs,
 )
 from heet_tui.core.job import JobState
 from heet_tui.core.plan import PredictedEffect
 from heet_tui.core.snapshot import HostStatus, Snapshot
-from heet_tui.ui.commands import HeetCommands, example_job_specs
+from heet_tui.ui.commands import HeetCommands
 from heet_tui.ui.controller_link import AGE_EVERY_S, RETRY_EVERY_S, ControllerLink, file_stamp
 from heet_tui.ui.dialogs.confirm import ConfirmDialog
 from heet_tui.ui.dialogs.help import HelpDialog
 from heet_tui.ui.dialogs.host_key import HostKeyDialog, fingerprint_in, key_question_settled
-from heet_tui.ui.dialogs.prompt import PromptDialog
 from heet_tui.ui.dialogs.tweak import TweakDialog
 from heet_tui.ui.messages import BackendFailed, IntentDone, IntentRequested, SnapshotArrived
+from heet_tui.ui.palette_actions import PaletteActions
 from heet_tui.ui.screens.base import SnapshotScreen
 from heet_tui.ui.screens.cluster import ClusterScreen
 from heet_tui.ui.screens.hosts import HostsScreen
@@ -63,17 +57,9 @@ FIRST_NOTICES = 2  # of those published before the TUI's first snapshot, how man
 FIRST_NOTICE_AGE_S = 20.0  # ... and only when said this recently (older news is in the log)
 
 
-def known_policies() -> list[str]:
-    try:
-        from heet_tui.scheduling.registry import POLICY_NAMES
-    except ImportError:  # the palette still works; the backend says whether a typed name exists
-        return ["heet"]
-    return list(POLICY_NAMES)
-
-
 SCREENS_GROUP = Binding.Group("Screens", compact=True)
 
-class HeetApp(ControllerLink, App[int]):
+class HeetApp(PaletteActions, ControllerLink, App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere still find it
     TITLE = "heet-tui"
     MODES = {"cluster": ClusterScreen, "jobs": JobsScreen, "plan": PlanScreen, "profiles": ProfilesScreen,
@@ -327,45 +313,6 @@ class HeetApp(ControllerLink, App[int]):
 
     def action_help(self) -> None:
         self.push_screen(HelpDialog())
-
-    def _host_names(self) -> list[str]:
-        return [h.name for h in self.latest.hosts] if self.latest else []
-
-    def _prompt(self, question: str, suggestions: list[str], make, value: str = "", paths: bool = False) -> None:
-        def answered(value: str | None) -> None:
-            if value:
-                intent, describe = make(value)
-                self.post_intent(intent, describe)
-
-        self.push_screen(PromptDialog(question, suggestions, value, paths), answered)
-
-    def submit_job_file(self, path: str) -> None:
-        self.post_intent(SubmitJob(spec_file(path)), f"submit {Path(path).name}")
-
-    def action_submit_job(self) -> None:
-        # spec_file: a path typed here is relative to this TUI's directory, not to that of the
-        # controller it may be attached to, which reads the file
-        self._prompt("Job spec to submit (a job.toml, a directory of them or a glob):",
-                     [str(p) for p in example_job_specs()],
-                     lambda v: (SubmitJob(spec_file(v)), f"submit {Path(v).name}"), paths=True)
-
-    def action_update_job(self, last_read_from: str = "") -> None:
-        self._prompt("Job spec with the changes (the job of its name takes it: a job.toml, a directory or a glob):",
-                     [str(p) for p in example_job_specs()],
-                     lambda v: (UpdateJobs(spec_file(v)), f"update from {Path(v).name}"), last_read_from, paths=True)
-
-    def action_connect_host(self) -> None:
-        self._prompt("Host to (re)connect:", self._host_names(), lambda v: (ConnectHost(v), f"connect {v}"))
-
-    def action_drain_host(self) -> None:
-        self._prompt("Host to drain:", self._host_names(), lambda v: (DrainHost(v, True), f"drain {v}"))
-
-    def action_switch_policy(self) -> None:
-        self._prompt("Scheduling policy:", known_policies(), lambda v: (SetPolicy(v), f"policy {v}"))
-
-    def action_toggle_auto_approve(self) -> None:
-        enabled = not (self.latest.auto_approve if self.latest else False)
-        self.post_intent(SetAutoApprove(enabled), "auto-approve " + ("on" if enabled else "off"))
 
 
 def run_app(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""The command palette: submit job, connect host, drain host, switch policy, and the screens.
+"""The command palette: submit job, connect host, drain and undrain host, switch policy, and the screens.
 
 Commands that change anything are not offered at all in read-only mode.
 """
@@ -46,6 +46,7 @@ class HeetCommands(Provider):
                 out += [
                     ("connect host…", app.action_connect_host, "(re)connect a host by name"),  # type: ignore[attr-defined]
                     ("drain host…", app.action_drain_host, "stop placing work on a host"),  # type: ignore[attr-defined]
+                    ("undrain host…", app.action_undrain_host, "place work on a drained host again"),  # type: ignore[attr-defined]
                 ]
             out += [
                 ("switch policy…", app.action_switch_policy, "choose the scheduling policy"),  # type: ignore[attr-defined]

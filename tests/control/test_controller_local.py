@@ -78,7 +78,7 @@ def test_approve_drain_move_and_restart_readopts(tmp_path: Path) -> None:
             assert metric(job(snap, "a").metrics, "loss") is not None, "its loss is shown while it runs"
 
             await ctl.post(DrainHost(first_host))
-            assert any(e.kind == "drained" and e.message == f"{first_host} drained by hand (d in the TUI)"
+            assert any(e.kind == "drained" and e.message == f"{first_host} drained by hand (in the TUI)"
                        for e in store.events(limit=50)), "who drained it, and when"
             snap = await wait_for(ctl, lambda s: s.plan is not None and any(
                 c.job_id == "a" and c.kind is not ChangeKind.START for c in s.plan.changes), 30, "a plan moving a")

@@ -16,7 +16,7 @@ HELP = """\
 | key | where | does |
 |---|---|---|
 | `1`..`5` | everywhere | Cluster, Jobs, Plan, Profiles, Hosts |
-| `ctrl+p` | everywhere | command palette: submit job, connect host, drain host, switch policy |
+| `ctrl+p` | everywhere | command palette: submit job, connect host, drain or undrain host, switch policy |
 | `?` | everywhere | this help |
 | `q` | everywhere | quit (asks first while other TUIs or log -f watch the controller this TUI runs) |
 | `g` | Cluster | group hosts by GPU type or by rack |

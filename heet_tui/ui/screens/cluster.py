@@ -7,7 +7,7 @@ from textual.binding import Binding
 
 from heet_tui.core.intents import ConnectHost, DrainHost
 from heet_tui.core.snapshot import HostStatus, Snapshot
-from heet_tui.ui.dialogs.confirm import ConfirmDialog
+from heet_tui.ui.dialogs.drain import drain_asking_first
 from heet_tui.ui.screens.base import SnapshotScreen
 from heet_tui.ui.widgets.filter_box import FILTER_BINDINGS, FilterBox, FilterKeys
 from heet_tui.ui.widgets.host_detail import HostDetail, HostHistory
@@ -95,27 +95,14 @@ class ClusterScreen(FilterKeys, SnapshotScreen):
 
     def action_drain(self) -> None:
         """Undrains at once; drains at once a host no job runs on, and asks first for one that has
-        jobs, which then stop and move (one key press moved 8 jobs, unasked)."""
-        host, snap = self.selected, self.latest
+        jobs, which then stop and move (dialogs/drain.py, as the palette's "drain host…")."""
+        host = self.selected
         if host is None:
             return
-        verb = "undrain" if host.drained else "drain"
-        running = [] if host.drained or snap is None else \
-            [j.id for j in snap.jobs if j.allocation is not None and host.name in j.allocation.host_names]
-        if not running:
-            self.request(DrainHost(host.name, not host.drained), f"{verb} {host.name}")
+        if host.drained:
+            self.request(DrainHost(host.name, False), f"undrain {host.name}")
             return
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.request(DrainHost(host.name, True), f"drain {host.name}")
-
-        when = "at once: auto-approve is on" if snap.auto_approve else "at the next plan you approve"
-        jobs = ", ".join(running[:5]) + (f" and {len(running) - 5} more" if len(running) > 5 else "")
-        # "move off" was said where no other host had room: they only stopped
-        self.app.push_screen(ConfirmDialog(f"Drain {host.name}? No job starts there, and the {len(running)} "
-                                           f"running on it ({jobs}) {'stop' if len(running) > 1 else 'stops'} {when}, "
-                                           "to start again where a plan finds room.", yes="Drain"), answered)
+        drain_asking_first(self.app, host.name, self.latest, self.request)
 
     action_undrain = action_drain
 
