@@ -69,3 +69,66 @@ def test_r_too_leaves_a_plan_that_just_replaced_the_one_shown_and_the_window_is_
             assert backend.posted == [RejectPlan(9)]
 
     run(scenario())
+
+
+def test_a_plan_after_a_long_while_with_none_has_only_just_appeared_and_replaced_nothing(make_app, backend):
+    """Plan #7 applied a minute ago, then #9 came: r was refused with "plan #9 has just replaced
+    #7", of a plan long gone. The guard stays; the words say what happened."""
+    now = [1000.0]
+
+    async def scenario():
+        app = make_app("plan")
+        app.clock = lambda: now[0]
+        async with app.run_test(size=SIZE) as pilot:
+            said = app.screen.query_one("#plan-summary", Static)
+            await wait_for(pilot, lambda: str(said.render()).startswith("Plan #7"))
+            now[0] += 5.0
+            backend.push(replace(small_snapshot(1, plan=False)))  # #7 applied
+            await wait_for(pilot, lambda: str(said.render()).startswith("No plan pending"))
+            now[0] += 60.0
+            backend.push(replace(small_snapshot(2), plan_id=9))
+            await wait_for(pilot, lambda: str(said.render()).startswith("Plan #9"))
+            now[0] += plan_screen.JUST_REPLACED_S / 4
+            await pilot.press("r")
+            await wait_for(pilot, lambda: any("#9" in n.message for n in app._notifications))
+            told = next(n.message for n in app._notifications if "#9" in n.message)
+            assert "plan #9 has only just appeared here: nothing done; look at it, then press r again" in told, told
+            assert "replaced" not in told, told
+            await pilot.pause()
+            assert backend.posted == []
+            now[0] += plan_screen.JUST_REPLACED_S
+            await pilot.press("r")
+            await wait_for(pilot, lambda: backend.posted)
+            assert backend.posted == [RejectPlan(9)]
+
+    run(scenario())
+
+
+def test_a_plan_that_came_while_another_screen_was_shown_has_only_just_appeared_here(make_app, backend):
+    """Away on the Jobs screen while #7 gave way to #8 a minute earlier, the user came back: a was
+    refused with "plan #8 has just replaced #7", though nothing had just happened."""
+    now = [1000.0]
+
+    async def scenario():
+        app = make_app("plan")
+        app.clock = lambda: now[0]
+        async with app.run_test(size=SIZE) as pilot:
+            plan = app.screen
+            said = plan.query_one("#plan-summary", Static)
+            await wait_for(pilot, lambda: str(said.render()).startswith("Plan #7"))
+            await pilot.press("2")
+            await wait_for(pilot, lambda: app.screen is not plan)
+            now[0] += 1.0
+            backend.push(replace(small_snapshot(1), plan_id=8))
+            await wait_for(pilot, lambda: app.latest.plan_id == 8)
+            now[0] += 60.0
+            await pilot.press("3")
+            await wait_for(pilot, lambda: app.screen is plan and str(said.render()).startswith("Plan #8"))
+            await pilot.press("a")
+            await wait_for(pilot, lambda: any("#8" in n.message for n in app._notifications))
+            told = next(n.message for n in app._notifications if "#8" in n.message)
+            assert "plan #8 has only just appeared here: nothing done; look at it, then press a again" in told, told
+            await pilot.pause()
+            assert backend.posted == []
+
+    run(scenario())

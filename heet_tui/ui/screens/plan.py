@@ -39,8 +39,10 @@ class PlanScreen(SnapshotScreen):
 
     _summary: Text | None = None
     _shown: int | None = None  # the id of the plan on screen (None: none)
-    _shown_before: int | None = None  # the last other plan that was on screen, and
     _shown_since = 0.0  # when the one on screen took its place (the app's clock)
+    _shown_before: int | None = None  # the last other plan that was on screen, and
+    _before_until = 0.0  # when it was last before the user (replaced, or the screen left)
+    _hidden_at: float | None = None  # when another screen took this one's place (None: shown since)
 
     def compose(self) -> ComposeResult:
         yield StatusLine("Plan")
@@ -58,25 +60,39 @@ class PlanScreen(SnapshotScreen):
         self.refresh_bindings_when(self._pending())  # no pending plan: no approve key
 
     def _note_shown(self, plan_id: int | None) -> None:
-        """Remember which plan the user has before them, since when, and which one it replaced (a
-        moment with none between them counts: #7 applied, then #9 proposed, is a new plan too)."""
-        if plan_id == self._shown:
-            return
-        if self._shown is not None:
-            self._shown_before = self._shown
-        self._shown, self._shown_since = plan_id, self.app.clock()  # type: ignore[attr-defined]
+        """Remember which plan the user has before them, since when, and which one was before them
+        until when (a moment with none between them counts: #7 applied, then #9 proposed, is a
+        new plan too)."""
+        now = self.app.clock()  # type: ignore[attr-defined]
+        if plan_id != self._shown:
+            if self._shown is not None:
+                self._shown_before = self._shown
+                self._before_until = self._hidden_at if self._hidden_at is not None else now
+            self._shown, self._shown_since = plan_id, now
+        self._hidden_at = None
+
+    def on_screen_suspend(self) -> None:
+        # snapshots are not drawn while another screen is shown: the plan on this one was last
+        # before the user now, however much later the next plan is drawn here
+        self._hidden_at = self.app.clock()  # type: ignore[attr-defined]
 
     def _just_replaced(self, verb: str) -> bool:
-        """Whether the plan on screen replaced another too recently for ``verb`` to be meant for it,
-        in which case the user is told so and it is not sent."""
+        """Whether the plan on screen came too recently for ``verb`` to be meant for it, after
+        another was on screen, in which case the user is told so and it is not sent."""
         shown, before = self._shown, self._shown_before
         if shown is None or before is None or before == shown:
             return False
         if self.app.clock() - self._shown_since >= JUST_REPLACED_S:  # type: ignore[attr-defined]
             return False
         key = "a" if verb == "approve" else "r"
-        self.notify(f"plan #{shown} has just replaced #{before}: nothing done; look at it, then press {key} again "
-                    f"to {verb} it", severity="warning", timeout=6)
+        # "replaced #4" only of a plan the user had before them a moment ago: said of #4 applied
+        # long before, or of one that gave way while another screen was shown, it was untrue
+        if self._shown_since - self._before_until <= JUST_REPLACED_S:
+            came = f"has just replaced #{before}"
+        else:
+            came = "has only just appeared here"
+        self.notify(f"plan #{shown} {came}: nothing done; look at it, then press {key} again to {verb} it",
+                    severity="warning", timeout=6)
         return True
 
     def _pending(self) -> bool:
