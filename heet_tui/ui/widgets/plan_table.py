@@ -110,6 +110,15 @@ def plan_cells(row: PlanRow, compact: bool = False) -> Cells:
     return (name, label, short_alloc(row.before, hosts), short_alloc(row.after, hosts), tput, delta, done, pause)
 
 
+def drains_carried_out(snap: Snapshot) -> list[str]:
+    """The drained hosts the pending plan moves or stops jobs off: the plan is the drain's doing."""
+    if snap.plan is None:
+        return []
+    drained = {h.name for h in snap.hosts if h.drained}
+    return sorted({host for c in snap.plan.changes if c.before is not None for host in c.before.host_names
+                   if host in drained and (c.after is None or host not in c.after.host_names)})
+
+
 def summary(snap: Snapshot) -> Text:
     text = Text()
     plan = snap.plan
@@ -142,7 +151,13 @@ def summary(snap: Snapshot) -> Text:
                     >= effect.avg_jct_s else "bold red")
         text.append(effect.against())
         if effect.avg_jct_before_s is not None and effect.avg_jct_s > effect.avg_jct_before_s:
-            text.append(" (r rejects it)", style="bold red")  # against() said why it is worse
+            if drains := drains_carried_out(snap):
+                # a drain's plan costs what the drain costs: "r rejects it" pushed the user to reject
+                # the plan that carries out the drain they asked for
+                text.append(f"; it carries out the drain of {', '.join(drains)} (the cost is the drain's)",
+                            style="yellow")
+            else:
+                text.append(" (r rejects it)", style="bold red")  # against() said why it is worse
     if delay := effect.delay_said():  # with or without an average to set it beside
         text.append(f"\n{delay}", style="bold yellow")
     if effect.avg_jct_s is not None and (
