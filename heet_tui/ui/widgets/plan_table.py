@@ -21,6 +21,9 @@ COLUMNS = (("job", "Job"), ("change", "Change"), ("current", "Current"), ("propo
 # Narrower than this, a row leaves out host names and the speed before (Δ says the change): at 80
 # columns the restart pause, what a change costs, was off the screen and Completes in cut short
 COMPACT_BELOW = 100
+# The most the six other columns and the gaps take (a 24-character id, "1.2k/s → 790/s ±12%", ...):
+# what is left of the width, halved, is the room of Current and Proposed
+OTHER_COLUMNS = 85
 
 EDITED = " ✎"  # after a job the user fixed something for (`e`): later plans keep to it
 
@@ -30,17 +33,26 @@ _KIND_ORDER = {ChangeKind.START: 0, ChangeKind.GROW: 1, ChangeKind.MIGRATE: 2, C
                ChangeKind.STOP: 4, None: 5}
 
 
-def short_alloc(alloc: Allocation | None, limit: int = 1) -> str:
+def short_alloc(alloc: Allocation | None, limit: int = 1, room: int = 0) -> str:
     """One host and a count of the rest: two host names widened Current and Proposed to 50
     columns on every row, pushing the figures off a 100-column screen (e shows them all);
-    ``limit`` 0: the count and type alone."""
+    ``limit`` 0: the count and type alone. A job over exactly two hosts names both where that
+    fits in ``room`` characters ("2xT4 @b +1" hid the second at 160 columns)."""
     if alloc is None or alloc.num_gpus == 0:
         return "-"
+    size = f"{alloc.num_gpus}x{alloc.gpu_type}"
     if limit == 0:
-        return f"{alloc.num_gpus}x{alloc.gpu_type}"
+        return size
     names = alloc.host_names
+    if len(names) == 2 and len(both := f"{size} @{names[0]},{names[1]}") <= room:
+        return both
     where = ",".join(names[:limit]) + (f" +{len(names) - limit}" if len(names) > limit else "")
-    return f"{alloc.num_gpus}x{alloc.gpu_type} @{where}"
+    return f"{size} @{where}"
+
+
+def allocation_room(width: int) -> int:
+    """The characters an allocation cell may take in a table ``width`` columns wide."""
+    return max(0, (width - OTHER_COLUMNS) // 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +100,8 @@ def current_rows(snap: Snapshot) -> dict[str, PlanRow]:
     return rows
 
 
-def plan_cells(row: PlanRow, compact: bool = False) -> Cells:
+def plan_cells(row: PlanRow, compact: bool = False, room: int = 0) -> Cells:
+    """``room``: the characters Current and Proposed may each take (two host names where they fit)."""
     pred = row.prediction
     name = short_id(row.job_id, ID_WIDTH - 2) + EDITED if row.edited else short_id(row.job_id)
     if row.waiting and pred is not None:
@@ -107,7 +120,8 @@ def plan_cells(row: PlanRow, compact: bool = False) -> Cells:
     kind = row.kind
     label = Text(kind.value if kind else "keep", style=_KIND_STYLE[kind] if kind else "dim")
     hosts = 0 if compact else 1
-    return (name, label, short_alloc(row.before, hosts), short_alloc(row.after, hosts), tput, delta, done, pause)
+    return (name, label, short_alloc(row.before, hosts, room), short_alloc(row.after, hosts, room), tput, delta,
+            done, pause)
 
 
 def drains_carried_out(snap: Snapshot) -> list[str]:
@@ -173,11 +187,12 @@ class PlanTable(KeyedTable):
         super().__init__(COLUMNS, **kwargs)
         self._rank: dict[str, int] = {}
         self._compact = False
+        self._room = 0
 
     def on_resize(self) -> None:
-        compact = self.size.width < COMPACT_BELOW
-        if compact != self._compact:
-            self._compact = compact
+        compact, room = self.size.width < COMPACT_BELOW, allocation_room(self.size.width)
+        if (compact, room) != (self._compact, self._room):
+            self._compact, self._room = compact, room
             self.redraw_all()
 
     def on_mount(self) -> None:
@@ -191,4 +206,4 @@ class PlanTable(KeyedTable):
         self.sync(rows)
 
     def cells_for(self, key: str, source: PlanRow) -> Cells:
-        return plan_cells(source, self._compact)
+        return plan_cells(source, self._compact, self._room)
