@@ -138,7 +138,13 @@ class PredictedEffect:
             return (f" with this plan, without {', '.join(left)} (stopped by it: no completion to count); "
                     f"{duration(before)} without the plan, counting {'it' if len(left) == 1 else 'them'}")
         queue = any(p.throughput_before == 0 for p in self.jobs)
+        # a running job it pauses until GPUs free again (a preemption for priority): queueing in
+        # order would not have stopped it, which "the same way" said
+        paused = sorted(p.job_id for p in self.jobs if p.throughput_before > 0 and p.throughput_after <= 0)
         if abs(before - after) <= 0.005 * max(before, after):
+            if paused:
+                return (f" with this plan, as without it: what it costs {', '.join(paused)}, stopped until GPUs "
+                        "free again, the jobs it starts gain, by this average (which weighs every job alike)")
             return (" with this plan, as without it" + (": queueing for GPUs in order would start the waiting jobs "
                                                         "the same way" if queue else ""))
         # any plan this average calls worse says so in words (red alone went unnoticed: 1m54s against

@@ -99,3 +99,16 @@ def test_a_waiting_job_no_queue_starts_is_said_to_be_in_neither_average() -> Non
                     "same way; neither counts t4only (held, or no start foreseen)"), said
     queued_later = (jobs[0], JobPrediction("t4only", 0.0, 0.0, 300.0, 0.0, starts_in_s=200.0, starts_on="T4"))
     assert "neither" not in PredictedEffect(queued_later, avg_jct_s=100.0, avg_jct_before_s=100.0).against()
+
+
+def test_a_plan_that_stops_a_job_for_another_is_not_said_to_do_what_queueing_would() -> None:
+    """A stop of bob's job for ann's urgent one read "as without it: queueing for GPUs in order would
+    start the waiting jobs the same way": queueing would not have stopped bob's job."""
+    from heet_tui.core.plan import JobPrediction, PredictedEffect
+
+    swap = (JobPrediction("bob", 100.0, 0.0, 300.0, 20.0, starts_in_s=120.0),
+            JobPrediction("ann", 0.0, 100.0, 120.0, 20.0))
+    said = PredictedEffect(swap, avg_jct_s=200.0, avg_jct_before_s=200.5).against()
+    assert said == (" with this plan, as without it: what it costs bob, stopped until GPUs free again, the jobs it "
+                    "starts gain, by this average (which weighs every job alike)"), said
+    assert "queueing" not in said
