@@ -31,8 +31,9 @@ def why_waiting(snap: Snapshot, jobs_view: str = "the Jobs screen", replan: str 
     "a rejected plan is not proposed again" while the only waiting job was being profiled.)
     The other arguments name where to look and what to do, as the TUI or the command line has it."""
     waiting = [j for j in snap.jobs if not j.state.terminal and j.allocation is None]
-    profiling = [j.id for j in waiting if j.state is JobState.PROFILING or j.message.endswith(TWIN_WAITING_END)
-                 or j.message.startswith(PROFILE_WAITING)]
+    profiling = [j.id for j in waiting if j.state is JobState.PROFILING or j.message.endswith(TWIN_WAITING_END)]
+    # "being profiled" was said of jobs nothing measured: no GPU of theirs was idle to do it on
+    to_profile = [j.id for j in waiting if j.id not in profiling and j.message.startswith(PROFILE_WAITING)]
     blocked = [j.id for j in waiting if j.state is not JobState.PROFILING and j.message.startswith(CANNOT_START)]
     held = [j.id for j in waiting if j.message.startswith(HELD_FOR_FASTER)]
     # held on the Plan screen, or pinned where no ready host is: "p plans again" could not help
@@ -48,8 +49,8 @@ def why_waiting(snap: Snapshot, jobs_view: str = "the Jobs screen", replan: str 
     starting = [j.id for j in waiting if STARTING in j.message]
     # crashed, retried after a pause: read as "left out by the policy, or in a plan you rejected"
     retrying = [j.id for j in waiting if RETRY_PAUSE.search(j.message)]
-    rest = [j.id for j in waiting if j.id not in {*profiling, *blocked, *held, *by_hand, *next_plan, *for_gpus,
-                                                  *starting, *retrying}]
+    rest = [j.id for j in waiting if j.id not in {*profiling, *to_profile, *blocked, *held, *by_hand, *next_plan,
+                                                  *for_gpus, *starting, *retrying}]
     out = "".join(f" {some(ids)}: {said}" for ids, said in (
         (starting, "being started by the approved plan (a checkpoint that lies elsewhere is copied first)."),
         (retrying, f"crashed, and retried after a pause ({jobs_view} says why)."),
@@ -57,6 +58,8 @@ def why_waiting(snap: Snapshot, jobs_view: str = "the Jobs screen", replan: str 
         (for_gpus, f"waiting for GPUs others hold ({jobs_view} says which, and when)."),
         (by_hand, f"kept out by your edit (see {jobs_view}; {drop})."),
         (profiling, "being profiled, planned once measured."),
+        (to_profile, f"waiting to be profiled until a GPU it may use is idle ({jobs_view} says which), planned once "
+                     "measured."),
         (blocked, f"cannot start on the hosts as they are (see {jobs_view})."),
         (held, f"held for faster GPUs that free soon (see {jobs_view})."),
     ) if ids)
