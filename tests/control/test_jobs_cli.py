@@ -447,3 +447,24 @@ def test_the_gpu_time_a_job_held_is_given_beside_what_it_reported_training(
     assert main([*state, "jobs", "cnn"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("gpu time"))
     assert "of GPU time held (GPUs x time, launch to release)" in line and "reported training" in line, line
+
+
+def test_priorities_show_in_the_table_where_any_job_has_one_and_always_in_json(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Why ann's job ran while bob's waited was said nowhere but in jobs NAME."""
+    state = ["--state", str(tmp_path / "state")]
+    plain, urgent = tmp_path / "bob.toml", tmp_path / "ann.toml"
+    plain.write_text(JOB.replace('"cnn"', '"bob"'))
+    assert main([*state, "submit", str(plain)]) == 0
+    capsys.readouterr()
+    assert main([*state, "jobs"]) == 0
+    assert "PRIO" not in capsys.readouterr().out, "no job has one: no column"
+    urgent.write_text(JOB.replace('"cnn"', '"ann"') + "priority = 5\n")
+    assert main([*state, "submit", str(urgent)]) == 0
+    capsys.readouterr()
+    assert main([*state, "jobs"]) == 0
+    head, *rows = capsys.readouterr().out.splitlines()
+    at = head.index("PRIO")
+    assert {r.split()[0]: r[at:].split()[0] for r in rows[:2]} == {"bob": "0", "ann": "5"}
+    assert main([*state, "jobs", "--json"]) == 0
+    assert {j["id"]: j["priority"] for j in json.loads(capsys.readouterr().out)["jobs"]} == {"bob": 0, "ann": 5}

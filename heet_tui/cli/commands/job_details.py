@@ -39,6 +39,7 @@ def job_row(rec: JobRecord, alloc: tuple[Allocation, int] | None, checkpoint_hos
         "id": job.id, "name": spec.name, "state": job.state.value, "steps": job.steps_done,
         "samples": job.samples_done, "target": {"kind": spec.target.kind.value, "value": spec.target.value},
         "gpus": f"{spec.min_gpus}-{spec.max_gpus}", "min_gpus": spec.min_gpus, "max_gpus": spec.max_gpus,
+        "priority": spec.priority,  # why one job waits while another runs: it was in jobs NAME alone
         "allocation": alloc[0].describe() if alloc else None,
         # what "2xT4 on h[0,1]" says, as data: a script had to parse the text for the type and hosts
         "gpu_type": alloc[0].gpu_type if alloc else None, "num_gpus": alloc[0].num_gpus if alloc else 0,

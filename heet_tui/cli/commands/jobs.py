@@ -122,13 +122,15 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     # TOOK: submission to end, the job completion time the scheduler works to shorten
     # LOSS: the latest the script reported, when any did (what a sweep is compared by)
     losses = any("loss" in r["metrics"] for r in rows)
-    head = ("ID", "STATE", "STEPS", "TARGET", *(("LOSS",) if losses else ()), "GPUS", "ALLOCATION", "AGE", "TOOK",
-            "MESSAGE")
+    # PRIO: where any job has one, why one waits while another runs (it was in jobs NAME alone)
+    prios = any(r["priority"] for r in rows)
+    head = ("ID", "STATE", "STEPS", "TARGET", *(("LOSS",) if losses else ()), "GPUS", *(("PRIO",) if prios else ()),
+            "ALLOCATION", "AGE", "TOOK", "MESSAGE")
     now = time.time()
     table = [head] + [
         (r["id"], r["state"], str(r["steps"]), f"{count_text(r['target']['value'])} {r['target']['kind']}",
          *((number(r["metrics"].get("loss")),) if losses else ()), gpu_span(r["min_gpus"], r["max_gpus"]),
-         table_allocation(r["allocation"]),
+         *((str(r["priority"]),) if prios else ()), table_allocation(r["allocation"]),
          _age(now - r["submitted_at"]), duration(r["jct_s"]),
          # a cancel not yet carried out (no controller ran, or its run is out of reach) showed only in --json
          ("cancel requested; " if r["cancel_requested"] and not JobState(r["state"]).terminal else "")
