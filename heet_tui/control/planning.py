@@ -221,12 +221,17 @@ def for_priority(plan: Plan, priorities: Mapping[str, int]) -> str | None:
 
 def auto_verdict(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str], drained: set[str],
                  threshold: float, misplaced: frozenset[str] = frozenset(),
-                 recent: frozenset[str] = frozenset(), priorities: Mapping[str, int] | None = None
-                 ) -> tuple[bool, str]:
+                 recent: frozenset[str] = frozenset(), priorities: Mapping[str, int] | None = None,
+                 edited: frozenset[str] = frozenset()) -> tuple[bool, str]:
     """Whether auto-approve applies ``plan``, and why in words either way: an auto-approved plan
-    that restarted jobs while reading "as without it" gave no figure for what it was applied on."""
+    that restarted jobs while reading "as without it" gave no figure for what it was applied on.
+    A plan that restarts only jobs the user fixed something for on the Plan screen (``edited``)
+    carries out what they asked, as a drain's does."""
     if vacates(plan, drained):
         return True, "it moves jobs off drained hosts"
+    restarted = sorted(c.job_id for c in plan.changes if c.needs_restart)
+    if restarted and set(restarted) <= edited:
+        return True, f"it carries out your edit to {', '.join(restarted)}"
     if any(c.job_id in misplaced for c in plan.changes):
         return True, "it moves jobs off GPUs their specs no longer allow"
     if all(c.kind is ChangeKind.START for c in plan.changes):

@@ -230,3 +230,32 @@ def test_under_auto_approve_an_urgent_job_takes_the_gpu_of_a_lower_priority_one(
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_under_auto_approve_a_hold_made_on_the_plan_screen_is_carried_out(tmp_path) -> None:
+    """It waited, saying "it restarts a, started less than 120 s ago": the restart the user had asked for."""
+    from control_lab import job, run_and_clean, running_past, wait_for, write_job, write_local_hosts
+
+    from heet_tui.config.hosts_file import load_hosts
+    from heet_tui.control.controller import Controller, ControllerOptions
+    from heet_tui.control.store import Store
+    from heet_tui.core.intents import EditJob
+    from heet_tui.core.job import JobState
+    from heet_tui.core.sched_input import Constraints
+
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "T4", 1, 1.0)]))
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.3, auto_approve=True, profile=False))
+        await ctl.start()
+        try:
+            await running_past(ctl, write_job(tmp_path, "a", steps=100_000, max_gpus=1, every=1000), "a", 5, 90)
+            await ctl.post(EditJob(ctl.hub.latest.plan_id or 0, "a", Constraints(held=True)))
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.QUEUED, 60, "a held")
+            assert any("auto-approved: it carries out your edit to a" in e.message for e in store.events(limit=30)), \
+                [e.message for e in store.events(limit=10)]
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
