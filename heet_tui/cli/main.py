@@ -50,6 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_hosts_option(parser)
     add_state_option(parser)
     parser.add_argument("--demo", action="store_true", help="run the app against the simulator, no hosts needed")
+    parser.add_argument("--demo-cluster", metavar="FILE", help="with --demo: a simulated cluster of your own "
+                        "(TOML, as configs/sim/sia-64gpu.toml) in place of the reference one")
+    parser.add_argument("--demo-workload", metavar="FILE", help="with --demo: a workload CSV of your own "
+                        "(heet-tui sim's format) in place of the demo's ten jobs")
     parser.add_argument("--read-only", action="store_true",
                         help="hide every action that changes anything; with no controller running on --state, "
                         "the one it starts only watches (it launches, profiles and applies nothing)")
@@ -72,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     args = parser.parse_args(argv)
+    if (args.demo_cluster or args.demo_workload) and not args.demo:
+        parser.error("--demo-cluster and --demo-workload go with --demo")
     func = args.func
     if func is None:
         from heet_tui.cli.tui import run_tui

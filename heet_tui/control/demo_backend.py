@@ -13,15 +13,14 @@ Profile data: ``$HEET_PROFILES`` (a Sia-format profile directory), else
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from importlib import resources
 from pathlib import Path
 
 from heet_tui.config.hosts_file import bundled_config
 from heet_tui.config.job_spec import load_job_specs, spec_paths
+from heet_tui.control.demo_inputs import demo_workload, find_profiles
 from heet_tui.core.allocation import placement_key
 from heet_tui.core.intents import (
     ApprovePlan,
@@ -43,58 +42,33 @@ from heet_tui.core.sched_input import Constraints
 from heet_tui.core.snapshot import JobProfile, ProfileCell, Snapshot
 from heet_tui.scheduling.evaluate import evaluate
 from heet_tui.scheduling.registry import make_policy
-from heet_tui.sim import Simulation, WorkloadJob, load_cluster, load_physics
+from heet_tui.sim import Simulation, WorkloadJob, load_cluster, load_physics, load_workload
 from heet_tui.sim.estimates import PredictedThroughput
-from heet_tui.sim.generate import CONFIGS
 from heet_tui.sim.views import snapshot as sim_snapshot
 
-REPO = Path(__file__).resolve().parents[2]
 HOLD_NOTICE = ("demo: the clock waits while a plan is pending; approve (a), reject (r), tweak (e) "
                "or turn on auto-approve (t) on the Plan screen (3)")
-DEMO_MODELS = ("cifar10", "bert", "deepspeech2", "yolov3", "imagenet")
-
-
-def find_profiles() -> Path:
-    """Where the demo reads job physics from; raises ``ValueError`` saying how to provide it."""
-    candidates = []
-    if os.environ.get("HEET_PROFILES"):
-        candidates.append(Path(os.environ["HEET_PROFILES"]).expanduser())
-    shared = Path(os.environ.get("HEET_SHARED") or REPO.parent / "shared")
-    candidates.append(shared / "data" / "profiles")
-    candidates.append(Path(str(resources.files("heet_tui"))) / "data" / "profiles")
-    for path in candidates:
-        if path.is_dir() and any(path.glob("*/placements-*.csv")):
-            return path
-    raise ValueError("no profile data for the demo: set HEET_PROFILES to a Sia-format profile directory "
-                     f"(looked in {', '.join(str(c) for c in candidates)})")
-
-
-def demo_workload(models: tuple[str, ...], jobs: int = 10, gap_s: float = 180.0) -> tuple[WorkloadJob, ...]:
-    """A small workload in the shared workloads' style: their (GPU count, batch size) per model.
-
-    Mostly the quick models, so a newcomer watches jobs finish within minutes; deterministic.
-    """
-    usable = [m for m in DEMO_MODELS if m in models and m in CONFIGS] or list(models)
-    if not usable:
-        raise ValueError("the profile directory has no model the demo knows")
-    weights = {"cifar10": 4, "bert": 2, "deepspeech2": 2, "yolov3": 1, "imagenet": 1}
-    cycle = [m for m in usable for _ in range(weights.get(m, 1))]
-    out = []
-    for i in range(jobs):
-        model = cycle[i % len(cycle)]
-        replicas, batch = CONFIGS.get(model, ((1, 128),))[i % len(CONFIGS.get(model, ((1, 128),)))]
-        out.append(WorkloadJob(f"{model}-{i + 1}", i * gap_s, model, replicas, batch, line=i + 1))
-    return tuple(out)
 
 
 class DemoBackend:
     """A Backend over a steppable ``Simulation`` in manual-approval mode."""
 
     def __init__(self, profiles: Path | None = None, jobs: int = 10, policy: str = "heet",
-                 round_wall_s: float = 0.6) -> None:
+                 round_wall_s: float = 0.6, cluster: Path | None = None, workload: Path | None = None) -> None:
+        """``cluster``, ``workload``: a simulated cluster TOML and a workload CSV of the user's own
+        (``heet-tui sim``'s formats), in place of the reference cluster and the demo workload: the
+        demo showed the reference cluster alone, so "what would it do on my cluster and my jobs"
+        could be asked of ``sim`` only, without the plans and approvals."""
         # Finding the data is cheap and its absence is the likely failure: say so before the UI starts.
         self.profiles = profiles or find_profiles()
         self.jobs, self.policy_name, self.round_wall_s = jobs, policy, round_wall_s
+        self.cluster = load_cluster(cluster or bundled_config("sim/sia-64gpu.toml"))  # SimInputError: file and line
+        available = tuple(sorted(p.name for p in self.profiles.iterdir() if any(p.glob("placements-*.csv"))))
+        self.workload = load_workload(workload) if workload is not None else demo_workload(available, jobs)
+        self.workload_label = workload.name if workload is not None else "demo workload"
+        if unknown := next((w for w in self.workload if w.application not in available), None):
+            raise ValueError(f"{workload}:{unknown.line}: application {unknown.application!r} has no profile in "
+                             f"{self.profiles} (there: {', '.join(available)})")
         self.sim: Simulation | None = None
         self.source = PredictedThroughput(seed=0)
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="heet-demo")
@@ -114,13 +88,12 @@ class DemoBackend:
 
     def _build(self) -> Simulation:
         """Load the cluster, only the profiles the workload needs (loading them all takes seconds), the policy."""
-        cluster = load_cluster(bundled_config("sim/sia-64gpu.toml"))
-        available = tuple(sorted(p.name for p in self.profiles.iterdir() if any(p.glob("placements-*.csv"))))
-        workload = demo_workload(available, self.jobs)
-        models = {w.application for w in workload} | ({"cifar10"} & set(available))  # the example jobs' model
+        cluster, workload = self.cluster, self.workload
+        available = {p.name for p in self.profiles.iterdir() if any(p.glob("placements-*.csv"))}
+        models = {w.application for w in workload} | ({"cifar10"} & available)  # the example jobs' model
         physics = load_physics(self.profiles, cluster.profile_map(), models=models)
         return Simulation(cluster, workload, physics, make_policy(self.policy_name), interval=60.0,
-                          manual_approval=True, throughput_source=self.source, source_label="demo workload")
+                          manual_approval=True, throughput_source=self.source, source_label=self.workload_label)
 
     # -- Backend protocol -------------------------------------------------------------------------
 

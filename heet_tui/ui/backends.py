@@ -38,8 +38,9 @@ def choose_backend(args: argparse.Namespace) -> BackendChoice:
         try:
             from heet_tui.control.demo_backend import DemoBackend
 
-            return BackendChoice(DemoBackend.reference(), hosts_path, start_mode="jobs")
-        except (ImportError, ConfigError, ValueError) as exc:
+            given = {k: Path(v) for k in ("cluster", "workload") if (v := getattr(args, f"demo_{k}", None))}
+            return BackendChoice(DemoBackend.reference(**given), hosts_path, start_mode="jobs")
+        except (ImportError, ConfigError, ValueError) as exc:  # a file of the user's: its line (SimInputError)
             return BackendChoice(None, hosts_path, f"demo not available: {exc}", start_mode="hosts")
     return _controller(args, hosts_path)
 

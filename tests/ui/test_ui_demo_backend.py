@@ -10,7 +10,8 @@ import pytest
 from ui_fakes import profile_dir
 from ui_support import run
 
-from heet_tui.control.demo_backend import DemoBackend, demo_workload
+from heet_tui.control.demo_backend import DemoBackend
+from heet_tui.control.demo_inputs import demo_workload
 from heet_tui.core.allocation import placement_key
 from heet_tui.core.intents import (
     ApprovePlan,
@@ -194,3 +195,42 @@ def test_a_tweak_with_no_plan_pending_proposes_one_as_the_controller_does(tmp_pa
             assert (tweaked.gpu_type, tweaked.num_gpus) == ("T4", 1)
 
     run(scenario())
+
+
+def test_the_demo_runs_a_cluster_and_workload_of_the_users_own(tmp_path):
+    """It showed the reference cluster and its own ten jobs alone: what a policy would do on the
+    user's cluster and jobs could be asked of `heet-tui sim`, without plans to look at and approve."""
+    cluster = tmp_path / "mine.toml"
+    cluster.write_text('name = "mylab"\n\n[[node_types]]\nname = "aws"\nprofile = "aws"\ngpu_type = "T4"\n'
+                       "gpus_per_node = 4\ncount = 2\n")
+    workload = tmp_path / "mine.csv"
+    workload.write_text("name,time,application,num_replicas,batch_size\nfirst,0,cifar10,2,128\n"
+                        "second,60,cifar10,4,256\n")
+
+    async def scenario():
+        backend = DemoBackend(profiles=profile_dir(tmp_path), round_wall_s=0.01, cluster=cluster, workload=workload)
+        await backend.start()
+        stream = backend.snapshots()
+        try:
+            snap = await next_with_plan(backend, stream)
+            assert len(snap.hosts) == 2 and sum(len(h.gpus) for h in snap.hosts) == 8
+            assert {h.gpu_type for h in snap.hosts} == {"T4"}
+            assert {j.id for j in snap.jobs} <= {"first", "second"} and "first" in {j.id for j in snap.jobs}
+        finally:
+            await backend.stop()
+
+    run(scenario())
+    workload.write_text("name,time,application,num_replicas,batch_size\nx,0,cifar10,2,128\ny,5,nope,1,64\n")
+    with pytest.raises(ValueError, match=rf"^{workload}:3: application 'nope' has no profile in "):
+        DemoBackend(profiles=profile_dir(tmp_path / "again"), cluster=cluster, workload=workload)
+    cluster.write_text('name = "mylab"\n\n[[node_types]]\nname = "aws"\nprofle = "aws"\n')
+    with pytest.raises(ValueError, match=rf"^{cluster}:"):
+        DemoBackend(profiles=profile_dir(tmp_path / "third"), cluster=cluster)
+
+
+def test_demo_files_without_demo_are_a_usage_error(capsys):
+    from heet_tui.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--demo-workload", "w.csv"])
+    assert exit_.value.code == 2 and "--demo-cluster and --demo-workload go with --demo" in capsys.readouterr().err
