@@ -186,8 +186,9 @@ class HostsReloader:
         moved = {old: name for old, name in renames(ctl.hosts.hosts, new.hosts, diff.added).items() if old in drained}
         for old, name in moved.items():
             set_drained(ctl.store, name, True, reasons.get(old, "drained by hand") + f" (as {old})")
-            if old not in self.leaving:
-                set_drained(ctl.store, old, False)
+            # kept a while under its old name for its jobs, it is drained as leaving: the record went on
+            # after it was dropped, and drained a new host given that name later
+            set_drained(ctl.store, old, False)
         health = ctl.executor.health
         # jobs that died at once on a host the edit changed (its python, say) try it again: the
         # mark that kept their model off it outlived the fix, said only by heet-tui status
@@ -214,9 +215,11 @@ class HostsReloader:
             parts.append(f"jobs that died at once on {', '.join(forgiven)} may run there again (the edit may have "
                          "fixed why)")
         if self.leaving:
-            parts.append(f"{', '.join(sorted(self.leaving))} drained and dropped once its jobs have moved "
+            its = "its" if len(self.leaving) == 1 else "their"
+            parts.append(f"{', '.join(sorted(self.leaving))} drained and dropped once {its} jobs have moved "
                          "(the next plan moves them, or stops those no other host can hold)"
-                         + (f"; {', '.join(sorted(holding))} also once the checkpoints it holds are copied to where "
+                         + (f"; {', '.join(sorted(holding))} also once the checkpoints "
+                            f"{'it holds' if len(holding) == 1 else 'they hold'} are copied to where "
                             "their jobs start next" if holding else ""))
         edited = [n for n in diff.waiting if n not in self.leaving]
         if edited:

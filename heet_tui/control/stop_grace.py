@@ -81,8 +81,9 @@ def _peers_of_lost_ranks(run: Run, killed: list[int]) -> str | None:
     where = ", ".join(f"{r.rank} on {r.host}" for r in sorted(run.ranks.values(), key=lambda r: r.rank)
                       if r.rank in killed)
     return (f"{run.job_id} generation {run.generation}: rank{'s' if len(killed) > 1 else ''} {where} killed (SIGKILL) "
-            f"{LOST_PEER_GRACE_S:g} s after the stop, once its {run.stop_reason}: they waited on the lost ranks in a "
-            "collective, which no stop signal ends, so they saved nothing; the next launch resumes from the last "
+            f"{LOST_PEER_GRACE_S:g} s after the stop, once its {run.stop_reason}: "
+            f"{'it' if len(killed) == 1 else 'they'} waited on the lost ranks in a collective, which no stop signal "
+            f"ends, so {'it' if len(killed) == 1 else 'they'} saved nothing; the next launch resumes from the last "
             "checkpoint")
 
 
