@@ -54,15 +54,14 @@ def remember_kept(store: Store, hosts_path: Path | None, entries: list[HostEntry
             log.warning("the hosts kept for their jobs are not recorded (%s): a restart forgets them", exc)
 
 
-def kept_entries(store: Store, hosts_path: Path | None) -> list[HostEntry]:
-    """What the last controller on this hosts file kept (another file's are not this cluster's); a
-    damaged setting is logged and read as none (the hold is a courtesy: without it the plans warn
-    of a checkpoint left behind, as before)."""
+def kept_entries(store: Store) -> list[HostEntry]:
+    """What the last controller kept, whatever hosts file the next one runs on: the hold is for this
+    store's jobs (a copy of the file under another name lost it, though `hosts remove` had said the
+    next controller would keep the host). A damaged setting is logged and read as none (the hold is
+    a courtesy: without it the plans warn of a checkpoint left behind, as before)."""
     try:
         saved = json.loads(store.setting(KEPT_SETTING) or "{}")
-        if not saved or saved["file"] != _file_key(hosts_path):
-            return []
-        return [_from_obj(o) for o in saved["hosts"]]
+        return [_from_obj(o) for o in saved["hosts"]] if saved else []
     except (ValueError, TypeError, KeyError) as exc:
         log.warning("the hosts kept for their jobs could not be read (%s): none are", exc)
         return []
@@ -71,5 +70,5 @@ def kept_entries(store: Store, hosts_path: Path | None) -> list[HostEntry]:
 def with_kept_hosts(hosts: HostsFile, store: Store) -> tuple[HostsFile, frozenset[str]]:
     """``hosts`` with the kept entries the file does not have again, and their names."""
     listed = set(hosts.names())
-    kept = [e for e in kept_entries(store, hosts.path) if e.name not in listed]
+    kept = [e for e in kept_entries(store) if e.name not in listed]
     return replace(hosts, hosts=(*hosts.hosts, *kept)), frozenset(e.name for e in kept)

@@ -232,3 +232,24 @@ def test_a_plan_auto_approve_leaves_to_the_user_says_why(tmp_path: Path) -> None
     assert report["plan"] == {"id": 13, "changes": "1 grow", "held": why}
     said = f"plan        #13 pending (1 grow): heet-tui plan show; auto-approve leaves it to you: {why}"
     assert said in _lines(report), _lines(report)
+
+
+def test_with_no_controller_a_host_removed_but_kept_for_its_job_is_listed_with_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """After `hosts remove b` with j3 running there, status counted j3 running and showed it on no host."""
+    from heet_tui.core.allocation import Allocation
+
+    hosts = write_local_hosts(tmp_path, [("a", "T4", 1, 1.0), ("b", "T4", 1, 1.0)])
+    store = Store(tmp_path / "state")
+    store.add_job(JobSpec("j3", ("python3", "t.py"), "m", 32, Target(TargetKind.STEPS, 10)), 0.0)
+    store.record_allocation(Allocation.of("j3", "T4", {"b": [0]}), 1, 1.0)
+    store.set_state("j3", JobState.RUNNING, 1.0)
+    state = ["--state", str(store.dir), "--hosts", str(hosts)]
+    assert main(["hosts", "remove", "b", *state]) == 0
+    capsys.readouterr()
+    assert main(["status", *state]) == 0
+    out = capsys.readouterr().out.splitlines()
+    row = next(line for line in out if line.split()[:1] == ["b"])
+    assert row.split()[1:5] == ["drained", "1xT4", "1/1", "j3"], row
+    assert row.endswith("removed from the hosts file: kept, drained, by the next controller until its jobs and "
+                        "checkpoints leave"), row

@@ -230,7 +230,7 @@ def _jobs_there_said(args: argparse.Namespace, name: str, path: Path, entry: Hos
     running = controller_running(state) is not None
     jobs, checkpoints = jobs_on_host(store, name), checkpoints_on_host(store, name)
     if not running and entry is not None and (jobs or checkpoints):
-        others = [e for e in kept_entries(store, path) if e.name != name]
+        others = [e for e in kept_entries(store) if e.name != name]
         remember_kept(store, path, [*others, entry])
     said = [removal_said(jobs, running, remembered_auto_approve(store)), checkpoints_said(checkpoints, running)]
     return "\n".join(part for part in said if part)

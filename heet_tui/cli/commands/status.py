@@ -28,6 +28,7 @@ from heet_tui.control.attach_client import AttachedBackend, ControllerGone
 from heet_tui.control.drains import drain_reasons, drained_hosts
 from heet_tui.control.host_health import live_avoided
 from heet_tui.control.hosts_choice import chosen_hosts_path
+from heet_tui.control.kept_hosts import with_kept_hosts
 from heet_tui.control.remembered import remembered_auto_approve, remembered_policy
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store
@@ -37,6 +38,7 @@ from heet_tui.core.plan import count_changes
 from heet_tui.core.snapshot import HostStatus, Snapshot
 
 REPLY_TIMEOUT_S = 30.0
+KEPT_NOTE = "removed from the hosts file: kept, drained, by the next controller until its jobs and checkpoints leave"
 JOBS_SHOWN = 3  # job names per host row, then "+N"
 STATE_ORDER = [s.value for s in JobState]
 
@@ -126,7 +128,10 @@ def _with_kept_off(rows: list[dict[str, Any]], store: Store) -> list[dict[str, A
 def _stored_report(store: Store, hosts_arg: str | None) -> dict[str, Any]:
     """No controller: hosts as the hosts file declares them, drains and jobs as the store has them."""
     try:
-        hosts = load_hosts(chosen_hosts_path(hosts_arg, store.dir)[0]).hosts
+        # and the hosts gone from the file that the next controller keeps for their jobs (kept_hosts.py):
+        # their jobs were in the counts, on no host
+        hosts_file, kept = with_kept_hosts(load_hosts(chosen_hosts_path(hosts_arg, store.dir)[0]), store)
+        hosts = hosts_file.hosts
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     drained, why = drained_hosts(store), drain_reasons(store)
@@ -139,7 +144,8 @@ def _stored_report(store: Store, hosts_arg: str | None) -> dict[str, Any]:
     rows = [{"name": h.name, "state": "-", "gpu_type": h.emulate.gpu_type if h.emulate else (h.gpu_type or ""),
              "gpus": h.emulate.count if h.emulate else len(h.gpus or ()),
              "busy": len(held.get(h.name, ())), "jobs": sorted({j for _, j in held.get(h.name, ())}),
-             "drained": h.name in drained, "note": why.get(h.name, "drained by hand") if h.name in drained else ""}
+             "drained": h.name in drained or h.name in kept,
+             "note": KEPT_NOTE if h.name in kept else why.get(h.name, "drained by hand") if h.name in drained else ""}
             for h in hosts]
     # what the next controller on this state starts with, as `plan show --json` says it (null read as unknown)
     remembered = {"policy": remembered_policy(store), "auto_approve": remembered_auto_approve(store), "read_only": False}
