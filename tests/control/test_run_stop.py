@@ -133,3 +133,49 @@ def test_ctrl_c_stops_in_order_and_exits_130(tmp_path: Path) -> None:
     assert proc.returncode == 130, err
     assert "controller stopped: 0 done" in out
     assert "controller stopping (SIGINT received)" in (state / "controller.log").read_text()
+
+
+def test_a_controller_started_under_nohup_survives_sighup(tmp_path: Path) -> None:
+    """`nohup heet-tui run &` stopped when the SSH session it was started from dropped: SIGHUP was
+    handled as a stop though nohup had left it ignored."""
+    hosts, state = write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]), tmp_path / "state"
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "xdg")}
+    proc = subprocess.Popen(["nohup", sys.executable, "-m", "heet_tui.cli.main", "run", "--hosts", str(hosts),
+                             "--state", str(state)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("controller running:")
+        proc.send_signal(signal.SIGHUP)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        assert proc.poll() is None, "stopped by the SIGHUP nohup ignores"
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0
+    log = (state / "controller.log").read_text()
+    assert "SIGHUP" not in log and "controller stopping (SIGTERM received)" in log
+
+
+def test_until_idle_stopped_before_its_jobs_end_does_not_exit_0(tmp_path: Path) -> None:
+    """A supervisor's SIGTERM ended `run --until-idle` with 0, read as "every job ended, none failed"."""
+    from control_lab import write_job
+
+    hosts, state = write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]), tmp_path / "state"
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "xdg")}
+    cli = [sys.executable, "-m", "heet_tui.cli.main", "--hosts", str(hosts), "--state", str(state)]
+    spec = write_job(tmp_path, "long", steps=100_000, max_gpus=1, command=["sleep", "600"])
+    assert subprocess.run([*cli, "submit", str(spec)], env=env, capture_output=True, timeout=60).returncode == 0
+    proc = subprocess.Popen([*cli, "run", "--until-idle", "--no-profile"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("controller running:")
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM

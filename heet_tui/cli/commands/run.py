@@ -116,7 +116,10 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool, why_h
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     stopped_by: list[str] = []
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the SSH session it ran in dropped
+    # SIGHUP: the SSH session it ran in dropped; unless it was started to outlive that (nohup, which
+    # leaves SIGHUP ignored): a nohup'd controller stopped with the session it was meant to survive
+    hup = () if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN else (signal.SIGHUP,)
+    for sig in (signal.SIGINT, signal.SIGTERM, *hup):
         loop.add_signal_handler(sig, lambda sig=sig: (stopped_by.append(sig.name), stop.set()))
     await controller.start()
     # the store remembers auto-approve (t in a TUI turns it on): plans applied unasked came as a surprise
@@ -173,6 +176,9 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool, why_h
     # reuses its state dir stayed red for good
     if stopped_by and stopped_by[0] == "SIGINT":
         return 130  # Ctrl-C, as the README's exit codes say (a script told an interrupted run from a clean end)
+    if stopped_by and until_idle and not controller.all_done():
+        # stopped before its jobs ended (a supervisor's TERM, a dropped session): 0 read as "every job ended"
+        return 128 + getattr(signal, stopped_by[0])
     return 1 if until_idle and set(failed) - failed_before else 0
 
 
