@@ -180,6 +180,10 @@ def test_drain_and_undrain_write_the_state_stores_set(hosts: Path, tmp_path: Pat
     assert json.loads(Store(tmp_path / "state").setting("drained")) == ["t4-2"]
     typo = heet("hosts", "undrain", "t4-l", "--hosts", str(hosts), *state)  # it said "not drained", exit 0
     assert typo.returncode == 2 and 'no drained host named "t4-l"' in typo.stderr
+    # a pattern of hosts in service: nothing to do, as for one name (a nightly `undrain 'a100-*'` exited 2)
+    idle = heet("hosts", "undrain", "a100-*", "--hosts", str(hosts), *state)
+    assert idle.returncode == 0 and "a100-*: none of its hosts is drained" in idle.stderr, idle.stderr
+    assert heet("hosts", "undrain", "zz-*", "--hosts", str(hosts), *state).returncode == 2, "a pattern of nothing"
     # --hosts wins over the file the store's controller last ran on (it was ignored)
     other = tmp_path / "other.toml"
     other.write_text('[[hosts]]\nname = "elsewhere"\ntransport = "local"\n')

@@ -66,15 +66,15 @@ def resolve_jobs(store: Store, names: list[str], ended: bool = False, verb: str 
         if not matched:
             # a name whose jobs all exist in a state this verb leaves alone is no typo: the rest goes on
             # (`cancel 'h*' 'cnn-*'` cancelled nothing because the cnn jobs had ended)
+            # a pattern's too: nothing to do, not a usage error (a nightly `retry 'sweep-*'` with nothing
+            # failed exited 2, where `cancel NAME` of a cancelled job exits 0)
             elsewhere = [j for j in _named(store, name, everyone) if j.id not in {p.id for p in pool}]
-            (settled if elsewhere and len(names) > 1 else missing).append((name, elsewhere))
+            (settled if elsewhere and (len(names) > 1 or is_pattern(name)) else missing).append((name, elsewhere))
         found.update((j.id, j) for j in matched)
-    if found and not missing:
+    if not missing:
         for name, jobs in settled:
             states_of = " or ".join(sorted({j.state.value for j in jobs}))
             print(f"heet-tui: {name}: its {len(jobs)} job(s) are {states_of}: none to be {verb}", file=sys.stderr)
-    elif settled:
-        missing += settled
     missing = [name for name, _ in missing]
     if missing:
         # "ended jobs: none" beside two done ones: retry lists the failed or cancelled
