@@ -136,7 +136,8 @@ def test_a_reader_that_goes_away_gets_no_traceback(hosts: Path) -> None:
     finally:
         os.close(write_end)
     assert "Traceback" not in done.stderr, done.stderr
-    assert done.returncode == 1
+    # the reader's choice, not a failure: it was 1 here and 0 where the output fit the pipe (pipefail)
+    assert done.returncode == 0
 
 
 def test_the_first_edit_of_the_bundled_config_makes_the_users_own_copy() -> None:
