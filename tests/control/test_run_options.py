@@ -87,3 +87,27 @@ def test_the_gain_threshold_is_remembered_for_every_controller_of_the_store(tmp_
         main(["run", "--help"])
     said = " ".join(capsys.readouterr().out.split())
     assert "gain this fraction (default: as last set, else 0.05: 5%)" in said, said
+
+
+def test_until_idle_says_why_jobs_wait_when_nothing_runs_or_is_proposed(tmp_path: Path, monkeypatch) -> None:
+    """A job no host could ever hold kept a nightly `run --until-idle` waiting for good, saying nothing."""
+    from control_lab import write_job
+
+    from heet_tui.cli.commands import run
+
+    where = ["--hosts", str(write_local_hosts(tmp_path, [("h", "T4", 1, 1.0)])), "--state", str(tmp_path / "state")]
+    big = write_job(tmp_path, "big", steps=10, max_gpus=5)
+    big.write_text(big.read_text().replace("min_gpus = 1", "min_gpus = 5"))
+    assert main(["submit", str(big), *where[2:]]) == 0
+    said: list[str] = []
+
+    def say(line: str) -> None:
+        said.append(line)
+        if " waiting " in line:
+            raise KeyboardInterrupt  # seen: stop the run here (it would wait for good)
+
+    monkeypatch.setattr(run, "STUCK_SAY_S", 0.5)
+    monkeypatch.setattr(run, "_say", say)
+    assert main(["run", "--until-idle", "--auto-approve", "--no-profile", "--interval", "0.2", *where]) == 130
+    line = next(x for x in said if " waiting " in x)
+    assert "big: " in line and "(--until-idle waits for it)" in line and "5" in line, line

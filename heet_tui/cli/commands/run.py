@@ -132,6 +132,7 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool, why_h
     last_event = max((e.id for e in store.events(limit=1)), default=0)
     notices_shown = 0
     proposed: tuple[int | None, float, bool] = (None, 0.0, False)
+    stuck: tuple[float | None, bool] = (None, False)
     try:
         while not stop.is_set():
             pending = controller.notices.since(notices_shown)  # taken first: their events are written by then
@@ -152,6 +153,8 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool, why_h
             proposed = _proposed(controller, proposed)
             if until_idle and controller.all_done():
                 break
+            if until_idle:
+                stuck = _say_stuck(controller, stuck)
             try:
                 await asyncio.wait_for(stop.wait(), 0.5)
             except TimeoutError:
@@ -180,6 +183,28 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool, why_h
         # stopped before its jobs ended (a supervisor's TERM, a dropped session): 0 read as "every job ended"
         return 128 + getattr(signal, stopped_by[0])
     return 1 if until_idle and set(failed) - failed_before else 0
+
+
+STUCK_SAY_S = 30.0  # --until-idle: jobs waiting with nothing running or proposed this long are said, once
+
+
+def _say_stuck(controller: Controller, seen: tuple[float | None, bool]) -> tuple[float | None, bool]:
+    """Under ``--until-idle``, say once why the jobs left wait when nothing runs and no plan is
+    pending: a job no host could ever hold kept a nightly run waiting for good, without a word.
+    ``seen``: since when it has been so (None: not so), and whether it was said."""
+    since, said = seen
+    if controller.executor.all_runs() or controller.pending_plan_id is not None or \
+            (controller.applying is not None and not controller.applying.done()):
+        return None, False
+    now = time.monotonic()
+    if since is None:
+        return now, False
+    if said or now - since < STUCK_SAY_S:
+        return seen
+    for rec in controller.store.jobs(include_terminal=False):
+        _say(f"{time.strftime('%H:%M:%S')} {'waiting':<10} {rec.job.id}: {printable(rec.job.message or rec.job.state.value)}"
+             " (--until-idle waits for it)")
+    return since, True
 
 
 def _proposed(controller: Controller, seen: tuple[int | None, float, bool]) -> tuple[int | None, float, bool]:
