@@ -11,7 +11,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from heet_tui.control.runtime import LAUNCH_REFUSED, Run
-from heet_tui.control.throughput import parse_placement
+from heet_tui.control.scaling_rule import parse_placement
 
 if TYPE_CHECKING:
     from heet_tui.control.store import Store

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from heet_tui.control.drains import drain_reasons
 from heet_tui.control.restart_costs import cost_of, ended_twin_costs, restart_costs
 from heet_tui.control.runtime import foreign_gpus
+from heet_tui.control.scaling_rule import parse_placement
 from heet_tui.control.stalls import quiet_note
-from heet_tui.control.throughput import parse_placement
 from heet_tui.control.user_constraints import user_constraints
 from heet_tui.core.allocation import Allocation, placement_key
 from heet_tui.core.durations import duration

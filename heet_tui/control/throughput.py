@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from heet_tui.control.scaling_rule import own_scaling_exponent, parse_placement, scaled
 from heet_tui.core.allocation import placement_key
 from heet_tui.core.sched_input import ThroughputFn
-from heet_tui.profiling.configs import TYPICAL_MULTI_HOST_FACTOR, TYPICAL_SCALING_EXPONENT
+from heet_tui.profiling.configs import TYPICAL_SCALING_EXPONENT
 
 FAR_APART = math.log(10)  # two classes' type ratios this far apart: at least one of them is not to be believed
 RECENT = 5  # a cell's value is the mean of its last few observations: jobs warm up, hosts get busy
@@ -37,17 +38,11 @@ UNLIKE_TWINS = 1.5  # twins measured this far apart are probably not twins (busy
 # sweep on emulated GPUs compared running twins (five trainings sharing the CPU) with the leader's
 # profiling runs (two), and warned that 0.37x was "probably another model".
 TWIN_WINDOW_S = 60.0
-MIN_OWN_EXPONENT = -3.0  # 2x the GPUs at 1/8 the speed: as bad as a job's own measurements need to say
 # A twin's numbers for a cell count in the class's value only while they are this close to the
 # class's newest there: a sweep's first job, measured alone on an idle host hours ago (1,063/s),
 # held its finished numbers equal with the running twin's 115/s, and the plan counted on 589.
 FRESH_S = 1800.0
 PRIOR_CLASSES = 1  # the typical scaling law counts as this many measured classes (others_exponent)
-
-
-def parse_placement(key: str) -> tuple[int, ...]:
-    parts = key.split("-") if "-" in key else list(key)
-    return tuple(sorted((int(p) for p in parts), reverse=True))
 
 
 ProfileClass = tuple[str, int]  # (model, global batch): the job spec's profile class
@@ -282,14 +277,14 @@ class ThroughputBook:
         exponent = own_scaling_exponent(m, otherwise=self.others_exponent())
         own = {parse_placement(k): v for (t, k), v in m.items() if t == gpu_type}
         if own:
-            return _scaled(own, placement, exponent)
+            return scaled(own, placement, exponent)
         # every measured type's route, averaged (geometric): the best of them was taken, and one
         # inflated ratio put a T4 above the job's own A100 figure, and the plan waited for T4s
         routes, unrelated = [], []
         for other in self.measured_types(job_id):
             ratio = self.type_ratio(gpu_type, other)
             base = {parse_placement(k): v for (t, k), v in m.items() if t == other}
-            if (value := _scaled(base, placement, exponent) * (ratio or 1.0)) > 0:
+            if (value := scaled(base, placement, exponent) * (ratio or 1.0)) > 0:
                 (routes if ratio is not None else unrelated).append(value)
         # no class measured on both types: as fast as where it was measured, a rough guess (as the
         # nominal function's), where no profiling run will measure it (--no-profile): at 0, a job
@@ -326,7 +321,7 @@ class ThroughputBook:
             if gpu_type not in speeds:
                 ratio = self.type_ratio(gpu_type, reference) if reference and gpu_type != reference else None
                 speeds[gpu_type] = ratio or 1.0
-            return speeds[gpu_type] * _scaled({(1,): 1.0}, tuple(placement))
+            return speeds[gpu_type] * scaled({(1,): 1.0}, tuple(placement))
 
         return throughput
 
@@ -365,39 +360,3 @@ def profiling_model():
     except ImportError:
         return None
     return ThroughputPredictor()
-
-
-def own_scaling_exponent(measured: dict[tuple[str, str], float],
-                         otherwise: float = TYPICAL_SCALING_EXPONENT) -> float:
-    """How this job's speed grows with GPUs where it ran at two or more counts on one host of a
-    type (mean over such pairs, each against the type's smallest count), else the typical law.
-
-    A job's scaling carries over between types far better than the typical law does: a small
-    model that ran 10x slower on 2 A100s than on 1 (its step all communication) was moved to 4 T4s
-    predicted at 3.4x one T4, then to 2, then to 1, three restarts on an idle cluster. Clamped:
-    more than linear is noise, and a steep fall is only ever used to stay away.
-    """
-    by_type: dict[str, dict[int, float]] = defaultdict(dict)
-    for (gpu_type, key), value in measured.items():
-        placement = parse_placement(key)
-        if len(placement) == 1:
-            by_type[gpu_type][placement[0]] = value
-    exponents = []
-    for counts in by_type.values():
-        low = min(counts)
-        exponents += [math.log(v / counts[low]) / math.log(c / low) for c, v in counts.items() if c != low]
-    if not exponents:
-        return otherwise
-    return min(1.0, max(MIN_OWN_EXPONENT, sum(exponents) / len(exponents)))
-
-
-def _scaled(measured: dict[tuple[int, ...], float], placement: tuple[int, ...],
-            exponent: float = TYPICAL_SCALING_EXPONENT) -> float:
-    count = sum(placement)
-    ref = min(measured, key=lambda p: (abs(math.log(sum(p) / count)), len(p)))
-    value = measured[ref] * (count / sum(ref)) ** exponent
-    if len(placement) > 1 and len(ref) == 1:
-        value *= TYPICAL_MULTI_HOST_FACTOR
-    elif len(placement) == 1 and len(ref) > 1:
-        value /= TYPICAL_MULTI_HOST_FACTOR
-    return value
