@@ -32,7 +32,6 @@ Python 3.8 syntax: the agent bundle is unpacked on hosts whatever their Python.
 
 import atexit
 import json
-import math
 import os
 import signal
 import sys
@@ -40,15 +39,12 @@ import time
 
 from heet_agent.elastic_checkpoint import CHECKPOINT_NAME, claim, rank_zeros, save_owned
 from heet_agent.elastic_data import BatchSampler, WorkerInit, end_workers, ignore_sigterm  # noqa: F401 (ignore_sigterm: for users)
+from heet_agent.elastic_env import ElasticError, env_number, target_steps_from_env  # noqa: F401 (ElasticError: for users)
 from heet_agent.progress import PREFIX
 from heet_agent.step_clock import StepClock
 
 EXIT_DONE, EXIT_FENCED, EXIT_STOPPED = 0, 3, 143
 RESERVED = frozenset(("step", "samples", "samples_per_s", "loss", "epoch", "checkpoint", "checkpoint_s", "world_size"))
-
-
-class ElasticError(Exception):
-    """A setting the run cannot start with (a missing batch size or target, a bad variable)."""
 
 
 def start(batch_size=None, target_steps=None, checkpoint_dir=None, checkpoint_every=0,
@@ -69,52 +65,24 @@ def start(batch_size=None, target_steps=None, checkpoint_dir=None, checkpoint_ev
     return run
 
 
-def _env_number(name, kind, least=None):  # least: the smallest value taken (a rank may be 0), else > 0
-    raw = os.environ.get(name, "")
-    if not raw:
-        return None
-    try:  # a count may come as "300.0" or "12.5" (the job spec's target is a number): round it up
-        value = int(math.ceil(float(raw))) if kind is int else kind(raw)
-    except (ValueError, OverflowError):
-        raise ElasticError("%s=%r is not a number" % (name, raw))
-    if not (value > 0 if least is None else value >= least):
-        raise ElasticError("%s=%r must be %s" % (name, raw, "> 0" if least is None else ">= %d" % least))
-    return value
-
-
-def _target_steps(batch_size, dataset_samples):
-    steps = _env_number("HEET_TARGET_STEPS", int)
-    if steps is not None:
-        return steps
-    samples = _env_number("HEET_TARGET_SAMPLES", int)
-    epochs = _env_number("HEET_TARGET_EPOCHS", float)
-    if samples is None and epochs is not None:
-        if dataset_samples is None:
-            raise ElasticError("HEET_TARGET_EPOCHS needs HEET_DATASET_SAMPLES (dataset_samples in the job spec)")
-        samples = epochs * dataset_samples
-    if samples is None:
-        return None
-    return max(1, int(math.ceil(samples / batch_size)))
-
-
 class ElasticRun:
     """One launch of an elastic job: its place in the world, its progress, its checkpoints."""
 
     def __init__(self, batch_size, target_steps, checkpoint_dir, checkpoint_every, checkpoint_interval_s,
                  report_every, dataset_samples, name):
         self.name = name
-        self.batch_size = batch_size if batch_size is not None else _env_number("HEET_BATCH_SIZE", int)
+        self.batch_size = batch_size if batch_size is not None else env_number("HEET_BATCH_SIZE", int)
         if self.batch_size is None or self.batch_size <= 0:
             raise ElasticError("no global batch size: pass batch_size= or set batch_size in the job spec")
         self.dataset_samples = (dataset_samples if dataset_samples is not None
-                                else _env_number("HEET_DATASET_SAMPLES", int))
+                                else env_number("HEET_DATASET_SAMPLES", int))
         self.target_steps = (target_steps if target_steps is not None
-                             else _target_steps(self.batch_size, self.dataset_samples))
+                             else target_steps_from_env(self.batch_size, self.dataset_samples))
         if self.target_steps is None:
             raise ElasticError("no target: pass target_steps= or set target in the job spec")
-        self.rank, self.local_rank = _env_number("RANK", int, 0) or 0, _env_number("LOCAL_RANK", int, 0) or 0
-        self.world_size = _env_number("WORLD_SIZE", int) or 1
-        self.generation = _env_number("HEET_GENERATION", int, 0) or 0
+        self.rank, self.local_rank = env_number("RANK", int, 0) or 0, env_number("LOCAL_RANK", int, 0) or 0
+        self.world_size = env_number("WORLD_SIZE", int) or 1
+        self.generation = env_number("HEET_GENERATION", int, 0) or 0
         if self.batch_size < self.world_size:
             raise ElasticError("global batch %d is smaller than world size %d" % (self.batch_size, self.world_size))
         directory = checkpoint_dir if checkpoint_dir is not None else os.environ.get("HEET_CHECKPOINT_DIR", "")
@@ -122,7 +90,7 @@ class ElasticRun:
         self.checkpoint_every = int(checkpoint_every or 0)
         self.checkpoint_interval_s = checkpoint_interval_s
         self.report_every = max(1, int(report_every))
-        self.emulated_speed = _env_number("HEET_EMULATED_SPEED", float)
+        self.emulated_speed = env_number("HEET_EMULATED_SPEED", float)
         # a short measuring run, stopped after a few reports, whose checkpoints are thrown away: a
         # script skips its other outputs (results, final model, trackers) when this is set
         self.profiling = os.environ.get("HEET_PROFILING") == "1"
