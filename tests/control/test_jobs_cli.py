@@ -468,3 +468,24 @@ def test_priorities_show_in_the_table_where_any_job_has_one_and_always_in_json(
     assert {r.split()[0]: r[at:].split()[0] for r in rows[:2]} == {"bob": "0", "ann": "5"}
     assert main([*state, "jobs", "--json"]) == 0
     assert {j["id"]: j["priority"] for j in json.loads(capsys.readouterr().out)["jobs"]} == {"bob": 0, "ann": 5}
+
+
+def test_a_job_name_submitted_again_says_which_job_it_shows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`submit x.toml; log -f x` followed the old, ended job x while `cancel x` stopped the new x-2."""
+    spec = tmp_path / "job.toml"
+    spec.write_text(JOB)
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "submit", str(spec)]) == 0
+    store = Store(tmp_path / "state")
+    store.set_state("cnn", JobState.CANCELLED, 10.0)
+    capsys.readouterr()
+    assert main([*state, "jobs", "cnn"]) == 0
+    assert capsys.readouterr().err == "", "no other job of its name: nothing to say"
+    assert main([*state, "submit", str(spec), "--json"]) == 0
+    newer = json.loads(capsys.readouterr().out)["id"]
+    assert newer != "cnn"
+    assert main([*state, "jobs", "cnn"]) == 0
+    said = capsys.readouterr()
+    assert said.out.startswith("cnn  cancelled")
+    assert said.err == (f"heet-tui: cnn is the job of that id, cancelled; {newer}, of the same name and submitted "
+                        "since, is queued: give its id for it\n"), said.err

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import sys
 import time
 
 from heet_tui.cli.errors import UsageError
@@ -64,6 +65,14 @@ def job_named(store: Store, name: str) -> JobRecord:
     if rec is None:
         known = known_names([r.job.id for r in store.jobs(include_terminal=False)], name, "active jobs")
         raise UsageError(f'no job "{name}" ({known})')
+    if rec.job.id == name and rec.job.ended_at is not None:
+        # the spec submitted again since: `submit x.toml; log -f x` followed the old job, and cancel x
+        # the new one; said, the old one being reachable by this name alone
+        newer = [r.job for r in store.jobs() if r.job.spec.name == rec.job.spec.name and r.job.id != rec.job.id
+                 and r.job.submitted_at > rec.job.ended_at]
+        if newer:
+            print(f"heet-tui: {name} is the job of that id, {rec.job.state.value}; {newer[-1].id}, of the same name "
+                  f"and submitted since, is {newer[-1].state.value}: give its id for it", file=sys.stderr)
     return rec
 
 
