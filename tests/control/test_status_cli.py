@@ -55,6 +55,7 @@ def test_with_no_controller_it_shows_the_declared_hosts_drains_and_job_counts(
     # every state, 0 included: a script reading jobs["failed"] met a KeyError while none had failed
     assert report["jobs"] == {s.value: {"queued": 2, "cancelled": 1}.get(s.value, 0) for s in JobState}
     assert [(h["name"], h["gpus"], h["drained"]) for h in report["hosts"]] == [("a1", 2, False), ("t1", 4, True)]
+    assert [h["state"] for h in report["hosts"]] == [None, None], "unknown: null, not the string '-'"
 
 
 def test_with_a_controller_it_shows_who_holds_which_gpus_and_the_pending_plan(

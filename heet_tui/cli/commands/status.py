@@ -141,7 +141,8 @@ def _stored_report(store: Store, hosts_arg: str | None) -> dict[str, Any]:
     for job_id, (alloc, _) in store.current_allocations().items():
         for host, indices in alloc.hosts:
             held.setdefault(host, []).extend((i, job_id) for i in indices)
-    rows = [{"name": h.name, "state": "-", "gpu_type": h.emulate.gpu_type if h.emulate else (h.gpu_type or ""),
+    # unknown with no controller: null to a script (it read the string "-"), "-" on the terminal
+    rows = [{"name": h.name, "state": None, "gpu_type": h.emulate.gpu_type if h.emulate else (h.gpu_type or ""),
              "gpus": h.emulate.count if h.emulate else len(h.gpus or ()),
              "busy": len(held.get(h.name, ())), "jobs": sorted({j for _, j in held.get(h.name, ())}),
              "drained": h.name in drained or h.name in kept,
@@ -199,7 +200,7 @@ def _lines(report: dict[str, Any]) -> list[str]:
                                                          if len(h["jobs"]) > JOBS_SHOWN else "")
             gpus = f"{h['gpus']}x{h['gpu_type']}" if h["gpus"] else f"?x{h['gpu_type']}" if h["gpu_type"] else "-"
             in_use = "-" if h["busy"] is None else f"{h['busy']}/{h['gpus'] or '?'}"  # "2/0" on a host out of reach
-            state = ("drained" if h["state"] == "-" else f"{h['state']}, drained") if h["drained"] else h["state"]
+            state = ("drained" if h["state"] is None else f"{h['state']}, drained") if h["drained"] else h["state"] or "-"
             rows.append([h["name"], state, gpus, in_use, jobs or "-", _first_line(h["note"])])
         out += ["  " + line for line in aligned(rows)]
     jobs = {s: n for s, n in report["jobs"].items() if n}
