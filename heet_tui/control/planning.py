@@ -219,19 +219,31 @@ def for_priority(plan: Plan, priorities: Mapping[str, int]) -> str | None:
     return f"it gives GPUs to {top} (priority {rank}) from {named}, of lower priority"
 
 
+def breaks(c: Constraints, alloc: Allocation | None) -> bool:
+    """Whether a job running on ``alloc`` is where what the user fixed for it (``c``) says it may
+    not be: only a restart that ends that carries out the edit. (Any restart of a job with an edit
+    of any age was taken for one: a pinned job's growth by the policy, 45 s after its start.)"""
+    if alloc is None:
+        return False
+    return bool(c.held or (c.pinned_type and alloc.gpu_type != c.pinned_type)
+                or (c.fixed_count and alloc.num_gpus != c.fixed_count)
+                or (c.pinned_hosts and not set(alloc.host_names) <= set(c.pinned_hosts)))
+
+
 def auto_verdict(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str], drained: set[str],
                  threshold: float, misplaced: frozenset[str] = frozenset(),
                  recent: frozenset[str] = frozenset(), priorities: Mapping[str, int] | None = None,
-                 edited: frozenset[str] = frozenset()) -> tuple[bool, str]:
+                 edits: Mapping[str, Constraints] | None = None) -> tuple[bool, str]:
     """Whether auto-approve applies ``plan``, and why in words either way: an auto-approved plan
     that restarted jobs while reading "as without it" gave no figure for what it was applied on.
-    A plan that restarts only jobs the user fixed something for on the Plan screen (``edited``)
-    carries out what they asked, as a drain's does."""
+    A plan whose every restart brings a job where what the user fixed on the Plan screen
+    (``edits``) says it must be, from where it may not be, carries out what they asked, as a
+    drain's does."""
     if vacates(plan, drained):
         return True, "it moves jobs off drained hosts"
-    restarted = sorted(c.job_id for c in plan.changes if c.needs_restart)
-    if restarted and set(restarted) <= edited:
-        return True, f"it carries out your edit to {', '.join(restarted)}"
+    restarts = [c for c in plan.changes if c.needs_restart]
+    if restarts and edits and all(c.job_id in edits and breaks(edits[c.job_id], c.before) for c in restarts):
+        return True, f"it carries out your edit to {', '.join(sorted(c.job_id for c in restarts))}"
     if any(c.job_id in misplaced for c in plan.changes):
         return True, "it moves jobs off GPUs their specs no longer allow"
     if all(c.kind is ChangeKind.START for c in plan.changes):

@@ -148,12 +148,11 @@ def propose(ctl: Controller) -> None:
     misplaced = planning.outside_spec((r.job_id, r.spec, r.alloc) for r in ctl.executor.runs.values() if r.spec)
     # a restart the user asked for (a hold or pin on the Plan screen) is not one to wait on: "it restarts
     # bob-long-3, started less than 120 s ago" was said of the hold the user had just made
-    edited = {j.id for j in inputs if j.constraints.is_set}
+    edits = {j.id: j.constraints for j in inputs if j.constraints.is_set}
     recent = frozenset(r.job_id for r in ctl.executor.runs.values()  # adopted ones: started who knows when
-                       if r.start_samples is not None and ctl.clock() - r.started_at < planning.SETTLE_S
-                       and r.job_id not in edited)
+                       if r.start_samples is not None and ctl.clock() - r.started_at < planning.SETTLE_S)
     applied, why = planning.auto_verdict(plan, ctl.book, unmeasured, ctl.drained(), ctl.opt.gain_threshold, misplaced,
-                                         recent, {j.id: j.priority for j in inputs}, frozenset(edited))
+                                         recent, {j.id: j.priority for j in inputs}, edits)
     ctl.held_why = None if applied else why
     if ctl.auto_approve and ctl.held_why is None:
         ctl.store.set_plan_status(plan_id, "approved", ctl.clock())

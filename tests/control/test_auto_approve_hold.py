@@ -200,3 +200,23 @@ def test_a_plan_that_pauses_only_lower_priority_jobs_for_a_higher_one_is_applied
     assert auto_verdict(also, book, frozenset(), set(), 0.05, priorities={"low": 0, "mid": 5, "urgent": 5})[0] is False
     assert auto_verdict(also, book, frozenset(), set(), 0.05, priorities={"low": 0, "mid": 1, "urgent": 5}) == (
         True, "it gives GPUs to urgent (priority 5) from low, mid, of lower priority")
+
+
+def test_only_a_restart_that_brings_a_job_to_its_edit_is_carried_out_unasked() -> None:
+    """Any restart of a job with an edit of any age was "carried out your edit": a job pinned to T4,
+    already on T4, was grown by the policy 45 s after its start, past the gain threshold and the wait."""
+    from heet_tui.control.planning import auto_verdict, breaks
+    from heet_tui.core.sched_input import Constraints
+
+    book = ThroughputBook()
+    on_t4 = Allocation.of("a", "T4", {"b": [0]})
+    grow = _plan({"a": on_t4}, {"a": Allocation.of("a", "T4", {"b": [0, 1]})}, JobPrediction("a", 100.0, 101.0, None, 30.0))
+    pinned = {"a": Constraints(pinned_type="T4")}
+    assert not breaks(pinned["a"], on_t4)
+    assert auto_verdict(grow, book, frozenset(), set(), 0.05, edits=pinned) == (
+        False, "its predicted gain, 1.0%, is below the auto-approve threshold of 5%")
+    on_a100 = Allocation.of("a", "A100", {"x": [0]})
+    move = _plan({"a": on_a100}, {"a": on_t4}, JobPrediction("a", 100.0, 50.0, None, 30.0))
+    assert auto_verdict(move, book, frozenset(), set(), 0.05, edits=pinned) == (True, "it carries out your edit to a")
+    assert breaks(Constraints(held=True), on_t4) and breaks(Constraints(fixed_count=2), on_t4)
+    assert breaks(Constraints(pinned_hosts=("c",)), on_t4) and not breaks(Constraints(pinned_hosts=("b", "c")), on_t4)
