@@ -183,7 +183,12 @@ def test_drain_and_undrain_write_the_state_stores_set(hosts: Path, tmp_path: Pat
     assert typo.returncode == 2 and 'no drained host named "t4-l"' in typo.stderr
     # a pattern of hosts in service: nothing to do, as for one name (a nightly `undrain 'a100-*'` exited 2)
     idle = heet("hosts", "undrain", "a100-*", "--hosts", str(hosts), *state)
-    assert idle.returncode == 0 and "a100-*: none of its hosts is drained" in idle.stderr, idle.stderr
+    assert idle.returncode == 0 and "heet-tui: a100-*: none of its hosts is drained" in idle.stderr, idle.stderr
+    # one host in service beside a drained one: the drained one goes back, the other is said (it was exit 2)
+    assert heet("hosts", "drain", "t4-1", "--hosts", str(hosts), *state).returncode == 0
+    mixed = heet("hosts", "undrain", "a100-1", "t4-1", "--hosts", str(hosts), *state)
+    assert mixed.returncode == 0 and "heet-tui: a100-1: not drained" in mixed.stderr, mixed.stderr
+    assert "t4-1 back in service" in mixed.stdout
     assert heet("hosts", "undrain", "zz-*", "--hosts", str(hosts), *state).returncode == 2, "a pattern of nothing"
     # --hosts wins over the file the store's controller last ran on (it was ignored)
     other = tmp_path / "other.toml"

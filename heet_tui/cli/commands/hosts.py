@@ -334,9 +334,10 @@ def cmd_drain(args: argparse.Namespace) -> int:
             if not args.drained and not pattern and len(args.names) == 1 and asked in _names_in(path):
                 print(f"{asked} is not drained (drained: {', '.join(names) or 'none'})")
                 return 0  # a host that is in service: nothing to do; a misspelt name is an error
-            if not args.drained and pattern and any(fnmatch.fnmatchcase(n, asked) for n in _names_in(path)):
+            if not args.drained and (any(fnmatch.fnmatchcase(n, asked) for n in _names_in(path)) if pattern
+                                     else asked in _names_in(path)):
                 # hosts in service: nothing to do, as for one name (a nightly `undrain '*'` failed, exit 2)
-                print(f"{asked}: none of its hosts is drained", file=sys.stderr)
+                print(f"heet-tui: {asked}: {'none of its hosts is' if pattern else 'not'} drained", file=sys.stderr)
                 continue
             raise UsageError(f'{where}no {whose[:-1]} named "{asked}" ({known_names(names, asked, whose)})'
                              + ("; nothing changed" if len(args.names) > 1 else ""))
