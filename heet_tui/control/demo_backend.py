@@ -18,9 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from heet_tui.config.hosts_file import bundled_config
 from heet_tui.config.job_spec import load_job_specs, spec_paths
-from heet_tui.control.demo_inputs import demo_workload, find_profiles
+from heet_tui.control.demo_inputs import demo_inputs, find_profiles
 from heet_tui.core.allocation import placement_key
 from heet_tui.core.intents import (
     ApprovePlan,
@@ -42,7 +41,7 @@ from heet_tui.core.sched_input import Constraints
 from heet_tui.core.snapshot import JobProfile, ProfileCell, Snapshot
 from heet_tui.scheduling.evaluate import evaluate
 from heet_tui.scheduling.registry import make_policy
-from heet_tui.sim import Simulation, WorkloadJob, load_cluster, load_physics, load_workload
+from heet_tui.sim import Simulation, WorkloadJob, load_physics
 from heet_tui.sim.estimates import PredictedThroughput
 from heet_tui.sim.views import snapshot as sim_snapshot
 
@@ -62,13 +61,7 @@ class DemoBackend:
         # Finding the data is cheap and its absence is the likely failure: say so before the UI starts.
         self.profiles = profiles or find_profiles()
         self.jobs, self.policy_name, self.round_wall_s = jobs, policy, round_wall_s
-        self.cluster = load_cluster(cluster or bundled_config("sim/sia-64gpu.toml"))  # SimInputError: file and line
-        available = tuple(sorted(p.name for p in self.profiles.iterdir() if any(p.glob("placements-*.csv"))))
-        self.workload = load_workload(workload) if workload is not None else demo_workload(available, jobs)
-        self.workload_label = workload.name if workload is not None else "demo workload"
-        if unknown := next((w for w in self.workload if w.application not in available), None):
-            raise ValueError(f"{workload}:{unknown.line}: application {unknown.application!r} has no profile in "
-                             f"{self.profiles} (there: {', '.join(available)})")
+        self.cluster, self.workload, self.workload_label = demo_inputs(self.profiles, jobs, cluster, workload)
         self.sim: Simulation | None = None
         self.source = PredictedThroughput(seed=0)
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="heet-demo")

@@ -7,7 +7,8 @@ import os
 from importlib import resources
 from pathlib import Path
 
-from heet_tui.sim import WorkloadJob
+from heet_tui.config.hosts_file import bundled_config
+from heet_tui.sim import SimCluster, WorkloadJob, load_cluster, load_workload
 from heet_tui.sim.generate import CONFIGS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,3 +46,22 @@ def demo_workload(models: tuple[str, ...], jobs: int = 10, gap_s: float = 180.0)
         replicas, batch = CONFIGS.get(model, ((1, 128),))[i % len(CONFIGS.get(model, ((1, 128),)))]
         out.append(WorkloadJob(f"{model}-{i + 1}", i * gap_s, model, replicas, batch, line=i + 1))
     return tuple(out)
+
+
+def demo_inputs(profiles: Path, jobs: int, cluster: Path | None = None, workload: Path | None = None
+                ) -> tuple[SimCluster, tuple[WorkloadJob, ...], str]:
+    """The cluster, the workload and its label the demo runs: the reference ones, or the user's own
+    files, read and checked here (``ValueError`` naming the file and line: ``SimInputError``, or a
+    model with no profile)."""
+    sim_cluster = load_cluster(cluster or bundled_config("sim/sia-64gpu.toml"))
+    available = tuple(sorted(p.name for p in profiles.iterdir() if any(p.glob("placements-*.csv"))))
+    loaded = load_workload(workload) if workload is not None else demo_workload(available, jobs)
+    if unknown := next((w for w in loaded if w.application not in available), None):
+        raise ValueError(f"{workload}:{unknown.line}: application {unknown.application!r} has no profile in "
+                         f"{profiles} (there: {', '.join(available)})")
+    return sim_cluster, loaded, workload.name if workload is not None else "demo workload"
+
+
+def check_demo_files(cluster: Path | None, workload: Path | None) -> None:
+    """``demo_inputs`` of the user's files, before the TUI starts: raises ``ValueError`` saying what is wrong."""
+    demo_inputs(find_profiles(), 10, cluster, workload)

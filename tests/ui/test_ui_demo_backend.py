@@ -234,3 +234,18 @@ def test_demo_files_without_demo_are_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--demo-workload", "w.csv"])
     assert exit_.value.code == 2 and "--demo-cluster and --demo-workload go with --demo" in capsys.readouterr().err
+
+
+def test_a_demo_file_with_an_error_stops_before_any_screen_with_its_line(tmp_path, capsys, monkeypatch):
+    """The TUI opened on the hosts file instead, "controller not available", the reason in a toast."""
+    from heet_tui.cli.main import main
+
+    monkeypatch.setenv("HEET_PROFILES", str(profile_dir(tmp_path)))
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\n\n[[node_types]]\nname = "aws"\ngpus_per_node = four\n')
+    assert main(["--demo", "--demo-cluster", str(bad)]) == 2
+    assert capsys.readouterr().err.startswith(f"heet-tui: --demo: {bad}:5:")
+    work = tmp_path / "w.csv"
+    work.write_text("name,time,application,num_replicas,batch_size\nx,0,nosuch,1,64\n")
+    assert main(["--demo", "--demo-workload", str(work)]) == 2
+    assert f"{work}:2: application 'nosuch' has no profile" in capsys.readouterr().err
