@@ -143,8 +143,8 @@ class PredictedEffect:
         paused = sorted(p.job_id for p in self.jobs if p.throughput_before > 0 and p.throughput_after <= 0)
         if abs(before - after) <= 0.005 * max(before, after):
             if paused:
-                return (f" with this plan, as without it: what it costs {', '.join(paused)}, stopped until GPUs "
-                        "free again, the jobs it starts gain, by this average (which weighs every job alike)")
+                return (f" with this plan, as without it by this average, which weighs every job alike: the jobs "
+                        f"it starts gain what it costs {', '.join(paused)}, stopped until GPUs free again")
             return (" with this plan, as without it" + (": queueing for GPUs in order would start the waiting jobs "
                                                         "the same way" if queue else ""))
         # any plan this average calls worse says so in words (red alone went unnoticed: 1m54s against

@@ -109,6 +109,6 @@ def test_a_plan_that_stops_a_job_for_another_is_not_said_to_do_what_queueing_wou
     swap = (JobPrediction("bob", 100.0, 0.0, 300.0, 20.0, starts_in_s=120.0),
             JobPrediction("ann", 0.0, 100.0, 120.0, 20.0))
     said = PredictedEffect(swap, avg_jct_s=200.0, avg_jct_before_s=200.5).against()
-    assert said == (" with this plan, as without it: what it costs bob, stopped until GPUs free again, the jobs it "
-                    "starts gain, by this average (which weighs every job alike)"), said
+    assert said == (" with this plan, as without it by this average, which weighs every job alike: the jobs it "
+                    "starts gain what it costs bob, stopped until GPUs free again"), said
     assert "queueing" not in said
