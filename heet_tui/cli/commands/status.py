@@ -38,7 +38,7 @@ from heet_tui.core.plan import count_changes
 from heet_tui.core.snapshot import HostStatus, Snapshot
 
 REPLY_TIMEOUT_S = 30.0
-KEPT_NOTE = "removed from the hosts file: kept, drained, by the next controller until its jobs and checkpoints leave"
+KEPT_NOTE = "removed from the file; the next controller keeps it, drained, for its jobs"
 JOBS_SHOWN = 3  # job names per host row, then "+N"
 STATE_ORDER = [s.value for s in JobState]
 
