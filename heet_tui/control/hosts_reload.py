@@ -178,7 +178,7 @@ class HostsReloader:
         self._pending = bool(diff.waiting)
         self.leaving = frozenset(n for n in diff.waiting if n not in {h.name for h in new.hosts})
         self.why = {n: LEAVING if n in running else HOLDING for n in self.leaving}
-        remember_kept(ctl.store, self.path, [h for h in diff.hosts if h.name in self.leaving])  # for the next controller too
+        remember_kept(ctl.store, [h for h in diff.hosts if h.name in self.leaving])  # for the next controller too
         resped = speed_changes(ctl.hosts.hosts, diff.hosts, diff.changed)
         # a drain is the machine's: renamed, it went back into service with no word, and the old
         # name, drained still, drained whatever host was given that name later

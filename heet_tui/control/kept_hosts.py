@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import asdict, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from heet_tui.config.hosts_file import EmulateSpec, HostEntry, HostsFile
@@ -38,15 +37,10 @@ def _from_obj(obj: dict[str, Any]) -> HostEntry:
                         "gpus": tuple(gpus) if gpus is not None else None, "tags": tuple(obj.get("tags", ()))})
 
 
-def _file_key(path: Path | None) -> str:
-    return str(Path(path).resolve()) if path is not None else ""
-
-
-def remember_kept(store: Store, hosts_path: Path | None, entries: list[HostEntry]) -> None:
-    """The entries kept now (none: the setting is cleared), with the file they left; written only
-    when it changes. A store that cannot be written loses the hold, not the round."""
-    text = json.dumps({"file": _file_key(hosts_path),
-                       "hosts": sorted((_to_obj(e) for e in entries), key=lambda o: o["name"])}) if entries else ""
+def remember_kept(store: Store, entries: list[HostEntry]) -> None:
+    """The entries kept now (none: the setting is cleared); written only when it changes. A store
+    that cannot be written loses the hold, not the round."""
+    text = json.dumps({"hosts": sorted((_to_obj(e) for e in entries), key=lambda o: o["name"])}) if entries else ""
     if (store.setting(KEPT_SETTING) or "") != text:
         try:
             store.set_setting(KEPT_SETTING, text)

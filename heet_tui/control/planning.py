@@ -19,6 +19,7 @@ from heet_tui.core.job import JobSpec, JobState
 from heet_tui.core.plan import ChangeKind, JobPrediction, Plan, PredictedEffect
 from heet_tui.core.sched_input import ClusterView, Constraints, HostView, JobView, ThroughputFn
 from heet_tui.core.snapshot import HostStatus
+from heet_tui.core.waiting import some
 
 SCHEDULABLE = (JobState.QUEUED, JobState.RUNNING, JobState.RESIZING)
 
@@ -215,8 +216,7 @@ def for_priority(plan: Plan, priorities: Mapping[str, int]) -> str | None:
     paused = sorted(c.job_id for c in plan.changes if c.needs_restart and c.job_id != top)
     if not paused or any(priorities.get(j, 0) >= rank for j in paused):
         return None
-    named = ", ".join(paused[:3]) + (f" and {len(paused) - 3} more" if len(paused) > 3 else "")
-    return f"it gives GPUs to {top} (priority {rank}) from {named}, of lower priority"
+    return f"it gives GPUs to {top} (priority {rank}) from {some(paused)}, of lower priority"
 
 
 def breaks(c: Constraints, alloc: Allocation | None) -> bool:
@@ -264,8 +264,7 @@ def auto_verdict(plan: Plan, book: ThroughputBook, unmeasured: frozenset[str], d
     # at 30 jobs on 25 hosts, jobs were grown and shrunk back within a minute, plan after plan: each
     # new size's first measurements moved the predictions the next plan was made from
     if again := sorted(c.job_id for c in plan.changes if c.needs_restart and c.job_id in recent):
-        named = ", ".join(again[:3]) + (f" and {len(again) - 3} more" if len(again) > 3 else "")
-        return False, (f"it restarts {named}, started less than {SETTLE_S:.0f} s ago: auto-approve lets a job's "
+        return False, (f"it restarts {some(again)}, started less than {SETTLE_S:.0f} s ago: auto-approve lets a job's "
                        "new size be measured before it restarts it again")
     return True, applied
 

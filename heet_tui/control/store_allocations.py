@@ -72,14 +72,16 @@ class AllocationRows:
         return [Placed(alloc, int(gen), float(start), None if end is None else float(end))
                 for text, gen, start, end in rows if (alloc := alloc_from_obj(json.loads(text))) is not None]
 
-    def held_gpu_seconds(self, now: float) -> dict[str, float]:
+    def held_gpu_seconds(self, now: float, job_id: str | None = None) -> dict[str, float]:
         """Per job, GPUs x seconds its runs held them, launch to release (still held: to ``now``):
         what a lab bills by. The GPU time jobs report training leaves out start-up, the first
-        report's interval, checkpoints and stops (27-83 % of this in a lab of small jobs)."""
+        report's interval, checkpoints and stops (27-83 % of this in a lab of small jobs).
+        ``job_id``: that job's alone (``jobs NAME`` read the whole table for one job)."""
         held: dict[str, float] = {}
-        for job_id, text, start, end in self._db.execute("SELECT job_id, allocation, started_at, released_at "
-                                                         "FROM allocations"):
+        rows = self._db.execute("SELECT job_id, allocation, started_at, released_at FROM allocations"
+                                + (" WHERE job_id = ?" if job_id is not None else ""), (job_id,) if job_id else ())
+        for job, text, start, end in rows:
             if (alloc := alloc_from_obj(json.loads(text))) is not None:
                 span = max(0.0, (now if end is None else float(end)) - float(start))
-                held[job_id] = held.get(job_id, 0.0) + span * alloc.num_gpus
+                held[job] = held.get(job, 0.0) + span * alloc.num_gpus
         return held

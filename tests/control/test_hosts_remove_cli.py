@@ -7,6 +7,7 @@ says "It runs t4-only-3: drained first, it moves off at the next plan you approv
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -22,14 +23,16 @@ from control_lab import (
 
 from heet_tui.cli.main import main
 from heet_tui.config.hosts_file import load_hosts
-from heet_tui.control.controller import ControllerOptions
+from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.store import Store
 from heet_tui.core.intents import SetAutoApprove
 
 
-def test_removing_a_busy_host_while_a_controller_runs_says_its_jobs_move_off(tmp_path: Path,
-                                                                             capsys: pytest.CaptureFixture) -> None:
-    path = write_local_hosts(tmp_path, [("one", "T4", 1, 1.0), ("two", "T4", 1, 1.0), ("spare", "T4", 1, 1.0)])
+def _with_a_running(tmp_path: Path, names: tuple[str, ...],
+                    then: Callable[[Controller, Path, list[str], str], Awaitable[None]]) -> None:
+    """Job ``a`` running on one of the 1-T4 hosts ``names`` under auto-approve, then ``then`` with the
+    controller, the hosts file, the CLI's location options and the host ``a`` runs on."""
+    path = write_local_hosts(tmp_path, [(name, "T4", 1, 1.0) for name in names])
     store = Store(tmp_path / "state")
     where = ["--hosts", str(path), "--state", str(tmp_path / "state")]
 
@@ -37,45 +40,44 @@ def test_removing_a_busy_host_while_a_controller_runs_says_its_jobs_move_off(tmp
         options = ControllerOptions(interval_s=0.2, auto_approve=True, profile=False)
         async with started_controller(load_hosts(path), store, options) as ctl:
             spec = write_job(tmp_path, "a", steps=100_000, max_gpus=1, every=1000)
-            host = await running_past(ctl, spec, "a", 5, 90)
-            idle = next(h for h in ("one", "two", "spare") if h != host)
-            await ctl.post(SetAutoApprove(False))  # as t on the Plan screen
-            capsys.readouterr()
-            assert await asyncio.to_thread(main, ["hosts", "remove", idle, *where]) == 0
-            assert capsys.readouterr().out == f'removed host "{idle}" from {path}\n', "an idle host: nothing more"
-            assert await asyncio.to_thread(main, ["hosts", "remove", host, *where]) == 0
-            said = capsys.readouterr().out
-            assert said == (f'removed host "{host}" from {path}\n'
-                            "It runs a: drained first, it moves off at the next plan you approve, then it is "
-                            "dropped.\n"), said
-            await wait_for(ctl, lambda s: any(h.name == host and h.drained for h in s.hosts), 30, f"{host} drained")
-            snap = await wait_for(ctl, lambda s: s.plan is not None and any(c.job_id == "a" for c in s.plan.changes),
-                                  30, "a plan that moves a, waiting for approval")
-            assert job(snap, "a").allocation.host_names == (host,), "still there: no plan approved"
+            await then(ctl, path, where, await running_past(ctl, spec, "a", 5, 90))
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_removing_a_busy_host_while_a_controller_runs_says_its_jobs_move_off(tmp_path: Path,
+                                                                             capsys: pytest.CaptureFixture) -> None:
+    async def then(ctl: Controller, path: Path, where: list[str], host: str) -> None:
+        idle = next(h for h in ("one", "two", "spare") if h != host)
+        await ctl.post(SetAutoApprove(False))  # as t on the Plan screen
+        capsys.readouterr()
+        assert await asyncio.to_thread(main, ["hosts", "remove", idle, *where]) == 0
+        assert capsys.readouterr().out == f'removed host "{idle}" from {path}\n', "an idle host: nothing more"
+        assert await asyncio.to_thread(main, ["hosts", "remove", host, *where]) == 0
+        said = capsys.readouterr().out
+        assert said == (f'removed host "{host}" from {path}\n'
+                        "It runs a: drained first, it moves off at the next plan you approve, then it is "
+                        "dropped.\n"), said
+        await wait_for(ctl, lambda s: any(h.name == host and h.drained for h in s.hosts), 30, f"{host} drained")
+        snap = await wait_for(ctl, lambda s: s.plan is not None and any(c.job_id == "a" for c in s.plan.changes),
+                              30, "a plan that moves a, waiting for approval")
+        assert job(snap, "a").allocation.host_names == (host,), "still there: no plan approved"
+
+    _with_a_running(tmp_path, ("one", "two", "spare"), then)
 
 
 def test_under_auto_approve_a_busy_hosts_jobs_move_off_at_the_next_plan(tmp_path: Path,
                                                                         capsys: pytest.CaptureFixture) -> None:
-    path = write_local_hosts(tmp_path, [("one", "T4", 1, 1.0), ("two", "T4", 1, 1.0)])
-    store = Store(tmp_path / "state")
-    where = ["--hosts", str(path), "--state", str(tmp_path / "state")]
+    async def then(ctl: Controller, path: Path, where: list[str], host: str) -> None:
+        capsys.readouterr()
+        assert await asyncio.to_thread(main, ["hosts", "remove", host, *where]) == 0
+        said = capsys.readouterr().out
+        assert said.endswith("\nIt runs a: drained first, it moves off at the next plan, then it is dropped.\n"), said
+        await wait_for(ctl, lambda s: job(s, "a").allocation is not None
+                       and job(s, "a").allocation.host_names != (host,), 90, f"a moved off {host}")
+        await wait_for(ctl, lambda s: host not in [h.name for h in s.hosts], 30, f"{host} dropped")
 
-    async def scenario() -> None:
-        options = ControllerOptions(interval_s=0.2, auto_approve=True, profile=False)
-        async with started_controller(load_hosts(path), store, options) as ctl:
-            spec = write_job(tmp_path, "a", steps=100_000, max_gpus=1, every=1000)
-            host = await running_past(ctl, spec, "a", 5, 90)
-            capsys.readouterr()
-            assert await asyncio.to_thread(main, ["hosts", "remove", host, *where]) == 0
-            said = capsys.readouterr().out
-            assert said.endswith("\nIt runs a: drained first, it moves off at the next plan, then it is dropped.\n"), said
-            await wait_for(ctl, lambda s: job(s, "a").allocation is not None
-                           and job(s, "a").allocation.host_names != (host,), 90, f"a moved off {host}")
-            await wait_for(ctl, lambda s: host not in [h.name for h in s.hosts], 30, f"{host} dropped")
-
-    run_and_clean(scenario, tmp_path)
+    _with_a_running(tmp_path, ("one", "two"), then)
 
 
 def test_removing_a_busy_host_with_no_controller_running_says_its_jobs_are_held(tmp_path: Path,

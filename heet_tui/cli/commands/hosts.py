@@ -202,12 +202,12 @@ def cmd_remove(args: argparse.Namespace) -> int:
         entry = None  # the edit below says why it cannot be removed
     path = _edited(_path(args), lambda doc: doc.remove_host(args.name))
     print(f'removed host "{args.name}" from {path}')
-    if said := _jobs_there_said(args, args.name, path, entry):
+    if said := _jobs_there_said(args, args.name, entry):
         print(said)
     return 0
 
 
-def _jobs_there_said(args: argparse.Namespace, name: str, path: Path, entry: HostEntry | None) -> str:
+def _jobs_there_said(args: argparse.Namespace, name: str, entry: HostEntry | None) -> str:
     """The jobs the state store has running on host ``name``, and what comes of them ("" for none,
     or where there is no store: none is created for asking). With no controller running, a host
     they need is recorded for the next one to keep (control/kept_hosts.py)."""
@@ -231,7 +231,7 @@ def _jobs_there_said(args: argparse.Namespace, name: str, path: Path, entry: Hos
     jobs, checkpoints = jobs_on_host(store, name), checkpoints_on_host(store, name)
     if not running and entry is not None and (jobs or checkpoints):
         others = [e for e in kept_entries(store) if e.name != name]
-        remember_kept(store, path, [*others, entry])
+        remember_kept(store, [*others, entry])
     said = [removal_said(jobs, running, remembered_auto_approve(store)), checkpoints_said(checkpoints, running)]
     return "\n".join(part for part in said if part)
 

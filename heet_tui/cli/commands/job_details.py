@@ -83,7 +83,7 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
     found = store.events(job.id, limit=max(1, events))
     if as_json:
         cost = profiling_costs(store).get(job.id, ProfilingCost())
-        held = store.held_gpu_seconds(time.time()).get(job.id, 0.0)
+        held = store.held_gpu_seconds(time.time(), job.id).get(job.id, 0.0)
         print(json.dumps({**job_row(rec, alloc, stored_checkpoint_hosts(store), held),
                           "profiling": {"runs": cost.runs, "gpu_s": round(cost.gpu_s, 3)},
                           "runs": [_placed_obj(p) for p in store.allocation_history(job.id)],
@@ -155,7 +155,7 @@ def checkpoint_host(rec: JobRecord, alloc: tuple[Allocation, int] | None, stored
 
 
 def _gpu_time(store: Store, rec: JobRecord) -> str:
-    held = store.held_gpu_seconds(time.time()).get(rec.job.id, 0.0)
+    held = store.held_gpu_seconds(time.time(), rec.job.id).get(rec.job.id, 0.0)
     if not held:
         return "-"
     return (f"{duration(held)} of GPU time held (GPUs x time, launch to release), {duration(rec.job.attained_gpu_s)} "
