@@ -76,6 +76,10 @@ class EventRows:
         # sequence written then retitled the terminal of the TUI that showed it after the upgrade
         return [EventRecord(*r[:4], escaped(r[4]) if r[4] else r[4], escaped(r[5] or "")) for r in reversed(rows.fetchall())]
 
+    def event_count(self, job_id: str) -> int:
+        """How many events a job has, so a listing of its latest can say what it left out."""
+        return self._db.execute("SELECT COUNT(*) FROM events WHERE job_id = ?", (job_id,)).fetchone()[0]
+
     @property
     def store_id(self) -> str:
         """A random id made once per state directory: the agents mark each job's checkpoint

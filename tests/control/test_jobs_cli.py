@@ -489,3 +489,27 @@ def test_a_job_name_submitted_again_says_which_job_it_shows(tmp_path: Path, caps
     assert said.out.startswith("cnn  cancelled")
     assert said.err == (f"heet-tui: cnn is the job of that id, cancelled; {newer}, of the same name and submitted "
                         "since, is queued: give its id for it\n"), said.err
+
+
+def test_a_jobs_listed_events_say_how_many_it_has(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`jobs NAME --json` cut the events to the latest 20 unsaid: a script took them for all."""
+    spec = tmp_path / "job.toml"
+    spec.write_text(JOB)
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "submit", str(spec)]) == 0
+    store = Store(tmp_path / "state")
+    for i in range(24):
+        store.add_event(100.0 + i, "progress", f"note {i}", job_id="cnn")
+    store.add_event(200.0, "progress", "another job's", job_id="other")
+    total = len(store.events("cnn", limit=1000))
+    assert total == 25, "the submission's event and the 24"
+    capsys.readouterr()
+    assert main([*state, "jobs", "cnn", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["events_total"] == total and len(shown["events"]) == 20
+    assert shown["events"][-1]["message"] == "note 23"
+    assert main([*state, "jobs", "cnn"]) == 0
+    assert f"events (the latest 20 of {total}; --events N for more):" in capsys.readouterr().out.splitlines()
+    assert main([*state, "jobs", "cnn", "--events", "100"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "events:" in out and "note 0" in "\n".join(out), "all of them, said as all"

@@ -47,7 +47,10 @@ def test_a_plan_is_announced_shown_and_approved_from_the_command_line(tmp_path: 
     assert main(["plan", *state]) == 2
     assert "no state store in" in capsys.readouterr().err
     assert main(["submit", str(write_job(tmp_path, "a", steps=20, max_gpus=1)), *state]) == 0
-    assert main(["plan", *state]) == 1
+    # none pending is an answer, as plan show --json gives it (it exited 1); acting on none is a failure
+    assert main(["plan", *state]) == 0
+    assert "no plan pending: no controller runs on" in capsys.readouterr().out
+    assert main(["plan", "approve", *state]) == 1
     assert "no controller runs on" in capsys.readouterr().err
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     run = subprocess.Popen([sys.executable, "-m", "heet_tui.cli.main", "run", "--until-idle", "--interval", "0.3",
@@ -61,7 +64,8 @@ def test_a_plan_is_announced_shown_and_approved_from_the_command_line(tmp_path: 
         shown = capsys.readouterr().out.splitlines()
         assert shown[0].startswith("plan #1 by heet, proposed at ") and shown[0].endswith(": 1 start")
         assert any(line.split()[:3] == ["a", "start", "-"] and "1xT4 on only[0]" in line for line in shown)
-        assert main(["plan", "approve", "--id", "2", *state]) == 2
+        # a plan no longer pending is the state moving on, exit 1 as with none pending; 2 is for usage
+        assert main(["plan", "approve", "--id", "2", *state]) == 1
         assert "plan #2 is not the one pending (plan #1 is)" in capsys.readouterr().err
         assert main(["plan", "approve", "--id", "1", *state]) == 0
         assert "approved" in capsys.readouterr().out
@@ -120,6 +124,8 @@ def test_a_plan_asked_for_by_id_that_is_not_pending_is_an_error(tmp_path: Path,
             assert await asyncio.to_thread(main, ["plan", "approve", *state]) == 1
             out, err = capsys.readouterr()
             assert out == "" and "no plan pending" in err
+            assert await asyncio.to_thread(main, ["plan", "reject", "--id", "3", *state]) == 1  # not 2: no usage error
+            assert "plan #3 is not pending: no plan is" in capsys.readouterr().err
 
     run_and_clean(scenario, tmp_path)
 

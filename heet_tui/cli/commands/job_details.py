@@ -90,6 +90,8 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
                           **_latest_speed(store, job.id, alloc),
                           "measured": _measured_rows(store, job.id), "spec": spec_to_obj(spec), "crashes": rec.crashes,
                           "history": [{"at": at, "state": state.value} for at, state in job.history],
+                          # how many there are: a script took the latest 20 for all (--events N gives more)
+                          "events_total": store.event_count(job.id),
                           "events": [_event_obj(e) for e in found]}, indent=2))
         return 0
     now = time.time()
@@ -124,7 +126,9 @@ def show_job(store: Store, name: str, as_json: bool, events: int) -> int:
                                        "Jobs screen drops it)"))
     for label, value in fields:  # the spec's own text too: an escape in an argument retitled the terminal
         print(f"  {label:<10} {printable(value).replace(chr(10), chr(92) + 'n')}")  # a path's newline too
-    print(f"events (the latest {len(found)}):" if found else "no events")
+    total = store.event_count(job.id)
+    print(("events:" if len(found) == total else f"events (the latest {len(found)} of {total}; --events N for more):")
+          if found else "no events")
     for e in found:
         lines = e.message.splitlines() or [""]
         where = f" [{e.host}]" if e.host else ""

@@ -65,8 +65,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
             _show(rec.plan, rec.id, rec.plan.policy, when, store.steps(rec.id))
         return 0
     if controller_running(store.dir) is None:
-        if args.action == "show" and args.json and args.id is None:  # the keys a script reads, with none pending
-            print(json.dumps({"plan": None, **_stored_mode(store)}))
+        if args.action == "show" and args.id is None:  # none pending is an answer, as with --json (it exited 1)
+            print(json.dumps({"plan": None, **_stored_mode(store)}) if args.json else
+                  f"no plan pending: no controller runs on {store.dir}, and plans are made by a running one "
+                  "(heet-tui run)")
             return 0
         raise CliError(f"no controller runs on {store.dir}: plans are made by a running one (heet-tui run)")
     try:
@@ -92,8 +94,10 @@ async def _plan(state_dir, action: str, expected: int | None, as_json: bool = Fa
                 raise UsageError("--id is for approve and reject: plan again replaces whatever is pending")
             return await _post(backend, Replan())
         snap = await asyncio.wait_for(anext(backend.snapshots()), REPLY_TIMEOUT_S)
+        # a plan no longer pending is the state having moved on, not a mistyped command: exit 1, as with
+        # nothing pending and no --id (it was 2, the usage code, and a script could not tell them apart)
         if (snap.plan is None or snap.plan_id is None) and expected is not None:
-            raise UsageError(f"plan #{expected} is not pending: no plan is (the current allocation stands)")
+            raise CliError(f"plan #{expected} is not pending: no plan is (the current allocation stands)")
         if snap.plan is None or snap.plan_id is None:
             said = "no plan pending: the current allocation stands" + (" (auto-approve is on)" if snap.auto_approve
                                                                         else "")
@@ -107,7 +111,7 @@ async def _plan(state_dir, action: str, expected: int | None, as_json: bool = Fa
                               "controller_running": True}) if as_json else said)
             return 0
         if expected is not None and expected != snap.plan_id:
-            raise UsageError(f"plan #{expected} is not the one pending (plan #{snap.plan_id} is): look at it first")
+            raise CliError(f"plan #{expected} is not the one pending (plan #{snap.plan_id} is): look at it first")
         if action == "show" and as_json:
             obj = plan_obj(snap.plan, snap.plan_id, snap.plan.policy or snap.policy, "proposed", snap=snap)
             print(json.dumps({"plan": obj, "auto_approve": snap.auto_approve, "read_only": snap.read_only,

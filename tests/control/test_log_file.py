@@ -1,0 +1,39 @@
+"""controller.log after an outside logrotate: the controller wrote on into the moved file."""
+
+from __future__ import annotations
+
+import logging
+import stat
+from pathlib import Path
+
+from heet_tui.control.log_file import LOG_NAME, attach_log_file, detach_log_file
+
+
+def test_a_log_moved_away_by_logrotate_is_written_anew_and_kept_private(tmp_path: Path) -> None:
+    log = logging.getLogger("heet_tui.test_log_file")
+    handler = attach_log_file(tmp_path)
+    try:
+        log.warning("before the rotation")
+        (tmp_path / LOG_NAME).rename(tmp_path / f"{LOG_NAME}.1")  # logrotate's default: move, no copytruncate
+        log.warning("after the rotation")
+        (tmp_path / LOG_NAME).unlink()  # deleted outright: the next record makes it again
+        log.warning("after the delete")
+    finally:
+        detach_log_file(handler)
+    moved = (tmp_path / f"{LOG_NAME}.1").read_text()
+    assert "before the rotation" in moved and "after the rotation" not in moved
+    new = tmp_path / LOG_NAME
+    assert "after the delete" in new.read_text() and "after the rotation" not in new.read_text()
+    assert stat.S_IMODE(new.stat().st_mode) == 0o600, "the reopened log is private, as the first one"
+
+
+def test_a_log_left_in_place_stays_one_file(tmp_path: Path) -> None:
+    log = logging.getLogger("heet_tui.test_log_file")
+    handler = attach_log_file(tmp_path)
+    try:
+        for i in range(3):
+            log.warning("line %d", i)
+    finally:
+        detach_log_file(handler)
+    assert [p.name for p in tmp_path.iterdir()] == [LOG_NAME]
+    assert [line.rsplit(" ", 1)[-1] for line in (tmp_path / LOG_NAME).read_text().splitlines()] == ["0", "1", "2"]
