@@ -19,6 +19,7 @@ import time
 from heet_tui.cli.arg_types import finite_float, fraction
 from heet_tui.cli.commands.jobs import open_store, state_dir
 from heet_tui.cli.commands.plan import predicted_jct
+from heet_tui.cli.commands.stop import mark_headless
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_location_options
 from heet_tui.cli.printable import printable
@@ -122,6 +123,7 @@ async def _run(hosts, store, options: ControllerOptions, until_idle: bool, why_h
     for sig in (signal.SIGINT, signal.SIGTERM, *hup):
         loop.add_signal_handler(sig, lambda sig=sig: (stopped_by.append(sig.name), stop.set()))
     await controller.start()
+    mark_headless(store)  # heet-tui stop asks: a TUI's controller closes a screen, this one does not
     # the store remembers auto-approve (t in a TUI turns it on): plans applied unasked came as a surprise
     approving = (f"auto-approve on: plans apply without asking, a restart for a predicted gain of "
                  f"{controller.opt.gain_threshold:.0%} or more (--no-auto-approve turns it off)"
