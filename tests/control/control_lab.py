@@ -110,13 +110,19 @@ def job(snap: Snapshot, job_id: str):
 
 def run_and_clean(scenario: Callable[[], Awaitable[None]], root: Path) -> None:
     """Run an async scenario; whatever it leaves running under the hosts' workdirs is killed."""
-    from support.sshd import kill_jobs_under
-
     try:
         asyncio.run(scenario())
     finally:
-        for workdir in root.glob("w-*"):
-            kill_jobs_under(workdir)
+        kill_local_jobs(root)
+
+
+def kill_local_jobs(root: Path) -> None:
+    """Kill the jobs of the hosts ``write_local_hosts`` wrote under ``root`` (each its own workdir:
+    ``kill_jobs_under(root)`` looked in none of them, and a job that trains on left a CPU busy)."""
+    from support.sshd import kill_jobs_under
+
+    for workdir in root.glob("w-*"):
+        kill_jobs_under(workdir)
 
 
 @contextlib.asynccontextmanager

@@ -268,8 +268,7 @@ def test_submit_says_when_a_job_shares_measurements_with_earlier_ones(tmp_path: 
 
 def test_heet_tui_run_says_a_plans_result_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A plan's result is an event and a notice; once notices were printed too, it came twice."""
-    from control_lab import write_job, write_local_hosts
-    from support.sshd import kill_jobs_under
+    from control_lab import kill_local_jobs, write_job, write_local_hosts
 
     hosts = write_local_hosts(tmp_path, [("only", "T4", 1, 1.0)])
     state = ["--state", str(tmp_path / "state"), "--hosts", str(hosts)]
@@ -277,7 +276,7 @@ def test_heet_tui_run_says_a_plans_result_once(tmp_path: Path, capsys: pytest.Ca
     try:
         assert main(["run", "--until-idle", "--auto-approve", "--interval", "0.3", "--no-profile", *state]) == 0
     finally:
-        kill_jobs_under(tmp_path)
+        kill_local_jobs(tmp_path)
     lines = capsys.readouterr().out.splitlines()
     results = [line for line in lines if "plan #1: 1 step(s) done" in line]
     assert len(results) == 1, lines

@@ -15,7 +15,15 @@ import time
 from pathlib import Path
 
 import pytest
-from control_lab import job, manual_controller, run_and_clean, wait_for, write_job, write_local_hosts
+from control_lab import (
+    job,
+    kill_local_jobs,
+    manual_controller,
+    run_and_clean,
+    wait_for,
+    write_job,
+    write_local_hosts,
+)
 
 from heet_tui.cli.main import main
 from heet_tui.config.hosts_file import load_hosts
@@ -40,8 +48,6 @@ def _read_until(proc: subprocess.Popen, needle: str, timeout: float) -> list[str
 
 def test_a_plan_is_announced_shown_and_approved_from_the_command_line(tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    from support.sshd import kill_jobs_under
-
     hosts = write_local_hosts(tmp_path, [("only", "T4", 1, 1.0)])
     state = ["--state", str(tmp_path / "state")]
     assert main(["plan", *state]) == 2
@@ -82,7 +88,7 @@ def test_a_plan_is_announced_shown_and_approved_from_the_command_line(tmp_path: 
                    for line in shown), shown
     finally:
         run.kill()
-        kill_jobs_under(tmp_path)
+        kill_local_jobs(tmp_path)
 
 
 def test_a_plan_made_before_a_host_was_drained_is_not_applied_onto_it(tmp_path: Path) -> None:

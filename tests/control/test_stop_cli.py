@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from control_lab import manual_controller, run_and_clean, write_job, write_local_hosts
+from control_lab import kill_local_jobs, manual_controller, run_and_clean, write_job, write_local_hosts
 
 from heet_tui.cli.main import main
 from heet_tui.config.hosts_file import load_hosts
@@ -21,8 +21,6 @@ from heet_tui.control.store import Store
 
 def test_stop_ends_a_headless_run_and_waits_for_it_while_its_job_trains_on(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from support.sshd import kill_jobs_under
-
     hosts = write_local_hosts(tmp_path, [("only", "T4", 1, 1.0)])
     state = ["--state", str(tmp_path / "state")]
     assert main(["stop", *state]) == 0, "nothing to stop is not a failure"
@@ -47,7 +45,7 @@ def test_stop_ends_a_headless_run_and_waits_for_it_while_its_job_trains_on(
         assert store.job("a").job.state.value == "running", "stopping the controller stopped no job"
     finally:
         run.kill()
-        kill_jobs_under(tmp_path)
+        kill_local_jobs(tmp_path)
 
 
 def test_stop_leaves_a_tuis_controller_unless_forced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
