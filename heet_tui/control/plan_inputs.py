@@ -16,6 +16,7 @@ from heet_tui.control.restart_costs import cost_of, ended_twin_costs, restart_co
 from heet_tui.control.runtime import launch_blocked
 from heet_tui.control.unmeasured import unmeasured_ids, unreported_gpu_s
 from heet_tui.control.user_constraints import user_constraints
+from heet_tui.core.job import PROFILE_WAITING, Job
 from heet_tui.core.sched_input import Constraints
 
 if TYPE_CHECKING:
@@ -43,7 +44,8 @@ def job_inputs(ctl: Controller, overrides: dict[str, Constraints] | None = None)
                 ctl.store.try_set_state(job.id, job.state, now, RUN_BY_NEWER_COPY)
             continue
         measured = bool(ctl.book.measured(job.id))
-        if run is None and ctl.opt.profile and not (measured or job.id in unmeasured or job.spec.min_gpus > 1):
+        if run is None and ctl.opt.profile and not (measured or job.id in unmeasured or job.spec.min_gpus > 1) \
+                and not _outranks_a_run(ctl, job):
             continue  # profiled first (on one GPU: a job that needs more is measured by its own runs)
         if run is None and ctl.executor.backoff_until.get(job.id, 0) > now:
             continue
@@ -62,3 +64,16 @@ def job_inputs(ctl: Controller, overrides: dict[str, Constraints] | None = None)
             frozenset().union(*(crashed.get(j, ()) for j in {job.id} | mates))))
     return out
 
+
+
+def _outranks_a_run(ctl: Controller, job: Job) -> bool:
+    """A new job left waiting for an idle GPU to be profiled on, while a job of lower priority holds
+    GPUs it may use: planned unmeasured, so that the plan can give it those GPUs (its own runs then
+    measure it). It waited for one to free by itself: nothing stops a job to profile another."""
+    if not job.message.startswith(PROFILE_WAITING):
+        return False
+    for other, run in ctl.executor.runs.items():
+        rec = ctl.store.job(other) if job.spec.allows(run.alloc.gpu_type) else None
+        if rec is not None and rec.job.spec.priority < job.spec.priority:
+            return True
+    return False
