@@ -9,6 +9,8 @@ import os
 import sys
 import time
 
+from heet_agent.atomic_file import open_private
+
 KEEP_BYTES = 2 * 1024 * 1024
 
 
@@ -51,7 +53,7 @@ def open_agent_log(workdir):
             os.replace(path, path + ".1")
     except OSError:
         pass
-    log = open(path, "ab", buffering=0)
+    log = open_private(path, "ab", buffering=0)
     os.dup2(log.fileno(), 2)
     log.close()
     sys.stderr = QuietStream(open(2, "w", buffering=1, closefd=False))

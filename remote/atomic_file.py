@@ -8,13 +8,22 @@ the next save too. Python 3.8 syntax, like the rest of the agent bundle.
 
 import os
 
+_FLAGS = {"wb": os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+          "ab": os.O_WRONLY | os.O_CREAT | os.O_APPEND, "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND}
+
+
+def open_private(path, mode, **kwargs):
+    """``open(path, mode)`` for writing, the file made 0600 when it is new: model weights and job
+    logs took the umask (0644 readable by every user of the host) where their directory was not private."""
+    return os.fdopen(os.open(path, _FLAGS[mode], 0o600), mode, **kwargs)
+
 
 def atomic_write(path, write, sync=False):
     """``write(fh)`` to a file beside ``path`` (binary), then rename it over ``path``. ``sync``:
     flush it to disk first (a checkpoint must survive a crash of the host); raises OSError."""
     tmp = os.path.join(os.path.dirname(path), ".%s.%d.tmp" % (os.path.basename(path), os.getpid()))
     try:
-        with open(tmp, "wb") as fh:
+        with open_private(tmp, "wb") as fh:
             write(fh)
             if sync:
                 fh.flush()

@@ -10,7 +10,8 @@ import fcntl
 import json
 import os
 
-from heet_agent.atomic_file import atomic_write
+from heet_agent.atomic_file import atomic_write, open_private
+from heet_agent.checkpoint_dirs import makedirs_private
 
 CHECKPOINT_NAME = "checkpoint.pt"
 META_NAME = "checkpoint.json"
@@ -32,8 +33,8 @@ def owned_by_newer(meta, generation):
 @contextlib.contextmanager
 def directory_lock(directory):
     """Serialises check-then-write between copies of the job: the fence must not race a save."""
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, LOCK_NAME), "a") as fh:
+    makedirs_private(directory)
+    with open_private(os.path.join(directory, LOCK_NAME), "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         yield
 

@@ -12,6 +12,7 @@ import signal
 import sys
 import time
 
+from heet_agent.atomic_file import open_private
 from heet_agent.checkpoint_dirs import (
     claim_checkpoint_dir,
     make_scratch_dir,
@@ -204,7 +205,7 @@ class JobTable:
             pass
         try:
             makedirs_private(os.path.dirname(log))
-            logfh = open(log, "ab")
+            logfh = open_private(log, "ab")
         except OSError as exc:
             raise JobError(f"cannot open log file {log}: {exc}")
         offset = logfh.tell()

@@ -8,6 +8,8 @@ import json
 import os
 import time
 
+from heet_agent.atomic_file import open_private
+
 STATE_NAME = "agent-state.json"
 KEEP_FINISHED = 100
 
@@ -102,7 +104,7 @@ class StateFile:
         data = {"jobs": jobs, "floors": floors}  # ended ones already cut to KEEP_FINISHED (jobs.py)
         tmp = self.path + ".tmp"
         try:
-            with open(tmp, "w") as fh:
+            with open_private(tmp, "w") as fh:
                 json.dump(data, fh)
             os.replace(tmp, self.path)
         except OSError:

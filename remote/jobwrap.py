@@ -18,6 +18,8 @@ import subprocess
 import sys
 import time
 
+from heet_agent.atomic_file import open_private
+
 
 def _write_exit(path, status):
     """Record the exit; on a full disk say so and go on: this wrapper's own exit code still
@@ -25,7 +27,7 @@ def _write_exit(path, status):
     tmp = path + ".tmp"
     status["ended_at"] = time.time()  # a later agent, or none for hours, reads it: its own clock is late
     try:
-        with open(tmp, "w") as fh:
+        with open_private(tmp, "w") as fh:
             json.dump(status, fh)
         os.replace(tmp, path)
     except OSError as exc:

@@ -126,4 +126,4 @@ def in_sh(command: str) -> str:
 def upload_with_cat(workdir: str, file_name: str) -> str:
     """Write stdin to the agent file atomically (for hosts whose sshd has no SFTP subsystem)."""
     wd, name = shell_path(workdir), shlex.quote(_check_file(file_name))
-    return f"(umask 077 && mkdir -p {wd}) && cd {wd} && cat > {name}.tmp.$$ && mv -f {name}.tmp.$$ {name}"
+    return f"umask 077 && mkdir -p {wd} && cd {wd} && cat > {name}.tmp.$$ && mv -f {name}.tmp.$$ {name}"

@@ -224,7 +224,8 @@ class SshTransport:
         if use_sftp:
             try:
                 async with conn.start_sftp_client() as sftp:
-                    async with sftp.open(tmp, "wb") as fh:
+                    # private as the rest of the workdir (it took the umask, 0644)
+                    async with sftp.open(tmp, "wb", asyncssh.SFTPAttrs(permissions=0o600)) as fh:
                         await fh.write(bundle.data)
                     try:
                         await sftp.posix_rename(tmp, path)

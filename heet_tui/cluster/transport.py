@@ -86,7 +86,8 @@ class LocalTransport:
             target = self.workdir / bundle.file_name
             if not target.is_file():
                 tmp = target.with_name(f"{target.name}.tmp.{os.getpid()}")
-                tmp.write_bytes(bundle.data)
+                with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
+                    fh.write(bundle.data)  # private, as an SSH host's
                 os.replace(tmp, target)
         except OSError as exc:
             raise AgentFailure(f"cannot write the agent to {self.workdir}: {exc.strerror or exc}") from None

@@ -25,9 +25,13 @@ class _Rotated(RotatingFileHandler):
     def emit(self, record: logging.LogRecord) -> None:
         if self.stream is not None and self._moved():
             self.stream.close()
-            self.stream = None  # reopened by the emit below, private as the first one
-            _create_private(Path(self.baseFilename))
+            self.stream = None  # reopened by the emit below
         super().emit(record)
+
+    def _open(self):  # type: ignore[no-untyped-def]
+        """Every file it opens is private, the ones its own rotation starts too (they took the umask)."""
+        _create_private(Path(self.baseFilename))
+        return super()._open()
 
     def _moved(self) -> bool:
         try:

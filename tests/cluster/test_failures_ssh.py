@@ -117,7 +117,8 @@ def test_without_sftp_the_agent_is_deployed_with_cat(lab):
     a = lab.add_host("nosftp", sftp=False)
     status = run_settled(lab.hosts_toml([lab.entry_for(a)]), statuses)["nosftp"]
     assert status.state is HostState.READY, status.message
-    assert len(list(a.workdir.glob("heet-agent-*.pyz"))) == 1
+    (agent,) = a.workdir.glob("heet-agent-*.pyz")
+    assert agent.stat().st_mode & 0o777 == 0o600, "private, as over SFTP"
 
 
 def test_jump_host_path(lab):

@@ -38,7 +38,9 @@ def test_three_emulated_hosts_deploy_and_report_inventory(lab):
     for server in (a, b, c):
         agents = list(server.workdir.glob("heet-agent-*.pyz"))
         assert len(agents) == 1
+        assert agents[0].stat().st_mode & 0o777 == 0o600, "uploaded over SFTP, private (it took the umask)"
         # the agent's state, logs and lock are private to the user
         assert server.workdir.stat().st_mode & 0o777 == 0o700
         assert all(d.stat().st_mode & 0o777 == 0o700 for d in (server.workdir / "hosts").iterdir())
         assert (server.workdir / "hosts" / server.name / "agent.log").read_text().count("starting") == 1
+        assert (server.workdir / "hosts" / server.name / "agent.log").stat().st_mode & 0o777 == 0o600

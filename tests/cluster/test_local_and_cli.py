@@ -259,7 +259,8 @@ def test_two_entries_sharing_a_machine_and_workdir_do_not_fight(tmp_path):
 
     status = asyncio.run(scenario())
     assert status == {"local-a100": (HostState.READY, "A100"), "local-t4": (HostState.READY, "T4")}
-    assert len(list(workdir.glob("heet-agent-*.pyz"))) == 1
+    (agent,) = workdir.glob("heet-agent-*.pyz")
+    assert agent.stat().st_mode & 0o777 == 0o600, "private, as an SSH host's"
     pids = {(workdir / "hosts" / name / "agent.pid").read_text() for name in ("local-a100", "local-t4")}
     assert len(pids) == 2
     for name in ("local-a100", "local-t4"):  # one agent start each: nobody took the other's place

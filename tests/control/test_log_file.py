@@ -37,3 +37,21 @@ def test_a_log_left_in_place_stays_one_file(tmp_path: Path) -> None:
         detach_log_file(handler)
     assert [p.name for p in tmp_path.iterdir()] == [LOG_NAME]
     assert [line.rsplit(" ", 1)[-1] for line in (tmp_path / LOG_NAME).read_text().splitlines()] == ["0", "1", "2"]
+
+
+def test_the_files_its_own_rotation_starts_are_private(tmp_path: Path) -> None:
+    import os
+
+    log = logging.getLogger("heet_tui.test_log_file")
+    handler = attach_log_file(tmp_path)
+    handler.maxBytes = 200  # type: ignore[attr-defined]  (5 MB in use)
+    old = os.umask(0o022)
+    try:
+        for i in range(20):
+            log.warning("line %d of a log that rotates", i)
+    finally:
+        os.umask(old)
+        detach_log_file(handler)
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == [LOG_NAME, f"{LOG_NAME}.1", f"{LOG_NAME}.2", f"{LOG_NAME}.3"], files
+    assert all(stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600 for name in files)
