@@ -111,6 +111,9 @@ async def trust_host(entry: HostEntry, fingerprint: str, ssh_config: Path | None
     name = hashed_name(target.known_hosts_pattern) if hashes_known_hosts(target) else target.known_hosts_pattern
     line = f"{name} {public[0]} {public[1]}\n"
     path = target.trust_file
+    # a known_hosts that links into a dotfiles repo is written where it links: replacing the link
+    # with a plain file left the linked one without the key, and the next machine asked again
+    path = path.resolve() if path.is_symlink() else path
     if path.exists() and not path.is_file():  # UserKnownHostsFile /dev/null: replacing it would break the system
         raise HostKeyUnknown(f"{path} is not a regular file: not recorded there (UserKnownHostsFile?)", actual)
     existing = path.read_text().splitlines(keepends=True) if path.is_file() else []

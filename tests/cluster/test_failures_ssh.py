@@ -372,3 +372,21 @@ def test_trusting_a_changed_key_says_which_other_known_hosts_file_still_accepts_
     assert recorded.path == first and host.known_hosts_line in first.read_text().splitlines()
     assert recorded.stale.startswith(f"; {second} still holds its old key, which is still accepted: remove it with "
                                      f"ssh-keygen -R '[{host.address}]:{host.port}' -f {second}"), recorded.stale
+
+
+def test_a_known_hosts_file_that_is_a_link_is_written_where_it_links(lab):
+    """It was replaced by a plain file: the dotfiles copy it linked to never got the key."""
+    host = lab.add_host("fresh", trusted=False)
+    (lab.root / "dotfiles").mkdir()
+    real, link = lab.root / "dotfiles" / "known_hosts", lab.root / "known_link"
+    real.write_text("# kept in a dotfiles repo\n")
+    link.symlink_to(real)
+    lab.write_ssh_config(lab.user_key, extra=f"Host *\n  UserKnownHostsFile {link}\n")
+    path = lab.hosts_toml([lab.entry_for(host)])
+
+    async def scenario(cluster):
+        return await cluster.trust("fresh", cluster.fingerprint("fresh"))
+
+    run_settled(path, scenario)
+    assert link.is_symlink(), "the link is left a link"
+    assert real.read_text().splitlines() == ["# kept in a dotfiles repo", host.known_hosts_line]
