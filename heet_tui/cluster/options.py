@@ -37,3 +37,8 @@ class ClusterOptions:
 
     def known_hosts_fallback(self) -> Path:
         return self.fallback_known_hosts or default_known_hosts()
+
+    def backoff_s(self, attempt: int, jitter: float) -> float:
+        """The wait before reconnect ``attempt``: doubling up to the cap, times a ``jitter`` in
+        [0.5, 1] so that hosts lost together retry apart."""
+        return min(self.backoff_max_s, self.backoff_initial_s * 2 ** (attempt - 1)) * jitter

@@ -277,8 +277,7 @@ class HostSupervisor:
         self.rtt_ms = round((time.monotonic() - started) * 1000.0, 2)
 
     async def _backoff(self, attempt: int, fixed_s: float | None = None) -> None:
-        base = min(self.options.backoff_max_s, self.options.backoff_initial_s * 2 ** (attempt - 1))
-        delay = fixed_s if fixed_s is not None else base * random.uniform(0.5, 1.0)  # jitter: hosts retry apart
+        delay = fixed_s if fixed_s is not None else self.options.backoff_s(attempt, random.uniform(0.5, 1.0))
         self._wake.clear()
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._wake.wait(), delay)

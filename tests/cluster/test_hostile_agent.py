@@ -108,9 +108,17 @@ def test_an_agent_failing_each_session_at_once_is_backed_off_more_each_time(monk
         asyncio.run(sup.run())
         return waits
 
-    assert run_sessions() == [2, 3, 4, 5, 6], "each short session waits twice as long as the last"
+    assert run_sessions() == [2, 3, 4, 5, 6], "each short session counts as one more failed attempt"
     monkeypatch.setattr(supervisor, "SHORT_SESSION_S", 0.0)  # sessions that lasted: a link that dropped
     assert run_sessions() == [1, 1, 1, 1, 1]
+
+
+def test_each_failed_attempt_waits_twice_as_long_up_to_the_cap_with_jitter() -> None:
+    """What the attempt numbers above turn into (the test above stands in for the wait itself)."""
+    options = ClusterOptions(backoff_initial_s=1.0, backoff_max_s=30.0)
+    assert [options.backoff_s(n, 1.0) for n in range(1, 8)] == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
+    assert options.backoff_s(3, 0.5) == 2.0, "jitter takes up to half off"
+    assert options.backoff_s(40, 1.0) == 30.0
 
 
 def test_a_message_nested_too_deep_is_the_agents_fault_not_a_lost_link() -> None:
