@@ -231,7 +231,7 @@ def test_changed_host_key_is_flagged_and_an_approved_key_replaces_the_old_one(la
 def test_an_unknown_jump_host_key_is_trusted_first_then_the_hosts_own(lab, capsys):
     """Seen: "via jump gw: unknown host key ...; trust it (heet-tui hosts trust node2)", and then
     that very command failed the same way: it read node2's key through the tunnel gw refused."""
-    from heet_tui.cluster.check_cli import run_trust
+    from heet_tui.cli.hosts_check import run_trust
     from heet_tui.config.hosts_file import load_hosts
 
     jump, target = lab.add_host("gate", trusted=False), lab.add_host("inside", trusted=False)
@@ -259,7 +259,7 @@ def test_an_unknown_jump_host_key_is_trusted_first_then_the_hosts_own(lab, capsy
 def test_a_revoked_host_key_is_said_revoked_and_cannot_be_trusted(lab):
     """It read "HOST KEY CHANGED", and trusting it said "already trusted", round and round."""
     from heet_tui.cli.errors import CliError
-    from heet_tui.cluster.check_cli import run_trust
+    from heet_tui.cli.hosts_check import run_trust
     from heet_tui.config.hosts_file import load_hosts
 
     host = lab.add_host("rev")  # its key is trusted, and revoked beside it

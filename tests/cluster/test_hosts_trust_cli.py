@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 
-from heet_tui.cluster.check_cli import run_trust
+from heet_tui.cli.hosts_check import run_trust
 from heet_tui.config.hosts_file import load_hosts
 
 

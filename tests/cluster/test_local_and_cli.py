@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from helpers import FAST, make_cluster, wait_until
 
+from heet_tui.cli.hosts_check import CHECK_OPTIONS, check_hosts, format_table, run_check, run_trust
 from heet_tui.cluster import JobExited, JobsReported
-from heet_tui.cluster.check_cli import CHECK_OPTIONS, check_hosts, format_table, run_check, run_trust
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.core.host import HostState
 

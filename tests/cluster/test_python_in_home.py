@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from heet_tui.cluster import check_cli
+from heet_tui.cli import hosts_check
 from heet_tui.cluster.remote_command import start_agent
 from heet_tui.config import hosts_file
 
@@ -70,7 +70,7 @@ def test_a_host_whose_python_cannot_import_torch_is_warned_of(lab, tmp_path, cap
     plain = lab.add_host("plain")
     hosts = hosts_file.load_hosts(lab.hosts_toml([lab.entry_for(plain, emulate={"gpu_type": "T4", "count": 1, "speed": 1.0})],
                                       python=str(bare)))
-    assert check_cli.run_check(hosts, as_json=True) == 0, "a warning: jobs that need no torch run there"
+    assert hosts_check.run_check(hosts, as_json=True) == 0, "a warning: jobs that need no torch run there"
     (row,) = json.loads(capsys.readouterr().out)
     assert any(w.startswith(f"its python ({sys.executable}) cannot import torch") for w in row["warnings"]), row
 

@@ -251,7 +251,7 @@ def _edited(path: Path, change: Callable[[HostsDocument], None]) -> Path:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from heet_tui.cluster.check_cli import run_check
+    from heet_tui.cli.hosts_check import run_check
 
     hosts = _load(args)
     own = hosts.path.resolve() == resolve_hosts_path(None).resolve()
@@ -270,7 +270,7 @@ def _store_id(args: argparse.Namespace) -> str:
 
 
 def cmd_trust(args: argparse.Namespace) -> int:
-    from heet_tui.cluster.check_cli import run_trust
+    from heet_tui.cli.hosts_check import run_trust
 
     hosts = _load(args)
     if args.name not in hosts.names() and (theirs := _controller_hosts(args)) is not None:
