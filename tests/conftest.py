@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
+
+# One BLAS thread per test worker: two workers on two cores each starting OpenBLAS threads for
+# matrices of a few dozen columns spent most of the profiling bench's time waiting on each other
+# (49 s for what takes 8 s alone). Set before numpy loads; a value given outside is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import pytest
 
