@@ -33,6 +33,7 @@ from heet_tui.control.store_integrity import (
     discard_unborn,
     is_damage,
     make_private,
+    open_as_last_written,
     refuse_emptied,
     refuse_not_own,
     unwritable,
@@ -97,9 +98,17 @@ class Store(PlanRows, EventRows, ObservationRows, AllocationRows):
         except (OSError, sqlite3.Error) as exc:
             if fresh:  # never set up (a full disk): left empty, it was then refused as a truncated store
                 discard_unborn(self)
+            elif isinstance(exc, sqlite3.Error) and cannot_write(exc) and not is_damage(exc) \
+                    and (last := open_as_last_written(self.path, str(exc))) is not None:
+                self._db, self.read_only_why = last
+                if self.schema_version == SCHEMA_VERSION:
+                    return
+                self._db.close()  # an older schema must be upgraded first, which writes
             said = damaged(self.path, str(exc)) if is_damage(exc) else unwritable(self.dir, str(exc)) \
                 if "unable to open database file" in str(exc) else f"state store {self.dir}: {exc}"
             raise StoreError(said) from None
+
+    read_only_why = ""  # why writes are refused: the store was opened as last written (a full disk)
 
     def close(self) -> None:
         self._db.close()
@@ -109,6 +118,8 @@ class Store(PlanRows, EventRows, ObservationRows, AllocationRows):
         if self._db.in_transaction:  # within batch(): the outer transaction commits or rolls back
             yield self._db
             return
+        if self.read_only_why:
+            raise StoreWriteError(f"state store {self.dir}: cannot write ({self.read_only_why})")
         try:
             self._db.execute("BEGIN IMMEDIATE")
             try:

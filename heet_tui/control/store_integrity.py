@@ -15,6 +15,7 @@ import stat
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 if TYPE_CHECKING:
     from heet_tui.control.store import Store
@@ -69,7 +70,8 @@ def make_private(folder: Path, db: Path) -> None:
     try:
         if stat.S_IMODE(folder.stat().st_mode) != 0o700:
             os.chmod(folder, 0o700)
-        os.close(os.open(db, os.O_CREAT | os.O_RDWR, 0o600))
+        if not db.exists():  # an immutable store file is read as last written (open_as_last_written)
+            os.close(os.open(db, os.O_CREAT | os.O_RDWR, 0o600))
         if stat.S_IMODE(db.stat().st_mode) != 0o600:
             os.chmod(db, 0o600)
     except OSError as exc:
@@ -145,3 +147,26 @@ def discard_unborn(store) -> None:
         for suffix in ("", "-wal", "-shm", "-journal"):
             with contextlib.suppress(FileNotFoundError):
                 store.path.with_name(store.path.name + suffix).unlink()
+
+
+def open_as_last_written(db: Path, why: str) -> tuple[sqlite3.Connection, str] | None:
+    """The store read as it was last written, when it cannot be opened to write (a full disk: SQLite
+    could not make its write-ahead log beside it), and a reason for the refused writes.
+
+    `jobs`, `status` and the TUI's hosts file all failed on "disk I/O error" exactly when a 3 a.m.
+    admin needed them. Read without that log (immutable) only when no write-ahead log holds
+    anything: what the file says is then all there is. None: not so, the caller says why it failed.
+    """
+    import shutil
+
+    wal = db.with_name(db.name + "-wal")
+    try:
+        if wal.exists() and wal.stat().st_size > 0:
+            return None
+        free = shutil.disk_usage(db.parent).free
+        conn = sqlite3.connect(f"file:{quote(str(db))}?immutable=1", uri=True, isolation_level=None)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except (OSError, sqlite3.Error):
+        return None
+    full = f"{free // 1024} KiB free on its disk" if free < 1 << 20 else "its disk refuses writes"
+    return conn, f"{why}; {full}: shown as last written, and nothing is changed until it takes writes"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from heet_tui.control.store import SCHEMA_VERSION, Store, StoreError
+from heet_tui.control.store import SCHEMA_VERSION, Store, StoreError, StoreWriteError
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import InvalidTransition, JobSpec, JobState, Target, TargetKind
 from heet_tui.core.plan import Plan
@@ -304,14 +304,17 @@ def test_a_state_directory_someone_else_owns_is_refused(tmp_path: Path, monkeypa
     assert not (theirs / "state.sqlite3").exists()
 
 
-def test_a_state_directory_that_cannot_be_written_says_why(tmp_path: Path) -> None:
+def test_a_state_directory_that_cannot_be_written_is_read_as_last_written(tmp_path: Path) -> None:
     """An immutable (or read-only) state directory: `heet-tui jobs` said only "state store st1:
-    [Errno 1] Operation not permitted: 'st1'" (its chmod to 0700 failed, though it was 0700)."""
+    [Errno 1] Operation not permitted: 'st1'" (its chmod to 0700 failed, though it was 0700), then
+    that it could not be read without writing it. A backup copy is now read as it is."""
     import os
     import shutil
 
     state = tmp_path / "state"
-    Store(state).close()
+    store = Store(state)
+    store.add_event(1.0, "note", "written before")
+    store.close()
     files = [str(p) for p in state.iterdir()]
     if os.getuid() != 0:  # a user's own permissions bind them: read-only modes
         def lock(paths: list[str]) -> None:
@@ -332,9 +335,13 @@ def test_a_state_directory_that_cannot_be_written_says_why(tmp_path: Path) -> No
     try:
         for contents in ([str(state)], files):  # the directory alone, then its files too
             lock(contents)
-            with pytest.raises(StoreError, match=r"cannot write it \(.*\): heet-tui writes its state directory even "
-                                                 r"to read it"):
-                Store(state)
+            copy = Store(state)
+            assert [e.message for e in copy.events(limit=5)] == ["written before"]
+            assert "shown as last written" in copy.read_only_why
+            with pytest.raises(StoreWriteError, match=r"cannot write \(unable to open database file; .*shown as last "
+                                                      r"written"):
+                copy.add_event(2.0, "note", "refused")
+            copy.close()
     finally:
         unlock()
 

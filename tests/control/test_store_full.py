@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sqlite3
 from collections.abc import Callable
@@ -289,3 +290,36 @@ def test_a_store_that_could_not_be_set_up_leaves_nothing_to_refuse_later(tmp_pat
     store = Store(state)
     assert store.jobs() == [], "the disk freed, the store is made"
     store.close()
+
+
+def test_a_store_on_a_disk_that_refuses_writes_is_read_as_last_written(tmp_path: Path) -> None:
+    """With no controller running (its write-ahead log gone), `jobs`, `status` and the TUI all
+    failed with "disk I/O error": SQLite could not make the log beside the store to open it."""
+    import subprocess
+    import sys
+
+    from heet_tui.cli.main import main
+
+    spec = write_job(tmp_path, "kept", steps=10, max_gpus=1)
+    submitted = subprocess.run([sys.executable, "-m", "heet_tui.cli.main", "submit", str(spec), "--state",
+                                str(tmp_path / "state")], capture_output=True, text=True, timeout=120)
+    assert submitted.returncode == 0, submitted.stderr
+    assert not (tmp_path / "state" / f"{DB_NAME}-wal").exists(), "a clean close leaves no log"
+    # a process that may create no file content (RLIMIT_FSIZE 0), as on a full disk: SQLite cannot
+    # size its shared-memory file; everything it imports is loaded first
+    refusing = ("import resource, signal, sys\nfrom heet_tui.cli.main import build_parser, main\nbuild_parser()\n"
+                "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\nresource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))\n"
+                "sys.exit(main(sys.argv[1:]))\n")
+
+    def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", refusing, *argv, "--state", str(tmp_path / "state")],
+                              capture_output=True, text=True, timeout=120)
+
+    listed = cli("jobs", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [j["id"] for j in json.loads(listed.stdout)["jobs"]] == ["kept"]
+    assert "cannot be written (disk I/O error; its disk refuses writes: shown as last written" in listed.stderr
+    refused = cli("submit", str(spec))
+    assert refused.returncode == 1 and "cannot write (disk I/O error; its disk refuses writes" in refused.stderr
+    assert main(["jobs", "--json", "--state", str(tmp_path / "state")]) == 0  # and as before once it takes writes
+    assert [r.job.id for r in Store(tmp_path / "state").jobs()] == ["kept"], "nothing lost, nothing added"

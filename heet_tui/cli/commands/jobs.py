@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -53,9 +54,12 @@ def open_store(args: argparse.Namespace, create: bool = False) -> Store:
         raise UsageError(f"no state store in {state_dir(args)}: nothing was submitted with this --state "
                          "(heet-tui submit or run begins one there)")
     try:
-        return Store(state_dir(args))
+        store = Store(state_dir(args))
     except StoreError as exc:
         raise CliError(str(exc)) from None
+    if store.read_only_why:  # what is listed is not live: the controller cannot record anything now
+        print(f"heet-tui: state store {store.dir} cannot be written ({store.read_only_why})", file=sys.stderr)
+    return store
 
 
 def job_rows(store: Store, ended: int | None = None) -> tuple[list[dict], int]:
