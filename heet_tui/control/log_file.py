@@ -11,6 +11,7 @@ record, which goes to a new file: the controller wrote on into the moved one, fo
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from logging.handlers import RotatingFileHandler
@@ -22,11 +23,37 @@ LOG_NAME = "controller.log"
 class _Rotated(RotatingFileHandler):
     """Rotates itself at its size, and reopens its path when something else moved the file."""
 
+    lost = 0  # records not written since the file last took one (its disk full)
+    lost_why = ""
+
     def emit(self, record: logging.LogRecord) -> None:
         if self.stream is not None and self._moved():
             self.stream.close()
             self.stream = None  # reopened by the emit below
+        lost = self.lost
         super().emit(record)
+        if lost and self.lost == lost:  # this one went in: say what did not (lost is 0 for that one)
+            self.lost = 0
+            self.emit(logging.makeLogRecord({"name": __name__, "levelno": logging.WARNING, "levelname": "WARNING",
+                                             "msg": f"{lost} log record(s) before this one were lost: {self.lost_why} "
+                                                    "(the events are in the state store: heet-tui jobs NAME)"}))
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+        """A full disk under the log printed a 50-line "--- Logging error ---" traceback per
+        record into `heet-tui run`'s output (669 lines for ten events), and one into the TUI's
+        terminal: counted here and said in the log once it takes writes again."""
+        import sys
+
+        exc = sys.exc_info()[1]
+        if not isinstance(exc, OSError):
+            super().handleError(record)
+            return
+        self.lost += 1
+        self.lost_why = f"{LOG_NAME} could not be written ({exc.strerror or exc})"
+        if self.stream is not None:  # a half-written line stays in the buffer: dropped, not retried
+            with contextlib.suppress(OSError):
+                self.stream.close()
+            self.stream = None
 
     def _open(self):  # type: ignore[no-untyped-def]
         """Every file it opens is private, the ones its own rotation starts too (they took the umask)."""
@@ -36,9 +63,11 @@ class _Rotated(RotatingFileHandler):
     def _moved(self) -> bool:
         try:
             now = os.stat(self.baseFilename)
+            open_one = os.fstat(self.stream.fileno())
         except FileNotFoundError:
             return True
-        open_one = os.fstat(self.stream.fileno())
+        except (OSError, ValueError):  # not for this to fail a log call: the write says what is wrong
+            return False
         return (now.st_dev, now.st_ino) != (open_one.st_dev, open_one.st_ino)
 
 

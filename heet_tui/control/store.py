@@ -94,6 +94,10 @@ class Store(PlanRows, EventRows, ObservationRows, AllocationRows):
             self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
+            # the log was left at its largest (4 MB for a store of 100 KB): the headroom it took filled a
+            # small disk by itself; checkpointed every 1 MB and cut back to that after
+            self._db.execute("PRAGMA wal_autocheckpoint=256")
+            self._db.execute(f"PRAGMA journal_size_limit={1 << 20}")
             self._migrate()
         except (OSError, sqlite3.Error) as exc:
             if fresh:  # never set up (a full disk): left empty, it was then refused as a truncated store

@@ -177,8 +177,10 @@ def explain_waiting(ctl: Controller, now: float) -> None:
                               ctl.not_auto_approved, ctl.opt.read_only)
         elif why is None and job.message.startswith(PREFIX):
             why = NO_PLAN_YET
-        if why is not None and why.startswith(WAITING_FOR_GPUS):
-            why += blocked_hosts(job.spec, ctl.cluster.status())
+        if why is not None and why.startswith(WAITING_FOR_GPUS) and \
+                (blocked := blocked_hosts(job.spec, ctl.cluster.status())):
+            # first: "every T4 GPU it may use is taken" led, beside two idle T4s on a host whose disk was full
+            why = f"{WAITING_FOR_GPUS}{blocked}; elsewhere {why.removeprefix(WAITING_FOR_GPUS)}"
         if why is not None and why.startswith((WAITING_FOR_GPUS, LEFT_QUEUED, HELD_FOR_FASTER)):
             why += kept_off(avoided)
         if why is not None and job.message != why:
@@ -199,4 +201,4 @@ def blocked_hosts(spec: JobSpec, statuses) -> str:
     """What to add to "every GPU it may use is taken" for the ready hosts of the job's types that
     launch nothing now: with GPUs not read, the GPUs read idle and the header said 0/4 busy."""
     hosts = [s for s in statuses if s.launch_blocked and s.gpus and spec.allows(s.gpu_type)]
-    return "".join(f"; nothing is launched on {s.name} now: {s.launch_blocked.split('; ')[0]}" for s in hosts[:3])
+    return "; ".join(f"nothing is launched on {s.name} now: {s.launch_blocked.split('; ')[0]}" for s in hosts[:3])

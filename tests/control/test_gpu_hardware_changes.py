@@ -81,7 +81,9 @@ def test_gpus_that_cannot_be_read_keep_their_users_and_get_no_new_job(
                 await asyncio.sleep(0.3)
                 await ctl.publish()
                 assert job(ctl.hub.latest, "a").state is JobState.QUEUED, "launched onto GPUs nobody can read"
-            assert "; nothing is launched on box now: GPUs not read: nvidia-smi: " in job(ctl.hub.latest, "a").message
+            said = job(ctl.hub.latest, "a").message  # the reason first, not "every GPU it may use is taken"
+            assert said.startswith("waiting for GPUs: nothing is launched on box now: GPUs not read: nvidia-smi: "), said
+            assert "; elsewhere every GPU it may use is taken" in said, said
             assert await asyncio.to_thread(main, ["--state", str(tmp_path / "state"), "status"]) == 0
             assert "GPUs not read: nvidia-smi: " in capsys.readouterr().out
             lost.unlink()

@@ -55,3 +55,34 @@ def test_the_files_its_own_rotation_starts_are_private(tmp_path: Path) -> None:
     files = sorted(p.name for p in tmp_path.iterdir())
     assert files == [LOG_NAME, f"{LOG_NAME}.1", f"{LOG_NAME}.2", f"{LOG_NAME}.3"], files
     assert all(stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600 for name in files)
+
+
+
+def test_a_log_on_a_full_disk_loses_records_quietly_and_says_how_many_after(tmp_path: Path) -> None:
+    """Each record printed a 50-line "--- Logging error ---" traceback into `heet-tui run`'s output.
+    The disk here is a file-size limit (RLIMIT_FSIZE) the kernel enforces on this one process."""
+    import subprocess
+    import sys
+
+    script = f"""
+import logging, resource, signal
+from pathlib import Path
+from heet_tui.control.log_file import LOG_NAME, attach_log_file, detach_log_file
+state = Path({str(tmp_path)!r})
+handler = attach_log_file(state)
+log = logging.getLogger("heet_tui.test_log_file")
+log.warning("before")
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, ((state / LOG_NAME).stat().st_size, resource.RLIM_INFINITY))
+for i in range(3):
+    log.warning("lost %d", i)
+resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+log.warning("after")
+detach_log_file(handler)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "Logging error" not in done.stderr, done.stderr
+    lines = (tmp_path / LOG_NAME).read_text().splitlines()
+    assert [line.split(": ", 1)[1] for line in lines] == [
+        "before", "after", f"3 log record(s) before this one were lost: {LOG_NAME} could not be written (File too "
+        "large) (the events are in the state store: heet-tui jobs NAME)"], lines

@@ -377,3 +377,15 @@ def test_the_controller_log_names_each_events_job(tmp_path, caplog) -> None:
         "failed: f1: rank 0 on la1 ended with exit code 2", "launch: f1 generation 2: 1xT4 on lt1", "host: la1 is back"]
 
 
+
+
+def test_the_write_ahead_log_stays_small_while_the_store_is_open(tmp_path: Path) -> None:
+    """It grew to 4 MB beside a 100 KB store and stayed there: on a small disk that was the full disk."""
+    store = Store(tmp_path / "state")
+    reader = Store(tmp_path / "state")  # another process's connection, as `heet-tui jobs` beside the controller
+    for i in range(3000):
+        store.add_event(float(i), "note", "x" * 500)
+        if i % 500 == 0:
+            reader.events(limit=1)
+    wal = tmp_path / "state" / "state.sqlite3-wal"
+    assert wal.stat().st_size <= 1.5 * (1 << 20), wal.stat().st_size
