@@ -107,6 +107,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         held_why=ctl.not_auto_approved,
         notices=tuple(ctl.notices[-20:]), notices_at=tuple(ctl.notices.times[-20:]), notices_total=ctl.notices.total,
         hidden_ended=hidden_ended,
+        store_error=ctl.store_health.error or "",
         profiles_hidden=sum(r.job.state.terminal and r.job.id not in recent_done for r in records)
         + sum(n for _, n in hidden_ended),
     )

@@ -111,6 +111,9 @@ class Snapshot:
     # how many, so the counts on screen stay whole.
     hidden_ended: tuple[tuple[JobState, int], ...] = ()
     profiles_hidden: int = 0  # ended jobs whose profiles are left out (only the latest few are kept)
+    # why the state store refuses writes, while it does: the controller changes nothing, and what it
+    # shows of jobs is as last recorded (a toast said so once, and the screen looked live for minutes)
+    store_error: str = ""
 
 
 def starts_without_checkpoint(snap: Snapshot) -> str:

@@ -65,9 +65,12 @@ def test_the_controller_changes_nothing_while_it_cannot_write_and_goes_on_after(
             snap = await _full_while_running(ctl, store, tmp_path, 300)
             assert "cannot write (database or disk is full)" in next(n for n in snap.notices if "no changes" in n)
             assert ctl.store_health.error is not None
+            # said as long as it lasts (the TUI's header): a toast faded, and the screen looked live
+            assert "cannot write (database or disk is full)" in snap.store_error
             await asyncio.sleep(1.0)  # rounds and events skipped, not a traceback each
             _free(store)
-            await wait_for(ctl, lambda s: any("takes writes again" in n for n in s.notices), 30, "writable")
+            snap = await wait_for(ctl, lambda s: any("takes writes again" in n for n in s.notices), 30, "writable")
+            assert snap.store_error == ""
             await wait_for(ctl, lambda s: job(s, "a").state is JobState.DONE, 120, "a done")
         finally:
             await ctl.stop()

@@ -67,6 +67,8 @@ class StatusLine(Static):
         self._snap = snap
         stopped = str(getattr(self.app, "stopped", ""))
         silent = "" if stopped else str(getattr(self.app, "silent", ""))
+        if not stopped and not silent and snap is not None and snap.store_error:
+            silent = f"{snap.store_error}: the controller changes nothing; jobs are shown as last recorded"
         width = self.content_size.width
         figures = _Figures.of(snap) if snap is not None else None  # counted once, whatever the level
         text = self._line(snap, figures, 0, stopped or silent)
