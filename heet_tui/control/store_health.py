@@ -64,9 +64,9 @@ class StoreHealth:
             self.store.set_setting("last_write_check", repr(self.clock()))
         except StoreWriteError:
             return False
-        self.notices.append("the state store takes writes again: the controller goes on", logged=True)  # the event logs it
         self.store.add_event(self.clock(), "controller", f"state store writable again (after: {self.error})")
-        self.error, self._recovered = None, True
+        self.error, self._recovered = None, True  # first: a snapshot with the notice said the outage on
+        self.notices.append("the state store takes writes again: the controller goes on", logged=True)  # the event logs it
         return True
 
     async def resync(self, executor: Executor, cluster, handle: Callable[[object], Awaitable[None]]) -> None:
