@@ -19,6 +19,7 @@ from heet_tui.control.host_loss import left_out_of_reach
 from heet_tui.control.job_update import apply_update, planned_updates
 from heet_tui.control.remembered import remember_rejections
 from heet_tui.control.retry import retry_job
+from heet_tui.control.store import StoreWriteError
 from heet_tui.control.user_constraints import PendingEdits
 from heet_tui.core.intents import (
     WARNING_SEP,
@@ -56,7 +57,11 @@ class IntentHandler:
         if self.ctl.opt.read_only:
             raise ValueError(f"this controller (pid {os.getpid()}) was started read-only: quit that TUI and "
                              "start heet-tui or heet-tui run on this state to change anything")
-        return await method(intent)
+        try:
+            return await method(intent)
+        except StoreWriteError as exc:  # a refusal to say as such: it read "failed: StoreWriteError: state store..."
+            raise ValueError(f"{exc}: refused while the state store takes no writes (the controller records "
+                             "each change before it makes it)") from None
 
     def _pending(self, plan_id: int):
         ctl = self.ctl

@@ -16,7 +16,7 @@ from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
 from heet_tui.control.store import DB_NAME, Store, StoreWriteError
 from heet_tui.control.store_schema import SCHEMA_VERSION
-from heet_tui.core.intents import SubmitJob
+from heet_tui.core.intents import CancelJob, SubmitJob
 from heet_tui.core.job import JobState
 from heet_tui.core.snapshot import Snapshot
 
@@ -67,6 +67,10 @@ def test_the_controller_changes_nothing_while_it_cannot_write_and_goes_on_after(
             assert ctl.store_health.error is not None
             # said as long as it lasts (the TUI's header): a toast faded, and the screen looked live
             assert "cannot write (database or disk is full)" in snap.store_error
+            # a refusal, said as one: it read "failed: cancel a: StoreWriteError: state store ..."
+            with pytest.raises(ValueError, match=r"cannot write \(database or disk is full\): refused while the "
+                                                 "state store takes no writes"):
+                await ctl.post(CancelJob("a"))
             await asyncio.sleep(1.0)  # rounds and events skipped, not a traceback each
             _free(store)
             snap = await wait_for(ctl, lambda s: any("takes writes again" in n for n in s.notices), 30, "writable")
