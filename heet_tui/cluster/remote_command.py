@@ -126,4 +126,5 @@ def in_sh(command: str) -> str:
 def upload_with_cat(workdir: str, file_name: str) -> str:
     """Write stdin to the agent file atomically (for hosts whose sshd has no SFTP subsystem)."""
     wd, name = shell_path(workdir), shlex.quote(_check_file(file_name))
-    return f"umask 077 && mkdir -p {wd} && cd {wd} && cat > {name}.tmp.$$ && mv -f {name}.tmp.$$ {name}"
+    tmp = f"{name}.tmp.$$"  # removed when the upload fails (a full disk left one per attempt)
+    return f"umask 077 && mkdir -p {wd} && cd {wd} && {{ cat > {tmp} && mv -f {tmp} {name} || {{ rm -f {tmp}; exit 1; }}; }}"

@@ -224,9 +224,13 @@ class SshTransport:
         if use_sftp:
             try:
                 async with conn.start_sftp_client() as sftp:
-                    # private as the rest of the workdir (it took the umask, 0644)
-                    async with sftp.open(tmp, "wb", asyncssh.SFTPAttrs(permissions=0o600)) as fh:
-                        await fh.write(bundle.data)
+                    try:  # private as the rest of the workdir (it took the umask, 0644)
+                        async with sftp.open(tmp, "wb", asyncssh.SFTPAttrs(permissions=0o600)) as fh:
+                            await fh.write(bundle.data)
+                    except (asyncssh.Error, OSError):  # a full disk left a partial copy per attempt
+                        with contextlib.suppress(asyncssh.Error, OSError):
+                            await sftp.remove(tmp)
+                        raise
                     try:
                         await sftp.posix_rename(tmp, path)
                     except asyncssh.SFTPError:
@@ -243,9 +247,11 @@ class SshTransport:
         result = await proc.wait(timeout=self.timeout)
         if result.exit_status != 0:
             err = (result.stderr or b"").decode("utf-8", "replace").strip()
+            full = any(s in err for s in ("No space left", "Disk quota exceeded", "File too large"))
             raise AgentFailure(f"cannot deploy the agent to {self.workdir} (SFTP and cat both failed): "
-                               f"{err or 'exit status ' + str(result.exit_status)}; give the host a workdir "
-                               "it may write (workdir = in the hosts file)")
+                               f"{err or 'exit status ' + str(result.exit_status)}; " + (
+                                   "free space on its disk, or give the host a workdir on one with room" if full else
+                                   "give the host a workdir it may write") + " (workdir = in the hosts file)")
 
     async def start_sftp(self) -> asyncssh.SFTPClient | None:
         """An SFTP session on the connection the agent runs over; None when there is none. A plan

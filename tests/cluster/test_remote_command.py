@@ -208,3 +208,14 @@ def test_what_the_login_shell_printed_is_logged_inert(caplog):
         assert asyncio.run(read()) == b"first\n"
     said = caplog.records[-1].getMessage()
     assert said.endswith("(skipped): hello \\u202e") and "\x1b" not in said, said
+
+
+def test_an_upload_that_fails_leaves_no_partial_copy(tmp_path):
+    """A full disk left one zero-byte heet-agent-*.pyz.tmp.* per attempt (twelve in a night)."""
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    workdir = tmp_path / "w"
+    # a file-size limit of 0 blocks (ulimit -f): cat's first write is refused, as on a full disk
+    failed = subprocess.run(["sh", "-c", "ulimit -f 0; " + upload_with_cat(str(workdir), NAME)], input=b"x" * 4096,
+                            env=env, capture_output=True)
+    assert failed.returncode != 0
+    assert workdir.is_dir() and list(workdir.iterdir()) == [], "no partial copy, no agent"
