@@ -156,6 +156,13 @@ def test_another_ranks_log_is_read_from_its_host(tmp_path: Path, capsys: pytest.
             assert "I am rank 0" not in printed
             assert await asyncio.to_thread(main, ["log", "a", "--rank", "2", "--state", str(state)]) == 2, "the asker's mistake"
             assert "its latest run had ranks 0-1, not 2" in capsys.readouterr().err
+            # a generation by number (log read the latest one only)
+            assert await asyncio.to_thread(main, ["log", "a", "--generation", "1", "--rank", "1", "--state",
+                                                  str(state)]) == 0
+            assert capsys.readouterr().out.startswith("a generation 1, rank 1 on duo")
+            assert await asyncio.to_thread(main, ["log", "a", "--generation", "5", "--state", str(state)]) == 1
+            assert "a has no generation 5" in capsys.readouterr().err
+            assert await asyncio.to_thread(main, ["log", "a", "--generation", "1", "-f", "--state", str(state)]) == 2
         finally:
             await ctl.stop()
 

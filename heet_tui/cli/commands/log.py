@@ -36,6 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("name", metavar="NAME", help="job id or name")
     p.add_argument("-n", "--lines", type=int, default=50, metavar="N", help=f"how many lines (1-{MAX_LINES}, default 50)")
     p.add_argument("--rank", type=int, default=0, metavar="R", help="another rank's output, read from its host")
+    p.add_argument("--generation", type=int, default=None, metavar="G",
+                   help="an earlier run's output (jobs NAME lists its runs; default the latest), from the host it ran "
+                        "on while its files are kept there")
     p.add_argument("-f", "--follow", action="store_true",
                    help=f"go on printing new lines (read every {FOLLOW_EVERY_S:g} s) until the job ends or ctrl+c")
     p.set_defaults(func=cmd_log)
@@ -46,15 +49,19 @@ def cmd_log(args: argparse.Namespace) -> int:
         raise UsageError(f"--lines must be 1-{MAX_LINES}, got {args.lines}")
     if args.rank < 0:
         raise UsageError(f"--rank must be >= 0, got {args.rank}")
+    if args.generation is not None and (args.generation < 1 or args.follow):  # an ended run is not followed
+        raise UsageError("--generation G is 1 or more, and reads an earlier run: without -f" if args.generation >= 1
+                         else f"--generation must be >= 1, got {args.generation}")
     store = open_store(args)
     rec = job_named(store, args.name)
     if controller_running(store.dir) is None:
-        if args.rank:
-            raise CliError(f"{rec.job.id}: no controller runs to read rank {args.rank}'s log from its host (start "
-                           "heet-tui run); what is recorded here is the tail of the rank a failed job failed on")
+        if args.rank or args.generation is not None:
+            which = f"rank {args.rank}'s log" if args.rank else f"generation {args.generation}'s log"
+            raise CliError(f"{rec.job.id}: no controller runs to read {which} from its host (start heet-tui run); "
+                           "what is recorded here is the tail of the rank a failed job failed on")
         return _recorded_tail(store, rec.job.id, args.lines)
     try:
-        asyncio.run(_ask(store, rec.job.id, args.lines, args.follow, args.rank))
+        asyncio.run(_ask(store, rec.job.id, args.lines, args.follow, args.rank, args.generation))
     except (ControllerGone, ValueError, TimeoutError) as exc:
         said = str(exc) or "the controller did not answer in time"
         said = said if said.startswith(f"{rec.job.id}:") else f"{rec.job.id}: {said}"
@@ -64,11 +71,12 @@ def cmd_log(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _ask(store: Store, job_id: str, lines: int, follow: bool, rank: int = 0) -> None:
+async def _ask(store: Store, job_id: str, lines: int, follow: bool, rank: int = 0,
+               generation: int | None = None) -> None:
     backend = AttachedBackend(store.dir)
     await backend.start()
     try:
-        shown = await asyncio.wait_for(backend.job_log(job_id, lines, rank), REPLY_TIMEOUT_S)
+        shown = await asyncio.wait_for(backend.job_log(job_id, lines, rank, generation), REPLY_TIMEOUT_S)
         for line in shown:
             print(printable(line), flush=True)
         waiting = False  # the host is out: said once, until lines come again
