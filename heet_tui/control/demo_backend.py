@@ -40,7 +40,7 @@ from heet_tui.core.plan import Plan, PredictedEffect
 from heet_tui.core.sched_input import Constraints
 from heet_tui.core.snapshot import JobProfile, ProfileCell, Snapshot
 from heet_tui.scheduling.evaluate import evaluate
-from heet_tui.scheduling.registry import make_policy
+from heet_tui.scheduling.registry import POLICY_NAMES, make_policy
 from heet_tui.sim import Simulation, WorkloadJob, load_physics
 from heet_tui.sim.estimates import PredictedThroughput
 from heet_tui.sim.views import snapshot as sim_snapshot
@@ -174,7 +174,7 @@ class DemoBackend:
         snap = sim_snapshot(self.sim, plan_id=self._plan_id if pending is not None else None,
                             policy=self.policy_name, auto_approve=not self.sim.manual_approval,
                             notices=tuple(self._notices[-5:]))
-        snap = replace(snap, notices_total=len(self._notices))
+        snap = replace(snap, notices_total=len(self._notices), policies=POLICY_NAMES)
         if pending is not None and pending.effect.at is None:  # the tweak dialog compares on its clock
             pending = replace(pending, effect=replace(pending.effect, at=pending.created_at))
         if pending is not None:

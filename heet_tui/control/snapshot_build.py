@@ -17,6 +17,7 @@ from heet_tui.core.durations import duration
 from heet_tui.core.job import JobState, TargetKind
 from heet_tui.core.sched_input import Constraints
 from heet_tui.core.snapshot import JobProfile, JobStatus, ProfileCell, Snapshot
+from heet_tui.scheduling.registry import POLICY_NAMES
 
 if TYPE_CHECKING:
     from heet_tui.control.controller import Controller
@@ -108,6 +109,7 @@ def build_snapshot(ctl: Controller) -> Snapshot:
         notices=tuple(ctl.notices[-20:]), notices_at=tuple(ctl.notices.times[-20:]), notices_total=ctl.notices.total,
         hidden_ended=hidden_ended,
         store_error=ctl.store_health.error or "",
+        policies=POLICY_NAMES,
         profiles_hidden=sum(r.job.state.terminal and r.job.id not in recent_done for r in records)
         + sum(n for _, n in hidden_ended),
     )

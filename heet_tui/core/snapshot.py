@@ -114,6 +114,7 @@ class Snapshot:
     # why the state store refuses writes, while it does: the controller changes nothing, and what it
     # shows of jobs is as last recorded (a toast said so once, and the screen looked live for minutes)
     store_error: str = ""
+    policies: tuple[str, ...] = ()  # the policies this controller knows (the palette offers them)
 
 
 def starts_without_checkpoint(snap: Snapshot) -> str:

@@ -15,14 +15,6 @@ from heet_tui.ui.dialogs.drain import drain_asking_first
 from heet_tui.ui.dialogs.prompt import PromptDialog
 
 
-def known_policies() -> list[str]:
-    try:
-        from heet_tui.scheduling.registry import POLICY_NAMES
-    except ImportError:  # the palette still works; the backend says whether a typed name exists
-        return ["heet"]
-    return list(POLICY_NAMES)
-
-
 class PaletteActions:
     """Mixed into the app: the palette's commands that ask for a value first."""
 
@@ -92,7 +84,9 @@ class PaletteActions:
         self._prompt("Host to undrain:" if drained else "Host to undrain (none is drained now):", drained, answered)
 
     def action_switch_policy(self) -> None:
-        self._prompt("Scheduling policy:", known_policies(), self._post_typed(lambda v: (SetPolicy(v), f"policy {v}")))
+        # the controller's own (an attached one may be of another version); it says whether a typed one exists
+        known = list(self.latest.policies) if self.latest and self.latest.policies else ["heet"]  # type: ignore[attr-defined]
+        self._prompt("Scheduling policy:", known, self._post_typed(lambda v: (SetPolicy(v), f"policy {v}")))
 
     def action_toggle_auto_approve(self) -> None:
         enabled = not (self.latest.auto_approve if self.latest else False)  # type: ignore[attr-defined]
