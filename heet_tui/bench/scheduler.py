@@ -14,10 +14,12 @@ import json
 import os
 import statistics
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from heet_tui.cli.errors import UsageError
-from heet_tui.scheduling.curves import throughput_fns_from_profiles
+from heet_tui.profiling.sia_format import read_profiles
+from heet_tui.scheduling.curves import ProfileCurve, ThroughputFn
 from heet_tui.scheduling.registry import POLICY_NAMES, make_policy
 from heet_tui.scheduling.synthetic import DEFAULT_TYPES, advance, amdahl_family, make_cluster, make_jobs
 
@@ -104,3 +106,23 @@ def register(bench_subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-predict", action="store_true", help="skip evaluate() (time the decision only)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
+
+
+def throughput_fns_from_profiles(root: str, extra_types: Mapping[str, tuple[str, float]] | None = None
+                                 ) -> dict[str, ThroughputFn]:
+    """model -> throughput function from a Sia profile directory (median profiled local batch).
+
+    ``extra_types`` adds derived GPU types as (measured type, speed factor), e.g.
+    ``{"V100": ("A100", 0.6)}``, for benchmarks that want more types than were measured.
+    """
+    out: dict[str, ThroughputFn] = {}
+    for name, model in read_profiles(Path(root)).items():
+        sizes = sorted({r.local_bsz for node in model.by_type.values() for r in node.placement_rows})
+        if not sizes:
+            continue
+        alias = {t: src for t, (src, _) in (extra_types or {}).items() if src in model.by_type}
+        scale = {t: f for t, (_, f) in (extra_types or {}).items() if t in alias}
+        curve = ProfileCurve(model.by_type, sizes[len(sizes) // 2], scale, alias)
+        if curve.gpu_types:
+            out[name] = curve
+    return out

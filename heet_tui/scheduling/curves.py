@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from heet_tui.core.sched_input import ThroughputFn
-
 
 @dataclass(frozen=True, slots=True)
 class AmdahlCurve:
@@ -94,27 +92,3 @@ def _table_at(node: object, local_bsz: float) -> dict[tuple[int, ...], float]:
         if step and step > 0:
             table[placement] = sum(placement) * local_bsz / step
     return table
-
-
-def throughput_fns_from_profiles(root: str, extra_types: Mapping[str, tuple[str, float]] | None = None
-                                 ) -> dict[str, ThroughputFn]:
-    """model -> throughput function from a Sia profile directory (median profiled local batch).
-
-    ``extra_types`` adds derived GPU types as (measured type, speed factor), e.g.
-    ``{"V100": ("A100", 0.6)}``, for benchmarks that want more types than were measured.
-    """
-    from pathlib import Path
-
-    from heet_tui.profiling.sia_format import read_profiles
-
-    out: dict[str, ThroughputFn] = {}
-    for name, model in read_profiles(Path(root)).items():
-        sizes = sorted({r.local_bsz for node in model.by_type.values() for r in node.placement_rows})
-        if not sizes:
-            continue
-        alias = {t: src for t, (src, _) in (extra_types or {}).items() if src in model.by_type}
-        scale = {t: f for t, (_, f) in (extra_types or {}).items() if t in alias}
-        curve = ProfileCurve(model.by_type, sizes[len(sizes) // 2], scale, alias)
-        if curve.gpu_types:
-            out[name] = curve
-    return out
