@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from heet_tui.cli.errors import UsageError
+from heet_tui.core.sched_input import ThroughputFn
 from heet_tui.profiling.sia_format import read_profiles
-from heet_tui.scheduling.curves import ProfileCurve, ThroughputFn
+from heet_tui.scheduling.curves import ProfileCurve
 from heet_tui.scheduling.registry import POLICY_NAMES, make_policy
 from heet_tui.scheduling.synthetic import DEFAULT_TYPES, advance, amdahl_family, make_cluster, make_jobs
 
