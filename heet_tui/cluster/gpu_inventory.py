@@ -52,6 +52,7 @@ def gpus_offered(entry: HostEntry, source: str, raw_gpus: Any) -> tuple[tuple[Gp
     allowed = set(entry.gpus) if entry.gpus is not None else None
     found, warnings = [], []
     mig, broken = [], []
+    real: dict[int, str] = {}  # index -> the type its name says (the file's gpu_type aside)
     listed = list(raw_gpus or ()) if isinstance(raw_gpus, list) else []
     if len(listed) > MAX_GPUS:  # a compromised agent claimed 7,000, and every plan went there
         warnings.append(f"the agent lists {len(listed)} GPUs: only the first {MAX_GPUS} are used")
@@ -68,7 +69,10 @@ def gpus_offered(entry: HostEntry, source: str, raw_gpus: Any) -> tuple[tuple[Gp
             broken.append(f"gpu{index} ({str(raw['error'])[:MAX_NAME]})")
             continue
         name = str(raw.get("name") or "unknown")[:MAX_NAME]
-        gpu_type = entry.gpu_type or (name if source == "emulated" else short_gpu_type(name))
+        real[index] = name if source == "emulated" else short_gpu_type(name)
+        if entry.gpu_type and (source in ("emulated", "none") or real[index] in ("unknown", "")):
+            real[index] = entry.gpu_type  # a name the driver does not give: the file's word for it
+        gpu_type = entry.gpu_type or real[index]
         found.append(Gpu(index=index, gpu_type=gpu_type, memory_mb=_whole(raw.get("memory_mb")) or 0,
                          uuid=str(raw.get("uuid") or "")[:MAX_NAME], source=source,
                          utilization=_number(raw.get("utilization")),
@@ -79,27 +83,25 @@ def gpus_offered(entry: HostEntry, source: str, raw_gpus: Any) -> tuple[tuple[Gp
     if broken:
         warnings.append(f"left out, as nvidia-smi reports: {', '.join(broken)}; see nvidia-smi -q and dmesg (Xid) "
                         "on the host")
-    if entry.gpu_type and source not in ("emulated", "none") and listed:
-        declared = entry.gpu_type.casefold()
-        real = sorted(t for t in {short_gpu_type(str(g.get("name") or "")) for g in listed if isinstance(g, dict)
-                                  and not g.get("error")} - {"unknown", ""}
-                      if t.casefold() not in declared and declared not in t.casefold())  # "A100-80G" for A100: fine
-        if real:  # a copied entry sent A100-only jobs to consumer cards, the real name shown nowhere
-            warnings.append(f"gpu_type = \"{entry.gpu_type}\" in the hosts file, but the driver names its GPUs "
-                            f"{', '.join(real)}: plans treat them as {entry.gpu_type}")
-    types = Counter(g.gpu_type for g in found)
+    # by the driver's names: a gpu_type in the file named a T4 beside two A100s an A100 too
+    types = Counter(real[g.index] for g in found)
     if len(types) > 1:
-        first = {t: min(g.index for g in found if g.gpu_type == t) for t in types}
+        first = {t: min(g.index for g in found if real[g.index] == t) for t in types}
         main = min(types, key=lambda t: (-types[t], first[t]))
-        kept = [g for g in found if g.gpu_type == main]
-        left = [g for g in found if g.gpu_type != main]
-        left_types = sorted({g.gpu_type for g in left}, key=lambda t: first[t])
-        each = ", ".join(f"{t} (gpus = [{', '.join(str(g.index) for g in left if g.gpu_type == t)}])"
+        kept = [g for g in found if real[g.index] == main]
+        left = [g for g in found if real[g.index] != main]
+        left_types = sorted({real[g.index] for g in left}, key=lambda t: first[t])
+        each = ", ".join(f"{t} (gpus = [{', '.join(str(g.index) for g in left if real[g.index] == t)}])"
                          for t in left_types)
         warnings.append(f"GPUs of {len(types)} types: jobs here run on the {len(kept)}x{main} only "
                         f"({_gpus([g.index for g in kept])}); left out: {each}: give each an entry of its own "
                         "in the hosts file, with the same address and those gpus")
         found = kept
+    declared = (entry.gpu_type or "").casefold()
+    named = sorted({real[g.index] for g in found if not _same_type(real[g.index].casefold(), declared)})
+    if entry.gpu_type and named:  # a copied entry sent A100-only jobs to consumer cards, the real name shown nowhere
+        warnings.append(f"gpu_type = \"{entry.gpu_type}\" in the hosts file, but the driver names its GPUs "
+                        f"{', '.join(named)}: plans treat them as {entry.gpu_type}")
     return tuple(found), warnings
 
 
@@ -142,3 +144,9 @@ def _number(value: Any) -> float | None:
 def _whole(value: Any) -> int | None:
     number = _number(value)
     return None if number is None else int(number)
+
+
+def _same_type(named: str, declared: str) -> bool:
+    """Whether the driver's short name and the file's gpu_type are one type: "A100-80G" for A100
+    is, "A10" for A100 and "L4" for L40S are not (a substring test let both through unsaid)."""
+    return named == declared or named.startswith(declared + "-") or declared.startswith(named + "-")

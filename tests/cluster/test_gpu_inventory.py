@@ -38,10 +38,26 @@ def test_a_host_of_several_gpu_types_offers_its_main_type_and_says_how_to_use_th
                         "file, with the same address and those gpus"]
     split = HostEntry("box-v100", "127.0.0.1", gpus=(2,))
     assert [(g.index, g.gpu_type) for g in gpus_offered(split, "nvml", raw)[0]] == [(2, "V100")]
-    declared = HostEntry("box", "127.0.0.1", gpu_type="A100")  # the user says what they are
-    assert len(gpus_offered(declared, "nvml", raw)[0]) == 6
+    # the file's gpu_type names the GPUs the driver cannot (5), not the V100 and the RTX beside the
+    # A100s: they were offered as A100s, with only a warning
+    declared = HostEntry("box", "127.0.0.1", gpu_type="A100")
+    gpus, warnings = gpus_offered(declared, "nvml", raw)
+    assert [(g.index, g.gpu_type) for g in gpus] == [(0, "A100"), (1, "A100"), (3, "A100"), (5, "A100")]
+    assert warnings == ["GPUs of 3 types: jobs here run on the 4xA100 only (gpus 0,1,3,5); left out: V100 (gpus = [2]), "
+                        "RTX2080Ti (gpus = [4]): give each an entry of its own in the hosts file, with the same "
+                        "address and those gpus"]
     # a tie goes to the type of the lowest index
     assert [g.index for g in gpus_offered(BOX, "nvml", [_raw(0, "Tesla T4"), _raw(1, "NVIDIA A10")])[0]] == [0]
+
+
+def test_a_declared_gpu_type_that_the_driver_names_otherwise_is_said_whole_words_only() -> None:
+    """"A10" was taken for an A100 and "L4" for an L40S (a substring test), unsaid."""
+    for declared, name in (("A100", "NVIDIA A10"), ("L40S", "NVIDIA L4")):
+        gpus, warnings = gpus_offered(HostEntry("box", "127.0.0.1", gpu_type=declared), "nvml", [_raw(0, name)])
+        assert [g.gpu_type for g in gpus] == [declared]
+        assert warnings and "but the driver names its GPUs" in warnings[0], (declared, warnings)
+    fine = HostEntry("box", "127.0.0.1", gpu_type="A100-80G")
+    assert gpus_offered(fine, "nvml", [_raw(0, "NVIDIA A100-SXM4-80GB")])[1] == [], "a size of the type is the type"
 
 
 def test_a_gpu_in_mig_mode_is_left_out_and_said_so() -> None:
