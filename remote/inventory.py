@@ -60,16 +60,51 @@ def _text(value):
     return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
 
 
+def _failing_errors(nvml):
+    """The NVML errors that mean the GPU itself is gone or failing, not a query the card lacks."""
+    names = ("NVMLError_GpuIsLost", "NVMLError_Unknown", "NVMLError_GpuNotFound", "NVMLError_ResetRequired")
+    return tuple(c for c in (getattr(nvml, n, None) for n in names) if isinstance(c, type))
+
+
+def _query(call, handle, failing):
+    """(value, "") for an answer, (None, "") for a query this card lacks ("Not Supported"), and
+    (None, why) when the GPU is failing: only the first two were told apart, and a GPU lost
+    between readings was offered with no memory and no processes, as if idle."""
+    try:
+        return call(handle), ""
+    except failing as exc:
+        return None, _text(exc) or type(exc).__name__
+    except Exception:  # noqa: BLE001 - a query the card or driver does not support
+        return None, ""
+
+
+def _unusable(index, why, uuid=None):
+    return {"index": index, "uuid": _text(uuid) if uuid is not None else "", "name": "unknown", "memory_mb": 0,
+            "memory_used_mb": None, "utilization": None, "processes": None, "error": why}
+
+
 def gpus_from_nvml(nvml):
-    """GPU dicts read through an ``pynvml``-like module; raises only if NVML itself is absent."""
+    """GPU dicts read through an ``pynvml``-like module; raises only if NVML itself is absent.
+
+    One GPU that cannot be reached (fallen off the bus, Xid 79; or one the cgroup forbids, which
+    NVML still counts) is listed with an ``error`` and the others are read: its error failed the
+    whole reading, and every GPU of the host went unread with it."""
     nvml.nvmlInit()
+    failing = _failing_errors(nvml)
     try:
         gpus = []
         for index in range(nvml.nvmlDeviceGetCount()):
-            handle = nvml.nvmlDeviceGetHandleByIndex(index)
-            memory = _optional(nvml.nvmlDeviceGetMemoryInfo, handle)
-            util = _optional(nvml.nvmlDeviceGetUtilizationRates, handle)
-            procs = _optional(nvml.nvmlDeviceGetComputeRunningProcesses, handle)
+            try:
+                handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            except Exception as exc:  # noqa: BLE001 - whatever it is, this GPU cannot be used now
+                gpus.append(_unusable(index, _text(exc) or type(exc).__name__))
+                continue
+            memory, lost = _query(nvml.nvmlDeviceGetMemoryInfo, handle, failing)
+            util, lost_util = _query(nvml.nvmlDeviceGetUtilizationRates, handle, failing)
+            procs, lost_procs = _query(nvml.nvmlDeviceGetComputeRunningProcesses, handle, failing)
+            if lost or lost_util or lost_procs:  # its UUID, where it still gives one: matched as the same GPU
+                gpus.append(_unusable(index, lost or lost_util or lost_procs, _optional(nvml.nvmlDeviceGetUUID, handle)))
+                continue
             uuid = _optional(nvml.nvmlDeviceGetUUID, handle)
             name = _optional(nvml.nvmlDeviceGetName, handle)
             mig_mode = getattr(nvml, "nvmlDeviceGetMigMode", None)  # absent from old pynvml releases
@@ -320,6 +355,9 @@ def utilization(fresh, gpus_before):
             out.append({"index": before["index"], "unread": True})
             continue
         seen.add(id(now))
+        if now.get("error"):  # failing since it was listed: not read, and not idle
+            out.append({"index": before["index"], "unread": True})
+            continue
         if now["index"] != before["index"]:
             moved.append("gpu%d is now %d" % (before["index"], now["index"]))
         out.append({"index": before["index"], "utilization": now.get("utilization"),

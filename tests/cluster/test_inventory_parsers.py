@@ -144,3 +144,38 @@ def test_a_host_without_nvidia_ml_py_is_told_which_package_and_which_python(monk
     warnings = read_inventory(HostEntry("gpu-a", "10.0.0.1", gpu_type="A100"),
                               {"source": source, "gpus": gpus, "notes": notes}, lambda real_type: [])[2]
     assert "a GPU host needs nvidia-ml-py for its python, or nvidia-smi on its PATH" in warnings[-1]
+
+
+def test_a_lost_gpu_is_listed_broken_and_the_others_are_still_read():
+    """One GPU fallen off the bus (Xid 79) failed the whole NVML reading: every GPU of the host went
+    unread, and launches stopped on all of them; one lost between readings was offered as idle."""
+    from heet_agent.inventory import utilization
+
+    class GpuIsLost(NVMLError):
+        pass
+
+    mib = 1024 * 1024
+    healthy = {"memory": SimpleNamespace(total=40960 * mib, used=0), "util": SimpleNamespace(gpu=0), "procs": [],
+               "name": "NVIDIA A100-SXM4-40GB"}
+    devices = [{**healthy, "uuid": "GPU-0"}, {**healthy, "uuid": "GPU-1"}, {**healthy, "uuid": "GPU-2", "util": None}]
+    nvml = _recorded_nvml(devices)
+    nvml.NVMLError_GpuIsLost = GpuIsLost
+    listed = gpus_from_nvml(nvml)
+
+    def lost_handle(index):
+        if index == 1:
+            raise GpuIsLost("GPU is lost")
+        return index
+
+    def lost_util(handle):
+        if handle == 2:
+            raise GpuIsLost("GPU is lost")
+        return devices[handle]["util"]
+
+    nvml.nvmlDeviceGetHandleByIndex, nvml.nvmlDeviceGetUtilizationRates = lost_handle, lost_util
+    gpus = gpus_from_nvml(nvml)
+    assert [(g["index"], g.get("error")) for g in gpus] == [(0, None), (1, "GPU is lost"), (2, "GPU is lost")]
+    assert gpus[2]["uuid"] == "GPU-2", "still named: matched as the GPU it was"
+    sample, _ = utilization(gpus, listed)
+    assert sample[0] == {"index": 0, "utilization": 0.0, "memory_used_mb": 0, "processes": []}
+    assert sample[2] == {"index": 2, "unread": True}, "lost since it was listed: unread, not idle"
