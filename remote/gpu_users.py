@@ -5,14 +5,20 @@ see such a GPU as free and launch a job onto it (out of memory, or both running 
 The GPU's compute processes come from NVML (or nvidia-smi); a GPU that one of this agent's live
 jobs holds is the job's, whatever runs there; on any other GPU, a process that is not in one of
 this agent's job process groups (ended jobs' too: NVML may list a process for a moment after it
-exits) is someone else's. A PID this agent cannot see is left out: it is gone, or it lives in
-another PID namespace (a container), where nothing tells whose it is. Each is described by
-PID, user and command name.
+exits) is someone else's. Each is described by PID, user and command name.
+
+A PID this agent cannot see is gone, or lives in another PID namespace: inside a container NVML
+gives the host's PIDs, so another container's training run on a GPU read as free. Seen at
+``HIDDEN_READINGS`` readings running, it counts as someone else's, named as unseen; at fewer it
+may be a process that has just ended.
 """
 
 import os
 
 MAX_LISTED = 8  # processes described per GPU; a long tail is counted, not listed
+HIDDEN_READINGS = 3  # readings in a row (a heartbeat's 2 s apart) before an unseen PID counts
+HIDDEN = "(not visible here: another container?)"
+_unseen = {}  # GPU (uuid, else index) -> {pid: readings in a row it was listed and not visible}
 
 
 def _describe(pid):
@@ -79,12 +85,22 @@ def mark_others(gpus, jobs):
         if gpu.get("index") in held:
             gpu["others"] = []
             continue
-        theirs = []
+        theirs, before, unseen = [], _unseen.get(_key(gpu), {}), {}
         for pid in pids:
             group = _group(pid)
-            if group is not None and group not in groups:  # None: gone, or not visible from here
+            if group is None:  # gone, or not visible from here
+                unseen[pid] = before.get(pid, 0) + 1
+            elif group not in groups:
                 theirs.append(pid)
-        gpu["others"] = [_describe(pid) for pid in theirs[:MAX_LISTED]]
-        if len(theirs) > MAX_LISTED:
-            gpu["others_more"] = len(theirs) - MAX_LISTED
+        _unseen[_key(gpu)] = unseen
+        described = [_describe(pid) for pid in theirs[:MAX_LISTED]]
+        hidden = sorted(pid for pid, seen in unseen.items() if seen >= HIDDEN_READINGS)
+        described += [{"pid": pid, "user": None, "name": HIDDEN} for pid in hidden[:MAX_LISTED - len(described)]]
+        gpu["others"] = described
+        if len(theirs) + len(hidden) > len(described):
+            gpu["others_more"] = len(theirs) + len(hidden) - len(described)
     return gpus
+
+
+def _key(gpu):
+    return gpu.get("uuid") or gpu.get("index")

@@ -46,6 +46,27 @@ def test_processes_outside_the_agents_jobs_on_gpus_its_jobs_do_not_hold_are_othe
             p.wait()
 
 
+def test_a_pid_never_visible_here_over_several_readings_is_someone_elses() -> None:
+    """In a container NVML gives the host's PIDs: another container's training run was on a GPU
+    that read as free, and plans put jobs there (out of memory). At one reading it may be a
+    process that has just ended, so it takes three in a row."""
+    from heet_agent.gpu_users import HIDDEN_READINGS
+
+    pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+    hidden = pid_max + 7  # no process here can have it
+    said = []
+    for _ in range(HIDDEN_READINGS):
+        gpus = [{"index": 0, "uuid": "GPU-hidden-test", "processes": [hidden]}]
+        said.append(mark_others(gpus, [])[0]["others"])
+    assert said[:-1] == [[]] * (HIDDEN_READINGS - 1), "a process that just ended is nobody's"
+    assert said[-1] == [{"pid": hidden, "user": None, "name": "(not visible here: another container?)"}]
+    assert other_processes({"others": said[-1]}) == (f"pid {hidden} (not visible here: another container?)",)
+    gpus = [{"index": 0, "uuid": "GPU-hidden-test", "processes": []}]  # it ended: counted afresh
+    assert mark_others(gpus, [])[0]["others"] == []
+    gpus = [{"index": 0, "uuid": "GPU-hidden-test", "processes": [hidden]}]
+    assert mark_others(gpus, [])[0]["others"] == []
+
+
 def test_another_state_stores_heet_job_is_named_as_such() -> None:
     """Two users' controllers on one host: the other's training read "in use outside heet"."""
     other = subprocess.Popen(["sleep", "60"], start_new_session=True,
