@@ -32,8 +32,9 @@ def job_environment(base, extra, job_id, generation, gpus, visible, emulated_spe
     env["HEET_GENERATION"] = str(generation)
     env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in visible)
     # CUDA numbers GPUs fastest-first unless told otherwise; NVML and nvidia-smi (where our
-    # indices come from) number them by PCI bus. Make the two agree.
-    env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    # indices come from) number them by PCI bus. Make the two agree, whatever the host's own
+    # environment says (a FASTEST_FIRST from /etc/environment gave a job another job's GPUs)
+    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     if emulated_speed is not None:
         env["HEET_EMULATED_SPEED"] = repr(float(emulated_speed))
         # The indices name emulated GPUs: real ones (if the host has any) stay out of the job.
