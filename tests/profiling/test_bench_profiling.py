@@ -21,6 +21,7 @@ def test_bench_prints_the_issue_json_keys(capsys: pytest.CaptureFixture[str]) ->
         assert summary["cells_predicted"] > 0
         assert 0 <= summary["median_ape"] <= summary["p90_ape"]
     assert out["meta"]["gpu_types"] == ["A100", "RTX2080Ti", "T4"]
+    assert out["meta"]["fit_seconds_200x5x20"] > 0 and out["meta"]["fit_cpu_seconds_200x5x20"] > 0
     # the cold-type error is also given per new GPU type, and the pooled median lies among them
     by_type = out["cold_type"]["median_ape_by_unit"]
     assert set(by_type) == {"A100", "RTX2080Ti", "T4"}
@@ -55,13 +56,15 @@ def test_a_case_with_nothing_to_predict_says_why_in_valid_json(tmp_path: Path,
             if "-rtx" in path.name or "-dgx" in path.name:
                 continue
             shutil.copy(path, one_type / model / path.name)
-    assert main(["bench", "profiling", "--profiles", str(one_type), "--cases", "cold_type", "--json"]) == 0
+    assert main(["bench", "profiling", "--profiles", str(one_type), "--cases", "cold_type", "--json",
+                 "--no-fit-timing"]) == 0
     text = capsys.readouterr().out
     assert "NaN" not in text
     cold = json.loads(text)["cold_type"]
+    assert json.loads(text)["meta"]["fit_seconds_200x5x20"] is None, "--no-fit-timing: not timed"
     assert cold["cells_predicted"] == 0 and cold["median_ape"] is None
     assert cold["skipped"] == f"needs at least two GPU types, {one_type} has 1"
-    assert main(["bench", "profiling", "--profiles", str(one_type), "--cases", "cold_type"]) == 0
+    assert main(["bench", "profiling", "--profiles", str(one_type), "--cases", "cold_type", "--no-fit-timing"]) == 0
     assert "cold_type             skipped: needs at least two GPU types" in capsys.readouterr().out
 
 
@@ -72,6 +75,7 @@ def test_leave_one_model_out_on_one_model_says_it_needs_two(tmp_path: Path, caps
 
     one_model = tmp_path / "profiles"
     shutil.copytree(DATA / "cifar10", one_model / "cifar10")
-    assert main(["bench", "profiling", "--profiles", str(one_model), "--cases", "leave_one_model_out", "--json"]) == 0
+    assert main(["bench", "profiling", "--profiles", str(one_model), "--cases", "leave_one_model_out", "--json",
+                 "--no-fit-timing"]) == 0
     said = json.loads(capsys.readouterr().out)["leave_one_model_out"]
     assert said["skipped"] == f"needs at least two models, {one_model} has one (cifar10)", said
