@@ -165,10 +165,11 @@ class JobTable:
             if job["job_id"] == job_id and job["state"] != "exited":
                 raise JobError("job %s generation %d is still running here; fence or stop it first"
                                % (job_id, job["generation"]))
-        if self.save_problem is not None:
-            self._save()
-            if self.save_problem is not None:  # a run it cannot record would be unknown to the next agent
-                raise JobError("not launched: the agent %s" % self.save_problem)
+        # saved first, always: a disk that filled while the host was idle failed the launch part-way, as an
+        # "internal error", and nothing said the host could launch nothing (save_problem goes with heartbeats)
+        self._save()
+        if self.save_problem is not None:  # a run it cannot record would be unknown to the next agent
+            raise JobError("not launched: the agent %s" % self.save_problem)
         workdir = args.get("workdir") or self.workdir
         workdir = os.path.expanduser(str(workdir))
         if not os.path.isdir(workdir):

@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from heet_tui.control import planning
+from heet_tui.control.runtime import HOST_CANNOT_RECORD, launch_blocked
 from heet_tui.control.waiting import PlanMade
 from heet_tui.core.gpu import type_allowed
 from heet_tui.core.job import LEFT_QUEUED, JobState
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from heet_tui.control.throughput import ThroughputBook
 
 RETRY_FAILED_PLAN_S = 60.0  # auto-approve does not apply a plan that just failed again before this
+HOST_RECHECK_S = 5.0  # ... unless a host's full disk failed it and the host says it writes again (heartbeats lag)
 # a standing plan's figures are written again once this far off: at planning's 10% its countdown
 # stood still for 45 s, then jumped
 STANDING_DRIFT = 0.02
@@ -137,6 +139,9 @@ def propose(ctl: Controller) -> None:
         ctl.pending_basis = basis
     ctl.plan_made = replace(made, plan_id=plan_id)
     failed_at, why = ctl.failed_plans.get(sig, (None, ""))
+    if failed_at is not None and HOST_CANNOT_RECORD in why and ctl.clock() - failed_at >= HOST_RECHECK_S \
+            and not launch_blocked(ctl.cluster.status()) & {h for a in plan.allocations.values() for h in a.host_names}:
+        failed_at = None  # it failed on a host's full disk, which takes writes again: it waited out the minute
     if failed_at is not None and ctl.clock() - failed_at < RETRY_FAILED_PLAN_S:
         # the same plan just failed: not again at once, in a loop (the user may approve it); why, or
         # a job waiting for the host with its checkpoint said so in controller.log only

@@ -249,6 +249,7 @@ def _done(spec: JobSpec | None, job: Job | None) -> str:
 
 
 LAUNCH_REFUSED = "launch refused"  # a rank's exit reason when its agent would not start it
+HOST_CANNOT_RECORD = "not launched: the agent cannot save its job table"  # remote/jobs.py: its disk is full
 NOT_LAUNCHED = "lost: not launched"  # a rank's when an earlier rank of its run could not be launched
 STALLED = "stalled"  # how the stop reason of a hung run starts (control/stalls.py)
 # stop reasons of a run a plan step relaunches at once at its new place (the change's kind)
@@ -291,6 +292,9 @@ def judge(run: Run, spec: JobSpec | None = None, job: Job | None = None) -> tupl
     if r is not None:
         how = f"exit code {r.exit_code}" if r.exit_code is not None else f"signal {r.signal}"
         if r.reason and r.reason.startswith("lost"):
+            return Outcome.INTERRUPTED, f"rank {r.rank} on {r.host}: {r.reason}"
+        if r.reason and r.reason.startswith(LAUNCH_REFUSED) and HOST_CANNOT_RECORD in r.reason:
+            # the host's disk, not the job: counted as a crash it kept the job off a host that was fine again
             return Outcome.INTERRUPTED, f"rank {r.rank} on {r.host}: {r.reason}"
         if r.reason and r.reason.startswith(LAUNCH_REFUSED):
             return Outcome.CRASHED, f"rank {r.rank} on {r.host}: {r.reason}"  # the agent's reason, not a bare 127

@@ -40,3 +40,33 @@ def test_a_host_that_cannot_record_launches_gets_none_until_it_can(tmp_path: Pat
     run_and_clean(scenario, tmp_path)
     said = [e.message for e in store.events(limit=200)]
     assert not [m for m in said if "refused" in m or "crashed" in m], said
+
+
+def test_a_disk_that_fills_while_the_host_is_idle_refuses_the_launch_and_blocks_the_host(tmp_path: Path) -> None:
+    """The launch failed part-way, as the agent's "internal error", counted as the job's crash: the
+    job then kept off the host for good and said "every GPU it may use is taken"; the disk was
+    named nowhere."""
+    hosts = load_hosts(write_local_hosts(tmp_path, [("full", "A100", 1, 1.0)]))
+    blocker = tmp_path / "w-full" / "hosts" / "full" / "agent-state.json.tmp"
+    store = Store(tmp_path / "state")
+
+    async def scenario() -> None:
+        ctl = Controller(hosts, store, ControllerOptions(interval_s=0.2, auto_approve=True, profile=False))
+        await ctl.start()
+        try:
+            await wait_for(ctl, lambda s: s.hosts and s.hosts[0].gpus, 60, "the host up")
+            blocker.mkdir(parents=True)  # filled while idle: nothing has tried to write since
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "b", steps=200, every=50))))
+            snap = await wait_for(ctl, lambda s: job(s, "b").message.startswith(
+                "waiting for GPUs: nothing is launched on full now: cannot save its job table"), 60, "b says why")
+            assert job(snap, "b").state is JobState.QUEUED
+            blocker.rmdir()  # space again: started at the next look, not after the failed plan's minute
+            await wait_for(ctl, lambda s: job(s, "b").state is JobState.RUNNING, 30, "b running on full")
+        finally:
+            await ctl.stop()
+
+    run_and_clean(scenario, tmp_path)
+    said = [e.message for e in store.events(limit=200) if e.kind == "crashed"]
+    assert not said, "the host's disk is not the job's crash"
+    tries = [e.message for e in store.events(limit=200) if "failed to start it" in e.message]
+    assert 1 <= len(tries) <= 2, tries  # not a loop of launches while the host said nothing yet
