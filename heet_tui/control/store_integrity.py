@@ -164,9 +164,11 @@ def open_as_last_written(db: Path, why: str) -> tuple[sqlite3.Connection, str] |
         if wal.exists() and wal.stat().st_size > 0:
             return None
         free = shutil.disk_usage(db.parent).free
+        read_only = bool(os.statvfs(db.parent).f_flag & os.ST_RDONLY)
         conn = sqlite3.connect(f"file:{quote(str(db))}?immutable=1", uri=True, isolation_level=None)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except (OSError, sqlite3.Error):
         return None
-    full = f"{free // 1024} KiB free on its disk" if free < 1 << 20 else "its disk refuses writes"
+    full = "its disk is mounted read-only" if read_only else f"{free // 1024} KiB free on its disk" \
+        if free < 1 << 20 else "its disk refuses writes"
     return conn, f"{why}; {full}: shown as last written, and nothing is changed until it takes writes"

@@ -62,3 +62,6 @@ def test_stop_leaves_a_tuis_controller_unless_forced(tmp_path: Path, capsys: pyt
 
     run_and_clean(scenario, tmp_path)
     assert main(["stop", "--state", str(store.dir), "--wait", "-1"]) == 2
+    with pytest.raises(SystemExit) as refused:  # argparse's own refusal, exit 2
+        main(["stop", "--state", str(store.dir), "--wait", "nan"])
+    assert refused.value.code == 2, "it would have waited for ever"

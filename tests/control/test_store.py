@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import SCHEMA_VERSION, Store, StoreError, StoreWriteError
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import InvalidTransition, JobSpec, JobState, Target, TargetKind
@@ -315,6 +316,7 @@ def test_a_state_directory_that_cannot_be_written_is_read_as_last_written(tmp_pa
     store = Store(state)
     store.add_event(1.0, "note", "written before")
     store.close()
+    (state / "controller.lock").write_text("")  # a controller ran here once
     files = [str(p) for p in state.iterdir()]
     if os.getuid() != 0:  # a user's own permissions bind them: read-only modes
         def lock(paths: list[str]) -> None:
@@ -337,6 +339,7 @@ def test_a_state_directory_that_cannot_be_written_is_read_as_last_written(tmp_pa
             lock(contents)
             copy = Store(state)
             assert [e.message for e in copy.events(limit=5)] == ["written before"]
+            assert controller_running(state) is None, "asked without writing (a traceback on a read-only disk)"
             assert "shown as last written" in copy.read_only_why
             with pytest.raises(StoreWriteError, match=r"cannot write \(unable to open database file; .*shown as last "
                                                       r"written"):

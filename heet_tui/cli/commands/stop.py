@@ -15,6 +15,7 @@ import signal
 import sys
 import time
 
+from heet_tui.cli.arg_types import finite_float
 from heet_tui.cli.commands.jobs import open_store, state_dir
 from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_location_options
@@ -27,7 +28,7 @@ OWNER_SETTING = "controller_owner"  # {"pid", "kind": "run"}, written by heet-tu
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("stop", help="stop the controller running on the state directory (its jobs train on)")
     add_location_options(p, reads_hosts=False)
-    p.add_argument("--wait", type=float, default=60.0, metavar="S",
+    p.add_argument("--wait", type=finite_float, default=60.0, metavar="S",
                    help="seconds to wait for it to let go of the state (default 60); 0 sends the signal only")
     p.add_argument("--force", action="store_true", help="stop it also when it is a TUI's (that TUI closes)")
     p.set_defaults(func=cmd_stop)
