@@ -21,9 +21,11 @@ from heet_tui.cluster.errors import ClusterError
 from heet_tui.config.fields import JUMP_SPEC
 from heet_tui.config.file_safety import others_can_write
 from heet_tui.config.hosts_file import HostEntry
+from heet_tui.config.plain_files import NotPlainFile, read_plain_text
 from heet_tui.config.ssh_aliases import directive_args
 
 _JUMP = JUMP_SPEC
+SSH_CONFIG_LIMIT = 4 << 20  # an SSH config, with what it includes, is a few KB
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +102,10 @@ def with_included(paths: tuple[Path, ...], depth: int = 0) -> list[Path]:
         return out
     for path in paths:
         try:
-            text = path.expanduser().read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            text = read_plain_text(path, SSH_CONFIG_LIMIT, "an SSH config", errors="replace")
+        except NotPlainFile as exc:  # asyncssh would read it whole next: memory ran out on /dev/zero
+            raise SshConfigError(f"ssh_config {path}: {exc.strerror}") from None
+        except (OSError, UnicodeDecodeError):
             continue
         for words in directive_args(text, "include"):
             for pattern in words:

@@ -214,10 +214,16 @@ class ModelProfile:
 
 
 def _open_rows(path: Path, label: str, required: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
+    if path.exists() and not path.is_file():  # /dev/zero read until memory ran out; a named pipe hung
+        raise ProfileFormatError(f"{label}: not a regular file (a pipe, device or directory?)")
     try:
         text = path.read_text(encoding="utf-8-sig")  # "-sig": a byte-order mark (Excel) is not the header
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProfileFormatError(f"{label}: cannot read: {exc}") from None
+    except UnicodeDecodeError as exc:  # the byte's line, as the workload reader says it
+        line = exc.object[:exc.start].count(b"\n") + 1
+        raise ProfileFormatError(f"{label}:{line}: not valid UTF-8 (byte {exc.object[exc.start]:#04x}); save it as "
+                                 "UTF-8") from None
+    except OSError as exc:
+        raise ProfileFormatError(f"{label}: cannot read: {exc.strerror or exc}") from None
     lines = text.splitlines()
     if not any(line.strip() for line in lines):
         raise ProfileFormatError(f"{label}:1: empty file (expected a header: {', '.join(required)})")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from heet_tui.config.errors import MAX_CONFIG_BYTES, NESTED_TOO_DEEP, toml_syntax_error
+from heet_tui.config.plain_files import read_plain_text
 from heet_tui.core.sched_input import ClusterView, HostView
 from heet_tui.sim.errors import SimInputError
 
@@ -132,9 +133,9 @@ def load_cluster(path: Path | str) -> SimCluster:
     """Read a cluster TOML; every problem is a :class:`SimInputError` naming file and line."""
     path = Path(path)
     try:
-        if path.is_file() and path.stat().st_size > MAX_CONFIG_BYTES:  # 100 MB took 3.6 s and 300 MB to read
-            raise SimInputError(f"{path}: over {MAX_CONFIG_BYTES >> 20} MiB: not a cluster file (the wrong file given?)")
-        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark first (a Windows editor) is no error
+        # 100 MB took 3.6 s and 300 MB to read, /dev/zero until memory ran out; a byte-order mark first (a
+        # Windows editor) is no error
+        text = read_plain_text(path, MAX_CONFIG_BYTES, "a cluster file", encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise SimInputError(f"{path}: not valid UTF-8 (byte {exc.object[exc.start]:#04x} at offset {exc.start})") \
             from None

@@ -11,7 +11,10 @@ import difflib
 from collections.abc import Iterator
 from pathlib import Path
 
+from heet_tui.config.plain_files import read_plain_text
 from heet_tui.sim.errors import SimInputError
+
+CSV_LIMIT = 1 << 30  # a trace of millions of jobs is a few hundred MB; /dev/zero read until memory ran out
 
 
 def read_rows(path: Path, label: str, required: tuple[str, ...], optional: tuple[str, ...] = (), *,
@@ -24,7 +27,7 @@ def read_rows(path: Path, label: str, required: tuple[str, ...], optional: tuple
     """
     try:
         # "-sig": files saved by Excel start with a byte-order mark, which must not join the first column name.
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
+        lines = read_plain_text(path, CSV_LIMIT, f"a {what}", encoding="utf-8-sig").splitlines()
     except UnicodeDecodeError as exc:  # "'utf-8' codec can't decode byte 0xe9 in position 49", no line
         line = exc.object[:exc.start].count(b"\n") + 1
         raise SimInputError(f"{label}:{line}: not valid UTF-8 (byte {exc.object[exc.start]:#04x}); save the "
