@@ -19,7 +19,8 @@ SAFE_ADDRESS = re.compile(r"^[A-Za-z0-9_.:\-\[\]%@]+\Z")
 JUMP_SPEC = re.compile(r"^(?:(?P<user>[A-Za-z0-9_.\-]+)@)?(?P<host>[A-Za-z0-9_.\-%]+|\[[0-9A-Fa-f:.%]+\])"
                        r"(?::(?P<port>\d+))?\Z")
 # quoted for the remote shell, but fish reads \' inside quotes and tcsh expands ! there (remote_command.py)
-SAFE_WORKDIR = re.compile(r"^(?!-)[^\\!\n\r\0]+\Z")
+# and $: "$HOME/hw" made a directory named "$HOME" (variables are not expanded; ~/ is)
+SAFE_WORKDIR = re.compile(r"^(?!-)[^\\!$\n\r\0]+\Z")
 SAFE_PYTHON = re.compile(r"^(?!-)[A-Za-z0-9_./+~\-]+\Z")  # a command name or path: nothing a shell reads
 PYTHON = "a command name or path (ASCII letters, digits and . _ / + ~ -, not starting with -)"
 MAX_HOST_NAME = 128  # the agent refuses longer ones (remote/main.py)

@@ -53,7 +53,7 @@ HOST_KEYS = frozenset(
     {"name", "address", "port", "user", "transport", "gpu_type", "gpus", "tags", "rack", "emulate",
      "python", "workdir", "jump", "shared_fs"}
 )
-WORKDIR = "a usable directory (no backslash, !, line break or leading -)"
+WORKDIR = "a usable directory (no backslash, !, $, line break or leading -; ~/ is your home on the host)"
 DEFAULT_KEYS = frozenset({"user", "port", "python", "workdir", "ssh_config", "jump", "shared_fs"})
 EMULATE_KEYS = frozenset({"gpu_type", "count", "speed"})
 MAX_EMULATED_GPUS = 256  # per host: more than any real machine holds

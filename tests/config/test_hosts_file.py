@@ -369,3 +369,13 @@ def test_a_group_writable_hosts_file_is_taken_only_when_the_group_is_the_users_a
     assert not group_of_yours_alone(gid)
     users("users", [], [me])  # a shared group by name
     assert not group_of_yours_alone(gid) and others_can_write(hosts) == "group users can write it"
+
+
+def test_a_workdir_with_a_shell_variable_is_refused_saying_what_is_expanded(tmp_path: Path) -> None:
+    """"$HOME/hw" was taken, and made a directory named "$HOME" in the login directory."""
+    with pytest.raises(ConfigError) as info:
+        parse_hosts_text('[[hosts]]\nname = "a"\nworkdir = "$HOME/hw"\n', tmp_path / "hosts.toml")
+    assert str(info.value).startswith("hosts.toml:3:") and "$" in str(info.value) and "~/ is your home" in \
+        str(info.value), str(info.value)
+    assert parse_hosts_text('[[hosts]]\nname = "a"\nworkdir = "~/hw"\n', tmp_path / "hosts.toml").hosts[0].workdir \
+        == "~/hw"
