@@ -78,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if (args.demo_cluster or args.demo_workload) and not args.demo:
         parser.error("--demo-cluster and --demo-workload go with --demo")
+    if getattr(args, "state", None) is not None and not args.state.strip():  # --state "$UNSET": the real queue
+        print("heet-tui: --state is empty (an unset variable?): give a directory, or leave --state out for the "
+              "default one", file=sys.stderr)
+        return EXIT_USAGE
     func = args.func
     if func is None:
         from heet_tui.cli.tui import run_tui

@@ -158,6 +158,12 @@ def test_bad_input_is_a_located_message_not_a_traceback(tmp_path: Path, capsys: 
     assert "missing.toml: file not found" in capsys.readouterr().err
     assert main([*state, "jobs", "--events", "5"]) == 2  # ignored without a job
     assert "--events N shows one job's latest N events: give the job" in capsys.readouterr().err
+    # a --state that is a file, or empty ("$UNSET": it used the real queue), is an input error: exit 2
+    (tmp_path / "afile").write_text("")
+    assert main(["jobs", "--state", str(tmp_path / "afile")]) == 2
+    assert f"--state {tmp_path / 'afile'}: is not a directory" in capsys.readouterr().err
+    assert main(["submit", str(tmp_path / "job.toml"), "--state", ""]) == 2
+    assert "--state is empty (an unset variable?)" in capsys.readouterr().err
     assert main([*state, "jobs", "a", "--events", "0"]) == 2  # "the latest 1"; then "give the job", given
     err = capsys.readouterr().err
     assert "--events 0: N is how many of the job's latest events to show, 1 or more" in err and "give the job" not in err

@@ -40,8 +40,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def state_dir(args: argparse.Namespace) -> Path:
     """The directory ``--state`` names, else the default one."""
-    state = getattr(args, "state", None)
-    return Path(state).expanduser() if state else default_state_dir()
+    state = getattr(args, "state", None)  # not empty: main() refuses that for every command
+    path = Path(state).expanduser() if state else default_state_dir()
+    if path.exists() and not path.is_dir():  # exit 2, an input error (it was 1, or "nothing was submitted")
+        raise UsageError(f"--state {path}: is not a directory (--state names a directory)")
+    return path
 
 
 def open_store(args: argparse.Namespace, create: bool = False) -> Store:
