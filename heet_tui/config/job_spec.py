@@ -218,13 +218,20 @@ def _spec_from(data: dict, path: Path, line_of: Callable[[str], int | None]) -> 
         env=_env(f),
         min_gpus=min_gpus,
         max_gpus=max_gpus,
-        gpu_types=f.string_list("gpu_types", SAFE_NAME),
+        gpu_types=_gpu_types(f),
         priority=f.integer("priority", 0, low=-MAX_PRIORITY, high=MAX_PRIORITY) or 0,
         checkpoint_dir=_checkpoint_dir(f),
         dataset_samples=dataset_samples,
         stall_timeout_s=f.integer("stall_timeout", None, low=0, high=MAX_STALL_TIMEOUT_S),
         stop_grace_s=f.integer("stop_grace", None, low=1, high=MAX_STOP_GRACE_S),
     )
+
+
+def _gpu_types(f: Fields) -> tuple[str, ...]:
+    """An empty list reads as "no type" (the hosts file refuses gpus = []), and meant every type."""
+    if f.table.get("gpu_types") == []:
+        raise f.error("gpu_types", 'key "gpu_types": [] allows no GPU type; leave the key out to allow every type')
+    return f.string_list("gpu_types", SAFE_NAME)
 
 
 def _checkpoint_dir(f: Fields) -> str:

@@ -52,6 +52,8 @@ def test_a_name_that_ends_in_a_newline_is_refused(tmp_path: Path, key: str) -> N
         ('env = { X = 1 }\n', 'value of "X" must be a string (in quotes), not int 1'),
         ("priority = 1.5\n", 'key "priority": expected an integer, got 1.5'),
         ('gpu_types = "T4"\n', 'key "gpu_types": expected a list of strings'),
+        # it meant "every type", as the hosts file refuses gpus = [] for leaving no GPU
+        ("gpu_types = []\n", 'job.toml:6: job "j": key "gpu_types": [] allows no GPU type; leave the key out'),
         # a regex "$" takes a final newline: the name was accepted, broke the CLI's lines and every
         # launch was refused by the agent
         ('env = { "KEY\\n" = "1" }\n', 'key "env": "KEY\\n" is not a valid environment variable name'),
