@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from typing import TYPE_CHECKING
 
@@ -60,6 +61,8 @@ class IntentHandler:
         try:
             return await method(intent)
         except StoreWriteError as exc:  # a refusal to say as such: it read "failed: StoreWriteError: state store..."
+            # in the log too: its event ("cancel requested") was logged before the store refused it
+            logging.getLogger(__name__).warning("%s refused: %s", type(intent).__name__, exc)
             raise ValueError(f"{exc}: refused while the state store takes no writes (the controller records "
                              "each change before it makes it)") from None
 

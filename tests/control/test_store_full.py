@@ -71,6 +71,8 @@ def test_the_controller_changes_nothing_while_it_cannot_write_and_goes_on_after(
             with pytest.raises(ValueError, match=r"cannot write \(database or disk is full\): refused while the "
                                                  "state store takes no writes"):
                 await ctl.post(CancelJob("a"))
+            log = (store.dir / "controller.log").read_text()  # its "cancel requested" event was logged first
+            assert "CancelJob refused: state store" in log
             await asyncio.sleep(1.0)  # rounds and events skipped, not a traceback each
             _free(store)
             snap = await wait_for(ctl, lambda s: any("takes writes again" in n for n in s.notices), 30, "writable")
