@@ -20,7 +20,7 @@ import os
 import signal
 import time
 
-from heet_agent.atomic_file import atomic_write_text
+from heet_agent.atomic_file import atomic_write_text, open_private
 from heet_agent.errors import JobError
 
 LOCK_WAIT_S = 5.0
@@ -94,7 +94,7 @@ def take_over(workdir, owner, session="", previous=""):
             os.kill(old, signal.SIGTERM)
         except OSError:
             old = 0
-    lock = open(os.path.join(workdir, "agent.lock"), "w")
+    lock = open_private(os.path.join(workdir, "agent.lock"), "w")
     started = time.time()
     killed = False
     while True:

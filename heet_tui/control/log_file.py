@@ -36,7 +36,7 @@ class _Rotated(RotatingFileHandler):
             self.lost = 0
             self.emit(logging.makeLogRecord({"name": __name__, "levelno": logging.WARNING, "levelname": "WARNING",
                                              "msg": f"{lost} log record(s) before this one were lost: {self.lost_why} "
-                                                    "(the events are in the state store: heet-tui jobs NAME)"}))
+                                                    "(the events are in the state store too, unless it shares the full disk: heet-tui jobs NAME)"}))
 
     def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
         """A full disk under the log printed a 50-line "--- Logging error ---" traceback per

@@ -44,3 +44,4 @@ def test_three_emulated_hosts_deploy_and_report_inventory(lab):
         assert all(d.stat().st_mode & 0o777 == 0o700 for d in (server.workdir / "hosts").iterdir())
         assert (server.workdir / "hosts" / server.name / "agent.log").read_text().count("starting") == 1
         assert (server.workdir / "hosts" / server.name / "agent.log").stat().st_mode & 0o777 == 0o600
+        assert (server.workdir / "hosts" / server.name / "agent.lock").stat().st_mode & 0o777 == 0o600
