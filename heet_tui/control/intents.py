@@ -63,6 +63,7 @@ class IntentHandler:
         except StoreWriteError as exc:  # a refusal to say as such: it read "failed: StoreWriteError: state store..."
             # in the log too: its event ("cancel requested") was logged before the store refused it
             logging.getLogger(__name__).warning("%s refused: %s", type(intent).__name__, exc)
+            self.ctl.store_health.failed(exc)  # the outage begins here for an idle controller: said everywhere
             raise ValueError(f"{exc}: refused while the state store takes no writes (the controller records "
                              "each change before it makes it)") from None
 

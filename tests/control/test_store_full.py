@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from control_lab import job, run_and_clean, wait_for, write_job, write_local_hosts
+from control_lab import job, manual_controller, run_and_clean, wait_for, write_job, write_local_hosts
 
 from heet_tui.config.hosts_file import load_hosts
 from heet_tui.control.controller import Controller, ControllerOptions
@@ -332,3 +332,23 @@ def test_a_store_on_a_disk_that_refuses_writes_is_read_as_last_written(tmp_path:
     assert refused.returncode == 1 and "cannot write (disk I/O error; its disk refuses writes" in refused.stderr
     assert main(["jobs", "--json", "--state", str(tmp_path / "state")]) == 0  # and as before once it takes writes
     assert [r.job.id for r in Store(tmp_path / "state").jobs()] == ["kept"], "nothing lost, nothing added"
+
+
+def test_an_idle_controller_that_refuses_a_request_says_the_outage_as_a_busy_one_does(tmp_path: Path) -> None:
+    """Nothing running, nothing written since the disk filled: a refused approve said so to its
+    asker, while status, plan show and the TUI's header went on as if all were well."""
+    store = Store(tmp_path / "state")
+    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]))
+
+    async def scenario() -> None:
+        async with manual_controller(hosts, store) as ctl:
+            await wait_for(ctl, lambda s: s.hosts and s.hosts[0].gpus, 60, "the host up")
+            _fill(store)
+            with pytest.raises(ValueError, match="refused while the state store takes no writes"):
+                await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=10))))
+            await wait_for(ctl, lambda s: "cannot write (database or disk is full)" in s.store_error, 30,
+                           "the outage said in every snapshot")
+            _free(store)
+            await wait_for(ctl, lambda s: s.store_error == "", 30, "writable again")
+
+    run_and_clean(scenario, tmp_path)
