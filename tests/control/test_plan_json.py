@@ -58,7 +58,8 @@ def test_the_pending_plan_and_a_past_one_as_json(tmp_path: Path, capsys: pytest.
     # no controller: the same keys, and none pending (it printed no JSON and exited 1)
     assert main(["plan", "show", "--json", *state]) == 0
     assert json.loads(capsys.readouterr().out) == {**keys, "controller_running": False}
-    assert main(["plan", "show", *state]) == 1, "the table says why there is none"
+    assert main(["plan", "show", *state]) == 0, "none pending is an answer, as with --json"
+    assert "no plan pending: no controller runs on" in capsys.readouterr().out
 
 
 def test_an_unmeasured_speed_is_null_not_zero() -> None:

@@ -120,10 +120,15 @@ def test_a_dropped_session_sighup_stops_the_controller_in_order(tmp_path: Path) 
         assert proc.stdout.readline().startswith("controller running:")
         proc.stdout.close()  # the reader is gone: what it prints from now on has nowhere to go
         proc.send_signal(signal.SIGHUP)
-        proc.wait(timeout=60)
+        proc.stdout = None  # closed above; stderr is read as it waits (a full pipe would hold it up)
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired as exc:  # what it said, to see where it hung
+            raise AssertionError(f"not stopped 60 s after SIGHUP; its stderr: {exc.stderr!r}; its log: "
+                                 f"{(state / 'controller.log').read_text()[-3000:]}") from None
     finally:
         proc.kill()
-    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    assert proc.returncode == 0, err
     assert "controller stopping (SIGHUP received)" in (state / "controller.log").read_text()
 
 
