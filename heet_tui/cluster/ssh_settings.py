@@ -102,7 +102,7 @@ def with_included(paths: tuple[Path, ...], depth: int = 0) -> list[Path]:
         return out
     for path in paths:
         try:
-            text = read_plain_text(path, SSH_CONFIG_LIMIT, "an SSH config", errors="replace")
+            text = read_plain_text(path, SSH_CONFIG_LIMIT, "an SSH config", errors="replace", pipes=False)
         except NotPlainFile as exc:  # asyncssh would read it whole next: memory ran out on /dev/zero
             raise SshConfigError(f"ssh_config {path}: {exc.strerror}") from None
         except (OSError, UnicodeDecodeError):

@@ -228,6 +228,13 @@ def _open_rows(path: Path, label: str, required: tuple[str, ...]) -> list[tuple[
     if not any(line.strip() for line in lines):
         raise ProfileFormatError(f"{label}:1: empty file (expected a header: {', '.join(required)})")
     reader = csv.reader(lines)
+    try:
+        return _rows(reader, label, required)
+    except csv.Error as exc:  # a field over csv's limit (128 KiB) was a traceback
+        raise ProfileFormatError(f"{label}:{max(1, reader.line_num)}: {exc}") from None
+
+
+def _rows(reader, label: str, required: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
     header = [h.strip() for h in next(reader)]
     missing = [c for c in required if c not in header]
     if missing:

@@ -11,6 +11,7 @@ from support.capped import fifo_in, run_capped
 
 @pytest.mark.parametrize("device", ["/dev/zero", "fifo"])
 def test_an_ssh_config_that_is_not_a_file_is_refused(device: str, tmp_path: Path) -> None:
+    """asyncssh reads the config again after this check, so a pipe is refused as a device is."""
     bad = str(fifo_in(tmp_path)) if device == "fifo" else device
     include = tmp_path / "ssh_config"
     include.write_text(f"Include {bad}\nHost *\n  User nobody\n")
@@ -20,6 +21,6 @@ def test_an_ssh_config_that_is_not_a_file_is_refused(device: str, tmp_path: Path
         hosts.write_text(f'[defaults]\nssh_config = "{config}"\n\n[[hosts]]\nname = "a"\naddress = "127.0.0.1"\n'
                          'port = 1\n')
         done = run_capped("hosts", "check", "--hosts", str(hosts), "--state", str(tmp_path / "state"))
-        assert f"ssh_config {bad}: not a regular file (a pipe or device?)" in done.stdout + done.stderr, \
-            (done.stdout, done.stderr)
+        said = done.stdout + done.stderr
+        assert f"ssh_config {bad}: not a regular file (a pipe or device?)" in said, said
         assert "Traceback" not in done.stderr

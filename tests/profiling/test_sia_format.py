@@ -84,10 +84,13 @@ def test_explicit_mapping_skips_unknown_node_types(tmp_path: Path) -> None:
         read_profiles(empty)
 
 
-def _write(tmp_path: Path, name: str, text: str) -> Path:
+def _write(tmp_path: Path, name: str, text: str | bytes) -> Path:
     folder = tmp_path / "model"
     folder.mkdir(exist_ok=True)
-    (folder / name).write_text(text)
+    if isinstance(text, bytes):
+        (folder / name).write_bytes(text)
+    else:
+        (folder / name).write_text(text)
     return tmp_path
 
 
@@ -114,8 +117,13 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
      "model/placements-aws.csv:4: placement 1, local_bsz 8 is measured again with step_time 0.015, 8.0x line 3's 0.12"),
     ("scalability-rtx.csv", "num_nodes,num_replicas,local_bsz,step_time,sync_time\n2,4,8,0.5,0\n2,4,8,0.1,0\n",
      "model/scalability-rtx.csv:3: 4 GPUs on 2 nodes, local_bsz 8 is measured again with step_time 0.1, 5.0x"),
+    # a field over csv's own limit was a traceback (_csv.Error)
+    ("placements-aws.csv", "placement,local_bsz,step_time,sync_time\n1,8,0.5,0\n" + "a" * 200_000 + "\n",
+     "model/placements-aws.csv:3: field larger than field limit"),
+    ("placements-aws.csv", b"placement,local_bsz,step_time,sync_time\n1,8,\xb3,0\n",
+     "model/placements-aws.csv:2: not valid UTF-8 (byte 0xb3)"),
 ])
-def test_bad_files_name_file_line_and_column(tmp_path: Path, name: str, text: str, message: str) -> None:
+def test_bad_files_name_file_line_and_column(tmp_path: Path, name: str, text: str | bytes, message: str) -> None:
     root = _write(tmp_path, name, text)
     with pytest.raises(ProfileFormatError) as info:
         read_profiles(root)
