@@ -78,10 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if (args.demo_cluster or args.demo_workload) and not args.demo:
         parser.error("--demo-cluster and --demo-workload go with --demo")
-    if getattr(args, "state", None) is not None and not args.state.strip():  # --state "$UNSET": the real queue
-        print("heet-tui: --state is empty (an unset variable?): give a directory, or leave --state out for the "
-              "default one", file=sys.stderr)
-        return EXIT_USAGE
+    for option in ("state", "hosts"):  # --state "$UNSET": it used the real queue (and --hosts the remembered file)
+        if getattr(args, option, None) is not None and not getattr(args, option).strip():
+            print(f"heet-tui: --{option} is empty (an unset variable?): give a "
+                  f"{'directory' if option == 'state' else 'file'}, or leave --{option} out for the default one",
+                  file=sys.stderr)
+            return EXIT_USAGE
     func = args.func
     if func is None:
         from heet_tui.cli.tui import run_tui

@@ -75,6 +75,8 @@ def make_private(folder: Path, db: Path) -> None:
         if stat.S_IMODE(db.stat().st_mode) != 0o600:
             os.chmod(db, 0o600)
     except OSError as exc:
+        if exc.errno == errno.EROFS and db.exists():  # a read-only disk: read as last written (open_as_last_written)
+            return
         if exc.errno not in (errno.EPERM, errno.EACCES, errno.EROFS):
             raise
         raise StoreError(unwritable(folder, f"{exc.strerror}: {exc.filename}")) from None

@@ -164,6 +164,8 @@ def test_bad_input_is_a_located_message_not_a_traceback(tmp_path: Path, capsys: 
     assert f"--state {tmp_path / 'afile'}: is not a directory" in capsys.readouterr().err
     assert main(["submit", str(tmp_path / "job.toml"), "--state", ""]) == 2
     assert "--state is empty (an unset variable?)" in capsys.readouterr().err
+    assert main(["jobs", "--hosts", " ", *state]) == 2  # the same for --hosts (it fell back to the remembered one)
+    assert "--hosts is empty (an unset variable?)" in capsys.readouterr().err
     assert main([*state, "jobs", "a", "--events", "0"]) == 2  # "the latest 1"; then "give the job", given
     err = capsys.readouterr().err
     assert "--events 0: N is how many of the job's latest events to show, 1 or more" in err and "give the job" not in err

@@ -392,3 +392,24 @@ def test_the_write_ahead_log_stays_small_while_the_store_is_open(tmp_path: Path)
             reader.events(limit=1)
     wal = tmp_path / "state" / "state.sqlite3-wal"
     assert wal.stat().st_size <= 1.5 * (1 << 20), wal.stat().st_size
+
+
+def test_a_state_directory_on_a_read_only_disk_is_read_whatever_its_mode(tmp_path: Path, monkeypatch) -> None:
+    """A tmpfs remounted read-only, its root 1777: the chmod to 0700 failed with "Read-only file
+    system" and every command refused the store (the failure injected: os.chmod says EROFS)."""
+    import errno
+    import os
+
+    state = tmp_path / "state"
+    store = Store(state)
+    store.add_event(1.0, "note", "written before")
+    store.close()
+    os.chmod(state, 0o1777)
+
+    def read_only(path, mode, *args, **kwargs):  # noqa: ANN001, ANN202
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    monkeypatch.setattr(os, "chmod", read_only)
+    copy = Store(state)
+    assert [e.message for e in copy.events(limit=5)] == ["written before"]
+    copy.close()
