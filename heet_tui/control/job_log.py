@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 MAX_LINES = 500
 CATCH_UP_LINES = 10_000  # what `log -f` asks for once a read of MAX_LINES missed lines (a reply holds 256K characters)
-NO_SUCH_RANK = "its latest run had ranks"  # a log asked of a rank the run did not have: the asker's mistake
+NO_SUCH_RANK = "had ranks"  # a log asked of a rank the run did not have: the asker's mistake
+NO_SUCH_GENERATION = "has no generation"  # ... or of a generation it never had
 
 
 async def job_log(ctl: Controller, job_id: str, lines: int = 200, rank: int = 0,
@@ -47,10 +48,11 @@ async def job_log(ctl: Controller, job_id: str, lines: int = 200, rank: int = 0,
     if run is not None and rank in run.ranks and generation in (None, run.generation):
         host, agent_id, generation = run.ranks[rank].host, run.ranks[rank].agent_id, run.generation
     else:
+        requested = generation
         last = ctl.store.last_allocation(job_id, generation)
         if last is None:
             if generation is not None:
-                raise ValueError(f"{job_id} has no generation {generation}")
+                raise ValueError(f"{job_id}: it {NO_SUCH_GENERATION} {generation} (jobs {job_id} lists its runs)")
             if rank:
                 raise ValueError(f"{job_id} has not run yet")
             # a job that failed while profiling said it "has not run yet": its tail is in the store
@@ -62,7 +64,8 @@ async def job_log(ctl: Controller, job_id: str, lines: int = 200, rank: int = 0,
         alloc, generation = last
         hosts = [h for h, gpus in alloc.hosts for _ in gpus]  # rank r runs on the r-th GPU's host (launch.py)
         if not 0 <= rank < len(hosts):
-            raise ValueError(f"{job_id}: {NO_SUCH_RANK} 0-{len(hosts) - 1}, not {rank}")
+            which = "its latest run" if requested is None else f"its generation {generation}"
+            raise ValueError(f"{job_id}: {which} {NO_SUCH_RANK} 0-{len(hosts) - 1}, not {rank}")
         host, agent_id = hosts[rank], rank_agent_id(job_id, rank, ctl.store.store_id)
     try:
         path, found = await ctl.cluster.log_file_tail(host, agent_id, lines=lines, generation=generation)

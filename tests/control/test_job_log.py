@@ -160,8 +160,11 @@ def test_another_ranks_log_is_read_from_its_host(tmp_path: Path, capsys: pytest.
             assert await asyncio.to_thread(main, ["log", "a", "--generation", "1", "--rank", "1", "--state",
                                                   str(state)]) == 0
             assert capsys.readouterr().out.startswith("a generation 1, rank 1 on duo")
-            assert await asyncio.to_thread(main, ["log", "a", "--generation", "5", "--state", str(state)]) == 1
-            assert "a has no generation 5" in capsys.readouterr().err
+            assert await asyncio.to_thread(main, ["log", "a", "--generation", "5", "--state", str(state)]) == 2
+            assert "heet-tui: a: it has no generation 5 (jobs a lists its runs)" in capsys.readouterr().err
+            assert await asyncio.to_thread(main, ["log", "a", "--generation", "1", "--rank", "4", "--state",
+                                                  str(state)]) == 2  # "its latest run" was said of generation 1
+            assert "a: its generation 1 had ranks 0-1, not 4" in capsys.readouterr().err
             assert await asyncio.to_thread(main, ["log", "a", "--generation", "1", "-f", "--state", str(state)]) == 2
         finally:
             await ctl.stop()

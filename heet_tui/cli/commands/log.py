@@ -20,7 +20,13 @@ from heet_tui.cli.errors import CliError, UsageError
 from heet_tui.cli.locations import add_location_options
 from heet_tui.cli.printable import printable
 from heet_tui.control.attach_client import AttachedBackend, ControllerGone
-from heet_tui.control.job_log import CATCH_UP_LINES, MAX_LINES, NO_SUCH_RANK, recorded_failure_tail
+from heet_tui.control.job_log import (
+    CATCH_UP_LINES,
+    MAX_LINES,
+    NO_SUCH_GENERATION,
+    NO_SUCH_RANK,
+    recorded_failure_tail,
+)
 from heet_tui.control.snapshots import controller_running
 from heet_tui.control.store import Store
 from heet_tui.core.job import JobState
@@ -65,7 +71,8 @@ def cmd_log(args: argparse.Namespace) -> int:
     except (ControllerGone, ValueError, TimeoutError) as exc:
         said = str(exc) or "the controller did not answer in time"
         said = said if said.startswith(f"{rec.job.id}:") else f"{rec.job.id}: {said}"
-        raise (UsageError if NO_SUCH_RANK in said else CliError)(said) from None  # exited 1, as a failure
+        mistake = NO_SUCH_RANK in said or NO_SUCH_GENERATION in said  # the asker's: exit 2, not 1
+        raise (UsageError if mistake else CliError)(said) from None
     except KeyboardInterrupt:
         return 130  # Ctrl-C ends `log -f`, as README's exit codes say
     return 0
