@@ -10,6 +10,7 @@ use them (an entry of their own in the hosts file).
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
@@ -70,8 +71,9 @@ def gpus_offered(entry: HostEntry, source: str, raw_gpus: Any) -> tuple[tuple[Gp
             continue
         name = str(raw.get("name") or "unknown")[:MAX_NAME]
         real[index] = name if source == "emulated" else short_gpu_type(name)
-        if entry.gpu_type and (source in ("emulated", "none") or real[index] in ("unknown", "")):
-            real[index] = entry.gpu_type  # a name the driver does not give: the file's word for it
+        if entry.gpu_type and (source in ("emulated", "none") or real[index] in ("unknown", "")
+                               or _same_type(real[index], entry.gpu_type)):
+            real[index] = entry.gpu_type  # the file's word for what the driver does not name, or names as its kin
         gpu_type = entry.gpu_type or real[index]
         found.append(Gpu(index=index, gpu_type=gpu_type, memory_mb=_whole(raw.get("memory_mb")) or 0,
                          uuid=str(raw.get("uuid") or "")[:MAX_NAME], source=source,
@@ -97,8 +99,7 @@ def gpus_offered(entry: HostEntry, source: str, raw_gpus: Any) -> tuple[tuple[Gp
                         f"({_gpus([g.index for g in kept])}); left out: {each}: give each an entry of its own "
                         "in the hosts file, with the same address and those gpus")
         found = kept
-    declared = (entry.gpu_type or "").casefold()
-    named = sorted({real[g.index] for g in found if not _same_type(real[g.index].casefold(), declared)})
+    named = sorted({real[g.index] for g in found if not _same_type(real[g.index], entry.gpu_type or "")})
     if entry.gpu_type and named:  # a copied entry sent A100-only jobs to consumer cards, the real name shown nowhere
         warnings.append(f"gpu_type = \"{entry.gpu_type}\" in the hosts file, but the driver names its GPUs "
                         f"{', '.join(named)}: plans treat them as {entry.gpu_type}")
@@ -147,6 +148,13 @@ def _whole(value: Any) -> int | None:
 
 
 def _same_type(named: str, declared: str) -> bool:
-    """Whether the driver's short name and the file's gpu_type are one type: "A100-80G" for A100
-    is, "A10" for A100 and "L4" for L40S are not (a substring test let both through unsaid)."""
-    return named == declared or named.startswith(declared + "-") or declared.startswith(named + "-")
+    """Whether the driver's short name and the file's gpu_type are one type or kin: "A100 80GB",
+    "A100-80G" and "V100S" for A100 / V100 are; "A10" for A100 and "L4" for L40S are not (a
+    substring test let both through unsaid); "RTX 2080 Ti" is "RTX2080Ti"."""
+    a, b = (re.sub(r"[\s_]+", "-", t.strip().casefold()) for t in (named, declared))
+    if not a or not b:
+        return False
+    if re.sub(r"[^a-z0-9]", "", a) == re.sub(r"[^a-z0-9]", "", b):
+        return True
+    short, long = sorted((a, b), key=len)
+    return long.startswith(short) and not long[len(short)].isdigit()

@@ -1,7 +1,9 @@
 """Short GPU type names from the marketing names NVML and nvidia-smi report.
 
 Profiles, plans and hosts files speak of ``T4``, ``A100``, ``RTX2080Ti``; drivers say
-``Tesla T4`` or ``NVIDIA A100-SXM4-40GB``. A hosts-file ``gpu_type`` always wins over this.
+``Tesla T4`` or ``NVIDIA A100-SXM4-40GB``. A hosts-file ``gpu_type`` names the GPUs the driver
+names as that type or its kin (V100S for V100), or names not at all; a GPU of another type in
+the same box is left out, said (gpu_inventory.py).
 """
 
 from __future__ import annotations

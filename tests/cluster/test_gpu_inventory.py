@@ -56,8 +56,12 @@ def test_a_declared_gpu_type_that_the_driver_names_otherwise_is_said_whole_words
         gpus, warnings = gpus_offered(HostEntry("box", "127.0.0.1", gpu_type=declared), "nvml", [_raw(0, name)])
         assert [g.gpu_type for g in gpus] == [declared]
         assert warnings and "but the driver names its GPUs" in warnings[0], (declared, warnings)
-    fine = HostEntry("box", "127.0.0.1", gpu_type="A100-80G")
-    assert gpus_offered(fine, "nvml", [_raw(0, "NVIDIA A100-SXM4-80GB")])[1] == [], "a size of the type is the type"
+    for declared, names in (("A100-80G", ["NVIDIA A100-SXM4-80GB"]), ("A100 80GB", ["NVIDIA A100-SXM4-80GB"]),
+                            ("RTX 2080 Ti", ["NVIDIA GeForce RTX 2080 Ti"]),
+                            ("V100", ["Tesla V100-SXM2-32GB", "Tesla V100S-PCIE-32GB"])):  # kin: one group
+        fine = HostEntry("box", "127.0.0.1", gpu_type=declared)
+        gpus, warnings = gpus_offered(fine, "nvml", [_raw(i, n) for i, n in enumerate(names)])
+        assert warnings == [] and [g.gpu_type for g in gpus] == [declared] * len(names), (declared, warnings)
 
 
 def test_a_gpu_in_mig_mode_is_left_out_and_said_so() -> None:
