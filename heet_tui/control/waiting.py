@@ -181,6 +181,10 @@ def explain_waiting(ctl: Controller, now: float) -> None:
                 (blocked := blocked_hosts(job.spec, ctl.cluster.status())):
             # first: "every T4 GPU it may use is taken" led, beside two idle T4s on a host whose disk was full
             why = f"{WAITING_FOR_GPUS}{blocked}; elsewhere {why.removeprefix(WAITING_FOR_GPUS)}"
+        if why is not None and why.startswith(WAITING_FOR_GPUS) and "is taken" in why and \
+                (drained := sorted(h.name for h in cluster.hosts if h.drained and job.spec.allows(h.gpu_type))):
+            # "every GPU it may use is taken" beside idle GPUs on a drained host
+            why += f"; drained, so not used: {', '.join(drained[:3])}{' …' if len(drained) > 3 else ''}"
         if why is not None and why.startswith((WAITING_FOR_GPUS, LEFT_QUEUED, HELD_FOR_FASTER)):
             why += kept_off(avoided)
         if why is not None and job.message != why:

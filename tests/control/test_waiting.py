@@ -227,3 +227,25 @@ def test_a_crashed_job_waiting_out_its_retry_pause_is_said_to_be_retried(tmp_pat
             await ctl.stop()
 
     run_and_clean(scenario, tmp_path)
+
+
+def test_a_job_waiting_beside_a_drained_host_of_its_type_says_so(tmp_path: Path) -> None:
+    """"every GPU it may use is taken" was said beside the idle GPU of a drained host."""
+    from control_lab import started_controller
+
+    from heet_tui.control.drains import set_drained
+
+    store = Store(tmp_path / "state")
+    set_drained(store, "spare", True)
+    hosts = load_hosts(write_local_hosts(tmp_path, [("busy", "T4", 1, 1.0), ("spare", "T4", 1, 1.0)]))
+
+    async def scenario() -> None:
+        options = ControllerOptions(interval_s=0.2, auto_approve=True, profile=False)
+        async with started_controller(hosts, store, options) as ctl:
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=100_000, max_gpus=1, every=1000))))
+            await wait_for(ctl, lambda s: job(s, "a").state is JobState.RUNNING, 60, "a running")
+            await ctl.post(SubmitJob(str(write_job(tmp_path, "b", steps=100, max_gpus=1, model="a"))))
+            snap = await wait_for(ctl, lambda s: job(s, "b").message.startswith("waiting for GPUs"), 60, "b waiting")
+            assert "; drained, so not used: spare" in job(snap, "b").message, job(snap, "b").message
+
+    run_and_clean(scenario, tmp_path)
