@@ -23,15 +23,15 @@ from heet_tui.core.job import JobState
 from heet_tui.core.sched_input import Constraints
 
 
-def _with_a_running(tmp_path: Path, then: Callable[[Controller, Store], Awaitable[None]]) -> None:
+def _with_a_running(tmp_path: Path, then: Callable[[Controller, Store], Awaitable[None]], profile: bool = False) -> None:
     """Job ``a`` running on the one GPU of a controller under auto-approve, then ``then``."""
     hosts = load_hosts(write_local_hosts(tmp_path, [("only", "T4", 1, 1.0)]))
     store = Store(tmp_path / "state")
 
     async def scenario() -> None:
-        options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=False)
+        options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=profile)
         async with started_controller(hosts, store, options) as ctl:
-            await running_past(ctl, write_job(tmp_path, "a", steps=100_000, max_gpus=1, every=1000), "a", 5, 90)
+            await running_past(ctl, write_job(tmp_path, "a", steps=100_000, max_gpus=1, every=1000), "a", 5, 120)
             await then(ctl, store)
 
     run_and_clean(scenario, tmp_path)
@@ -66,20 +66,14 @@ def test_a_hold_made_on_the_plan_screen_is_carried_out(tmp_path: Path) -> None:
 def test_an_urgent_new_job_is_not_left_waiting_for_a_gpu_to_be_profiled_on(tmp_path: Path) -> None:
     """A new priority-5 job on a full cluster said "waiting to be profiled: no T4 GPU is idle" for as
     long as the priority-0 job ran: profiling takes idle GPUs only, and no plan was made for it."""
-    hosts = load_hosts(write_local_hosts(tmp_path, [("only", "T4", 1, 1.0)]))
-    store = Store(tmp_path / "state")
+    async def then(ctl: Controller, store: Store) -> None:
+        urgent = write_job(tmp_path, "urgent", steps=100_000, max_gpus=1, extra="priority = 5\n")
+        await ctl.post(SubmitJob(str(urgent)))
+        await wait_for(ctl, lambda s: job(s, "urgent").state is JobState.RUNNING, 120, "urgent running")
+        assert job(ctl.hub.latest, "a").state is JobState.QUEUED
+        # and a job of no higher priority waits for its profiling, as before
+        await ctl.post(SubmitJob(str(write_job(tmp_path, "later", steps=100, max_gpus=1))))
+        await wait_for(ctl, lambda s: job(s, "later").message.startswith("waiting to be profiled"), 60,
+                       "later waiting to be profiled")
 
-    async def scenario() -> None:
-        options = ControllerOptions(interval_s=0.3, auto_approve=True, profile=True)
-        async with started_controller(hosts, store, options) as ctl:
-            await running_past(ctl, write_job(tmp_path, "a", steps=100_000, max_gpus=1, every=1000), "a", 5, 120)
-            urgent = write_job(tmp_path, "urgent", steps=100_000, max_gpus=1, extra="priority = 5\n")
-            await ctl.post(SubmitJob(str(urgent)))
-            await wait_for(ctl, lambda s: job(s, "urgent").state is JobState.RUNNING, 120, "urgent running")
-            assert job(ctl.hub.latest, "a").state is JobState.QUEUED
-            # and a job of no higher priority waits for its profiling, as before
-            await ctl.post(SubmitJob(str(write_job(tmp_path, "later", steps=100, max_gpus=1))))
-            await wait_for(ctl, lambda s: job(s, "later").message.startswith("waiting to be profiled"), 60,
-                           "later waiting to be profiled")
-
-    run_and_clean(scenario, tmp_path)
+    _with_a_running(tmp_path, then, profile=True)
