@@ -147,10 +147,13 @@ def workload_labels(files: Sequence[Path | str]) -> dict[str, str]:
 
 def compare(cluster: SimCluster, physics: Physics, files: Sequence[Path], policies: Sequence[str],
             settings: RunSettings, *, events: IO[str] | None = None, progress: bool | None = None,
-            factory: PolicyFactory = default_factory) -> tuple[dict[str, object], list[RunResult]]:
-    """Every policy on every file; returns the JSON-ready summary and the raw results."""
+            factory: PolicyFactory = default_factory,
+            loaded: dict[str, list[WorkloadJob]] | None = None) -> tuple[dict[str, object], list[RunResult]]:
+    """Every policy on every file; returns the JSON-ready summary and the raw results. ``loaded``:
+    the files as the caller read them (a pipe, --workload <(...), reads once: the second read was
+    empty)."""
     show = sys.stderr.isatty() if progress is None else progress
-    workloads = {str(f): load_workload(f) for f in files}
+    workloads = {str(f): (loaded or {}).get(str(f)) or load_workload(f) for f in files}
     labels = workload_labels(list(workloads))
     results: list[RunResult] = []
     summary: dict[str, object] = {}

@@ -51,3 +51,11 @@ def test_a_pipe_nobody_writes_to_reads_as_empty_and_one_being_written_is_read(fi
         writer.wait()
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("name,time,application,num_replicas,batch_size"), done.stdout[:200]
+    workload = Path(__file__).parents[1] / "data" / "workloads" / "saturn-first7.csv"
+    writer = subprocess.Popen(["sh", "-c", f'cat "{workload}" > "{fifo}"'])
+    try:  # read once: the simulator read the file a second time, and a pipe was empty then
+        done = _run("sim", "--workload", str(fifo), "--profiles", str(profile_dir), "--policy", "fifo", "--oracle")
+    finally:
+        writer.kill()
+        writer.wait()
+    assert done.returncode == 0 and "fifo" in done.stdout, done.stderr

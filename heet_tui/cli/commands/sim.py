@@ -196,7 +196,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
     try:
         with contextlib.ExitStack() as stack:
             events = stack.enter_context(open(args.events, "w", encoding="utf-8")) if args.events else None
-            summary, results = compare(cluster, physics, paths, policies, settings, events=events)
+            summary, results = compare(cluster, physics, paths, policies, settings, events=events,
+                                       loaded={str(p): jobs for p, jobs in loaded.items()})
     except SimInputError as exc:
         raise UsageError(str(exc)) from None
     except PolicyError as exc:
