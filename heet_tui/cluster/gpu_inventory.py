@@ -148,13 +148,17 @@ def _whole(value: Any) -> int | None:
 
 
 def _same_type(named: str, declared: str) -> bool:
-    """Whether the driver's short name and the file's gpu_type are one type or kin: "A100 80GB",
-    "A100-80G" and "V100S" for A100 / V100 are; "A10" for A100 and "L4" for L40S are not (a
-    substring test let both through unsaid); "RTX 2080 Ti" is "RTX2080Ti"."""
+    """Whether the driver's short name and the file's gpu_type are one type: "RTX 2080 Ti" is
+    RTX2080Ti, and a memory size or form factor after the name ("A100 80GB", "A100-SXM4") is the
+    same type; "A10" for A100, "L4" for L40S (a substring test let both through unsaid), "RTX 2080
+    Ti" for RTX2080 and "V100S" for V100 are other types."""
     a, b = (re.sub(r"[\s_]+", "-", t.strip().casefold()) for t in (named, declared))
     if not a or not b:
         return False
     if re.sub(r"[^a-z0-9]", "", a) == re.sub(r"[^a-z0-9]", "", b):
         return True
     short, long = sorted((a, b), key=len)
-    return long.startswith(short) and not long[len(short)].isdigit()
+    return long.startswith(short) and re.fullmatch(_SIZE_OR_FORM, long[len(short):]) is not None
+
+
+_SIZE_OR_FORM = re.compile(r"(?:-?(?:\d+g(?:b)?|pcie|sxm\d*|hbm\d*e?))+", re.IGNORECASE)

@@ -2,8 +2,8 @@
 
 Profiles, plans and hosts files speak of ``T4``, ``A100``, ``RTX2080Ti``; drivers say
 ``Tesla T4`` or ``NVIDIA A100-SXM4-40GB``. A hosts-file ``gpu_type`` names the GPUs the driver
-names as that type or its kin (V100S for V100), or names not at all; a GPU of another type in
-the same box is left out, said (gpu_inventory.py).
+names as that type (in any size or form factor), or names not at all; a GPU of another type in
+the same box (a Ti beside its plain card, a V100S beside V100s) is left out, said (gpu_inventory.py).
 """
 
 from __future__ import annotations

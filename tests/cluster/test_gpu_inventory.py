@@ -52,13 +52,14 @@ def test_a_host_of_several_gpu_types_offers_its_main_type_and_says_how_to_use_th
 
 def test_a_declared_gpu_type_that_the_driver_names_otherwise_is_said_whole_words_only() -> None:
     """"A10" was taken for an A100 and "L4" for an L40S (a substring test), unsaid."""
-    for declared, name in (("A100", "NVIDIA A10"), ("L40S", "NVIDIA L4")):
+    for declared, name in (("A100", "NVIDIA A10"), ("L40S", "NVIDIA L4"), ("RTX2080", "NVIDIA GeForce RTX 2080 Ti"),
+                           ("A10", "NVIDIA A10G"), ("H100", "NVIDIA H100 NVL"), ("V100", "Tesla V100S-PCIE-32GB")):
         gpus, warnings = gpus_offered(HostEntry("box", "127.0.0.1", gpu_type=declared), "nvml", [_raw(0, name)])
         assert [g.gpu_type for g in gpus] == [declared]
         assert warnings and "but the driver names its GPUs" in warnings[0], (declared, warnings)
     for declared, names in (("A100-80G", ["NVIDIA A100-SXM4-80GB"]), ("A100 80GB", ["NVIDIA A100-SXM4-80GB"]),
-                            ("RTX 2080 Ti", ["NVIDIA GeForce RTX 2080 Ti"]),
-                            ("V100", ["Tesla V100-SXM2-32GB", "Tesla V100S-PCIE-32GB"])):  # kin: one group
+                            ("RTX 2080 Ti", ["NVIDIA GeForce RTX 2080 Ti"]), ("A100-SXM4", ["NVIDIA A100-SXM4-40GB"]),
+                            ("V100", ["Tesla V100-SXM2-32GB", "Tesla V100-PCIE-16GB"])):  # one type: one group
         fine = HostEntry("box", "127.0.0.1", gpu_type=declared)
         gpus, warnings = gpus_offered(fine, "nvml", [_raw(i, n) for i, n in enumerate(names)])
         assert warnings == [] and [g.gpu_type for g in gpus] == [declared] * len(names), (declared, warnings)
