@@ -78,8 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if (args.demo_cluster or args.demo_workload) and not args.demo:
         parser.error("--demo-cluster and --demo-workload go with --demo")
-    for option in ("state", "hosts"):  # --state "$UNSET": it used the real queue (and --hosts the remembered file)
-        if getattr(args, option, None) is not None and not getattr(args, option).strip():
+    # --state "$UNSET": it used the real queue (and --hosts the remembered file; `hosts` keeps it as hosts_file)
+    for option, dest in (("state", "state"), ("hosts", "hosts"), ("hosts", "hosts_file")):
+        if getattr(args, dest, None) is not None and not str(getattr(args, dest)).strip():
             print(f"heet-tui: --{option} is empty (an unset variable?): give a "
                   f"{'directory' if option == 'state' else 'file'}, or leave --{option} out for the default one",
                   file=sys.stderr)

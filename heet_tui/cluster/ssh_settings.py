@@ -76,6 +76,8 @@ def config_paths(ssh_config: Path | None) -> tuple[Path, ...]:
 def _lookup(paths: tuple[Path, ...], host: str, user: str | None, port: int | None) -> SSHClientConfig:
     # Reuses asyncssh's own OpenSSH-config reader so Host/Match/Include behave as asyncssh will.
     for path in with_included(paths):  # its ProxyCommand runs as you: ssh refuses a config others may change
+        if os.path.realpath(path.expanduser()) == os.devnull:  # ssh -F /dev/null: no config, nothing to run
+            continue
         if (why := others_can_write(path)) is not None:
             link = "on the way to it is a link" in why  # which ssh follows: not "ssh refuses it too"
             raise SshConfigError(f"ssh_config {path}: refused: {why}, and its ProxyCommand and Match exec run as "

@@ -65,7 +65,8 @@ async def job_log(ctl: Controller, job_id: str, lines: int = 200, rank: int = 0,
         hosts = [h for h, gpus in alloc.hosts for _ in gpus]  # rank r runs on the r-th GPU's host (launch.py)
         if not 0 <= rank < len(hosts):
             which = "its latest run" if requested is None else f"its generation {generation}"
-            raise ValueError(f"{job_id}: {which} {NO_SUCH_RANK} 0-{len(hosts) - 1}, not {rank}")
+            ranks = "0 only" if len(hosts) == 1 else f"0-{len(hosts) - 1}"
+            raise ValueError(f"{job_id}: {which} {NO_SUCH_RANK} {ranks}, not {rank}")
         host, agent_id = hosts[rank], rank_agent_id(job_id, rank, ctl.store.store_id)
     try:
         path, found = await ctl.cluster.log_file_tail(host, agent_id, lines=lines, generation=generation)

@@ -24,3 +24,13 @@ def test_an_ssh_config_that_is_not_a_file_is_refused(device: str, tmp_path: Path
         said = done.stdout + done.stderr
         assert f"ssh_config {bad}: not a regular file (a pipe or device?)" in said, said
         assert "Traceback" not in done.stderr
+
+
+def test_dev_null_as_the_ssh_config_is_no_config(tmp_path: Path) -> None:
+    """`ssh -F /dev/null`: it was refused as a file every user can write."""
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text('[defaults]\nssh_config = "/dev/null"\n\n[[hosts]]\nname = "a"\naddress = "127.0.0.1"\nport = 1\n')
+    done = run_capped("hosts", "check", "--hosts", str(hosts), "--state", str(tmp_path / "state"))
+    said = done.stdout + done.stderr
+    assert "ssh_config" not in said and "Traceback" not in said, said
+    assert "a" in said and done.returncode == 1, said  # port 1 refuses the connection: the host is out

@@ -165,9 +165,14 @@ def test_another_ranks_log_is_read_from_its_host(tmp_path: Path, capsys: pytest.
             assert await asyncio.to_thread(main, ["log", "a", "--generation", "1", "--rank", "4", "--state",
                                                   str(state)]) == 2  # "its latest run" was said of generation 1
             assert "a: its generation 1 had ranks 0-1, not 4" in capsys.readouterr().err
+            assert await asyncio.to_thread(main, ["log", "a", "--generation", str(10 ** 20), "--state",
+                                                  str(state)]) == 2  # it overflowed SQLite, exit 1
             assert await asyncio.to_thread(main, ["log", "a", "--generation", "1", "-f", "--state", str(state)]) == 2
         finally:
             await ctl.stop()
+        # with no controller, the store says which generations there were
+        assert await asyncio.to_thread(main, ["log", "a", "--generation", "2", "--state", str(state)]) == 2
+        assert "a: it has no generation 2" in capsys.readouterr().err
 
     run_and_clean(scenario, tmp_path)
 

@@ -166,6 +166,8 @@ def test_bad_input_is_a_located_message_not_a_traceback(tmp_path: Path, capsys: 
     assert "--state is empty (an unset variable?)" in capsys.readouterr().err
     assert main(["jobs", "--hosts", " ", *state]) == 2  # the same for --hosts (it fell back to the remembered one)
     assert "--hosts is empty (an unset variable?)" in capsys.readouterr().err
+    assert main(["hosts", "list", "--hosts", ""]) == 2  # `hosts` keeps it elsewhere: it listed the default file
+    assert "--hosts is empty (an unset variable?)" in capsys.readouterr().err
     assert main([*state, "jobs", "a", "--events", "0"]) == 2  # "the latest 1"; then "give the job", given
     err = capsys.readouterr().err
     assert "--events 0: N is how many of the job's latest events to show, 1 or more" in err and "give the job" not in err

@@ -55,12 +55,15 @@ def cmd_log(args: argparse.Namespace) -> int:
         raise UsageError(f"--lines must be 1-{MAX_LINES}, got {args.lines}")
     if args.rank < 0:
         raise UsageError(f"--rank must be >= 0, got {args.rank}")
-    if args.generation is not None and (args.generation < 1 or args.follow):  # an ended run is not followed
-        raise UsageError("--generation G is 1 or more, and reads an earlier run: without -f" if args.generation >= 1
-                         else f"--generation must be >= 1, got {args.generation}")
+    if args.generation is not None and not 1 <= args.generation < 2 ** 31:  # a huge one overflowed SQLite
+        raise UsageError(f"--generation must be from 1 to {2 ** 31 - 1}, got {args.generation}")
+    if args.generation is not None and args.follow:  # an ended run is not followed
+        raise UsageError("--generation G reads an earlier run: without -f")
     store = open_store(args)
     rec = job_named(store, args.name)
     if controller_running(store.dir) is None:
+        if args.generation is not None and store.last_allocation(rec.job.id, args.generation) is None:
+            raise UsageError(f"{rec.job.id}: it {NO_SUCH_GENERATION} {args.generation} (jobs {rec.job.id} lists its runs)")
         if args.rank or args.generation is not None:
             which = f"rank {args.rank}'s log" if args.rank else f"generation {args.generation}'s log"
             raise CliError(f"{rec.job.id}: no controller runs to read {which} from its host (start heet-tui run); "
