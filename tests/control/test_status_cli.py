@@ -19,7 +19,7 @@ from heet_tui.control.store import Store
 from heet_tui.core.intents import ApprovePlan, SubmitJob
 from heet_tui.core.job import JobSpec, JobState, Target, TargetKind
 
-CONTROLLER_KEYS = ("running", "answering", "pid", "policy", "auto_approve", "read_only", "log", "error")
+CONTROLLER_KEYS = ("running", "answering", "pid", "policy", "auto_approve", "read_only", "log", "error", "store_error")
 HOST_KEYS = ("name", "state", "gpu_type", "gpus", "busy", "jobs", "drained", "note", "outside")
 
 

@@ -334,7 +334,8 @@ def test_a_store_on_a_disk_that_refuses_writes_is_read_as_last_written(tmp_path:
     assert [r.job.id for r in Store(tmp_path / "state").jobs()] == ["kept"], "nothing lost, nothing added"
 
 
-def test_an_idle_controller_that_refuses_a_request_says_the_outage_as_a_busy_one_does(tmp_path: Path) -> None:
+def test_an_idle_controller_that_refuses_a_request_says_the_outage_as_a_busy_one_does(tmp_path: Path,
+                                                                                      capsys) -> None:
     """Nothing running, nothing written since the disk filled: a refused approve said so to its
     asker, while status, plan show and the TUI's header went on as if all were well."""
     store = Store(tmp_path / "state")
@@ -348,6 +349,13 @@ def test_an_idle_controller_that_refuses_a_request_says_the_outage_as_a_busy_one
                 await ctl.post(SubmitJob(str(write_job(tmp_path, "a", steps=10))))
             await wait_for(ctl, lambda s: "cannot write (database or disk is full)" in s.store_error, 30,
                            "the outage said in every snapshot")
+            from heet_tui.cli.main import main  # status says it at the top, not as a notice at the bottom
+
+            assert await asyncio.to_thread(main, ["status", "--state", str(store.dir)]) == 0
+            lines = capsys.readouterr().out.splitlines()
+            assert lines[1].startswith("store       state store") and "changes nothing until it can write" in lines[1]
+            assert await asyncio.to_thread(main, ["plan", "show", "--state", str(store.dir)]) == 0
+            assert "cannot write (database or disk is full): the controller changes nothing" in capsys.readouterr().err
             _free(store)
             await wait_for(ctl, lambda s: s.store_error == "", 30, "writable again")
 

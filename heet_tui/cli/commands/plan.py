@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 import time
 
 from heet_tui.cli.commands.jobs import open_store, table_allocation
@@ -94,6 +95,8 @@ async def _plan(state_dir, action: str, expected: int | None, as_json: bool = Fa
                 raise UsageError("--id is for approve and reject: plan again replaces whatever is pending")
             return await _post(backend, Replan())
         snap = await asyncio.wait_for(anext(backend.snapshots()), REPLY_TIMEOUT_S)
+        if snap.store_error and not as_json:  # approving now is refused: said before the plan that reads as live
+            print(f"heet-tui: {snap.store_error}: the controller changes nothing until it can write", file=sys.stderr)
         # a plan no longer pending is the state having moved on, not a mistyped command: exit 1, as with
         # nothing pending and no --id (it was 2, the usage code, and a script could not tell them apart)
         if (snap.plan is None or snap.plan_id is None) and expected is not None:

@@ -106,7 +106,8 @@ def _live_report(snap: Snapshot, pid: int, store: Store) -> dict[str, Any]:
                 # why auto-approve, on, leaves it to the user: said on the Plan screen only
                 "held": snap.held_why if snap.auto_approve and snap.held_why else None}
     return {"controller": {"running": True, "pid": pid, "policy": snap.policy, "auto_approve": snap.auto_approve,
-                           "read_only": snap.read_only, "log": str(store.dir / "controller.log")},
+                           "read_only": snap.read_only, "log": str(store.dir / "controller.log"),
+                           "store_error": snap.store_error or None},
             "hosts": _with_kept_off([_host_row(h) for h in snap.hosts], store), "jobs": _ordered(counts), "plan": plan,
             "notices": list(snap.notices[-2:]),
             "notices_at": list(snap.notices_at[-2:]) if len(snap.notices_at) == len(snap.notices) else []}
@@ -155,7 +156,7 @@ def _stored_report(store: Store, hosts_arg: str | None) -> dict[str, Any]:
 
 
 CONTROLLER_KEYS = {"running": False, "answering": None, "pid": None, "policy": None, "auto_approve": None,
-                   "read_only": None, "log": None, "error": None}
+                   "read_only": None, "log": None, "error": None, "store_error": None}
 
 
 def _every_key(report: dict[str, Any]) -> dict[str, Any]:
@@ -183,6 +184,9 @@ def _lines(report: dict[str, Any]) -> list[str]:
         mode = ("watch-only (started by heet-tui --read-only: it launches, profiles and applies nothing)"
                 if ctl["read_only"] else f"policy {ctl['policy']}, auto-approve {'on' if ctl['auto_approve'] else 'off'}")
         out = [f"controller  running (pid {ctl['pid']}), {mode}; log {ctl['log']}"]
+        if ctl.get("store_error"):  # said as a notice at the bottom only, beside figures that read as live
+            out.append(f"store       {ctl['store_error']}: the controller changes nothing until it can write; "
+                       "jobs below are as last recorded")
         ready = sum(h["state"] == HostState.READY.value for h in hosts)
         busy, total = sum(h["busy"] for h in hosts if h["gpus"]), sum(h["gpus"] for h in hosts)
         # GPUs jobs still hold on a host out of reach (its grace period): not among the GPUs counted
