@@ -113,8 +113,11 @@ def test_a_dropped_session_sighup_stops_the_controller_in_order(tmp_path: Path) 
     not its orderly stop (as with `run | tee` and a Ctrl-C that ended tee too)."""
     hosts, state = write_local_hosts(tmp_path, [("only", "A100", 1, 1.0)]), tmp_path / "state"
     env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "xdg")}
+    # started as a login shell starts it, SIGHUP at its default: a suite run under nohup (or from a
+    # shell that ignores it) passed it on ignored, and `run` then rightly took itself for nohup'd
     proc = subprocess.Popen([sys.executable, "-m", "heet_tui.cli.main", "run", "--hosts", str(hosts), "--state",
-                             str(state)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                             str(state)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().startswith("controller running:")
