@@ -87,10 +87,15 @@ def controller_running(state_dir: Path) -> int | None:
     path = state_dir / LOCK_NAME
     if not path.exists():
         return None
-    with open(path) as fh:  # read only: on a read-only disk "a+" failed `jobs` and `status` with a traceback
+    try:  # for writing where it can be: NFS emulates flock with locks that need a writable file
+        fh = open(path, "a+")  # noqa: SIM115 (closed below)
+    except OSError:  # a read-only disk ("a+" failed `jobs` and `status` with a traceback): read only
+        fh = open(path)  # noqa: SIM115
+    with fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
+            fh.seek(0)
             text = fh.read().strip()
             return int(text) if text.isdigit() else -1
         fcntl.flock(fh, fcntl.LOCK_UN)
