@@ -47,14 +47,18 @@ MAX_CONFIG_BYTES = 4 << 20  # hosts files, job specs, cluster files: hundreds of
 _TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
-def toml_syntax_error(path: Path, exc: Exception) -> ConfigError:
-    """tomllib puts the position at the end of its message; move it to the front."""
+def toml_syntax_error(path: Path, exc: Exception, source: str | None = None) -> ConfigError:
+    """tomllib puts the position at the end of its message; move it to the front. ``source``: the
+    text parsed, to quote the line of a key given twice."""
     text = str(exc)
     match = _TOML_POS.search(text)
     line = int(match.group(1)) if match else None
     message = _TOML_POS.sub("", text).strip()
     if match:
         message = f"{message} (column {match.group(2)})"
+    lines = source.splitlines() if source is not None else []
+    if "cannot overwrite a value" in message.lower() and line is not None and 0 < line <= len(lines):
+        message += f": a key given twice ({lines[line - 1].strip()[:80]!r})"  # it named no key
     return ConfigError(path, f"TOML syntax error: {message}", line)
 
 
@@ -65,7 +69,7 @@ def parse_toml(text: str, path: Path, empty_hint: str) -> dict:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise toml_syntax_error(path, exc) from None
+        raise toml_syntax_error(path, exc, text) from None
     except RecursionError:  # arrays or tables nested ~1000 deep: a traceback from every command
         raise ConfigError(path, NESTED_TOO_DEEP) from None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import re
@@ -136,4 +137,6 @@ def _show(value: Any) -> str:
         return "a table"
     if isinstance(value, list):
         return f"a list {value!r}" if len(repr(value)) < 40 else "a list"
+    if isinstance(value, datetime.date | datetime.time):  # a TOML date, unquoted: it read "datetime.date(1979, 5, 27)"
+        return f"the date or time {value.isoformat()} (TOML reads it unquoted as one)"
     return repr(value)

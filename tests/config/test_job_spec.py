@@ -51,6 +51,10 @@ def test_a_name_that_ends_in_a_newline_is_refused(tmp_path: Path, key: str) -> N
         ('env = { CUDA_DEVICE_ORDER = "FASTEST_FIRST" }\n', '"CUDA_DEVICE_ORDER" is set by heet-tui for each launch'),
         ('env = { X = 1 }\n', 'value of "X" must be a string (in quotes), not int 1'),
         ("priority = 1.5\n", 'key "priority": expected an integer, got 1.5'),
+        # it read "got datetime.date(1979, 5, 27)"; a key given twice named no key
+        ("priority = 1979-05-27\n", 'got the date or time 1979-05-27 (TOML reads it unquoted as one)'),
+        ('model = "other"\n', "job.toml:6: TOML syntax error: Cannot overwrite a value (column 16): a key given twice "
+                              "('model = \"other\"')"),
         ('gpu_types = "T4"\n', 'key "gpu_types": expected a list of strings'),
         # it meant "every type", as the hosts file refuses gpus = [] for leaving no GPU
         ("gpu_types = []\n", 'job.toml:6: job "j": key "gpu_types": [] allows no GPU type; leave the key out'),
