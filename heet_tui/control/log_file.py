@@ -77,7 +77,6 @@ def _create_private(path: Path) -> None:
 
 def attach_log_file(state_dir: Path) -> logging.Handler:
     path = state_dir / LOG_NAME
-    _create_private(path)
     handler = _Rotated(path, maxBytes=5_000_000, backupCount=3, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.setLevel(logging.INFO)

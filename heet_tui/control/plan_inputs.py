@@ -35,7 +35,9 @@ def job_inputs(ctl: Controller, overrides: dict[str, Constraints] | None = None)
         ctl.store)
     crashed = ctl.executor.crashed_sizes  # a size a twin could not run at, this job cannot either
     held = (away := ctl.host_grace.holding()) | launch_blocked(ctl.cluster.status())
-    for rec in ctl.store.jobs(include_terminal=False):
+    records = ctl.store.jobs(include_terminal=False)
+    priority = {rec.job.id: rec.job.spec.priority for rec in records}  # read once: a round asks per queued job
+    for rec in records:
         job, run = rec.job, ctl.executor.runs.get(rec.job.id)
         if job.state not in planning.SCHEDULABLE or waits_for_profiling(ctl, job.id, run is not None):
             continue
@@ -45,7 +47,7 @@ def job_inputs(ctl: Controller, overrides: dict[str, Constraints] | None = None)
             continue
         measured = bool(ctl.book.measured(job.id))
         if run is None and ctl.opt.profile and not (measured or job.id in unmeasured or job.spec.min_gpus > 1) \
-                and not _outranks_a_run(ctl, job):
+                and not _outranks_a_run(ctl, job, priority):
             continue  # profiled first (on one GPU: a job that needs more is measured by its own runs)
         if run is None and ctl.executor.backoff_until.get(job.id, 0) > now:
             continue
@@ -66,14 +68,11 @@ def job_inputs(ctl: Controller, overrides: dict[str, Constraints] | None = None)
 
 
 
-def _outranks_a_run(ctl: Controller, job: Job) -> bool:
+def _outranks_a_run(ctl: Controller, job: Job, priority: dict[str, int]) -> bool:
     """A new job left waiting for an idle GPU to be profiled on, while a job of lower priority holds
     GPUs it may use: planned unmeasured, so that the plan can give it those GPUs (its own runs then
     measure it). It waited for one to free by itself: nothing stops a job to profile another."""
     if not job.message.startswith(PROFILE_WAITING):
         return False
-    for other, run in ctl.executor.runs.items():
-        rec = ctl.store.job(other) if job.spec.allows(run.alloc.gpu_type) else None
-        if rec is not None and rec.job.spec.priority < job.spec.priority:
-            return True
-    return False
+    return any(job.spec.allows(run.alloc.gpu_type) and priority.get(other, job.spec.priority) < job.spec.priority
+               for other, run in ctl.executor.runs.items())

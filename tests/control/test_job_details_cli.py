@@ -15,6 +15,15 @@ from heet_tui.core.job import JobState
 JOB = 'name = "cnn"\ncommand = ["python3", "-m", "train"]\nmodel = "m"\nbatch_size = 32\ntarget = { steps = 10 }\n'
 
 
+
+def _submitted(tmp_path: Path) -> tuple[Path, list[str], Store]:
+    """The JOB spec submitted to a fresh store: its file, the --state arguments, the store."""
+    spec = tmp_path / "job.toml"
+    spec.write_text(JOB)
+    state = ["--state", str(tmp_path / "state")]
+    assert main([*state, "submit", str(spec)]) == 0
+    return spec, state, Store(tmp_path / "state")
+
 def test_a_job_shows_what_its_profiling_cost_and_each_measured_configuration(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The GPU-seconds profiling spent were nowhere; the measured cells were in `jobs NAME`'s text only."""
@@ -22,11 +31,7 @@ def test_a_job_shows_what_its_profiling_cost_and_each_measured_configuration(
     from heet_tui.control.runtime import Run
     from heet_tui.core.allocation import Allocation
 
-    spec = tmp_path / "job.toml"
-    spec.write_text(JOB)
-    state = ["--state", str(tmp_path / "state")]
-    assert main([*state, "submit", str(spec)]) == 0
-    store = Store(tmp_path / "state")
+    spec, state, store = _submitted(tmp_path)
     record_profiling_run(store, Run("cnn", Allocation.of("cnn", "T4", {"h": [0]}), 1, {}, 100.0, profiling=True), 112.5)
     record_profiling_run(store, Run("cnn", Allocation.of("cnn", "A100", {"g": [0, 1]}), 2, {}, 100.0, profiling=True),
                          110.0)
@@ -68,11 +73,7 @@ def test_a_job_over_several_hosts_says_which_ranks_run_where_as_the_launch_numbe
     spread = Allocation.of("cnn", "T4", {"b": [2, 3], "a": [0], "c": [1, 5, 7]})
     assert spread.ranks_on_hosts() == "ranks 0 on a, 1-2 on b, 3-5 on c"
     assert Allocation.of("cnn", "T4", {"a": [0, 1]}).ranks_on_hosts() == ""
-    spec = tmp_path / "job.toml"
-    spec.write_text(JOB)
-    state = ["--state", str(tmp_path / "state")]
-    assert main([*state, "submit", str(spec)]) == 0
-    store = Store(tmp_path / "state")
+    spec, state, store = _submitted(tmp_path)
     launches = plan_launch("cnn", store.job("cnn").job.spec, spread, 1,
                            {h: HostEntry(h, h, transport="local") for h in "abc"}, 29500)
     assert [(s.rank, s.host) for s in launches] == [(0, "a"), (1, "b"), (2, "b"), (3, "c"), (4, "c"), (5, "c")]
@@ -92,11 +93,7 @@ def test_the_gpu_time_a_job_held_is_given_beside_what_it_reported_training(
 
     from heet_tui.core.allocation import Allocation
 
-    spec = tmp_path / "job.toml"
-    spec.write_text(JOB)
-    state = ["--state", str(tmp_path / "state")]
-    assert main([*state, "submit", str(spec)]) == 0
-    store = Store(tmp_path / "state")
+    spec, state, store = _submitted(tmp_path)
     t0 = clock.time() - 100.0
     store.record_allocation(Allocation.of("cnn", "T4", {"a": [0, 1]}), 1, t0)
     store.release_allocation("cnn", t0 + 10.0)  # 2 GPUs for 10 s
@@ -115,11 +112,7 @@ def test_the_gpu_time_a_job_held_is_given_beside_what_it_reported_training(
 
 def test_a_job_name_submitted_again_says_which_job_it_shows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`submit x.toml; log -f x` followed the old, ended job x while `cancel x` stopped the new x-2."""
-    spec = tmp_path / "job.toml"
-    spec.write_text(JOB)
-    state = ["--state", str(tmp_path / "state")]
-    assert main([*state, "submit", str(spec)]) == 0
-    store = Store(tmp_path / "state")
+    spec, state, store = _submitted(tmp_path)
     store.set_state("cnn", JobState.CANCELLED, 10.0)
     capsys.readouterr()
     assert main([*state, "jobs", "cnn"]) == 0
@@ -136,11 +129,7 @@ def test_a_job_name_submitted_again_says_which_job_it_shows(tmp_path: Path, caps
 
 def test_a_jobs_listed_events_say_how_many_it_has(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`jobs NAME --json` cut the events to the latest 20 unsaid: a script took them for all."""
-    spec = tmp_path / "job.toml"
-    spec.write_text(JOB)
-    state = ["--state", str(tmp_path / "state")]
-    assert main([*state, "submit", str(spec)]) == 0
-    store = Store(tmp_path / "state")
+    spec, state, store = _submitted(tmp_path)
     for i in range(24):
         store.add_event(100.0 + i, "progress", f"note {i}", job_id="cnn")
     store.add_event(200.0, "progress", "another job's", job_id="other")

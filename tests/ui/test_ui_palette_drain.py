@@ -28,6 +28,14 @@ async def _answer_prompt(pilot, app, typed: str) -> PromptDialog:
     return prompt
 
 
+async def _palette_drain_question(pilot, app, host: str) -> str:
+    """The question the palette's "drain host…" asks of ``host``, left open for an answer."""
+    _palette(app, "drain host…")
+    await _answer_prompt(pilot, app, host)
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+    return app.screen.question
+
+
 def test_the_palettes_drain_asks_first_as_d_does_where_jobs_run(make_app, backend):
     """It drained at once, unasked: with auto-approve on, a100-1's jobs stopped on the spot."""
     backend.current = replace(small_snapshot(), auto_approve=True)
@@ -36,10 +44,7 @@ def test_the_palettes_drain_asks_first_as_d_does_where_jobs_run(make_app, backen
         app = make_app("jobs")
         async with app.run_test(size=SIZE) as pilot:
             await wait_for(pilot, lambda: app.latest is not None)
-            _palette(app, "drain host…")
-            await _answer_prompt(pilot, app, "a100-1")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
-            question = app.screen.question
+            question = await _palette_drain_question(pilot, app, "a100-1")
             assert question.startswith("Drain a100-1? No job starts there, and the 1 running on it (j1) stops "
                                        "at once: auto-approve is on"), question
             assert backend.posted == [], "nothing drained before the answer"
@@ -47,9 +52,7 @@ def test_the_palettes_drain_asks_first_as_d_does_where_jobs_run(make_app, backen
             await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmDialog))
             await pilot.pause()
             assert backend.posted == []
-            _palette(app, "drain host…")
-            await _answer_prompt(pilot, app, "a100-1")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+            await _palette_drain_question(pilot, app, "a100-1")
             await pilot.press("y")
             await wait_for(pilot, lambda: backend.posted)
             assert backend.posted == [DrainHost("a100-1", True)]
@@ -74,10 +77,7 @@ def test_the_palette_and_d_ask_the_same_question(make_app, backend):
             asked.append(app.screen.question)
             await pilot.press("n")
             await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmDialog))
-            _palette(app, "drain host…")
-            await _answer_prompt(pilot, app, "t4-1")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
-            asked.append(app.screen.question)
+            asked.append(await _palette_drain_question(pilot, app, "t4-1"))
 
     run(scenario())
     by_key, by_palette = asked

@@ -13,6 +13,21 @@ from heet_tui.ui.screens import plan as plan_screen
 from heet_tui.ui.widgets.plan_table import PlanTable
 
 
+async def _told(pilot, app, plan_id: int) -> str:
+    """The notification that names plan ``plan_id``, once it is up."""
+    await wait_for(pilot, lambda: any(f"#{plan_id}" in n.message for n in app._notifications))
+    return next(n.message for n in app._notifications if f"#{plan_id}" in n.message)
+
+
+async def _seven_gone_then_nine(pilot, backend, said: Static, now: list[float], gone_s: float) -> None:
+    """Plan #7 leaves (applied elsewhere), ``gone_s`` pass with none, then #9 comes."""
+    backend.push(replace(small_snapshot(1, plan=False)))
+    await wait_for(pilot, lambda: str(said.render()).startswith("No plan pending"))
+    now[0] += gone_s
+    backend.push(replace(small_snapshot(2), plan_id=9))
+    await wait_for(pilot, lambda: str(said.render()).startswith("Plan #9"))
+
+
 def test_a_plan_that_just_replaced_the_one_shown_is_not_approved_until_a_is_pressed_again(make_app, backend):
     """With a new proposal every few seconds on a big cluster, a approved whichever plan came
     last: one that had replaced the plan on screen just before the key, unread."""
@@ -29,8 +44,7 @@ def test_a_plan_that_just_replaced_the_one_shown_is_not_approved_until_a_is_pres
             await wait_for(pilot, lambda: str(said.render()).startswith("Plan #8"))
             now[0] += plan_screen.JUST_REPLACED_S / 4
             await pilot.press("a")
-            await wait_for(pilot, lambda: any("#8" in n.message for n in app._notifications))
-            told = next(n.message for n in app._notifications if "#8" in n.message)
+            told = await _told(pilot, app, 8)
             assert "plan #8 has just replaced #7" in told and "press a again" in told, told
             await pilot.pause()
             assert backend.posted == [], "nothing approved on a key meant for another plan"
@@ -54,10 +68,7 @@ def test_r_too_leaves_a_plan_that_just_replaced_the_one_shown_and_the_window_is_
         async with app.run_test(size=SIZE) as pilot:
             said = app.screen.query_one("#plan-summary", Static)
             await wait_for(pilot, lambda: str(said.render()).startswith("Plan #7"))
-            backend.push(replace(small_snapshot(1, plan=False)))  # #7 goes (applied elsewhere), then #9 comes
-            await wait_for(pilot, lambda: str(said.render()).startswith("No plan pending"))
-            backend.push(replace(small_snapshot(2), plan_id=9))
-            await wait_for(pilot, lambda: str(said.render()).startswith("Plan #9"))
+            await _seven_gone_then_nine(pilot, backend, said, now, 0.0)
             now[0] += 5.0
             await pilot.press("r")
             await wait_for(pilot, lambda: any("plan #9 has just replaced #7" in n.message for n in app._notifications))
@@ -83,15 +94,10 @@ def test_a_plan_after_a_long_while_with_none_has_only_just_appeared_and_replaced
             said = app.screen.query_one("#plan-summary", Static)
             await wait_for(pilot, lambda: str(said.render()).startswith("Plan #7"))
             now[0] += 5.0
-            backend.push(replace(small_snapshot(1, plan=False)))  # #7 applied
-            await wait_for(pilot, lambda: str(said.render()).startswith("No plan pending"))
-            now[0] += 60.0
-            backend.push(replace(small_snapshot(2), plan_id=9))
-            await wait_for(pilot, lambda: str(said.render()).startswith("Plan #9"))
+            await _seven_gone_then_nine(pilot, backend, said, now, 60.0)  # #7 applied a minute before #9
             now[0] += plan_screen.JUST_REPLACED_S / 4
             await pilot.press("r")
-            await wait_for(pilot, lambda: any("#9" in n.message for n in app._notifications))
-            told = next(n.message for n in app._notifications if "#9" in n.message)
+            told = await _told(pilot, app, 9)
             assert "plan #9 has only just appeared here: nothing done; look at it, then press r again" in told, told
             assert "replaced" not in told, told
             await pilot.pause()
@@ -125,8 +131,7 @@ def test_a_plan_that_came_while_another_screen_was_shown_has_only_just_appeared_
             await pilot.press("3")
             await wait_for(pilot, lambda: app.screen is plan and str(said.render()).startswith("Plan #8"))
             await pilot.press("a")
-            await wait_for(pilot, lambda: any("#8" in n.message for n in app._notifications))
-            told = next(n.message for n in app._notifications if "#8" in n.message)
+            told = await _told(pilot, app, 8)
             assert "plan #8 has only just appeared here: nothing done; look at it, then press a again" in told, told
             await pilot.pause()
             assert backend.posted == []

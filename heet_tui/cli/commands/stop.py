@@ -49,7 +49,8 @@ def cmd_stop(args: argparse.Namespace) -> int:
         return 0
     if pid <= 0:
         raise CliError(f"a controller holds {where} but its lock names no pid: stop it where it runs")
-    if not args.force and not _headless(open_store(args), pid):
+    store = open_store(args)
+    if not args.force and not _headless(store, pid):
         raise CliError(f"the controller on {where} (pid {pid}) is not a heet-tui run but a TUI's (or one still "
                        "starting): quit that TUI (q), or heet-tui stop --force closes it")
     try:
@@ -67,7 +68,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
     if not args.wait:
         print(f"controller (pid {pid}) on {where} sent SIGTERM")
         return 0
-    running = sum(r.job.state.value in ("running", "resizing") for r in open_store(args).jobs(include_terminal=False))
+    running = sum(r.job.state.value in ("running", "resizing") for r in store.jobs(include_terminal=False))
     print(f"controller (pid {pid}) on {where} stopped" + (
         f"; {running} job(s) train on, unwatched, and the next heet-tui run (or TUI) on it picks them up" if running
         else ""))
