@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from heet_tui.control.snapshots import controller_running
-from heet_tui.control.store import SCHEMA_VERSION, Store, StoreError, StoreWriteError
+from heet_tui.control.store import SCHEMA_VERSION, Store, StoreError
 from heet_tui.core.allocation import Allocation
 from heet_tui.core.job import InvalidTransition, JobSpec, JobState, Target, TargetKind
 from heet_tui.core.plan import Plan
@@ -305,50 +304,6 @@ def test_a_state_directory_someone_else_owns_is_refused(tmp_path: Path, monkeypa
     assert not (theirs / "state.sqlite3").exists()
 
 
-def test_a_state_directory_that_cannot_be_written_is_read_as_last_written(tmp_path: Path) -> None:
-    """An immutable (or read-only) state directory: `heet-tui jobs` said only "state store st1:
-    [Errno 1] Operation not permitted: 'st1'" (its chmod to 0700 failed, though it was 0700), then
-    that it could not be read without writing it. A backup copy is now read as it is."""
-    import os
-    import shutil
-
-    state = tmp_path / "state"
-    store = Store(state)
-    store.add_event(1.0, "note", "written before")
-    store.close()
-    (state / "controller.lock").write_text("")  # a controller ran here once
-    files = [str(p) for p in state.iterdir()]
-    if os.getuid() != 0:  # a user's own permissions bind them: read-only modes
-        def lock(paths: list[str]) -> None:
-            for path in paths:
-                os.chmod(path, 0o500 if Path(path).is_dir() else 0o400)
-
-        def unlock() -> None:
-            for path in [str(state), *files]:
-                os.chmod(path, 0o700 if Path(path).is_dir() else 0o600)
-    else:  # root ignores modes: immutable, as the user who found it had made it
-        chattr = shutil.which("chattr") or "chattr"
-
-        def lock(paths: list[str]) -> None:
-            subprocess.run([chattr, "+i", *paths], check=True)
-
-        def unlock() -> None:
-            subprocess.run([chattr, "-i", str(state), *files], check=True)
-    try:
-        for contents in ([str(state)], files):  # the directory alone, then its files too
-            lock(contents)
-            copy = Store(state)
-            assert [e.message for e in copy.events(limit=5)] == ["written before"]
-            assert controller_running(state) is None, "asked without writing (a traceback on a read-only disk)"
-            assert "shown as last written" in copy.read_only_why
-            with pytest.raises(StoreWriteError, match=r"cannot write \(unable to open database file; .*shown as last "
-                                                      r"written"):
-                copy.add_event(2.0, "note", "refused")
-            copy.close()
-    finally:
-        unlock()
-
-
 def test_a_shared_directory_with_other_files_is_not_made_a_private_state_directory(tmp_path) -> None:
     """`--state teamdir` turned a 2775 team directory 0700 beside its files, without a word."""
     import os
@@ -378,38 +333,3 @@ def test_the_controller_log_names_each_events_job(tmp_path, caplog) -> None:
         store.add_event(3.0, "host", "la1 is back", None, "la1")
     assert [r.getMessage() for r in caplog.records] == [
         "failed: f1: rank 0 on la1 ended with exit code 2", "launch: f1 generation 2: 1xT4 on lt1", "host: la1 is back"]
-
-
-
-
-def test_the_write_ahead_log_stays_small_while_the_store_is_open(tmp_path: Path) -> None:
-    """It grew to 4 MB beside a 100 KB store and stayed there: on a small disk that was the full disk."""
-    store = Store(tmp_path / "state")
-    reader = Store(tmp_path / "state")  # another process's connection, as `heet-tui jobs` beside the controller
-    for i in range(3000):
-        store.add_event(float(i), "note", "x" * 500)
-        if i % 500 == 0:
-            reader.events(limit=1)
-    wal = tmp_path / "state" / "state.sqlite3-wal"
-    assert wal.stat().st_size <= 1.5 * (1 << 20), wal.stat().st_size
-
-
-def test_a_state_directory_on_a_read_only_disk_is_read_whatever_its_mode(tmp_path: Path, monkeypatch) -> None:
-    """A tmpfs remounted read-only, its root 1777: the chmod to 0700 failed with "Read-only file
-    system" and every command refused the store (the failure injected: os.chmod says EROFS)."""
-    import errno
-    import os
-
-    state = tmp_path / "state"
-    store = Store(state)
-    store.add_event(1.0, "note", "written before")
-    store.close()
-    os.chmod(state, 0o1777)
-
-    def read_only(path, mode, *args, **kwargs):  # noqa: ANN001, ANN202
-        raise OSError(errno.EROFS, "Read-only file system", str(path))
-
-    monkeypatch.setattr(os, "chmod", read_only)
-    copy = Store(state)
-    assert [e.message for e in copy.events(limit=5)] == ["written before"]
-    copy.close()
